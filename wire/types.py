@@ -6,6 +6,7 @@ raises ``DecodeError`` (callers treat it as a malformed request).
 """
 from __future__ import annotations
 
+import base64
 import struct
 import uuid as _uuid
 
@@ -191,3 +192,8 @@ def skip_tagged_fields(buf, p):
 
 
 i8, i16, u16, i32, u32, i64, f64 = _i8, _i16, _u16, _i32, _u32, _i64, _f64
+
+
+def uuid_to_base64(u) -> str:
+    """Kafka's text form of a Uuid (topic ids, cluster ids): URL-safe base64, no padding."""
+    return base64.urlsafe_b64encode(u.bytes).decode().rstrip("=")

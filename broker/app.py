@@ -1,0 +1,120 @@
+"""The broker process: wires config, storage, metadata, replicas, coordinators and the server."""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from pathlib import Path
+
+from broker.config import BrokerConfig, parse_properties
+from broker.dispatch import HANDLERS
+from broker.metadata import BrokerInfo, LocalMetadataStore, MetadataError, topic_name_error
+from broker.replica import ReplicaManager
+from broker.server import serve
+from coordinator.producer_ids import ProducerIdManager
+from storage.config import LogConfig
+from storage.manager import LogManager
+from wire import errors
+from wire.types import uuid_to_base64
+from wire.apis import API_BY_KEY, API_VERSIONS
+
+log = logging.getLogger("josefk")
+
+
+def _read_properties(path: Path) -> dict:
+    return parse_properties(path.read_text()) if path.exists() else {}
+
+
+def ensure_cluster_id(log_dirs: list[str], node_id: int) -> str:
+    """Read or create meta.properties in every log dir, Kafka style."""
+    cluster_id = None
+    for d in log_dirs:
+        props = _read_properties(Path(d) / "meta.properties")
+        cluster_id = cluster_id or props.get("cluster.id")
+    if cluster_id is None:
+        cluster_id = uuid_to_base64(uuid.uuid4())
+    for d in log_dirs:
+        p = Path(d) / "meta.properties"
+        if not p.exists():
+            p.write_text(f"version=0\nbroker.id={node_id}\ncluster.id={cluster_id}\n")
+    return cluster_id
+
+
+class Broker:
+    def __init__(self, config: BrokerConfig):
+        self.config = config
+        self.connections = set()
+        self.handlers = HANDLERS
+        self.server = None
+        self._tasks = []
+        dirs = config.log_dirs
+        for d in dirs:
+            Path(d).mkdir(parents=True, exist_ok=True)
+        cluster_id = ensure_cluster_id(dirs, config.node_id)
+        host, port = config.advertised_listener()
+        self.info = BrokerInfo(config.node_id, host, port, config.get("broker.rack"))
+        self.logs = LogManager(dirs, LogConfig.from_props({}, config.topic_defaults()))
+        self.metadata = LocalMetadataStore(dirs[0], self.info, cluster_id)
+        self.replicas = ReplicaManager(config, self.logs, self.metadata)
+        self.producer_ids = ProducerIdManager(Path(dirs[0]) / "producer-id-block")
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    async def start(self):
+        host, port = self.config.listener()
+        self.server = await serve(self, host or "0.0.0.0", port)
+        self._tasks.append(asyncio.ensure_future(self._periodic(
+            self.config.int("log.retention.check.interval.ms"), self._retention)))
+        self._tasks.append(asyncio.ensure_future(self._periodic(
+            self.config.int("log.flush.offset.checkpoint.interval.ms"), self.logs.checkpoint)))
+        log.info("josefk broker %d listening on %s:%d", self.config.node_id, host, port)
+
+    async def stop(self):
+        for t in self._tasks:
+            t.cancel()
+        if self.server is not None:
+            self.server.close()
+        for c in list(self.connections):
+            c.transport.close()
+        self.logs.checkpoint()
+        self.logs.close()
+
+    async def _periodic(self, interval_ms, fn):
+        while True:
+            await asyncio.sleep(interval_ms / 1000)
+            try:
+                fn()
+            except Exception:
+                log.exception("periodic task %s failed", getattr(fn, "__name__", fn))
+
+    def _retention(self):
+        self.logs.run_retention(int(time.time() * 1000))
+
+    # -- shared helpers for handlers --------------------------------------------------------------
+    def api_version_list(self):
+        R = API_VERSIONS.Response
+        return [R.ApiVersion(api_key=k, min_version=api.min_version, max_version=api.max_version)
+                for k, api in sorted(API_BY_KEY.items()) if k in self.handlers]
+
+    def auto_create_topic(self, name):
+        """Create ``name`` with the broker defaults if auto creation is enabled; else None."""
+        if not self.config.bool("auto.create.topics.enable"):
+            return None
+        try:
+            return self.metadata.create_topic(name, self.config.int("num.partitions"),
+                                              self.config.int("default.replication.factor"), {})
+        except MetadataError as e:
+            if e.code == errors.TOPIC_ALREADY_EXISTS:
+                return self.metadata.topics.get(name)
+            log.warning("auto-creating topic %s failed: %s", name, e.message)
+            return None
+
+    def topic_error_for_produce(self, name) -> int:
+        """NONE if ``name`` exists (auto-creating it if allowed), else the error to answer."""
+        if name in self.metadata.topics:
+            return errors.NONE
+        if topic_name_error(name):
+            return errors.INVALID_TOPIC_EXCEPTION
+        if self.auto_create_topic(name) is None:
+            return errors.UNKNOWN_TOPIC_OR_PARTITION
+        return errors.NONE

@@ -1,0 +1,92 @@
+"""`josefk broker` starts a broker; `josefk topics ...` works like kafka-topics.sh."""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+
+from broker.config import BrokerConfig, ConfigError
+
+DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+
+
+def _kv(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"expected key=value, got {text!r}")
+    return key.strip(), value.strip()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="josefk", description="A Kafka-compatible broker")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    b = sub.add_parser("broker", help="run a broker")
+    b.add_argument("config", nargs="?", help="server.properties file")
+    b.add_argument("--config", dest="config_opt", help="server.properties file")
+    b.add_argument("--override", action="append", type=_kv, default=[], metavar="KEY=VALUE",
+                   help="set any Kafka broker property (repeatable)")
+    b.add_argument("--listeners")
+    b.add_argument("--advertised-listeners")
+    b.add_argument("--log-dirs")
+    b.add_argument("--node-id", type=int)
+    b.add_argument("--zookeeper-connect")
+    b.add_argument("--log-level", default="INFO")
+
+    from broker import admin_cli
+
+    admin_cli.add_commands(sub)
+    return p
+
+
+def run_broker(args) -> int:
+    overrides = dict(args.override)
+    for flag, name in (("listeners", "listeners"), ("advertised_listeners", "advertised.listeners"),
+                       ("log_dirs", "log.dirs"), ("node_id", "node.id"),
+                       ("zookeeper_connect", "zookeeper.connect")):
+        value = getattr(args, flag)
+        if value is not None:
+            overrides[name] = str(value)
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        config = BrokerConfig.load(args.config_opt or args.config, overrides)
+    except (ConfigError, OSError) as e:
+        print(f"josefk: bad configuration: {e}", file=sys.stderr)
+        return 2
+    try:
+        import uvloop
+    except ImportError:
+        uvloop = None
+    runner = asyncio.Runner(loop_factory=uvloop.new_event_loop if uvloop else None)
+    with runner:
+        return runner.run(_serve(config))
+
+
+async def _serve(config) -> int:
+    from broker.app import Broker
+
+    broker = Broker(config)
+    await broker.start()
+    print("josefk broker started", file=sys.stderr, flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    await broker.stop()
+    print("josefk broker stopped", file=sys.stderr, flush=True)
+    return 0
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "broker":
+        return run_broker(args)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,207 @@
+"""Broker configuration under Kafka's property names (server.properties form, plus overrides)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+# Defaults follow Apache Kafka's. Values are kept as strings, like a properties file; typed
+# accessors convert them.
+DEFAULTS = {
+    "node.id": "1",
+    "listeners": "PLAINTEXT://127.0.0.1:9092",
+    "advertised.listeners": "",
+    "log.dirs": "/tmp/josefk-logs",
+    "zookeeper.connect": "",
+    "num.partitions": "1",
+    "default.replication.factor": "1",
+    "auto.create.topics.enable": "true",
+    "delete.topic.enable": "true",
+    "socket.request.max.bytes": "104857600",
+    "message.max.bytes": "1048588",
+    "min.insync.replicas": "1",
+    "log.segment.bytes": "1073741824",
+    "log.roll.ms": "",
+    "log.roll.hours": "168",
+    "log.retention.ms": "",
+    "log.retention.minutes": "",
+    "log.retention.hours": "168",
+    "log.retention.bytes": "-1",
+    "log.retention.check.interval.ms": "300000",
+    "log.index.interval.bytes": "4096",
+    "log.cleanup.policy": "delete",
+    "log.cleaner.delete.retention.ms": "86400000",
+    "log.cleaner.min.compaction.lag.ms": "0",
+    "log.message.timestamp.type": "CreateTime",
+    "log.flush.interval.messages": "9223372036854775807",
+    "log.flush.offset.checkpoint.interval.ms": "60000",
+    "offsets.topic.num.partitions": "50",
+    "offsets.topic.replication.factor": "1",
+    "offsets.topic.segment.bytes": "104857600",
+    "offsets.retention.minutes": "10080",
+    "offsets.retention.check.interval.ms": "600000",
+    "offset.metadata.max.bytes": "4096",
+    "group.initial.rebalance.delay.ms": "3000",
+    "group.min.session.timeout.ms": "6000",
+    "group.max.session.timeout.ms": "1800000",
+    "group.max.size": "2147483647",
+    "transaction.max.timeout.ms": "900000",
+    "producer.id.expiration.ms": "86400000",
+    "replica.lag.time.max.ms": "30000",
+    "unclean.leader.election.enable": "false",
+    "controlled.shutdown.enable": "true",
+    "broker.rack": "",
+}
+
+# Broker property -> topic-level property it provides the default for.
+TOPIC_DEFAULTS = {
+    "cleanup.policy": "log.cleanup.policy",
+    "segment.bytes": "log.segment.bytes",
+    "retention.bytes": "log.retention.bytes",
+    "index.interval.bytes": "log.index.interval.bytes",
+    "delete.retention.ms": "log.cleaner.delete.retention.ms",
+    "min.compaction.lag.ms": "log.cleaner.min.compaction.lag.ms",
+    "message.timestamp.type": "log.message.timestamp.type",
+    "flush.messages": "log.flush.interval.messages",
+    "min.insync.replicas": "min.insync.replicas",
+    "max.message.bytes": "message.max.bytes",
+    "unclean.leader.election.enable": "unclean.leader.election.enable",
+}
+# Topic-level properties whose default is computed rather than copied.
+DERIVED_TOPIC_DEFAULTS = ("retention.ms", "segment.ms")
+TOPIC_CONFIG_NAMES = frozenset(TOPIC_DEFAULTS) | frozenset(DERIVED_TOPIC_DEFAULTS) | {
+    "compression.type", "file.delete.delay.ms", "flush.ms", "segment.index.bytes",
+    "segment.jitter.ms", "preallocate", "max.compaction.lag.ms", "min.cleanable.dirty.ratio",
+    "message.downconversion.enable", "message.timestamp.difference.max.ms",
+    "message.timestamp.before.max.ms", "message.timestamp.after.max.ms",
+    "follower.replication.throttled.replicas", "leader.replication.throttled.replicas",
+    "local.retention.bytes", "local.retention.ms", "remote.storage.enable",
+}
+EXTRA_TOPIC_DEFAULTS = {
+    "compression.type": "producer",
+    "file.delete.delay.ms": "60000",
+    "flush.ms": "9223372036854775807",
+    "segment.index.bytes": "10485760",
+    "segment.jitter.ms": "0",
+    "preallocate": "false",
+    "max.compaction.lag.ms": "9223372036854775807",
+    "min.cleanable.dirty.ratio": "0.5",
+    "message.downconversion.enable": "true",
+    "message.timestamp.difference.max.ms": "9223372036854775807",
+    "message.timestamp.before.max.ms": "9223372036854775807",
+    "message.timestamp.after.max.ms": "9223372036854775807",
+    "follower.replication.throttled.replicas": "",
+    "leader.replication.throttled.replicas": "",
+    "local.retention.bytes": "-2",
+    "local.retention.ms": "-2",
+    "remote.storage.enable": "false",
+}
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def parse_properties(text: str) -> dict:
+    """Parse Java .properties text (comments, key=value or key: value, line continuations)."""
+    props = {}
+    pending = ""
+    for raw in text.splitlines():
+        line = pending + raw.strip()
+        pending = ""
+        if not line or line[0] in "#!":
+            continue
+        if line.endswith("\\"):
+            pending = line[:-1]
+            continue
+        for i, ch in enumerate(line):
+            if ch in "=:":
+                props[line[:i].strip()] = line[i + 1:].strip()
+                break
+        else:
+            props[line] = ""
+    return props
+
+
+class BrokerConfig:
+    def __init__(self, props: dict | None = None):
+        self.props = dict(DEFAULTS)
+        self.explicit = dict(props or {})
+        if "broker.id" in self.explicit and "node.id" not in self.explicit:
+            self.explicit["node.id"] = self.explicit["broker.id"]
+        if "log.dir" in self.explicit and "log.dirs" not in self.explicit:
+            self.explicit["log.dirs"] = self.explicit["log.dir"]
+        self.props.update(self.explicit)
+        self._validate()
+
+    @classmethod
+    def load(cls, path: str | None = None, overrides: dict | None = None) -> "BrokerConfig":
+        props = parse_properties(Path(path).read_text()) if path else {}
+        props.update(overrides or {})
+        return cls(props)
+
+    def get(self, name: str, default=None):
+        v = self.props.get(name)
+        return default if v is None or v == "" else v
+
+    def int(self, name: str) -> int:
+        try:
+            return int(self.props[name])
+        except (KeyError, ValueError):
+            raise ConfigError(f"{name} must be an integer, got {self.props.get(name)!r}") from None
+
+    def bool(self, name: str) -> bool:
+        return str(self.props.get(name, "")).strip().lower() == "true"
+
+    def _validate(self):
+        for name in ("node.id", "num.partitions", "socket.request.max.bytes", "message.max.bytes"):
+            self.int(name)
+        self.listener()
+
+    @property
+    def node_id(self) -> int:
+        return self.int("node.id")
+
+    @property
+    def log_dirs(self) -> list[str]:
+        return [d.strip() for d in self.props["log.dirs"].split(",") if d.strip()]
+
+    def listener(self) -> tuple[str, int]:
+        return _parse_listener(self.props["listeners"])
+
+    def advertised_listener(self) -> tuple[str, int]:
+        adv = self.get("advertised.listeners")
+        host, port = _parse_listener(adv) if adv else self.listener()
+        return (host or "127.0.0.1", port)
+
+    def retention_ms(self) -> int:
+        if self.get("log.retention.ms"):
+            return self.int("log.retention.ms")
+        if self.get("log.retention.minutes"):
+            return self.int("log.retention.minutes") * 60_000
+        return self.int("log.retention.hours") * 3_600_000
+
+    def roll_ms(self) -> int:
+        if self.get("log.roll.ms"):
+            return self.int("log.roll.ms")
+        return self.int("log.roll.hours") * 3_600_000
+
+    def topic_defaults(self) -> dict:
+        """Default topic-level configs, derived from the broker's own settings like Kafka."""
+        d = dict(EXTRA_TOPIC_DEFAULTS)
+        for topic_name, broker_name in TOPIC_DEFAULTS.items():
+            d[topic_name] = self.props[broker_name]
+        d["retention.ms"] = str(self.retention_ms())
+        d["segment.ms"] = str(self.roll_ms())
+        return d
+
+
+def _parse_listener(spec: str) -> tuple[str, int]:
+    first = spec.split(",")[0].strip()
+    if "://" in first:
+        first = first.split("://", 1)[1]
+    host, sep, port = first.rpartition(":")
+    if not sep:
+        raise ConfigError(f"listener {spec!r} has no port")
+    try:
+        return host.strip("[]"), int(port)
+    except ValueError:
+        raise ConfigError(f"listener {spec!r} has a bad port") from None

@@ -1,0 +1,23 @@
+"""The API dispatch table: api key -> handler(broker, ctx, request)."""
+from __future__ import annotations
+
+from broker.handlers import (api_versions, cluster, configs, fetch, list_offsets, metadata,
+                             produce, producer, telemetry, topics)
+from wire import apis
+
+HANDLERS = {
+    apis.API_VERSIONS.key: api_versions.handle_api_versions,
+    apis.METADATA.key: metadata.handle_metadata,
+    apis.PRODUCE.key: produce.handle_produce,
+    apis.FETCH.key: fetch.handle_fetch,
+    apis.LIST_OFFSETS.key: list_offsets.handle_list_offsets,
+    apis.CREATE_TOPICS.key: topics.handle_create_topics,
+    apis.DELETE_TOPICS.key: topics.handle_delete_topics,
+    apis.CREATE_PARTITIONS.key: topics.handle_create_partitions,
+    apis.INIT_PRODUCER_ID.key: producer.handle_init_producer_id,
+    apis.DESCRIBE_CONFIGS.key: configs.handle_describe_configs,
+    apis.DESCRIBE_CLUSTER.key: cluster.handle_describe_cluster,
+    apis.DESCRIBE_TOPIC_PARTITIONS.key: cluster.handle_describe_topic_partitions,
+    apis.GET_TELEMETRY_SUBSCRIPTIONS.key: telemetry.handle_get_telemetry_subscriptions,
+    apis.PUSH_TELEMETRY.key: telemetry.handle_push_telemetry,
+}

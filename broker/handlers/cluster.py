@@ -1,0 +1,59 @@
+"""DescribeCluster and DescribeTopicPartitions (KIP-966), used by Kafka 3.7+ admin tools."""
+from __future__ import annotations
+
+from wire import errors
+from wire.apis import DESCRIBE_CLUSTER, DESCRIBE_TOPIC_PARTITIONS
+
+_NO_OPERATIONS = -2147483648
+
+
+def handle_describe_cluster(broker, ctx, req):
+    R = DESCRIBE_CLUSTER.Response
+    md = broker.metadata
+    if ctx.version >= 1 and req.endpoint_type != 1:  # only brokers are described, not controllers
+        return R(error_code=errors.UNSUPPORTED_ENDPOINT_TYPE,
+                 error_message="The target does not support endpoint type "
+                               f"{req.endpoint_type}", endpoint_type=req.endpoint_type)
+    return R(endpoint_type=1, cluster_id=md.cluster_id, controller_id=md.controller_id,
+             brokers=[R.DescribeClusterBroker(broker_id=b.node_id, host=b.host, port=b.port,
+                                              rack=b.rack) for b in md.brokers.values()],
+             cluster_authorized_operations=_NO_OPERATIONS, error_message=None)
+
+
+def handle_describe_topic_partitions(broker, ctx, req):
+    R = DESCRIBE_TOPIC_PARTITIONS.Response
+    md = broker.metadata
+    names = [t.name for t in req.topics] if req.topics else sorted(md.topics)
+    cursor = req.cursor
+    if cursor is not None:
+        names = [n for n in names if n >= cursor.topic_name]
+    budget = req.response_partition_limit if req.response_partition_limit > 0 else 2000
+    topics_out = []
+    next_cursor = None
+    for name in sorted(names):
+        meta = md.topics.get(name)
+        if meta is None:
+            topics_out.append(R.DescribeTopicPartitionsResponseTopic(
+                error_code=errors.UNKNOWN_TOPIC_OR_PARTITION, name=name,
+                topic_authorized_operations=_NO_OPERATIONS))
+            continue
+        start = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
+        parts = meta.partitions[start:]
+        if len(parts) > budget:
+            next_cursor = R.Cursor(topic_name=name, partition_index=start + budget)
+            parts = parts[:budget]
+        budget -= len(parts)
+        topics_out.append(R.DescribeTopicPartitionsResponseTopic(
+            name=name, topic_id=meta.topic_id, is_internal=meta.internal,
+            topic_authorized_operations=_NO_OPERATIONS,
+            partitions=[R.DescribeTopicPartitionsResponsePartition(
+                partition_index=p.index, leader_id=p.leader, leader_epoch=p.leader_epoch,
+                replica_nodes=p.replicas, isr_nodes=p.isr, eligible_leader_replicas=None,
+                last_known_elr=None, offline_replicas=[]) for p in parts]))
+        if next_cursor is not None:
+            break
+        if budget <= 0 and name != names[-1]:
+            following = [n for n in sorted(names) if n > name]
+            next_cursor = R.Cursor(topic_name=following[0], partition_index=0)
+            break
+    return R(topics=topics_out, next_cursor=next_cursor)

@@ -1,0 +1,45 @@
+"""DescribeConfigs for topics and brokers."""
+from __future__ import annotations
+
+from broker.configs import broker_config_entries, config_type, topic_config_entries
+from wire import errors
+from wire.apis import DESCRIBE_CONFIGS
+
+R = DESCRIBE_CONFIGS.Response
+TOPIC, BROKER = 2, 4
+
+
+def handle_describe_configs(broker, ctx, req):
+    v = ctx.version
+    results = []
+    for res in req.resources:
+        out = R.DescribeConfigsResult(resource_type=res.resource_type,
+                                      resource_name=res.resource_name, error_message=None)
+        results.append(out)
+        if res.resource_type == TOPIC:
+            meta = broker.metadata.topics.get(res.resource_name)
+            if meta is None:
+                out.error_code = errors.UNKNOWN_TOPIC_OR_PARTITION
+                out.error_message = f"Topic {res.resource_name} does not exist"
+                continue
+            entries = topic_config_entries(broker, meta.configs)
+        elif res.resource_type == BROKER:
+            if res.resource_name not in ("", str(broker.config.node_id)):
+                out.error_code = errors.INVALID_REQUEST
+                out.error_message = f"Unexpected broker id, expected {broker.config.node_id}"
+                continue
+            entries = broker_config_entries(broker)
+        else:
+            out.error_code = errors.INVALID_REQUEST
+            out.error_message = f"Unsupported resource type {res.resource_type}"
+            continue
+        keys = res.configuration_keys
+        if keys is not None:
+            entries = [e for e in entries if e.name in keys]
+        out.configs = [R.DescribeConfigsResourceResult(
+            name=e.name, value=e.value, read_only=res.resource_type == BROKER,
+            config_source=e.source, is_sensitive=False,
+            synonyms=[R.DescribeConfigsSynonym(name=n, value=val, source=s)
+                      for n, val, s in e.synonyms] if req.include_synonyms else [],
+            config_type=config_type(e.name), documentation=None) for e in entries]
+    return R(results=results)

@@ -1,0 +1,92 @@
+"""CreateTopics, DeleteTopics, CreatePartitions."""
+from __future__ import annotations
+
+from broker.configs import topic_config_entries, validate_topic_configs
+from broker.metadata import MetadataError
+from wire import errors
+from wire.apis import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS
+
+
+def handle_create_topics(broker, ctx, req):
+    R = CREATE_TOPICS.Response
+    cfg = broker.config
+    out = []
+    seen = set()
+    for t in req.topics:
+        res = R.CreatableTopicResult(name=t.name, num_partitions=-1, replication_factor=-1,
+                                     configs=None)
+        out.append(res)
+        if t.name in seen:
+            res.error_code = errors.INVALID_REQUEST
+            res.error_message = f"Create topics request from client contains {t.name} twice."
+            continue
+        seen.add(t.name)
+        try:
+            if t.assignments:
+                raise MetadataError(errors.INVALID_REQUEST,
+                                    "Manual replica assignment is not supported.")
+            configs = {c.name: c.value for c in t.configs}
+            validate_topic_configs(configs)
+            n = t.num_partitions if t.num_partitions != -1 else cfg.int("num.partitions")
+            rf = (t.replication_factor if t.replication_factor != -1
+                  else cfg.int("default.replication.factor"))
+            meta = broker.metadata.create_topic(t.name, n, rf, configs,
+                                                validate_only=req.validate_only)
+        except MetadataError as e:
+            res.error_code, res.error_message = e.code, e.message
+            continue
+        res.topic_id = meta.topic_id
+        res.num_partitions = len(meta.partitions)
+        res.replication_factor = len(meta.partitions[0].replicas)
+        res.configs = [R.CreatableTopicConfigs(name=e.name, value=e.value, read_only=False,
+                                               config_source=e.source, is_sensitive=False)
+                       for e in topic_config_entries(broker, meta.configs)]
+    return R(topics=out)
+
+
+def handle_delete_topics(broker, ctx, req):
+    R = DELETE_TOPICS.Response
+    md = broker.metadata
+    if ctx.version >= 6:
+        wanted = [(t.name, t.topic_id) for t in req.topics]
+    else:
+        wanted = [(name, None) for name in req.topic_names]
+    out = []
+    for name, topic_id in wanted:
+        res = R.DeletableTopicResult(name=name, topic_id=topic_id)
+        out.append(res)
+        if name is None:
+            meta = md.topics_by_id.get(topic_id)
+            if meta is None:
+                res.error_code = errors.UNKNOWN_TOPIC_ID
+                res.error_message = "Topic id does not exist."
+                continue
+            res.name = name = meta.name
+        meta = md.topics.get(name)
+        if meta is None:
+            res.error_code = errors.UNKNOWN_TOPIC_OR_PARTITION
+            res.error_message = "This server does not host this topic-partition."
+            continue
+        res.topic_id = meta.topic_id
+        if not broker.config.bool("delete.topic.enable"):
+            res.error_code = errors.TOPIC_DELETION_DISABLED
+            res.error_message = "Topic deletion is disabled."
+            continue
+        md.delete_topic(name)
+    return R(responses=out)
+
+
+def handle_create_partitions(broker, ctx, req):
+    R = CREATE_PARTITIONS.Response
+    out = []
+    for t in req.topics:
+        res = R.CreatePartitionsTopicResult(name=t.name, error_message=None)
+        out.append(res)
+        try:
+            if t.assignments:
+                raise MetadataError(errors.INVALID_REQUEST,
+                                    "Manual replica assignment is not supported.")
+            broker.metadata.create_partitions(t.name, t.count, validate_only=req.validate_only)
+        except MetadataError as e:
+            res.error_code, res.error_message = e.code, e.message
+    return R(results=out)

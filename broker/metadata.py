@@ -1,0 +1,184 @@
+"""Cluster metadata behind one interface: topics, partitions, brokers, controller.
+
+`LocalMetadataStore` is the embedded single-broker store (persisted as JSON in the first log
+dir); the ZooKeeper store in `zk/` implements the same interface. Handlers read
+`store.topics`, `store.brokers` etc. and call the mutators; they never know which store it is.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import uuid
+from pathlib import Path
+
+from wire import errors
+
+LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
+MAX_TOPIC_LENGTH = 249
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+class MetadataError(Exception):
+    """A metadata change refused with a Kafka error code."""
+
+    def __init__(self, code: int, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def topic_name_error(name) -> str | None:
+    """Why ``name`` is not a legal topic name (Kafka's rules), or None if it is."""
+    if not name:
+        return "Topic name is illegal, it can't be empty"
+    if name in (".", ".."):
+        return "Topic name cannot be \".\" or \"..\""
+    if len(name) > MAX_TOPIC_LENGTH:
+        return f"Topic name is illegal, it can't be longer than {MAX_TOPIC_LENGTH} characters"
+    if not LEGAL_TOPIC.match(name):
+        return (f"Topic name \"{name}\" is illegal, it contains a character other than "
+                "ASCII alphanumerics, '.', '_' and '-'")
+    return None
+
+
+class PartitionMeta:
+    __slots__ = ("index", "leader", "leader_epoch", "replicas", "isr")
+
+    def __init__(self, index, leader, leader_epoch=0, replicas=None, isr=None):
+        self.index = index
+        self.leader = leader
+        self.leader_epoch = leader_epoch
+        self.replicas = list(replicas if replicas is not None else [leader])
+        self.isr = list(isr if isr is not None else self.replicas)
+
+    def to_json(self):
+        return {"leader": self.leader, "leader_epoch": self.leader_epoch,
+                "replicas": self.replicas, "isr": self.isr}
+
+    @classmethod
+    def from_json(cls, index, d):
+        return cls(index, d["leader"], d["leader_epoch"], d["replicas"], d["isr"])
+
+
+class TopicMeta:
+    __slots__ = ("name", "topic_id", "partitions", "configs")
+
+    def __init__(self, name, topic_id, partitions, configs):
+        self.name = name
+        self.topic_id = topic_id
+        self.partitions = partitions  # list[PartitionMeta], index == position
+        self.configs = configs  # explicit topic-level overrides
+
+    @property
+    def internal(self) -> bool:
+        return self.name in INTERNAL_TOPICS
+
+    def to_json(self):
+        return {"id": str(self.topic_id), "configs": self.configs,
+                "partitions": [p.to_json() for p in self.partitions]}
+
+    @classmethod
+    def from_json(cls, name, d):
+        parts = [PartitionMeta.from_json(i, p) for i, p in enumerate(d["partitions"])]
+        return cls(name, uuid.UUID(d["id"]), parts, d.get("configs", {}))
+
+
+class BrokerInfo:
+    __slots__ = ("node_id", "host", "port", "rack")
+
+    def __init__(self, node_id, host, port, rack=None):
+        self.node_id, self.host, self.port, self.rack = node_id, host, port, rack
+
+
+class LocalMetadataStore:
+    """Single-broker metadata kept in ``<log dir>/josefk-metadata.json``."""
+
+    FILE = "josefk-metadata.json"
+
+    def __init__(self, log_dir: str, broker: BrokerInfo, cluster_id: str):
+        self.path = Path(log_dir) / self.FILE
+        self.local = broker
+        self.brokers = {broker.node_id: broker}
+        self.controller_id = broker.node_id
+        self.cluster_id = cluster_id
+        self.topics: dict[str, TopicMeta] = {}
+        self.topics_by_id: dict[uuid.UUID, TopicMeta] = {}
+        self.listeners = []  # callables(event, topic) with event in created/deleted/grown
+        if self.path.exists():
+            data = json.loads(self.path.read_text())
+            for name, d in data.get("topics", {}).items():
+                self._index(TopicMeta.from_json(name, d))
+
+    def _index(self, t: TopicMeta):
+        self.topics[t.name] = t
+        self.topics_by_id[t.topic_id] = t
+
+    def _save(self):
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"topics": {n: t.to_json() for n, t in self.topics.items()}},
+                                  indent=1))
+        os.replace(tmp, self.path)
+
+    def _notify(self, event, topic):
+        for fn in self.listeners:
+            fn(event, topic)
+
+    def create_topic(self, name, num_partitions, replication_factor, configs,
+                     validate_only=False) -> TopicMeta:
+        problem = topic_name_error(name)
+        if problem:
+            raise MetadataError(errors.INVALID_TOPIC_EXCEPTION, problem)
+        if name in self.topics:
+            raise MetadataError(errors.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        if num_partitions <= 0:
+            raise MetadataError(errors.INVALID_PARTITIONS,
+                                "Number of partitions must be larger than 0.")
+        if replication_factor <= 0:
+            raise MetadataError(errors.INVALID_REPLICATION_FACTOR,
+                                "Replication factor must be larger than 0.")
+        if replication_factor > len(self.brokers):
+            raise MetadataError(errors.INVALID_REPLICATION_FACTOR,
+                                f"Replication factor: {replication_factor} larger than available "
+                                f"brokers: {len(self.brokers)}.")
+        me = self.local.node_id
+        t = TopicMeta(name, uuid.uuid4(), [PartitionMeta(i, me) for i in range(num_partitions)],
+                      dict(configs))
+        if validate_only:
+            return t
+        self._index(t)
+        self._save()
+        self._notify("created", t)
+        return t
+
+    def delete_topic(self, name) -> TopicMeta:
+        t = self.topics.pop(name, None)
+        if t is None:
+            raise MetadataError(errors.UNKNOWN_TOPIC_OR_PARTITION,
+                                "This server does not host this topic-partition.")
+        self.topics_by_id.pop(t.topic_id, None)
+        self._save()
+        self._notify("deleted", t)
+        return t
+
+    def create_partitions(self, name, count, validate_only=False) -> TopicMeta:
+        t = self.topics.get(name)
+        if t is None:
+            raise MetadataError(errors.UNKNOWN_TOPIC_OR_PARTITION,
+                                "This server does not host this topic-partition.")
+        if count <= len(t.partitions):
+            raise MetadataError(errors.INVALID_PARTITIONS,
+                                f"Topic currently has {len(t.partitions)} partitions, which is "
+                                f"higher than the requested {count}.")
+        if not validate_only:
+            me = self.local.node_id
+            t.partitions.extend(PartitionMeta(i, me) for i in range(len(t.partitions), count))
+            self._save()
+            self._notify("grown", t)
+        return t
+
+    def alter_topic_configs(self, name, configs: dict) -> None:
+        t = self.topics[name]
+        t.configs = dict(configs)
+        self._save()
+        self._notify("configured", t)
