@@ -1,0 +1,90 @@
+"""Fixtures for the compatibility tests: real broker subprocesses, real clients."""
+
+from __future__ import annotations
+
+import pytest
+
+from compat_tests.broker_process import BrokerProcess
+from compat_tests.helpers import create_topic, unique_topic
+
+# Settings every test broker gets: a single node, so internal topics have one replica,
+# and no rebalance delay so group tests don't sit idle.
+BASE_OVERRIDES = {
+    "group.initial.rebalance.delay.ms": 0,
+    "offsets.topic.replication.factor": 1,
+    "offsets.topic.num.partitions": 3,
+    "transaction.state.log.replication.factor": 1,
+    "transaction.state.log.min.isr": 1,
+}
+
+# The shared broker auto-creates topics with 2 partitions (asserted by a test).
+SHARED_OVERRIDES = {
+    **BASE_OVERRIDES,
+    "auto.create.topics.enable": "true",
+    "num.partitions": 2,
+}
+
+_brokers: list[BrokerProcess] = []
+
+
+@pytest.fixture(scope="session")
+def broker(tmp_path_factory):
+    """One broker for most tests. Tests isolate themselves by unique topic names."""
+    root = tmp_path_factory.mktemp("shared-broker")
+    b = BrokerProcess(data_dir=root / "data", overrides=SHARED_OVERRIDES, log_dir=root)
+    b.start()
+    _brokers.append(b)
+    yield b
+    b.stop()
+    _brokers.remove(b)
+
+
+@pytest.fixture
+def broker_factory(tmp_path):
+    """Start brokers of one's own (for restarts and crashes). All are stopped afterwards."""
+    mine: list[BrokerProcess] = []
+
+    def make(overrides: dict | None = None, data_dir=None, start: bool = True) -> BrokerProcess:
+        n = len(mine)
+        b = BrokerProcess(
+            data_dir=data_dir or tmp_path / f"broker{n}" / "data",
+            overrides={**BASE_OVERRIDES, **(overrides or {})},
+            log_dir=tmp_path / f"broker{n}",
+        )
+        mine.append(b)
+        _brokers.append(b)
+        if start:
+            b.start()
+        return b
+
+    yield make
+    for b in mine:
+        b.stop(timeout=5)
+        _brokers.remove(b)
+
+
+@pytest.fixture
+def topic_name(request):
+    """A topic name no other test uses (nothing is created)."""
+    return unique_topic(request.node.name)
+
+
+@pytest.fixture
+def new_topic(broker, request):
+    """Factory: create a uniquely named topic on the shared broker via the admin API."""
+
+    def make(partitions: int = 1, config: dict | None = None, name: str | None = None) -> str:
+        return create_topic(broker.bootstrap, name or unique_topic(request.node.name),
+                            partitions, config)
+
+    return make
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """On failure, attach the tail of every live broker's log to the report."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed and _brokers:
+        for b in _brokers:
+            report.sections.append((f"broker log {b.bootstrap} ({b.log_path})", b.log_tail(4000)))

@@ -1,0 +1,416 @@
+"""confluent-kafka (librdkafka) against josefk over real sockets."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    OFFSET_END,
+    TIMESTAMP_CREATE_TIME,
+    KafkaError,
+    KafkaException,
+    TopicPartition,
+)
+from confluent_kafka.admin import (
+    ConfigResource,
+    ConfigSource,
+    NewPartitions,
+    NewTopic,
+    OffsetSpec,
+    ResourceType,
+)
+
+from compat_tests import rawkafka
+from compat_tests.helpers import (
+    DeliveryLog,
+    admin_client,
+    assert_no_more,
+    consume_n,
+    consumer,
+    flush_all,
+    producer,
+    read_partition,
+    unique_topic,
+    wait_for_topic,
+    wait_for_topic_gone,
+)
+
+pytestmark = pytest.mark.timeout(90)
+
+BASE_TS = 1_700_000_000_000
+CODEC_IDS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+
+
+def _message(i: int):
+    """A varied but deterministic message i: keyed / null key / null value / headers."""
+    kind = i % 5
+    key = None if kind == 1 else f"key-{i}".encode()
+    value = None if kind == 2 else f"value-{i}|".encode() + b"abcdefgh" * (i % 40)
+    if kind == 3:
+        headers = [("h1", f"v{i}".encode()), ("empty", b""), ("h1", b"dup"), ("nullhdr", None)]
+    elif kind == 4:
+        headers = [("utf8-\u00e9", "\u2603".encode())]
+    else:
+        headers = None
+    if i == 7:
+        value = os.urandom(20000)  # one bigger, incompressible record in the batch
+    return key, value, headers
+
+
+def _check_messages(msgs, expected, first_offset=0):
+    assert len(msgs) == len(expected)
+    for n, (m, (key, value, headers, ts)) in enumerate(zip(msgs, expected)):
+        where = f"message #{n} (offset {m.offset()})"
+        assert m.offset() == first_offset + n, where
+        assert m.key() == key, where
+        assert m.value() == value, where
+        assert m.headers() == headers, where
+        assert m.timestamp() == (TIMESTAMP_CREATE_TIME, ts), where
+
+
+@pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
+def test_compression_round_trip(broker, new_topic, codec):
+    topic = new_topic(partitions=1)
+    p = producer(broker.bootstrap, **{"compression.type": codec, "linger.ms": 50,
+                                      "acks": "all"})
+    log = DeliveryLog()
+    expected = []
+    n = 150
+    for i in range(n):
+        key, value, headers = _message(i)
+        ts = BASE_TS + i
+        kwargs = {"headers": headers} if headers is not None else {}
+        p.produce(topic, key=key, value=value, partition=0, timestamp=ts, on_delivery=log, **kwargs)
+        expected.append((key, value, headers, ts))
+    flush_all(p)
+    assert log.errors == []
+    assert [(pt, off) for pt, off, _, _ in log.ok] == [(0, i) for i in range(n)]
+
+    msgs = read_partition(broker.bootstrap, topic, 0, n)
+    _check_messages(msgs, expected)
+
+    # Independent look at the stored batches (raw Fetch): the producer's codec is
+    # kept (compression.type=producer is Kafka's default) and the batches really
+    # carry the records, magic 2, contiguous offsets.
+    with rawkafka.RawConnection(broker.bootstrap) as conn:
+        version = rawkafka.pick_version(rawkafka.api_versions(conn), rawkafka.FETCH,
+                                        rawkafka.FETCH_VERSIONS)
+        if version is None:
+            pytest.skip("broker offers no Fetch version between 4 and 12 for the raw check")
+        seen = []
+        offset = 0
+        while offset < n:
+            resp = rawkafka.fetch(conn, version, topic, 0, offset)
+            part = resp["partitions"][(topic, 0)]
+            assert part["error_code"] == 0
+            assert part["high_watermark"] == n
+            batches = list(rawkafka.parse_batches(part["records"]))
+            assert batches, f"no complete batch at offset {offset}"
+            for b in batches:
+                if b["base_offset"] + b["last_offset_delta"] < offset:
+                    continue
+                seen.append(b)
+                offset = b["base_offset"] + b["last_offset_delta"] + 1
+        assert all(b["magic"] == 2 for b in seen)
+        assert {b["attributes"] & 0x7 for b in seen} == {CODEC_IDS[codec]}
+        assert sum(b["count"] for b in seen) == n
+        assert seen[0]["base_offset"] == 0
+        for a, b in zip(seen, seen[1:]):
+            assert b["base_offset"] == a["base_offset"] + a["last_offset_delta"] + 1
+
+
+def test_idempotent_producer_exactly_once_in_order(broker, new_topic):
+    partitions = 3
+    n = 3000
+    topic = new_topic(partitions=partitions)
+    p = producer(broker.bootstrap, **{"enable.idempotence": True, "linger.ms": 5,
+                                      "batch.num.messages": 200})
+    log = DeliveryLog()
+    for i in range(n):
+        while True:
+            try:
+                p.produce(topic, key=f"k{i}".encode(), value=f"{i}".encode(),
+                          partition=i % partitions, on_delivery=log)
+                break
+            except BufferError:
+                p.poll(0.1)
+        p.poll(0)
+    flush_all(p, 30)
+    assert log.errors == []
+    for part in range(partitions):
+        offsets = [off for pt, off, _, _ in log.ok if pt == part]
+        assert sorted(offsets) == list(range(n // partitions))
+
+    c = consumer(broker.bootstrap)
+    try:
+        c.assign([TopicPartition(topic, pt, OFFSET_BEGINNING) for pt in range(partitions)])
+        msgs = consume_n(c, n, timeout=40)
+        assert_no_more(c, 1.0)
+    finally:
+        c.close()
+    for part in range(partitions):
+        got = [(m.offset(), m.key(), m.value()) for m in msgs if m.partition() == part]
+        want = [(j, f"k{i}".encode(), f"{i}".encode())
+                for j, i in enumerate(range(part, n, partitions))]
+        assert got == want, f"partition {part} differs"
+
+
+def _produce_plain(bootstrap, topic, values, partition=0, acks="all"):
+    p = producer(bootstrap, acks=acks)
+    log = DeliveryLog()
+    for v in values:
+        p.produce(topic, value=v, partition=partition, on_delivery=log)
+    flush_all(p)
+    assert log.errors == []
+    return log
+
+
+def test_consumer_from_earliest(broker, new_topic):
+    topic = new_topic(partitions=2)
+    values = [f"m{i}".encode() for i in range(10)]
+    _produce_plain(broker.bootstrap, topic, values, partition=1)
+    msgs = read_partition(broker.bootstrap, topic, 1, 10)
+    assert [(m.partition(), m.offset(), m.value()) for m in msgs] == [
+        (1, i, v) for i, v in enumerate(values)
+    ]
+    # Partition 0 stayed empty.
+    c = consumer(broker.bootstrap)
+    try:
+        c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        assert_no_more(c, 1.0)
+    finally:
+        c.close()
+
+
+def test_consumer_from_latest_sees_only_new_messages(broker, new_topic):
+    topic = new_topic(partitions=1)
+    _produce_plain(broker.bootstrap, topic, [f"old{i}".encode() for i in range(10)])
+    c = consumer(broker.bootstrap)
+    try:
+        c.assign([TopicPartition(topic, 0, OFFSET_END)])
+        # Give the consumer time to resolve "latest" (offset 10) before producing more.
+        assert_no_more(c, 2.0)
+        new = [f"new{i}".encode() for i in range(5)]
+        _produce_plain(broker.bootstrap, topic, new)
+        msgs = consume_n(c, 5)
+        assert_no_more(c, 0.5)
+    finally:
+        c.close()
+    assert [(m.offset(), m.value()) for m in msgs] == [(10 + i, v) for i, v in enumerate(new)]
+
+
+def test_consumer_from_given_offset(broker, new_topic):
+    topic = new_topic(partitions=1)
+    values = [f"m{i}".encode() for i in range(10)]
+    _produce_plain(broker.bootstrap, topic, values)
+    msgs = read_partition(broker.bootstrap, topic, 0, 5, start=5)
+    assert [(m.offset(), m.value()) for m in msgs] == [(i, values[i]) for i in range(5, 10)]
+
+
+@pytest.mark.parametrize("acks", ["0", "1", "all"])
+def test_produce_acks(broker, new_topic, acks):
+    topic = new_topic(partitions=1)
+    values = [f"acks{acks}-{i}".encode() for i in range(50)]
+    log = _produce_plain(broker.bootstrap, topic, values, acks=acks)
+    assert len(log.ok) == 50
+    if acks != "0":
+        assert [off for _, off, _, _ in log.ok] == list(range(50))
+    msgs = read_partition(broker.bootstrap, topic, 0, 50)
+    assert [(m.offset(), m.value()) for m in msgs] == list(enumerate(values))
+
+
+def _source(entry):
+    s = entry.source
+    return s if isinstance(s, ConfigSource) else ConfigSource(s)
+
+
+def test_admin_create_describe_grow_delete(broker):
+    admin = admin_client(broker.bootstrap)
+    name = unique_topic("admin")
+    new = NewTopic(name, num_partitions=4, replication_factor=1,
+                   config={"retention.ms": "123456789", "segment.bytes": "1048576"})
+    admin.create_topics([new], operation_timeout=10)[name].result(15)
+
+    # Creating it again is TOPIC_ALREADY_EXISTS.
+    with pytest.raises(KafkaException) as exc:
+        admin.create_topics([NewTopic(name, num_partitions=1, replication_factor=1)],
+                            operation_timeout=10)[name].result(15)
+    assert exc.value.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS
+
+    t = wait_for_topic(admin, name, 4)
+    assert sorted(t.partitions) == [0, 1, 2, 3]
+    for pid, pm in t.partitions.items():
+        assert pm.leader == 1, pid
+        assert list(pm.replicas) == [1], pid
+        assert list(pm.isrs) == [1], pid
+
+    res = ConfigResource(ResourceType.TOPIC, name)
+    configs = admin.describe_configs([res])[res].result(15)
+    assert configs["retention.ms"].value == "123456789"
+    assert _source(configs["retention.ms"]) == ConfigSource.DYNAMIC_TOPIC_CONFIG
+    assert configs["segment.bytes"].value == "1048576"
+    # Unset configs are described too, with the broker default.
+    assert configs["cleanup.policy"].value == "delete"
+    assert _source(configs["cleanup.policy"]) != ConfigSource.DYNAMIC_TOPIC_CONFIG
+
+    admin.create_partitions([NewPartitions(name, 6)], operation_timeout=10)[name].result(15)
+    t = wait_for_topic(admin, name, 6)
+    assert sorted(t.partitions) == list(range(6))
+    # The new partition takes writes and serves them.
+    _produce_plain(broker.bootstrap, name, [b"in-p5"], partition=5)
+    (m,) = read_partition(broker.bootstrap, name, 5, 1)
+    assert (m.partition(), m.offset(), m.value()) == (5, 0, b"in-p5")
+
+    admin.delete_topics([name], operation_timeout=10)[name].result(15)
+    wait_for_topic_gone(admin, name)
+
+
+def test_delete_unknown_topic_fails(broker):
+    admin = admin_client(broker.bootstrap)
+    name = unique_topic("never-created")
+    with pytest.raises(KafkaException) as exc:
+        admin.delete_topics([name], operation_timeout=10)[name].result(15)
+    assert exc.value.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+
+
+def _produce_timestamped(bootstrap, topic, n, step=1000):
+    p = producer(bootstrap, acks="all")
+    log = DeliveryLog()
+    for i in range(n):
+        p.produce(topic, value=f"ts{i}".encode(), partition=0, timestamp=BASE_TS + i * step,
+                  on_delivery=log)
+        p.flush(10)  # one batch per message: timestamp lookups cross batch boundaries
+    assert log.errors == []
+    assert [off for _, off, _, _ in log.ok] == list(range(n))
+
+
+def test_list_offsets_earliest_latest_and_by_time(broker, new_topic):
+    topic = new_topic(partitions=1)
+    _produce_timestamped(broker.bootstrap, topic, 10)
+    tp = TopicPartition(topic, 0)
+
+    admin = admin_client(broker.bootstrap)
+    earliest = admin.list_offsets({tp: OffsetSpec.earliest()}, request_timeout=15)[tp].result(15)
+    latest = admin.list_offsets({tp: OffsetSpec.latest()}, request_timeout=15)[tp].result(15)
+    assert earliest.offset == 0
+    assert latest.offset == 10
+
+    c = consumer(broker.bootstrap)
+    try:
+        assert c.get_watermark_offsets(tp, timeout=10) == (0, 10)
+        queries = {
+            BASE_TS - 5000: 0,          # before everything: first offset
+            BASE_TS: 0,                 # exact
+            BASE_TS + 2500: 3,          # first record with timestamp >= query
+            BASE_TS + 9000: 9,          # the last record
+            BASE_TS + 100_000: -1,      # after everything: no offset (-1)
+        }
+        for ts, want in queries.items():
+            (res,) = c.offsets_for_times([TopicPartition(topic, 0, ts)], timeout=10)
+            assert res.error is None, (ts, res.error)
+            assert res.offset == want, f"offsets_for_times({ts - BASE_TS:+d}ms) -> {res.offset}"
+    finally:
+        c.close()
+
+
+def test_list_offsets_max_timestamp(broker, new_topic):
+    topic = new_topic(partitions=1)
+    p = producer(broker.bootstrap, acks="all")
+    # The newest timestamp sits in the middle of the log.
+    for i, ts in enumerate([BASE_TS, BASE_TS + 50_000, BASE_TS + 10_000]):
+        p.produce(topic, value=f"v{i}".encode(), partition=0, timestamp=ts)
+        flush_all(p)
+    tp = TopicPartition(topic, 0)
+    admin = admin_client(broker.bootstrap)
+    res = admin.list_offsets({tp: OffsetSpec.max_timestamp()}, request_timeout=15)[tp].result(15)
+    assert (res.offset, res.timestamp) == (1, BASE_TS + 50_000)
+
+
+def test_metadata_unknown_topic_auto_created(broker):
+    admin = admin_client(broker.bootstrap)
+    name = unique_topic("auto")
+    assert name not in admin.list_topics(timeout=10).topics
+    p = producer(broker.bootstrap, acks="all")
+    log = DeliveryLog()
+    p.produce(name, key=b"k", value=b"first", on_delivery=log)
+    flush_all(p, 20)
+    assert log.errors == []
+    ((part, offset, _, _),) = log.ok
+    assert offset == 0
+    # Shared broker runs with num.partitions=2.
+    t = wait_for_topic(admin, name, 2)
+    assert sorted(t.partitions) == [0, 1]
+    assert part in (0, 1)
+    (m,) = read_partition(broker.bootstrap, name, part, 1)
+    assert (m.key(), m.value(), m.offset()) == (b"k", b"first", 0)
+
+
+def test_large_message(broker, new_topic):
+    topic = new_topic(partitions=1)
+    big = [os.urandom(900 * 1024), os.urandom(900 * 1024)]
+    p = producer(broker.bootstrap, acks="all")
+    log = DeliveryLog()
+    for v in big:
+        p.produce(topic, key=b"big", value=v, partition=0, on_delivery=log)
+    p.produce(topic, key=b"small", value=b"after", partition=0, on_delivery=log)
+    flush_all(p, 30)
+    assert log.errors == []
+    assert [off for _, off, _, _ in log.ok] == [0, 1, 2]
+    msgs = read_partition(broker.bootstrap, topic, 0, 3, timeout=30)
+    assert [(m.offset(), m.key()) for m in msgs] == [(0, b"big"), (1, b"big"), (2, b"small")]
+    assert msgs[0].value() == big[0]
+    assert msgs[1].value() == big[1]
+    assert msgs[2].value() == b"after"
+
+
+def test_produce_to_unknown_partition_fails(broker, new_topic):
+    topic = new_topic(partitions=1)
+    p = producer(broker.bootstrap, acks="all", **{"message.timeout.ms": 5000})
+    log = DeliveryLog()
+    # Learn the partition count first, as any real producer would.
+    assert len(p.list_topics(topic, timeout=10).topics[topic].partitions) == 1
+    try:
+        p.produce(topic, value=b"x", partition=7, on_delivery=log)
+    except KafkaException as e:  # rejected up front from metadata
+        assert e.args[0].code() == KafkaError._UNKNOWN_PARTITION
+    else:  # or failed asynchronously
+        p.flush(15)
+        assert log.ok == []
+        assert [e.code() for e, _, _ in log.errors] == [KafkaError._UNKNOWN_PARTITION]
+
+
+def test_many_producers_interleaved_partition_order(broker, new_topic):
+    """Three producers writing to the same partitions concurrently: each partition
+    holds every message once, and each producer's messages keep their order."""
+    topic = new_topic(partitions=2)
+    producers = [producer(broker.bootstrap, acks="all", **{"linger.ms": 2}) for _ in range(3)]
+    logs = [DeliveryLog() for _ in producers]
+    per = 300
+    for i in range(per):
+        for pi, (p, log) in enumerate(zip(producers, logs)):
+            p.produce(topic, key=f"p{pi}".encode(), value=f"{pi}:{i}".encode(),
+                      partition=i % 2, on_delivery=log)
+            p.poll(0)
+    for p in producers:
+        flush_all(p)
+    assert all(log.errors == [] for log in logs)
+    c = consumer(broker.bootstrap)
+    try:
+        c.assign([TopicPartition(topic, pt, OFFSET_BEGINNING) for pt in range(2)])
+        msgs = consume_n(c, 3 * per, timeout=30)
+        assert_no_more(c, 0.5)
+    finally:
+        c.close()
+    for part in range(2):
+        pm = [m for m in msgs if m.partition() == part]
+        assert [m.offset() for m in pm] == list(range(len(pm)))
+        for pi in range(3):
+            seq = [int(m.value().split(b":")[1]) for m in pm if m.key() == f"p{pi}".encode()]
+            assert seq == list(range(part, per, 2)), f"producer {pi} partition {part}"
+    # Delivery reports agree with what was read back.
+    stored = {(m.partition(), m.offset()): m.value() for m in msgs}
+    for log in logs:
+        for pt, off, _, value in log.ok:
+            assert stored[(pt, off)] == value
