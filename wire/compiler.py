@@ -112,11 +112,12 @@ def _make_init(klass):
         d = _default_value(f)
         if isinstance(f.type, list) or isinstance(f.type, Array):
             args.append(f"{f.name}=_M")
-            body.append(f"    self.{f.name} = [] if {f.name} is _M else {f.name}")
+            empty = "None" if f.default is None else "[]"  # "default": "null" arrays
+            body.append(f"    self.{f.name} = {empty} if {f.name} is _M else {f.name}")
         elif isinstance(f.type, Struct):
             ns[f"_S{i}"] = klass._nested[f.name]
             args.append(f"{f.name}=_M")
-            fallback = "None" if f.tag is not None else f"_S{i}()"
+            fallback = "None" if _struct_defaults_to_none(f) else f"_S{i}()"
             body.append(f"    self.{f.name} = {fallback} if {f.name} is _M else {f.name}")
         else:
             ns[f"_d{i}"] = d
@@ -127,6 +128,11 @@ def _make_init(klass):
         src = "def __init__(self):\n    pass\n"
     exec(src, ns)
     klass.__init__ = ns["__init__"]
+
+
+def _struct_defaults_to_none(f: Field) -> bool:
+    """Tagged structs, and nullable structs declared with ``default=None``, start out as None."""
+    return f.tag is not None or (f.default is None and f.nullable.lo <= f.nullable.hi)
 
 
 def _default_value(f: Field):
@@ -199,9 +205,11 @@ class _Gen:
 
     def _default_expr(self, klass, f):
         if isinstance(f.type, (list, Array)):
-            return "[]"
+            return "None" if f.default is None else "[]"
         if isinstance(f.type, Struct):
-            return "None" if f.tag is not None else f"{self.const(klass._nested[f.name])}()"
+            if _struct_defaults_to_none(f):
+                return "None"
+            return f"{self.const(klass._nested[f.name])}()"
         return self.const(_default_value(f))
 
     def _read_prim(self, t: Prim, target, ind):
@@ -228,6 +236,11 @@ class _Gen:
             return self._read_prim(t, target, ind)
         if isinstance(t, Struct):
             d = self.decoder(klass._nested[f.name])
+            if f.tag is None and self.version in f.nullable:
+                # A nullable struct is preceded by an int8 marker: -1 for null, 1 for present.
+                return [f"{ind}if buf[p] >= 0x80:", f"{ind}    {target} = None",
+                        f"{ind}    p += 1", f"{ind}else:",
+                        f"{ind}    {target}, p = {d}(buf, p + 1)"]
             return [f"{ind}{target}, p = {d}(buf, p)"]
         lines = self._read_len(ind)
         lines += [f"{ind}if n < 0:", f"{ind}    {target} = None", f"{ind}else:",
@@ -322,6 +335,9 @@ class _Gen:
         if isinstance(t, Struct):
             e = self.encoder(klass._nested[f.name])
             k = self.const(klass._nested[f.name])
+            if f.tag is None and self.version in f.nullable:
+                return [f"{ind}x = {val}", f"{ind}if x is None:", f"{ind}    {b}.append(0xff)",
+                        f"{ind}else:", f"{ind}    {b}.append(1)", f"{ind}    {b} = {e}(x, {b}, ch)"]
             return [f"{ind}x = {val}", f"{ind}{b} = {e}({k}() if x is None else x, {b}, ch)"]
         null = f"{b}.append(0)" if self.flexible else f"{b} += b'\\xff\\xff\\xff\\xff'"
         lines = [f"{ind}L = {val}", f"{ind}if L is None:", f"{ind}    {null}", f"{ind}else:"]
