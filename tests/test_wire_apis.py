@@ -1,0 +1,368 @@
+"""Declared API layouts: round trips of every version, conformance with Kafka's JSON schemas,
+and a few byte-exact encodings checked by hand."""
+from __future__ import annotations
+
+import re
+import uuid
+
+import pytest
+
+from wire import types as T
+from wire.apis import (ALL_APIS, API_BY_KEY, API_VERSIONS, DESCRIBE_TOPIC_PARTITIONS, FETCH,
+                       METADATA, PRODUCE)
+from wire.compiler import _default_value
+from wire.schema import (BOOL, BYTES, FLOAT64, INT8, INT16, INT32, INT64, RECORDS, STRING, UINT16,
+                         UUID, Array, Struct, Versions)
+
+EXPECTED_RANGES = {
+    "ApiVersions": (18, 0, 4), "Metadata": (3, 0, 12), "Produce": (0, 3, 11), "Fetch": (1, 4, 17),
+    "ListOffsets": (2, 1, 9), "CreateTopics": (19, 2, 7), "DeleteTopics": (20, 1, 6),
+    "CreatePartitions": (37, 0, 3), "InitProducerId": (22, 0, 5), "DescribeConfigs": (32, 1, 4),
+    "DescribeCluster": (60, 0, 1), "DescribeTopicPartitions": (75, 0, 0),
+    "GetTelemetrySubscriptions": (71, 0, 0), "PushTelemetry": (72, 0, 0),
+    "FindCoordinator": (10, 0, 6), "JoinGroup": (11, 0, 9), "SyncGroup": (14, 0, 5),
+    "Heartbeat": (12, 0, 4), "LeaveGroup": (13, 0, 5), "OffsetCommit": (8, 2, 9),
+    "OffsetFetch": (9, 1, 9), "DescribeGroups": (15, 0, 5), "ListGroups": (16, 0, 5),
+    "DeleteGroups": (42, 0, 2), "OffsetDelete": (47, 0, 0),
+}
+
+CASES = [(api, v, side) for api in ALL_APIS for v in range(api.min_version, api.max_version + 1)
+         for side in ("Request", "Response")]
+
+
+def _case_id(case):
+    api, v, side = case
+    return f"{api.name}{side}-v{v}"
+
+
+# -- a generic populator ------------------------------------------------------------------------
+
+class _Filler:
+    """Fills every field present in a version with a value that differs from its default.
+
+    With ``nulls=True`` every field that is nullable in that version is set to None instead."""
+
+    def __init__(self, version: int, flexible: bool, nulls: bool):
+        self.version, self.flexible, self.nulls = version, flexible, nulls
+        self.n = 0
+
+    def _next(self):
+        self.n += 1
+        return self.n
+
+    def present(self, f):
+        return self.version in f.versions and (f.tag is None or self.flexible)
+
+    def struct(self, klass):
+        obj = klass()
+        for f in klass._fields:
+            if self.present(f):
+                setattr(obj, f.name, self.value(klass, f))
+        return obj
+
+    def value(self, klass, f):
+        if self.nulls and self.version in f.nullable:
+            return None
+        t = f.type
+        if isinstance(t, list):
+            return [self.struct(klass._nested[f.name]) for _ in range(2)]
+        if isinstance(t, Struct):
+            return self.struct(klass._nested[f.name])
+        if isinstance(t, Array):
+            return [self.prim(t.item, None) for _ in range(2)]
+        return self.prim(t, f)
+
+    def prim(self, t, f):
+        n = self._next()
+        default = _default_value(f) if f is not None else None
+        if t is BOOL:
+            return not default
+        if t in (INT8, INT16, UINT16, INT32, INT64):
+            value = {INT8: 3 + n % 100, INT16: 300 + n, UINT16: 40000 + n, INT32: 70000 + n,
+                     INT64: (1 << 40) + n}[t]
+            return -value if t is not UINT16 and n % 3 == 0 else value
+        if t is FLOAT64:
+            return n + 0.5
+        if t is UUID:
+            return uuid.UUID(int=(0x1234 << 100) + n)
+        if t is STRING:
+            return f"s{n}-é"
+        if t is BYTES:
+            return bytes([n % 256, 0, 255, 7])
+        if t is RECORDS:
+            return b"\x00" * 8 + bytes([n % 256]) * 13
+        raise AssertionError(f"unknown type {t}")
+
+
+@pytest.mark.parametrize("case", CASES, ids=_case_id)
+@pytest.mark.parametrize("nulls", [False, True], ids=["values", "nulls"])
+def test_round_trip_every_version(case, nulls):
+    api, version, side = case
+    klass = getattr(api, side)
+    obj = _Filler(version, api.is_flexible(version), nulls).struct(klass)
+    buf = obj.to_bytes(version)
+    decoded, end = klass.decode(buf, version)
+    assert end == len(buf), "decoder did not consume the whole buffer"
+    assert decoded == obj
+    assert decoded.to_bytes(version) == buf
+    # a buffer cut short must fail cleanly, never decode silently
+    if len(buf) > 1:
+        with pytest.raises(T.DecodeError):
+            klass.decode(buf[:-1], version)
+
+
+@pytest.mark.parametrize("case", CASES, ids=_case_id)
+def test_defaults_round_trip(case):
+    api, version, side = case
+    klass = getattr(api, side)
+    buf = klass().to_bytes(version)
+    decoded, end = klass.decode(buf, version)
+    assert end == len(buf)
+    assert decoded == klass()
+
+
+def test_registry_covers_exactly_the_requested_apis():
+    assert [a.key for a in ALL_APIS] == sorted(a.key for a in ALL_APIS)
+    assert {a.name: (a.key, a.min_version, a.max_version) for a in ALL_APIS} == EXPECTED_RANGES
+    assert API_BY_KEY == {a.key: a for a in ALL_APIS}
+    assert API_BY_KEY[18] is API_VERSIONS
+
+
+def test_unsupported_version_is_refused():
+    with pytest.raises(T.DecodeError):
+        PRODUCE.Request.decode(b"", 2)
+    with pytest.raises(T.DecodeError):
+        FETCH.Request.decode(b"", 18)
+
+
+def _struct_names(fields):
+    for f in fields:
+        if isinstance(f.type, (list, Struct)):
+            yield f.struct_name
+            yield from _struct_names(f.type if isinstance(f.type, list) else f.type.fields)
+
+
+@pytest.mark.parametrize("api", ALL_APIS, ids=lambda a: a.name)
+def test_every_struct_is_named_and_reachable(api):
+    for side, fields in (("Request", api.request_fields), ("Response", api.response_fields)):
+        top = getattr(api, side)
+        for name in _struct_names(fields):
+            assert name, f"{api.name}{side}: a struct field has no struct= name"
+            assert getattr(top, name).__name__ == name
+
+
+# -- conformance with Apache Kafka's JSON message schemas ---------------------------------------
+# kafka-python vendors Apache Kafka's clients/src/main/resources/common/message/*.json. Those are
+# newer than our ranges, so every comparison is made on versions intersected with the declared
+# range (Kafka never changes a released version's layout).
+
+def _load_kafka_schema(name):
+    try:
+        from kafka.protocol.schemas.load_json import load_json
+    except ImportError:
+        pytest.skip("kafka-python (which vendors Kafka's JSON schemas) is not installed")
+    try:
+        return load_json(name)
+    except FileNotFoundError:
+        pytest.skip(f"no vendored {name}.json")
+
+
+_JSON_PRIMS = {"int8": INT8, "int16": INT16, "uint16": UINT16, "int32": INT32, "int64": INT64,
+               "float64": FLOAT64, "bool": BOOL, "uuid": UUID, "string": STRING, "bytes": BYTES,
+               "records": RECORDS}
+
+
+def _cut(spec, lo, hi):
+    v = Versions(spec) if isinstance(spec, str) else spec
+    a, b = max(v.lo, lo), min(v.hi, hi)
+    return (a, b) if a <= b else None
+
+
+def _snake(name):
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def _kafka_default(jf, prim):
+    d = jf.get("default")
+    if d is None:
+        return {BOOL: False, STRING: "", BYTES: b"", RECORDS: None, UUID: uuid.UUID(int=0),
+                FLOAT64: 0.0}.get(prim, 0)
+    if d == "null":
+        return None
+    if prim is BOOL:
+        return d in (True, "true")
+    if prim is STRING:
+        return d
+    return int(d, 0) if isinstance(d, str) else d
+
+
+def _compare(where, jfields, ours, lo, hi, problems):
+    jfields = [jf for jf in jfields if _cut(jf["versions"], lo, hi)]
+    ours = [f for f in ours if _cut(f.versions, lo, hi)]
+    jnames = [_snake(jf["name"]) for jf in jfields]
+    if jnames != [f.name for f in ours]:
+        problems.append(f"{where}: fields {[f.name for f in ours]} != kafka {jnames}")
+        return
+    for jf, f in zip(jfields, ours):
+        at = f"{where}.{f.name}"
+        span = _cut(jf["versions"], lo, hi)
+        if _cut(f.versions, lo, hi) != span:
+            problems.append(f"{at}: versions {f.versions} != kafka {jf['versions']}")
+            continue
+        jnull = _cut(jf.get("nullableVersions", "none"), *span)
+        if _cut(f.nullable, *span) != jnull:
+            problems.append(f"{at}: nullable {f.nullable} != kafka {jf.get('nullableVersions')}")
+        if jf.get("tag") != f.tag:
+            problems.append(f"{at}: tag {f.tag} != kafka {jf.get('tag')}")
+        elif f.tag is not None and _cut(jf["taggedVersions"], *span) != span:
+            problems.append(f"{at}: taggedVersions {jf['taggedVersions']} != versions")
+        jt = jf["type"]
+        inner = jt[2:] if jt.startswith("[]") else jt
+        if jt.startswith("[]") and inner in _JSON_PRIMS:
+            if not (isinstance(f.type, Array) and f.type.item is _JSON_PRIMS[inner]):
+                problems.append(f"{at}: type != kafka {jt}")
+            want = None if jf.get("default") == "null" else []
+            if (None if f.default is None else []) != want:
+                problems.append(f"{at}: array default != kafka {jf.get('default')}")
+        elif inner in _JSON_PRIMS:
+            prim = _JSON_PRIMS[inner]
+            if f.type is not prim:
+                problems.append(f"{at}: type {f.type} != kafka {jt}")
+            elif _default_value(f) != _kafka_default(jf, prim):
+                problems.append(f"{at}: default {_default_value(f)!r} != kafka {jf.get('default')}")
+        else:
+            is_array = jt.startswith("[]")
+            if is_array != isinstance(f.type, list) or not isinstance(f.type, (list, Struct)):
+                problems.append(f"{at}: type != kafka {jt}")
+                continue
+            if f.struct_name != inner:
+                problems.append(f"{at}: struct={f.struct_name!r} != kafka {inner!r}")
+            if not is_array and f.tag is None and jf.get("default") == "null" and f.default is not None:
+                problems.append(f"{at}: nullable struct should default to None")
+            sub = f.type if is_array else f.type.fields
+            _compare(at, jf.get("fields", []), sub, *span, problems)
+
+
+@pytest.mark.parametrize("api", ALL_APIS, ids=lambda a: a.name)
+@pytest.mark.parametrize("side", ["Request", "Response"])
+def test_matches_kafka_json_schema(api, side):
+    schema = _load_kafka_schema(api.name + side)
+    lo, hi = api.min_version, api.max_version
+    assert schema["apiKey"] == api.key
+    valid = Versions(schema["validVersions"])
+    assert valid.lo <= lo and hi <= valid.hi, f"kafka valid versions {schema['validVersions']}"
+    flexible = Versions(schema.get("flexibleVersions", "none"))
+    for v in range(lo, hi + 1):
+        assert (v in flexible) == api.is_flexible(v), f"flexibility of v{v}"
+    problems = []
+    ours = api.request_fields if side == "Request" else api.response_fields
+    _compare(api.name + side, schema["fields"], ours, lo, hi, problems)
+    assert not problems, "\n".join(problems)
+
+
+# -- byte-exact cases, checked by hand ----------------------------------------------------------
+
+def test_metadata_v0_request_bytes():
+    req = METADATA.Request(topics=[METADATA.Request.MetadataRequestTopic(name="t")])
+    # int32 array length 1, int16 string length 1, "t"
+    assert req.to_bytes(0) == b"\x00\x00\x00\x01\x00\x01t"
+    decoded, end = METADATA.Request.decode(b"\x00\x00\x00\x01\x00\x01t", 0)
+    assert end == 7 and decoded.topics[0].name == "t"
+
+
+def test_metadata_v1_null_topics_means_all():
+    assert METADATA.Request(topics=None).to_bytes(1) == b"\xff\xff\xff\xff"
+    decoded, _ = METADATA.Request.decode(b"\xff\xff\xff\xff", 1)
+    assert decoded.topics is None
+
+
+def test_metadata_v9_flexible_request_bytes():
+    req = METADATA.Request(topics=[METADATA.Request.MetadataRequestTopic(name="t")])
+    # compact array (1+1), compact string (1+1) "t", topic tags, auto-create true,
+    # include cluster ops false, include topic ops false, top-level tags
+    assert req.to_bytes(9) == b"\x02\x02t\x00\x01\x00\x00\x00"
+
+
+_FETCH_V12_FIXED = (b"\xff\xff\xff\xff" b"\x00\x00\x01\xf4" b"\x00\x00\x00\x01" b"\x7f\xff\xff\xff"
+                    b"\x00" b"\x00\x00\x00\x00" b"\xff\xff\xff\xff" b"\x01" b"\x01" b"\x01")
+
+
+def test_fetch_v12_request_with_tagged_cluster_id():
+    req = FETCH.Request(cluster_id="c", max_wait_ms=500, min_bytes=1)
+    # replica -1, max wait 500, min bytes 1, max bytes 0x7fffffff, isolation 0, session 0,
+    # epoch -1, no topics, no forgotten topics, rack "", then 1 tagged field: tag 0, size 2, "c"
+    expected = _FETCH_V12_FIXED + b"\x01\x00\x02\x02c"
+    assert req.to_bytes(12) == expected
+    decoded, end = FETCH.Request.decode(expected, 12)
+    assert end == len(expected) and decoded.cluster_id == "c"
+    # untouched tagged fields are not written at all
+    assert FETCH.Request(max_wait_ms=500, min_bytes=1).to_bytes(12) == _FETCH_V12_FIXED + b"\x00"
+
+
+def test_fetch_v15_replica_state_is_tag_1_after_cluster_id():
+    req = FETCH.Request(cluster_id="c", max_wait_ms=500, min_bytes=1,
+                        replica_state=FETCH.Request.ReplicaState(replica_id=2, replica_epoch=9))
+    body = req.to_bytes(15)
+    # v15 drops the top-level replica id; tags come sorted: 0 (cluster id), 1 (replica state)
+    tags = (b"\x02" b"\x00\x02\x02c"
+            b"\x01\x0d" b"\x00\x00\x00\x02" b"\x00\x00\x00\x00\x00\x00\x00\x09" b"\x00")
+    assert body == _FETCH_V12_FIXED[4:] + tags
+    decoded, _ = FETCH.Request.decode(body, 15)
+    assert decoded.replica_state.replica_id == 2 and decoded.replica_state.replica_epoch == 9
+
+
+def test_unknown_tagged_fields_are_skipped():
+    body = _FETCH_V12_FIXED + b"\x02" + b"\x07\x03abc" + b"\x00\x02\x02c"
+    decoded, end = FETCH.Request.decode(body, 12)
+    assert end == len(body) and decoded.cluster_id == "c"
+
+
+def test_produce_v10_response_tagged_leader_and_endpoints():
+    R = PRODUCE.Response
+    resp = R(responses=[R.TopicProduceResponse(name="t", partition_responses=[
+        R.PartitionProduceResponse(index=0, error_code=6, base_offset=-1,
+                                   current_leader=R.LeaderIdAndEpoch(leader_id=2, leader_epoch=5))])],
+        node_endpoints=[R.NodeEndpoint(node_id=2, host="h", port=9092)])
+    body = resp.to_bytes(10)
+    expected = (b"\x02" b"\x02t" b"\x02"                       # responses[1], name "t", partitions[1]
+                b"\x00\x00\x00\x00" b"\x00\x06"                # index 0, error 6
+                b"\xff\xff\xff\xff\xff\xff\xff\xff"            # base offset -1
+                b"\xff\xff\xff\xff\xff\xff\xff\xff"            # log append time -1
+                b"\xff\xff\xff\xff\xff\xff\xff\xff"            # log start offset -1
+                b"\x01" b"\x00"                                # no record errors, error message null
+                b"\x01\x00\x09" b"\x00\x00\x00\x02\x00\x00\x00\x05\x00"  # tag 0: current leader
+                b"\x00"                                        # topic tags
+                b"\x00\x00\x00\x00"                            # throttle time
+                b"\x01\x00\x0d" b"\x02" b"\x00\x00\x00\x02\x02h\x00\x00\x23\x84\x00\x00")  # tag 0
+    assert body == expected
+    decoded, end = R.decode(body, 10)
+    assert end == len(body) and decoded == resp
+
+
+def test_nullable_struct_has_presence_marker():
+    Q = DESCRIBE_TOPIC_PARTITIONS.Request
+    no_cursor = Q(topics=[Q.TopicRequest(name="t")]).to_bytes(0)
+    assert no_cursor == b"\x02\x02t\x00" b"\x00\x00\x07\xd0" b"\xff" b"\x00"
+    with_cursor = Q(topics=[], cursor=Q.Cursor(topic_name="t", partition_index=3)).to_bytes(0)
+    assert with_cursor == b"\x01" b"\x00\x00\x07\xd0" b"\x01\x02t\x00\x00\x00\x03\x00" b"\x00"
+    decoded, _ = Q.decode(with_cursor, 0)
+    assert decoded.cursor == Q.Cursor(topic_name="t", partition_index=3)
+
+
+def test_api_versions_v0_response_bytes():
+    R = API_VERSIONS.Response
+    resp = R(error_code=35, api_keys=[R.ApiVersion(api_key=18, min_version=0, max_version=4)])
+    assert resp.to_bytes(0) == b"\x00\x23" b"\x00\x00\x00\x01" b"\x00\x12\x00\x00\x00\x04"
+
+
+def test_records_are_zero_copy_views():
+    P = PRODUCE.Request
+    batch = bytes(range(70))
+    req = P(acks=-1, timeout_ms=1000, topic_data=[P.TopicProduceData(name="t", partition_data=[
+        P.PartitionProduceData(index=0, records=batch)])])
+    for version in (3, 9, 11):
+        chunks = req.encode(version)
+        assert any(c is batch for c in chunks), "records should be passed through, not copied"
+        decoded, _ = P.decode(b"".join(bytes(c) for c in chunks), version)
+        records = decoded.topic_data[0].partition_data[0].records
+        assert isinstance(records, memoryview) and bytes(records) == batch

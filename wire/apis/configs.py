@@ -1,0 +1,37 @@
+"""DescribeConfigs (key 32), versions 1-4. Mirrors Kafka's DescribeConfigs*.json.
+
+The v0-only IsDefault field is outside the declared range and omitted, as in Kafka 4.0.
+"""
+from wire.schema import BOOL, INT8, INT16, INT32, STRING, Api, Array, Field
+
+DESCRIBE_CONFIGS = Api(32, "DescribeConfigs", versions="1-4", flexible="4+", request=[
+    Field("resources", [
+        Field("resource_type", INT8),
+        Field("resource_name", STRING),
+        Field("configuration_keys", Array(STRING), nullable="0+"),
+    ], struct="DescribeConfigsResource"),
+    Field("include_synonyms", BOOL, "1+", default=False),
+    Field("include_documentation", BOOL, "3+", default=False),
+], response=[
+    Field("throttle_time_ms", INT32),
+    Field("results", [
+        Field("error_code", INT16),
+        Field("error_message", STRING, nullable="0+"),
+        Field("resource_type", INT8),
+        Field("resource_name", STRING),
+        Field("configs", [
+            Field("name", STRING),
+            Field("value", STRING, nullable="0+"),
+            Field("read_only", BOOL),
+            Field("config_source", INT8, "1+", default=-1),
+            Field("is_sensitive", BOOL),
+            Field("synonyms", [
+                Field("name", STRING, "1+"),
+                Field("value", STRING, "1+", nullable="0+"),
+                Field("source", INT8, "1+"),
+            ], "1+", struct="DescribeConfigsSynonym"),
+            Field("config_type", INT8, "3+", default=0),
+            Field("documentation", STRING, "3+", nullable="0+"),
+        ], struct="DescribeConfigsResourceResult"),
+    ], struct="DescribeConfigsResult"),
+])
