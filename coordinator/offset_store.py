@@ -1,0 +1,453 @@
+"""Group metadata and committed offsets on the compacted ``__consumer_offsets`` topic.
+
+Records are written exactly as Apache Kafka writes them, so Kafka's own tools
+(``kafka-console-consumer --formatter ...OffsetsMessageFormatter``, ``kafka-dump-log
+--offsets-decoder``) can read our log, and we can read theirs. Classic (non-flexible) encoding,
+big-endian, STRING = int16 length + UTF-8 (-1 = null), BYTES = int32 length + bytes::
+
+    key   version 0/1  OffsetCommitKey    group STRING, topic STRING, partition INT32
+    key   version 2    GroupMetadataKey   group STRING
+    value OffsetCommitValue   v3: offset INT64, leader_epoch INT32, metadata STRING,
+                                  commit_timestamp INT64
+                              v1: offset INT64, metadata STRING, commit_timestamp INT64,
+                                  expire_timestamp INT64   (written for explicit retention)
+    value GroupMetadataValue  v3: protocol_type STRING, generation INT32,
+                                  protocol STRING?, leader STRING?, current_state_timestamp INT64,
+                                  members [member_id STRING, group_instance_id STRING?,
+                                           client_id STRING, client_host STRING,
+                                           rebalance_timeout INT32, session_timeout INT32,
+                                           subscription BYTES, assignment BYTES]
+    a null value (tombstone) deletes the key.
+
+Every value is prefixed by its int16 version. We write key v1 / value v3 (v1 for offsets with an
+explicit expire timestamp) like Kafka 2.3+; we read value versions 0-3 and the flexible v4.
+
+The log interface the broker provides (duck-typed, see :class:`InMemoryOffsetsLog`)::
+
+    log.append(partition: int, batch: bytearray) -> int | Awaitable[int]
+        Append one magic-v2 record batch (built with base offset 0) to
+        __consumer_offsets-<partition> as its leader; the log assigns the offsets and returns
+        the batch's base offset. May return an awaitable (e.g. to wait for acks=all). On failure
+        raise an exception carrying ``error_code`` (a Kafka error: NOT_LEADER_OR_FOLLOWER,
+        NOT_ENOUGH_REPLICAS, MESSAGE_TOO_LARGE, ...), e.g. ``errors.CoordinatorLogError``.
+    log.read_batches(partition: int) -> Iterable[(BatchHeader, buffer)]
+        Every batch from the log start to the log end in offset order; ``BatchHeader`` is
+        ``wire.batch.BatchHeader`` and ``header.pos`` locates the batch inside ``buffer``.
+"""
+from __future__ import annotations
+
+import inspect
+import logging
+import struct
+from dataclasses import dataclass, field
+
+from wire import batch as wire_batch
+from wire import records as wire_records
+
+from .group import CommitRecord, OffsetAndMetadata
+
+log = logging.getLogger("josefk.coordinator")
+
+OFFSET_KEY_VERSION = 1
+GROUP_KEY_VERSION = 2
+OFFSET_VALUE_VERSION = 3
+OFFSET_VALUE_VERSION_WITH_EXPIRE = 1
+GROUP_VALUE_VERSION = 3
+
+_i16 = struct.Struct(">h")
+_i32 = struct.Struct(">i")
+_i64 = struct.Struct(">q")
+
+
+class RecordFormatError(ValueError):
+    """A key or value of __consumer_offsets that does not decode."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Decoded values
+
+@dataclass(slots=True)
+class GroupMemberRecord:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout: int
+    session_timeout: int
+    subscription: bytes
+    assignment: bytes
+
+
+@dataclass(slots=True)
+class GroupRecord:
+    """A GroupMetadataValue."""
+    protocol_type: str
+    generation: int
+    protocol: str | None
+    leader: str | None
+    current_state_timestamp: int = -1
+    members: list = field(default_factory=list)   # list[GroupMemberRecord]
+
+
+@dataclass(slots=True)
+class OffsetKey:
+    group: str
+    topic: str
+    partition: int
+
+
+@dataclass(slots=True)
+class GroupKey:
+    group: str
+
+
+@dataclass(slots=True)
+class LoadedPartition:
+    """What one __consumer_offsets partition holds once replayed (last write wins)."""
+    groups: dict = field(default_factory=dict)    # group id -> GroupRecord
+    offsets: dict = field(default_factory=dict)   # group id -> {(topic, partition): CommitRecord}
+    removed_groups: set = field(default_factory=set)
+
+
+# ---------------------------------------------------------------------------------------------
+# Encoding
+
+def _put_string(out: bytearray, s: str | None) -> None:
+    if s is None:
+        out += _i16.pack(-1)
+        return
+    b = s.encode("utf-8")
+    if len(b) > 0x7FFF:
+        raise RecordFormatError("string longer than 32767 bytes")
+    out += _i16.pack(len(b))
+    out += b
+
+
+def _put_bytes(out: bytearray, b: bytes | None) -> None:
+    if b is None:
+        out += _i32.pack(-1)
+        return
+    out += _i32.pack(len(b))
+    out += b
+
+
+def offset_commit_key(group: str, topic: str, partition: int) -> bytes:
+    out = bytearray(_i16.pack(OFFSET_KEY_VERSION))
+    _put_string(out, group)
+    _put_string(out, topic)
+    out += _i32.pack(partition)
+    return bytes(out)
+
+
+def group_metadata_key(group: str) -> bytes:
+    out = bytearray(_i16.pack(GROUP_KEY_VERSION))
+    _put_string(out, group)
+    return bytes(out)
+
+
+def offset_commit_value(om: OffsetAndMetadata) -> bytes:
+    """Value v3, or v1 when the commit carries an explicit expire timestamp (as Kafka does)."""
+    if om.expire_timestamp is not None:
+        out = bytearray(_i16.pack(OFFSET_VALUE_VERSION_WITH_EXPIRE))
+        out += _i64.pack(om.offset)
+        _put_string(out, om.metadata or "")
+        out += _i64.pack(om.commit_timestamp)
+        out += _i64.pack(om.expire_timestamp)
+        return bytes(out)
+    out = bytearray(_i16.pack(OFFSET_VALUE_VERSION))
+    out += _i64.pack(om.offset)
+    out += _i32.pack(om.leader_epoch)
+    _put_string(out, om.metadata or "")
+    out += _i64.pack(om.commit_timestamp)
+    return bytes(out)
+
+
+def group_metadata_value(rec: GroupRecord) -> bytes:
+    out = bytearray(_i16.pack(GROUP_VALUE_VERSION))
+    _put_string(out, rec.protocol_type or "")
+    out += _i32.pack(rec.generation)
+    _put_string(out, rec.protocol)
+    _put_string(out, rec.leader)
+    out += _i64.pack(rec.current_state_timestamp)
+    out += _i32.pack(len(rec.members))
+    for m in rec.members:
+        _put_string(out, m.member_id)
+        _put_string(out, m.group_instance_id)
+        _put_string(out, m.client_id)
+        _put_string(out, m.client_host)
+        out += _i32.pack(m.rebalance_timeout)
+        out += _i32.pack(m.session_timeout)
+        _put_bytes(out, m.subscription)
+        _put_bytes(out, m.assignment)
+    return bytes(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# Decoding
+
+class _Reader:
+    """Reads classic or flexible (compact, tagged) fields from a buffer."""
+
+    __slots__ = ("buf", "pos", "flexible")
+
+    def __init__(self, buf, pos=0, flexible=False):
+        self.buf = memoryview(buf)
+        self.pos = pos
+        self.flexible = flexible
+
+    def _take(self, n):
+        if n < 0 or self.pos + n > len(self.buf):
+            raise RecordFormatError("truncated record")
+        b = self.buf[self.pos:self.pos + n]
+        self.pos += n
+        return b
+
+    def int16(self):
+        return _i16.unpack(self._take(2))[0]
+
+    def int32(self):
+        return _i32.unpack(self._take(4))[0]
+
+    def int64(self):
+        return _i64.unpack(self._take(8))[0]
+
+    def uvarint(self):
+        shift = result = 0
+        while True:
+            b = self._take(1)[0]
+            result |= (b & 0x7F) << shift
+            if b < 0x80:
+                return result
+            shift += 7
+            if shift > 63:
+                raise RecordFormatError("varint too long")
+
+    def string(self, nullable=False):
+        n = self.uvarint() - 1 if self.flexible else self.int16()
+        if n < 0:
+            if not nullable:
+                raise RecordFormatError("null in a non-nullable string")
+            return None
+        try:
+            return str(self._take(n), "utf-8")
+        except UnicodeDecodeError as e:
+            raise RecordFormatError(str(e)) from None
+
+    def bytes_(self):
+        n = self.uvarint() - 1 if self.flexible else self.int32()
+        if n < 0:
+            return b""
+        return bytes(self._take(n))
+
+    def array_len(self):
+        n = self.uvarint() - 1 if self.flexible else self.int32()
+        return max(n, 0)
+
+    def tagged_fields(self):
+        if not self.flexible:
+            return
+        for _ in range(self.uvarint()):
+            self.uvarint()                 # tag
+            self._take(self.uvarint())     # size + data (unknown tags are skipped)
+
+
+def read_key(key) -> OffsetKey | GroupKey:
+    if key is None:
+        raise RecordFormatError("__consumer_offsets record without a key")
+    r = _Reader(key)
+    version = r.int16()
+    if version in (0, 1):
+        return OffsetKey(r.string(), r.string(), r.int32())
+    if version == 2:
+        return GroupKey(r.string())
+    raise RecordFormatError(f"unknown __consumer_offsets key version {version}")
+
+
+def read_offset_value(value) -> OffsetAndMetadata | None:
+    if value is None:
+        return None
+    r = _Reader(value)
+    version = r.int16()
+    if not 0 <= version <= 4:
+        raise RecordFormatError(f"unknown offset commit value version {version}")
+    r.flexible = version >= 4
+    offset = r.int64()
+    leader_epoch = r.int32() if version >= 3 else -1
+    metadata = r.string()
+    commit_ts = r.int64()
+    expire = r.int64() if version == 1 else -1
+    r.tagged_fields()
+    return OffsetAndMetadata(offset, leader_epoch, metadata, commit_ts,
+                             None if expire == -1 else expire)
+
+
+def read_group_value(value) -> GroupRecord | None:
+    if value is None:
+        return None
+    r = _Reader(value)
+    version = r.int16()
+    if not 0 <= version <= 4:
+        raise RecordFormatError(f"unknown group metadata value version {version}")
+    r.flexible = version >= 4
+    protocol_type = r.string()
+    generation = r.int32()
+    protocol = r.string(nullable=True)
+    leader = r.string(nullable=True)
+    state_ts = r.int64() if version >= 2 else -1
+    members = []
+    for _ in range(r.array_len()):
+        member_id = r.string()
+        instance_id = r.string(nullable=True) if version >= 3 else None
+        client_id = r.string()
+        client_host = r.string()
+        rebalance_timeout = r.int32() if version >= 1 else None
+        session_timeout = r.int32()
+        if rebalance_timeout is None:
+            rebalance_timeout = session_timeout
+        subscription = r.bytes_()
+        assignment = r.bytes_()
+        r.tagged_fields()
+        members.append(GroupMemberRecord(member_id, instance_id, client_id, client_host,
+                                         rebalance_timeout, session_timeout, subscription,
+                                         assignment))
+    r.tagged_fields()
+    return GroupRecord(protocol_type, generation, protocol, leader, state_ts, members)
+
+
+# ---------------------------------------------------------------------------------------------
+# The store
+
+class OffsetStore:
+    """Writes and replays ``__consumer_offsets`` through ``log`` (see the module docstring)."""
+
+    def __init__(self, log, compression: int = 0):
+        self.log = log
+        self.compression = compression
+
+    async def _append(self, partition: int, records, now_ms: int) -> int:
+        batch = wire_records.build_batch(records, compression=self.compression, now_ms=now_ms)
+        result = self.log.append(partition, batch)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+    async def store_offsets(self, partition: int, group_id: str, offsets: dict,
+                            now_ms: int) -> int:
+        """Append one batch with an OffsetCommit record per {(topic, partition):
+        OffsetAndMetadata}; returns the batch's base offset."""
+        records = [(offset_commit_key(group_id, t, p), offset_commit_value(om), None, now_ms)
+                   for (t, p), om in offsets.items()]
+        return await self._append(partition, records, now_ms)
+
+    async def store_group(self, partition: int, group_id: str, record: GroupRecord,
+                          now_ms: int) -> int:
+        return await self._append(
+            partition, [(group_metadata_key(group_id), group_metadata_value(record), None, now_ms)],
+            now_ms)
+
+    async def store_tombstones(self, partition: int, group_id: str, partitions,
+                               delete_group: bool, now_ms: int) -> int | None:
+        """Tombstones for the given (topic, partition) offsets, and for the group metadata when
+        ``delete_group``. Returns the base offset, or None when there was nothing to write."""
+        records = [(offset_commit_key(group_id, t, p), None, None, now_ms) for t, p in partitions]
+        if delete_group:
+            records.append((group_metadata_key(group_id), None, None, now_ms))
+        if not records:
+            return None
+        return await self._append(partition, records, now_ms)
+
+    def load(self, partition: int) -> LoadedPartition:
+        """Replay the partition: last write wins, tombstones delete. Transactional offset
+        commits (TxnOffsetCommit) count only once their producer's COMMIT marker is read."""
+        offsets: dict[tuple, CommitRecord] = {}          # (group, topic, partition) -> record
+        pending: dict[int, dict[tuple, CommitRecord]] = {}   # producer id -> uncommitted
+        groups: dict[str, GroupRecord] = {}
+        removed: set[str] = set()
+        for header, buf in self.log.read_batches(partition):
+            if header.is_control:
+                for rec in wire_records.iter_records(buf, header):
+                    kind, _epoch = wire_records.parse_control_record(rec)
+                    txn = pending.pop(header.producer_id, {})
+                    if kind == wire_records.CONTROL_COMMIT:
+                        for k, cr in txn.items():
+                            if k not in offsets or offsets[k].older_than(cr):
+                                offsets[k] = cr
+                    break
+                continue
+            transactional = header.is_transactional
+            for rec in wire_records.iter_records(buf, header):
+                try:
+                    key = read_key(rec.key)
+                    if isinstance(key, OffsetKey):
+                        om = read_offset_value(rec.value)
+                    else:
+                        g = read_group_value(rec.value)
+                except RecordFormatError as e:
+                    # Kafka would abort the whole load; skipping one bad record is kinder
+                    log.warning("skipping undecodable record at offset %d of "
+                                "__consumer_offsets-%d: %s", rec.offset, partition, e)
+                    continue
+                if isinstance(key, OffsetKey):
+                    k = (key.group, key.topic, key.partition)
+                    cr = None if om is None else CommitRecord(header.base_offset, om)
+                    if transactional:
+                        txn = pending.setdefault(header.producer_id, {})
+                        if cr is None:
+                            txn.pop(k, None)
+                        else:
+                            txn[k] = cr
+                    elif cr is None:
+                        offsets.pop(k, None)
+                    else:
+                        offsets[k] = cr
+                else:
+                    if g is None:
+                        groups.pop(key.group, None)
+                        removed.add(key.group)
+                    else:
+                        removed.discard(key.group)
+                        groups[key.group] = g
+        loaded = LoadedPartition(groups=groups, removed_groups=removed)
+        for (g, t, p), cr in offsets.items():
+            loaded.offsets.setdefault(g, {})[(t, p)] = cr
+        return loaded
+
+
+class InMemoryOffsetsLog:
+    """A list-of-batches implementation of the log interface, for tests and embedding.
+
+    ``fail_next(error_code)`` makes the next append raise ``CoordinatorLogError``.
+    """
+
+    def __init__(self):
+        self.batches: dict[int, list[bytearray]] = {}
+        self.next_offset: dict[int, int] = {}
+        self._fail: list[int] = []
+
+    def fail_next(self, error_code: int) -> None:
+        self._fail.append(error_code)
+
+    def append(self, partition: int, batch: bytearray) -> int:
+        if self._fail:
+            from .errors import CoordinatorLogError
+            raise CoordinatorLogError(self._fail.pop(0))
+        batch = bytearray(batch)
+        base = self.next_offset.get(partition, 0)
+        h = wire_batch.read_header(batch, 0)
+        wire_batch.set_base_offset(batch, 0, base)
+        self.batches.setdefault(partition, []).append(batch)
+        self.next_offset[partition] = base + h.last_offset_delta + 1
+        return base
+
+    def read_batches(self, partition: int):
+        for b in self.batches.get(partition, []):
+            yield wire_batch.read_header(b, 0), b
+
+    def records(self, partition: int):
+        """Every (offset, key, value) in the partition (test helper)."""
+        out = []
+        for h, b in self.read_batches(partition):
+            for r in wire_records.iter_records(b, h):
+                out.append((r.offset, None if r.key is None else bytes(r.key),
+                            None if r.value is None else bytes(r.value)))
+        return out
