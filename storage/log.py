@@ -1,0 +1,953 @@
+"""A partition's log: an ordered list of segments, the last one active.
+
+The hot paths are per batch, never per record: ``append`` patches each batch's baseOffset and
+partitionLeaderEpoch in the caller's buffer and writes the whole buffer with one ``os.write``;
+``read`` finds a file range with an index bisect plus a short header scan and returns it with
+one ``os.pread``. Records are decoded only by ``offset_for_timestamp``, ``max_timestamp`` (one
+batch) and ``compact``.
+
+Thread-safety: every public method takes the log's lock, so the broker may call ``flush`` and
+``compact`` from an executor while the event loop appends and reads. ``flush`` fsyncs duplicated
+file descriptors outside the lock; ``compact`` reads and rewrites closed segments outside the lock
+and only swaps files under it.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import struct
+import threading
+import time
+from bisect import bisect_left, bisect_right
+from pathlib import Path
+
+from crc32c import crc32c
+
+from wire.batch import (ATTRIBUTES_OFFSET, HEADER_SIZE, TIMESTAMP_TYPE_FLAG,
+                        TRANSACTIONAL_FLAG, read_header)
+from wire.records import CONTROL_ABORT, build_batch, iter_records, parse_control_record
+
+from .config import LONG_MAX, LogConfig
+from .errors import OffsetOutOfRange, RecordTooLarge, UnexpectedAppendOffset
+from .segment import (INT32_MAX, NO_TIMESTAMP, SCAN_CHUNK, Scan, Segment, _fsync, file_prefix,
+                      write_all)
+
+log = logging.getLogger(__name__)
+
+CLEAN_SHUTDOWN_FILE = ".clean_shutdown"
+_offset = struct.Struct(">q")
+_epoch = struct.Struct(">i")
+_attrs = struct.Struct(">h")
+_ts = struct.Struct(">q")
+_crc = struct.Struct(">I")
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class FetchData:
+    """Result of ``Log.read``.
+
+    ``records``: bytes starting at the batch that contains the requested offset (possibly
+    ending inside a batch, as Kafka does). ``first_offset``: the requested fetch offset.
+    ``batch_offset``: base offset of the first returned batch (-1 when empty).
+    """
+
+    __slots__ = ("records", "first_offset", "batch_offset")
+
+    def __init__(self, records: bytes, first_offset: int, batch_offset: int = -1):
+        self.records = records
+        self.first_offset = first_offset
+        self.batch_offset = batch_offset
+
+    def __len__(self):
+        return len(self.records)
+
+    def __repr__(self):
+        return (f"FetchData(first_offset={self.first_offset}, batch_offset={self.batch_offset}, "
+                f"bytes={len(self.records)})")
+
+
+class Log:
+    """Append-only log of one partition in directory ``dir`` (``<topic>-<partition>``).
+
+    ``log_start_offset``, ``recovery_point`` and ``high_watermark`` come from the log dir's
+    checkpoint files (``LogManager``); when omitted, values saved in the clean-shutdown marker
+    are used, then Kafka's defaults (start of the first segment, 0, log start offset).
+    """
+
+    def __init__(self, dir, config: LogConfig | None = None, *, log_start_offset: int | None = None,
+                 recovery_point: int | None = None, high_watermark: int | None = None):
+        self.dir = Path(dir)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.config = config if config is not None else LogConfig()
+        self._lock = threading.RLock()
+        self._segments: list[Segment] = []
+        self._bases: list[int] = []
+        self._closed = False
+        self._limit_cache = None  # (segment, offset, position) of the last max_offset lookup
+        self._generation = 0  # bumped by truncations; compaction aborts its swap when it moved
+        self._clean_offset = 0  # compaction: offsets below were cleaned in this process's life
+        self._tombstones_due_ms = None  # compaction: when a kept tombstone becomes removable
+        self._unflushed_msgs = 0
+        self._last_flush_ms = _now_ms()
+        self._dir_dirty = False
+        self._load(log_start_offset, recovery_point, high_watermark)
+
+    # =========================================================================================
+    # loading and recovery
+
+    def _load(self, lso_hint, recovery_point, hwm_hint):
+        d = self.dir
+        marker = d / CLEAN_SHUTDOWN_FILE
+        clean = marker.exists()
+        saved = _read_marker(marker) if clean else {}
+        interval = self.config.index_interval_bytes
+        names = os.listdir(d)
+        for n in names:
+            if n.endswith(".cleaned") or n.endswith(".deleted") or n.endswith(".tmp"):
+                _unlink(d / n)
+        bases = sorted(int(n[:20]) for n in names
+                       if n.endswith(".log") and len(n) == 24 and n[:20].isdigit())
+        for n in names:
+            if n.endswith(".log.swap") and len(n) == 29 and n[:20].isdigit():
+                bases = self._finish_swap(int(n[:20]), bases)
+        known = {file_prefix(b) for b in bases}
+        for n in os.listdir(d):
+            if (n.endswith(".index") or n.endswith(".timeindex")) and n.split(".")[0] not in known:
+                _unlink(d / n)
+
+        recover_from = len(bases)
+        if not clean:
+            rp = recovery_point if recovery_point is not None else 0
+            recover_from = max(0, bisect_right(bases, rp) - 1)
+        segments: list[Segment] = []
+        recovered = []
+        for k, b in enumerate(bases):
+            seg, ok = Segment.open(d, b, interval)
+            segments.append(seg)
+            if k >= recover_from:
+                truncated = seg.recover()
+                recovered.append(seg)
+                if truncated and k + 1 < len(bases):
+                    log.warning("recovery: deleting %d segment(s) of %s after the truncated one",
+                                len(bases) - k - 1, d)
+                    for b2 in bases[k + 1:]:
+                        s2 = Segment(d, b2, interval)
+                        s2.delete()
+                    break
+            elif not ok:
+                log.warning("rebuilding the indexes of %s", seg.log_path)
+                seg.recover()
+        # sanity: a closed segment's time index cannot point past the next segment
+        for k in range(len(segments) - 1):
+            s = segments[k]
+            if s.offset_of_max_timestamp >= segments[k + 1].base_offset:
+                s.recover()
+        if not segments:
+            start = max(lso_hint or 0, int(saved.get("log_start_offset", 0)))
+            segments.append(Segment.create(d, start, interval))
+            self._dir_dirty = True
+        last = segments[-1]
+        ok, last_off = last.tail_is_clean()
+        if not ok:
+            log.warning("the tail of %s is not a sequence of whole batches; recovering",
+                        last.log_path)
+            last.recover()
+            recovered.append(last)
+            last_off = last.last_offset()
+        self._segments = segments
+        self._bases = [s.base_offset for s in segments]
+        self._leo = last.base_offset if last_off is None else last_off + 1
+        leo = self._leo
+
+        lso = segments[0].base_offset
+        for v in (lso_hint, saved.get("log_start_offset")):
+            if v is not None:
+                lso = max(lso, int(v))
+        self._lso = min(lso, leo)
+        hwm = hwm_hint if hwm_hint is not None else saved.get("high_watermark")
+        hwm = self._lso if hwm is None else int(hwm)
+        self._hwm = min(max(hwm, self._lso), leo)
+        for s in recovered:
+            for fd in s.fds():
+                _fsync(fd)
+        self._recovery_point = leo
+        if clean:
+            marker.unlink()
+            _fsync_dir(d)
+
+    def _finish_swap(self, base: int, bases: list[int]) -> list[int]:
+        """Complete a compaction swap interrupted by a crash: ``<base>.log.swap`` replaces every
+        segment whose base offset lies in [base, last offset of the swap file]."""
+        d = self.dir
+        swap = d / (file_prefix(base) + ".log.swap")
+        fd = os.open(swap, os.O_RDONLY)
+        try:
+            last = None
+            for h, _ in Scan(fd, 0, os.fstat(fd).st_size):
+                last = h.last_offset
+        finally:
+            os.close(fd)
+        last = base if last is None else last
+        keep = []
+        for b in bases:
+            if base <= b <= last:
+                for ext in (".log", ".index", ".timeindex"):
+                    _unlink(d / (file_prefix(b) + ext))
+            else:
+                keep.append(b)
+        for ext in (".index", ".timeindex"):
+            _unlink(d / (file_prefix(base) + ext))
+        os.rename(swap, d / (file_prefix(base) + ".log"))
+        log.warning("completed an interrupted compaction swap at offset %d in %s", base, d)
+        return sorted(keep + [base])
+
+    # =========================================================================================
+    # offsets
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._lso
+
+    @property
+    def log_end_offset(self) -> int:
+        """The next offset to assign."""
+        return self._leo
+
+    @property
+    def high_watermark(self) -> int:
+        return self._hwm
+
+    @high_watermark.setter
+    def high_watermark(self, value: int) -> None:
+        self._hwm = min(max(value, self._lso), self._leo)
+
+    @property
+    def recovery_point(self) -> int:
+        """Every offset below this one has been fsynced."""
+        return self._recovery_point
+
+    @property
+    def size(self) -> int:
+        """Total bytes of all segment files."""
+        return sum(s.size for s in self._segments)
+
+    @property
+    def num_segments(self) -> int:
+        return len(self._segments)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _segment_index(self, offset: int) -> int:
+        return max(0, bisect_right(self._bases, offset) - 1)
+
+    # =========================================================================================
+    # append
+
+    def append(self, buf, headers, *, leader_epoch: int = 0, now_ms: int | None = None):
+        """Append validated batches (``headers`` from ``wire.batch.validate_batches(buf)``).
+
+        Assigns offsets from the log end offset by patching each batch's baseOffset and
+        partitionLeaderEpoch in ``buf`` (which must be writable) and updates ``headers``
+        accordingly. With message.timestamp.type=LogAppendTime each batch also gets
+        maxTimestamp = ``now_ms`` and the timestamp-type bit (CRC recomputed). Returns
+        ``(first_offset, last_offset)``. Raises RecordTooLarge for a batch above
+        max.message.bytes.
+        """
+        if not headers:
+            raise ValueError("nothing to append")
+        cfg = self.config
+        with self._lock:
+            self._check_open()
+            limit = cfg.max_message_bytes
+            count = 0
+            for h in headers:
+                if h.size > limit:
+                    raise RecordTooLarge(f"batch of {h.size} bytes exceeds max.message.bytes "
+                                         f"{limit}")
+                count += h.last_offset_delta + 1
+            if now_ms is None:
+                now_ms = _now_ms()
+            first = self._leo
+            seg = self._maybe_roll(len(buf), first, first + count - 1, now_ms)
+            off = first
+            log_append_time = cfg.message_timestamp_type == "LogAppendTime"
+            pack_offset = _offset.pack_into
+            pack_epoch = _epoch.pack_into
+            for h in headers:
+                pos = h.pos
+                pack_offset(buf, pos, off)
+                pack_epoch(buf, pos + 12, leader_epoch)
+                h.base_offset = off
+                h.leader_epoch = leader_epoch
+                if log_append_time:
+                    _stamp_log_append_time(buf, h, now_ms)
+                off += h.last_offset_delta + 1
+            seg.append(buf, headers, now_ms)
+            self._leo = off
+            self._after_append(count, now_ms)
+            return first, off - 1
+
+    def append_as_follower(self, buf, headers, *, now_ms: int | None = None):
+        """Append batches that already carry their offsets (replication). The first base offset
+        must be >= the log end offset and offsets must increase; gaps are allowed (compacted
+        leaders). Returns ``(first_offset, last_offset)``."""
+        if not headers:
+            raise ValueError("nothing to append")
+        with self._lock:
+            self._check_open()
+            nxt = self._leo
+            count = 0
+            for h in headers:
+                if h.base_offset < nxt:
+                    raise UnexpectedAppendOffset(
+                        f"batch at offset {h.base_offset} does not follow offset {nxt - 1}")
+                nxt = h.base_offset + h.last_offset_delta + 1
+                count += h.count
+            if now_ms is None:
+                now_ms = _now_ms()
+            first = headers[0].base_offset
+            seg = self._maybe_roll(len(buf), first, nxt - 1, now_ms)
+            seg.append(buf, headers, now_ms)
+            self._leo = nxt
+            self._after_append(count, now_ms)
+            return first, nxt - 1
+
+    def _maybe_roll(self, size: int, first_offset: int, last_offset: int, now_ms: int) -> Segment:
+        seg = self._segments[-1]
+        if seg.size == 0:
+            if first_offset - seg.base_offset > INT32_MAX or first_offset < seg.base_offset:
+                return self._replace_empty_active(first_offset)
+            return seg
+        cfg = self.config
+        if (seg.size + size > cfg.segment_bytes
+                or (seg.rolling_ts is not None and now_ms - seg.rolling_ts > cfg.segment_ms)
+                or last_offset - seg.base_offset > INT32_MAX):
+            return self.roll(first_offset)
+        return seg
+
+    def _replace_empty_active(self, base: int) -> Segment:
+        old = self._segments.pop()
+        self._bases.pop()
+        old.delete()
+        new = Segment.create(self.dir, base, self.config.index_interval_bytes)
+        self._segments.append(new)
+        self._bases.append(base)
+        self._dir_dirty = True
+        return new
+
+    def roll(self, base_offset: int | None = None) -> Segment:
+        """Close the active segment and start a new one at ``base_offset`` (default LEO)."""
+        with self._lock:
+            self._check_open()
+            base = self._leo if base_offset is None else base_offset
+            old = self._segments[-1]
+            if old.size == 0:
+                return self._replace_empty_active(base) if old.base_offset != base else old
+            old.finalize_time_index()
+            new = Segment.create(self.dir, base, self.config.index_interval_bytes)
+            self._segments.append(new)
+            self._bases.append(base)
+            self._dir_dirty = True
+            return new
+
+    def _after_append(self, count: int, now_ms: int) -> None:
+        cfg = self.config
+        self._unflushed_msgs += count
+        if self._unflushed_msgs >= cfg.flush_messages or (
+                cfg.flush_ms != LONG_MAX and now_ms - self._last_flush_ms >= cfg.flush_ms):
+            self.flush()
+
+    # =========================================================================================
+    # read
+
+    def read(self, offset: int, max_bytes: int, *, max_offset: int | None = None,
+             min_one: bool = True) -> FetchData:
+        """Bytes of the batches from the one containing ``offset``, within one segment.
+
+        At most ``max_bytes``, except that with ``min_one`` the first batch is returned whole
+        (KIP-74). Never returns batches at or past ``max_offset`` (exclusive; default: the high
+        watermark). Raises OffsetOutOfRange if ``offset`` is outside
+        [log_start_offset, log_end_offset]; an offset at or past the limit reads nothing.
+        """
+        with self._lock:
+            self._check_open()
+            if offset < self._lso or offset > self._leo:
+                raise OffsetOutOfRange(offset, self._lso, self._leo)
+            limit = self._hwm if max_offset is None else min(max_offset, self._leo)
+            if offset >= limit:
+                return FetchData(b"", offset)
+            segs = self._segments
+            i = self._segment_index(offset)
+            while i < len(segs):
+                seg = segs[i]
+                seg_end = seg.size
+                h = seg.find(offset, seg_end)
+                if h is None:
+                    i += 1
+                    continue
+                if h.base_offset >= limit:
+                    break
+                if limit >= self._leo or (i + 1 < len(segs) and segs[i + 1].base_offset <= limit):
+                    end = seg_end
+                else:
+                    end = self._position_of_limit(seg, limit, seg_end)
+                length = end - h.pos
+                if length <= 0:
+                    break
+                if length > max_bytes:
+                    length = max(max_bytes, h.size) if min_one else max(max_bytes, 0)
+                    if length == 0:
+                        break
+                return FetchData(os.pread(seg.fd, length, h.pos), offset, h.base_offset)
+            return FetchData(b"", offset)
+
+    def _position_of_limit(self, seg: Segment, limit: int, seg_end: int) -> int:
+        c = self._limit_cache
+        if c is not None and c[0] is seg and c[1] == limit:
+            return c[2]
+        pos = seg.position_of(limit, seg_end)
+        if pos < seg_end:  # only cache positions of existing batches (the tail still grows)
+            self._limit_cache = (seg, limit, pos)
+        return pos
+
+    def iter_batches(self, start_offset: int | None = None, max_offset: int | None = None):
+        """Yield ``(BatchHeader, bytes)`` for each batch whose last offset is >= ``start_offset``
+        (default: log start offset) and base offset < ``max_offset`` (default: log end offset).
+        Each header's ``pos`` is 0, relative to its own bytes. Reads in chunks of about 1 MiB;
+        the lock is not held between batches."""
+        nxt = self._lso if start_offset is None else start_offset
+        while True:
+            with self._lock:
+                self._check_open()
+                limit = self._leo if max_offset is None else min(max_offset, self._leo)
+                nxt = max(nxt, self._lso)
+                if nxt >= limit:
+                    return
+                segs = self._segments
+                i = self._segment_index(nxt)
+                h = None
+                while i < len(segs):
+                    seg = segs[i]
+                    h = seg.find(nxt)
+                    if h is not None:
+                        break
+                    i += 1
+                if h is None:
+                    return
+                end = seg.size
+                data = os.pread(seg.fd, max(h.size, min(SCAN_CHUNK, end - h.pos)), h.pos)
+            p = 0
+            n = len(data)
+            mv = memoryview(data)
+            while n - p >= HEADER_SIZE:
+                hh = read_header(data, p)
+                if hh.size < HEADER_SIZE or p + hh.size > n:
+                    break
+                if hh.base_offset >= limit:
+                    return
+                if hh.last_offset >= nxt:
+                    b = bytes(mv[p:p + hh.size])
+                    hh.pos = 0
+                    nxt = hh.last_offset + 1
+                    yield hh, b
+                p += hh.size
+            if p == 0:  # cannot happen with a consistent index; never loop forever
+                return
+
+    # =========================================================================================
+    # timestamps
+
+    def offset_for_timestamp(self, timestamp: int, *, max_offset: int | None = None):
+        """``(offset, timestamp)`` of the first record with timestamp >= ``timestamp`` and
+        offset in [log_start_offset, max_offset) (default: high watermark), or None."""
+        with self._lock:
+            self._check_open()
+            limit = self._hwm if max_offset is None else min(max_offset, self._leo)
+            lso = self._lso
+            for seg in list(self._segments):
+                if seg.max_timestamp < timestamp:
+                    continue
+                j = bisect_right(seg.time_ts, timestamp) - 1
+                start = 0
+                if j >= 0:
+                    start = seg.position_of(seg.base_offset + seg.time_off[j])
+                for h, data in Scan(seg.fd, start, seg.size, data=True):
+                    if h.base_offset >= limit:
+                        return None
+                    if h.max_timestamp < timestamp or h.last_offset < lso:
+                        continue
+                    for r in iter_records(data, read_header(data, 0)):
+                        if r.offset >= limit:
+                            return None
+                        if r.offset >= lso and r.timestamp >= timestamp:
+                            return r.offset, r.timestamp
+            return None
+
+    def max_timestamp(self, *, max_offset: int | None = None):
+        """``(timestamp, offset)`` of the first record carrying the largest timestamp
+        (ListOffsets MAX_TIMESTAMP), or None when the log holds no timestamped records below
+        ``max_offset`` (default: high watermark)."""
+        with self._lock:
+            self._check_open()
+            limit = self._hwm if max_offset is None else min(max_offset, self._leo)
+            best = None
+            for seg in self._segments:
+                if seg.max_timestamp > NO_TIMESTAMP and (best is None
+                                                         or seg.max_timestamp > best.max_timestamp):
+                    best = seg
+            if best is None:
+                return None
+            h = best.find(best.offset_of_max_timestamp)
+            if h is None:
+                return None
+            data = os.pread(best.fd, h.size, h.pos)
+            for r in iter_records(data, read_header(data, 0)):
+                if r.timestamp == best.max_timestamp:
+                    if r.offset >= limit or r.offset < self._lso:
+                        return None
+                    return r.timestamp, r.offset
+            return None
+
+    # =========================================================================================
+    # truncation, deletion, retention
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every batch at or after ``offset`` (a batch containing ``offset`` goes too).
+        Truncating below the log start offset empties the log and restarts it at ``offset``."""
+        with self._lock:
+            self._check_open()
+            if offset >= self._leo:
+                return
+            self._generation += 1
+            self._limit_cache = None
+            interval = self.config.index_interval_bytes
+            if offset < self._lso or offset <= self._segments[0].base_offset:
+                for s in self._segments:
+                    s.delete()
+                self._segments = [Segment.create(self.dir, offset, interval)]
+                self._bases = [offset]
+                self._lso = offset
+                self._leo = offset
+            else:
+                k = bisect_left(self._bases, offset)  # k >= 1: the first segment stays
+                for s in self._segments[k:]:
+                    s.delete()
+                del self._segments[k:]
+                del self._bases[k:]
+                seg = self._segments[-1]
+                h = seg.find(offset)
+                if h is None:
+                    self._leo = offset
+                else:
+                    seg.truncate(h.pos, h.base_offset)
+                    self._leo = min(offset, h.base_offset)
+            self._dir_dirty = True
+            self._hwm = min(self._hwm, self._leo)
+            self._lso = min(self._lso, self._leo)
+            self._recovery_point = min(self._recovery_point, self._leo)
+
+    def delete_records_before(self, offset: int) -> int:
+        """Advance the log start offset to ``offset`` (DeleteRecords) and drop the segments
+        entirely below it. Raises OffsetOutOfRange past the high watermark. Returns the new
+        log start offset."""
+        with self._lock:
+            self._check_open()
+            if offset > self._hwm or offset < 0:
+                raise OffsetOutOfRange(offset, self._lso, self._hwm)
+            if offset > self._lso:
+                self._lso = offset
+                self._delete_prefix(lambda seg, next_base: next_base <= self._lso)
+            return self._lso
+
+    def apply_retention(self, now_ms: int | None = None) -> int:
+        """Delete closed segments past retention.ms (by their max timestamp) or beyond
+        retention.bytes (cleanup.policy with "delete"), and any below the log start offset.
+        Never deletes the active segment nor data above the high watermark. Returns the
+        number of segments deleted."""
+        if now_ms is None:
+            now_ms = _now_ms()
+        cfg = self.config
+        with self._lock:
+            self._check_open()
+            by_policy = cfg.delete
+            retention_ms = cfg.retention_ms
+            retention_bytes = cfg.retention_bytes
+            excess = [self.size - retention_bytes]
+
+            def deletable(seg, next_base):
+                if next_base <= self._lso:
+                    return True
+                if not by_policy:
+                    return False
+                if retention_ms >= 0 and now_ms - seg.largest_timestamp() > retention_ms:
+                    return True
+                if retention_bytes >= 0 and excess[0] - seg.size >= 0:
+                    return True
+                return False
+
+            def on_delete(seg):
+                excess[0] -= seg.size
+
+            n = self._delete_prefix(deletable, on_delete)
+            return n
+
+    def _delete_prefix(self, pred, on_delete=None) -> int:
+        n = 0
+        segs = self._segments
+        while len(segs) > 1:
+            seg = segs[0]
+            next_base = segs[1].base_offset
+            if next_base > self._hwm or not pred(seg, next_base):
+                break
+            if on_delete:
+                on_delete(seg)
+            seg.delete()
+            del segs[0]
+            del self._bases[0]
+            n += 1
+        if n:
+            self._lso = max(self._lso, segs[0].base_offset)
+            self._limit_cache = None
+            self._dir_dirty = True
+            log.info("deleted %d segment(s) of %s; log start offset now %d", n, self.dir,
+                     self._lso)
+        return n
+
+    # =========================================================================================
+    # compaction
+
+    def compact(self, now_ms: int | None = None) -> int:
+        """Compact the closed segments (cleanup.policy with "compact"): keep the latest record
+        per key with its original offset, drop tombstones in segments older than
+        delete.retention.ms, drop records of aborted transactions and keyless records.
+        Segments newer than min.compaction.lag.ms, at/after the first open transaction, at/after
+        the high watermark, and the active segment are left alone. Small cleaned segments are
+        merged up to segment.bytes. Returns the number of bytes reclaimed."""
+        cfg = self.config
+        if not cfg.compact:
+            return 0
+        if now_ms is None:
+            now_ms = _now_ms()
+        with self._lock:
+            self._check_open()
+            segs = list(self._segments)
+            if len(segs) < 2:
+                return 0
+            sizes = [s.size for s in segs]
+            fds = [os.dup(s.fd) for s in segs]
+            hwm = self._hwm
+            generation = self._generation
+        try:
+            return self._compact(cfg, now_ms, segs, sizes, fds, hwm, generation)
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+    def _compact(self, cfg, now_ms, segs, sizes, fds, hwm, generation) -> int:
+        # 1. transactions: which batches were aborted, where the first open transaction starts
+        aborted: set[int] = set()
+        pending: dict[int, list[int]] = {}
+        for seg, fd, size in zip(segs, fds, sizes):
+            for h, _ in Scan(fd, 0, size):
+                if not h.attributes & TRANSACTIONAL_FLAG:
+                    continue
+                if h.is_control:
+                    data = os.pread(fd, h.size, h.pos)
+                    for r in iter_records(data, read_header(data, 0)):
+                        kind, _epoch = parse_control_record(r)
+                        started = pending.pop(h.producer_id, [])
+                        if kind == CONTROL_ABORT:
+                            aborted.update(started)
+                else:
+                    pending.setdefault(h.producer_id, []).append(h.base_offset)
+        first_unstable = min((v[0] for v in pending.values() if v), default=None)
+
+        # 2. cleanable prefix of closed segments
+        limit = hwm if first_unstable is None else min(hwm, first_unstable)
+        n = 0
+        while n < len(segs) - 1:
+            seg = segs[n]
+            if segs[n + 1].base_offset > limit:
+                break
+            if cfg.min_compaction_lag_ms > 0 and \
+                    now_ms - seg.largest_timestamp() < cfg.min_compaction_lag_ms:
+                break
+            n += 1
+        if n == 0:
+            return 0
+        total = sum(sizes[:n])
+        dirty = sum(sizes[k] for k in range(n) if segs[k + 1].base_offset > self._clean_offset)
+        due = self._tombstones_due_ms
+        if (dirty == 0 or dirty / total < cfg.min_cleanable_dirty_ratio) and \
+                (due is None or now_ms < due):
+            return 0
+
+        # 3. latest offset of every key in the cleanable range
+        latest: dict[bytes, int] = {}
+        for k in range(n):
+            for h, data in Scan(fds[k], 0, sizes[k], data=True):
+                if h.is_control or h.base_offset in aborted:
+                    continue
+                for r in iter_records(data, read_header(data, 0)):
+                    if r.key is not None:
+                        latest[r.key] = r.offset
+
+        # 4. group consecutive segments (by original size) and rewrite each group
+        groups = []
+        cur: list[int] = []
+        cur_size = 0
+        for k in range(n):
+            upper = segs[k + 1].base_offset - 1
+            if cur and (cur_size + sizes[k] > cfg.segment_bytes
+                        or upper - segs[cur[0]].base_offset > INT32_MAX):
+                groups.append(cur)
+                cur, cur_size = [], 0
+            cur.append(k)
+            cur_size += sizes[k]
+        if cur:
+            groups.append(cur)
+
+        reclaimed = 0
+        horizon = now_ms - cfg.delete_retention_ms
+        due = [None]
+        for group in groups:
+            old_size = sum(sizes[k] for k in group)
+            result = self._clean_group(cfg, [segs[k] for k in group], [fds[k] for k in group],
+                                       [sizes[k] for k in group], latest, aborted, horizon, due)
+            if result is None:
+                continue
+            tmp, headers, new_size = result
+            if self._swap(tmp, [segs[k] for k in group], headers, generation):
+                reclaimed += old_size - new_size
+        with self._lock:
+            if self._generation == generation:
+                self._clean_offset = max(self._clean_offset, segs[n].base_offset)
+                self._tombstones_due_ms = due[0]
+        return reclaimed
+
+    def _clean_group(self, cfg, group, fds, sizes, latest, aborted, horizon, due):
+        base = group[0].base_offset
+        tmp = self.dir / (file_prefix(base) + ".log.cleaned")
+        out_fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        headers = []
+        pos = 0
+        out = bytearray()
+        changed = len(group) > 1  # merging segments is worth a rewrite by itself
+        try:
+            for seg, fd, size in zip(group, fds, sizes):
+                drop_tombstones = seg.largest_timestamp() < horizon
+                for h, data in Scan(fd, 0, size, data=True):
+                    if h.base_offset in aborted and not h.is_control:
+                        changed = True
+                        continue
+                    if h.is_control:
+                        piece = data
+                    else:
+                        recs = list(iter_records(data, read_header(data, 0)))
+                        keep = [r for r in recs
+                                if r.key is not None and latest.get(r.key) == r.offset
+                                and not (r.value is None and drop_tombstones)]
+                        if not drop_tombstones and any(r.value is None for r in keep):
+                            t = seg.largest_timestamp() + cfg.delete_retention_ms + 1
+                            due[0] = t if due[0] is None else min(due[0], t)
+                        if len(keep) == len(recs):
+                            piece = data
+                        elif not keep:
+                            changed = True
+                            continue
+                        else:
+                            changed = True
+                            piece = build_batch(
+                                [(r.key, r.value, r.headers, r.timestamp) for r in keep],
+                                base_offset=h.base_offset,
+                                offset_deltas=[r.offset - h.base_offset for r in keep],
+                                compression=h.compression, producer_id=h.producer_id,
+                                producer_epoch=h.producer_epoch, base_sequence=h.base_sequence,
+                                transactional=h.is_transactional,
+                                partition_leader_epoch=h.leader_epoch,
+                                log_append_time=bool(h.attributes & TIMESTAMP_TYPE_FLAG),
+                                now_ms=h.max_timestamp)
+                    nh = read_header(piece, 0)
+                    nh.pos = pos
+                    headers.append(nh)
+                    out += piece
+                    pos += nh.size
+                    if len(out) >= SCAN_CHUNK:
+                        write_all(out_fd, out)
+                        out.clear()
+            if not changed:
+                os.close(out_fd)
+                _unlink(tmp)
+                return None
+            if out:
+                write_all(out_fd, out)
+            _fsync(out_fd)
+        except BaseException:
+            os.close(out_fd)
+            _unlink(tmp)
+            raise
+        os.close(out_fd)
+        return tmp, headers, pos
+
+    def _swap(self, tmp: Path, group: list[Segment], headers, generation: int) -> bool:
+        base = group[0].base_offset
+        with self._lock:
+            if self._closed or self._generation != generation:
+                _unlink(tmp)
+                return False
+            try:
+                i = next(k for k, s in enumerate(self._segments) if s is group[0])
+            except StopIteration:
+                _unlink(tmp)
+                return False
+            if self._segments[i:i + len(group)] != group or i + len(group) >= len(self._segments):
+                _unlink(tmp)
+                return False
+            swap = self.dir / (file_prefix(base) + ".log.swap")
+            os.rename(tmp, swap)
+            _fsync_dir(self.dir)
+            for s in group[1:]:
+                s.delete()
+            group[0].delete()
+            os.rename(swap, self.dir / (file_prefix(base) + ".log"))
+            new = Segment(self.dir, base, self.config.index_interval_bytes)
+            new._index_headers(headers, 0, write=False)
+            new.write_index_files()
+            new.finalize_time_index()
+            new._init_rolling_ts()
+            self._segments[i:i + len(group)] = [new]
+            self._bases[i:i + len(group)] = [base]
+            self._limit_cache = None
+            self._dir_dirty = True
+            log.info("compacted %d segment(s) of %s from offset %d", len(group), self.dir, base)
+            return True
+
+    # =========================================================================================
+    # durability and lifetime
+
+    def flush(self) -> None:
+        """fsync every segment written since the last flush (data and indexes) and the
+        directory if files were created or removed; advances the recovery point to the log end
+        offset as of the call. The fsyncs run outside the lock on duplicated descriptors."""
+        self._flush(closed_only=False)
+
+    def flush_closed(self) -> None:
+        """fsync only the segments that are no longer active (what Kafka does after a roll);
+        advances the recovery point to the active segment's base offset."""
+        self._flush(closed_only=True)
+
+    def _flush(self, closed_only: bool) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            segs = self._segments[:-1] if closed_only else self._segments
+            target = self._segments[-1].base_offset if closed_only else self._leo
+            dirty = [s for s in segs if s.dirty]
+            fds = []
+            try:
+                for s in dirty:
+                    s.dirty = False
+                    fds.extend(os.dup(fd) for fd in s.fds())
+            except BaseException:
+                for fd in fds:
+                    os.close(fd)
+                raise
+            dir_dirty = self._dir_dirty
+            self._dir_dirty = False
+            if not closed_only:
+                self._unflushed_msgs = 0
+                self._last_flush_ms = _now_ms()
+        ok = False
+        try:
+            for fd in fds:
+                _fsync(fd)
+            if dir_dirty:
+                _fsync_dir(self.dir)
+            ok = True
+        finally:
+            for fd in fds:
+                os.close(fd)
+            if not ok:
+                with self._lock:
+                    for s in dirty:
+                        s.dirty = True
+                    self._dir_dirty = self._dir_dirty or dir_dirty
+        with self._lock:
+            if target > self._recovery_point:
+                self._recovery_point = min(target, self._leo)
+
+    def close(self, *, clean_marker: bool = True) -> None:
+        """Flush, write the clean-shutdown marker (with the log start offset and high watermark)
+        and close all files. Idempotent. ``clean_marker=False`` (a log about to be deleted)
+        skips the flush and the marker."""
+        with self._lock:
+            if self._closed:
+                return
+            if clean_marker:
+                self._segments[-1].finalize_time_index()
+                self.flush()
+                tmp = self.dir / (CLEAN_SHUTDOWN_FILE + ".tmp")
+                tmp.write_text(f"log_start_offset={self._lso}\nhigh_watermark={self._hwm}\n"
+                               f"log_end_offset={self._leo}\n")
+                os.rename(tmp, self.dir / CLEAN_SHUTDOWN_FILE)
+                _fsync_dir(self.dir)
+            for s in self._segments:
+                s.close()
+            self._closed = True
+
+    def _check_open(self):
+        if self._closed:
+            raise ValueError(f"log {self.dir} is closed")
+
+    def __repr__(self):
+        return (f"Log({self.dir.name}, start={self._lso}, hwm={self._hwm}, end={self._leo}, "
+                f"segments={len(self._segments)})")
+
+
+def _stamp_log_append_time(buf, h, now_ms: int) -> None:
+    """Set maxTimestamp = now and the LogAppendTime bit, then recompute the CRC."""
+    attrs = h.attributes | TIMESTAMP_TYPE_FLAG
+    _attrs.pack_into(buf, h.pos + ATTRIBUTES_OFFSET, attrs)
+    _ts.pack_into(buf, h.pos + 35, now_ms)
+    crc = crc32c(memoryview(buf)[h.pos + ATTRIBUTES_OFFSET:h.pos + h.size])
+    _crc.pack_into(buf, h.pos + 17, crc)
+    h.attributes = attrs
+    h.max_timestamp = now_ms
+    h.crc = crc
+
+
+def _read_marker(path: Path) -> dict:
+    out = {}
+    try:
+        for line in path.read_text().splitlines():
+            k, sep, v = line.partition("=")
+            if sep and v.strip().lstrip("-").isdigit():
+                out[k.strip()] = int(v)
+    except OSError:
+        pass
+    return out
+
+
+def _unlink(path) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def _fsync_dir(path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

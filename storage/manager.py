@@ -1,0 +1,228 @@
+"""The broker's data directories: one ``Log`` per ``<topic>-<partition>`` directory, plus Kafka's
+per-log-dir checkpoint files.
+
+Checkpoint files (text, as Kafka writes them)::
+
+    0                       <- version
+    2                       <- number of entries
+    my-topic 0 1234         <- topic partition offset
+    my-topic 1 99
+
+``replication-offset-checkpoint`` holds high watermarks, ``recovery-point-offset-checkpoint`` the
+offsets below which data was fsynced, ``log-start-offset-checkpoint`` the log start offsets.
+Topic metadata (ids, configs) is not stored here.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import threading
+import uuid
+from pathlib import Path
+
+from .config import LogConfig
+from .log import Log, _fsync_dir
+
+log = logging.getLogger(__name__)
+
+HWM_CHECKPOINT = "replication-offset-checkpoint"
+RECOVERY_CHECKPOINT = "recovery-point-offset-checkpoint"
+LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
+CHECKPOINT_FILES = (HWM_CHECKPOINT, RECOVERY_CHECKPOINT, LOG_START_CHECKPOINT)
+
+_TOPIC_RE = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
+_DELETE_SUFFIX = "-delete"
+
+
+def partition_dir_name(topic: str, partition: int) -> str:
+    return f"{topic}-{partition}"
+
+
+def parse_partition_dir(name: str):
+    """``(topic, partition)`` for a ``<topic>-<partition>`` directory name, else None."""
+    topic, sep, part = name.rpartition("-")
+    if not sep or not topic or not part.isdigit() or not _TOPIC_RE.match(topic):
+        return None
+    return topic, int(part)
+
+
+def read_checkpoint(path) -> dict[tuple[str, int], int]:
+    """Parse a Kafka offset checkpoint file; a missing or malformed file reads as empty."""
+    try:
+        text = Path(path).read_text()
+    except FileNotFoundError:
+        return {}
+    lines = text.splitlines()
+    try:
+        if lines[0].strip() != "0":
+            raise ValueError(f"unsupported checkpoint version {lines[0]!r}")
+        count = int(lines[1])
+        out = {}
+        for line in lines[2:2 + count]:
+            topic, part, off = line.split()
+            out[(topic, int(part))] = int(off)
+        if len(out) != count:
+            raise ValueError("entry count mismatch")
+        return out
+    except (IndexError, ValueError) as e:
+        log.warning("ignoring malformed checkpoint file %s: %s", path, e)
+        return {}
+
+
+def write_checkpoint(path, entries: dict[tuple[str, int], int]) -> None:
+    """Write a Kafka offset checkpoint file atomically (tmp file, fsync, rename)."""
+    path = Path(path)
+    lines = ["0", str(len(entries))]
+    lines += [f"{t} {p} {o}" for (t, p), o in sorted(entries.items())]
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, ("\n".join(lines) + "\n").encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+class LogManager:
+    """All partition logs of this broker across ``log_dirs``.
+
+    ``config_for(topic)`` (optional) returns the LogConfig of a topic whose logs are found at
+    start-up; otherwise ``default_config`` is used until the broker sets ``log.config``.
+    """
+
+    def __init__(self, log_dirs: list[str], default_config: LogConfig | None = None, *,
+                 config_for=None):
+        if not log_dirs:
+            raise ValueError("at least one log dir is required")
+        self.log_dirs = [Path(d) for d in log_dirs]
+        self.default_config = default_config if default_config is not None else LogConfig()
+        self._config_for = config_for
+        self._logs: dict[tuple[str, int], Log] = {}
+        self._dir_of: dict[tuple[str, int], Path] = {}
+        self._lock = threading.RLock()
+        for d in self.log_dirs:
+            d.mkdir(parents=True, exist_ok=True)
+        self._load()
+
+    def _load(self):
+        for d in self.log_dirs:
+            hwms = read_checkpoint(d / HWM_CHECKPOINT)
+            recovery = read_checkpoint(d / RECOVERY_CHECKPOINT)
+            starts = read_checkpoint(d / LOG_START_CHECKPOINT)
+            for entry in sorted(os.listdir(d)):
+                path = d / entry
+                if not path.is_dir():
+                    continue
+                if entry.endswith(_DELETE_SUFFIX):
+                    log.info("finishing the deletion of %s", path)
+                    shutil.rmtree(path, ignore_errors=True)
+                    continue
+                tp = parse_partition_dir(entry)
+                if tp is None:
+                    continue  # e.g. "-future"/"-stray" dirs or foreign directories
+                if tp in self._logs:
+                    raise RuntimeError(f"partition {tp[0]}-{tp[1]} found in both "
+                                       f"{self._dir_of[tp]} and {d}")
+                cfg = None
+                if self._config_for is not None:
+                    cfg = self._config_for(tp[0])
+                self._logs[tp] = Log(path, cfg if cfg is not None else self.default_config,
+                                     log_start_offset=starts.get(tp),
+                                     recovery_point=recovery.get(tp),
+                                     high_watermark=hwms.get(tp))
+                self._dir_of[tp] = d
+
+    # -- access ----------------------------------------------------------------------------
+
+    def get(self, topic: str, partition: int) -> Log | None:
+        return self._logs.get((topic, partition))
+
+    def get_or_create(self, topic: str, partition: int, config: LogConfig | None = None) -> Log:
+        """The partition's log, created in the least-loaded log dir if absent. A given
+        ``config`` replaces the log's config."""
+        with self._lock:
+            tp = (topic, partition)
+            lg = self._logs.get(tp)
+            if lg is not None:
+                if config is not None:
+                    lg.config = config
+                return lg
+            if not _TOPIC_RE.match(topic) or topic in (".", "..") or partition < 0:
+                raise ValueError(f"invalid topic partition {topic!r} {partition}")
+            counts = {d: 0 for d in self.log_dirs}
+            for d in self._dir_of.values():
+                counts[d] += 1
+            d = min(self.log_dirs, key=lambda x: counts[x])
+            lg = Log(d / partition_dir_name(topic, partition),
+                     config if config is not None else self.default_config)
+            self._logs[tp] = lg
+            self._dir_of[tp] = d
+            return lg
+
+    def all_logs(self) -> dict[tuple[str, int], Log]:
+        return dict(self._logs)
+
+    def log_dir_of(self, topic: str, partition: int) -> Path | None:
+        return self._dir_of.get((topic, partition))
+
+    def delete(self, topic: str, partition: int) -> bool:
+        """Close the log, rename its dir to ``<topic>-<partition>.<uuid>-delete`` and remove it.
+        Returns False if the partition has no log here."""
+        with self._lock:
+            tp = (topic, partition)
+            lg = self._logs.pop(tp, None)
+            if lg is None:
+                return False
+            d = self._dir_of.pop(tp)
+            lg.close(clean_marker=False)
+            src = lg.dir
+            dst = d / f"{partition_dir_name(topic, partition)}.{uuid.uuid4().hex}{_DELETE_SUFFIX}"
+            os.rename(src, dst)
+            _fsync_dir(d)
+            self._checkpoint_dir(d)
+        shutil.rmtree(dst, ignore_errors=True)
+        return True
+
+    # -- maintenance -------------------------------------------------------------------------
+
+    def run_retention(self, now_ms: int | None = None) -> int:
+        """Apply retention to every log; returns the number of segments deleted."""
+        return sum(lg.apply_retention(now_ms) for lg in list(self._logs.values())
+                   if not lg.closed)
+
+    def run_compaction(self, now_ms: int | None = None) -> int:
+        """Compact every log whose cleanup.policy includes compact; returns bytes reclaimed."""
+        return sum(lg.compact(now_ms) for lg in list(self._logs.values())
+                   if not lg.closed and lg.config.compact)
+
+    def flush_rolled(self) -> None:
+        """fsync the rolled (no longer active) segments of every log, advancing their recovery
+        points; meant to run periodically in an executor, before ``checkpoint``."""
+        for lg in list(self._logs.values()):
+            if not lg.closed:
+                lg.flush_closed()
+
+    def checkpoint(self) -> None:
+        """Write the three checkpoint files of every log dir (atomically)."""
+        with self._lock:
+            for d in self.log_dirs:
+                self._checkpoint_dir(d)
+
+    def _checkpoint_dir(self, d: Path) -> None:
+        logs = {tp: lg for tp, lg in self._logs.items() if self._dir_of[tp] == d}
+        write_checkpoint(d / HWM_CHECKPOINT, {tp: lg.high_watermark for tp, lg in logs.items()})
+        write_checkpoint(d / RECOVERY_CHECKPOINT,
+                         {tp: lg.recovery_point for tp, lg in logs.items()})
+        write_checkpoint(d / LOG_START_CHECKPOINT,
+                         {tp: lg.log_start_offset for tp, lg in logs.items()})
+
+    def close(self) -> None:
+        """Close every log (flush + clean-shutdown marker), then write the checkpoints."""
+        with self._lock:
+            for lg in self._logs.values():
+                lg.close()
+            self.checkpoint()
