@@ -10,7 +10,7 @@ from pathlib import Path
 from broker.config import BrokerConfig, parse_properties
 from broker.dispatch import HANDLERS
 from broker.metadata import BrokerInfo, LocalMetadataStore, MetadataError, topic_name_error
-from broker.replica import ReplicaManager
+from broker.replica import ReplicaManager, topic_log_config
 from broker.server import serve
 from coordinator.producer_ids import ProducerIdManager
 from storage.config import LogConfig
@@ -54,10 +54,15 @@ class Broker:
         cluster_id = ensure_cluster_id(dirs, config.node_id)
         host, port = config.advertised_listener()
         self.info = BrokerInfo(config.node_id, host, port, config.get("broker.rack"))
-        self.logs = LogManager(dirs, LogConfig.from_props({}, config.topic_defaults()))
         self.metadata = LocalMetadataStore(dirs[0], self.info, cluster_id)
+        self.default_log_config = LogConfig.from_props({}, config.topic_defaults())
+        self.logs = LogManager(dirs, self.default_log_config, config_for=self._log_config_for)
         self.replicas = ReplicaManager(config, self.logs, self.metadata)
         self.producer_ids = ProducerIdManager(Path(dirs[0]) / "producer-id-block")
+
+    def _log_config_for(self, topic: str) -> LogConfig:
+        meta = self.metadata.topics.get(topic)
+        return topic_log_config(self.config, meta) if meta else self.default_log_config
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def start(self):

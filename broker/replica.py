@@ -10,7 +10,7 @@ import logging
 
 from broker.producer_state import ProducerStateTable
 from storage.config import LogConfig
-from storage.errors import OffsetOutOfRange
+from storage.errors import OffsetOutOfRange, RecordTooLarge
 from wire import errors
 from wire.batch import CorruptRecord, InvalidRecord, validate_batches
 
@@ -65,11 +65,6 @@ class Partition:
             return AppendResult(errors.CORRUPT_MESSAGE, message=str(e))
         except InvalidRecord as e:
             return AppendResult(errors.INVALID_RECORD, message=str(e))
-        max_size = self.config.max_message_bytes
-        for h in batches:
-            if h.size > max_size:
-                return AppendResult(errors.MESSAGE_TOO_LARGE,
-                                    message=f"batch of {h.size} bytes exceeds max.message.bytes")
         if acks == -1 and self.isr_size < self.min_insync:
             return AppendResult(errors.NOT_ENOUGH_REPLICAS)
         h = batches[0]
@@ -83,7 +78,10 @@ class Partition:
                 return AppendResult(err, log_start_offset=lg.log_start_offset)
             if duplicate is not None:
                 return AppendResult(errors.NONE, duplicate[0], lg.log_start_offset)
-        first, last = lg.append(records, batches, leader_epoch=self.leader_epoch)
+        try:
+            first, last = lg.append(records, batches, leader_epoch=self.leader_epoch)
+        except RecordTooLarge as e:
+            return AppendResult(errors.MESSAGE_TOO_LARGE, message=str(e))
         if idempotent:
             self.producers.update(h, first, last)
         lg.high_watermark = lg.log_end_offset
@@ -115,6 +113,10 @@ class Partition:
         return errors.UNKNOWN_LEADER_EPOCH
 
 
+def topic_log_config(broker_config, topic_meta) -> LogConfig:
+    return LogConfig.from_props(topic_meta.configs, broker_config.topic_defaults())
+
+
 class ReplicaManager:
     def __init__(self, broker_config, log_manager, metadata):
         self.config = broker_config
@@ -125,17 +127,17 @@ class ReplicaManager:
             self._host(t)
         metadata.listeners.append(self.on_metadata)
 
-    def log_config(self, topic_meta) -> LogConfig:
-        return LogConfig.from_props(topic_meta.configs, self.config.topic_defaults())
-
     def _host(self, t):
-        cfg = self.log_config(t)
-        min_insync = int(cfg.props.get("min.insync.replicas", 1))
+        cfg = topic_log_config(self.config, t)
+        min_insync = cfg.min_insync_replicas
         for p in t.partitions:
             key = (t.name, p.index)
             part = self.partitions.get(key)
             if part is None:
                 lg = self.logs.get_or_create(t.name, p.index, cfg)
+                # This broker leads every partition it hosts, and the ISR is itself alone: all
+                # the log holds was acknowledged.
+                lg.high_watermark = lg.log_end_offset
                 self.partitions[key] = Partition(t.name, p.index, lg, p.leader_epoch, cfg,
                                                  min_insync)
             else:
