@@ -25,6 +25,7 @@ SHARED_OVERRIDES = {
 }
 
 _brokers: list[BrokerProcess] = []
+_all_logs: list = []  # every broker log of the session, for the end-of-run summary
 
 
 @pytest.fixture(scope="session")
@@ -34,6 +35,7 @@ def broker(tmp_path_factory):
     b = BrokerProcess(data_dir=root / "data", overrides=SHARED_OVERRIDES, log_dir=root)
     b.start()
     _brokers.append(b)
+    _all_logs.append(b.log_path)
     yield b
     b.stop()
     _brokers.remove(b)
@@ -53,6 +55,7 @@ def broker_factory(tmp_path):
         )
         mine.append(b)
         _brokers.append(b)
+        _all_logs.append(b.log_path)
         if start:
             b.start()
         return b
@@ -88,3 +91,22 @@ def pytest_runtest_makereport(item, call):
     if report.failed and _brokers:
         for b in _brokers:
             report.sections.append((f"broker log {b.bootstrap} ({b.log_path})", b.log_tail(4000)))
+
+
+def pytest_configure(config):
+    # kafka-python loads its protocol schemas with a deprecated importlib API.
+    config.addinivalue_line("filterwarnings", "ignore:.*is deprecated. Use files:DeprecationWarning")
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Surface unhandled exceptions the brokers logged, even when clients retried past them."""
+    for path in _all_logs:
+        try:
+            text = path.read_text(errors="replace")
+        except OSError:
+            continue
+        count = text.count("Traceback (most recent call last)")
+        if count:
+            first = text.index("Traceback (most recent call last)")
+            terminalreporter.write_sep("-", f"{count} traceback(s) in broker log {path}")
+            terminalreporter.write_line(text[max(0, first - 300):first + 3000])
