@@ -498,3 +498,35 @@ def fetch(conn: RawConnection, version: int, topic: str, partition: int, offset:
         if flex:
             r.skip_tags()
     return out
+
+
+# ---------------------------------------------------------------- InitProducerId v0
+def init_producer_id(conn: RawConnection, transaction_timeout_ms: int = 60000) -> tuple[int, int]:
+    r = conn.request(22, 0, string(None) + int32(transaction_timeout_ms),
+                     flexible_request=False, flexible_response=False)
+    r.int32()  # throttle
+    err = r.int16()
+    if err:
+        raise AssertionError(f"InitProducerId error {err}")
+    return r.int64(), r.int16()
+
+
+# ---------------------------------------------------------------- pipelining helpers
+def metadata_v9_request(corr: int, topics: list[str] | None) -> bytes:
+    return frame(request_header(METADATA, 9, corr, flexible=True) + metadata_v9_body(topics))
+
+
+def api_versions_v0_request(corr: int) -> bytes:
+    return frame(request_header(API_VERSIONS, 0, corr))
+
+
+def fetch_request(version: int, corr: int, topic: str, partition: int, offset: int,
+                  max_wait_ms: int) -> bytes:
+    return frame(request_header(FETCH, version, corr, flexible=version >= 12)
+                 + fetch_body(version, topic, partition, offset, max_wait_ms))
+
+
+def produce_v9_request(corr: int, topic: str, partition: int, records_bytes: bytes,
+                       acks: int) -> bytes:
+    return frame(request_header(PRODUCE, 9, corr, flexible=True)
+                 + produce_v9_body(topic, partition, records_bytes, acks))

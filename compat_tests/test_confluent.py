@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 from confluent_kafka import (
@@ -456,3 +457,91 @@ def test_consumer_group_subscribe_commit_resume(broker, new_topic):
     want = sorted([(0, i, values[0][i]) for i in range(4, 10)] +
                   [(1, i, values[1][i]) for i in range(7, 10)])
     assert got == want
+
+
+def test_message_larger_than_broker_limit_is_refused(broker, new_topic):
+    """Above message.max.bytes (Kafka default 1048588) the broker answers
+    MESSAGE_TOO_LARGE (10); the topic-level max.message.bytes applies too."""
+    topic = new_topic(partitions=1)
+    small_limit = new_topic(partitions=1, config={"max.message.bytes": "10000"})
+    p = producer(broker.bootstrap, acks="all", **{"message.max.bytes": 4_000_000,
+                                                  "message.timeout.ms": 10000})
+    log = DeliveryLog()
+    # One batch each (the limit applies to a whole batch).
+    p.produce(topic, value=os.urandom(2_000_000), partition=0, on_delivery=log)
+    p.flush(20)
+    p.produce(small_limit, value=os.urandom(20_000), partition=0, on_delivery=log)
+    p.flush(20)
+    p.produce(small_limit, value=b"fits", partition=0, on_delivery=log)
+    p.flush(20)
+    codes = sorted((e.code(), len(v)) for e, _, v in log.errors)
+    assert codes == [(KafkaError.MSG_SIZE_TOO_LARGE, 20_000),
+                     (KafkaError.MSG_SIZE_TOO_LARGE, 2_000_000)]
+    assert [(off, v) for _, off, _, v in log.ok] == [(0, b"fits")]
+    (m,) = read_partition(broker.bootstrap, small_limit, 0, 1)
+    assert (m.offset(), m.value()) == (0, b"fits")
+
+
+def _create_error(admin, topic: NewTopic, **kw):
+    fut = admin.create_topics([topic], operation_timeout=10, **kw)[topic.topic]
+    try:
+        fut.result(15)
+    except KafkaException as e:
+        return e.args[0].code()
+    return None
+
+
+def test_admin_create_topic_errors(broker):
+    admin = admin_client(broker.bootstrap)
+    n = unique_topic("adm-err")
+    cases = [
+        (NewTopic("bad name!", num_partitions=1, replication_factor=1),
+         KafkaError.TOPIC_EXCEPTION),
+        (NewTopic("x" * 250, num_partitions=1, replication_factor=1),
+         KafkaError.TOPIC_EXCEPTION),
+        (NewTopic(n + "-rf", num_partitions=1, replication_factor=3),
+         KafkaError.INVALID_REPLICATION_FACTOR),
+        (NewTopic(n + "-cfg", num_partitions=1, replication_factor=1,
+                  config={"retention.ms": "not-a-number"}),
+         KafkaError.INVALID_CONFIG),
+        (NewTopic(n + "-key", num_partitions=1, replication_factor=1,
+                  config={"no.such.topic.config": "1"}),
+         KafkaError.INVALID_CONFIG),
+    ]
+    got = [(t.topic[:40], _create_error(admin, t)) for t, _ in cases]
+    assert got == [(t.topic[:40], code) for t, code in cases]
+    listed = admin.list_topics(timeout=10).topics
+    for t, _ in cases:
+        assert t.topic not in listed
+
+    # validate_only checks without creating.
+    v = NewTopic(n + "-validate", num_partitions=2, replication_factor=1)
+    assert _create_error(admin, v, validate_only=True) is None
+    time.sleep(0.5)
+    assert v.topic not in admin.list_topics(timeout=10).topics
+
+    # Shrinking a topic is refused.
+    t = NewTopic(n + "-shrink", num_partitions=3, replication_factor=1)
+    admin.create_topics([t], operation_timeout=10)[t.topic].result(15)
+    wait_for_topic(admin, t.topic, 3)
+    with pytest.raises(KafkaException) as exc:
+        admin.create_partitions([NewPartitions(t.topic, 2)],
+                                operation_timeout=10)[t.topic].result(15)
+    assert exc.value.args[0].code() == KafkaError.INVALID_PARTITIONS
+    assert len(wait_for_topic(admin, t.topic).partitions) == 3
+
+
+@pytest.mark.parametrize("codec", ["gzip", "zstd"])
+def test_consume_from_inside_a_compressed_batch(broker, new_topic, codec):
+    """Fetching from the middle of a compressed batch returns that batch; the
+    client drops the records before the requested offset."""
+    topic = new_topic(partitions=1)
+    p = producer(broker.bootstrap, acks="all", **{"compression.type": codec, "linger.ms": 100})
+    values = [f"rec-{i}".encode() * 3 for i in range(100)]
+    log = DeliveryLog()
+    for v in values:
+        p.produce(topic, value=v, partition=0, on_delivery=log)
+    flush_all(p)
+    assert [off for _, off, _, _ in log.ok] == list(range(100))
+    msgs = read_partition(broker.bootstrap, topic, 0, 50, start=50)
+    assert [(m.offset(), m.value()) for m in msgs] == [(i, values[i]) for i in range(50, 100)]
