@@ -21,6 +21,7 @@ import asyncio
 import logging
 
 from . import errors
+from .clock import AsyncioClock
 from .group import (COMPLETING_REBALANCE, CONSUMER_PROTOCOL_TYPE, DEAD, EMPTY,
                     PREPARING_REBALANCE, STABLE, CommitRecord, GroupMetadata, IllegalStateError,
                     MemberMetadata, OffsetAndMetadata)
@@ -86,7 +87,7 @@ class GroupCoordinator:
     leadership changes of ``__consumer_offsets`` partitions; :meth:`shutdown` stops timers.
     """
 
-    def __init__(self, config, offset_store, clock):
+    def __init__(self, config, offset_store, clock=None):
         cfg = dict(DEFAULTS)
         if config is not None:
             for k in DEFAULTS:
@@ -103,7 +104,7 @@ class GroupCoordinator:
         self.max_metadata_size = cfg["offset.metadata.max.bytes"]
         self.num_partitions = cfg["offsets.topic.num.partitions"]
         self.store = offset_store
-        self.clock = clock
+        self.clock = clock if clock is not None else AsyncioClock()
         self.groups: dict[str, GroupMetadata] = {}
         self.owned_partitions: set[int] = set()
         self.loading_partitions: set[int] = set()
@@ -114,7 +115,8 @@ class GroupCoordinator:
     # ------------------------------------------------------------------ life cycle
     def startup(self, partitions=None, enable_expiration: bool = True) -> None:
         """Become active and load ``partitions`` (default: every ``__consumer_offsets``
-        partition, the single-broker case) from the log."""
+        partition, the single-broker case) from the log. With the real clock, call it from
+        the running event loop (timers are scheduled on it)."""
         self.active = True
         for p in (range(self.num_partitions) if partitions is None else partitions):
             self.load_partition(p)
@@ -1091,7 +1093,11 @@ class GroupCoordinator:
             return
         self.loading_partitions.add(partition)
         try:
-            loaded = self.store.load(partition)
+            try:
+                loaded = self.store.load(partition)
+            except Exception as e:  # noqa: BLE001 - like Kafka: log it, own the partition anyway
+                log.error("error loading offsets from __consumer_offsets-%d", partition, exc_info=e)
+                return
             now = self._now()
             for gid, rec in loaded.groups.items():
                 group = self._group_from_record(gid, rec, now)

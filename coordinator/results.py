@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 NO_GENERATION = -1
 NO_LEADER = ""
@@ -74,12 +75,9 @@ class GroupOverview:
     state: str
 
 
-@dataclass(slots=True)
-class OffsetFetchPartition:
+class OffsetFetchPartition(NamedTuple):
+    """One OffsetFetch answer; a tuple (offset, leader_epoch, metadata, error)."""
     offset: int
     leader_epoch: int
     metadata: str
     error: int
-
-    def __iter__(self):  # allows `offset, epoch, metadata, error = result[tp]`
-        return iter((self.offset, self.leader_epoch, self.metadata, self.error))

@@ -5,8 +5,6 @@ import asyncio
 import functools
 import struct
 
-import pytest
-
 from coordinator import errors
 from coordinator.clock import FakeClock
 from coordinator.group import (COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE)
@@ -568,6 +566,7 @@ async def test_rebalance_timeout_removes_members_that_do_not_rejoin():
     await h.advance(5_000)
     ra = ta.result()
     assert ra.generation_id == 2 and {m[0] for m in ra.members} == {a.member_id, c.member_id}
+    assert tc.result().generation_id == 2 and tc.result().members == []
     assert b.member_id not in h.group().members
 
 
@@ -984,3 +983,34 @@ async def test_unload_partition_answers_parked_requests():
     assert h.group() is None
     assert h.coord.heartbeat("g", 1, "m") == errors.NOT_COORDINATOR
     h.clock.advance(10 * REBALANCE)    # stale timers are harmless
+
+
+# ------------------------------------------------------------------------------------------
+# the real clock
+
+@async_test
+async def test_real_asyncio_clock_drives_timers():
+    from coordinator.clock import AsyncioClock
+    coord = GroupCoordinator({"group.initial.rebalance.delay.ms": "20",   # strings, like a
+                              "group.min.session.timeout.ms": "50"},      # properties file
+                             OffsetStore(InMemoryOffsetsLog()), AsyncioClock())
+    coord.startup()
+    t0 = asyncio.get_running_loop().time()
+    r = await asyncio.wait_for(coord.join_group(
+        "g", "", None, "c", "/h", 100, 100, "consumer", protos(), False), 2)
+    assert r.error == errors.NONE and asyncio.get_running_loop().time() - t0 >= 0.015
+    s = await coord.sync_group("g", 1, r.member_id, None, None, None, {r.member_id: b"a"})
+    assert s.assignment == b"a"
+    await asyncio.sleep(0.25)                 # no heartbeats: the session (100ms) expires
+    assert coord.groups["g"].state == EMPTY
+    await coord.drain()
+    coord.shutdown()
+
+
+@async_test
+async def test_pending_member_cannot_turn_static():
+    # Kafka raises IllegalStateException here, which clients see as UNKNOWN_SERVER_ERROR
+    h = H()
+    r = await h.join(require_known=True)
+    bad = await h.join(member_id=r.member_id, instance="i", require_known=True)
+    assert bad.error == errors.UNKNOWN_SERVER_ERROR
