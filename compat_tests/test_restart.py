@@ -24,7 +24,8 @@ PARTITIONS = 3
 
 
 def _produce(bootstrap, topic, start, n, codec="none"):
-    p = producer(bootstrap, acks="all", **{"linger.ms": 5, "compression.type": codec})
+    p = producer(bootstrap, acks="all", **{"linger.ms": 5, "batch.size": 16384,
+                                           "compression.type": codec})
     log = DeliveryLog()
     for i in range(start, start + n):
         headers = [("seq", str(i).encode())] if i % 2 else None
