@@ -9,9 +9,11 @@ from pathlib import Path
 
 from broker.config import BrokerConfig, parse_properties
 from broker.dispatch import HANDLERS
+from broker.group_log import OFFSETS_TOPIC, OffsetsTopicLog
 from broker.metadata import BrokerInfo, LocalMetadataStore, MetadataError, topic_name_error
 from broker.replica import ReplicaManager, topic_log_config
 from broker.server import serve
+from coordinator import GroupCoordinator, OffsetStore
 from coordinator.producer_ids import ProducerIdManager
 from storage.config import LogConfig
 from storage.manager import LogManager
@@ -59,6 +61,7 @@ class Broker:
         self.logs = LogManager(dirs, self.default_log_config, config_for=self._log_config_for)
         self.replicas = ReplicaManager(config, self.logs, self.metadata)
         self.producer_ids = ProducerIdManager(Path(dirs[0]) / "producer-id-block")
+        self.groups = GroupCoordinator(config.props, OffsetStore(OffsetsTopicLog(self.replicas)))
 
     def _log_config_for(self, topic: str) -> LogConfig:
         meta = self.metadata.topics.get(topic)
@@ -67,6 +70,8 @@ class Broker:
     # -- lifecycle ------------------------------------------------------------------------------
     async def start(self):
         host, port = self.config.listener()
+        offsets_topic = self.metadata.topics.get(OFFSETS_TOPIC)
+        self.groups.startup([p.index for p in offsets_topic.partitions] if offsets_topic else [])
         self.server = await serve(self, host or "0.0.0.0", port)
         self._tasks.append(asyncio.ensure_future(self._periodic(
             self.config.int("log.retention.check.interval.ms"), self._retention)))
@@ -79,6 +84,7 @@ class Broker:
             t.cancel()
         if self.server is not None:
             self.server.close()
+        self.groups.shutdown()
         for c in list(self.connections):
             c.transport.close()
         self.logs.checkpoint()

@@ -1,8 +1,8 @@
 """The API dispatch table: api key -> handler(broker, ctx, request)."""
 from __future__ import annotations
 
-from broker.handlers import (api_versions, cluster, configs, fetch, list_offsets, metadata,
-                             produce, producer, telemetry, topics)
+from broker.handlers import (api_versions, cluster, configs, fetch, groups, list_offsets,
+                             metadata, offsets, produce, producer, telemetry, topics)
 from wire import apis
 
 HANDLERS = {
@@ -20,4 +20,15 @@ HANDLERS = {
     apis.DESCRIBE_TOPIC_PARTITIONS.key: cluster.handle_describe_topic_partitions,
     apis.GET_TELEMETRY_SUBSCRIPTIONS.key: telemetry.handle_get_telemetry_subscriptions,
     apis.PUSH_TELEMETRY.key: telemetry.handle_push_telemetry,
+    apis.FIND_COORDINATOR.key: groups.handle_find_coordinator,
+    apis.JOIN_GROUP.key: groups.handle_join_group,
+    apis.SYNC_GROUP.key: groups.handle_sync_group,
+    apis.HEARTBEAT.key: groups.handle_heartbeat,
+    apis.LEAVE_GROUP.key: groups.handle_leave_group,
+    apis.DESCRIBE_GROUPS.key: groups.handle_describe_groups,
+    apis.LIST_GROUPS.key: groups.handle_list_groups,
+    apis.DELETE_GROUPS.key: groups.handle_delete_groups,
+    apis.OFFSET_COMMIT.key: offsets.handle_offset_commit,
+    apis.OFFSET_FETCH.key: offsets.handle_offset_fetch,
+    apis.OFFSET_DELETE.key: offsets.handle_offset_delete,
 }

@@ -1,46 +1,8 @@
-"""Kafka error codes used by the group coordinator (the numbers are the protocol's).
+"""Kafka error codes the group coordinator answers with, and how failed appends to its log
+translate into them. The codes themselves are the protocol's table in ``wire.errors``."""
 
-Kept separate from ``wire`` on purpose: the coordinator knows nothing about the wire, it only
-answers with the ints a real broker would put in the response.
-"""
-
-UNKNOWN_SERVER_ERROR = -1
-NONE = 0
-UNKNOWN_TOPIC_OR_PARTITION = 3
-INVALID_FETCH_SIZE = 4
-NOT_LEADER_OR_FOLLOWER = 6
-REQUEST_TIMED_OUT = 7
-MESSAGE_TOO_LARGE = 10
-OFFSET_METADATA_TOO_LARGE = 12
-COORDINATOR_LOAD_IN_PROGRESS = 14
-COORDINATOR_NOT_AVAILABLE = 15
-NOT_COORDINATOR = 16
-RECORD_LIST_TOO_LARGE = 18
-NOT_ENOUGH_REPLICAS = 19
-NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
-ILLEGAL_GENERATION = 22
-INCONSISTENT_GROUP_PROTOCOL = 23
-INVALID_GROUP_ID = 24
-UNKNOWN_MEMBER_ID = 25
-INVALID_SESSION_TIMEOUT = 26
-REBALANCE_IN_PROGRESS = 27
-INVALID_COMMIT_OFFSET_SIZE = 28
-GROUP_AUTHORIZATION_FAILED = 30
-KAFKA_STORAGE_ERROR = 56
-NON_EMPTY_GROUP = 68
-GROUP_ID_NOT_FOUND = 69
-MEMBER_ID_REQUIRED = 79
-GROUP_MAX_SIZE_REACHED = 81
-FENCED_INSTANCE_ID = 82
-GROUP_SUBSCRIBED_TO_TOPIC = 86
-UNSTABLE_OFFSET_COMMIT = 88
-
-_NAMES = {v: k for k, v in list(globals().items()) if k.isupper() and isinstance(v, int)}
-
-
-def name(code: int) -> str:
-    """The Kafka name of an error code, for logs and test messages."""
-    return _NAMES.get(code, f"ERROR_{code}")
+from wire.errors import *  # noqa: F401,F403  (re-exported: coordinator code says errors.X)
+from wire.errors import name
 
 
 class CoordinatorLogError(Exception):

@@ -1,0 +1,119 @@
+"""Consumer group APIs: translate requests to `coordinator.GroupCoordinator` calls and back."""
+from __future__ import annotations
+
+from broker.group_log import ensure_offsets_topic
+from wire import errors
+from wire.apis import (DELETE_GROUPS, DESCRIBE_GROUPS, FIND_COORDINATOR, HEARTBEAT, JOIN_GROUP,
+                       LEAVE_GROUP, LIST_GROUPS, SYNC_GROUP)
+
+GROUP_KEY, TRANSACTION_KEY = 0, 1
+_NO_OPERATIONS = -2147483648
+
+
+def handle_find_coordinator(broker, ctx, req):
+    R = FIND_COORDINATOR.Response
+    v = ctx.version
+    keys = req.coordinator_keys if v >= 4 else [req.key]
+    me = broker.info
+    found = []
+    for key in keys:
+        if req.key_type != GROUP_KEY:
+            code, msg = errors.INVALID_REQUEST, "Transactions are not supported by this broker"
+        elif not ensure_offsets_topic(broker):
+            code, msg = errors.COORDINATOR_NOT_AVAILABLE, "The coordinator is not available."
+        else:
+            code, msg = errors.NONE, None
+        found.append(R.Coordinator(key=key, node_id=me.node_id if not code else -1,
+                                   host=me.host if not code else "",
+                                   port=me.port if not code else -1, error_code=code,
+                                   error_message=msg))
+    if v >= 4:
+        return R(coordinators=found)
+    c = found[0]
+    return R(error_code=c.error_code, error_message=c.error_message, node_id=c.node_id,
+             host=c.host, port=c.port)
+
+
+async def handle_join_group(broker, ctx, req):
+    R = JOIN_GROUP.Response
+    v = ctx.version
+    res = await broker.groups.join_group(
+        req.group_id, req.member_id, req.group_instance_id, ctx.client_id, ctx.client_host,
+        req.session_timeout_ms, req.rebalance_timeout_ms if v >= 1 else req.session_timeout_ms,
+        req.protocol_type, [(p.name, p.metadata) for p in req.protocols],
+        require_known_member_id=v >= 4, reason=req.reason if v >= 8 else None,
+        supports_skip_assignment=v >= 9)
+    protocol_name = res.protocol_name
+    if v < 7 and protocol_name is None:
+        protocol_name = ""
+    return R(error_code=res.error, generation_id=res.generation_id,
+             protocol_type=res.protocol_type, protocol_name=protocol_name,
+             leader=res.leader_id, skip_assignment=res.skip_assignment, member_id=res.member_id,
+             members=[R.JoinGroupResponseMember(member_id=m, group_instance_id=i, metadata=md)
+                      for m, i, md in res.members])
+
+
+async def handle_sync_group(broker, ctx, req):
+    R = SYNC_GROUP.Response
+    v = ctx.version
+    res = await broker.groups.sync_group(
+        req.group_id, req.generation_id, req.member_id, req.group_instance_id,
+        req.protocol_type if v >= 5 else None, req.protocol_name if v >= 5 else None,
+        {a.member_id: a.assignment for a in req.assignments})
+    return R(error_code=res.error, protocol_type=res.protocol_type,
+             protocol_name=res.protocol_name, assignment=res.assignment or b"")
+
+
+def handle_heartbeat(broker, ctx, req):
+    code = broker.groups.heartbeat(req.group_id, req.generation_id, req.member_id,
+                                   req.group_instance_id)
+    return HEARTBEAT.Response(error_code=code)
+
+
+def handle_leave_group(broker, ctx, req):
+    R = LEAVE_GROUP.Response
+    if ctx.version >= 3:
+        members = [(m.member_id, m.group_instance_id, m.reason) for m in req.members]
+    else:
+        members = [(req.member_id, None, None)]
+    code, results = broker.groups.leave_group(req.group_id, members)
+    if ctx.version < 3 and not code and results:
+        code = results[0].error
+    return R(error_code=code, members=[
+        R.MemberResponse(member_id=r.member_id, group_instance_id=r.group_instance_id,
+                         error_code=r.error) for r in results])
+
+
+def handle_describe_groups(broker, ctx, req):
+    R = DESCRIBE_GROUPS.Response
+    out = []
+    for d in broker.groups.describe_groups(req.groups):
+        out.append(R.DescribedGroup(
+            error_code=d.error, group_id=d.group_id, group_state=d.state,
+            protocol_type=d.protocol_type, protocol_data=d.protocol,
+            authorized_operations=_NO_OPERATIONS,
+            members=[R.DescribedGroupMember(
+                member_id=m.member_id, group_instance_id=m.group_instance_id,
+                client_id=m.client_id, client_host=m.client_host, member_metadata=m.metadata,
+                member_assignment=m.assignment) for m in d.members]))
+    return R(groups=out)
+
+
+def handle_list_groups(broker, ctx, req):
+    R = LIST_GROUPS.Response
+    v = ctx.version
+    types = set(req.types_filter) if v >= 5 and req.types_filter else None
+    if types is not None and not types & {"classic", "Classic"}:
+        return R(groups=[])
+    code, groups = broker.groups.list_groups(req.states_filter if v >= 4 and req.states_filter
+                                             else None)
+    return R(error_code=code, groups=[
+        R.ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.state,
+                      group_type="classic") for g in groups])
+
+
+async def handle_delete_groups(broker, ctx, req):
+    R = DELETE_GROUPS.Response
+    results = await broker.groups.delete_groups(req.groups_names)
+    return R(results=[R.DeletableGroupResult(group_id=g, error_code=code)
+                      for g, code in results.items()])
