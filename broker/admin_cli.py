@@ -36,6 +36,10 @@ def add_commands(sub):
     x.add_argument("--if-exists", action="store_true")
     x.set_defaults(func=topics_delete)
 
+    from broker import groups_cli
+
+    groups_cli.add_commands(sub, common)
+
 
 def _fail(message: str) -> int:
     print(f"Error while executing topic command : {message}", file=sys.stderr)
