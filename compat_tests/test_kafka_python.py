@@ -176,3 +176,22 @@ def test_admin_create_describe_delete(broker):
         _wait_listed(admin, name, present=False)
     finally:
         admin.close()
+
+
+def test_idempotent_producer(broker):
+    topic = unique_topic("kp-idem")
+    _create(broker, topic, partitions=2)
+    p = KafkaProducer(bootstrap_servers=broker.bootstrap, enable_idempotence=True, acks="all",
+                      linger_ms=5, request_timeout_ms=15000, max_block_ms=15000)
+    try:
+        futures = [p.send(topic, value=f"{i}".encode(), partition=i % 2) for i in range(1000)]
+        p.flush(timeout=30)
+        metas = [f.get(timeout=10) for f in futures]
+    finally:
+        p.close(timeout=5)
+    for pt in range(2):
+        assert [m.offset for m in metas if m.partition == pt] == list(range(500))
+    records = _consume(broker, [TopicPartition(topic, 0), TopicPartition(topic, 1)], 1000)
+    for pt in range(2):
+        got = [(r.offset, r.value) for r in records if r.partition == pt]
+        assert got == [(j, f"{i}".encode()) for j, i in enumerate(range(pt, 1000, 2))]
