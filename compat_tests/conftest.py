@@ -41,6 +41,18 @@ def broker(tmp_path_factory):
     _brokers.remove(b)
 
 
+@pytest.fixture(autouse=True)
+def _shared_broker_survives(request):
+    """Fail the test during which the shared broker process died (it would otherwise
+    show up only as connection errors in every later test)."""
+    yield
+    if "broker" in request.fixturenames:
+        b = request.getfixturevalue("broker")
+        if not b.is_running():
+            pytest.fail(f"shared broker process exited (code {b.proc.returncode}) during this "
+                        f"test\n{b.log_tail()}", pytrace=False)
+
+
 @pytest.fixture
 def broker_factory(tmp_path):
     """Start brokers of one's own (for restarts and crashes). All are stopped afterwards."""
