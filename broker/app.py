@@ -5,6 +5,7 @@ import asyncio
 import logging
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from broker.config import BrokerConfig, parse_properties
@@ -50,6 +51,7 @@ class Broker:
         self.handlers = HANDLERS
         self.server = None
         self._tasks = []
+        self._housekeeping = ThreadPoolExecutor(1, thread_name_prefix="josefk-housekeeping")
         dirs = config.log_dirs
         for d in dirs:
             Path(d).mkdir(parents=True, exist_ok=True)
@@ -69,14 +71,17 @@ class Broker:
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def start(self):
-        host, port = self.config.listener()
+        cfg = self.config
+        host, port = cfg.listener()
         offsets_topic = self.metadata.topics.get(OFFSETS_TOPIC)
         self.groups.startup([p.index for p in offsets_topic.partitions] if offsets_topic else [])
         self.server = await serve(self, host or "0.0.0.0", port)
-        self._tasks.append(asyncio.ensure_future(self._periodic(
-            self.config.int("log.retention.check.interval.ms"), self._retention)))
-        self._tasks.append(asyncio.ensure_future(self._periodic(
-            self.config.int("log.flush.offset.checkpoint.interval.ms"), self.logs.checkpoint)))
+        # Storage housekeeping runs on one worker thread (the logs lock themselves), never on
+        # the event loop.
+        for interval, fn in ((cfg.int("log.retention.check.interval.ms"), self._retention),
+                             (cfg.int("log.cleaner.backoff.ms"), self._compaction),
+                             (cfg.int("log.flush.offset.checkpoint.interval.ms"), self._checkpoint)):
+            self._tasks.append(asyncio.ensure_future(self._periodic(interval, fn)))
         log.info("josefk broker %d listening on %s:%d", self.config.node_id, host, port)
 
     async def stop(self):
@@ -85,6 +90,7 @@ class Broker:
         if self.server is not None:
             self.server.close()
         self.groups.shutdown()
+        await asyncio.to_thread(self._housekeeping.shutdown, True)  # let a running pass finish
         for c in list(self.connections):
             c.transport.close()
         self.logs.checkpoint()
@@ -94,12 +100,20 @@ class Broker:
         while True:
             await asyncio.sleep(interval_ms / 1000)
             try:
-                fn()
+                await asyncio.get_running_loop().run_in_executor(self._housekeeping, fn)
             except Exception:
-                log.exception("periodic task %s failed", getattr(fn, "__name__", fn))
+                log.exception("periodic task %s failed", fn.__name__)
 
     def _retention(self):
         self.logs.run_retention(int(time.time() * 1000))
+
+    def _compaction(self):
+        if self.config.bool("log.cleaner.enable"):
+            self.logs.run_compaction(int(time.time() * 1000))
+
+    def _checkpoint(self):
+        self.logs.flush_rolled()
+        self.logs.checkpoint()
 
     # -- shared helpers for handlers --------------------------------------------------------------
     def api_version_list(self):

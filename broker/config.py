@@ -28,6 +28,8 @@ DEFAULTS = {
     "log.retention.check.interval.ms": "300000",
     "log.index.interval.bytes": "4096",
     "log.cleanup.policy": "delete",
+    "log.cleaner.enable": "true",
+    "log.cleaner.backoff.ms": "15000",
     "log.cleaner.delete.retention.ms": "86400000",
     "log.cleaner.min.compaction.lag.ms": "0",
     "log.message.timestamp.type": "CreateTime",
