@@ -158,18 +158,33 @@ class ReplicaManager:
     def get(self, topic: str, index: int) -> Partition | None:
         return self.partitions.get((topic, index))
 
-    async def wait_for_data(self, partitions, timeout_s: float) -> None:
-        """Sleep until one of ``partitions`` gets an append or ``timeout_s`` passes."""
-        fut = asyncio.get_running_loop().create_future()
+    def watch(self, partitions) -> "DataWaiter":
+        """Start watching ``partitions`` for appends (see `DataWaiter`)."""
+        return DataWaiter(partitions)
+
+
+class DataWaiter:
+    """A future woken by the next append to any of the watched partitions. Registering happens
+    at construction, synchronously, so no append can slip in before the wait begins."""
+
+    __slots__ = ("partitions", "future")
+
+    def __init__(self, partitions):
+        self.partitions = partitions
+        self.future = asyncio.get_running_loop().create_future()
         for p in partitions:
-            p.waiters.append(fut)
+            p.waiters.append(self.future)
+
+    async def wait(self, timeout_s: float) -> None:
+        """Sleep until an append or ``timeout_s`` passes, then stop watching."""
         try:
-            await asyncio.wait_for(fut, timeout_s)
+            if timeout_s > 0:
+                await asyncio.wait_for(self.future, timeout_s)
         except asyncio.TimeoutError:
             pass
         finally:
-            for p in partitions:
+            for p in self.partitions:
                 try:
-                    p.waiters.remove(fut)
+                    p.waiters.remove(self.future)
                 except ValueError:
                     pass

@@ -58,6 +58,7 @@ class Connection(asyncio.Protocol):
         self.pending = collections.deque()
         self.closed = False
         self.paused = False
+        self.batching = False
         self.tasks = set()
 
     # -- asyncio callbacks ----------------------------------------------------------------------
@@ -84,10 +85,15 @@ class Connection(asyncio.Protocol):
             frames = self.reader.feed(data)
         except DecodeError as e:
             return self.abort(f"bad frame: {e}")
-        for f in frames:
-            if self.closed:
-                return
-            self.handle_frame(f)
+        self.batching = True  # answers to this read go out together, after it
+        try:
+            for f in frames:
+                if self.closed:
+                    return
+                self.handle_frame(f)
+        finally:
+            self.batching = False
+        self._flush()
         if len(self.pending) > MAX_IN_FLIGHT:
             self._set_paused(True)
 
@@ -120,12 +126,11 @@ class Connection(asyncio.Protocol):
             return
         slot = _Slot()
         self.pending.append(slot)
-        if asyncio.iscoroutine(result):
-            task = asyncio.ensure_future(result)
-            self.tasks.add(task)
-            task.add_done_callback(lambda t, s=slot, c=ctx: self._finished(t, s, c))
-        else:
-            self._complete(slot, ctx, result)
+        if not asyncio.iscoroutine(result):
+            return self._complete(slot, ctx, result)
+        task = asyncio.ensure_future(result)
+        self.tasks.add(task)
+        task.add_done_callback(lambda t, s=slot, c=ctx: self._finished(t, s, c))
 
     def _finished(self, task, slot, ctx):
         self.tasks.discard(task)
@@ -135,13 +140,15 @@ class Connection(asyncio.Protocol):
         if exc is not None:
             log.error("%s handler failed", ctx.api.name, exc_info=exc)
             return self.abort(f"{ctx.api.name} handler failed")
-        result = task.result()
+        self._deliver(slot, ctx, task.result())
+
+    def _deliver(self, slot, ctx, result):
         if result is NO_RESPONSE:
             slot.done = True
             slot.chunks = ()
+            self._flush()
         else:
             self._complete(slot, ctx, result)
-        self._flush()
 
     def _complete(self, slot, ctx, response):
         v = ctx.version
@@ -156,13 +163,15 @@ class Connection(asyncio.Protocol):
         self._flush()
 
     def _flush(self):
+        """Write every response that is next in order, in one call."""
         pending = self.pending
-        if self.closed:
+        if self.closed or self.batching or not (pending and pending[0].done):
             return
+        out = []
         while pending and pending[0].done:
-            chunks = pending.popleft().chunks
-            if chunks:
-                self.transport.writelines(chunks)
+            out += pending.popleft().chunks
+        if out:
+            self.transport.writelines(out)
         if self.paused and len(pending) <= MAX_IN_FLIGHT // 2:
             self._set_paused(False)
 

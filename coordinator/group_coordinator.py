@@ -18,6 +18,7 @@ States and transitions are Kafka's::
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 
 from . import errors
@@ -59,6 +60,7 @@ def java_string_hash(s: str) -> int:
     return h - (1 << 32) if h & 0x80000000 else h
 
 
+@functools.lru_cache(maxsize=4096)
 def partition_for(group_id: str, num_partitions: int) -> int:
     """Kafka's ``Utils.abs(groupId.hashCode) % offsets.topic.num.partitions``."""
     return (java_string_hash(group_id) & 0x7FFFFFFF) % num_partitions

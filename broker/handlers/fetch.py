@@ -26,19 +26,19 @@ def handle_fetch(broker, ctx, req):
     resp, size, ready, parts = _read(broker, req, v)
     if ready or size >= req.min_bytes or req.max_wait_ms <= 0 or not parts:
         return resp
-    return _delayed(broker, req, v, parts)
+    # Register before returning: an append handled before the coroutine first runs must wake it.
+    return _delayed(broker, req, v, broker.replicas.watch(parts))
 
 
-async def _delayed(broker, req, v, parts):
+async def _delayed(broker, req, v, waiter):
     loop = asyncio.get_running_loop()
     deadline = loop.time() + req.max_wait_ms / 1000
     while True:
-        remaining = deadline - loop.time()
-        if remaining > 0:
-            await broker.replicas.wait_for_data(parts, remaining)
+        await waiter.wait(deadline - loop.time())
         resp, size, ready, parts = _read(broker, req, v)
         if ready or size >= req.min_bytes or loop.time() >= deadline or not parts:
             return resp
+        waiter = broker.replicas.watch(parts)
 
 
 def _read(broker, req, v):
