@@ -58,6 +58,7 @@ class Connection(asyncio.Protocol):
         self.pending = collections.deque()
         self.closed = False
         self.paused = False
+        self.write_blocked = False
         self.batching = False
         self.tasks = set()
 
@@ -75,10 +76,12 @@ class Connection(asyncio.Protocol):
             t.cancel()
 
     def pause_writing(self):
-        self._set_paused(True)
+        self.write_blocked = True
+        self._update_reading()
 
     def resume_writing(self):
-        self._set_paused(False)
+        self.write_blocked = False
+        self._update_reading()
 
     def data_received(self, data):
         try:
@@ -94,8 +97,7 @@ class Connection(asyncio.Protocol):
         finally:
             self.batching = False
         self._flush()
-        if len(self.pending) > MAX_IN_FLIGHT:
-            self._set_paused(True)
+        self._update_reading()
 
     # -- request handling -----------------------------------------------------------------------
     def handle_frame(self, buf):
@@ -172,8 +174,8 @@ class Connection(asyncio.Protocol):
             out += pending.popleft().chunks
         if out:
             self.transport.writelines(out)
-        if self.paused and len(pending) <= MAX_IN_FLIGHT // 2:
-            self._set_paused(False)
+        if self.paused:
+            self._update_reading()
 
     def respond_unsupported_api_versions(self, h):
         api = API_BY_KEY[18]
@@ -185,7 +187,10 @@ class Connection(asyncio.Protocol):
                              self.client_host, self)
         self._complete(slot, ctx, resp)
 
-    def _set_paused(self, paused: bool):
+    def _update_reading(self):
+        """Backpressure: stop reading requests while the client is not reading its answers or
+        too many of its requests are still being handled."""
+        paused = self.write_blocked or len(self.pending) > MAX_IN_FLIGHT
         if paused != self.paused and not self.closed:
             self.paused = paused
             (self.transport.pause_reading if paused else self.transport.resume_reading)()
