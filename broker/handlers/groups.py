@@ -38,7 +38,8 @@ async def handle_join_group(broker, ctx, req):
     R = JOIN_GROUP.Response
     v = ctx.version
     res = await broker.groups.join_group(
-        req.group_id, req.member_id, req.group_instance_id, ctx.client_id, ctx.client_host,
+        req.group_id, req.member_id, req.group_instance_id, ctx.client_id,
+        "/" + ctx.client_host,  # Kafka shows a member's host as Java's InetAddress.toString()
         req.session_timeout_ms, req.rebalance_timeout_ms if v >= 1 else req.session_timeout_ms,
         req.protocol_type, [(p.name, p.metadata) for p in req.protocols],
         require_known_member_id=v >= 4, reason=req.reason if v >= 8 else None,
