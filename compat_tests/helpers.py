@@ -172,3 +172,247 @@ def roundtrip_check(bootstrap: str, topic: str, timeout: float = 20.0) -> None:
         assert (m.offset(), m.key(), m.value()) == (offset, b"health", marker)
     finally:
         c.close()
+
+
+# ------------------------------------------------------------------ consumer groups
+# Shared by the test_groups_*.py files: confluent-kafka consumers that subscribe() through
+# the broker's group coordinator.  Each member polls in its own thread, as applications do:
+# polling several members round-robin from one thread can deadlock the test itself (a
+# synchronous commit queued behind the member's own JoinGroup waits for the other members
+# to rejoin, which they cannot do while nobody polls them).
+
+def produce_values(bootstrap: str, topic: str, partitions: int, start: int, n: int,
+                   tag: str = "m") -> dict:
+    """Produce values f"{tag}{i}" for i in [start, start+n) to partition i % partitions.
+    Returns {(partition, offset): value} for every acknowledged message."""
+    p = producer(bootstrap, acks="all", **{"linger.ms": 2})
+    log = DeliveryLog()
+    for i in range(start, start + n):
+        p.produce(topic, value=f"{tag}{i}".encode(), partition=i % partitions, on_delivery=log)
+        p.poll(0)
+    flush_all(p)
+    assert log.errors == [], log.errors
+    assert len(log.ok) == n
+    return {(pt, off): v for pt, off, _k, v in log.ok}
+
+
+class GroupMember:
+    """A confluent-kafka Consumer in a group (subscribe), polled by its own thread, recording
+    its rebalance callbacks and the messages it got.
+
+    `commit_each`: commit every message synchronously (a commit refused with
+    REBALANCE_IN_PROGRESS is retried, and pending commits are made on revocation, as a
+    careful application does).  `tolerate_errors`: record consumer errors in `errors`
+    instead of failing.  Other keyword arguments are Kafka properties, dotted."""
+
+    def __init__(self, bootstrap: str, group: str, topics, name: str = "member",
+                 commit_each: bool = False, tolerate_errors: bool = False, **conf):
+        import threading
+
+        self.name = name
+        self.group = group
+        self.commit_each = commit_each
+        self.tolerate_errors = tolerate_errors
+        self.errors = []          # consumer errors (tolerate_errors)
+        self.failure = None       # what stopped the polling thread
+        self.events = []          # (monotonic time, "assign"|"revoke"|"lost", sorted [(t, p)])
+        self.messages = []        # confluent Message objects, in poll order
+        self.commit_errors = []   # (partition, offset, KafkaError) of commits given up
+        self.commit_retries = []  # (partition, offset, KafkaError) of commits retried later
+        self.pending = {}         # (topic, partition) -> next offset, not yet committed
+        self._assignment = frozenset()
+        base = {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "client.id": name,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "enable.partition.eof": False,
+            "session.timeout.ms": 6000,
+            "heartbeat.interval.ms": 300,
+            "fetch.wait.max.ms": 100,
+            "socket.timeout.ms": 10000,
+        }
+        base.update(conf)
+        self.conf = base
+        self.c = Consumer(base)
+        self.closed = False
+        self.c.subscribe(list(topics), on_assign=self._on_assign, on_revoke=self._on_revoke,
+                         on_lost=self._on_lost)
+        self._stop = threading.Event()
+        self._calls = []  # (fn, concurrent.futures.Future) to run on the polling thread
+        self._thread = threading.Thread(target=self._run, name=f"member-{name}", daemon=True)
+        self._thread.start()
+
+    # -------------------------------------------------------- polling thread
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                self._run_calls()
+                self._poll_once(0.05)
+            self._run_calls()
+        except BaseException as e:  # noqa: BLE001 - reported by poll_until / check()
+            self.failure = e
+
+    def _run_calls(self) -> None:
+        while self._calls:
+            fn, fut = self._calls.pop(0)
+            try:
+                fut.set_result(fn(self.c))
+            except BaseException as e:  # noqa: BLE001 - handed to the caller
+                fut.set_exception(e)
+
+    def call(self, fn, timeout: float = 30.0):
+        """Run fn(consumer) on the polling thread (librdkafka calls such as a synchronous
+        commit are not made from a second thread while another one polls) and return its
+        result, or raise what it raised."""
+        from concurrent.futures import Future
+
+        if self.closed:
+            return fn(self.c)
+        fut = Future()
+        self._calls.append((fn, fut))
+        return fut.result(timeout)
+
+    @staticmethod
+    def _tps(partitions):
+        return sorted((tp.topic, tp.partition) for tp in partitions)
+
+    def _snapshot(self) -> None:
+        self._assignment = frozenset((tp.topic, tp.partition) for tp in self.c.assignment())
+
+    def _on_assign(self, _c, partitions):
+        self.events.append((time.monotonic(), "assign", self._tps(partitions)))
+
+    def _on_revoke(self, _c, partitions):
+        self.events.append((time.monotonic(), "revoke", self._tps(partitions)))
+        self._commit_pending(final=True, only=set(self._tps(partitions)))
+
+    def _on_lost(self, _c, partitions):
+        self.events.append((time.monotonic(), "lost", self._tps(partitions)))
+        for tp in self._tps(partitions):
+            self.pending.pop(tp, None)
+
+    def _commit_pending(self, final: bool = False, only=None) -> None:
+        """Commit self.pending synchronously.  A commit refused with REBALANCE_IN_PROGRESS
+        (Kafka's answer while the group is CompletingRebalance) stays pending and is retried
+        on the next poll or on revocation; any other error, or a final attempt, gives up."""
+        todo = {tp: o for tp, o in self.pending.items() if only is None or tp in only}
+        if not todo:
+            return
+        offsets = [TopicPartition(t, p, o) for (t, p), o in sorted(todo.items())]
+        try:
+            res = self.c.commit(offsets=offsets, asynchronous=False)
+            failed = [(tp, tp.error) for tp in res if tp.error is not None]
+        except KafkaException as e:
+            failed = [(tp, e.args[0]) for tp in offsets]
+        bad = {(tp.topic, tp.partition) for tp, _ in failed}
+        for tp in todo:
+            if tp not in bad:
+                self.pending.pop(tp, None)
+        for tp, err in failed:
+            if err.code() == KafkaError.REBALANCE_IN_PROGRESS and not final:
+                self.commit_retries.append((tp.partition, tp.offset, err))
+            else:
+                self.commit_errors.append((tp.partition, tp.offset, err))
+                self.pending.pop((tp.topic, tp.partition), None)
+
+    def _poll_once(self, timeout: float):
+        if self.pending:
+            self._commit_pending()
+        m = self.c.poll(timeout)
+        self._snapshot()
+        if m is None:
+            return None
+        if m.error():
+            if m.error().code() == KafkaError._PARTITION_EOF:
+                return None
+            if self.tolerate_errors:
+                self.errors.append(m.error())
+                return None
+            raise AssertionError(f"{self.name}: consumer error {m.error()!r}")
+        self.messages.append(m)
+        if self.commit_each:
+            self.pending[(m.topic(), m.partition())] = m.offset() + 1
+            self._commit_pending()
+        return m
+
+    # ------------------------------------------------------------ test side
+    def check(self) -> None:
+        if self.failure is not None:
+            raise AssertionError(f"{self.name}: polling stopped: {self.failure!r}")
+
+    def assignment(self) -> set:
+        """The partitions assigned as of the last poll (empty once closed)."""
+        return set() if self.closed else set(self._assignment)
+
+    def positions(self) -> set:
+        """{(partition, offset)} of every message this member got."""
+        return {(m.partition(), m.offset()) for m in self.messages}
+
+    def close(self) -> None:
+        """Stop polling, commit what is pending, close (LeaveGroup unless static)."""
+        if self.closed:
+            return
+        self._stop.set()
+        self._thread.join(30)
+        self.closed = True
+        if self.pending:
+            self._commit_pending(final=True)
+        self.c.close()
+
+
+def poll_until(members, predicate, timeout: float, what: str = "condition") -> float:
+    """Wait (the members poll in their threads) until predicate() holds; return the seconds
+    it took.  Fails at once if a member's polling thread failed."""
+    start = time.monotonic()
+    deadline = start + timeout
+    while True:
+        for m in members:
+            m.check()
+        if predicate():
+            return time.monotonic() - start
+        if time.monotonic() >= deadline:
+            state = {m.name: sorted(m.assignment()) for m in members if not m.closed}
+            raise AssertionError(f"{what} not reached within {timeout}s; assignments: {state}; "
+                                 f"events: {[(m.name, [e[1:] for e in m.events]) for m in members]}")
+        time.sleep(0.02)
+
+
+def settle(members, seconds: float = 1.0) -> None:
+    """Let the members poll a while longer (e.g. for duplicates to show up)."""
+    time.sleep(seconds)
+    for m in members:
+        m.check()
+
+
+def balanced(members, partitions: set) -> bool:
+    """Every open member owns a share of `partitions` (sizes differ by at most one, none
+    empty), the shares are disjoint and together cover all of `partitions`."""
+    live = [m for m in members if not m.closed]
+    shares = [m.assignment() for m in live]
+    union = set().union(*shares) if shares else set()
+    sizes = [len(s) for s in shares]
+    return (bool(shares) and union == partitions and sum(sizes) == len(partitions)
+            and min(sizes) > 0 and max(sizes) - min(sizes) <= 1)
+
+
+def close_all(members) -> None:
+    for m in members:
+        try:
+            m.close()
+        except Exception:  # noqa: BLE001 - best effort in teardown
+            pass
+
+
+def wait_group_state(admin: AdminClient, group: str, state, timeout: float = 15.0):
+    """Describe `group` until its state is `state` (a ConsumerGroupState); return the
+    description.  A member's close() does not wait for its LeaveGroup to be answered."""
+    deadline = time.monotonic() + timeout
+    while True:
+        d = admin.describe_consumer_groups([group], request_timeout=10)[group].result(15)
+        if d.state == state:
+            return d
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"group {group} is {d.state}, not {state}, after {timeout}s")
+        time.sleep(0.1)
