@@ -230,7 +230,8 @@ def test_committed_offsets_survive_broker_restart(broker_factory, how):
 
 
 @pytest.mark.slow
-def test_live_group_survives_broker_restart(broker_factory):
+@pytest.mark.parametrize("how", ["stop", "kill"])
+def test_live_group_survives_broker_restart(broker_factory, how):
     """Two members keep running while the broker (their coordinator) restarts: the group is
     loaded back from __consumer_offsets, they carry on and resume from their commits."""
     b = broker_factory()
@@ -245,7 +246,7 @@ def test_live_group_survives_broker_restart(broker_factory):
         poll_until(members, lambda: sum(len(m.messages) for m in members) >= 80, 30,
                    "first batch")
         assert [m.commit_errors for m in members] == [[], []]
-        b.stop()
+        b.stop() if how == "stop" else b.kill()
         b.start()
         wait_for_topic(admin_client(b.bootstrap), topic, 4, timeout=20)
         sent.update(produce_values(b.bootstrap, topic, 4, 80, 80, "b"))
@@ -439,3 +440,26 @@ def test_commit_errors(broker):
         assert p0.offset == -1001  # the refused commit stored nothing
     finally:
         c.close()
+
+
+def test_member_without_a_common_assignor_is_refused(broker):
+    """A new member whose assignors share none with the group's gets
+    INCONSISTENT_GROUP_PROTOCOL and no partitions; the group carries on undisturbed."""
+    topic = create_topic(broker.bootstrap, unique_topic("gproto"), 2)
+    group = unique_topic("grp")
+    first = GroupMember(broker.bootstrap, group, [topic], name="ranger",
+                        **{"partition.assignment.strategy": "range"})
+    odd = None
+    try:
+        poll_until([first], lambda: len(first.assignment()) == 2, 30, "first member assigned")
+        events = len(first.events)
+        odd = GroupMember(broker.bootstrap, group, [topic], name="rr", tolerate_errors=True,
+                          **{"partition.assignment.strategy": "roundrobin"})
+        poll_until([first, odd], lambda: odd.errors, 10, "the odd member refused")
+        assert {e.code() for e in odd.errors} == {KafkaError.INCONSISTENT_GROUP_PROTOCOL}
+        settle([first, odd], 1.0)
+        assert odd.assignment() == set()
+        assert first.assignment() == _all(topic, 2)
+        assert first.events[events:] == []
+    finally:
+        close_all([first] + ([odd] if odd else []))
