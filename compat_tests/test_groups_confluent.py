@@ -12,7 +12,7 @@ import threading
 import time
 
 import pytest
-from confluent_kafka import KafkaError, TopicPartition
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, TopicPartition
 
 from compat_tests.broker_process import REPO_ROOT
 from compat_tests.helpers import (
@@ -463,3 +463,101 @@ def test_member_without_a_common_assignor_is_refused(broker):
         assert first.events[events:] == []
     finally:
         close_all([first] + ([odd] if odd else []))
+
+
+_ZOMBIE = r"""
+import json, sys, time
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+bootstrap, group, topic = sys.argv[1:4]
+c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "client.id": "zombie",
+              "session.timeout.ms": 6000, "heartbeat.interval.ms": 300,
+              "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+owned = []
+def out(*a):
+    print(json.dumps(a), flush=True)
+def on_assign(_c, ps):
+    owned[:] = sorted(p.partition for p in ps)
+    out("assign", owned)
+c.subscribe([topic], on_assign=on_assign,
+            on_revoke=lambda _c, ps: out("revoke", sorted(p.partition for p in ps)),
+            on_lost=lambda _c, ps: out("lost", sorted(p.partition for p in ps)))
+last = time.monotonic()
+while True:
+    now = time.monotonic()
+    if now - last > 3 and owned:  # we were stopped: commit as if nothing had happened
+        try:
+            res = c.commit(offsets=[TopicPartition(topic, p, 999) for p in owned],
+                           asynchronous=False)
+            out("commit", [tp.error.name() if tp.error else "NO_ERROR" for tp in res])
+        except KafkaException as e:
+            out("commit", [e.args[0].name()])
+    last = now
+    c.poll(0.05)
+"""
+
+
+def test_zombie_member_commit_is_fenced(broker):
+    """A member that stalls (SIGSTOP) past its session timeout is evicted; its partitions go
+    to the others.  When it wakes up, its commit with the old member id is refused with
+    UNKNOWN_MEMBER_ID and changes nothing; it then rejoins under a new member id."""
+    topic = create_topic(broker.bootstrap, unique_topic("gzombie"), 2)
+    group = unique_topic("grp")
+    z = subprocess.Popen([sys.executable, "-c", _ZOMBIE, broker.bootstrap, group, topic],
+                         cwd=str(REPO_ROOT), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                         text=True)
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(json.loads(x)) for x in z.stdout],
+                     daemon=True).start()
+    said = []
+
+    def heard(kind):
+        while not lines.empty():
+            said.append(lines.get_nowait())
+        return [x for x in said if x[0] == kind]
+
+    m = None
+    try:
+        deadline = time.monotonic() + 20
+        while not heard("assign") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert heard("assign")[-1] == ["assign", [0, 1]], said
+        m = GroupMember(broker.bootstrap, group, [topic], name="c0", commit_each=True)
+        poll_until([m], lambda: len(m.assignment()) == 1 and heard("assign")[-1][1] != [0, 1],
+                   20, "c0 and the zombie sharing")
+        admin = admin_client(broker.bootstrap)
+        d = admin.describe_consumer_groups([group], request_timeout=10)[group].result(15)
+        (zombie_id,) = [x.member_id for x in d.members if x.client_id == "zombie"]
+
+        z.send_signal(signal.SIGSTOP)
+        t0 = time.monotonic()
+        poll_until([m], lambda: len(m.assignment()) == 2, 20, "c0 owning both")
+        assert time.monotonic() - t0 >= 5.0
+        sent = produce_values(broker.bootstrap, topic, 2, 0, 10)
+        poll_until([m], lambda: len(m.messages) >= 10, 20, "c0 consuming")
+        assert {(x.partition(), x.offset()) for x in m.messages} == set(sent)
+
+        z.send_signal(signal.SIGCONT)
+        deadline = time.monotonic() + 15
+        while not heard("commit") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert heard("commit")[0] == ["commit", ["UNKNOWN_MEMBER_ID"]], said
+        # the zombie comes back under a new member id (librdkafka may even join twice: once
+        # after its failed heartbeat, once after the failed commit - the first of those then
+        # expires), never under the old one
+        def zombies():
+            d = admin.describe_consumer_groups([group], request_timeout=10)[group].result(15)
+            return [x.member_id for x in d.members if x.client_id == "zombie"]
+
+        poll_until([m], lambda: zombies(), 20, "zombie rejoined")
+        assert zombie_id not in zombies()
+        # the zombie's commit changed nothing
+        res = admin.list_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(group)], request_timeout=10)[group].result(15)
+        assert {(tp.partition, tp.offset) for tp in res.topic_partitions} == {(0, 5), (1, 5)}
+    finally:
+        if z.poll() is None:
+            z.send_signal(signal.SIGCONT)
+            z.kill()
+            z.wait(5)
+        if m is not None:
+            m.close()
