@@ -309,10 +309,6 @@ def test_list_groups_type_filter_and_describe_type(broker):
         m.close()
 
 
-@pytest.mark.xfail(strict=True, reason="josefk bug: DescribeGroups ignores "
-                   "include_authorized_operations and always answers INT32_MIN (not requested); "
-                   "Kafka without an authorizer answers every operation supported on a group: "
-                   "READ, DELETE, DESCRIBE")
 def test_describe_group_authorized_operations(broker):
     from confluent_kafka.admin import AclOperation
 
@@ -329,9 +325,6 @@ def test_describe_group_authorized_operations(broker):
     assert d.authorized_operations is None
 
 
-@pytest.mark.xfail(strict=True, reason="josefk bug: OffsetDelete answers NONE for a topic or "
-                   "partition that does not exist; Kafka (KafkaApis.handleDeleteConsumerGroup"
-                   "OffsetsRequest) answers UNKNOWN_TOPIC_OR_PARTITION for each")
 def test_delete_group_offsets_of_unknown_topic_or_partition(broker):
     topic = create_topic(broker.bootstrap, unique_topic("admdelu"), 2)
     group = unique_topic("adm-delu")

@@ -1,10 +1,9 @@
 """DescribeCluster and DescribeTopicPartitions (KIP-966), used by Kafka 3.7+ admin tools."""
 from __future__ import annotations
 
+from broker import acl
 from wire import errors
 from wire.apis import DESCRIBE_CLUSTER, DESCRIBE_TOPIC_PARTITIONS
-
-_NO_OPERATIONS = -2147483648
 
 
 def handle_describe_cluster(broker, ctx, req):
@@ -17,7 +16,8 @@ def handle_describe_cluster(broker, ctx, req):
     return R(endpoint_type=1, cluster_id=md.cluster_id, controller_id=md.controller_id,
              brokers=[R.DescribeClusterBroker(broker_id=b.node_id, host=b.host, port=b.port,
                                               rack=b.rack) for b in md.brokers.values()],
-             cluster_authorized_operations=_NO_OPERATIONS, error_message=None)
+             cluster_authorized_operations=acl.authorized(
+                 acl.CLUSTER, req.include_cluster_authorized_operations), error_message=None)
 
 
 def handle_describe_topic_partitions(broker, ctx, req):
@@ -35,7 +35,7 @@ def handle_describe_topic_partitions(broker, ctx, req):
         if meta is None:
             topics_out.append(R.DescribeTopicPartitionsResponseTopic(
                 error_code=errors.UNKNOWN_TOPIC_OR_PARTITION, name=name,
-                topic_authorized_operations=_NO_OPERATIONS))
+                topic_authorized_operations=acl.NOT_REQUESTED))
             continue
         start = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
         parts = meta.partitions[start:]
@@ -45,7 +45,7 @@ def handle_describe_topic_partitions(broker, ctx, req):
         budget -= len(parts)
         topics_out.append(R.DescribeTopicPartitionsResponseTopic(
             name=name, topic_id=meta.topic_id, is_internal=meta.internal,
-            topic_authorized_operations=_NO_OPERATIONS,
+            topic_authorized_operations=acl.TOPIC,
             partitions=[R.DescribeTopicPartitionsResponsePartition(
                 partition_index=p.index, leader_id=p.leader, leader_epoch=p.leader_epoch,
                 replica_nodes=p.replicas, isr_nodes=p.isr, eligible_leader_replicas=None,

@@ -1,13 +1,13 @@
 """Consumer group APIs: translate requests to `coordinator.GroupCoordinator` calls and back."""
 from __future__ import annotations
 
+from broker import acl
 from broker.group_log import ensure_offsets_topic
 from wire import errors
 from wire.apis import (DELETE_GROUPS, DESCRIBE_GROUPS, FIND_COORDINATOR, HEARTBEAT, JOIN_GROUP,
                        LEAVE_GROUP, LIST_GROUPS, SYNC_GROUP)
 
 GROUP_KEY, TRANSACTION_KEY = 0, 1
-_NO_OPERATIONS = -2147483648
 
 
 def handle_find_coordinator(broker, ctx, req):
@@ -87,12 +87,13 @@ def handle_leave_group(broker, ctx, req):
 
 def handle_describe_groups(broker, ctx, req):
     R = DESCRIBE_GROUPS.Response
+    ops = acl.authorized(acl.GROUP, ctx.version >= 3 and req.include_authorized_operations)
     out = []
     for d in broker.groups.describe_groups(req.groups):
         out.append(R.DescribedGroup(
             error_code=d.error, group_id=d.group_id, group_state=d.state,
             protocol_type=d.protocol_type, protocol_data=d.protocol,
-            authorized_operations=_NO_OPERATIONS,
+            authorized_operations=ops,
             members=[R.DescribedGroupMember(
                 member_id=m.member_id, group_instance_id=m.group_instance_id,
                 client_id=m.client_id, client_host=m.client_host, member_metadata=m.metadata,

@@ -1,13 +1,12 @@
 """Metadata: brokers, controller, topics with partitions (auto-creating topics if allowed)."""
 from __future__ import annotations
 
+from broker import acl
 from broker.metadata import topic_name_error
 from wire import errors
 from wire.apis import METADATA
 
 R = METADATA.Response
-_NO_OPERATIONS = -2147483648
-
 
 def handle_metadata(broker, ctx, req):
     v = ctx.version
@@ -23,18 +22,20 @@ def handle_metadata(broker, ctx, req):
                 name = meta.name if meta else None
             names.append(name if name is not None else t.topic_id)
     auto_create = req.allow_auto_topic_creation if v >= 4 else True
-    topics_out = [_topic(broker, name, auto_create) for name in names]
+    topic_ops = acl.authorized(acl.TOPIC, v >= 8 and req.include_topic_authorized_operations)
+    topics_out = [_topic(broker, name, auto_create, topic_ops) for name in names]
     brokers = [R.MetadataResponseBroker(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
                for b in md.brokers.values()]
     return R(brokers=brokers, cluster_id=md.cluster_id, controller_id=md.controller_id,
-             topics=topics_out, cluster_authorized_operations=_NO_OPERATIONS)
+             topics=topics_out, cluster_authorized_operations=acl.authorized(
+                 acl.CLUSTER, 8 <= v <= 10 and req.include_cluster_authorized_operations))
 
 
-def _topic(broker, name, auto_create):
+def _topic(broker, name, auto_create, topic_ops):
     md = broker.metadata
     if not isinstance(name, str):  # an unknown topic id
         return R.MetadataResponseTopic(error_code=errors.UNKNOWN_TOPIC_ID, name=None,
-                                       topic_id=name, topic_authorized_operations=_NO_OPERATIONS)
+                                       topic_id=name, topic_authorized_operations=acl.NOT_REQUESTED)
     t = md.topics.get(name)
     if t is None:
         if topic_name_error(name):
@@ -45,10 +46,10 @@ def _topic(broker, name, auto_create):
             code = errors.UNKNOWN_TOPIC_OR_PARTITION
         if t is None:
             return R.MetadataResponseTopic(error_code=code, name=name,
-                                           topic_authorized_operations=_NO_OPERATIONS)
+                                           topic_authorized_operations=acl.NOT_REQUESTED)
     parts = [R.MetadataResponsePartition(partition_index=p.index, leader_id=p.leader,
                                          leader_epoch=p.leader_epoch, replica_nodes=p.replicas,
                                          isr_nodes=p.isr, offline_replicas=[])
              for p in t.partitions]
     return R.MetadataResponseTopic(name=name, topic_id=t.topic_id, is_internal=t.internal,
-                                   partitions=parts, topic_authorized_operations=_NO_OPERATIONS)
+                                   partitions=parts, topic_authorized_operations=topic_ops)

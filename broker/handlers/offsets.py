@@ -83,9 +83,11 @@ def handle_offset_fetch(broker, ctx, req):
 async def handle_offset_delete(broker, ctx, req):
     R = OFFSET_DELETE.Response
     wanted = [(t.name, p.partition_index) for t in req.topics for p in t.partitions]
-    code, results = await broker.groups.delete_offsets(req.group_id, wanted)
+    known = [tp for tp in wanted if _known(broker, *tp)]
+    code, results = await broker.groups.delete_offsets(req.group_id, known)
     if code:
         return R(error_code=code)
+    results.update((tp, errors.UNKNOWN_TOPIC_OR_PARTITION) for tp in wanted if tp not in known)
     return R(topics=[R.OffsetDeleteResponseTopic(name=t.name, partitions=[
         R.OffsetDeleteResponsePartition(partition_index=p.partition_index,
                                         error_code=results.get((t.name, p.partition_index),
