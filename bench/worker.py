@@ -146,34 +146,19 @@ def produce_messages(spec: dict, count: int, deadline: float, flush_timeout: flo
     sent = 0
     capped = False
     t_start = now()
-    if parts == 1:
-        while sent < count:
-            try:
-                produce(topic, value, None, first)
-            except BufferError:
-                poll(0.0005)
-                if now() > deadline:
-                    capped = True
-                    break
-                continue
-            sent += 1
-            if not sent & 4095 and now() > deadline:
-                capped = sent < count
+    while sent < count:
+        try:
+            produce(topic, value, None, first + sent % parts)
+        except BufferError:
+            poll(0.0005)
+            if now() > deadline:
+                capped = True
                 break
-    else:
-        while sent < count:
-            try:
-                produce(topic, value, None, first + sent % parts)
-            except BufferError:
-                poll(0.0005)
-                if now() > deadline:
-                    capped = True
-                    break
-                continue
-            sent += 1
-            if not sent & 4095 and now() > deadline:
-                capped = sent < count
-                break
+            continue
+        sent += 1
+        if not sent & 4095 and now() > deadline:
+            capped = sent < count
+            break
     t_sent = now()
     pending = p.flush(max(1.0, flush_timeout))
     t_end = now()

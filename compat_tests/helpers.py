@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import re
+import subprocess
 import time
 import uuid
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+
+from compat_tests.broker_process import BROKER_PYTHON, REPO_ROOT
 
 
 def unique_topic(prefix: str = "t") -> str:
@@ -416,3 +419,19 @@ def wait_group_state(admin: AdminClient, group: str, state, timeout: float = 15.
         if time.monotonic() >= deadline:
             raise AssertionError(f"group {group} is {d.state}, not {state}, after {timeout}s")
         time.sleep(0.1)
+
+
+def josefk_cli(broker, command: str, action: str, *args, check=True) -> subprocess.CompletedProcess:
+    """Run ``python -m broker COMMAND ACTION --bootstrap-server B ARGS...`` against ``broker``;
+    with ``check``, fail the test unless it exits 0."""
+    proc = subprocess.run(
+        [BROKER_PYTHON, "-m", "broker", command, action,
+         "--bootstrap-server", broker.bootstrap, *args],
+        cwd=str(REPO_ROOT), capture_output=True, text=True, timeout=30,
+    )
+    if check:
+        assert proc.returncode == 0, (
+            f"{command} {action} {' '.join(args)} exited {proc.returncode}\n"
+            f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+        )
+    return proc

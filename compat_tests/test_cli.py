@@ -12,25 +12,14 @@ import time
 import pytest
 from confluent_kafka.admin import ConfigResource, ResourceType
 
-from compat_tests.broker_process import BROKER_PYTHON, REPO_ROOT
-from compat_tests.helpers import admin_client, unique_topic, wait_for_topic, wait_for_topic_gone
+from compat_tests.helpers import (admin_client, josefk_cli, unique_topic, wait_for_topic,
+                                  wait_for_topic_gone)
 
 pytestmark = pytest.mark.timeout(90)
 
 
 def cli(broker, *args, check=True) -> subprocess.CompletedProcess:
-    action, *rest = args
-    proc = subprocess.run(
-        [BROKER_PYTHON, "-m", "broker", "topics", action,
-         "--bootstrap-server", broker.bootstrap, *rest],
-        cwd=str(REPO_ROOT), capture_output=True, text=True, timeout=30,
-    )
-    if check:
-        assert proc.returncode == 0, (
-            f"topics {' '.join(args)} exited {proc.returncode}\n"
-            f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
-        )
-    return proc
+    return josefk_cli(broker, "topics", *args, check=check)
 
 
 def test_topics_create_list_describe_delete(broker):

@@ -8,12 +8,12 @@ import subprocess
 import pytest
 from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, TopicPartition
 
-from compat_tests.broker_process import BROKER_PYTHON, REPO_ROOT
 from compat_tests.helpers import (
     GroupMember,
     admin_client,
     consumer,
     create_topic,
+    josefk_cli,
     poll_until,
     settle,
     wait_group_state,
@@ -28,18 +28,7 @@ HEADER = ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LA
 
 
 def groups(broker, *args, check=True) -> subprocess.CompletedProcess:
-    action, *rest = args
-    proc = subprocess.run(
-        [BROKER_PYTHON, "-m", "broker", "groups", action,
-         "--bootstrap-server", broker.bootstrap, *rest],
-        cwd=str(REPO_ROOT), capture_output=True, text=True, timeout=30,
-    )
-    if check:
-        assert proc.returncode == 0, (
-            f"groups {' '.join(args)} exited {proc.returncode}\n"
-            f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
-        )
-    return proc
+    return josefk_cli(broker, "groups", *args, check=check)
 
 
 def _table(out: str, header=HEADER) -> list[dict]:
