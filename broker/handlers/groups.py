@@ -104,8 +104,8 @@ def handle_describe_groups(broker, ctx, req):
 def handle_list_groups(broker, ctx, req):
     R = LIST_GROUPS.Response
     v = ctx.version
-    types = set(req.types_filter) if v >= 5 and req.types_filter else None
-    if types is not None and not types & {"classic", "Classic"}:
+    types = {t.lower() for t in req.types_filter} if v >= 5 and req.types_filter else None
+    if types is not None and "classic" not in types:  # the only group type this broker has
         return R(groups=[])
     code, groups = broker.groups.list_groups(req.states_filter if v >= 4 and req.states_filter
                                              else None)
