@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 import uuid
@@ -116,7 +117,9 @@ class Broker:
         self.logs.checkpoint()
 
     # -- shared helpers for handlers --------------------------------------------------------------
-    def api_version_list(self):
+    @functools.cached_property
+    def api_versions(self) -> list:
+        """What ApiVersions advertises: every declared API this broker handles."""
         R = API_VERSIONS.Response
         return [R.ApiVersion(api_key=k, min_version=api.min_version, max_version=api.max_version)
                 for k, api in sorted(API_BY_KEY.items()) if k in self.handlers]

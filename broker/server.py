@@ -180,7 +180,7 @@ class Connection(asyncio.Protocol):
     def respond_unsupported_api_versions(self, h):
         api = API_BY_KEY[18]
         resp = api.Response(error_code=errors.UNSUPPORTED_VERSION,
-                            api_keys=self.broker.api_version_list())
+                            api_keys=self.broker.api_versions)
         slot = _Slot()
         self.pending.append(slot)
         ctx = RequestContext(headers.RequestHeader(18, 0, h.correlation_id), api,

@@ -2,4 +2,4 @@
 
 
 def handle_api_versions(broker, ctx, req):
-    return ctx.api.Response(api_keys=broker.api_version_list())
+    return ctx.api.Response(api_keys=broker.api_versions)
