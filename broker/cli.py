@@ -9,8 +9,6 @@ import sys
 
 from broker.config import BrokerConfig, ConfigError
 
-DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
-
 
 def _kv(text: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import socket
 
 from wire import headers
-from wire.apis import API_BY_KEY, API_VERSIONS
+from wire.apis import API_VERSIONS
 from wire.types import i32
 
 
@@ -67,5 +67,3 @@ class Client:
             buf += chunk
         return bytes(buf)
 
-
-__all__ = ["Client", "KafkaError", "API_BY_KEY"]

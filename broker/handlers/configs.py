@@ -10,7 +10,6 @@ TOPIC, BROKER = 2, 4
 
 
 def handle_describe_configs(broker, ctx, req):
-    v = ctx.version
     results = []
     for res in req.resources:
         out = R.DescribeConfigsResult(resource_type=res.resource_type,
