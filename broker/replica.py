@@ -50,7 +50,7 @@ class Partition:
         self.config = config
         self.min_insync = min_insync
         self.producers = ProducerStateTable()
-        self.producers.rebuild(h for h, _ in log_.iter_batches())
+        self.producers.rebuild(log_.iter_headers())
         self.waiters: list[asyncio.Future] = []
 
     @property

@@ -415,6 +415,26 @@ class Log:
             self._limit_cache = (seg, limit, pos)
         return pos
 
+    def iter_headers(self):
+        """Yield the header of every batch from the log start to the log end, reading only the
+        headers (one small read per batch): how producer state is rebuilt at start-up."""
+        with self._lock:
+            self._check_open()
+            segments = list(self._segments)
+            start = self._lso
+        for seg in segments:
+            pos = 0
+            while pos + HEADER_SIZE <= seg.size:
+                with self._lock:
+                    if self._closed or seg.fd < 0:
+                        return
+                    h = read_header(os.pread(seg.fd, HEADER_SIZE, pos))
+                if h.size < HEADER_SIZE:
+                    break
+                if h.last_offset >= start:
+                    yield h
+                pos += h.size
+
     def iter_batches(self, start_offset: int | None = None, max_offset: int | None = None):
         """Yield ``(BatchHeader, bytes)`` for each batch whose last offset is >= ``start_offset``
         (default: log start offset) and base offset < ``max_offset`` (default: log end offset).

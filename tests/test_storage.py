@@ -620,6 +620,17 @@ def test_iter_batches(tmp_path):
     log.close()
 
 
+def test_iter_headers_reads_every_batch_header_across_segments(tmp_path):
+    log = Log(tmp_path / "t-0", cfg(segment_bytes=300))
+    for i in range(15):
+        append(log, mk(2, value=b"i" * 50))
+    log.delete_records_before(6)
+    expected = [(h.base_offset, h.size, h.count) for h, _b in log.iter_batches()]
+    assert [(h.base_offset, h.size, h.count) for h in log.iter_headers()] == expected
+    assert expected[0][0] == 6 and log.num_segments > 1
+    log.close()
+
+
 # ---------------------------------------------------------------------------------------------
 # config and manager
 
