@@ -28,6 +28,7 @@ from crc32c import crc32c
 from .batch import (ATTRIBUTES_OFFSET, COMPRESSION_MASK, CONTROL_FLAG, HEADER_SIZE,
                     LOG_OVERHEAD, TIMESTAMP_TYPE_FLAG, TRANSACTIONAL_FLAG, BatchHeader,
                     CorruptRecord)
+from .types import write_varint as _put_varint
 
 __all__ = [
     "Record", "NONE", "GZIP", "SNAPPY", "LZ4", "ZSTD", "CODEC_NAMES", "compress", "decompress",
@@ -261,21 +262,14 @@ def _varint(data, p):
 # ---------------------------------------------------------------------------------------------
 # Encoding
 
-def _put_varint(out: bytearray, v: int) -> None:
-    v = (v << 1) ^ (v >> 63)
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-
-
-def _varint_len(v: int) -> int:
-    v = (v << 1) ^ (v >> 63)
-    n = 1
-    while v >= 0x80:
-        v >>= 7
-        n += 1
-    return n
+def _put_nullable(out: bytearray, b) -> None:
+    """A varint-length-prefixed byte string; length -1 for null (record keys, values, headers)."""
+    b = _as_bytes(b)
+    if b is None:
+        out.append(1)  # zigzag(-1)
+    else:
+        _put_varint(out, len(b))
+        out += b
 
 
 def _as_bytes(b):
@@ -315,30 +309,15 @@ def build_batch(records, *, base_offset=0, compression=0, producer_id=-1, produc
         rec.append(0)  # attributes
         _put_varint(rec, timestamps[i] - base_ts)
         _put_varint(rec, i if offset_deltas is None else offset_deltas[i])
-        key = _as_bytes(key)
-        if key is None:
-            rec.append(1)  # zigzag(-1)
-        else:
-            _put_varint(rec, len(key))
-            rec += key
-        value = _as_bytes(value)
-        if value is None:
-            rec.append(1)
-        else:
-            _put_varint(rec, len(value))
-            rec += value
+        _put_nullable(rec, key)
+        _put_nullable(rec, value)
         headers = headers or ()
         _put_varint(rec, len(headers))
         for hk, hv in headers:
             hk = hk.encode() if isinstance(hk, str) else bytes(hk)
             _put_varint(rec, len(hk))
             rec += hk
-            hv = _as_bytes(hv)
-            if hv is None:
-                rec.append(1)
-            else:
-                _put_varint(rec, len(hv))
-                rec += hv
+            _put_nullable(rec, hv)
         _put_varint(body, len(rec))
         body += rec
     if compression:
