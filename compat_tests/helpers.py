@@ -143,20 +143,36 @@ def assert_no_more(c: Consumer, seconds: float = 1.0) -> None:
         )
 
 
-def read_partition(bootstrap: str, topic: str, partition: int, n: int,
-                   start=None, timeout: float = 20.0) -> list:
-    """Assign one partition from `start` (default: beginning), read exactly n messages,
-    check nothing more follows, return them."""
-    from confluent_kafka import OFFSET_BEGINNING
-
+def read_exactly(bootstrap: str, assignment: list, n: int, timeout: float = 20.0,
+                 quiet: float = 0.5) -> list:
+    """Assign `assignment` (TopicPartitions with start offsets), read exactly n messages,
+    check nothing more follows for `quiet` seconds, return them."""
     c = consumer(bootstrap)
     try:
-        c.assign([TopicPartition(topic, partition, OFFSET_BEGINNING if start is None else start)])
+        c.assign(assignment)
         msgs = consume_n(c, n, timeout)
-        assert_no_more(c, 0.5)
+        assert_no_more(c, quiet)
         return msgs
     finally:
         c.close()
+
+
+def read_partition(bootstrap: str, topic: str, partition: int, n: int,
+                   start=None, timeout: float = 20.0) -> list:
+    """Read exactly n messages of one partition from `start` (default: beginning)."""
+    from confluent_kafka import OFFSET_BEGINNING
+
+    start = OFFSET_BEGINNING if start is None else start
+    return read_exactly(bootstrap, [TopicPartition(topic, partition, start)], n, timeout)
+
+
+def read_from_beginning(bootstrap: str, topic: str, partitions: int, n: int,
+                        timeout: float = 20.0, quiet: float = 0.5) -> list:
+    """Read exactly n messages from the beginning of partitions 0..partitions-1."""
+    from confluent_kafka import OFFSET_BEGINNING
+
+    return read_exactly(bootstrap, [TopicPartition(topic, p, OFFSET_BEGINNING)
+                                    for p in range(partitions)], n, timeout, quiet)
 
 
 def roundtrip_check(bootstrap: str, topic: str, timeout: float = 20.0) -> None:

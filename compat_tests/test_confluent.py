@@ -32,6 +32,7 @@ from compat_tests.helpers import (
     consumer,
     flush_all,
     producer,
+    read_from_beginning,
     read_partition,
     unique_topic,
     wait_for_topic,
@@ -149,13 +150,7 @@ def test_idempotent_producer_exactly_once_in_order(broker, new_topic):
         offsets = [off for pt, off, _, _ in log.ok if pt == part]
         assert sorted(offsets) == list(range(n // partitions))
 
-    c = consumer(broker.bootstrap)
-    try:
-        c.assign([TopicPartition(topic, pt, OFFSET_BEGINNING) for pt in range(partitions)])
-        msgs = consume_n(c, n, timeout=40)
-        assert_no_more(c, 1.0)
-    finally:
-        c.close()
+    msgs = read_from_beginning(broker.bootstrap, topic, partitions, n, timeout=40, quiet=1.0)
     for part in range(partitions):
         got = [(m.offset(), m.key(), m.value()) for m in msgs if m.partition() == part]
         want = [(j, f"k{i}".encode(), f"{i}".encode())
@@ -402,13 +397,7 @@ def test_many_producers_interleaved_partition_order(broker, new_topic):
     for p in producers:
         flush_all(p)
     assert all(log.errors == [] for log in logs)
-    c = consumer(broker.bootstrap)
-    try:
-        c.assign([TopicPartition(topic, pt, OFFSET_BEGINNING) for pt in range(2)])
-        msgs = consume_n(c, 3 * per, timeout=30)
-        assert_no_more(c, 0.5)
-    finally:
-        c.close()
+    msgs = read_from_beginning(broker.bootstrap, topic, 2, 3 * per, timeout=30)
     for part in range(2):
         pm = [m for m in msgs if m.partition() == part]
         assert [m.offset() for m in pm] == list(range(len(pm)))

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
 from compat_tests.helpers import (
     DeliveryLog,
     admin_client,
-    assert_no_more,
-    consume_n,
-    consumer,
     create_topic,
     flush_all,
     producer,
+    read_from_beginning,
     unique_topic,
     wait_for_topic,
 )
@@ -40,13 +37,7 @@ def _produce(bootstrap, topic, start, n, codec="none"):
 
 
 def _read_all(bootstrap, topic, n):
-    c = consumer(bootstrap)
-    try:
-        c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
-        msgs = consume_n(c, n, timeout=40)
-        assert_no_more(c, 1.0)
-    finally:
-        c.close()
+    msgs = read_from_beginning(bootstrap, topic, PARTITIONS, n, timeout=40, quiet=1.0)
     return {(m.partition(), m.offset()): (m.key(), m.value(), m.headers()) for m in msgs}
 
 
