@@ -9,11 +9,13 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from broker.config import BrokerConfig, parse_properties
+from broker.config import BrokerConfig, ConfigError, parse_properties
 from broker.dispatch import HANDLERS
 from broker.group_log import OFFSETS_TOPIC, OffsetsTopicLog
 from broker.metadata import BrokerInfo, LocalMetadataStore, MetadataError, topic_name_error
 from broker.replica import ReplicaManager, topic_log_config
+from broker.cluster import ClusterMember
+from broker.fetcher import FetcherManager
 from broker.server import serve
 from coordinator import GroupCoordinator, OffsetStore
 from coordinator.producer_ids import ProducerIdManager
@@ -22,6 +24,8 @@ from storage.manager import LogManager
 from wire import errors
 from wire.types import uuid_to_base64
 from wire.apis import API_BY_KEY, API_VERSIONS
+from zk.client import ZkClient
+from zk.metadata import ZkMetadataStore
 
 log = logging.getLogger("josefk")
 
@@ -30,14 +34,26 @@ def _read_properties(path: Path) -> dict:
     return parse_properties(path.read_text()) if path.exists() else {}
 
 
-def ensure_cluster_id(log_dirs: list[str], node_id: int) -> str:
-    """Read or create meta.properties in every log dir, Kafka style."""
-    cluster_id = None
+def stored_cluster_id(log_dirs: list[str]) -> str | None:
+    """The cluster id recorded in the log dirs' meta.properties, if any."""
     for d in log_dirs:
-        props = _read_properties(Path(d) / "meta.properties")
-        cluster_id = cluster_id or props.get("cluster.id")
-    if cluster_id is None:
-        cluster_id = uuid_to_base64(uuid.uuid4())
+        cluster_id = _read_properties(Path(d) / "meta.properties").get("cluster.id")
+        if cluster_id:
+            return cluster_id
+    return None
+
+
+def ensure_cluster_id(log_dirs: list[str], node_id: int, cluster_id: str | None = None) -> str:
+    """Read or create meta.properties in every log dir, Kafka style. A ``cluster_id`` given
+    (from ZooKeeper) must match what the log dirs recorded: a broker never joins another
+    cluster with its data."""
+    stored = stored_cluster_id(log_dirs)
+    if cluster_id is not None and stored is not None and stored != cluster_id:
+        raise ConfigError(
+            f"The Cluster ID {cluster_id} doesn't match stored clusterId {stored} in "
+            "meta.properties. The broker is trying to join the wrong cluster. Configured "
+            "zookeeper.connect may be wrong.")
+    cluster_id = cluster_id or stored or uuid_to_base64(uuid.uuid4())
     for d in log_dirs:
         p = Path(d) / "meta.properties"
         if not p.exists():
@@ -56,27 +72,60 @@ class Broker:
         dirs = config.log_dirs
         for d in dirs:
             Path(d).mkdir(parents=True, exist_ok=True)
-        cluster_id = ensure_cluster_id(dirs, config.node_id)
         host, port = config.advertised_listener()
         self.info = BrokerInfo(config.node_id, host, port, config.get("broker.rack"))
-        self.metadata = LocalMetadataStore(dirs[0], self.info, cluster_id)
+        self.zk = self.cluster = None
+        if config.get("zookeeper.connect"):
+            self.zk = ZkClient(config.get("zookeeper.connect"),
+                               config.int("zookeeper.session.timeout.ms"),
+                               config.int("zookeeper.connection.timeout.ms"))
+            self.metadata = ZkMetadataStore(self.zk, self.info, config)
+        else:
+            self.metadata = LocalMetadataStore(dirs[0], self.info,
+                                               ensure_cluster_id(dirs, config.node_id))
         self.default_log_config = LogConfig.from_props({}, config.topic_defaults())
         self.logs = LogManager(dirs, self.default_log_config, config_for=self._log_config_for)
-        self.replicas = ReplicaManager(config, self.logs, self.metadata)
+        if self.zk is not None:
+            self.cluster = ClusterMember(self)
+        self.replicas = ReplicaManager(config, self.logs, config.node_id,
+                                       self.cluster.isr_changes if self.cluster else None)
+        if self.cluster is not None:
+            self.replicas.fetchers = FetcherManager(
+                config.node_id, lambda b: self.cluster.channel("fetch", b), config)
+        self.replicas.role_listeners.append(self._on_role_change)
         self.producer_ids = ProducerIdManager(Path(dirs[0]) / "producer-id-block")
-        self.groups = GroupCoordinator(config.props, OffsetStore(OffsetsTopicLog(self.replicas)))
+        self.groups = GroupCoordinator(config.props, OffsetStore(OffsetsTopicLog(
+            self.replicas, config.int("offsets.commit.required.acks"),
+            config.int("offsets.commit.timeout.ms"))))
 
     def _log_config_for(self, topic: str) -> LogConfig:
         meta = self.metadata.topics.get(topic)
-        return topic_log_config(self.config, meta) if meta else self.default_log_config
+        return topic_log_config(self.config, meta.configs) if meta else self.default_log_config
+
+    def _on_role_change(self, part, leader: bool) -> None:
+        """The group coordinator follows the leadership of ``__consumer_offsets`` partitions."""
+        if part.topic == OFFSETS_TOPIC:
+            if leader:
+                self.groups.load_partition(part.index)
+            else:
+                self.groups.unload_partition(part.index)
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def start(self):
         cfg = self.config
         host, port = cfg.listener()
-        offsets_topic = self.metadata.topics.get(OFFSETS_TOPIC)
-        self.groups.startup([p.index for p in offsets_topic.partitions] if offsets_topic else [])
+        self.groups.startup([])
+        if self.cluster is None:
+            self.replicas.lead_locally(self.metadata)
+        else:
+            cluster_id = await self.metadata.start(
+                stored_cluster_id(cfg.log_dirs) or uuid_to_base64(uuid.uuid4()))
+            ensure_cluster_id(cfg.log_dirs, cfg.node_id, cluster_id)
         self.server = await serve(self, host or "0.0.0.0", port)
+        if self.cluster is not None:
+            await self.cluster.start()
+            self._tasks.append(asyncio.ensure_future(self._periodic_on_loop(
+                cfg.int("replica.lag.time.max.ms") / 2, self.replicas.check_isr)))
         # Storage housekeeping runs on one worker thread (the logs lock themselves), never on
         # the event loop.
         for interval, fn in ((cfg.int("log.retention.check.interval.ms"), self._retention),
@@ -86,16 +135,33 @@ class Broker:
         log.info("josefk broker %d listening on %s:%d", self.config.node_id, host, port)
 
     async def stop(self):
+        if self.cluster is not None and self.config.bool("controlled.shutdown.enable"):
+            await self.cluster.controlled_shutdown(
+                self.config.int("controlled.shutdown.max.retries"),
+                self.config.int("controlled.shutdown.retry.backoff.ms") / 1000)
         for t in self._tasks:
             t.cancel()
         if self.server is not None:
             self.server.close()
+        if self.replicas.fetchers is not None:
+            self.replicas.fetchers.close()
+        if self.cluster is not None:
+            await self.cluster.stop()
         self.groups.shutdown()
         await asyncio.to_thread(self._housekeeping.shutdown, True)  # let a running pass finish
         for c in list(self.connections):
             c.transport.close()
         self.logs.checkpoint()
         self.logs.close()
+
+    @staticmethod
+    async def _periodic_on_loop(interval_ms, fn):
+        while True:
+            await asyncio.sleep(interval_ms / 1000)
+            try:
+                fn()
+            except Exception:
+                log.exception("periodic task %s failed", fn.__name__)
 
     async def _periodic(self, interval_ms, fn):
         while True:
@@ -129,13 +195,19 @@ class Broker:
         if not self.config.bool("auto.create.topics.enable"):
             return None
         try:
-            return self.metadata.create_topic(name, self.config.int("num.partitions"),
-                                              self.config.int("default.replication.factor"), {})
+            return self.metadata.request_topic(name, self.config.int("num.partitions"),
+                                               self.config.int("default.replication.factor"), {})
         except MetadataError as e:
-            if e.code == errors.TOPIC_ALREADY_EXISTS:
-                return self.metadata.topics.get(name)
             log.warning("auto-creating topic %s failed: %s", name, e.message)
             return None
+
+    def not_hosted_error(self, topic, index) -> int:
+        """What a request for a partition this broker does not lead gets: NOT_LEADER_OR_FOLLOWER
+        if the partition exists in the cluster, else UNKNOWN_TOPIC_OR_PARTITION."""
+        t = self.metadata.topics.get(topic) if topic is not None else None
+        if t is not None and 0 <= index < len(t.partitions):
+            return errors.NOT_LEADER_OR_FOLLOWER
+        return errors.UNKNOWN_TOPIC_OR_PARTITION
 
     def topic_error_for_produce(self, name) -> int:
         """NONE if ``name`` exists (auto-creating it if allowed), else the error to answer."""

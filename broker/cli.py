@@ -66,8 +66,14 @@ def run_broker(args) -> int:
 async def _serve(config) -> int:
     from broker.app import Broker
 
+    from zk.metadata import BrokerIdInUse
+
     broker = Broker(config)
-    await broker.start()
+    try:
+        await broker.start()
+    except (BrokerIdInUse, ConfigError) as e:
+        print(f"josefk: {e}", file=sys.stderr, flush=True)
+        return 1
     print("josefk broker started", file=sys.stderr, flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from broker.handlers import (api_versions, cluster, configs, fetch, groups, list_offsets,
-                             metadata, offsets, produce, producer, telemetry, topics)
+                             metadata, offsets, produce, producer, replication, telemetry, topics)
 from wire import apis
 
 HANDLERS = {
@@ -31,4 +31,11 @@ HANDLERS = {
     apis.OFFSET_COMMIT.key: offsets.handle_offset_commit,
     apis.OFFSET_FETCH.key: offsets.handle_offset_fetch,
     apis.OFFSET_DELETE.key: offsets.handle_offset_delete,
+    apis.LEADER_AND_ISR.key: replication.handle_leader_and_isr,
+    apis.STOP_REPLICA.key: replication.handle_stop_replica,
+    apis.UPDATE_METADATA.key: replication.handle_update_metadata,
+    apis.CONTROLLED_SHUTDOWN.key: replication.handle_controlled_shutdown,
+    apis.OFFSET_FOR_LEADER_EPOCH.key: replication.handle_offset_for_leader_epoch,
+    apis.ELECT_LEADERS.key: replication.handle_elect_leaders,
+    apis.ALTER_PARTITION.key: replication.handle_alter_partition,
 }

@@ -12,6 +12,8 @@ import re
 import uuid
 from pathlib import Path
 
+from broker.placement import (PlacementError, assign_additional_partitions, assign_replicas,
+                              validate_manual_assignment)
 from wire import errors
 
 LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
@@ -43,14 +45,15 @@ def topic_name_error(name) -> str | None:
 
 
 class PartitionMeta:
-    __slots__ = ("index", "leader", "leader_epoch", "replicas", "isr")
+    __slots__ = ("index", "leader", "leader_epoch", "replicas", "isr", "offline")
 
-    def __init__(self, index, leader, leader_epoch=0, replicas=None, isr=None):
+    def __init__(self, index, leader, leader_epoch=0, replicas=None, isr=None, offline=()):
         self.index = index
         self.leader = leader
         self.leader_epoch = leader_epoch
         self.replicas = list(replicas if replicas is not None else [leader])
         self.isr = list(isr if isr is not None else self.replicas)
+        self.offline = list(offline)  # replicas on brokers that are not alive
 
     def to_json(self):
         return {"leader": self.leader, "leader_epoch": self.leader_epoch,
@@ -91,6 +94,62 @@ class BrokerInfo:
         self.node_id, self.host, self.port, self.rack = node_id, host, port, rack
 
 
+def plan_topic(name, num_partitions, replication_factor, assignments, brokers: dict,
+               existing) -> dict[int, list[int]]:
+    """Check a new topic as Kafka's CreateTopics does and place its replicas over ``brokers``
+    ({id: rack}); ``assignments`` ([(partition, replicas)]) is a manual placement or None.
+    Raises MetadataError."""
+    problem = topic_name_error(name)
+    if problem:
+        raise MetadataError(errors.INVALID_TOPIC_EXCEPTION, problem)
+    if name in existing:
+        raise MetadataError(errors.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+    if assignments:
+        if num_partitions != -1 or replication_factor != -1:
+            raise MetadataError(errors.INVALID_REQUEST, "Both numPartitions or replicationFactor "
+                                "and replicasAssignments were set. Both cannot be used at the "
+                                "same time.")
+        problem = validate_manual_assignment(assignments, brokers)
+        if problem:
+            raise MetadataError(errors.INVALID_REPLICA_ASSIGNMENT, problem)
+        return {p: list(r) for p, r in assignments}
+    if num_partitions <= 0:
+        raise MetadataError(errors.INVALID_PARTITIONS,
+                            "Number of partitions must be larger than 0.")
+    if replication_factor <= 0:
+        raise MetadataError(errors.INVALID_REPLICATION_FACTOR,
+                            "Replication factor must be larger than 0.")
+    try:
+        return assign_replicas(brokers, num_partitions, replication_factor)
+    except PlacementError as e:
+        raise MetadataError(e.code, e.message) from None
+
+
+def plan_partitions(t: "TopicMeta", count, assignments, brokers: dict) -> dict[int, list[int]]:
+    """Placement of the partitions CreatePartitions adds to ``t`` (up to ``count``)."""
+    have = len(t.partitions)
+    if count <= have:
+        raise MetadataError(errors.INVALID_PARTITIONS,
+                            f"Topic currently has {have} partitions, which is higher than the "
+                            f"requested {count}.")
+    if assignments:
+        if len(assignments) != count - have:
+            raise MetadataError(errors.INVALID_REPLICA_ASSIGNMENT,
+                                f"Increasing the number of partitions by {count - have} but "
+                                f"{len(assignments)} assignments provided.")
+        manual = {have + i: list(r) for i, r in enumerate(assignments)}
+        problem = validate_manual_assignment(manual, brokers, first_partition=have,
+                                             replication_factor=len(t.partitions[0].replicas))
+        if problem:
+            raise MetadataError(errors.INVALID_REPLICA_ASSIGNMENT, problem)
+        return manual
+    try:
+        return assign_additional_partitions(
+            brokers, {p.index: p.replicas for p in t.partitions}, count)
+    except PlacementError as e:
+        raise MetadataError(e.code, e.message) from None
+
+
 class LocalMetadataStore:
     """Single-broker metadata kept in ``<log dir>/josefk-metadata.json``."""
 
@@ -124,25 +183,26 @@ class LocalMetadataStore:
         for fn in self.listeners:
             fn(event, topic)
 
-    def create_topic(self, name, num_partitions, replication_factor, configs,
-                     validate_only=False) -> TopicMeta:
-        problem = topic_name_error(name)
-        if problem:
-            raise MetadataError(errors.INVALID_TOPIC_EXCEPTION, problem)
-        if name in self.topics:
-            raise MetadataError(errors.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
-        if num_partitions <= 0:
-            raise MetadataError(errors.INVALID_PARTITIONS,
-                                "Number of partitions must be larger than 0.")
-        if replication_factor <= 0:
-            raise MetadataError(errors.INVALID_REPLICATION_FACTOR,
-                                "Replication factor must be larger than 0.")
-        if replication_factor > len(self.brokers):
-            raise MetadataError(errors.INVALID_REPLICATION_FACTOR,
-                                f"Replication factor: {replication_factor} larger than available "
-                                f"brokers: {len(self.brokers)}.")
-        me = self.local.node_id
-        t = TopicMeta(name, uuid.uuid4(), [PartitionMeta(i, me) for i in range(num_partitions)],
+    def _racks(self):
+        return {b.node_id: b.rack for b in self.brokers.values()}
+
+    def request_topic(self, name, num_partitions, replication_factor, configs) -> TopicMeta:
+        """Auto-creation: the topic, created now if needed. Raises MetadataError."""
+        t = self.topics.get(name)
+        return t if t is not None else self._create(name, num_partitions, replication_factor,
+                                                    configs, False, None)
+
+    async def create_topic(self, name, num_partitions, replication_factor, configs,
+                           validate_only=False, assignments=None, timeout_ms=0) -> TopicMeta:
+        return self._create(name, num_partitions, replication_factor, configs, validate_only,
+                            assignments)
+
+    def _create(self, name, num_partitions, replication_factor, configs, validate_only,
+                assignments) -> TopicMeta:
+        plan = plan_topic(name, num_partitions, replication_factor, assignments, self._racks(),
+                          self.topics)
+        t = TopicMeta(name, uuid.uuid4(),
+                      [PartitionMeta(p, plan[p][0], 0, plan[p]) for p in sorted(plan)],
                       dict(configs))
         if validate_only:
             return t
@@ -151,7 +211,7 @@ class LocalMetadataStore:
         self._notify("created", t)
         return t
 
-    def delete_topic(self, name) -> TopicMeta:
+    async def delete_topic(self, name) -> TopicMeta:
         t = self.topics.pop(name, None)
         if t is None:
             raise MetadataError(errors.UNKNOWN_TOPIC_OR_PARTITION,
@@ -161,18 +221,15 @@ class LocalMetadataStore:
         self._notify("deleted", t)
         return t
 
-    def create_partitions(self, name, count, validate_only=False) -> TopicMeta:
+    async def create_partitions(self, name, count, validate_only=False,
+                                assignments=None) -> TopicMeta:
         t = self.topics.get(name)
         if t is None:
             raise MetadataError(errors.UNKNOWN_TOPIC_OR_PARTITION,
                                 "This server does not host this topic-partition.")
-        if count <= len(t.partitions):
-            raise MetadataError(errors.INVALID_PARTITIONS,
-                                f"Topic currently has {len(t.partitions)} partitions, which is "
-                                f"higher than the requested {count}.")
+        plan = plan_partitions(t, count, assignments, self._racks())
         if not validate_only:
-            me = self.local.node_id
-            t.partitions.extend(PartitionMeta(i, me) for i in range(len(t.partitions), count))
+            t.partitions.extend(PartitionMeta(p, plan[p][0], 0, plan[p]) for p in sorted(plan))
             self._save()
             self._notify("grown", t)
         return t

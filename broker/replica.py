@@ -1,12 +1,19 @@
-"""Partitions this broker hosts: appends (with acks and idempotence), reads, delayed fetch.
+"""Partitions this broker hosts, as leader or follower: appends (acks, idempotence,
+min.insync.replicas), reads, the high watermark, the ISR and delayed fetch/produce.
 
-A `Partition` wraps a storage `Log`. On one broker the ISR is just this broker, so the high
-watermark follows the log end offset right after each append; replication will make it lag.
+A `Partition` wraps a storage `Log`. Its role comes from the controller (LeaderAndIsr) or, on
+a single broker without ZooKeeper, from the local metadata store (leader of everything, the ISR
+is itself). As leader it tracks every follower's log end offset from their fetches; the high
+watermark is the smallest log end offset over the ISR and never moves back; followers that fall
+behind for replica.lag.time.max.ms leave the ISR and come back once caught up, through
+AlterPartition requests to the controller (`isr_changes`). As follower it is appended to by a
+replica fetcher (`broker.fetcher`).
 """
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 from broker.producer_state import ProducerStateTable
 from storage.config import LogConfig
@@ -17,47 +24,138 @@ from wire.batch import CorruptRecord, InvalidRecord, validate_batches
 log = logging.getLogger("josefk.replica")
 
 
-class AppendResult:
-    __slots__ = ("error", "base_offset", "log_start_offset", "message")
+def _now_ms() -> int:
+    return int(time.time() * 1000)
 
-    def __init__(self, error, base_offset=-1, log_start_offset=-1, message=None):
+
+class AppendResult:
+    __slots__ = ("error", "base_offset", "log_start_offset", "message", "next_offset")
+
+    def __init__(self, error, base_offset=-1, log_start_offset=-1, message=None, next_offset=-1):
         self.error = error
         self.base_offset = base_offset
         self.log_start_offset = log_start_offset
         self.message = message
+        self.next_offset = next_offset  # the offset the high watermark must pass for acks=all
 
 
 class ReadResult:
-    __slots__ = ("error", "records", "high_watermark", "last_stable_offset", "log_start_offset")
+    __slots__ = ("error", "records", "high_watermark", "last_stable_offset", "log_start_offset",
+                 "diverging_epoch")
 
-    def __init__(self, error, records=None, high_watermark=-1, log_start_offset=-1):
+    def __init__(self, error, records=None, high_watermark=-1, log_start_offset=-1,
+                 diverging_epoch=None):
         self.error = error
         self.records = records
         self.high_watermark = high_watermark
         self.last_stable_offset = high_watermark
         self.log_start_offset = log_start_offset
+        self.diverging_epoch = diverging_epoch  # (epoch, end offset) for a follower to truncate to
+
+
+class FollowerState:
+    """What the leader knows of one follower, from its fetches (Kafka's Replica)."""
+
+    __slots__ = ("leo", "caught_up_ms", "last_fetch_ms", "leader_leo_at_last_fetch")
+
+    def __init__(self, now_ms):
+        self.leo = -1
+        self.caught_up_ms = now_ms  # a new leader gives every follower a full lag window
+        self.last_fetch_ms = now_ms
+        self.leader_leo_at_last_fetch = -1
+
+
+class PartitionState:
+    """One partition's role as LeaderAndIsr (or the local store) describes it."""
+
+    __slots__ = ("topic", "index", "topic_id", "leader", "leader_epoch", "isr", "replicas",
+                 "partition_epoch")
+
+    def __init__(self, topic, index, leader, leader_epoch, isr, replicas, partition_epoch=0,
+                 topic_id=None):
+        self.topic, self.index, self.topic_id = topic, index, topic_id
+        self.leader, self.leader_epoch = leader, leader_epoch
+        self.isr, self.replicas = list(isr), list(replicas)
+        self.partition_epoch = partition_epoch
 
 
 class Partition:
-    __slots__ = ("topic", "index", "log", "leader_epoch", "producers", "waiters", "config",
-                 "min_insync")
+    __slots__ = ("topic", "index", "topic_id", "log", "node_id", "leader", "leader_epoch",
+                 "partition_epoch", "replicas", "isr", "pending_isr", "followers", "producers",
+                 "waiters", "acks_waiters", "config", "min_insync", "manager",
+                 "epoch_start_offset")
 
-    def __init__(self, topic, index, log_, leader_epoch, config: LogConfig, min_insync: int):
+    def __init__(self, manager, topic, index, log_, config: LogConfig):
+        self.manager = manager
+        self.node_id = manager.node_id
         self.topic = topic
         self.index = index
+        self.topic_id = None
         self.log = log_
-        self.leader_epoch = leader_epoch
         self.config = config
-        self.min_insync = min_insync
+        self.min_insync = config.min_insync_replicas
+        self.leader = -1
+        self.leader_epoch = -1
+        self.partition_epoch = -1
+        self.replicas: list[int] = []
+        self.isr: list[int] = []
+        self.pending_isr = None  # an ISR change sent to the controller and not yet answered
+        self.followers: dict[int, FollowerState] = {}
+        self.epoch_start_offset = 0
         self.producers = ProducerStateTable()
         self.producers.rebuild(log_.iter_headers())
-        self.waiters: list[asyncio.Future] = []
+        self.waiters: list[asyncio.Future] = []  # fetches waiting for data
+        self.acks_waiters: list[tuple[int, asyncio.Future]] = []  # acks=all produces
+
+    @property
+    def is_leader(self) -> bool:
+        return self.leader == self.node_id
 
     @property
     def isr_size(self) -> int:
-        return 1
+        return len(self.isr)
 
+    # -- role changes -----------------------------------------------------------------------------
+    def make_leader(self, st: PartitionState) -> None:
+        was_leader = self.is_leader
+        new_epoch = st.leader_epoch != self.leader_epoch
+        self._apply(st)
+        now = _now_ms()
+        if new_epoch or not was_leader:
+            self.epoch_start_offset = self.log.log_end_offset
+            self.followers = {r: FollowerState(now) for r in st.replicas if r != self.node_id}
+        else:
+            for r in st.replicas:
+                if r != self.node_id and r not in self.followers:
+                    self.followers[r] = FollowerState(now)
+        self.pending_isr = None
+        self.maybe_advance_hwm()
+
+    def make_follower(self, st: PartitionState) -> None:
+        self._apply(st)
+        self.followers = {}
+        self.pending_isr = None
+        self._fail_acks_waiters(errors.NOT_LEADER_OR_FOLLOWER)
+        self.wake()
+
+    def _apply(self, st: PartitionState):
+        self.leader = st.leader
+        self.leader_epoch = st.leader_epoch
+        self.partition_epoch = st.partition_epoch
+        self.isr = list(st.isr)
+        self.replicas = list(st.replicas)
+        if st.topic_id is not None:
+            self.topic_id = st.topic_id
+
+    def stop(self) -> None:
+        self.leader = -1
+        self._fail_acks_waiters(errors.NOT_LEADER_OR_FOLLOWER)
+        self.wake()
+
+    # -- leader: append -------------------------------------------------------------------------
     def append(self, records, acks: int) -> AppendResult:
+        if not self.is_leader:
+            return AppendResult(errors.NOT_LEADER_OR_FOLLOWER)
         lg = self.log
         try:
             batches = validate_batches(records)
@@ -65,8 +163,10 @@ class Partition:
             return AppendResult(errors.CORRUPT_MESSAGE, message=str(e))
         except InvalidRecord as e:
             return AppendResult(errors.INVALID_RECORD, message=str(e))
-        if acks == -1 and self.isr_size < self.min_insync:
-            return AppendResult(errors.NOT_ENOUGH_REPLICAS)
+        if acks == -1 and len(self.isr) < self.min_insync:
+            return AppendResult(errors.NOT_ENOUGH_REPLICAS, message=(
+                f"The size of the current ISR {self.isr} is insufficient to satisfy the min.isr "
+                f"requirement of {self.min_insync} for partition {self.topic}-{self.index}"))
         h = batches[0]
         idempotent = h.producer_id >= 0
         if idempotent:
@@ -77,17 +177,129 @@ class Partition:
             if err:
                 return AppendResult(err, log_start_offset=lg.log_start_offset)
             if duplicate is not None:
-                return AppendResult(errors.NONE, duplicate[0], lg.log_start_offset)
+                return AppendResult(errors.NONE, duplicate[0], lg.log_start_offset,
+                                    next_offset=duplicate[1] + 1)
         try:
             first, last = lg.append(records, batches, leader_epoch=self.leader_epoch)
         except RecordTooLarge as e:
             return AppendResult(errors.MESSAGE_TOO_LARGE, message=str(e))
         if idempotent:
             self.producers.update(h, first, last)
-        lg.high_watermark = lg.log_end_offset
+        if self._advance_hwm() and self.acks_waiters:
+            self._complete_acks_waiters()
         self.wake()
-        return AppendResult(errors.NONE, first, lg.log_start_offset)
+        return AppendResult(errors.NONE, first, lg.log_start_offset, next_offset=last + 1)
 
+    def replicated(self, next_offset: int) -> bool:
+        return self.log.high_watermark >= next_offset
+
+    async def wait_replicated(self, next_offset: int, timeout_ms: int) -> int:
+        """acks=all: wait until the high watermark passes ``next_offset``. Returns the error
+        code to answer (NONE, NOT_ENOUGH_REPLICAS_AFTER_APPEND, REQUEST_TIMED_OUT...)."""
+        if not self.replicated(next_offset):
+            fut = asyncio.get_running_loop().create_future()
+            self.acks_waiters.append((next_offset, fut))
+            try:
+                code = await asyncio.wait_for(fut, timeout_ms / 1000)
+            except asyncio.TimeoutError:
+                return errors.REQUEST_TIMED_OUT
+            finally:
+                self.acks_waiters = [w for w in self.acks_waiters if w[1] is not fut]
+            if code:
+                return code
+        if len(self.isr) < self.min_insync:
+            return errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        return errors.NONE
+
+    def _fail_acks_waiters(self, code):
+        waiters, self.acks_waiters = self.acks_waiters, []
+        for _, fut in waiters:
+            if not fut.done():
+                fut.set_result(code)
+
+    # -- leader: followers, high watermark, ISR -----------------------------------------------------
+    def update_follower(self, replica_id: int, fetch_offset: int, now_ms: int) -> bool:
+        """A follower fetched from ``fetch_offset``: it has everything below. Returns False if
+        ``replica_id`` is not a replica of this partition."""
+        st = self.followers.get(replica_id)
+        if st is None:
+            return False
+        leo = self.log.log_end_offset
+        if fetch_offset >= leo:
+            st.caught_up_ms = now_ms
+        elif fetch_offset >= st.leader_leo_at_last_fetch >= 0:
+            st.caught_up_ms = st.last_fetch_ms
+        st.leo = fetch_offset
+        st.last_fetch_ms = now_ms
+        st.leader_leo_at_last_fetch = leo
+        if (replica_id not in self.isr and self.pending_isr is None
+                and fetch_offset >= self.log.high_watermark
+                and fetch_offset >= self.epoch_start_offset):
+            self._propose_isr(self.isr + [replica_id])
+        self.maybe_advance_hwm()
+        return True
+
+    def maybe_advance_hwm(self) -> None:
+        if self._advance_hwm():
+            self._complete_acks_waiters()
+            self.wake()
+
+    def _advance_hwm(self) -> bool:
+        """Move the high watermark up to the smallest log end offset over the ISR (counting a
+        follower being added: Kafka's "maximal ISR"). Returns True if it moved."""
+        if not self.is_leader:
+            return False
+        lg = self.log
+        new = lg.log_end_offset
+        members = set(self.isr) | set(self.pending_isr or ())
+        for r in members:
+            if r == self.node_id:
+                continue
+            st = self.followers.get(r)
+            new = min(new, st.leo if st is not None else -1)
+        if new > lg.high_watermark:
+            lg.high_watermark = new
+            return True
+        return False
+
+    def _complete_acks_waiters(self):
+        hwm = self.log.high_watermark
+        keep = []
+        for off, fut in self.acks_waiters:
+            if off <= hwm:
+                if not fut.done():
+                    fut.set_result(errors.NONE)
+            else:
+                keep.append((off, fut))
+        self.acks_waiters = keep
+
+    def maybe_shrink_isr(self, now_ms: int, lag_max_ms: int) -> None:
+        if not self.is_leader or self.pending_isr is not None:
+            return
+        out = [r for r in self.isr if r != self.node_id and
+               (r not in self.followers or now_ms - self.followers[r].caught_up_ms > lag_max_ms)]
+        if out:
+            log.info("shrinking ISR of %s-%d from %s: %s fell behind", self.topic, self.index,
+                     self.isr, out)
+            self._propose_isr([r for r in self.isr if r not in out])
+
+    def _propose_isr(self, new_isr):
+        self.pending_isr = list(new_isr)
+        self.manager.isr_changes.propose(self, list(new_isr))
+
+    def isr_committed(self, isr, leader_epoch, partition_epoch) -> None:
+        """The controller accepted (or reported) the ISR."""
+        self.pending_isr = None
+        if leader_epoch != self.leader_epoch:
+            return
+        self.isr = list(isr)
+        self.partition_epoch = partition_epoch
+        self.maybe_advance_hwm()
+
+    def isr_rejected(self) -> None:
+        self.pending_isr = None
+
+    # -- reads --------------------------------------------------------------------------------------
     def wake(self):
         waiters = self.waiters
         if waiters:
@@ -96,11 +308,18 @@ class Partition:
                 if not f.done():
                     f.set_result(None)
 
-    def read(self, offset: int, max_bytes: int, min_one: bool) -> ReadResult:
+    def read(self, offset: int, max_bytes: int, min_one: bool,
+             replica_id: int = -1, last_fetched_epoch: int = -1) -> ReadResult:
         lg = self.log
         hwm = lg.high_watermark
+        if replica_id >= 0 and last_fetched_epoch >= 0:
+            epoch, end = lg.end_offset_for_epoch(last_fetched_epoch)
+            if epoch != last_fetched_epoch or end < offset:
+                return ReadResult(errors.NONE, b"", hwm, lg.log_start_offset,
+                                  diverging_epoch=(epoch, end))
+        limit = lg.log_end_offset if replica_id >= 0 else hwm
         try:
-            data = lg.read(offset, max_bytes, max_offset=hwm, min_one=min_one)
+            data = lg.read(offset, max_bytes, max_offset=limit, min_one=min_one)
         except OffsetOutOfRange:
             return ReadResult(errors.OFFSET_OUT_OF_RANGE, None, hwm, lg.log_start_offset)
         return ReadResult(errors.NONE, data.records, hwm, lg.log_start_offset)
@@ -112,51 +331,115 @@ class Partition:
             return errors.FENCED_LEADER_EPOCH
         return errors.UNKNOWN_LEADER_EPOCH
 
+    # -- follower -----------------------------------------------------------------------------------
+    def append_as_follower(self, records, leader_hwm: int) -> None:
+        lg = self.log
+        if records:
+            batches = validate_batches(records)
+            lg.append_as_follower(records, batches)
+            for h in batches:
+                if h.producer_id >= 0:
+                    self.producers.update(h, h.base_offset, h.base_offset + h.last_offset_delta)
+        lg.high_watermark = min(leader_hwm, lg.log_end_offset)
+        self.wake()
 
-def topic_log_config(broker_config, topic_meta) -> LogConfig:
-    return LogConfig.from_props(topic_meta.configs, broker_config.topic_defaults())
+
+def topic_log_config(broker_config, topic_configs: dict) -> LogConfig:
+    return LogConfig.from_props(topic_configs, broker_config.topic_defaults())
 
 
 class ReplicaManager:
-    def __init__(self, broker_config, log_manager, metadata):
+    """Every partition replica on this broker, keyed by (topic, partition)."""
+
+    def __init__(self, broker_config, log_manager, node_id: int, isr_changes=None):
         self.config = broker_config
         self.logs = log_manager
-        self.metadata = metadata
+        self.node_id = node_id
         self.partitions: dict[tuple[str, int], Partition] = {}
+        self.isr_changes = isr_changes
+        self.fetchers = None  # a broker.fetcher.FetcherManager in cluster mode
+        self.lag_max_ms = broker_config.int("replica.lag.time.max.ms")
+        self.role_listeners = []  # callables(partition, became_leader) e.g. group coordinator
+
+    def _partition(self, topic, index, configs: dict) -> Partition:
+        key = (topic, index)
+        cfg = topic_log_config(self.config, configs)
+        part = self.partitions.get(key)
+        if part is None:
+            lg = self.logs.get_or_create(topic, index, cfg)
+            part = self.partitions[key] = Partition(self, topic, index, lg, cfg)
+        else:
+            self.reconfigure(part, cfg)
+        return part
+
+    @staticmethod
+    def reconfigure(part: Partition, cfg: LogConfig) -> None:
+        part.config = cfg
+        part.min_insync = cfg.min_insync_replicas
+        part.log.config = cfg
+
+    def apply(self, st: PartitionState, configs: dict) -> Partition:
+        """Become leader or follower of ``st``'s partition as it says."""
+        part = self._partition(st.topic, st.index, configs)
+        was_leader = part.is_leader
+        if st.leader == self.node_id:
+            if self.fetchers is not None:
+                self.fetchers.remove(part)
+            part.make_leader(st)
+        else:
+            part.make_follower(st)
+            if self.fetchers is not None and st.leader >= 0:
+                self.fetchers.add(part, st.leader)
+        if was_leader != part.is_leader:
+            for fn in self.role_listeners:
+                fn(part, part.is_leader)
+        return part
+
+    def stop_replica(self, topic: str, index: int, delete: bool) -> None:
+        part = self.partitions.pop((topic, index), None)
+        if part is not None:
+            if self.fetchers is not None:
+                self.fetchers.remove(part)
+            was_leader = part.is_leader
+            part.stop()
+            if was_leader:
+                for fn in self.role_listeners:
+                    fn(part, False)
+        if delete:
+            self.logs.delete(topic, index)
+
+    def lead_locally(self, metadata) -> None:
+        """Single broker: lead every partition of ``metadata`` and follow its changes."""
         for t in metadata.topics.values():
-            self._host(t)
-        metadata.listeners.append(self.on_metadata)
+            self._lead_topic(t)
+        metadata.listeners.append(self._on_local_metadata)
 
-    def _host(self, t):
-        cfg = topic_log_config(self.config, t)
-        min_insync = cfg.min_insync_replicas
+    def _lead_topic(self, t):
+        me = self.node_id
         for p in t.partitions:
-            key = (t.name, p.index)
-            part = self.partitions.get(key)
-            if part is None:
-                lg = self.logs.get_or_create(t.name, p.index, cfg)
-                # This broker leads every partition it hosts, and the ISR is itself alone: all
-                # the log holds was acknowledged.
-                lg.high_watermark = lg.log_end_offset
-                self.partitions[key] = Partition(t.name, p.index, lg, p.leader_epoch, cfg,
-                                                 min_insync)
-            else:
-                part.config = cfg
-                part.min_insync = min_insync
-                part.log.config = cfg
+            self.apply(PartitionState(t.name, p.index, me, p.leader_epoch, [me], [me],
+                                      topic_id=t.topic_id), t.configs)
 
-    def on_metadata(self, event, t):
+    def _on_local_metadata(self, event, t):
         if event == "deleted":
             for p in t.partitions:
-                part = self.partitions.pop((t.name, p.index), None)
-                if part is not None:
-                    part.wake()
-                    self.logs.delete(t.name, p.index)
+                self.stop_replica(t.name, p.index, delete=True)
         else:
-            self._host(t)
+            self._lead_topic(t)
 
     def get(self, topic: str, index: int) -> Partition | None:
         return self.partitions.get((topic, index))
+
+    def leader_partition(self, topic: str, index: int) -> Partition | None:
+        """The partition if this broker leads it."""
+        part = self.partitions.get((topic, index))
+        return part if part is not None and part.is_leader else None
+
+    def check_isr(self) -> None:
+        now = _now_ms()
+        for part in self.partitions.values():
+            if part.followers:
+                part.maybe_shrink_isr(now, self.lag_max_ms)
 
     def watch(self, partitions) -> "DataWaiter":
         """Start watching ``partitions`` for appends (see `DataWaiter`)."""

@@ -106,7 +106,8 @@ class Connection(asyncio.Protocol):
         except DecodeError as e:
             return self.abort(f"bad request header: {e}")
         api = API_BY_KEY.get(h.api_key)
-        if api is None:
+        handler = self.broker.handlers.get(h.api_key)
+        if api is None or handler is None:
             return self.abort(f"unknown api key {h.api_key}")
         if h.api_version not in api.versions:
             if h.api_key == 18:
@@ -118,7 +119,6 @@ class Connection(asyncio.Protocol):
         except DecodeError as e:
             return self.abort(f"cannot decode {api.name} v{h.api_version}: {e}")
         ctx = RequestContext(h, api, self.client_host, self)
-        handler = self.broker.handlers[h.api_key]
         try:
             result = handler(self.broker, ctx, req)
         except Exception:

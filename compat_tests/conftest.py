@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from compat_tests.broker_process import BrokerProcess
+from compat_tests.cluster import Cluster
 from compat_tests.helpers import create_topic, unique_topic
+from compat_tests.zookeeper import new_chroot, zk_chroot, zk_connect, zookeeper  # noqa: F401
 
 # Settings every test broker gets: a single node, so internal topics have one replica,
 # and no rebalance delay so group tests don't sit idle.
@@ -76,6 +78,51 @@ def broker_factory(tmp_path):
     for b in mine:
         b.stop(timeout=5)
         _brokers.remove(b)
+
+
+@pytest.fixture(scope="session")
+def cluster(zookeeper, tmp_path_factory):
+    """One 3-broker ZooKeeper cluster shared by the tests that leave it as they found it."""
+    c = Cluster(new_chroot(zookeeper, "shared-cluster"), tmp_path_factory.mktemp("cluster"))
+    _track_cluster(c)
+    c.start()
+    yield c
+    c.stop()
+    _untrack_cluster(c)
+
+
+@pytest.fixture
+def cluster_factory(zookeeper, tmp_path, request):
+    """Clusters of one's own, for tests that kill, stop or partition brokers."""
+    mine: list[Cluster] = []
+
+    def make(size: int = 3, overrides: dict | None = None, racks=None,
+             start: bool = True) -> Cluster:
+        c = Cluster(new_chroot(zookeeper, request.node.name), tmp_path / f"cluster{len(mine)}",
+                    size, overrides, racks)
+        mine.append(c)
+        _track_cluster(c)
+        if start:
+            c.start()
+        return c
+
+    yield make
+    for c in mine:
+        for b in c.brokers.values():
+            b.stop(timeout=10)
+        _untrack_cluster(c)
+
+
+def _track_cluster(c):
+    for b in c.brokers.values():
+        _brokers.append(b)
+        _all_logs.append(b.log_path)
+
+
+def _untrack_cluster(c):
+    for b in c.brokers.values():
+        if b in _brokers:
+            _brokers.remove(b)
 
 
 @pytest.fixture

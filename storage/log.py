@@ -28,6 +28,7 @@ from wire.batch import (ATTRIBUTES_OFFSET, HEADER_SIZE, TIMESTAMP_TYPE_FLAG,
 from wire.records import CONTROL_ABORT, build_batch, iter_records, parse_control_record
 
 from .config import LONG_MAX, LogConfig
+from .epochs import LeaderEpochCache
 from .errors import OffsetOutOfRange, RecordTooLarge, UnexpectedAppendOffset
 from .segment import (INT32_MAX, NO_TIMESTAMP, SCAN_CHUNK, Scan, Segment, _fsync, file_prefix,
                       write_all)
@@ -94,6 +95,8 @@ class Log:
         self._last_flush_ms = _now_ms()
         self._dir_dirty = False
         self._load(log_start_offset, recovery_point, high_watermark)
+        self.epochs = LeaderEpochCache(self.dir)
+        self.epochs.truncate_from_end(self._leo)  # recovery may have cut the tail
 
     # =========================================================================================
     # loading and recovery
@@ -288,6 +291,7 @@ class Log:
                     _stamp_log_append_time(buf, h, now_ms)
                 off += h.last_offset_delta + 1
             seg.append(buf, headers, now_ms)
+            self.epochs.assign(leader_epoch, first)
             self._leo = off
             self._after_append(count, now_ms)
             return first, off - 1
@@ -313,6 +317,10 @@ class Log:
             first = headers[0].base_offset
             seg = self._maybe_roll(len(buf), first, nxt - 1, now_ms)
             seg.append(buf, headers, now_ms)
+            epochs = self.epochs
+            for h in headers:
+                if h.leader_epoch > epochs.latest_epoch:
+                    epochs.assign(h.leader_epoch, h.base_offset)
             self._leo = nxt
             self._after_append(count, now_ms)
             return first, nxt - 1
@@ -545,14 +553,8 @@ class Log:
                 return
             self._generation += 1
             self._limit_cache = None
-            interval = self.config.index_interval_bytes
             if offset < self._lso or offset <= self._segments[0].base_offset:
-                for s in self._segments:
-                    s.delete()
-                self._segments = [Segment.create(self.dir, offset, interval)]
-                self._bases = [offset]
-                self._lso = offset
-                self._leo = offset
+                self._reset_at(offset)
             else:
                 k = bisect_left(self._bases, offset)  # k >= 1: the first segment stays
                 for s in self._segments[k:]:
@@ -567,9 +569,35 @@ class Log:
                     seg.truncate(h.pos, h.base_offset)
                     self._leo = min(offset, h.base_offset)
             self._dir_dirty = True
+            self.epochs.truncate_from_end(self._leo)
             self._hwm = min(self._hwm, self._leo)
             self._lso = min(self._lso, self._leo)
             self._recovery_point = min(self._recovery_point, self._leo)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Drop everything and continue at ``offset`` (a follower behind its leader's log
+        start)."""
+        with self._lock:
+            self._check_open()
+            self._generation += 1
+            self._limit_cache = None
+            self._reset_at(offset)
+            self._dir_dirty = True
+            self.epochs.truncate_from_end(-1)
+            self._hwm = self._recovery_point = offset
+
+    def _reset_at(self, offset: int) -> None:
+        for s in self._segments:
+            s.delete()
+        self._segments = [Segment.create(self.dir, offset, self.config.index_interval_bytes)]
+        self._bases = [offset]
+        self._lso = offset
+        self._leo = offset
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """(largest known epoch <= ``epoch``, its end offset): the OffsetsForLeaderEpoch answer."""
+        with self._lock:
+            return self.epochs.end_offset_for(epoch, self._leo)
 
     def delete_records_before(self, offset: int) -> int:
         """Advance the log start offset to ``offset`` (DeleteRecords) and drop the segments

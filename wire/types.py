@@ -197,3 +197,14 @@ i8, i16, u16, i32, u32, i64, f64 = _i8, _i16, _u16, _i32, _u32, _i64, _f64
 def uuid_to_base64(u) -> str:
     """Kafka's text form of a Uuid (topic ids, cluster ids): URL-safe base64, no padding."""
     return base64.urlsafe_b64encode(u.bytes).decode().rstrip("=")
+
+
+def uuid_from_base64(text: str):
+    """The reverse of ``uuid_to_base64``: Kafka's text form of a Uuid (22 characters of URL-safe
+    base64, optionally padded with "==") back to a ``uuid.UUID``; ``ValueError`` otherwise."""
+    if not isinstance(text, str) or not (len(text) == 22 or (len(text) == 24 and text.endswith("=="))):
+        raise ValueError(f"not a Kafka uuid string: {text!r}")
+    body = text[:22]
+    if not all(c.isascii() and (c.isalnum() or c in "-_") for c in body):
+        raise ValueError(f"not a Kafka uuid string: {text!r}")
+    return _uuid.UUID(bytes=base64.urlsafe_b64decode(body + "=="))

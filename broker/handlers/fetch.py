@@ -7,6 +7,7 @@ created get FETCH_SESSION_ID_NOT_FOUND.
 from __future__ import annotations
 
 import asyncio
+import time
 
 from wire import errors
 from wire.apis import FETCH
@@ -41,10 +42,20 @@ async def _delayed(broker, req, v, waiter):
         waiter = broker.replicas.watch(parts)
 
 
+def _replica_id(req, v) -> int:
+    """The fetching follower's broker id, or -1 for a consumer."""
+    if v >= 15:
+        return req.replica_state.replica_id if req.replica_state is not None else -1
+    return req.replica_id
+
+
 def _read(broker, req, v):
     """One pass over the requested partitions. Returns (response, bytes, ready, partitions);
-    ``ready`` is set when an error means the fetch should be answered at once."""
+    ``ready`` is set when an error means the fetch should be answered at once. A follower's
+    fetch (replica id >= 0) reads up to the log end and tells the leader how far it has got."""
     replicas = broker.replicas
+    replica_id = _replica_id(req, v)
+    now_ms = int(time.time() * 1000) if replica_id >= 0 else 0
     by_id = broker.metadata.topics_by_id
     remaining = req.max_bytes if v >= 3 else _INT32_MAX
     size = 0
@@ -62,27 +73,47 @@ def _read(broker, req, v):
         parts_out = []
         for fp in ft.partitions:
             part = replicas.get(name, fp.partition) if name is not None else None
-            if part is None:
+            if part is None or not part.is_leader:
                 ready = True
-                parts_out.append(R.PartitionData(partition_index=fp.partition, error_code=missing,
-                                                 high_watermark=-1, last_stable_offset=-1,
-                                                 log_start_offset=-1, records=b""))
+                code = broker.not_hosted_error(name, fp.partition)
+                if code == errors.UNKNOWN_TOPIC_OR_PARTITION:
+                    code = missing
+                parts_out.append(R.PartitionData(
+                    partition_index=fp.partition, error_code=code, high_watermark=-1,
+                    last_stable_offset=-1, log_start_offset=-1, records=b"",
+                    current_leader=_leader(broker, name, fp.partition) if v >= 12 else None))
                 continue
             err = part.check_leader_epoch(fp.current_leader_epoch)
             if err:
                 ready = True
                 res = None
             else:
-                res = part.read(fp.fetch_offset, min(fp.partition_max_bytes, remaining),
-                                min_one=size == 0)
-                err = res.error
+                if replica_id >= 0 and not part.update_follower(replica_id, fp.fetch_offset,
+                                                                now_ms):
+                    err = errors.NOT_LEADER_OR_FOLLOWER  # not a replica of this partition
+                    res = None
+                else:
+                    res = part.read(fp.fetch_offset, min(fp.partition_max_bytes, remaining),
+                                    min_one=size == 0, replica_id=replica_id,
+                                    last_fetched_epoch=fp.last_fetched_epoch if v >= 12 else -1)
+                    err = res.error
             if err:
                 ready = True
                 parts_out.append(R.PartitionData(
                     partition_index=fp.partition, error_code=err,
                     high_watermark=res.high_watermark if res else -1,
                     last_stable_offset=res.last_stable_offset if res else -1,
-                    log_start_offset=res.log_start_offset if res else -1, records=b""))
+                    log_start_offset=res.log_start_offset if res else -1, records=b"",
+                    current_leader=_leader(broker, name, fp.partition) if v >= 12 else None))
+                continue
+            if res.diverging_epoch is not None:
+                ready = True
+                parts_out.append(R.PartitionData(
+                    partition_index=fp.partition, high_watermark=res.high_watermark,
+                    last_stable_offset=res.last_stable_offset,
+                    log_start_offset=res.log_start_offset, records=b"",
+                    diverging_epoch=R.EpochEndOffset(epoch=res.diverging_epoch[0],
+                                                     end_offset=res.diverging_epoch[1])))
                 continue
             n = len(res.records)
             size += n
@@ -95,3 +126,13 @@ def _read(broker, req, v):
         topics_out.append(R.FetchableTopicResponse(topic=name or "", topic_id=ft.topic_id
                                                    if v >= 13 else None, partitions=parts_out))
     return R(session_id=0, responses=topics_out), size, ready, parts
+
+
+def _leader(broker, topic, index):
+    """KIP-951: the partition's current leader, sent with NOT_LEADER_OR_FOLLOWER and fencing
+    errors so clients need not refresh their metadata first."""
+    t = broker.metadata.topics.get(topic) if topic is not None else None
+    if t is None or index >= len(t.partitions):
+        return None
+    p = t.partitions[index]
+    return R.LeaderIdAndEpoch(leader_id=p.leader, leader_epoch=p.leader_epoch)

@@ -14,24 +14,33 @@ def handle_find_coordinator(broker, ctx, req):
     R = FIND_COORDINATOR.Response
     v = ctx.version
     keys = req.coordinator_keys if v >= 4 else [req.key]
-    me = broker.info
     found = []
     for key in keys:
+        node = None
         if req.key_type != GROUP_KEY:
             code, msg = errors.INVALID_REQUEST, "Transactions are not supported by this broker"
-        elif not ensure_offsets_topic(broker):
-            code, msg = errors.COORDINATOR_NOT_AVAILABLE, "The coordinator is not available."
         else:
-            code, msg = errors.NONE, None
-        found.append(R.Coordinator(key=key, node_id=me.node_id if not code else -1,
-                                   host=me.host if not code else "",
-                                   port=me.port if not code else -1, error_code=code,
+            node = _coordinator_of(broker, key)
+            code, msg = ((errors.NONE, None) if node is not None else
+                         (errors.COORDINATOR_NOT_AVAILABLE, "The coordinator is not available."))
+        found.append(R.Coordinator(key=key, node_id=node.node_id if node else -1,
+                                   host=node.host if node else "",
+                                   port=node.port if node else -1, error_code=code,
                                    error_message=msg))
     if v >= 4:
         return R(coordinators=found)
     c = found[0]
     return R(error_code=c.error_code, error_message=c.error_message, node_id=c.node_id,
              host=c.host, port=c.port)
+
+
+def _coordinator_of(broker, group_id):
+    """The broker leading the group's ``__consumer_offsets`` partition, or None."""
+    t = ensure_offsets_topic(broker)
+    if t is None:
+        return None
+    p = t.partitions[broker.groups.partition_for(group_id)]
+    return broker.metadata.brokers.get(p.leader)
 
 
 async def handle_join_group(broker, ctx, req):

@@ -13,12 +13,12 @@ def handle_list_offsets(broker, ctx, req):
     for t in req.topics:
         parts_out = []
         for p in t.partitions:
-            part = broker.replicas.get(t.name, p.partition_index)
+            part = broker.replicas.leader_partition(t.name, p.partition_index)
             if part is None:
                 parts_out.append(R.ListOffsetsPartitionResponse(
                     partition_index=p.partition_index,
-                    error_code=errors.UNKNOWN_TOPIC_OR_PARTITION, timestamp=-1, offset=-1,
-                    leader_epoch=-1))
+                    error_code=broker.not_hosted_error(t.name, p.partition_index), timestamp=-1,
+                    offset=-1, leader_epoch=-1))
                 continue
             err = part.check_leader_epoch(p.current_leader_epoch)
             ts, offset = (-1, -1) if err else _lookup(part.log, p.timestamp)

@@ -40,16 +40,20 @@ def _topic(broker, name, auto_create, topic_ops):
     if t is None:
         if topic_name_error(name):
             code = errors.INVALID_TOPIC_EXCEPTION
-        elif auto_create and broker.auto_create_topic(name) is not None:
-            t = md.topics[name]
-        else:
+        elif not auto_create:
             code = errors.UNKNOWN_TOPIC_OR_PARTITION
+        else:
+            t = broker.auto_create_topic(name)
+            # Being created in a cluster: the client retries, as with Kafka.
+            code = errors.LEADER_NOT_AVAILABLE if broker.config.get("auto.create.topics.enable") \
+                == "true" else errors.UNKNOWN_TOPIC_OR_PARTITION
         if t is None:
             return R.MetadataResponseTopic(error_code=code, name=name,
                                            topic_authorized_operations=acl.NOT_REQUESTED)
-    parts = [R.MetadataResponsePartition(partition_index=p.index, leader_id=p.leader,
-                                         leader_epoch=p.leader_epoch, replica_nodes=p.replicas,
-                                         isr_nodes=p.isr, offline_replicas=[])
-             for p in t.partitions]
+    parts = [R.MetadataResponsePartition(
+        partition_index=p.index, leader_id=p.leader, leader_epoch=p.leader_epoch,
+        replica_nodes=p.replicas, isr_nodes=p.isr, offline_replicas=p.offline,
+        error_code=errors.LEADER_NOT_AVAILABLE if p.leader < 0 else errors.NONE)
+        for p in t.partitions]
     return R.MetadataResponseTopic(name=name, topic_id=t.topic_id, is_internal=t.internal,
                                    partitions=parts, topic_authorized_operations=topic_ops)

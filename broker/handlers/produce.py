@@ -1,5 +1,11 @@
-"""Produce: validate whole batches, assign offsets, append; no per-record work."""
+"""Produce: validate whole batches, assign offsets, append; no per-record work.
+
+acks=all answers once the ISR has every batch (a delayed produce, bounded by timeout_ms); the
+request is handled synchronously whenever nothing has to wait, as on a single broker.
+"""
 from __future__ import annotations
+
+import asyncio
 
 from broker.server import NO_RESPONSE
 from wire import errors
@@ -7,38 +13,84 @@ from wire.apis import PRODUCE
 
 R = PRODUCE.Response
 _VALID_ACKS = (0, 1, -1)
+_LEADER_HINT_VERSION = 10
 
 
 def handle_produce(broker, ctx, req):
     acks = req.acks
     topics_out = []
+    waits = []  # (partition response, partition, offset the high watermark must pass)
+    hints = False
     for td in req.topic_data:
         parts_out = []
         name = td.name
         topic_error = broker.topic_error_for_produce(name)
         for pd in td.partition_data:
+            res = None
             if acks not in _VALID_ACKS:
-                err, res = errors.INVALID_REQUIRED_ACKS, None
+                err = errors.INVALID_REQUIRED_ACKS
             elif topic_error:
-                err, res = topic_error, None
+                err = topic_error
             else:
-                part = broker.replicas.get(name, pd.index)
+                part = broker.replicas.leader_partition(name, pd.index)
                 if part is None:
-                    err, res = errors.UNKNOWN_TOPIC_OR_PARTITION, None
-                elif pd.records is None:
-                    err, res = errors.CORRUPT_MESSAGE, None
+                    err = broker.not_hosted_error(name, pd.index)
                 else:
-                    res = part.append(pd.records, acks)
-                    err = res.error
-            if res is not None and not err:
-                parts_out.append(R.PartitionProduceResponse(
+                    if pd.records is None:
+                        err = errors.CORRUPT_MESSAGE
+                    else:
+                        res = part.append(pd.records, acks)
+                        err = res.error
+            if not err:
+                out = R.PartitionProduceResponse(
                     index=pd.index, base_offset=res.base_offset, log_append_time_ms=-1,
-                    log_start_offset=res.log_start_offset))
+                    log_start_offset=res.log_start_offset)
+                if acks == -1 and not part.replicated(res.next_offset):
+                    waits.append((out, part, res.next_offset))
             else:
-                parts_out.append(R.PartitionProduceResponse(
+                out = R.PartitionProduceResponse(
                     index=pd.index, error_code=err, base_offset=-1, log_append_time_ms=-1,
-                    log_start_offset=-1, error_message=res.message if res else None))
+                    log_start_offset=-1, error_message=res.message if res else None)
+                if err == errors.NOT_LEADER_OR_FOLLOWER:
+                    hints = _leader_hint(broker, ctx, out, name, pd.index) or hints
+            parts_out.append(out)
         topics_out.append(R.TopicProduceResponse(name=name, partition_responses=parts_out))
     if acks == 0:
         return NO_RESPONSE
-    return R(responses=topics_out)
+    resp = R(responses=topics_out,
+             node_endpoints=_endpoints(broker, topics_out) if hints else [])
+    if waits:
+        return _await_replication(resp, waits, req.timeout_ms)
+    return resp
+
+
+async def _await_replication(resp, waits, timeout_ms):
+    codes = await asyncio.gather(*(part.wait_replicated(off, timeout_ms)
+                                   for _out, part, off in waits))
+    for (out, _part, _off), code in zip(waits, codes):
+        if code:
+            out.error_code = code
+            if code != errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND:
+                out.base_offset = -1
+    return resp
+
+
+def _leader_hint(broker, ctx, out, topic, index) -> bool:
+    """KIP-951: tell a v10+ client the partition's current leader with the error."""
+    if ctx.version < _LEADER_HINT_VERSION:
+        return False
+    t = broker.metadata.topics.get(topic)
+    if t is None or index >= len(t.partitions) or t.partitions[index].leader < 0:
+        return False
+    p = t.partitions[index]
+    out.current_leader = R.PartitionProduceResponse.LeaderIdAndEpoch(
+        leader_id=p.leader, leader_epoch=p.leader_epoch)
+    return True
+
+
+def _endpoints(broker, topics_out):
+    brokers = broker.metadata.brokers
+    ids = {p.current_leader.leader_id for t in topics_out for p in t.partition_responses
+           if p.current_leader is not None and p.current_leader.leader_id in brokers}
+    return [R.NodeEndpoint(node_id=i, host=brokers[i].host, port=brokers[i].port,
+                           rack=brokers[i].rack) for i in sorted(ids)]

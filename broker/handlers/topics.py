@@ -7,7 +7,7 @@ from wire import errors
 from wire.apis import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS
 
 
-def handle_create_topics(broker, ctx, req):
+async def handle_create_topics(broker, ctx, req):
     R = CREATE_TOPICS.Response
     cfg = broker.config
     out = []
@@ -22,16 +22,16 @@ def handle_create_topics(broker, ctx, req):
             continue
         seen.add(t.name)
         try:
-            if t.assignments:
-                raise MetadataError(errors.INVALID_REQUEST,
-                                    "Manual replica assignment is not supported.")
             configs = {c.name: c.value for c in t.configs}
             validate_topic_configs(configs)
-            n = t.num_partitions if t.num_partitions != -1 else cfg.int("num.partitions")
-            rf = (t.replication_factor if t.replication_factor != -1
-                  else cfg.int("default.replication.factor"))
-            meta = broker.metadata.create_topic(t.name, n, rf, configs,
-                                                validate_only=req.validate_only)
+            assignments = [(a.partition_index, a.broker_ids) for a in t.assignments]
+            n, rf = t.num_partitions, t.replication_factor
+            if not assignments:
+                n = n if n != -1 else cfg.int("num.partitions")
+                rf = rf if rf != -1 else cfg.int("default.replication.factor")
+            meta = await broker.metadata.create_topic(
+                t.name, n, rf, configs, validate_only=req.validate_only,
+                assignments=assignments or None, timeout_ms=req.timeout_ms)
         except MetadataError as e:
             res.error_code, res.error_message = e.code, e.message
             continue
@@ -44,7 +44,7 @@ def handle_create_topics(broker, ctx, req):
     return R(topics=out)
 
 
-def handle_delete_topics(broker, ctx, req):
+async def handle_delete_topics(broker, ctx, req):
     R = DELETE_TOPICS.Response
     md = broker.metadata
     if ctx.version >= 6:
@@ -72,21 +72,21 @@ def handle_delete_topics(broker, ctx, req):
             res.error_code = errors.TOPIC_DELETION_DISABLED
             res.error_message = "Topic deletion is disabled."
             continue
-        md.delete_topic(name)
+        await md.delete_topic(name)
     return R(responses=out)
 
 
-def handle_create_partitions(broker, ctx, req):
+async def handle_create_partitions(broker, ctx, req):
     R = CREATE_PARTITIONS.Response
     out = []
     for t in req.topics:
         res = R.CreatePartitionsTopicResult(name=t.name, error_message=None)
         out.append(res)
         try:
-            if t.assignments:
-                raise MetadataError(errors.INVALID_REQUEST,
-                                    "Manual replica assignment is not supported.")
-            broker.metadata.create_partitions(t.name, t.count, validate_only=req.validate_only)
+            assignments = [a.broker_ids for a in t.assignments] if t.assignments else None
+            await broker.metadata.create_partitions(t.name, t.count,
+                                                    validate_only=req.validate_only,
+                                                    assignments=assignments)
         except MetadataError as e:
             res.error_code, res.error_message = e.code, e.message
     return R(results=out)

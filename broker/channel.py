@@ -1,0 +1,126 @@
+"""An asynchronous connection from this broker to another one, for inter-broker requests.
+
+The controller uses one per broker (LeaderAndIsr, UpdateMetadata, StopReplica), replica
+fetchers one per source broker (Fetch, OffsetForLeaderEpoch), and brokers one to the controller
+(AlterPartition, ControlledShutdown). Requests are pipelined; responses are matched by
+correlation id. A broken connection fails every request in flight with ``ChannelError`` and is
+reopened by the next request.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from wire import headers
+from wire.types import i32
+
+log = logging.getLogger("josefk.channel")
+
+
+class ChannelError(Exception):
+    pass
+
+
+class BrokerChannel:
+    def __init__(self, node_id: int, host: str, port: int, client_id: str):
+        self.node_id = node_id
+        self.host, self.port = host, port
+        self.client_id = client_id
+        self._writer = None
+        self._reader_task = None
+        self._connecting = None
+        self._pending: dict[int, tuple] = {}
+        self._next_id = 0
+        self.closed = False
+
+    def retarget(self, host: str, port: int) -> None:
+        """Point at a new endpoint (a broker re-registered elsewhere); reconnects lazily."""
+        if (host, port) != (self.host, self.port):
+            self.host, self.port = host, port
+            self._drop(ChannelError("endpoint changed"))
+
+    async def request(self, api, version: int, req, timeout: float = 30.0):
+        """Send ``req`` and return the decoded response. Raises ChannelError on any failure."""
+        if self.closed:
+            raise ChannelError("channel closed")
+        writer = await self._connect(timeout)
+        self._next_id = (self._next_id + 1) & 0x7FFFFFFF
+        corr = self._next_id
+        out = bytearray()
+        headers.write_request_header(out, headers.RequestHeader(api.key, version, corr,
+                                                                self.client_id),
+                                     api.request_header_version(version))
+        chunks = req.encode(version, out)
+        size = sum(len(c) for c in chunks)
+        fut = asyncio.get_running_loop().create_future()
+        self._pending[corr] = (fut, api, version)
+        writer.writelines([i32.pack(size), *chunks])
+        try:
+            return await asyncio.wait_for(fut, timeout)
+        except asyncio.TimeoutError:
+            self._pending.pop(corr, None)
+            self._drop(ChannelError("request timed out"))  # the stream is now out of step
+            raise ChannelError(f"{api.name} to broker {self.node_id} timed out") from None
+
+    async def _connect(self, timeout):
+        if self._writer is not None:
+            return self._writer
+        if self._connecting is None:
+            self._connecting = asyncio.ensure_future(self._open(timeout))
+        try:
+            return await asyncio.shield(self._connecting)
+        finally:
+            if self._connecting is not None and self._connecting.done():
+                self._connecting = None
+
+    async def _open(self, timeout):
+        try:
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection(self.host, self.port), timeout)
+        except (OSError, asyncio.TimeoutError) as e:
+            raise ChannelError(f"cannot connect to broker {self.node_id} at "
+                               f"{self.host}:{self.port}: {e}") from None
+        self._writer = writer
+        self._reader_task = asyncio.ensure_future(self._read_loop(reader, writer))
+        return writer
+
+    async def _read_loop(self, reader, writer):
+        try:
+            while True:
+                size = i32.unpack(await reader.readexactly(4))[0]
+                data = await reader.readexactly(size)
+                corr = i32.unpack_from(data, 0)[0]
+                entry = self._pending.pop(corr, None)
+                if entry is None:
+                    continue
+                fut, api, version = entry
+                if fut.done():
+                    continue
+                try:
+                    _, pos = headers.read_response_header(data, api.response_header_version(version))
+                    resp, _ = api.Response.decode(data, version, pos)
+                except Exception as e:  # noqa: BLE001 - a bad answer fails that request only
+                    fut.set_exception(ChannelError(f"bad {api.name} response: {e}"))
+                else:
+                    fut.set_result(resp)
+        except (asyncio.IncompleteReadError, OSError) as e:
+            if self._writer is writer:
+                self._drop(ChannelError(f"connection to broker {self.node_id} lost: {e}"))
+        except asyncio.CancelledError:
+            pass
+
+    def _drop(self, exc):
+        writer, self._writer = self._writer, None
+        task, self._reader_task = self._reader_task, None
+        if writer is not None:
+            writer.close()
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
+        pending, self._pending = self._pending, {}
+        for fut, _api, _v in pending.values():
+            if not fut.done():
+                fut.set_exception(exc)
+
+    def close(self):
+        self.closed = True
+        self._drop(ChannelError("channel closed"))

@@ -1,0 +1,181 @@
+"""Inter-broker APIs: the controller's LeaderAndIsr, UpdateMetadata and StopReplica to brokers;
+AlterPartition, ControlledShutdown and ElectLeaders to the controller; OffsetForLeaderEpoch.
+
+On a broker without ZooKeeper there is no controller but itself: requests meant for a
+controller are answered as Kafka answers them in that case, and the controller's requests are
+refused with STALE_CONTROLLER_EPOCH (no controller may steer it).
+"""
+from __future__ import annotations
+
+from broker.replica import PartitionState
+from wire import errors
+from wire.apis import (ALTER_PARTITION, CONTROLLED_SHUTDOWN, ELECT_LEADERS, LEADER_AND_ISR,
+                       OFFSET_FOR_LEADER_EPOCH, STOP_REPLICA, UPDATE_METADATA)
+
+
+def _controller_request_error(broker, epoch) -> int:
+    if broker.cluster is None:
+        return errors.STALE_CONTROLLER_EPOCH
+    return broker.cluster.check_controller_epoch(epoch)
+
+
+async def handle_leader_and_isr(broker, ctx, req):
+    R = LEADER_AND_ISR.Response
+    v = ctx.version
+    if v >= 2:
+        items = [(ts.topic_name, ts.topic_id if v >= 5 else None, ps)
+                 for ts in req.topic_states for ps in ts.partition_states]
+    else:
+        items = [(ps.topic_name, None, ps) for ps in req.ungrouped_partition_states]
+    err = _controller_request_error(broker, req.controller_epoch)
+    results = {}
+    if not err:
+        cluster = broker.cluster
+        for b in req.live_leaders:
+            cluster.leader_endpoints[b.broker_id] = (b.host_name, b.port)
+        for topic, topic_id, ps in items:
+            part = broker.replicas.get(topic, ps.partition_index)
+            if part is not None and ps.leader_epoch <= part.leader_epoch:
+                results[(topic, ps.partition_index)] = errors.STALE_CONTROLLER_EPOCH
+                continue
+            if broker.config.node_id not in ps.replicas:
+                results[(topic, ps.partition_index)] = errors.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            configs = await broker.metadata.topic_configs(topic)
+            broker.replicas.apply(PartitionState(
+                topic, ps.partition_index, ps.leader, ps.leader_epoch, ps.isr, ps.replicas,
+                ps.partition_epoch, topic_id), configs)
+            results[(topic, ps.partition_index)] = errors.NONE
+    if v >= 5:
+        by_id: dict = {}
+        for topic, topic_id, ps in items:
+            by_id.setdefault(topic_id, []).append(R.LeaderAndIsrTopicError.LeaderAndIsrPartitionError(
+                partition_index=ps.partition_index,
+                error_code=err or results.get((topic, ps.partition_index), errors.NONE)))
+        return R(error_code=err, topics=[R.LeaderAndIsrTopicError(topic_id=k, partition_errors=e)
+                                         for k, e in by_id.items()])
+    return R(error_code=err, partition_errors=[R.LeaderAndIsrPartitionError(
+        topic_name=topic, partition_index=ps.partition_index,
+        error_code=err or results.get((topic, ps.partition_index), errors.NONE))
+        for topic, _tid, ps in items])
+
+
+def handle_update_metadata(broker, ctx, req):
+    err = _controller_request_error(broker, req.controller_epoch)
+    if not err:
+        if ctx.version < 5:
+            return UPDATE_METADATA.Response(error_code=errors.UNSUPPORTED_VERSION)
+        broker.metadata.apply_update_metadata(req)
+    return UPDATE_METADATA.Response(error_code=err)
+
+
+def handle_stop_replica(broker, ctx, req):
+    R = STOP_REPLICA.Response
+    v = ctx.version
+    if v >= 3:
+        items = [(ts.topic_name, ps.partition_index, ps.delete_partition)
+                 for ts in req.topic_states for ps in ts.partition_states]
+    elif v >= 1:
+        items = [(t.name, p, req.delete_partitions) for t in req.topics
+                 for p in t.partition_indexes]
+    else:
+        items = [(p.topic_name, p.partition_index, req.delete_partitions)
+                 for p in req.ungrouped_partitions]
+    err = _controller_request_error(broker, req.controller_epoch)
+    if not err:
+        for topic, index, delete in items:
+            broker.replicas.stop_replica(topic, index, delete)
+    return R(error_code=err, partition_errors=[
+        R.StopReplicaPartitionError(topic_name=t, partition_index=p, error_code=err)
+        for t, p, _d in items])
+
+
+async def handle_alter_partition(broker, ctx, req):
+    R = ALTER_PARTITION.Response
+    v = ctx.version
+    controller = broker.cluster.controller if broker.cluster else None
+    if controller is None or not controller.active:
+        return R(error_code=errors.NOT_CONTROLLER, topics=[])
+    by_id = broker.metadata.topics_by_id
+    items, names = [], {}
+    for t in req.topics:
+        name = t.topic_name if v < 2 else (by_id[t.topic_id].name if t.topic_id in by_id else None)
+        names[name] = t.topic_id
+        for p in t.partitions:
+            isr = p.new_isr if v < 3 else [b.broker_id for b in p.new_isr_with_epochs]
+            items.append((name, p.partition_index, p.leader_epoch, p.partition_epoch, isr))
+    result = await controller.alter_partition(req.broker_id, req.broker_epoch, items)
+    if result is None:
+        return R(error_code=errors.NOT_CONTROLLER, topics=[])
+    if isinstance(result, int):
+        return R(error_code=result, topics=[])
+    by_topic: dict = {}
+    for name, index, code, st in result:
+        by_topic.setdefault(name, []).append(R.TopicData.PartitionData(
+            partition_index=index, error_code=code, leader_id=st.leader if st else -1,
+            leader_epoch=st.leader_epoch if st else -1, isr=st.isr if st else [],
+            partition_epoch=st.zk_version if st else -1))
+    return R(error_code=errors.NONE, topics=[
+        R.TopicData(topic_name=name or "", topic_id=names.get(name), partitions=ps)
+        for name, ps in by_topic.items()])
+
+
+async def handle_controlled_shutdown(broker, ctx, req):
+    R = CONTROLLED_SHUTDOWN.Response
+    controller = broker.cluster.controller if broker.cluster else None
+    if controller is None or not controller.active:
+        return R(error_code=errors.NOT_CONTROLLER, remaining_partitions=[])
+    code, remaining = await controller.controlled_shutdown(
+        req.broker_id, req.broker_epoch if ctx.version >= 2 else -1)
+    return R(error_code=code, remaining_partitions=[
+        R.RemainingPartition(topic_name=t, partition_index=p) for t, p in remaining])
+
+
+async def handle_elect_leaders(broker, ctx, req):
+    R = ELECT_LEADERS.Response
+    v = ctx.version
+    controller = broker.cluster.controller if broker.cluster else None
+    wanted = None if req.topic_partitions is None else [
+        (t.topic, p) for t in req.topic_partitions for p in t.partitions]
+    if controller is None:  # a single broker leads everything it hosts: nothing to elect
+        results = {tp: (errors.ELECTION_NOT_NEEDED if broker.replicas.get(*tp) else
+                        errors.UNKNOWN_TOPIC_OR_PARTITION, None) for tp in wanted or []}
+    elif not controller.active:
+        return R(error_code=errors.NOT_CONTROLLER, replica_election_results=[])
+    else:
+        results = await controller.elect_leaders(req.election_type if v >= 1 else 0, wanted)
+        if results is None:
+            return R(error_code=errors.NOT_CONTROLLER, replica_election_results=[])
+    if wanted is None:  # Kafka lists only the partitions it elected when asked for all
+        results = {tp: r for tp, r in results.items() if r[0] == errors.NONE}
+    by_topic: dict = {}
+    for (t, p), (code, msg) in results.items():
+        by_topic.setdefault(t, []).append(R.ReplicaElectionResult.PartitionResult(
+            partition_id=p, error_code=code, error_message=msg))
+    return R(error_code=errors.NONE, replica_election_results=[
+        R.ReplicaElectionResult(topic=t, partition_result=ps) for t, ps in by_topic.items()])
+
+
+def handle_offset_for_leader_epoch(broker, ctx, req):
+    R = OFFSET_FOR_LEADER_EPOCH.Response
+    from_follower = ctx.version >= 3 and req.replica_id >= 0
+    topics_out = []
+    for t in req.topics:
+        parts = []
+        for p in t.partitions:
+            part = broker.replicas.get(t.topic, p.partition)
+            if part is None:
+                code = broker.not_hosted_error(t.topic, p.partition)
+            elif not part.is_leader and not from_follower:
+                code = errors.NOT_LEADER_OR_FOLLOWER
+            else:
+                code = part.check_leader_epoch(p.current_leader_epoch)
+            if code:
+                parts.append(R.OffsetForLeaderTopicResult.EpochEndOffset(
+                    error_code=code, partition=p.partition))
+                continue
+            epoch, end = part.log.end_offset_for_epoch(p.leader_epoch)
+            parts.append(R.OffsetForLeaderTopicResult.EpochEndOffset(
+                partition=p.partition, leader_epoch=epoch, end_offset=end))
+        topics_out.append(R.OffsetForLeaderTopicResult(topic=t.topic, partitions=parts))
+    return R(topics=topics_out)

@@ -1,0 +1,129 @@
+"""A josefk cluster for the tests: real broker processes sharing one real ZooKeeper (each
+cluster in its own chroot). Tests see it only through its brokers' sockets, ZooKeeper and
+signals, as an operator would."""
+from __future__ import annotations
+
+import json
+import time
+
+from confluent_kafka.admin import AdminClient
+
+from compat_tests.broker_process import BrokerProcess
+
+# Short timeouts so failures are detected in seconds, not Kafka's default 18-30 s.
+CLUSTER_OVERRIDES = {
+    "zookeeper.session.timeout.ms": 6000,
+    "replica.lag.time.max.ms": 4000,
+    "replica.fetch.backoff.ms": 200,
+    "replica.fetch.wait.max.ms": 200,
+    "controlled.shutdown.retry.backoff.ms": 500,
+    "group.initial.rebalance.delay.ms": 0,
+    "offsets.topic.num.partitions": 6,
+    "offsets.topic.replication.factor": 3,
+    "default.replication.factor": 3,
+    "num.partitions": 3,
+    "auto.leader.rebalance.enable": "false",
+}
+
+
+class Cluster:
+    def __init__(self, zk_connect: str, root, size: int = 3, overrides=None, racks=None):
+        self.zk_connect = zk_connect
+        self.brokers: dict[int, BrokerProcess] = {}
+        for i in range(1, size + 1):
+            extra = {"zookeeper.connect": zk_connect, **CLUSTER_OVERRIDES, **(overrides or {})}
+            if racks:
+                extra["broker.rack"] = racks[i - 1]
+            self.brokers[i] = BrokerProcess(data_dir=root / f"broker{i}" / "data",
+                                            overrides=extra, node_id=i,
+                                            log_dir=root / f"broker{i}", start_timeout=40)
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(b.bootstrap for b in self.brokers.values() if b.is_running())
+
+    def start(self, timeout: float = 60) -> "Cluster":
+        for b in self.brokers.values():
+            b.start()
+        self.wait_for_brokers(len(self.brokers), timeout)
+        return self
+
+    def stop(self) -> None:
+        for b in self.brokers.values():
+            b.stop(timeout=30)
+
+    def admin(self, broker_id: int | None = None) -> AdminClient:
+        bootstrap = self.brokers[broker_id].bootstrap if broker_id else self.bootstrap
+        return AdminClient({"bootstrap.servers": bootstrap})
+
+    def metadata(self, broker_id: int):
+        """What ``broker_id`` itself answers to Metadata (not what a client caches)."""
+        return self.admin(broker_id).list_topics(timeout=10)
+
+    def wait_for_brokers(self, n: int, timeout: float = 60) -> None:
+        """Until every running broker lists ``n`` live brokers and a controller."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                ok = all(len(self.metadata(i).brokers) == n and
+                         self.controller_id(i) >= 0
+                         for i, b in self.brokers.items() if b.is_running())
+            except Exception:  # noqa: BLE001 - still starting
+                ok = False
+            if ok:
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"cluster did not show {n} brokers within {timeout}s")
+            time.sleep(0.3)
+
+    def controller_id(self, broker_id: int) -> int:
+        admin = self.admin(broker_id)  # keep it alive until the future is answered
+        return admin.describe_cluster(request_timeout=10).result(10).controller.id
+
+    def partition(self, topic: str, index: int, broker_id: int | None = None):
+        bid = broker_id or next(i for i, b in self.brokers.items() if b.is_running())
+        return self.metadata(bid).topics[topic].partitions[index]
+
+    def wait_for(self, predicate, timeout: float = 30, what: str = "condition"):
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            try:
+                last = predicate()
+                if last:
+                    return last
+            except Exception as e:  # noqa: BLE001 - brokers may be failing over
+                last = e
+            time.sleep(0.2)
+        raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
+
+    def wait_for_topic(self, topic: str, partitions: int, timeout: float = 30):
+        """Until every running broker knows ``topic`` with a leader for every partition."""
+        def ready():
+            for i, b in self.brokers.items():
+                if not b.is_running():
+                    continue
+                t = self.metadata(i).topics.get(topic)
+                if t is None or t.error is not None or len(t.partitions) != partitions or \
+                        any(p.leader < 0 for p in t.partitions.values()):
+                    return False
+            return True
+        return self.wait_for(ready, timeout, f"topic {topic} on every broker")
+
+
+def zk_json(zk_connect: str, path: str):
+    """Read a znode as Kafka wrote it: JSON (or plain text) and its stat."""
+    from kazoo.client import KazooClient
+
+    k = KazooClient(hosts=zk_connect, timeout=10.0)
+    k.start(timeout=15)
+    try:
+        data, stat = k.get(path)
+    finally:
+        k.stop()
+        k.close()
+    text = data.decode()
+    try:
+        return json.loads(text), stat
+    except ValueError:
+        return text, stat

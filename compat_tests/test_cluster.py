@@ -1,0 +1,257 @@
+"""A ZooKeeper-coordinated josefk cluster, driven by real clients, real ZooKeeper and signals:
+registration, controller election and failover, placement, metadata, leadership errors, topic
+deletion, coordinators on other brokers, and Kafka's znode layout."""
+from __future__ import annotations
+
+import collections
+import os
+import time
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, TopicCollection, TopicPartition
+from confluent_kafka.admin import NewPartitions, NewTopic
+from kafka import KafkaConsumer, KafkaProducer
+
+from compat_tests import rawkafka as rk
+from compat_tests.cluster import zk_json
+from compat_tests.helpers import consume_n, flush_all, producer, unique_topic
+
+NOT_LEADER_OR_FOLLOWER = 6
+
+
+def create(c, name, partitions=3, rf=3, config=None, **kw):
+    admin = c.admin()
+    fs = admin.create_topics([NewTopic(name, partitions, rf, config=config or {}, **kw)],
+                             operation_timeout=30)
+    fs[name].result(30)
+    c.wait_for_topic(name, partitions)
+    return name
+
+
+def test_every_broker_agrees_on_metadata(cluster):
+    topic = create(cluster, unique_topic("agree"), 4)
+    views = []
+    for i in cluster.brokers:
+        md = cluster.metadata(i)
+        assert sorted(md.brokers) == [1, 2, 3]
+        t = md.topics[topic]
+        views.append({p: (pm.leader, sorted(pm.replicas), sorted(pm.isrs))
+                      for p, pm in t.partitions.items()})
+    assert views[0] == views[1] == views[2]
+    for p, (leader, replicas, isr) in views[0].items():
+        assert replicas == [1, 2, 3] and isr == [1, 2, 3] and leader in replicas
+    controllers = {cluster.controller_id(i) for i in cluster.brokers}
+    assert len(controllers) == 1 and controllers.pop() in (1, 2, 3)
+
+
+@pytest.mark.parametrize("via", [1, 2, 3])
+def test_confluent_produce_consume_replicated_through_any_broker(cluster, via):
+    topic = create(cluster, unique_topic(f"rt{via}"), 3)
+    boot = cluster.brokers[via].bootstrap
+    p = producer(boot, acks="all", **{"enable.idempotence": True})
+    for i in range(300):
+        p.produce(topic, key=str(i % 3).encode(), value=f"v{i}".encode())
+    flush_all(p)
+    c = Consumer({"bootstrap.servers": boot, "group.id": unique_topic("g"),
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    c.subscribe([topic])
+    got = consume_n(c, 300, timeout=40)
+    c.close()
+    assert sorted(int(m.value()[1:]) for m in got) == list(range(300))
+
+
+def test_kafka_python_produce_consume_replicated(cluster):
+    topic = create(cluster, unique_topic("kp"), 2)
+    boot = cluster.brokers[2].bootstrap
+    prod = KafkaProducer(bootstrap_servers=boot, acks="all")
+    for i in range(100):
+        prod.send(topic, value=f"m{i}".encode(), partition=i % 2)
+    prod.flush(30)
+    prod.close()
+    cons = KafkaConsumer(topic, bootstrap_servers=cluster.brokers[3].bootstrap,
+                         auto_offset_reset="earliest", consumer_timeout_ms=15000,
+                         group_id=unique_topic("kpg"))
+    values = sorted(int(m.value[1:]) for _, m in zip(range(100), cons))
+    cons.close()
+    assert values == list(range(100))
+
+
+def test_leaders_spread_evenly(cluster):
+    topic = create(cluster, unique_topic("spread"), 6)
+    leaders = collections.Counter(p.leader for p in cluster.metadata(1).topics[topic]
+                                  .partitions.values())
+    assert sorted(leaders.values()) == [2, 2, 2], leaders
+
+
+def test_replication_factor_larger_than_brokers_is_refused(cluster):
+    name = unique_topic("rf4")
+    admin = cluster.admin()
+    fs = admin.create_topics([NewTopic(name, 1, 4)], operation_timeout=10)
+    with pytest.raises(Exception) as e:
+        fs[name].result(15)
+    assert e.value.args[0].code() == KafkaError.INVALID_REPLICATION_FACTOR
+
+
+def test_manual_replica_assignment_is_honoured(cluster):
+    name = unique_topic("manual")
+    admin = cluster.admin()
+    fs = admin.create_topics([NewTopic(name, replica_assignment=[[2, 3], [3, 1]])],
+                             operation_timeout=30)
+    fs[name].result(30)
+    cluster.wait_for_topic(name, 2)
+    parts = cluster.metadata(1).topics[name].partitions
+    assert parts[0].replicas == [2, 3] and parts[0].leader == 2
+    assert parts[1].replicas == [3, 1] and parts[1].leader == 3
+    fs = admin.create_partitions([NewPartitions(name, 3, [[1, 2]])])
+    fs[name].result(30)
+    cluster.wait_for_topic(name, 3)
+    assert cluster.metadata(2).topics[name].partitions[2].replicas == [1, 2]
+
+
+def test_request_to_non_leader_gets_not_leader_or_follower(cluster):
+    topic = create(cluster, unique_topic("notleader"), 1)
+    leader = cluster.partition(topic, 0).leader
+    other = next(i for i in cluster.brokers if i != leader)
+    conn = rk.RawConnection(cluster.brokers[other].bootstrap)
+    try:
+        batch = rk.record_batch([(b"k", b"v")], int(time.time() * 1000))
+        res = rk.produce_v9(conn, topic, 0, batch, acks=1)
+        assert res[(topic, 0)]["error_code"] == NOT_LEADER_OR_FOLLOWER, res
+        fetched = rk.fetch(conn, 11, topic, 0, 0)
+        assert fetched["partitions"][(topic, 0)]["error_code"] == NOT_LEADER_OR_FOLLOWER
+    finally:
+        conn.sock.close()
+
+
+def test_topic_deletion_removes_files_on_every_broker(cluster):
+    topic = create(cluster, unique_topic("del"), 2)
+    p = producer(cluster.bootstrap, acks="all")
+    for i in range(20):
+        p.produce(topic, value=b"x", partition=i % 2)
+    flush_all(p)
+    dirs = [b.data_dir / f"{topic}-{i}" for b in cluster.brokers.values() for i in range(2)]
+    assert all(d.exists() for d in dirs)
+    admin = cluster.admin()
+    admin.delete_topics([topic], operation_timeout=30)[topic].result(30)
+    cluster.wait_for(lambda: not any(d.exists() for d in dirs), 30, "partition dirs removed")
+    cluster.wait_for(lambda: all(topic not in cluster.metadata(i).topics
+                                 for i in cluster.brokers), 30, "topic gone everywhere")
+
+
+def test_partitions_added_cluster_wide(cluster):
+    topic = create(cluster, unique_topic("grow"), 2)
+    admin = cluster.admin()
+    admin.create_partitions([NewPartitions(topic, 5)])[topic].result(30)
+    cluster.wait_for_topic(topic, 5)
+    p = producer(cluster.bootstrap, acks="all")
+    for i in range(5):
+        p.produce(topic, value=b"x", partition=i)
+    flush_all(p)
+
+
+def test_group_coordinated_by_another_broker_keeps_offsets(cluster_factory):
+    c = cluster_factory()
+    topic = create(c, unique_topic("grp"), 3)
+    p = producer(c.bootstrap, acks="all")
+    for i in range(90):
+        p.produce(topic, value=f"{i}".encode(), partition=i % 3)
+    flush_all(p)
+    group = unique_topic("coord")
+    boot = c.brokers[1].bootstrap
+    cons = Consumer({"bootstrap.servers": boot, "group.id": group,
+                     "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    cons.subscribe([topic])
+    got = consume_n(cons, 60, timeout=40)
+    cons.commit(asynchronous=False)
+    cons.close()
+    admin = c.admin()
+    coordinator = admin.describe_consumer_groups([group])[group].result(15).coordinator.id
+    # Kill the coordinator: the group's offsets live on in the other replicas.
+    c.brokers[coordinator].kill()
+    survivor = next(i for i in c.brokers if i != coordinator)
+    c.wait_for(lambda: c.metadata(survivor).topics["__consumer_offsets"] is not None and
+               all(p.leader != coordinator
+                   for p in c.metadata(survivor).topics["__consumer_offsets"].partitions.values()),
+               30, "offsets partitions moved")
+    cons = Consumer({"bootstrap.servers": c.brokers[survivor].bootstrap, "group.id": group,
+                     "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    committed = cons.committed([TopicPartition(topic, i) for i in range(3)], timeout=30)
+    cons.close()
+    assert sum(tp.offset for tp in committed) == len(got)
+
+
+def test_controller_failover_and_rejoin(cluster_factory):
+    c = cluster_factory()
+    old = c.controller_id(1)
+    started = time.monotonic()
+    c.brokers[old].kill()
+    survivors = [i for i in c.brokers if i != old]
+    new = c.wait_for(lambda: (c.controller_id(survivors[0]) not in (-1, old)
+                              and c.controller_id(survivors[0])), 20, "new controller")
+    elapsed = time.monotonic() - started
+    assert new in survivors
+    assert elapsed < 6 + 5, f"controller failover took {elapsed:.1f}s"
+    create(c, unique_topic("after"), 3, rf=2)
+    c.brokers[old].start()
+    c.wait_for_brokers(3, 60)
+    topic = create(c, unique_topic("rejoined"), 3, rf=3)
+    assert all(sorted(p.replicas) == [1, 2, 3]
+               for p in c.metadata(old).topics[topic].partitions.values())
+
+
+def test_duplicate_broker_id_is_refused(cluster, tmp_path):
+    from compat_tests.broker_process import BrokerProcess, BrokerStartError
+
+    dup = BrokerProcess(data_dir=tmp_path / "dup", node_id=2, log_dir=tmp_path,
+                        overrides={"zookeeper.connect": cluster.zk_connect,
+                                   "zookeeper.session.timeout.ms": 6000}, start_timeout=30)
+    with pytest.raises(BrokerStartError) as e:
+        dup.start()
+        dup.proc.wait(30)  # it listens first, then fails to register
+        raise BrokerStartError(dup.log_tail())
+    assert "already registered" in str(e.value)
+    dup.stop()
+
+
+def test_rack_aware_placement(cluster_factory):
+    c = cluster_factory(4, racks=["a", "a", "b", "b"])
+    topic = create(c, unique_topic("racks"), 8, rf=2)
+    racks = {1: "a", 2: "a", 3: "b", 4: "b"}
+    for p in c.metadata(1).topics[topic].partitions.values():
+        assert {racks[r] for r in p.replicas} == {"a", "b"}, p.replicas
+
+
+def test_znodes_follow_kafka_layout(cluster):
+    topic = create(cluster, unique_topic("znodes"), 2, config={"retention.ms": "3600000"})
+    zk = cluster.zk_connect
+    reg, stat = zk_json(zk, "/brokers/ids/1")
+    assert stat.ephemeralOwner != 0
+    assert reg["version"] == 5 and reg["jmx_port"] == -1 and reg["features"] == {}
+    assert reg["endpoints"] == [f"PLAINTEXT://127.0.0.1:{cluster.brokers[1].port}"]
+    assert reg["listener_security_protocol_map"] == {"PLAINTEXT": "PLAINTEXT"}
+    assert reg["host"] == "127.0.0.1" and reg["port"] == cluster.brokers[1].port
+    assert reg["timestamp"].isdigit()
+    t, _ = zk_json(zk, f"/brokers/topics/{topic}")
+    assert t["version"] == 3 and set(t["partitions"]) == {"0", "1"}
+    assert t["adding_replicas"] == {} and t["removing_replicas"] == {}
+    assert len(t["topic_id"]) == 22
+    admin = cluster.admin()
+    md_id = admin.describe_topics(TopicCollection([topic]))[topic].result(15).topic_id
+    assert str(md_id) == t["topic_id"]
+    st, _ = zk_json(zk, f"/brokers/topics/{topic}/partitions/0/state")
+    assert set(st) == {"controller_epoch", "leader", "version", "leader_epoch", "isr"}
+    assert st["version"] == 1 and st["leader"] in st["isr"]
+    ctl, cstat = zk_json(zk, "/controller")
+    assert set(ctl) == {"version", "brokerid", "timestamp", "kraftControllerEpoch"}
+    assert ctl["version"] == 2 and ctl["kraftControllerEpoch"] == -1 and cstat.ephemeralOwner
+    epoch, _ = zk_json(zk, "/controller_epoch")
+    assert isinstance(epoch, int) and epoch >= 1
+    cid, _ = zk_json(zk, "/cluster/id")
+    assert cid["version"] == "1" and cid["id"] == admin.describe_cluster(
+        request_timeout=10).result(10).cluster_id
+    conf, _ = zk_json(zk, f"/config/topics/{topic}")
+    assert conf == {"version": 1, "config": {"retention.ms": "3600000"}}
+    for d in cluster.brokers.values():
+        props = (d.data_dir / "meta.properties").read_text()
+        assert f"cluster.id={cid['id']}" in props
+    assert os.path.isdir(cluster.brokers[1].data_dir)

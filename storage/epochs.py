@@ -1,0 +1,71 @@
+"""The leader-epoch cache of a log: which leader epoch started at which offset (KIP-101).
+
+Kept in the partition directory as Kafka's ``leader-epoch-checkpoint`` file:
+a version line (0), a count line, then one ``<epoch> <start offset>`` line per entry.
+"""
+from __future__ import annotations
+
+import os
+from bisect import bisect_right
+from pathlib import Path
+
+FILE = "leader-epoch-checkpoint"
+UNDEFINED = -1
+
+
+class LeaderEpochCache:
+    def __init__(self, dir):
+        self.path = Path(dir) / FILE
+        self.entries: list[tuple[int, int]] = []  # (epoch, start offset), both increasing
+        try:
+            lines = self.path.read_text().split("\n")
+            count = int(lines[1])
+            for line in lines[2:2 + count]:
+                epoch, offset = line.split()
+                self.entries.append((int(epoch), int(offset)))
+        except (OSError, ValueError, IndexError):
+            self.entries = []
+
+    @property
+    def latest_epoch(self) -> int:
+        return self.entries[-1][0] if self.entries else UNDEFINED
+
+    def assign(self, epoch: int, start_offset: int) -> None:
+        """Record that ``epoch`` starts at ``start_offset`` (no-op unless it is a newer epoch)."""
+        if epoch < 0 or (self.entries and epoch <= self.entries[-1][0]):
+            return
+        # A newer epoch cannot start before an older one: drop entries it overrides.
+        while self.entries and self.entries[-1][1] >= start_offset:
+            self.entries.pop()
+        self.entries.append((epoch, start_offset))
+        self._save()
+
+    def end_offset_for(self, epoch: int, log_end_offset: int) -> tuple[int, int]:
+        """Kafka's OffsetsForLeaderEpoch answer: the largest epoch <= ``epoch`` we know and the
+        offset where the next epoch starts (the log end for the latest). (-1, -1) if ``epoch``
+        is older than anything we have."""
+        if not self.entries:
+            return UNDEFINED, UNDEFINED
+        if epoch >= self.entries[-1][0]:
+            return self.entries[-1][0], log_end_offset
+        k = bisect_right([e for e, _ in self.entries], epoch)
+        if k == 0:
+            return UNDEFINED, UNDEFINED
+        return self.entries[k - 1][0], self.entries[k][1]
+
+    def truncate_from_end(self, end_offset: int) -> None:
+        """Forget epochs that start at or after ``end_offset`` (the log was truncated there)."""
+        before = len(self.entries)
+        while self.entries and self.entries[-1][1] >= end_offset:
+            self.entries.pop()
+        if len(self.entries) != before:
+            self._save()
+
+    def _save(self) -> None:
+        body = "".join(f"{e} {o}\n" for e, o in self.entries)
+        tmp = self.path.with_suffix(".tmp")
+        with open(tmp, "w") as f:
+            f.write(f"0\n{len(self.entries)}\n{body}")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)

@@ -1,0 +1,109 @@
+"""ZooKeeper access through kazoo, shaped for an asyncio broker.
+
+Every blocking kazoo call runs on a worker thread (``await zk.call(...)``); kazoo's watch
+callbacks arrive on kazoo's threads and are handed to the event loop with
+``call_soon_threadsafe``, so broker code only ever runs on the loop.
+"""
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+
+from kazoo.client import KazooClient, KazooState
+from kazoo.exceptions import NodeExistsError, NoNodeError  # noqa: F401 - re-exported
+
+log = logging.getLogger("josefk.zk")
+
+
+def split_chroot(connect: str) -> tuple[str, str]:
+    """``"h1:2181,h2:2181/josefk"`` -> ``("h1:2181,h2:2181", "/josefk")`` (chroot may be "")."""
+    hosts, slash, chroot = connect.partition("/")
+    return hosts, ("/" + chroot.rstrip("/")) if slash and chroot.strip("/") else ""
+
+
+class ZkClient:
+    def __init__(self, connect: str, session_timeout_ms: int, connect_timeout_ms: int = 18000):
+        self.hosts, self.chroot = split_chroot(connect)
+        self.session_timeout_s = session_timeout_ms / 1000
+        self.connect_timeout_s = connect_timeout_ms / 1000
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.kazoo: KazooClient | None = None
+        self._session_listeners = []
+
+    async def start(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        if self.chroot:
+            # kazoo needs the chroot to exist before it can be used as one.
+            plain = KazooClient(hosts=self.hosts, timeout=self.session_timeout_s)
+            await self.loop.run_in_executor(None, self._ensure_chroot, plain)
+        self.kazoo = KazooClient(hosts=self.hosts + self.chroot, timeout=self.session_timeout_s)
+        self.kazoo.add_listener(self._on_state)
+        await self.loop.run_in_executor(
+            None, functools.partial(self.kazoo.start, timeout=self.connect_timeout_s))
+
+    def _ensure_chroot(self, plain):
+        plain.start(timeout=self.connect_timeout_s)
+        try:
+            plain.ensure_path(self.chroot)
+        finally:
+            plain.stop()
+            plain.close()
+
+    async def stop(self) -> None:
+        if self.kazoo is not None:
+            k, self.kazoo = self.kazoo, None
+            await self.loop.run_in_executor(None, self._stop, k)
+
+    @staticmethod
+    def _stop(k):
+        k.stop()
+        k.close()
+
+    async def call(self, method: str, *args, **kwargs):
+        """Run ``kazoo.<method>(*args, **kwargs)`` on a worker thread."""
+        fn = getattr(self.kazoo, method)
+        return await self.loop.run_in_executor(None, functools.partial(fn, *args, **kwargs))
+
+    async def run(self, fn, *args):
+        """Run ``fn(kazoo, *args)`` (several calls in a row) on a worker thread."""
+        return await self.loop.run_in_executor(None, fn, self.kazoo, *args)
+
+    # -- session and watches: callbacks run on the event loop ------------------------------------
+    def on_session(self, callback) -> None:
+        """``callback(state)`` with state one of "connected", "suspended", "lost"."""
+        self._session_listeners.append(callback)
+
+    def _on_state(self, state):
+        name = {KazooState.CONNECTED: "connected", KazooState.SUSPENDED: "suspended",
+                KazooState.LOST: "lost"}[state]
+        for cb in self._session_listeners:
+            self.loop.call_soon_threadsafe(cb, name)
+
+    async def watch_children(self, path: str, callback) -> None:
+        """``callback(children)`` now and on every change of ``path``'s children."""
+        def fire(children):
+            self.loop.call_soon_threadsafe(callback, sorted(children))
+
+        def setup(k):
+            k.ensure_path(path)
+            k.ChildrenWatch(path, fire)
+        await self.run(setup)
+
+    async def watch_data(self, path: str, callback) -> None:
+        """``callback(data_or_None)`` now and on every change of ``path``'s data; stops when
+        the callback returns False."""
+        stopped = []
+
+        def fire(data, _stat):
+            if stopped:
+                return False
+            def deliver():
+                if callback(data) is False:
+                    stopped.append(True)
+            self.loop.call_soon_threadsafe(deliver)
+        await self.run(lambda k: k.DataWatch(path, fire))
+
+    @property
+    def session_id(self):
+        return self.kazoo.client_id[0] if self.kazoo and self.kazoo.client_id else None

@@ -1,0 +1,219 @@
+"""Reads and writes of the cluster's znodes, in Kafka's layout (`zk.znodes`).
+
+Every function takes a started ``KazooClient`` first and blocks: the broker runs them on worker
+threads through ``ZkClient.run``. Nothing here decides anything; the controller and the broker's
+metadata store do.
+"""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field, replace
+
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+
+from zk import znodes as zn
+from zk.znodes import (BROKER_IDS, CLUSTER_ID, CONTROLLER, CONTROLLER_EPOCH, DELETE_TOPICS,
+                       TOPICS, PartitionState, topic_path)
+
+__all__ = ["BROKER_IDS", "CONTROLLER", "DELETE_TOPICS", "TOPICS", "topic_path", "LiveBroker",
+           "Topic", "PartitionState"]
+
+
+@dataclass(frozen=True)
+class LiveBroker:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None
+    epoch: int  # the czxid of its registration: Kafka's broker epoch
+
+
+@dataclass
+class Topic:
+    topic_id: uuid.UUID
+    partitions: dict[int, list[int]]
+    configs: dict = field(default_factory=dict)
+
+
+def leader_isr(leader, leader_epoch, isr, controller_epoch, zk_version=-1) -> PartitionState:
+    return PartitionState(leader=leader, leader_epoch=leader_epoch, isr=list(isr),
+                          controller_epoch=controller_epoch, zk_version=zk_version)
+
+
+def decode_controller(data) -> int | None:
+    info = zn.decode_controller(data) if data else None
+    return info.broker_id if info else None
+
+
+# -- controller election ------------------------------------------------------------------------
+def try_create_controller(k, node_id: int) -> bool:
+    try:
+        k.create(CONTROLLER, zn.encode_controller(node_id), ephemeral=True)
+        return True
+    except NodeExistsError:
+        return False
+
+
+def increment_controller_epoch(k) -> tuple[int, int]:
+    """Bump ``/controller_epoch`` (created at 1); returns (epoch, znode version)."""
+    while True:
+        try:
+            data, stat = k.get(CONTROLLER_EPOCH)
+        except NoNodeError:
+            try:
+                k.create(CONTROLLER_EPOCH, zn.encode_controller_epoch(1))
+                return 1, 0
+            except NodeExistsError:
+                continue
+        epoch = zn.decode_controller_epoch(data) + 1
+        try:
+            stat = k.set(CONTROLLER_EPOCH, zn.encode_controller_epoch(epoch), version=stat.version)
+            return epoch, stat.version
+        except BadVersionError:
+            continue
+
+
+# -- brokers ----------------------------------------------------------------------------------------
+def register_broker(k, node_id: int, data: bytes) -> int | None:
+    """Create the ephemeral ``/brokers/ids/<id>``; returns the broker epoch, or None if another
+    session holds that id."""
+    k.ensure_path(BROKER_IDS)
+    path = zn.broker_path(node_id)
+    try:
+        k.create(path, data, ephemeral=True)
+    except NodeExistsError:
+        try:
+            _, stat = k.get(path)
+        except NoNodeError:
+            return register_broker(k, node_id, data)
+        if stat.ephemeralOwner != k.client_id[0]:
+            return None
+    return k.get(path)[1].czxid
+
+
+def read_brokers(k) -> dict[int, LiveBroker]:
+    out = {}
+    for child in k.get_children(BROKER_IDS):
+        try:
+            data, stat = k.get(f"{BROKER_IDS}/{child}")
+        except NoNodeError:
+            continue
+        reg = zn.decode_broker_registration(int(child), data)
+        ep = reg.endpoint("PLAINTEXT") or reg.endpoints[0]
+        out[reg.broker_id] = LiveBroker(reg.broker_id, ep.host or "127.0.0.1", ep.port, reg.rack,
+                                        stat.czxid)
+    return out
+
+
+def ensure_cluster_id(k, proposed: str) -> str:
+    try:
+        k.create(CLUSTER_ID, zn.encode_cluster_id(proposed), makepath=True)
+        return proposed
+    except NodeExistsError:
+        return zn.decode_cluster_id(k.get(CLUSTER_ID)[0])
+
+
+def ensure_persistent_paths(k) -> None:
+    for p in zn.PERSISTENT_PATHS:
+        k.ensure_path(p)
+
+
+# -- topics -------------------------------------------------------------------------------------------
+def read_topic_config(k, topic: str) -> dict:
+    try:
+        return zn.decode_config(k.get(zn.topic_config_path(topic))[0])
+    except NoNodeError:
+        return {}
+
+
+def read_topics(k, names=None) -> dict[str, Topic]:
+    out = {}
+    for t in (k.get_children(TOPICS) if names is None else names):
+        try:
+            data, _ = k.get(topic_path(t))
+        except NoNodeError:
+            continue
+        a = zn.decode_topic_assignment(data, t)
+        out[t] = Topic(a.topic_id or uuid.uuid5(uuid.NAMESPACE_OID, t), dict(a.partitions),
+                       read_topic_config(k, t))
+    return out
+
+
+def read_partition_states(k, topics: dict) -> dict[tuple[str, int], PartitionState]:
+    out = {}
+    for t, info in topics.items():
+        for p in info.partitions:
+            try:
+                data, stat = k.get(zn.partition_state_path(t, p))
+            except NoNodeError:
+                continue
+            st = zn.decode_partition_state(data, stat.version)
+            if st is not None:
+                out[(t, p)] = st
+    return out
+
+
+def write_partition_states(k, epoch_zk_version: int, changes: dict) -> dict:
+    """Write ``{tp: (new_state, current_state_or_None)}``, each fenced by the controller epoch
+    znode's version and (for updates) the state znode's version. Returns ``{tp: written state
+    with its new version}`` for the writes that succeeded."""
+    pending = []
+    for (t, p), (new, cur) in changes.items():
+        path = zn.partition_state_path(t, p)
+        data = zn.encode_partition_state_obj(new)
+        tx = k.transaction()
+        tx.check(CONTROLLER_EPOCH, epoch_zk_version)
+        if cur is None:
+            k.ensure_path(zn.topic_partitions_path(t))
+            try:
+                k.create(zn.partition_path(t, p))
+            except NodeExistsError:
+                pass
+            tx.create(path, data)
+        else:
+            tx.set_data(path, data, version=cur.zk_version)
+        pending.append(((t, p), new, 0 if cur is None else cur.zk_version + 1,
+                        tx.commit_async()))
+    written = {}
+    for tp, new, version, res in pending:
+        try:
+            results = res.get()
+        except Exception:  # noqa: BLE001 - the session is gone: nothing was written
+            continue
+        if all(not isinstance(r, Exception) for r in results):
+            written[tp] = replace(new, zk_version=version)
+    return written
+
+
+def create_topic(k, name: str, topic_id: uuid.UUID, assignment: dict, configs: dict) -> None:
+    """Kafka's AdminZkClient order: the config znode, then the assignment (which the
+    controller watches). Raises NodeExistsError if the topic exists."""
+    if k.exists(topic_path(name)):
+        raise NodeExistsError()
+    k.ensure_path(zn.config_entity_type_path(zn.CONFIG_TOPICS))
+    try:
+        k.create(zn.topic_config_path(name), zn.encode_config(configs))
+    except NodeExistsError:
+        k.set(zn.topic_config_path(name), zn.encode_config(configs))
+    k.create(topic_path(name), zn.encode_topic_assignment(assignment, topic_id),
+             makepath=True)
+
+
+def add_partitions(k, name: str, topic_id: uuid.UUID, assignment: dict) -> None:
+    """Replace a topic's assignment with one holding more partitions."""
+    k.set(topic_path(name), zn.encode_topic_assignment(assignment, topic_id))
+
+
+def mark_topic_for_deletion(k, name: str) -> None:
+    try:
+        k.create(zn.delete_topic_path(name), makepath=True)
+    except NodeExistsError:
+        pass
+
+
+def delete_topic_znodes(k, name: str) -> None:
+    for path in (topic_path(name), zn.topic_config_path(name), zn.delete_topic_path(name)):
+        try:
+            k.delete(path, recursive=True)
+        except NoNodeError:
+            pass
