@@ -143,14 +143,14 @@ class Broker:
             t.cancel()
         if self.server is not None:
             self.server.close()
+        for c in list(self.connections):
+            c.transport.close()
         if self.replicas.fetchers is not None:
             self.replicas.fetchers.close()
         if self.cluster is not None:
             await self.cluster.stop()
         self.groups.shutdown()
         await asyncio.to_thread(self._housekeeping.shutdown, True)  # let a running pass finish
-        for c in list(self.connections):
-            c.transport.close()
         self.logs.checkpoint()
         self.logs.close()
 
