@@ -17,6 +17,7 @@ from wire.apis import ALTER_PARTITION, CONTROLLED_SHUTDOWN
 log = logging.getLogger("josefk.cluster")
 
 ALTER_PARTITION_VERSION = 1
+ALTER_PARTITION_TIMEOUT_S = 3
 CONTROLLED_SHUTDOWN_VERSION = 3
 
 
@@ -137,8 +138,10 @@ class IsrChangeSender:
         req = Q(broker_id=self.cluster.node_id, broker_epoch=self.cluster.metadata.broker_epoch,
                 topics=[Q.TopicData(topic_name=t, partitions=ps) for t, ps in by_topic.items()])
         try:
+            # A short timeout: a controller that stopped answering is replaced within the
+            # ZooKeeper session timeout, and the proposal then goes to the new one.
             resp = await self.cluster.controller_channel().request(
-                ALTER_PARTITION, ALTER_PARTITION_VERSION, req, timeout=30)
+                ALTER_PARTITION, ALTER_PARTITION_VERSION, req, timeout=ALTER_PARTITION_TIMEOUT_S)
         except ChannelError as e:
             log.warning("AlterPartition failed: %s", e)
             resp = None
