@@ -312,7 +312,7 @@ class Partition:
              replica_id: int = -1, last_fetched_epoch: int = -1) -> ReadResult:
         lg = self.log
         hwm = lg.high_watermark
-        if replica_id >= 0 and last_fetched_epoch >= 0:
+        if last_fetched_epoch >= 0:
             epoch, end = lg.end_offset_for_epoch(last_fetched_epoch)
             if epoch != last_fetched_epoch or end < offset:
                 return ReadResult(errors.NONE, b"", hwm, lg.log_start_offset,

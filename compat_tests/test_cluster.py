@@ -255,3 +255,34 @@ def test_znodes_follow_kafka_layout(cluster):
         props = (d.data_dir / "meta.properties").read_text()
         assert f"cluster.id={cid['id']}" in props
     assert os.path.isdir(cluster.brokers[1].data_dir)
+
+
+def test_topics_describe_shows_leader_replicas_isr(cluster):
+    from compat_tests.helpers import josefk_cli
+
+    topic = create(cluster, unique_topic("cli"), 2)
+    out = josefk_cli(cluster.brokers[2], "topics", "describe", "--topic", topic).stdout
+    lines = out.strip().splitlines()
+    assert f"Topic: {topic}" in lines[0] and "PartitionCount: 2" in lines[0]
+    assert "ReplicationFactor: 3" in lines[0]
+    md = cluster.metadata(1).topics[topic].partitions
+    for p in (0, 1):
+        want = (f"\tTopic: {topic}\tPartition: {p}\tLeader: {md[p].leader}\t"
+                f"Replicas: {','.join(map(str, md[p].replicas))}\t"
+                f"Isr: {','.join(map(str, md[p].isrs))}")
+        assert want in lines, (want, lines)
+
+
+def test_auto_leader_rebalance_brings_leadership_back(cluster_factory):
+    c = cluster_factory(overrides={"auto.leader.rebalance.enable": "true",
+                                   "leader.imbalance.check.interval.seconds": 1,
+                                   "zookeeper.session.timeout.ms": 3000})
+    topic = create(c, unique_topic("autobal"), 3)
+    preferred = {i: p.replicas[0] for i, p in c.metadata(1).topics[topic].partitions.items()}
+    victim = preferred[0]
+    c.brokers[victim].stop()
+    survivor = next(i for i in c.brokers if i != victim)
+    c.wait_for(lambda: c.partition(topic, 0, survivor).leader != victim, 20, "failover")
+    c.brokers[victim].start()
+    c.wait_for(lambda: {i: p.leader for i, p in c.metadata(survivor).topics[topic]
+                        .partitions.items()} == preferred, 60, "preferred leaders restored")
