@@ -19,7 +19,7 @@ from broker.producer_state import ProducerStateTable
 from storage.config import LogConfig
 from storage.errors import OffsetOutOfRange, RecordTooLarge
 from wire import errors
-from wire.batch import CorruptRecord, InvalidRecord, validate_batches
+from wire.batch import CorruptRecord, InvalidRecord, crc_ok, iter_headers, validate_batches
 
 log = logging.getLogger("josefk.replica")
 
@@ -333,10 +333,17 @@ class Partition:
 
     # -- follower -----------------------------------------------------------------------------------
     def append_as_follower(self, records, leader_hwm: int) -> None:
+        """Append what the leader sent, unchanged. A fetch response may end in a partial
+        batch (cut at the fetch size): only whole batches are kept, the rest comes next time."""
         lg = self.log
-        if records:
-            batches = validate_batches(records)
-            lg.append_as_follower(records, batches)
+        batches = list(iter_headers(records)) if records else []
+        if batches:
+            for h in batches:
+                if not crc_ok(records, h):
+                    raise CorruptRecord(f"batch at offset {h.base_offset} from the leader fails "
+                                        "its CRC")
+            end = batches[-1].pos + batches[-1].size
+            lg.append_as_follower(memoryview(records)[:end], batches)
             for h in batches:
                 if h.producer_id >= 0:
                     self.producers.update(h, h.base_offset, h.base_offset + h.last_offset_delta)
