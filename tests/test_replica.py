@@ -116,3 +116,15 @@ def test_followers_read_up_to_the_log_end_consumers_up_to_the_high_watermark(tmp
     p.append(records(3), acks=1)
     assert p.read(fetch_offset, 10000, True).records == b""
     assert len(p.read(fetch_offset, 10000, True, replica_id=2).records) > 0
+
+
+def test_follower_keeps_whole_batches_of_a_cut_fetch(tmp_path):
+    p, _ = leader(tmp_path)
+    p.make_follower(PartitionState("t", 0, 2, 6, [1, 2, 3], [1, 2, 3]))
+    one, two = records(2), records(3)
+    for buf, base in ((one, 0), (two, 2)):
+        buf[0:8] = base.to_bytes(8, "big")
+    p.append_as_follower(bytes(one) + bytes(two[:20]), leader_hwm=2)
+    assert p.log.log_end_offset == 2 and p.log.high_watermark == 2
+    p.append_as_follower(bytes(two), leader_hwm=5)
+    assert p.log.log_end_offset == 5 and p.log.high_watermark == 5
