@@ -286,3 +286,42 @@ def test_auto_leader_rebalance_brings_leadership_back(cluster_factory):
     c.brokers[victim].start()
     c.wait_for(lambda: {i: p.leader for i, p in c.metadata(survivor).topics[topic]
                         .partitions.items()} == preferred, 60, "preferred leaders restored")
+
+
+def test_stale_controller_and_non_controller_requests_are_refused(cluster):
+    from broker.client import Client
+    from wire.apis import ALTER_PARTITION, LEADER_AND_ISR, UPDATE_METADATA
+
+    controller = cluster.controller_id(1)
+    other = next(i for i in cluster.brokers if i != controller)
+    with Client(cluster.brokers[other].bootstrap) as c:
+        resp = c.request(UPDATE_METADATA, controller_id=controller, controller_epoch=0,
+                         broker_epoch=-1, topic_states=[], live_brokers=[])
+        assert resp.error_code == 11  # STALE_CONTROLLER_EPOCH
+        resp = c.request(LEADER_AND_ISR, controller_id=controller, controller_epoch=0,
+                         broker_epoch=-1, type=0, topic_states=[], live_leaders=[])
+        assert resp.error_code == 11
+        resp = c.request(ALTER_PARTITION, broker_id=other, broker_epoch=-1, topics=[])
+        assert resp.error_code == 41  # NOT_CONTROLLER
+
+
+def test_offset_for_leader_epoch(cluster):
+    from broker.client import Client
+    from wire.apis import OFFSET_FOR_LEADER_EPOCH
+
+    topic = create(cluster, unique_topic("ofle"), 1)
+    p = producer(cluster.bootstrap, acks="all")
+    for i in range(7):
+        p.produce(topic, value=b"x", partition=0)
+    flush_all(p)
+    part = cluster.partition(topic, 0)
+    Q = OFFSET_FOR_LEADER_EPOCH.Request
+    req = [Q.OffsetForLeaderTopic(topic=topic, partitions=[Q.OffsetForLeaderTopic.OffsetForLeaderPartition(
+        partition=0, current_leader_epoch=-1, leader_epoch=0)])]
+    with Client(cluster.brokers[part.leader].bootstrap) as c:
+        r = c.request(OFFSET_FOR_LEADER_EPOCH, replica_id=-1, topics=req).topics[0].partitions[0]
+        assert (r.error_code, r.leader_epoch, r.end_offset) == (0, 0, 7)
+    follower = next(i for i in part.replicas if i != part.leader)
+    with Client(cluster.brokers[follower].bootstrap) as c:
+        r = c.request(OFFSET_FOR_LEADER_EPOCH, replica_id=-1, topics=req).topics[0].partitions[0]
+        assert r.error_code == NOT_LEADER_OR_FOLLOWER
