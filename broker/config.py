@@ -36,7 +36,7 @@ DEFAULTS = {
     "log.flush.interval.messages": "9223372036854775807",
     "log.flush.offset.checkpoint.interval.ms": "60000",
     "offsets.topic.num.partitions": "50",
-    "offsets.topic.replication.factor": "1",
+    "offsets.topic.replication.factor": "3",
     "offsets.topic.segment.bytes": "104857600",
     "offsets.retention.minutes": "10080",
     "offsets.retention.check.interval.ms": "600000",

@@ -59,10 +59,16 @@ def ensure_offsets_topic(broker):
     if t is not None:
         return t
     cfg = broker.config
+    rf = cfg.int("offsets.topic.replication.factor")
+    if broker.cluster is None:
+        rf = 1  # the single broker: its own replica is all there is
+    elif len(md.brokers) < rf:
+        log.warning("%s needs %d brokers (offsets.topic.replication.factor) and %d are alive",
+                    OFFSETS_TOPIC, rf, len(md.brokers))
+        return None
     try:
         return md.request_topic(
-            OFFSETS_TOPIC, cfg.int("offsets.topic.num.partitions"),
-            min(cfg.int("offsets.topic.replication.factor"), len(md.brokers)),
+            OFFSETS_TOPIC, cfg.int("offsets.topic.num.partitions"), rf,
             {"cleanup.policy": "compact", "compression.type": "producer",
              "segment.bytes": cfg.props["offsets.topic.segment.bytes"]})
     except MetadataError as e:
