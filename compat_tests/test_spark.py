@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 import pytest
 from pyspark.errors import PySparkException
 
-from compat_tests.helpers import create_topic, produce_values, read_from_beginning
+from compat_tests.helpers import produce_values, read_from_beginning
 from pipelines import clickstream
 from pipelines.demo import generate_events, produce_events
 from pipelines.kafka_source import NAME, kafka_format

@@ -37,9 +37,11 @@ def generate_events(n: int, minutes: int = 10, seed: int = 7) -> list[dict]:
 def produce_events(bootstrap: str, topic: str, events) -> None:
     from confluent_kafka import Producer
 
+    from pipelines.kafka_source.client import produce_waiting
+
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     for e in events:
-        p.produce(topic, key=e["user"].encode(), value=json.dumps(e).encode())
+        produce_waiting(p, topic, key=e["user"].encode(), value=json.dumps(e).encode())
         p.poll(0)
     if p.flush(30):
         raise RuntimeError("events not delivered within 30 s")

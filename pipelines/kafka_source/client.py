@@ -101,7 +101,7 @@ def read_range(conf: dict, topic: str, partition: int, start: int, end: int,
             if records:
                 position = records[-1].offset() + 1
                 last_progress = time.monotonic()
-                yield to_arrow(records, with_headers)
+                yield to_arrow(records, topic, partition, with_headers)
             elif time.monotonic() - last_progress > poll_timeout and position < end:
                 raise TimeoutError(f"Cannot fetch records in [{position}, {end}) of "
                                    f"{topic}-{partition} within {poll_timeout:.0f} s")
@@ -117,13 +117,14 @@ def _lost(fail: bool, topic, partition, offset, end) -> int:
     return end
 
 
-def to_arrow(records, with_headers: bool) -> pa.RecordBatch:
+def to_arrow(records, topic: str, partition: int, with_headers: bool) -> pa.RecordBatch:
+    """The records (all of ``topic``-``partition``) as one batch, a column at a time."""
     stamps = [m.timestamp() for m in records]
     columns = [
         pa.array([m.key() for m in records], pa.binary()),
         pa.array([m.value() for m in records], pa.binary()),
-        pa.array([m.topic() for m in records], pa.string()),
-        pa.array([m.partition() for m in records], pa.int32()),
+        pa.array([topic] * len(records), pa.string()),
+        pa.array([partition] * len(records), pa.int32()),
         pa.array([m.offset() for m in records], pa.int64()),
         pa.array([s[1] * 1000 for s in stamps], pa.int64()).cast(ARROW_FIELDS[5][1]),
         # librdkafka numbers the types 1 and 2; Spark and the Java client 0 and 1 (-1: none).
@@ -169,7 +170,7 @@ class Writer:
                     kwargs["partition"] = parts[i]
                 if headers[i]:
                     kwargs["headers"] = [(h["key"], h["value"]) for h in headers[i]]
-                _produce(producer, topics[i], kwargs)
+                produce_waiting(producer, topics[i], **kwargs)
             count += n
             producer.poll(0)
             if failures:
@@ -180,7 +181,8 @@ class Writer:
         return count
 
 
-def _produce(producer, topic, kwargs):
+def produce_waiting(producer, topic, **kwargs):
+    """``producer.produce``, waiting for room when the local queue is full."""
     while True:
         try:
             producer.produce(topic, **kwargs)

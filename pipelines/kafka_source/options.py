@@ -20,7 +20,7 @@ class KafkaOptionError(ValueError):
     """An option is missing, malformed or not supported; the message names it."""
 
 
-def _get(options, name, default=None):
+def get(options, name, default=None):
     # Spark hands Python sources a case-insensitive map; plain dicts are accepted too.
     for k, v in options.items():
         if k.lower() == name.lower():
@@ -43,14 +43,14 @@ def client_config(options) -> dict:
 
 
 def flag(options, name, default: bool) -> bool:
-    value = str(_get(options, name, default)).strip().lower()
+    value = str(get(options, name, default)).strip().lower()
     if value not in ("true", "false"):
         raise KafkaOptionError(f"Option '{name}' must be true or false, not {value!r}")
     return value == "true"
 
 
 def positive_int(options, name):
-    value = _get(options, name)
+    value = get(options, name)
     if value is None:
         return None
     try:
@@ -66,12 +66,12 @@ class Strategy:
     """Which topics and partitions to read: ``assign``, ``subscribe`` or ``subscribePattern``."""
 
     def __init__(self, options):
-        given = [s for s in STRATEGIES if _get(options, s) is not None]
+        given = [s for s in STRATEGIES if get(options, s) is not None]
         if len(given) != 1:
             raise KafkaOptionError("Exactly one of the options 'assign', 'subscribe', "
                                    f"'subscribePattern' must be specified, got {given or 'none'}")
         self.kind = given[0]
-        value = _get(options, self.kind)
+        value = get(options, self.kind)
         if self.kind == "assign":
             self.assigned = {(t, p) for t, parts in _json(value, "assign").items() for p in parts}
             if not self.assigned:
@@ -121,7 +121,7 @@ def offset_spec(options, name, default):
 
     Returns "earliest", "latest" or ``{(topic, partition): offset}``.
     """
-    value = _get(options, name)
+    value = get(options, name)
     if value is None:
         return default
     word = value.strip().lower()
@@ -145,17 +145,17 @@ def timestamp_spec(options):
 
     ``startingTimestamp`` wins over ``startingOffsetsByTimestamp``, as in Spark.
     """
-    single = _get(options, "startingTimestamp")
+    single = get(options, "startingTimestamp")
     if single is not None:
         try:
             return int(single)
         except ValueError:
             raise KafkaOptionError(f"Option 'startingTimestamp' must be milliseconds since "
                                    f"the epoch, not {single!r}") from None
-    if _get(options, "startingOffsetsByTimestamp") is None:
+    if get(options, "startingOffsetsByTimestamp") is None:
         return None
     return offset_spec(options, "startingOffsetsByTimestamp", None)
 
 
 def target_topic(options):
-    return _get(options, "topic")
+    return get(options, "topic")

@@ -69,12 +69,12 @@ class Settings:
         self.starting = opt.offset_spec(options, "startingOffsets",
                                         "latest" if streaming else "earliest")
         self.timestamps = opt.timestamp_spec(options)
-        self.by_timestamp_fallback = str(opt._get(
+        self.by_timestamp_fallback = str(opt.get(
             options, "startingOffsetsByTimestampStrategy", "error")).lower()
         self.ending = opt.offset_spec(options, "endingOffsets", "latest")
         self.max_per_trigger = opt.positive_int(options, "maxOffsetsPerTrigger")
-        self.poll_timeout = int(opt._get(options, "kafkaConsumer.pollTimeoutMs", 120000)) / 1000
-        if streaming and opt._get(options, "endingOffsets") is not None:
+        self.poll_timeout = int(opt.get(options, "kafkaConsumer.pollTimeoutMs", 120000)) / 1000
+        if streaming and opt.get(options, "endingOffsets") is not None:
             raise KafkaOptionError("Option 'endingOffsets' is for batch queries only")
         if not streaming and self.starting == "latest":
             raise KafkaOptionError("Starting offset can't be latest for batch queries")
