@@ -111,7 +111,7 @@ def local_broker(data_dir: Path):
         proc.wait(15)
 
 
-def run(bootstrap: str, n_events: int, work: Path) -> None:
+def run(bootstrap: str, n_events: int, work: Path, keep: bool) -> None:
     from pipelines import clickstream
     from pipelines.session import local_session
 
@@ -135,7 +135,8 @@ def run(bootstrap: str, n_events: int, work: Path) -> None:
     n = clickstream.backfill(spark, bootstrap, clicks, backfilled)
     print(f"\nbatch backfill wrote {n} windows (closed or not) to {backfilled}")
     exported = clickstream.export_parquet(spark, bootstrap, clicks, work / "clicks.parquet")
-    print(f"exported {exported} records of {clicks} to {work / 'clicks.parquet'}")
+    print(f"exported {exported} records of {clicks} to {work / 'clicks.parquet'}"
+          + ("" if keep else " (removed at exit; --work-dir keeps it)"))
     spark.stop()
 
 
@@ -147,12 +148,13 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="clickstream-") as tmp:
         work = Path(args.work_dir or tmp)
+        keep = args.work_dir is not None
         if args.bootstrap:
-            run(args.bootstrap, args.events, work)
+            run(args.bootstrap, args.events, work, keep)
         else:
             with local_broker(Path(tmp) / "broker-data") as bootstrap:
                 print(f"started a josefk broker on {bootstrap}")
-                run(bootstrap, args.events, work)
+                run(bootstrap, args.events, work, keep)
 
 
 if __name__ == "__main__":
