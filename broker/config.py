@@ -62,6 +62,8 @@ DEFAULTS = {
     "auto.leader.rebalance.enable": "true",
     "leader.imbalance.check.interval.seconds": "300",
     "leader.imbalance.per.broker.percentage": "10",
+    "max.incremental.fetch.session.cache.slots": "1000",
+    "min.incremental.fetch.session.eviction.ms": "120000",
     "offsets.commit.required.acks": "-1",
     "offsets.commit.timeout.ms": "5000",
     "broker.rack": "",
