@@ -282,12 +282,7 @@ def test_auto_leader_rebalance_brings_leadership_back(cluster_factory):
                                    "leader.imbalance.check.interval.seconds": 1,
                                    "zookeeper.session.timeout.ms": 3000})
     topic = create(c, unique_topic("autobal"), 3)
-    preferred = {i: p.replicas[0] for i, p in c.metadata(1).topics[topic].partitions.items()}
-    victim = preferred[0]
-    c.brokers[victim].stop()
-    survivor = next(i for i in c.brokers if i != victim)
-    c.wait_for(lambda: c.partition(topic, 0, survivor).leader != victim, 20, "failover")
-    c.brokers[victim].start()
+    preferred, survivor = c.displace_preferred_leader(topic)
     c.wait_for(lambda: {i: p.leader for i, p in c.metadata(survivor).topics[topic]
                         .partitions.items()} == preferred, 60, "preferred leaders restored")
 
