@@ -309,7 +309,8 @@ class Partition:
                     f.set_result(None)
 
     def read(self, offset: int, max_bytes: int, min_one: bool,
-             replica_id: int = -1, last_fetched_epoch: int = -1) -> ReadResult:
+             replica_id: int = -1, last_fetched_epoch: int = -1,
+             zero_copy_min: int = 0) -> ReadResult:
         lg = self.log
         hwm = lg.high_watermark
         if last_fetched_epoch >= 0:
@@ -319,7 +320,8 @@ class Partition:
                                   diverging_epoch=(epoch, end))
         limit = lg.log_end_offset if replica_id >= 0 else hwm
         try:
-            data = lg.read(offset, max_bytes, max_offset=limit, min_one=min_one)
+            data = lg.read(offset, max_bytes, max_offset=limit, min_one=min_one,
+                           zero_copy_min=zero_copy_min)
         except OffsetOutOfRange:
             return ReadResult(errors.OFFSET_OUT_OF_RANGE, None, hwm, lg.log_start_offset)
         return ReadResult(errors.NONE, data.records, hwm, lg.log_start_offset)

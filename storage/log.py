@@ -47,12 +47,43 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
+class FileRegion:
+    """A byte range of a segment file, to be sent to a socket without copying (``sendfile``).
+
+    It holds its own duplicate of the file descriptor, so the range stays readable even if the
+    segment is deleted or closed before the response is written; ``close`` releases it. ``bytes``
+    reads it into memory, for the paths that must transform the data.
+    """
+
+    __slots__ = ("fd", "offset", "length")
+
+    def __init__(self, fd: int, offset: int, length: int):
+        self.fd = os.dup(fd)
+        self.offset = offset
+        self.length = length
+
+    def __len__(self):
+        return self.length
+
+    def __bytes__(self):
+        return os.pread(self.fd, self.length, self.offset)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __del__(self):
+        self.close()
+
+
 class FetchData:
     """Result of ``Log.read``.
 
-    ``records``: bytes starting at the batch that contains the requested offset (possibly
-    ending inside a batch, as Kafka does). ``first_offset``: the requested fetch offset.
-    ``batch_offset``: base offset of the first returned batch (-1 when empty).
+    ``records``: bytes (or, when asked for, a `FileRegion` of at least ``zero_copy_min`` bytes)
+    starting at the batch that contains the requested offset (possibly ending inside a batch, as
+    Kafka does). ``first_offset``: the requested fetch offset. ``batch_offset``: base offset of
+    the first returned batch (-1 when empty).
     """
 
     __slots__ = ("records", "first_offset", "batch_offset")
@@ -374,12 +405,13 @@ class Log:
     # read
 
     def read(self, offset: int, max_bytes: int, *, max_offset: int | None = None,
-             min_one: bool = True) -> FetchData:
+             min_one: bool = True, zero_copy_min: int = 0) -> FetchData:
         """Bytes of the batches from the one containing ``offset``, within one segment.
 
         At most ``max_bytes``, except that with ``min_one`` the first batch is returned whole
         (KIP-74). Never returns batches at or past ``max_offset`` (exclusive; default: the high
-        watermark). Raises OffsetOutOfRange if ``offset`` is outside
+        watermark). With ``zero_copy_min`` > 0, a range at least that long comes back as a
+        `FileRegion` instead of bytes. Raises OffsetOutOfRange if ``offset`` is outside
         [log_start_offset, log_end_offset]; an offset at or past the limit reads nothing.
         """
         with self._lock:
@@ -411,6 +443,8 @@ class Log:
                     length = max(max_bytes, h.size) if min_one else max(max_bytes, 0)
                     if length == 0:
                         break
+                if 0 < zero_copy_min <= length:
+                    return FetchData(FileRegion(seg.fd, h.pos, length), offset, h.base_offset)
                 return FetchData(os.pread(seg.fd, length, h.pos), offset, h.base_offset)
             return FetchData(b"", offset)
 

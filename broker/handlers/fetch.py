@@ -15,6 +15,9 @@ from wire.apis import FETCH
 
 R = FETCH.Response
 _INT32_MAX = 0x7FFFFFFF
+# Record ranges at least this long are sent from the segment file with sendfile; shorter ones
+# are cheaper to copy.
+ZERO_COPY_MIN = 16 * 1024
 
 
 def handle_fetch(broker, ctx, req):
@@ -113,7 +116,8 @@ def _read(broker, req, v, topics):
                 else:
                     res = part.read(fp.fetch_offset, min(fp.partition_max_bytes, remaining),
                                     min_one=size == 0, replica_id=replica_id,
-                                    last_fetched_epoch=fp.last_fetched_epoch if v >= 12 else -1)
+                                    last_fetched_epoch=fp.last_fetched_epoch if v >= 12 else -1,
+                                    zero_copy_min=ZERO_COPY_MIN)
                     err = res.error
             if err:
                 ready = True
