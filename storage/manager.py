@@ -34,10 +34,18 @@ CHECKPOINT_FILES = (HWM_CHECKPOINT, RECOVERY_CHECKPOINT, LOG_START_CHECKPOINT)
 
 _TOPIC_RE = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 _DELETE_SUFFIX = "-delete"
+_MAX_FILE_NAME = 255
 
 
 def partition_dir_name(topic: str, partition: int) -> str:
     return f"{topic}-{partition}"
+
+
+def delete_dir_name(topic: str, partition: int) -> str:
+    """``<topic>-<partition>.<uuid>-delete``, the topic cut short (as Kafka does) so that the
+    name stays within the 255 bytes a file name may have whatever the topic's length."""
+    suffix = f"-{partition}.{uuid.uuid4().hex}{_DELETE_SUFFIX}"
+    return topic[:_MAX_FILE_NAME - len(suffix)] + suffix
 
 
 def parse_partition_dir(name: str):
@@ -180,7 +188,7 @@ class LogManager:
             d = self._dir_of.pop(tp)
             lg.close(clean_marker=False)
             src = lg.dir
-            dst = d / f"{partition_dir_name(topic, partition)}.{uuid.uuid4().hex}{_DELETE_SUFFIX}"
+            dst = d / delete_dir_name(topic, partition)
             os.rename(src, dst)
             _fsync_dir(d)
             self._checkpoint_dir(d)

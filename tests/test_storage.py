@@ -801,3 +801,18 @@ def test_manager_config_for(tmp_path):
                    config_for=lambda t: cfg(cleanup_policy="compact") if t == "c" else None)
     assert m.get("c", 0).config.compact
     m.close()
+
+
+def test_deleting_a_partition_of_a_249_character_topic(tmp_path):
+    """A topic name of the longest legal length (249) still fits the file system's 255-byte
+    limit once renamed for deletion (the name is cut short, as Kafka does)."""
+    m = LogManager([str(tmp_path / "d")], cfg())
+    topic = "t" * 249
+    for p in (0, 12345):
+        lg = m.get_or_create(topic, p)
+        append(lg, mk(2))
+        path = lg.dir
+        assert m.delete(topic, p)
+        assert not path.exists() and m.get(topic, p) is None
+    assert [p.name for p in (tmp_path / "d").iterdir() if p.is_dir()] == []
+    m.close()
