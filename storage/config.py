@@ -70,6 +70,27 @@ BROKER_SYNONYMS: dict[str, list[str]] = {
     "unclean.leader.election.enable": ["unclean.leader.election.enable"],
 }
 
+# Kafka's lower bounds (LogConfig's ``atLeast`` validators); a value below is refused.
+MINIMUM = {
+    "segment.bytes": 14,  # LegacyRecord.RECORD_OVERHEAD_V0
+    "segment.ms": 1,
+    "segment.jitter.ms": 0,
+    "segment.index.bytes": 4,
+    "flush.messages": 1,
+    "flush.ms": 0,
+    "retention.ms": -1,
+    "max.message.bytes": 0,
+    "index.interval.bytes": 0,
+    "delete.retention.ms": 0,
+    "min.compaction.lag.ms": 0,
+    "max.compaction.lag.ms": 1,
+    "file.delete.delay.ms": 0,
+    "min.insync.replicas": 1,
+    "message.timestamp.difference.max.ms": 0,
+    "message.timestamp.before.max.ms": 0,
+    "message.timestamp.after.max.ms": 0,
+}
+
 _COMPRESSION_TYPES = {"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"}
 
 
@@ -85,7 +106,11 @@ def _parse(name: str, kind: str, raw):
             v = int(text)
             limit = LONG_MAX if kind == "long" else 2147483647
             if not -limit - 1 <= v <= limit:
-                raise ValueError
+                raise InvalidConfig(f"Invalid value {raw} for configuration {name}: Not a "
+                                    f"number of type {kind.upper()}")
+            if v < MINIMUM.get(name, v):
+                raise InvalidConfig(f"Invalid value {raw} for configuration {name}: Value "
+                                    f"must be at least {MINIMUM[name]}")
             return v
         if kind == "ratio":
             v = float(text)
@@ -111,6 +136,8 @@ def _parse(name: str, kind: str, raw):
             if text not in _COMPRESSION_TYPES:
                 raise ValueError
             return text
+    except InvalidConfig:
+        raise
     except (TypeError, ValueError):
         raise InvalidConfig(f"invalid value {raw!r} for configuration {name}") from None
     raise AssertionError(kind)
