@@ -10,7 +10,7 @@ import logging
 
 from broker.producer_state import ProducerStateTable
 from storage.config import LogConfig
-from storage.errors import OffsetOutOfRange, RecordTooLarge
+from storage.errors import InvalidConfig, OffsetOutOfRange, RecordTooLarge, StorageError
 from wire import errors
 from wire.batch import CorruptRecord, InvalidRecord, validate_batches
 
@@ -123,18 +123,26 @@ class ReplicaManager:
         self.logs = log_manager
         self.metadata = metadata
         self.partitions: dict[tuple[str, int], Partition] = {}
+        self.offline: set[tuple[str, int]] = set()
         for t in metadata.topics.values():
             self._host(t)
         metadata.listeners.append(self.on_metadata)
 
     def _host(self, t):
-        cfg = topic_log_config(self.config, t)
+        try:
+            cfg = topic_log_config(self.config, t)
+        except InvalidConfig as e:
+            return self._offline(t, t.partitions, e)
         min_insync = cfg.min_insync_replicas
         for p in t.partitions:
             key = (t.name, p.index)
             part = self.partitions.get(key)
             if part is None:
-                lg = self.logs.get_or_create(t.name, p.index, cfg)
+                try:
+                    lg = self.logs.get_or_create(t.name, p.index, cfg)
+                except (StorageError, OSError) as e:
+                    self._offline(t, [p], e)
+                    continue
                 # This broker leads every partition it hosts, and the ISR is itself alone: all
                 # the log holds was acknowledged.
                 lg.high_watermark = lg.log_end_offset
@@ -144,6 +152,13 @@ class ReplicaManager:
                 part.config = cfg
                 part.min_insync = min_insync
                 part.log.config = cfg
+
+    def _offline(self, t, parts, reason):
+        """A partition whose stored state cannot be loaded is reported and left out; the
+        broker serves every other one."""
+        log.error("partitions %s of topic %s are offline: %s", [p.index for p in parts], t.name,
+                  reason)
+        self.offline.update((t.name, p.index) for p in parts)
 
     def on_metadata(self, event, t):
         if event == "deleted":

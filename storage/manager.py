@@ -23,6 +23,7 @@ import uuid
 from pathlib import Path
 
 from .config import LogConfig
+from .errors import StorageError
 from .log import Log, _fsync_dir
 
 log = logging.getLogger(__name__)
@@ -111,6 +112,7 @@ class LogManager:
         self._config_for = config_for
         self._logs: dict[tuple[str, int], Log] = {}
         self._dir_of: dict[tuple[str, int], Path] = {}
+        self.failed: dict[tuple[str, int], str] = {}  # logs found but not loadable, and why
         self._lock = threading.RLock()
         for d in self.log_dirs:
             d.mkdir(parents=True, exist_ok=True)
@@ -135,13 +137,17 @@ class LogManager:
                 if tp in self._logs:
                     raise RuntimeError(f"partition {tp[0]}-{tp[1]} found in both "
                                        f"{self._dir_of[tp]} and {d}")
-                cfg = None
-                if self._config_for is not None:
-                    cfg = self._config_for(tp[0])
-                self._logs[tp] = Log(path, cfg if cfg is not None else self.default_config,
-                                     log_start_offset=starts.get(tp),
-                                     recovery_point=recovery.get(tp),
-                                     high_watermark=hwms.get(tp))
+                try:
+                    cfg = self._config_for(tp[0]) if self._config_for is not None else None
+                    self._logs[tp] = Log(path, cfg if cfg is not None else self.default_config,
+                                         log_start_offset=starts.get(tp),
+                                         recovery_point=recovery.get(tp),
+                                         high_watermark=hwms.get(tp))
+                except (StorageError, OSError) as e:
+                    # One log that cannot load must not keep the broker from serving the others.
+                    log.error("cannot load the log of %s-%d in %s: %s", tp[0], tp[1], d, e)
+                    self.failed[tp] = f"cannot load {path}: {e}"
+                    continue
                 self._dir_of[tp] = d
 
     # -- access ----------------------------------------------------------------------------
@@ -159,6 +165,8 @@ class LogManager:
                 if config is not None:
                     lg.config = config
                 return lg
+            if tp in self.failed:
+                raise StorageError(self.failed[tp])
             if not _TOPIC_RE.match(topic) or topic in (".", "..") or partition < 0:
                 raise ValueError(f"invalid topic partition {topic!r} {partition}")
             counts = {d: 0 for d in self.log_dirs}
