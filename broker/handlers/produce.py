@@ -1,6 +1,7 @@
 """Produce: validate whole batches, assign offsets, append; no per-record work."""
 from __future__ import annotations
 
+from broker.guards import produce_topic_error
 from broker.server import NO_RESPONSE
 from wire import errors
 from wire.apis import PRODUCE
@@ -15,7 +16,7 @@ def handle_produce(broker, ctx, req):
     for td in req.topic_data:
         parts_out = []
         name = td.name
-        topic_error = broker.topic_error_for_produce(name)
+        topic_error = produce_topic_error(name) or broker.topic_error_for_produce(name)
         for pd in td.partition_data:
             if acks not in _VALID_ACKS:
                 err, res = errors.INVALID_REQUIRED_ACKS, None

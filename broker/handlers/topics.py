@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from broker.configs import topic_config_entries, validate_topic_configs
+from broker.guards import check_not_internal, check_partition_budget
 from broker.metadata import MetadataError
 from wire import errors
 from wire.apis import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS
@@ -26,10 +27,12 @@ def handle_create_topics(broker, ctx, req):
                 raise MetadataError(errors.INVALID_REQUEST,
                                     "Manual replica assignment is not supported.")
             configs = {c.name: c.value for c in t.configs}
-            validate_topic_configs(configs)
+            validate_topic_configs(configs, cfg.topic_defaults())
             n = t.num_partitions if t.num_partitions != -1 else cfg.int("num.partitions")
             rf = (t.replication_factor if t.replication_factor != -1
                   else cfg.int("default.replication.factor"))
+            if t.name not in broker.metadata.topics:
+                check_partition_budget(broker, n)
             meta = broker.metadata.create_topic(t.name, n, rf, configs,
                                                 validate_only=req.validate_only)
         except MetadataError as e:
@@ -68,6 +71,11 @@ def handle_delete_topics(broker, ctx, req):
             res.error_message = "This server does not host this topic-partition."
             continue
         res.topic_id = meta.topic_id
+        try:
+            check_not_internal(name, "delete")
+        except MetadataError as e:
+            res.error_code, res.error_message = e.code, e.message
+            continue
         if not broker.config.bool("delete.topic.enable"):
             res.error_code = errors.TOPIC_DELETION_DISABLED
             res.error_message = "Topic deletion is disabled."
@@ -86,6 +94,10 @@ def handle_create_partitions(broker, ctx, req):
             if t.assignments:
                 raise MetadataError(errors.INVALID_REQUEST,
                                     "Manual replica assignment is not supported.")
+            check_not_internal(t.name, "add partitions to")
+            meta = broker.metadata.topics.get(t.name)
+            if meta is not None:
+                check_partition_budget(broker, t.count - len(meta.partitions))
             broker.metadata.create_partitions(t.name, t.count, validate_only=req.validate_only)
         except MetadataError as e:
             res.error_code, res.error_message = e.code, e.message
