@@ -12,19 +12,22 @@ from broker.producer_state import ProducerStateTable
 from storage.config import LogConfig
 from storage.errors import InvalidConfig, OffsetOutOfRange, RecordTooLarge, StorageError
 from wire import errors
-from wire.batch import CorruptRecord, InvalidRecord, validate_batches
+from wire.batch import CorruptRecord, InvalidRecord
+from wire.validate import validate_records
 
 log = logging.getLogger("josefk.replica")
 
 
 class AppendResult:
-    __slots__ = ("error", "base_offset", "log_start_offset", "message")
+    __slots__ = ("error", "base_offset", "log_start_offset", "message", "record_errors")
 
-    def __init__(self, error, base_offset=-1, log_start_offset=-1, message=None):
+    def __init__(self, error, base_offset=-1, log_start_offset=-1, message=None,
+                 record_errors=()):
         self.error = error
         self.base_offset = base_offset
         self.log_start_offset = log_start_offset
         self.message = message
+        self.record_errors = record_errors  # (index in batch, message) pairs
 
 
 class ReadResult:
@@ -60,11 +63,12 @@ class Partition:
     def append(self, records, acks: int) -> AppendResult:
         lg = self.log
         try:
-            batches = validate_batches(records)
+            batches = validate_records(records, self.config.compact)
         except CorruptRecord as e:
             return AppendResult(errors.CORRUPT_MESSAGE, message=str(e))
         except InvalidRecord as e:
-            return AppendResult(errors.INVALID_RECORD, message=str(e))
+            return AppendResult(errors.INVALID_RECORD, message=str(e),
+                                record_errors=e.record_errors)
         if acks == -1 and self.isr_size < self.min_insync:
             return AppendResult(errors.NOT_ENOUGH_REPLICAS)
         h = batches[0]

@@ -46,7 +46,12 @@ class CorruptRecord(ValueError):
 
 
 class InvalidRecord(ValueError):
-    """A well-formed batch the broker must refuse, e.g. an old magic (Kafka's INVALID_RECORD)."""
+    """A well-formed batch the broker must refuse, e.g. an old magic (Kafka's INVALID_RECORD).
+    ``record_errors`` lists ``(index of the record in its batch, message)`` where known."""
+
+    def __init__(self, message: str, record_errors=()):
+        super().__init__(message)
+        self.record_errors = list(record_errors)
 
 
 class BatchHeader:

@@ -38,7 +38,10 @@ def handle_produce(broker, ctx, req):
             else:
                 parts_out.append(R.PartitionProduceResponse(
                     index=pd.index, error_code=err, base_offset=-1, log_append_time_ms=-1,
-                    log_start_offset=-1, error_message=res.message if res else None))
+                    log_start_offset=-1, error_message=res.message if res else None,
+                    record_errors=[R.BatchIndexAndErrorMessage(
+                        batch_index=i, batch_index_error_message=m)
+                        for i, m in (res.record_errors if res else ())]))
         topics_out.append(R.TopicProduceResponse(name=name, partition_responses=parts_out))
     if acks == 0:
         return NO_RESPONSE
