@@ -86,6 +86,10 @@ class Partition:
             first, last = lg.append(records, batches, leader_epoch=self.leader_epoch)
         except RecordTooLarge as e:
             return AppendResult(errors.MESSAGE_TOO_LARGE, message=str(e))
+        except OSError as e:  # disk full, file too large, I/O error: nothing was appended
+            log.warning("append to %s-%d failed: %s", self.topic, self.index, e)
+            return AppendResult(errors.KAFKA_STORAGE_ERROR, message=f"Disk error when trying "
+                                f"to access log file on disk: {e.strerror or e}")
         if idempotent:
             self.producers.update(h, first, last)
         lg.high_watermark = lg.log_end_offset
