@@ -63,12 +63,12 @@ class Partition:
     def append(self, records, acks: int) -> AppendResult:
         lg = self.log
         try:
-            batches = validate_records(records, self.config.compact)
+            batches = validate_records(records, self.config.compact,
+                                       self.config.timestamp_window())
         except CorruptRecord as e:
             return AppendResult(errors.CORRUPT_MESSAGE, message=str(e))
         except InvalidRecord as e:
-            return AppendResult(errors.INVALID_RECORD, message=str(e),
-                                record_errors=e.record_errors)
+            return AppendResult(e.error_code, message=str(e), record_errors=e.record_errors)
         if acks == -1 and self.isr_size < self.min_insync:
             return AppendResult(errors.NOT_ENOUGH_REPLICAS)
         h = batches[0]

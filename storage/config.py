@@ -220,6 +220,24 @@ class LogConfig:
         """Every known property with its effective value, as strings (for DescribeConfigs)."""
         return {name: _to_text(getattr(self, attr)) for name, (attr, _k, _d) in PROPS.items()}
 
+    def timestamp_window(self):
+        """``(before_ms, after_ms)`` a CreateTime record's timestamp may lie around now
+        (message.timestamp.before/after.max.ms, falling back to the deprecated
+        difference.max.ms when they are unset, as Kafka 3.6+ does), or None when unbounded or
+        the topic uses LogAppendTime."""
+        if self.message_timestamp_type == "LogAppendTime":
+            return None
+        before = self.message_timestamp_before_max_ms
+        after = self.message_timestamp_after_max_ms
+        diff = self.message_timestamp_difference_max_ms
+        if "message.timestamp.before.max.ms" not in self.props and diff != LONG_MAX:
+            before = diff
+        if "message.timestamp.after.max.ms" not in self.props and diff != LONG_MAX:
+            after = diff
+        if before == LONG_MAX and after == LONG_MAX:
+            return None
+        return before, after
+
     @property
     def compact(self) -> bool:
         return "compact" in self.cleanup_policy.split(",")

@@ -5,9 +5,9 @@
  *   keyLength varint, key | valueLength varint, value | headerCount varint,
  *   headers (keyLength varint >= 0, key, valueLength varint, value)
  *
- * scan(data, count, need_key) -> (-1, min_ts_delta, max_ts_delta) when the data holds exactly
- * `count` well-formed records with offset deltas 0..count-1 (and keys, if need_key), else
- * (record_index, message).
+ * scan(data, count, need_key, min_ts_delta, max_ts_delta) -> None when the data holds exactly
+ * `count` well-formed records with offset deltas 0..count-1, keys if need_key, and timestamp
+ * deltas within [min_ts_delta, max_ts_delta]; else (record_index, message, is_timestamp_error).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -50,15 +50,30 @@ static int skip_sized(cursor *c, int nullable, int64_t *len)
     return 1;
 }
 
+static PyObject *verror(Py_ssize_t index, int timestamp, const char *fmt, va_list ap)
+{
+    PyObject *msg = PyUnicode_FromFormatV(fmt, ap);
+    if (msg == NULL)
+        return NULL;
+    return Py_BuildValue("(nNO)", index, msg, timestamp ? Py_True : Py_False);
+}
+
 static PyObject *error(Py_ssize_t index, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    PyObject *msg = PyUnicode_FromFormatV(fmt, ap);
+    PyObject *r = verror(index, 0, fmt, ap);
     va_end(ap);
-    if (msg == NULL)
-        return NULL;
-    return Py_BuildValue("(nN)", index, msg);
+    return r;
+}
+
+static PyObject *ts_error(Py_ssize_t index, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    PyObject *r = verror(index, 1, fmt, ap);
+    va_end(ap);
+    return r;
 }
 
 static PyObject *scan(PyObject *self, PyObject *args)
@@ -66,10 +81,10 @@ static PyObject *scan(PyObject *self, PyObject *args)
     Py_buffer view;
     Py_ssize_t count;
     int need_key;
-    if (!PyArg_ParseTuple(args, "y*np", &view, &count, &need_key))
+    long long min_ts, max_ts;
+    if (!PyArg_ParseTuple(args, "y*npLL", &view, &count, &need_key, &min_ts, &max_ts))
         return NULL;
     cursor all = {(const uint8_t *)view.buf, (const uint8_t *)view.buf + view.len};
-    int64_t min_ts = INT64_MAX, max_ts = INT64_MIN;
     PyObject *result = NULL;
     for (Py_ssize_t i = 0; i < count; i++) {
         int64_t length, ts_delta, offset_delta, klen, vlen, hcount, hlen;
@@ -116,16 +131,18 @@ static PyObject *scan(PyObject *self, PyObject *args)
                            (long long)(rec.p - (rec.end - length)));
             goto done;
         }
-        if (ts_delta < min_ts)
-            min_ts = ts_delta;
-        if (ts_delta > max_ts)
-            max_ts = ts_delta;
+        if (ts_delta < min_ts || ts_delta > max_ts) {
+            result = ts_error(i, "Timestamp delta %lld of record %zd is out of the range "
+                                 "[%lld, %lld] the topic accepts", (long long)ts_delta, i,
+                              min_ts, max_ts);
+            goto done;
+        }
     }
     if (all.p != all.end) {
         result = error(count, "Incorrect declared batch size, records still remaining in file");
         goto done;
     }
-    result = Py_BuildValue("(nLL)", (Py_ssize_t)-1, (long long)min_ts, (long long)max_ts);
+    result = Py_NewRef(Py_None);
 done:
     PyBuffer_Release(&view);
     return result;
