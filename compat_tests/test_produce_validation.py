@@ -7,6 +7,7 @@ partition from the beginning.
 """
 from __future__ import annotations
 
+import time
 import zlib
 
 import pytest
@@ -105,3 +106,18 @@ def test_compacted_topic_refuses_records_without_key(broker, new_topic):
     r = _refused(broker, compacted, batch(data, 2), rk.INVALID_RECORD)
     assert r["record_errors"] == [(1, "Compacted topic cannot accept message without key")]
     assert produce(broker, compacted, batch(records(2), 2))["error_code"] == rk.NONE
+
+
+def test_timestamps_outside_the_topic_window(broker, new_topic):
+    """message.timestamp.before.max.ms = 1 h: a record stamped a day ago is INVALID_TIMESTAMP
+    (32) with its index; a current one is accepted."""
+    t = new_topic(partitions=1, config={"message.timestamp.before.max.ms": "3600000"})
+    now = int(time.time() * 1000)
+    data = rk.record(0, b"k", b"now") + rk.record(1, b"k", b"old", timestamp_delta=-86_400_000)
+    after_crc = (rk.int16(0) + rk.int32(1) + rk.int64(now) + rk.int64(now) + rk.int64(-1)
+                 + rk.int16(-1) + rk.int32(-1) + rk.int32(2) + data)
+    old = (rk.int64(0) + rk.int32(9 + len(after_crc)) + rk.int32(0) + rk.int8(2)
+           + rk.uint32(rk.crc32c(after_crc)) + after_crc)
+    r = _refused(broker, t, old, 32)
+    assert [i for i, _m in r["record_errors"]] == [1]
+    assert produce(broker, t, rk.record_batch([(b"k", b"v")], now))["error_code"] == rk.NONE

@@ -6,8 +6,9 @@ import struct
 
 import pytest
 
+from storage.config import LONG_MAX, LogConfig
 from wire import records as R
-from wire.batch import CorruptRecord, InvalidRecord, compute_crc
+from wire.batch import CorruptRecord, InvalidRecord, InvalidTimestamp, compute_crc
 from wire.records import build_batch
 from wire.types import write_varint
 from wire.validate import validate_records
@@ -135,3 +136,26 @@ def test_compressed_records_are_walked_too():
 def test_unknown_codec(codec):
     with pytest.raises(CorruptRecord, match=f"unknown compression codec {codec}"):
         validate_records(refit(batch(1), attributes=codec))
+
+
+def test_timestamps_outside_the_window():
+    now = TS + 10_000
+    buf = build_batch([(b"k", b"a", None, now - 5_000), (b"k", b"b", None, now + 100)])
+    validate_records(buf, timestamp_window=(5_000, 100), now_ms=now)
+    with pytest.raises(InvalidTimestamp) as e:
+        validate_records(buf, timestamp_window=(4_999, 100), now_ms=now)
+    assert e.value.record_errors[0][0] == 0 and e.value.error_code == 32
+    with pytest.raises(InvalidTimestamp) as e:
+        validate_records(buf, timestamp_window=(5_000, 99), now_ms=now)
+    assert e.value.record_errors[0][0] == 1
+
+
+def test_timestamp_window_from_the_topic_config():
+    assert LogConfig.from_props({}).timestamp_window() is None
+    assert LogConfig.from_props({"message.timestamp.before.max.ms": "10"}).timestamp_window() \
+        == (10, LONG_MAX)
+    assert LogConfig.from_props(
+        {"message.timestamp.difference.max.ms": "7"}).timestamp_window() == (7, 7)
+    assert LogConfig.from_props({"message.timestamp.after.max.ms": "3",
+                                 "message.timestamp.type": "LogAppendTime"}
+                                ).timestamp_window() is None
