@@ -121,3 +121,15 @@ def test_timestamps_outside_the_topic_window(broker, new_topic):
     r = _refused(broker, t, old, 32)
     assert [i for i, _m in r["record_errors"]] == [1]
     assert produce(broker, t, rk.record_batch([(b"k", b"v")], now))["error_code"] == rk.NONE
+
+
+def test_decompression_bomb_is_refused(broker, topic):
+    """A 4 kB zstd batch that would inflate to 140 MB is refused (CORRUPT_MESSAGE) instead of
+    making the broker allocate it; the broker goes on serving."""
+    import zstandard
+
+    bomb = zstandard.ZstdCompressor().compress(rk.record(0, b"k", bytes(140_000_000)))
+    assert len(bomb) < 100_000
+    r = _refused(broker, topic, batch(bomb, 1, attributes=4), rk.CORRUPT_MESSAGE)
+    assert "more than" in r["error_message"]
+    assert produce(broker, topic, batch(records(1), 1))["error_code"] == rk.NONE

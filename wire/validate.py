@@ -4,7 +4,8 @@ Beyond the batch headers (``wire.batch.validate_batches``: framing, magic, CRC, 
 lastOffsetDelta) every record is walked: count and sizes consistent with the batch, offset
 deltas 0..count-1, well-formed keys, values and headers, a key on every record of a compacted
 topic, timestamps within the topic's window (``message.timestamp.before.max.ms`` /
-``after.max.ms``). A compressed batch must name a known codec and decompress. The walk is native
+``after.max.ms``). A compressed batch must name a known codec and decompress, to at most
+``MAX_DECOMPRESSED`` bytes. The walk is native
 (``wire/_recscan.c``), so the hot path does no Python work per record.
 
 Raises CorruptRecord (CORRUPT_MESSAGE) for framing, CRC, codec and decompression failures and
@@ -21,6 +22,9 @@ from wire.batch import (HEADER_SIZE, BatchHeader, InvalidRecord, InvalidTimestam
 from wire.records import CODEC_NAMES, NONE, UnsupportedCodec, decompress
 
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
+# Records of one batch may decompress to this much at most: a small compressed batch cannot
+# make the broker allocate gigabytes (Kafka streams instead; we walk the records in one piece).
+MAX_DECOMPRESSED = 128 << 20
 
 
 def validate_records(buf, compacted: bool = False, timestamp_window=None,
@@ -41,7 +45,7 @@ def validate_records(buf, compacted: bool = False, timestamp_window=None,
             lo = max(_I64_MIN, now_ms - before - h.base_timestamp)
             hi = min(_I64_MAX, now_ms + after - h.base_timestamp)
         section = mv[h.pos + HEADER_SIZE:h.pos + h.size]
-        data = section if codec == NONE else decompress(codec, section)
+        data = section if codec == NONE else decompress(codec, section, MAX_DECOMPRESSED)
         bad = _recscan.scan(data, h.count, compacted, lo, hi)
         if bad is not None:
             index, message, timestamp = bad
