@@ -53,7 +53,7 @@ class Partition:
         self.config = config
         self.min_insync = min_insync
         self.producers = ProducerStateTable()
-        self.producers.rebuild(log_.iter_headers())
+        self.producers.load(log_)
         self.waiters: list[asyncio.Future] = []
 
     @property
