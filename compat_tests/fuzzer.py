@@ -299,15 +299,20 @@ class FuzzRun:
         self.generated += len(frames) - 1
         self.mutated += 1
 
-    def run(self, inputs: int, max_seconds: float, health_every: int = 200) -> float:
+    def run(self, inputs: int, max_seconds: float, health_every: int = 200,
+            progress=None) -> float:
         """Send about ``inputs`` inputs (bounded by ``max_seconds``); returns the seconds taken.
-        Every ``health_every`` connections a fresh connection must get ApiVersions answered."""
+        Every ``health_every`` connections a fresh connection must get ApiVersions answered
+        (and ``progress(summary)`` is called, if given)."""
         start = time.monotonic()
         while self.sent < inputs and time.monotonic() - start < max_seconds:
             self.connection()
-            if self.connections % health_every == 0 and not answers_api_versions(self.bootstrap):
-                self.hangs.append(f"no ApiVersions answer after {self.sent} inputs")
-                break
+            if self.connections % health_every == 0:
+                if not answers_api_versions(self.bootstrap):
+                    self.hangs.append(f"no ApiVersions answer after {self.sent} inputs")
+                    break
+                if progress is not None:
+                    progress(self.summary(time.monotonic() - start))
         return time.monotonic() - start
 
     def summary(self, seconds: float) -> str:

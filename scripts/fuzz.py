@@ -29,38 +29,35 @@ def main() -> int:
     ap.add_argument("--max-seconds", type=float, default=3600)
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="josefk-fuzz-")
-    if True:
-        broker = BrokerProcess(data_dir=Path(tmp) / "data", overrides=SHARED_OVERRIDES,
-                               log_dir=tmp)
-        broker.start()
-        try:
-            topics = [create_topic(broker.bootstrap, f"fuzz-{i}", 2) for i in range(3)]
-            health = create_topic(broker.bootstrap, "health", 1)
-            run = FuzzRun(broker.bootstrap, args.seed, topics, ["fuzz-g1", "fuzz-g2"])
-            seconds = run.run(args.inputs, args.max_seconds)
-            print(run.summary(seconds))
-            problems = list(run.hangs)
-            if not broker.is_running():
-                problems.append("broker process died")
-            else:
-                try:
-                    roundtrip_check(broker.bootstrap, health)
-                except AssertionError as e:
-                    problems.append(f"a real client cannot produce and consume: {e}")
-            problems += check_broker_log(broker.log_path.read_text(errors="replace"))
-        finally:
-            broker.stop()
-            log_text = broker.log_path.read_text(errors="replace")
-        for p in problems[:20]:
-            print("PROBLEM:", p)
-        if problems:
-            print(log_text[-4000:])
-        print(f"{len(problems)} problems")
-        if not problems:
-            shutil.rmtree(tmp)
+    broker = BrokerProcess(data_dir=Path(tmp) / "data", overrides=SHARED_OVERRIDES, log_dir=tmp)
+    broker.start()
+    try:
+        topics = [create_topic(broker.bootstrap, f"fuzz-{i}", 2) for i in range(3)]
+        health = create_topic(broker.bootstrap, "health", 1)
+        run = FuzzRun(broker.bootstrap, args.seed, topics, ["fuzz-g1", "fuzz-g2"])
+        seconds = run.run(args.inputs, args.max_seconds, health_every=2000,
+                          progress=lambda line: print(line, flush=True))
+        print(run.summary(seconds))
+        problems = list(run.hangs)
+        if not broker.is_running():
+            problems.append("broker process died")
         else:
-            print(f"broker log and data kept in {tmp}")
-        return 1 if problems else 0
+            try:
+                roundtrip_check(broker.bootstrap, health)
+            except AssertionError as e:
+                problems.append(f"a real client cannot produce and consume: {e}")
+        problems += check_broker_log(broker.log_path.read_text(errors="replace"))
+    finally:
+        broker.stop()
+    for p in problems[:20]:
+        print("PROBLEM:", p)
+    print(f"{len(problems)} problems")
+    if problems:
+        print(broker.log_tail(4000))
+        print(f"broker log and data kept in {tmp}")
+        return 1
+    shutil.rmtree(tmp)
+    return 0
 
 
 if __name__ == "__main__":

@@ -50,30 +50,16 @@ static int skip_sized(cursor *c, int nullable, int64_t *len)
     return 1;
 }
 
-static PyObject *verror(Py_ssize_t index, int timestamp, const char *fmt, va_list ap)
+/* (index, message, timestamp) describing the first bad record. */
+static PyObject *error(Py_ssize_t index, int timestamp, const char *fmt, ...)
 {
+    va_list ap;
+    va_start(ap, fmt);
     PyObject *msg = PyUnicode_FromFormatV(fmt, ap);
+    va_end(ap);
     if (msg == NULL)
         return NULL;
     return Py_BuildValue("(nNO)", index, msg, timestamp ? Py_True : Py_False);
-}
-
-static PyObject *error(Py_ssize_t index, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    PyObject *r = verror(index, 0, fmt, ap);
-    va_end(ap);
-    return r;
-}
-
-static PyObject *ts_error(Py_ssize_t index, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    PyObject *r = verror(index, 1, fmt, ap);
-    va_end(ap);
-    return r;
 }
 
 static PyObject *scan(PyObject *self, PyObject *args)
@@ -89,57 +75,57 @@ static PyObject *scan(PyObject *self, PyObject *args)
     for (Py_ssize_t i = 0; i < count; i++) {
         int64_t length, ts_delta, offset_delta, klen, vlen, hcount, hlen;
         if (!read_varint(&all, 5, &length) || length < 0 || length > all.end - all.p) {
-            result = error(i, "Found invalid record structure: record %zd of %zd does not fit "
-                              "in the batch", i, count);
+            result = error(i, 0, "Found invalid record structure: record %zd of %zd does not fit "
+                                 "in the batch", i, count);
             goto done;
         }
         cursor rec = {all.p, all.p + length};
         all.p += length;
         if (rec.p >= rec.end) {
-            result = error(i, "Found invalid record structure: empty record");
+            result = error(i, 0, "Found invalid record structure: empty record");
             goto done;
         }
         rec.p++; /* attributes: unused in v2 */
         if (!read_varint(&rec, 10, &ts_delta) || !read_varint(&rec, 5, &offset_delta)) {
-            result = error(i, "Found invalid record structure");
+            result = error(i, 0, "Found invalid record structure");
             goto done;
         }
         if (offset_delta != i) {
-            result = error(i, "Invalid offset delta %lld of record %zd (expected %zd)",
+            result = error(i, 0, "Invalid offset delta %lld of record %zd (expected %zd)",
                            (long long)offset_delta, i, i);
             goto done;
         }
         if (!skip_sized(&rec, 1, &klen) || !skip_sized(&rec, 1, &vlen)
             || !read_varint(&rec, 5, &hcount) || hcount < 0) {
-            result = error(i, "Found invalid record structure: bad key, value or header count");
+            result = error(i, 0, "Found invalid record structure: bad key, value or header count");
             goto done;
         }
         if (need_key && klen < 0) {
-            result = error(i, "Compacted topic cannot accept message without key");
+            result = error(i, 0, "Compacted topic cannot accept message without key");
             goto done;
         }
         for (int64_t h = 0; h < hcount; h++) {
             if (!skip_sized(&rec, 0, &hlen) || !skip_sized(&rec, 1, &hlen)) {
-                result = error(i, "Found invalid record structure: bad header %lld",
+                result = error(i, 0, "Found invalid record structure: bad header %lld",
                                (long long)h);
                 goto done;
             }
         }
         if (rec.p != rec.end) {
-            result = error(i, "Invalid record size: expected to read %lld bytes in record "
-                              "payload, but instead read %lld", (long long)length,
+            result = error(i, 0, "Invalid record size: expected to read %lld bytes in record "
+                                 "payload, but instead read %lld", (long long)length,
                            (long long)(rec.p - (rec.end - length)));
             goto done;
         }
         if (ts_delta < min_ts || ts_delta > max_ts) {
-            result = ts_error(i, "Timestamp delta %lld of record %zd is out of the range "
+            result = error(i, 1, "Timestamp delta %lld of record %zd is out of the range "
                                  "[%lld, %lld] the topic accepts", (long long)ts_delta, i,
-                              min_ts, max_ts);
+                           min_ts, max_ts);
             goto done;
         }
     }
     if (all.p != all.end) {
-        result = error(count, "Incorrect declared batch size, records still remaining in file");
+        result = error(count, 0, "Incorrect declared batch size, records still remaining in file");
         goto done;
     }
     result = Py_NewRef(Py_None);
