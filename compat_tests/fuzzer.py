@@ -16,6 +16,7 @@ after it). `check_broker_log` reads the broker's log for handler failures and tr
 """
 from __future__ import annotations
 
+import os
 import random
 import socket
 import struct
@@ -29,7 +30,8 @@ from wire.apis import API_BY_KEY
 from wire.records import build_batch
 from wire.schema import BOOL, BYTES, FLOAT64, RECORDS, STRING, UUID, Array, Prim, Struct
 
-VECTORS = Path(__file__).resolve().parents[2] / "shared" / "vectors" / "java"
+VECTORS = Path(os.environ.get("JOSEFK_VECTORS", Path(__file__).resolve().parents[2] / "shared"
+                              / "vectors" / "java"))
 
 _INT_BITS = {"int8": 8, "int16": 16, "uint16": 16, "int32": 32, "int64": 64}
 _LONG_NAME = "fuzz-" + "n" * 244  # the longest legal topic name (249 characters)
