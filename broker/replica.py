@@ -174,7 +174,7 @@ class ReplicaManager:
                 part = self.partitions.pop((t.name, p.index), None)
                 if part is not None:
                     part.wake()
-                    self.logs.delete(t.name, p.index)
+            self.logs.delete(t.name, [p.index for p in t.partitions])
         else:
             self._host(t)
 

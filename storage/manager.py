@@ -185,23 +185,30 @@ class LogManager:
     def log_dir_of(self, topic: str, partition: int) -> Path | None:
         return self._dir_of.get((topic, partition))
 
-    def delete(self, topic: str, partition: int) -> bool:
-        """Close the log, rename its dir to ``<topic>-<partition>.<uuid>-delete`` and remove it.
-        Returns False if the partition has no log here."""
+    def delete(self, topic: str, partitions) -> int:
+        """Close the logs of ``partitions`` of ``topic``, rename their dirs to
+        ``<topic>-<partition>.<uuid>-delete`` and remove them; the checkpoints are written once
+        per log dir, not once per partition (a topic of thousands of partitions is deleted in
+        one pass). Returns how many of them had a log here."""
+        renamed = []
         with self._lock:
-            tp = (topic, partition)
-            lg = self._logs.pop(tp, None)
-            if lg is None:
-                return False
-            d = self._dir_of.pop(tp)
-            lg.close(clean_marker=False)
-            src = lg.dir
-            dst = d / delete_dir_name(topic, partition)
-            os.rename(src, dst)
-            _fsync_dir(d)
-            self._checkpoint_dir(d)
-        shutil.rmtree(dst, ignore_errors=True)
-        return True
+            dirs = set()
+            for partition in partitions:
+                lg = self._logs.pop((topic, partition), None)
+                if lg is None:
+                    continue
+                d = self._dir_of.pop((topic, partition))
+                lg.close(clean_marker=False)
+                dst = d / delete_dir_name(topic, partition)
+                os.rename(lg.dir, dst)
+                renamed.append(dst)
+                dirs.add(d)
+            for d in dirs:
+                _fsync_dir(d)
+                self._checkpoint_dir(d)
+        for dst in renamed:
+            shutil.rmtree(dst, ignore_errors=True)
+        return len(renamed)
 
     # -- maintenance -------------------------------------------------------------------------
 
