@@ -7,6 +7,7 @@ sequence numbers is OUT_OF_ORDER_SEQUENCE_NUMBER; an older epoch is INVALID_PROD
 from __future__ import annotations
 
 import collections
+import json
 
 from wire import errors
 
@@ -62,3 +63,23 @@ class ProducerStateTable:
         for h in headers:
             if h.producer_id >= 0 and not h.is_control:
                 self.update(h, h.base_offset, h.last_offset)
+
+    # -- snapshots (Kafka's <offset>.snapshot: state up to an offset, so start-up replays only
+    # -- the batches after it) -----------------------------------------------------------------
+    def snapshot(self) -> bytes:
+        return json.dumps({str(pid): [e.epoch, e.last_timestamp, list(e.batches)]
+                           for pid, e in self.producers.items()}).encode()
+
+    def load(self, log_) -> None:
+        """Restore from the log's newest snapshot, then replay the batches after it; the log
+        then snapshots this table at every roll and at clean shutdown."""
+        snap = log_.latest_snapshot()
+        start = 0
+        if snap is not None:
+            start, data = snap
+            for pid, (epoch, last_ts, batches) in json.loads(data).items():
+                entry = self.producers[int(pid)] = ProducerEntry(epoch)
+                entry.last_timestamp = last_ts
+                entry.batches.extend(tuple(b) for b in batches)
+        self.rebuild(log_.iter_headers(start))
+        log_.snapshot_source = self.snapshot

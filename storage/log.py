@@ -30,6 +30,7 @@ from wire.records import CONTROL_ABORT, build_batch, iter_records, parse_control
 from .config import LONG_MAX, LogConfig
 from .epochs import LeaderEpochCache
 from .errors import OffsetOutOfRange, RecordTooLarge, UnexpectedAppendOffset
+from . import snapshots
 from .segment import (INT32_MAX, NO_TIMESTAMP, SCAN_CHUNK, Scan, Segment, _fsync, file_prefix,
                       write_all)
 
@@ -125,6 +126,7 @@ class Log:
         self._unflushed_msgs = 0
         self._last_flush_ms = _now_ms()
         self._dir_dirty = False
+        self.snapshot_source = None  # callable giving the owner's state as bytes (snapshots.py)
         self._load(log_start_offset, recovery_point, high_watermark)
         self.epochs = LeaderEpochCache(self.dir)
         self.epochs.truncate_from_end(self._leo)  # recovery may have cut the tail
@@ -208,6 +210,7 @@ class Log:
             for fd in s.fds():
                 _fsync(fd)
         self._recovery_point = leo
+        snapshots.delete_above(d, leo)
         if clean:
             marker.unlink()
             _fsync_dir(d)
@@ -392,7 +395,17 @@ class Log:
             self._segments.append(new)
             self._bases.append(base)
             self._dir_dirty = True
+            self._snapshot(base)
             return new
+
+    def _snapshot(self, offset: int) -> None:
+        if self.snapshot_source is not None:
+            snapshots.write(self.dir, offset, self.snapshot_source())
+
+    def latest_snapshot(self) -> tuple[int, bytes] | None:
+        """``(offset, data)`` of the newest state snapshot (never past the log end), or None."""
+        with self._lock:
+            return snapshots.latest(self.dir)
 
     def _after_append(self, count: int, now_ms: int) -> None:
         cfg = self.config
@@ -457,15 +470,16 @@ class Log:
             self._limit_cache = (seg, limit, pos)
         return pos
 
-    def iter_headers(self):
-        """Yield the header of every batch from the log start to the log end, reading only the
-        headers (one small read per batch): how producer state is rebuilt at start-up."""
+    def iter_headers(self, start_offset: int = 0):
+        """Yield the header of every batch from ``start_offset`` (at least the log start) to
+        the log end, reading only the headers (one small read per batch): how producer state
+        is rebuilt at start-up."""
         with self._lock:
             self._check_open()
-            segments = list(self._segments)
-            start = self._lso
+            start = max(self._lso, start_offset)
+            segments = self._segments[self._segment_index(start):]
         for seg in segments:
-            pos = 0
+            pos = seg.lookup(start)[1]
             while pos + HEADER_SIZE <= seg.size:
                 with self._lock:
                     if self._closed or seg.fd < 0:
@@ -604,6 +618,7 @@ class Log:
                     self._leo = min(offset, h.base_offset)
             self._dir_dirty = True
             self.epochs.truncate_from_end(self._leo)
+            snapshots.delete_above(self.dir, self._leo)
             self._hwm = min(self._hwm, self._leo)
             self._lso = min(self._lso, self._leo)
             self._recovery_point = min(self._recovery_point, self._leo)
@@ -973,6 +988,7 @@ class Log:
             if clean_marker:
                 self._segments[-1].finalize_time_index()
                 self.flush()
+                self._snapshot(self._leo)
                 tmp = self.dir / (CLEAN_SHUTDOWN_FILE + ".tmp")
                 tmp.write_text(f"log_start_offset={self._lso}\nhigh_watermark={self._hwm}\n"
                                f"log_end_offset={self._leo}\n")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 
+from broker.guards import produce_topic_error
 from broker.server import NO_RESPONSE
 from wire import errors
 from wire.apis import PRODUCE
@@ -24,7 +25,7 @@ def handle_produce(broker, ctx, req):
     for td in req.topic_data:
         parts_out = []
         name = td.name
-        topic_error = broker.topic_error_for_produce(name)
+        topic_error = produce_topic_error(name) or broker.topic_error_for_produce(name)
         for pd in td.partition_data:
             res = None
             if acks not in _VALID_ACKS:
@@ -50,7 +51,10 @@ def handle_produce(broker, ctx, req):
             else:
                 out = R.PartitionProduceResponse(
                     index=pd.index, error_code=err, base_offset=-1, log_append_time_ms=-1,
-                    log_start_offset=-1, error_message=res.message if res else None)
+                    log_start_offset=-1, error_message=res.message if res else None,
+                    record_errors=[R.BatchIndexAndErrorMessage(
+                        batch_index=i, batch_index_error_message=m)
+                        for i, m in (res.record_errors if res else ())])
                 if err == errors.NOT_LEADER_OR_FOLLOWER:
                     hints = _leader_hint(broker, ctx, out, name, pd.index) or hints
             parts_out.append(out)
