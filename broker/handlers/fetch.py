@@ -154,7 +154,7 @@ def _leader(broker, topic, index):
     """KIP-951: the partition's current leader, sent with NOT_LEADER_OR_FOLLOWER and fencing
     errors so clients need not refresh their metadata first."""
     t = broker.metadata.topics.get(topic) if topic is not None else None
-    if t is None or index >= len(t.partitions):
+    if t is None or not 0 <= index < len(t.partitions):
         return None
     p = t.partitions[index]
     return R.LeaderIdAndEpoch(leader_id=p.leader, leader_epoch=p.leader_epoch)

@@ -39,8 +39,10 @@ def _coordinator_of(broker, group_id):
     t = ensure_offsets_topic(broker)
     if t is None:
         return None
-    p = t.partitions[broker.groups.partition_for(group_id)]
-    return broker.metadata.brokers.get(p.leader)
+    index = broker.groups.partition_for(group_id)
+    if index >= len(t.partitions):
+        return None
+    return broker.metadata.brokers.get(t.partitions[index].leader)
 
 
 async def handle_join_group(broker, ctx, req):

@@ -84,7 +84,7 @@ def _leader_hint(broker, ctx, out, topic, index) -> bool:
     if ctx.version < _LEADER_HINT_VERSION:
         return False
     t = broker.metadata.topics.get(topic)
-    if t is None or index >= len(t.partitions) or t.partitions[index].leader < 0:
+    if t is None or not 0 <= index < len(t.partitions) or t.partitions[index].leader < 0:
         return False
     p = t.partitions[index]
     out.current_leader = R.PartitionProduceResponse.LeaderIdAndEpoch(
