@@ -3,12 +3,15 @@
 Fetch sessions (KIP-227) are declined: every response carries session id 0, which tells the
 client to keep sending full fetch requests. Incremental requests for a session we never
 created get FETCH_SESSION_ID_NOT_FOUND.
+
+Fetch v0-3 read message formats v0 (v0-1) and v1 (v2-3): their answers are converted down from
+the stored v2 batches (``wire.legacy``); v4+ answers stay the stored bytes, untouched.
 """
 from __future__ import annotations
 
 import asyncio
 
-from wire import errors
+from wire import errors, legacy
 from wire.apis import FETCH
 
 R = FETCH.Response
@@ -69,6 +72,8 @@ def _read(broker, req, v):
                                                  log_start_offset=-1, records=b""))
                 continue
             err = part.check_leader_epoch(fp.current_leader_epoch)
+            if not err and v < 4 and not part.config.message_downconversion_enable:
+                err = errors.UNSUPPORTED_VERSION
             if err:
                 ready = True
                 res = None
@@ -76,6 +81,9 @@ def _read(broker, req, v):
                 res = part.read(fp.fetch_offset, min(fp.partition_max_bytes, remaining),
                                 min_one=size == 0)
                 err = res.error
+            records = res.records if res else None
+            if not err and v < 4:
+                err, records = _down_convert(records, v, fp.fetch_offset)
             if err:
                 ready = True
                 parts_out.append(R.PartitionData(
@@ -91,7 +99,15 @@ def _read(broker, req, v):
             parts_out.append(R.PartitionData(
                 partition_index=fp.partition, high_watermark=res.high_watermark,
                 last_stable_offset=res.last_stable_offset, log_start_offset=res.log_start_offset,
-                aborted_transactions=None if v >= 4 else [], records=res.records))
+                aborted_transactions=None if v >= 4 else [], records=records))
         topics_out.append(R.FetchableTopicResponse(topic=name or "", topic_id=ft.topic_id
                                                    if v >= 13 else None, partitions=parts_out))
     return R(session_id=0, responses=topics_out), size, ready, parts
+
+
+def _down_convert(records, v, fetch_offset):
+    """(error, records) for Fetch v0-3: magic 0 for v0-1, magic 1 for v2-3."""
+    try:
+        return errors.NONE, legacy.down_convert(records, 0 if v < 2 else 1, fetch_offset)
+    except legacy.UnsupportedDownConversion:
+        return errors.UNSUPPORTED_COMPRESSION_TYPE, None

@@ -1,8 +1,13 @@
-"""Produce: validate whole batches, assign offsets, append; no per-record work."""
+"""Produce: validate whole batches, assign offsets, append; no per-record work.
+
+Produce v0-2 carry message formats v0/v1: those (and only those) are converted to one v2 batch
+first (``wire.legacy``), as Kafka converts them to the log's format."""
 from __future__ import annotations
 
+from broker.replica import AppendResult
 from broker.server import NO_RESPONSE
-from wire import errors
+from wire import errors, legacy
+from wire.batch import CorruptRecord, InvalidRecord
 from wire.apis import PRODUCE
 
 R = PRODUCE.Response
@@ -27,6 +32,8 @@ def handle_produce(broker, ctx, req):
                     err, res = errors.UNKNOWN_TOPIC_OR_PARTITION, None
                 elif pd.records is None:
                     err, res = errors.CORRUPT_MESSAGE, None
+                elif ctx.version < 3:
+                    res = _append_legacy(part, pd.records, acks)
                 else:
                     res = part.append(pd.records, acks)
                     err = res.error
@@ -42,3 +49,13 @@ def handle_produce(broker, ctx, req):
     if acks == 0:
         return NO_RESPONSE
     return R(responses=topics_out)
+
+
+def _append_legacy(part, records, acks):
+    try:
+        batch = legacy.to_batch(records)
+    except InvalidRecord as e:
+        return AppendResult(errors.INVALID_RECORD, message=str(e))
+    except CorruptRecord as e:
+        return AppendResult(errors.CORRUPT_MESSAGE, message=str(e))
+    return part.append(batch, acks)
