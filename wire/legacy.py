@@ -19,6 +19,8 @@ from __future__ import annotations
 import struct
 import zlib
 
+import xxhash
+
 from .batch import (COMPRESSION_MASK, TIMESTAMP_TYPE_FLAG, CorruptRecord, InvalidRecord,
                     iter_headers)
 from .records import LZ4, NONE, ZSTD, build_batch, compress, decompress, iter_records
@@ -189,34 +191,6 @@ def down_convert(data, magic: int, first_offset: int) -> bytes:
 # too (KAFKA-3160); clients of that era did the same. The checksum is recomputed before
 # decompressing such data.
 
-_P1, _P2, _P3, _P4, _P5 = 2654435761, 2246822519, 3266489917, 668265263, 374761393
-_M32 = 0xFFFFFFFF
-
-
-def _rotl(x, r):
-    return ((x << r) | (x >> (32 - r))) & _M32
-
-
-def xxh32_short(data: bytes, seed: int = 0) -> int:
-    """XXH32 of fewer than 16 bytes (an LZ4 frame descriptor is at most 11)."""
-    n = len(data)
-    if n >= 16:
-        raise ValueError("xxh32_short takes fewer than 16 bytes")
-    h = (seed + _P5 + n) & _M32
-    i = 0
-    while i + 4 <= n:
-        h = _rotl((h + int.from_bytes(data[i:i + 4], "little") * _P3) & _M32, 17) * _P4 & _M32
-        i += 4
-    while i < n:
-        h = _rotl((h + data[i] * _P5) & _M32, 11) * _P1 & _M32
-        i += 1
-    h ^= h >> 15
-    h = h * _P2 & _M32
-    h ^= h >> 13
-    h = h * _P3 & _M32
-    return h ^ (h >> 16)
-
-
 def fix_lz4_header_checksum(frame) -> bytes:
     """The LZ4 frame with its header checksum byte recomputed over the frame descriptor."""
     frame = bytes(frame)
@@ -226,5 +200,5 @@ def fix_lz4_header_checksum(frame) -> bytes:
     end = 6 + (8 if flg & 0x08 else 0) + (4 if flg & 0x01 else 0)  # FLG, BD, size, dict id
     if len(frame) <= end:
         raise CorruptRecord("lz4 frame truncated")
-    hc = (xxh32_short(frame[4:end]) >> 8) & 0xFF
+    hc = (xxhash.xxh32_intdigest(frame[4:end]) >> 8) & 0xFF
     return frame[:end] + bytes([hc]) + frame[end + 1:]
