@@ -32,10 +32,9 @@ def handle_produce(broker, ctx, req):
                     err, res = errors.UNKNOWN_TOPIC_OR_PARTITION, None
                 elif pd.records is None:
                     err, res = errors.CORRUPT_MESSAGE, None
-                elif ctx.version < 3:
-                    res = _append_legacy(part, pd.records, acks)
                 else:
-                    res = part.append(pd.records, acks)
+                    res = (part.append(pd.records, acks) if ctx.version >= 3
+                           else _append_legacy(part, pd.records, acks))
                     err = res.error
             if res is not None and not err:
                 parts_out.append(R.PartitionProduceResponse(
