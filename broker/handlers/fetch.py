@@ -84,6 +84,7 @@ def _read(broker, req, v):
             records = res.records if res else None
             if not err and v < 4:
                 err, records = _down_convert(records, v, fp.fetch_offset)
+                res = None if err else res  # Kafka's error answer: no offsets
             if err:
                 ready = True
                 parts_out.append(R.PartitionData(
