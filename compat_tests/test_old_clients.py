@@ -1,10 +1,15 @@
 """Old client generations against josefk, as Kafka 3.9 serves them.
 
-kafka-python with ``api_version`` pinned, and librdkafka with ``api.version.request=false`` and a
-``broker.version.fallback``, speak the protocol versions of those broker releases without asking
-ApiVersions: Produce v0-2 with message formats v0/v1, Fetch v0-3 (down-converted answers),
-ListOffsets v0, OffsetCommit v2, JoinGroup v0... Each one produces with every codec it has,
-consumes in a group, commits, and picks up where it left off after a broker restart.
+kafka-python with ``api_version`` pinned speaks the protocol versions of that broker release
+without asking ApiVersions: Produce v0-2 with message formats v0/v1, Fetch v0-3 (down-converted
+answers), ListOffsets v0, OffsetCommit v2, JoinGroup v0... Each client produces with every codec
+it has, consumes in a group, commits, and picks up where it left off after a broker restart.
+
+librdkafka with ``api.version.request=false`` speaks old versions only for a fallback below 0.10
+(0.9.0: Metadata v0, Produce v1, Fetch v1, ListOffsets v0, JoinGroup/SyncGroup/Heartbeat/
+LeaveGroup v0, OffsetCommit v2, OffsetFetch v1, as its protocol debug log shows). For 0.10.0 and
+later fallbacks librdkafka 2.x sends ApiVersions regardless and then uses current versions; those
+cases are kept as the configurations users run, not as old-version coverage.
 """
 from __future__ import annotations
 
