@@ -41,7 +41,8 @@ def kp_read(buf):
 
 
 def _records(batch):
-    return [(r.offset, r.timestamp, r.key, r.value) for r in iter_records(batch, read_header(batch))]
+    return [(r.offset, r.timestamp, r.key, r.value)
+            for r in iter_records(batch, read_header(batch))]
 
 
 @pytest.mark.parametrize("codec", CODECS, ids=lambda c: f"codec{c}")

@@ -1,7 +1,8 @@
 """ListOffsets (key 2), versions 0-9. Mirrors Kafka's ListOffsetsRequest.json / ListOffsetsResponse.json.
 
-v0 asks for up to MaxNumOffsets offsets and answers them in OldStyleOffsets. Special timestamps: -1 latest, -2 earliest, -3 max timestamp (v7+),
--4 local log start (v8+), -5 last tiered offset (v9+).
+v0 asks for up to MaxNumOffsets offsets and answers them in OldStyleOffsets. Special timestamps:
+-1 latest, -2 earliest, -3 max timestamp (v7+), -4 local log start (v8+), -5 last tiered offset
+(v9+).
 """
 from wire.schema import INT8, INT16, INT32, INT64, STRING, Api, Array, Field
 
