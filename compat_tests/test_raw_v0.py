@@ -100,12 +100,21 @@ def test_produce_old_versions_refuse_what_kafka_refuses(conn, topic):
     bad_crc = good[:-1] + bytes([good[-1] ^ 0xFF])
     assert produce(conn, 2, topic, bad_crc) == produce_answer(2, topic, rk.CORRUPT_MESSAGE, -1)
     assert produce(conn, 2, topic, good[:-2]) == produce_answer(2, topic, rk.CORRUPT_MESSAGE, -1)
-    v2 = rk.record_batch([(b"k", b"v")], 5)
-    assert produce(conn, 1, topic, v2) == produce_answer(1, topic, rk.INVALID_RECORD, -1)
+    v2_after_v1 = good + rk.record_batch([(b"k", b"v")], 5)
+    assert produce(conn, 1, topic, v2_after_v1) == produce_answer(1, topic, rk.INVALID_RECORD,
+                                                                  -1)
     zstd_wrapper = rk.legacy_message(0, 1, None, b"\x28\xb5\x2f\xfd", 5, attributes=4)
     assert produce(conn, 2, topic, zstd_wrapper) == produce_answer(2, topic, rk.INVALID_RECORD, -1)
     # and nothing was stored
     assert fetch(conn, 2, topic, 0) == fetch_answer(2, topic, 0, 0, b"")
+
+
+def test_produce_old_versions_take_v2_batches_as_kafka_does(conn, topic):
+    """Kafka checks the magic only from Produce v3 on: a v2 batch in Produce v0-2 is stored."""
+    v2 = rk.record_batch([(b"k", b"v")], 5)
+    assert produce(conn, 1, topic, v2) == produce_answer(1, topic, 0, 0)
+    assert fetch(conn, 2, topic, 0) == fetch_answer(2, topic, 0, 1,
+                                                    rk.legacy_message(0, 1, b"k", b"v", 5))
 
 
 def test_fetch_old_versions_honour_downconversion_and_zstd(broker, conn):

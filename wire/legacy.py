@@ -73,8 +73,7 @@ def iter_messages(buf):
             raise CorruptRecord("message set truncated")
         offset, size, crc, magic, attributes = _prefix.unpack_from(mv, pos)
         if magic > 1:
-            raise InvalidRecord(f"message magic {magic}: produce versions 0-2 take only magic 0 "
-                                "and 1")
+            raise InvalidRecord(f"message magic {magic} among messages of format v0/v1")
         if size < _MIN_SIZE[magic] or pos + 12 + size > end:
             raise CorruptRecord(f"message size {size} out of range")
         msg_end = pos + 12 + size

@@ -7,7 +7,7 @@ from __future__ import annotations
 from broker.replica import AppendResult
 from broker.server import NO_RESPONSE
 from wire import errors, legacy
-from wire.batch import CorruptRecord, InvalidRecord
+from wire.batch import MAGIC_OFFSET, CorruptRecord, InvalidRecord
 from wire.apis import PRODUCE
 
 R = PRODUCE.Response
@@ -51,6 +51,10 @@ def handle_produce(broker, ctx, req):
 
 
 def _append_legacy(part, records, acks):
+    """Produce v0-2: message formats v0/v1 are stored as one v2 batch. Kafka does not check the
+    magic for these versions, so v2 batches sent with them are taken as they are."""
+    if len(records) > MAGIC_OFFSET and records[MAGIC_OFFSET] == 2:
+        return part.append(records, acks)
     try:
         batch = legacy.to_batch(records)
     except InvalidRecord as e:
