@@ -57,7 +57,7 @@ def test_message_set_becomes_one_v2_batch(magic, codec):
 
 def test_several_wrappers_and_plain_messages_keep_their_order():
     buf = (kp_message_set(1, GZIP, ROWS[:2]) + kp_message_set(1, NONE, ROWS[2:], offset=2)
-           + kp_message_set(1, SNAPPY, ROWS[:1], offset=3))
+           + kp_message_set(1, SNAPPY, ROWS[:1]))
     batch = legacy.to_batch(buf)
     assert [r[2:] for r in _records(batch)] == [(k, v) for k, v, _ in ROWS + ROWS[:1]]
     assert read_header(batch).compression == GZIP
@@ -84,6 +84,13 @@ def test_corrupt_and_invalid_message_sets_are_refused():
     legacy.write_message(zstd, 0, 1, ZSTD, 5, None, b"\x28\xb5\x2f\xfd")
     with pytest.raises(InvalidRecord):
         legacy.to_batch(zstd)
+    gap = bytearray()  # v1 inner offsets must be 0..n-1
+    inner = bytearray()
+    legacy.write_message(inner, 0, 1, 0, 5, b"k", b"v")
+    legacy.write_message(inner, 2, 1, 0, 5, b"k", b"v")
+    legacy.write_message(gap, 1, 1, GZIP, 5, None, gzip.compress(bytes(inner)))
+    with pytest.raises(InvalidRecord):
+        legacy.to_batch(gap)
     mixed = bytearray()
     inner = bytearray()
     legacy.write_message(inner, 0, 0, 0, -1, b"k", b"v")

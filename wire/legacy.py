@@ -118,11 +118,13 @@ def to_batch(buf) -> bytearray:
             continue
         codec = codec or m.codec
         log_append = m.magic == 1 and m.attributes & TIMESTAMP_TYPE_FLAG
-        for inner in iter_messages(_inflate(m)):
+        for i, inner in enumerate(iter_messages(_inflate(m))):
             if inner.codec:
                 raise InvalidRecord("a compressed message holds another compressed message")
             if inner.magic != m.magic:
                 raise InvalidRecord("inner message magic differs from its wrapper's")
+            if m.magic == 1 and inner.offset != i:
+                raise InvalidRecord(f"inner message offset {inner.offset}, expected {i}")
             ts = m.timestamp if log_append else inner.timestamp
             records.append((inner.key, inner.value, None, ts))
     if not records:
