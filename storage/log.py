@@ -538,6 +538,13 @@ class Log:
     # =========================================================================================
     # timestamps
 
+    def segment_times(self) -> list[tuple[int, int, int]]:
+        """``(base offset, last modified ms, size in bytes)`` of every segment, oldest first."""
+        with self._lock:
+            self._check_open()
+            return [(s.base_offset, int(os.fstat(s.fd).st_mtime * 1000), s.size)
+                    for s in self._segments]
+
     def offset_for_timestamp(self, timestamp: int, *, max_offset: int | None = None):
         """``(offset, timestamp)`` of the first record with timestamp >= ``timestamp`` and
         offset in [log_start_offset, max_offset) (default: high watermark), or None."""

@@ -3,6 +3,9 @@
 From v7 a client may open an incremental fetch session (KIP-227, `broker.fetch_sessions`):
 then each request names only the partitions whose position changed, and the response carries
 only the partitions with something new.
+
+Fetch v0-3 read message formats v0 (v0-1) and v1 (v2-3): their answers are converted down from
+the stored v2 batches (``wire.legacy``); v4+ answers are the stored bytes, sent with sendfile.
 """
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ import asyncio
 import time
 
 from broker.fetch_sessions import FetchContext
-from wire import errors
+from wire import errors, legacy
 from wire.apis import FETCH
 
 R = FETCH.Response
@@ -105,6 +108,8 @@ def _read(broker, req, v, topics):
                     current_leader=_leader(broker, name, fp.partition) if v >= 12 else None))
                 continue
             err = part.check_leader_epoch(fp.current_leader_epoch)
+            if not err and v < 4 and not part.config.message_downconversion_enable:
+                err = errors.UNSUPPORTED_VERSION
             if err:
                 ready = True
                 res = None
@@ -117,8 +122,12 @@ def _read(broker, req, v, topics):
                     res = part.read(fp.fetch_offset, min(fp.partition_max_bytes, remaining),
                                     min_one=size == 0, replica_id=replica_id,
                                     last_fetched_epoch=fp.last_fetched_epoch if v >= 12 else -1,
-                                    zero_copy_min=ZERO_COPY_MIN)
+                                    zero_copy_min=ZERO_COPY_MIN if v >= 4 else 0)
                     err = res.error
+            records = res.records if res else None
+            if not err and v < 4:
+                err, records = _down_convert(records, v, fp.fetch_offset)
+                res = None if err else res  # Kafka's error answer: no offsets
             if err:
                 ready = True
                 parts_out.append(R.PartitionData(
@@ -144,7 +153,7 @@ def _read(broker, req, v, topics):
             parts_out.append(R.PartitionData(
                 partition_index=fp.partition, high_watermark=res.high_watermark,
                 last_stable_offset=res.last_stable_offset, log_start_offset=res.log_start_offset,
-                aborted_transactions=None if v >= 4 else [], records=res.records))
+                aborted_transactions=None if v >= 4 else [], records=records))
         topics_out.append(R.FetchableTopicResponse(topic=name or "", topic_id=tkey
                                                    if v >= 13 else None, partitions=parts_out))
     return R(session_id=0, responses=topics_out), size, ready, parts
@@ -158,3 +167,11 @@ def _leader(broker, topic, index):
         return None
     p = t.partitions[index]
     return R.LeaderIdAndEpoch(leader_id=p.leader, leader_epoch=p.leader_epoch)
+
+
+def _down_convert(records, v, fetch_offset):
+    """(error, records) for Fetch v0-3: magic 0 for v0-1, magic 1 for v2-3."""
+    try:
+        return errors.NONE, legacy.down_convert(records, 0 if v < 2 else 1, fetch_offset)
+    except legacy.UnsupportedDownConversion:
+        return errors.UNSUPPORTED_COMPRESSION_TYPE, None

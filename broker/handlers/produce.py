@@ -2,14 +2,19 @@
 
 acks=all answers once the ISR has every batch (a delayed produce, bounded by timeout_ms); the
 request is handled synchronously whenever nothing has to wait, as on a single broker.
+
+Produce v0-2 carry message formats v0/v1: those (and only those) are converted to one v2 batch
+first (``wire.legacy``), as Kafka converts them to the log's format.
 """
 from __future__ import annotations
 
 import asyncio
 
 from broker.guards import produce_topic_error
+from broker.replica import AppendResult
 from broker.server import NO_RESPONSE
-from wire import errors
+from wire import errors, legacy
+from wire.batch import MAGIC_OFFSET, CorruptRecord, InvalidRecord
 from wire.apis import PRODUCE
 
 R = PRODUCE.Response
@@ -40,7 +45,8 @@ def handle_produce(broker, ctx, req):
                     if pd.records is None:
                         err = errors.CORRUPT_MESSAGE
                     else:
-                        res = part.append(pd.records, acks)
+                        res = (part.append(pd.records, acks) if ctx.version >= 3
+                               else _append_legacy(part, pd.records, acks))
                         err = res.error
             if not err:
                 out = R.PartitionProduceResponse(
@@ -98,3 +104,17 @@ def _endpoints(broker, topics_out):
            if p.current_leader is not None and p.current_leader.leader_id in brokers}
     return [R.NodeEndpoint(node_id=i, host=brokers[i].host, port=brokers[i].port,
                            rack=brokers[i].rack) for i in sorted(ids)]
+
+
+def _append_legacy(part, records, acks):
+    """Produce v0-2: message formats v0/v1 are stored as one v2 batch. Kafka does not check the
+    magic for these versions, so v2 batches sent with them are taken as they are."""
+    if len(records) > MAGIC_OFFSET and records[MAGIC_OFFSET] == 2:
+        return part.append(records, acks)
+    try:
+        batch = legacy.to_batch(records)
+    except InvalidRecord as e:
+        return AppendResult(errors.INVALID_RECORD, message=str(e))
+    except CorruptRecord as e:
+        return AppendResult(errors.CORRUPT_MESSAGE, message=str(e))
+    return part.append(batch, acks)
