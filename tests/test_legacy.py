@@ -142,3 +142,14 @@ def test_lz4_header_checksum_fix():
     frame = bytearray(lz4.frame.compress(b"hello", store_size=False))
     frame[6] ^= 0x5A
     assert lz4.frame.decompress(legacy.fix_lz4_header_checksum(frame)) == b"hello"
+
+
+def test_negative_magic_is_refused_not_a_crash():
+    import struct
+
+    from wire import legacy
+    from wire.batch import InvalidRecord
+
+    msg = struct.pack(">qiIbb", 0, 14, 0, -119, 0) + struct.pack(">ii", -1, -1)
+    with pytest.raises(InvalidRecord):
+        list(legacy.iter_messages(msg))

@@ -72,7 +72,7 @@ def iter_messages(buf):
         if end - pos < _PREFIX_SIZE:
             raise CorruptRecord("message set truncated")
         offset, size, crc, magic, attributes = _prefix.unpack_from(mv, pos)
-        if magic > 1:
+        if magic not in (0, 1):
             raise InvalidRecord(f"message magic {magic} among messages of format v0/v1")
         if size < _MIN_SIZE[magic] or pos + 12 + size > end:
             raise CorruptRecord(f"message size {size} out of range")
