@@ -169,15 +169,20 @@ class LogManager:
                 raise StorageError(self.failed[tp])
             if not _TOPIC_RE.match(topic) or topic in (".", "..") or partition < 0:
                 raise ValueError(f"invalid topic partition {topic!r} {partition}")
-            counts = {d: 0 for d in self.log_dirs}
-            for d in self._dir_of.values():
-                counts[d] += 1
-            d = min(self.log_dirs, key=lambda x: counts[x])
+            d = self._least_loaded_dir()
             lg = Log(d / partition_dir_name(topic, partition),
                      config if config is not None else self.default_config)
             self._logs[tp] = lg
             self._dir_of[tp] = d
             return lg
+
+    def _least_loaded_dir(self) -> Path:
+        if len(self.log_dirs) == 1:  # no count over every partition per new partition
+            return self.log_dirs[0]
+        counts = {d: 0 for d in self.log_dirs}
+        for d in self._dir_of.values():
+            counts[d] += 1
+        return min(self.log_dirs, key=lambda x: counts[x])
 
     def all_logs(self) -> dict[tuple[str, int], Log]:
         return dict(self._logs)
