@@ -15,6 +15,7 @@ from broker.group_log import OFFSETS_TOPIC, OffsetsTopicLog
 from broker.metadata import BrokerInfo, LocalMetadataStore, MetadataError, topic_name_error
 from broker.replica import ReplicaManager, topic_log_config
 from broker.cluster import ClusterMember
+from broker.dynamic import DynamicConfigs
 from broker.fetcher import FetcherManager
 from broker.server import serve
 from coordinator import GroupCoordinator, OffsetStore
@@ -97,6 +98,7 @@ class Broker:
         self.groups = GroupCoordinator(config.props, OffsetStore(OffsetsTopicLog(
             self.replicas, config.int("offsets.commit.required.acks"),
             config.int("offsets.commit.timeout.ms"))))
+        self.dynamic = DynamicConfigs(self)
 
     def _log_config_for(self, topic: str) -> LogConfig:
         meta = self.metadata.topics.get(topic)
@@ -121,6 +123,7 @@ class Broker:
             cluster_id = await self.metadata.start(
                 stored_cluster_id(cfg.log_dirs) or uuid_to_base64(uuid.uuid4()))
             ensure_cluster_id(cfg.log_dirs, cfg.node_id, cluster_id)
+            await self.dynamic.start()
         self.server = await serve(self, host or "0.0.0.0", port)
         if self.cluster is not None:
             await self.cluster.start()

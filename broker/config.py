@@ -30,6 +30,7 @@ DEFAULTS = {
     "log.cleanup.policy": "delete",
     "log.cleaner.enable": "true",
     "log.cleaner.backoff.ms": "15000",
+    "log.cleaner.threads": "1",
     "log.cleaner.delete.retention.ms": "86400000",
     "log.cleaner.min.compaction.lag.ms": "0",
     "log.message.timestamp.type": "CreateTime",

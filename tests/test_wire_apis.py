@@ -28,6 +28,8 @@ EXPECTED_RANGES = {
     "LeaderAndIsr": (4, 0, 7), "StopReplica": (5, 0, 4), "UpdateMetadata": (6, 0, 8),
     "ControlledShutdown": (7, 0, 3), "OffsetForLeaderEpoch": (23, 0, 4), "ElectLeaders": (43, 0, 2),
     "AlterPartition": (56, 0, 3),
+    "AlterConfigs": (33, 0, 2), "IncrementalAlterConfigs": (44, 0, 1),
+    "DeleteRecords": (21, 0, 2), "DescribeLogDirs": (35, 1, 4),
 }
 
 CASES = [(api, v, side) for api in ALL_APIS for v in range(api.min_version, api.max_version + 1)
