@@ -266,10 +266,26 @@ def test_cluster_config_changes_reach_every_broker(cluster):
         ConfigSource.DYNAMIC_BROKER_CONFIG.value
     incremental(cluster.admin(2), "broker", "2", ("log.retention.ms", None, DELETE))
 
+    # Small segments, so deleting records drops whole segment files, on followers too.
+    incremental(cluster.admin(1), "topic", topic, ("segment.bytes", "300", SET))
+    time.sleep(1)  # the change notification reaches every broker
     p = producer(cluster.bootstrap, acks="all")
-    for i in range(8):
-        p.produce(topic, b"z", partition=0)
-    flush_all(p)
-    tp = TopicPartition(topic, 0, 3)
-    assert admin.delete_records([tp], request_timeout=15)[tp].result(
-        15).low_watermark == 3
+    for i in range(12):
+        p.produce(topic, b"z" * 50, partition=0)
+        flush_all(p)  # one batch each
+    def sizes():
+        k = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+        try:
+            return sorted(n["log_dirs"][0]["topics"][0]["partitions"][0]["partition_size"]
+                          for n in k.describe_log_dirs({topic: [0]}))
+        finally:
+            k.close()
+
+    assert min(sizes()) > 12 * 100
+    tp = TopicPartition(topic, 0, 9)
+    assert admin.delete_records([tp], request_timeout=15)[tp].result(15).low_watermark == 9
+
+    def followers_follow():
+        got = sizes()
+        assert len(got) == 3 and max(got) < 12 * 100, got  # segments below offset 9 are gone
+    _eventually(followers_follow)
