@@ -12,6 +12,7 @@ from pathlib import Path
 from broker.config import BrokerConfig, ConfigError, parse_properties
 from broker.dispatch import HANDLERS
 from broker.group_log import OFFSETS_TOPIC, OffsetsTopicLog
+from broker.metrics import BrokerMetrics
 from broker.metadata import BrokerInfo, LocalMetadataStore, MetadataError, topic_name_error
 from broker.replica import ReplicaManager, topic_log_config
 from broker.cluster import ClusterMember
@@ -66,7 +67,8 @@ class Broker:
     def __init__(self, config: BrokerConfig):
         self.config = config
         self.connections = set()
-        self.handlers = HANDLERS
+        self.metrics = BrokerMetrics(self) if config.get("josefk.metrics.port") else None
+        self.handlers = self.metrics.instrument(HANDLERS) if self.metrics else HANDLERS
         self.server = None
         self._tasks = []
         self._housekeeping = ThreadPoolExecutor(1, thread_name_prefix="josefk-housekeeping")
@@ -125,6 +127,8 @@ class Broker:
             ensure_cluster_id(cfg.log_dirs, cfg.node_id, cluster_id)
             await self.dynamic.start()
         self.server = await serve(self, host or "0.0.0.0", port)
+        if self.metrics is not None:
+            await self.metrics.start()
         if self.cluster is not None:
             await self.cluster.start()
             self._tasks.append(asyncio.ensure_future(self._periodic_on_loop(
@@ -144,6 +148,8 @@ class Broker:
                 self.config.int("controlled.shutdown.retry.backoff.ms") / 1000)
         for t in self._tasks:
             t.cancel()
+        if self.metrics is not None:
+            await self.metrics.stop()
         if self.server is not None:
             self.server.close()
         for c in list(self.connections):

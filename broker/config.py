@@ -66,6 +66,8 @@ DEFAULTS = {
     "offsets.commit.required.acks": "-1",
     "offsets.commit.timeout.ms": "5000",
     "broker.rack": "",
+    "josefk.metrics.port": "",  # Prometheus endpoint; off unless set
+    "josefk.metrics.host": "127.0.0.1",
 }
 
 # Broker property -> topic-level property it provides the default for.

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import time
 
 from wire import errors, headers
 from wire.apis import API_BY_KEY
@@ -61,6 +62,7 @@ class Connection(asyncio.Protocol):
         self.write_blocked = False
         self.batching = False
         self.tasks = set()
+        self.received_at = 0.0  # when the last read arrived (request queue time starts there)
 
     # -- asyncio callbacks ----------------------------------------------------------------------
     def connection_made(self, transport):
@@ -84,6 +86,7 @@ class Connection(asyncio.Protocol):
         self._update_reading()
 
     def data_received(self, data):
+        self.received_at = time.monotonic()
         try:
             frames = self.reader.feed(data)
         except DecodeError as e:

@@ -42,7 +42,7 @@ async def _delayed(broker, req, v, waiter):
         waiter = broker.replicas.watch(parts)
 
 
-def _replica_id(req, v) -> int:
+def fetching_replica_id(req, v) -> int:
     """The fetching follower's broker id, or -1 for a consumer."""
     if v >= 15:
         return req.replica_state.replica_id if req.replica_state is not None else -1
@@ -54,7 +54,7 @@ def _read(broker, req, v):
     ``ready`` is set when an error means the fetch should be answered at once. A follower's
     fetch (replica id >= 0) reads up to the log end and tells the leader how far it has got."""
     replicas = broker.replicas
-    replica_id = _replica_id(req, v)
+    replica_id = fetching_replica_id(req, v)
     now_ms = int(time.time() * 1000) if replica_id >= 0 else 0
     by_id = broker.metadata.topics_by_id
     remaining = req.max_bytes if v >= 3 else _INT32_MAX
