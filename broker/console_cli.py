@@ -11,8 +11,7 @@ from datetime import datetime
 
 from broker.client import KafkaError
 from broker.tool_client import EARLIEST, LATEST, ClusterClient, partition_for_key
-from wire import errors
-from wire.apis import FIND_COORDINATOR, OFFSET_COMMIT, OFFSET_FETCH
+from broker.groups_cli import commit_offsets, committed_offsets
 from wire.batch import iter_headers
 from wire.records import CODEC_NAMES, build_batch, iter_records
 
@@ -186,30 +185,10 @@ class Formatter:
         return self.key_sep.join(parts) + self.line_sep
 
 
-def _committed(c, group, topic) -> dict:
-    resp = c.request(OFFSET_FETCH, group_id=group, topics=None, require_stable=False, groups=[
-        OFFSET_FETCH.Request.OffsetFetchRequestGroup(group_id=group, topics=None)])
-    topics = resp.groups[0].topics if resp.groups else resp.topics
-    return {p.partition_index: p.committed_offset for t in topics if t.name == topic
-            for p in t.partitions if p.committed_offset >= 0}
-
-
-def _commit(c, group, topic, positions) -> None:
-    R = OFFSET_COMMIT.Request
-    resp = c.request(OFFSET_COMMIT, group_id=group, generation_id_or_member_epoch=-1,
-                     member_id="", retention_time_ms=-1, topics=[R.OffsetCommitRequestTopic(
-                         name=topic, partitions=[R.OffsetCommitRequestPartition(
-                             partition_index=p, committed_offset=off, committed_leader_epoch=-1,
-                             committed_metadata="") for (_, p), off in positions.items()])])
-    for t in resp.topics:
-        for p in t.partitions:
-            if p.error_code:
-                raise KafkaError(p.error_code, errors.name(p.error_code))
-
-
 def _start_positions(cc, args, coordinator) -> dict:
     parts = [args.partition] if args.partition is not None else cc.partitions(args.topic)
-    committed = _committed(coordinator, args.group, args.topic) if args.group else {}
+    committed = {p: off for (t, p), off in committed_offsets(coordinator, args.group).items()
+                 if t == args.topic} if args.group else {}
     out = {}
     for p in parts:
         if args.offset not in (None, "earliest", "latest"):
@@ -218,17 +197,9 @@ def _start_positions(cc, args, coordinator) -> dict:
             out[(args.topic, p)] = committed[p]
         else:
             earliest = args.from_beginning or args.offset == "earliest"
-            out[(args.topic, p)] = cc.list_offset(args.topic, p, EARLIEST if earliest else LATEST)
+            out[(args.topic, p)] = cc.list_offsets(args.topic, [p], EARLIEST if earliest
+                                                   else LATEST)[p]
     return out
-
-
-def _coordinator(cc, group):
-    resp = cc.bootstrap.request(FIND_COORDINATOR, key=group, key_type=0, coordinator_keys=[group])
-    node = resp.coordinators[0] if resp.coordinators else resp
-    if node.error_code:
-        raise KafkaError(node.error_code, f"no coordinator for group {group}")
-    cc.refresh([])
-    return cc.broker(node.node_id)
 
 
 def _records(cc, positions):
@@ -254,7 +225,7 @@ def console_consumer(args) -> int:
     try:
         fmt = Formatter(args.formatter, _props(args.property), args.topic)
         with ClusterClient(args.bootstrap_server, "console-consumer") as cc:
-            coordinator = _coordinator(cc, args.group) if args.group else None
+            coordinator = cc.coordinator(args.group) if args.group else None
             positions = _start_positions(cc, args, coordinator)
             last_data = time.monotonic()
             while args.max_messages is None or count < args.max_messages:
@@ -271,7 +242,7 @@ def console_consumer(args) -> int:
                 if count > before:
                     last_data = time.monotonic()
                     if coordinator is not None:
-                        _commit(coordinator, args.group, args.topic, positions)
+                        commit_offsets(coordinator, args.group, positions)
     except (KafkaError, OSError, ValueError) as e:
         return _error(e)
     except KeyboardInterrupt:
@@ -353,8 +324,8 @@ def perf_consumer(args) -> int:
     start_wall = datetime.now()
     try:
         with ClusterClient(args.bootstrap_server, "consumer-performance") as cc:
-            positions = {(args.topic, p): cc.list_offset(args.topic, p, EARLIEST)
-                         for p in cc.partitions(args.topic)}
+            starts = cc.list_offsets(args.topic, cc.partitions(args.topic), EARLIEST)
+            positions = {(args.topic, p): off for p, off in starts.items()}
             start = last_data = last_report = time.monotonic()
             while count < args.messages and \
                     (time.monotonic() - last_data) * 1000 < args.timeout:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from broker.client import Client, KafkaError
 from wire import errors
-from wire.apis import FETCH, LIST_OFFSETS, METADATA, PRODUCE
+from wire.apis import FETCH, FIND_COORDINATOR, LIST_OFFSETS, METADATA, PRODUCE
 
 LATEST, EARLIEST = -1, -2
 
@@ -96,15 +96,36 @@ class ClusterClient:
                 return self.broker(p.leader_id)
         raise KafkaError(errors.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{partition}")
 
-    def list_offset(self, topic: str, partition: int, timestamp: int) -> int:
+    def list_offsets(self, topic: str, partitions, timestamp: int) -> dict:
+        """{partition: offset} for ``timestamp`` (LATEST, EARLIEST or a time in ms; -1 where no
+        record is that recent), one ListOffsets per leader."""
         R = LIST_OFFSETS.Request
-        resp = self.leader(topic, partition).request(LIST_OFFSETS, replica_id=-1, topics=[
-            R.ListOffsetsTopic(name=topic, partitions=[R.ListOffsetsPartition(
-                partition_index=partition, timestamp=timestamp, current_leader_epoch=-1)])])
-        p = resp.topics[0].partitions[0]
-        if p.error_code:
-            raise KafkaError(p.error_code, f"{topic}-{partition}: {errors.name(p.error_code)}")
-        return p.offset
+        by_leader: dict[int, tuple] = {}  # id(client) -> (client, [partitions])
+        for p in partitions:
+            leader = self.leader(topic, p)
+            by_leader.setdefault(id(leader), (leader, []))[1].append(R.ListOffsetsPartition(
+                partition_index=p, timestamp=timestamp, current_leader_epoch=-1))
+        out = {}
+        for leader, parts in by_leader.values():
+            resp = leader.request(LIST_OFFSETS, replica_id=-1, isolation_level=0, topics=[
+                R.ListOffsetsTopic(name=topic, partitions=parts)])
+            for p in resp.topics[0].partitions:
+                if p.error_code:
+                    raise KafkaError(p.error_code,
+                                     f"{topic}-{p.partition_index}: {errors.name(p.error_code)}")
+                out[p.partition_index] = p.offset
+        return out
+
+    def coordinator(self, group: str) -> Client:
+        """A connection to ``group``'s coordinator."""
+        resp = self.bootstrap.request(FIND_COORDINATOR, key=group, key_type=0,
+                                      coordinator_keys=[group])
+        node = resp.coordinators[0] if resp.coordinators else resp
+        if node.error_code:
+            raise KafkaError(node.error_code, f"no coordinator for group {group}")
+        if node.node_id not in self.brokers:
+            self.refresh([])
+        return self.broker(node.node_id)
 
     def produce(self, topic: str, partition: int, batch, acks: int = 1,
                 timeout_ms: int = 30000):
