@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import ConfigResource, ConfigSource, NewTopic
@@ -212,7 +213,7 @@ def test_dump_log(broker, tmp_path):
     assert "| offset: 42 " in out and "endTxnMarker: COMMIT coordinatorEpoch: 7" in out
 
 
-def test_log_dirs_and_delete_records_across_a_cluster(cluster, tmp_path):
+def test_cli_across_a_cluster(cluster, tmp_path):
     topic = unique_topic("cli-cluster")
     admin = cluster.admin()
     admin.create_topics([NewTopic(topic, 3, 3)])[topic].result(30)
@@ -236,3 +237,21 @@ def test_log_dirs_and_delete_records_across_a_cluster(cluster, tmp_path):
     out = josefk("delete-records", "--offset-json-file", str(spec), broker=one)
     assert [line.split("\t")[1] for line in out.stdout.splitlines()[2:]] == [
         "low_watermark: 2"] * 3
+
+    # A cluster-wide broker default reaches every broker (through /config/brokers/<default>).
+    josefk("configs", "--entity-type", "brokers", "--entity-default", "--alter",
+           "--add-config", "log.retention.ms=7654321", broker=one)
+    try:
+        deadline = time.monotonic() + 20
+        for i, node in cluster.brokers.items():
+            while True:
+                got = describe(admin_client(node.bootstrap), "broker", str(i))["log.retention.ms"]
+                if got.source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value or \
+                        time.monotonic() > deadline:
+                    break
+                time.sleep(0.3)
+            assert (got.value, got.source) == (
+                "7654321", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value), i
+    finally:
+        josefk("configs", "--entity-type", "brokers", "--entity-default", "--alter",
+               "--delete-config", "log.retention.ms", broker=one)
