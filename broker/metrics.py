@@ -3,8 +3,8 @@ the JMX exporter shows them (``kafka_server_brokertopicmetrics_bytesin_total``,
 ``kafka_network_requestmetrics_totaltimems``...).
 
 The hot path only adds to plain counters: handlers are wrapped (never changed) to time each
-request and count its error codes, Produce and Fetch count bytes and messages per topic from
-batch headers. Everything else (partitions, log sizes and offsets, ISR health, controller,
+request and count its error codes; Produce counts bytes and records per topic (records from the
+batch header), Fetch the bytes sent to consumers. Everything else (partitions, log sizes and offsets, ISR health, controller,
 consumer lag) is read from the broker when Prometheus scrapes. The endpoint is an asyncio server
 on the broker's own loop, so collecting never races the loop.
 """
@@ -13,9 +13,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import struct
 import time
 from bisect import bisect_left
 from collections import defaultdict
+from types import CoroutineType
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.core import (CollectorRegistry, CounterMetricFamily, GaugeMetricFamily,
@@ -25,7 +27,7 @@ from broker.handlers.fetch import fetching_replica_id
 from broker.server import NO_RESPONSE
 from wire import errors
 from wire.apis import API_BY_KEY, FETCH, PRODUCE
-from wire.batch import iter_headers
+from wire.batch import HEADER_SIZE, LOG_OVERHEAD, iter_headers
 
 log = logging.getLogger("josefk.metrics")
 
@@ -60,15 +62,22 @@ class RequestStats:
 
 
 class TopicStats:
-    __slots__ = ("bytes_in", "messages_in", "bytes_out", "messages_out")
+    __slots__ = ("bytes_in", "messages_in", "bytes_out")
 
     def __init__(self):
-        self.bytes_in = self.messages_in = self.bytes_out = self.messages_out = 0
+        self.bytes_in = self.messages_in = self.bytes_out = 0
 
 
-def _batch_totals(records) -> tuple[int, int]:
-    """(bytes, records) of a record set, from its batch headers."""
-    return len(records), sum(h.count for h in iter_headers(records))
+_I32 = struct.Struct(">i")
+_LENGTH_AT, _COUNT_AT = 8, HEADER_SIZE - 4  # batchLength, and recordsCount (the header's end)
+
+
+def _record_count(records) -> int:
+    """Records in a record set, from its batch headers: two ints for the usual single batch."""
+    n = len(records)
+    if n >= HEADER_SIZE and _I32.unpack_from(records, _LENGTH_AT)[0] + LOG_OVERHEAD == n:
+        return _I32.unpack_from(records, _COUNT_AT)[0]
+    return sum(h.count for h in iter_headers(records))
 
 
 def _count_errors(obj, counts) -> None:
@@ -107,7 +116,7 @@ class BrokerMetrics:
             result = handler(broker, ctx, req)
             local = (time.monotonic() - start) * 1000
             stats.local.observe(local)
-            if asyncio.iscoroutine(result):
+            if type(result) is CoroutineType:
                 return self._finish_later(stats, key, ctx, req, result, start)
             finish(stats, key, ctx, req, result, start)
             return result
@@ -120,37 +129,44 @@ class BrokerMetrics:
 
     def _finish(self, stats, key, ctx, req, resp, start) -> None:
         stats.total.observe((time.monotonic() - start) * 1000)
-        if resp is not NO_RESPONSE:
-            _count_errors(resp, stats.errors)
         if key == PRODUCE.key:
-            self._produced(req, None if resp is NO_RESPONSE else resp)
-        elif key == FETCH.key and fetching_replica_id(req, ctx.version) < 0:
-            self._fetched(resp)
+            self._produced(req, None if resp is NO_RESPONSE else resp, stats.errors)
+        elif key == FETCH.key:
+            self._fetched(resp, fetching_replica_id(req, ctx.version) < 0, stats.errors)
+        elif resp is not NO_RESPONSE:
+            _count_errors(resp, stats.errors)
 
-    def _produced(self, req, resp) -> None:
+    def _produced(self, req, resp, errs) -> None:
+        """Bytes and records appended per topic, and the partitions' error codes."""
         for i, td in enumerate(req.topic_data):
             t = self.topics[td.name]
+            answers = resp.responses[i].partition_responses if resp is not None else None
             for j, pd in enumerate(td.partition_data):
-                if pd.records is None or (
-                        resp is not None and
-                        resp.responses[i].partition_responses[j].error_code):
-                    continue
-                nbytes, count = _batch_totals(pd.records)
-                t.bytes_in += nbytes
-                t.messages_in += count
+                if answers is not None:
+                    code = answers[j].error_code
+                    errs[code] += 1
+                    if code:
+                        continue
+                if pd.records is not None:
+                    t.bytes_in += len(pd.records)
+                    t.messages_in += _record_count(pd.records)
 
-    def _fetched(self, resp) -> None:
+    def _fetched(self, resp, consumer: bool, errs) -> None:
+        """Bytes sent to consumers per topic (followers' fetches are replication, as in Kafka),
+        and the error codes."""
+        errs[resp.error_code or 0] += 1
         by_id = self.broker.metadata.topics_by_id
         for tr in resp.responses:
-            name = tr.topic or getattr(by_id.get(tr.topic_id), "name", None)
-            if name is None:
-                continue
-            t = self.topics[name]
+            t = None
             for p in tr.partitions:
-                if p.records:
-                    nbytes, count = _batch_totals(p.records)
-                    t.bytes_out += nbytes
-                    t.messages_out += count
+                errs[p.error_code] += 1
+                if consumer and p.records:
+                    if t is None:
+                        name = tr.topic or getattr(by_id.get(tr.topic_id), "name", None)
+                        if name is None:
+                            break
+                        t = self.topics[name]
+                    t.bytes_out += len(p.records)
 
     # -- the endpoint ---------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -235,9 +251,7 @@ class BrokerMetrics:
             ("bytes_in", "kafka_server_brokertopicmetrics_bytesin", "Bytes appended"),
             ("messages_in", "kafka_server_brokertopicmetrics_messagesin", "Records appended"),
             ("bytes_out", "kafka_server_brokertopicmetrics_bytesout", "Bytes fetched by "
-                                                                      "consumers"),
-            ("messages_out", "josefk_server_brokertopicmetrics_messagesout",
-             "Records fetched by consumers (whole batches)"))}
+                                                                      "consumers"))}
         for topic, s in sorted(self.topics.items()):
             for attr, fam in fams.items():
                 fam.add_metric([topic], getattr(s, attr))
