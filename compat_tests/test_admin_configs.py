@@ -134,6 +134,21 @@ def test_kafka_python_alter_and_describe_with_synonyms(broker):
                                           configs={"retention.ms": "x"})])
         assert "InvalidConfigurationError" in out["topic"][topic]
         assert "retention.ms" in out["topic"][topic]
+        # APPEND and DELETE ops (IncrementalAlterConfigs), then the legacy AlterConfigs, which
+        # kafka-python fills with the other dynamic configs so nothing else is lost.
+        k.alter_configs([KpResource(ConfigResourceType.TOPIC, topic, configs={
+            "cleanup.policy": ("APPEND", "compact"), "retention.ms": ("DELETE", None)})])
+        got = k.describe_configs([KpResource(ConfigResourceType.TOPIC, topic)],
+                                 config_filter="all")["topic"][topic]
+        assert got["cleanup.policy"]["value"] == "delete,compact"
+        assert got["retention.ms"]["config_source"] == "DEFAULT_CONFIG"
+        out = k.alter_configs([KpResource(ConfigResourceType.TOPIC, topic,
+                                          configs={"segment.ms": "3600000"})], incremental=False)
+        assert out == {"topic": {topic: "OK"}}
+        got = k.describe_configs([KpResource(ConfigResourceType.TOPIC, topic)],
+                                 config_filter="all")["topic"][topic]
+        assert got["segment.ms"]["value"] == "3600000"
+        assert got["cleanup.policy"]["value"] == "delete,compact"
     finally:
         k.close()
 

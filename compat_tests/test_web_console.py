@@ -134,6 +134,18 @@ def test_console_pages_browsing_and_actions(console, browser, tmp_path):
     browser.get(url + f"/topics/{topic}/messages?partition=0&timestamp={ts}")
     assert cells(browser, "messages")[0][0] in {"0", "1", "2", "3"}
 
+    # A live member of another group shows with its assignment.
+    live_group = unique_topic("web-live")
+    live = consumer(b.bootstrap, **{"group.id": live_group, "auto.offset.reset": "earliest"})
+    live.subscribe([topic])
+    consume_n(live, 7)
+    browser.get(url + f"/groups/{live_group}")
+    assert "Stable" in browser.find_element(By.ID, "state").text
+    (member,) = cells(browser, "members")
+    assert member[0].startswith("rdkafka-") and member[3] == f"{topic}-0, {topic}-1"
+    assert {r[5] for r in cells(browser, "lag")} == {member[0]}
+    live.close()
+
     browser.get(url + "/groups")
     click(browser, browser.find_element(By.LINK_TEXT, group))
     assert "Empty" in browser.find_element(By.ID, "state").text
