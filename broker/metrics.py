@@ -291,7 +291,8 @@ class BrokerMetrics:
         yield from logs.values()
 
     def _group_metrics(self):
-        """Lag of every group this broker coordinates, on the partitions it leads."""
+        """Lag of every group this broker coordinates, on the partitions it has a replica of
+        (a follower's high watermark trails the leader's by at most a fetch)."""
         lag = GaugeMetricFamily("kafka_consumergroup_lag", "High watermark minus committed "
                                 "offset", labels=["consumergroup", "topic", "partition"])
         cur = GaugeMetricFamily("kafka_consumergroup_current_offset", "Committed offset",
@@ -302,7 +303,7 @@ class BrokerMetrics:
                 labels = [gid, topic, str(index)]
                 offset = rec.offset_and_metadata.offset
                 cur.add_metric(labels, offset)
-                part = replicas.leader_partition(topic, index)
+                part = replicas.get(topic, index)
                 if part is not None:
                     lag.add_metric(labels, max(part.log.high_watermark - offset, 0))
         yield lag
