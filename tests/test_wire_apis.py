@@ -31,6 +31,8 @@ KAFKA_3_9_RANGES = {
     "LeaderAndIsr": (4, 0, 7), "StopReplica": (5, 0, 4), "UpdateMetadata": (6, 0, 8),
     "ControlledShutdown": (7, 0, 3), "OffsetForLeaderEpoch": (23, 0, 4), "ElectLeaders": (43, 0, 2),
     "AlterPartition": (56, 0, 3),
+    "AlterConfigs": (33, 0, 2), "IncrementalAlterConfigs": (44, 0, 1),
+    "DeleteRecords": (21, 0, 2), "DescribeLogDirs": (35, 1, 4),
 }
 
 # The versions KIP-896 removed in Kafka 4.0 (name: highest removed version): the only places where
