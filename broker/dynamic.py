@@ -37,9 +37,10 @@ DYNAMIC_BROKER_CONFIGS = frozenset(TOPIC_DEFAULTS.values()) | {
 }
 
 
-def validate_broker_configs(configs: dict) -> None:
+def validate_broker_configs(configs: dict, topic_defaults: dict) -> None:
     """Raise MetadataError(INVALID_CONFIG) naming the key for a config that cannot change at run
-    time or a malformed value. Log defaults are checked by their topic config's rules."""
+    time or a malformed value. Log defaults are checked by their topic config's rules (against
+    the current ``topic_defaults`` for the others)."""
     for name, value in configs.items():
         if name not in DYNAMIC_BROKER_CONFIGS:
             raise MetadataError(errors.INVALID_CONFIG,
@@ -47,7 +48,7 @@ def validate_broker_configs(configs: dict) -> None:
         topic_name = BROKER_TO_TOPIC.get(name)
         try:
             if topic_name is not None:
-                validate_topic_configs({topic_name: value})
+                validate_topic_configs({topic_name: value}, topic_defaults)
             elif value is None or not value.strip().lstrip("-").isdigit():
                 raise MetadataError(errors.INVALID_CONFIG, name)
         except MetadataError:

@@ -42,7 +42,7 @@ def produce_one(bootstrap, topic, size):
     """Deliver one ``size``-byte message; return its delivery error code (None when stored)."""
     p = producer(bootstrap, **{"message.max.bytes": 10_000_000, "retries": 0})
     out = []
-    p.produce(topic, b"x" * size, partition=0,
+    p.produce(topic, b"x" * size, key=b"k", partition=0,  # keyed: some topics are compacted
               on_delivery=lambda err, msg: out.append(err.code() if err else None))
     flush_all(p)
     return out[0]

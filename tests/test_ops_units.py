@@ -47,13 +47,16 @@ def test_formatter_default_and_json():
 
 
 def test_broker_config_validation_names_the_key():
+    from broker.config import BrokerConfig
+
+    defaults = BrokerConfig({}).topic_defaults()
     validate_broker_configs({"log.retention.ms": "1000", "log.cleanup.policy": "compact",
-                             "log.cleaner.threads": "2", "message.max.bytes": "100"})
+                             "log.cleaner.threads": "2", "message.max.bytes": "100"}, defaults)
     for bad in ({"log.dirs": "/x"}, {"log.retention.ms": "soon"},
                 {"log.cleanup.policy": "shred"}, {"log.cleaner.threads": "many"},
                 {"log.retention.hours": None}):
         with pytest.raises(MetadataError) as e:
-            validate_broker_configs(bad)
+            validate_broker_configs(bad, defaults)
         assert e.value.code == errors.INVALID_CONFIG and next(iter(bad)) in e.value.message
 
 

@@ -40,11 +40,11 @@ async def _change(broker, res, new_overrides, validate_only) -> tuple[int, str |
             raise MetadataError(errors.INVALID_REQUEST, "Error due to duplicate config keys")
         new = new_overrides(current)
         if res.resource_type == TOPIC:
-            validate_topic_configs(new)
+            validate_topic_configs(new, broker.config.topic_defaults())
             if not validate_only:
                 await broker.dynamic.alter_topic(res.resource_name, new)
         else:
-            validate_broker_configs(new)
+            validate_broker_configs(new, broker.config.topic_defaults())
             if not validate_only:
                 await broker.dynamic.alter_broker(res.resource_name, new)
     except MetadataError as e:
