@@ -16,6 +16,9 @@ from broker.metadata import BrokerInfo, LocalMetadataStore, MetadataError, topic
 from broker.replica import ReplicaManager, topic_log_config
 from broker.cluster import ClusterMember
 from broker.fetcher import FetcherManager
+from broker import security
+from broker.sasl import LocalCredentialStore, check_mechanisms
+from broker.security import ListenerSecurity
 from broker.server import serve
 from coordinator import GroupCoordinator, OffsetStore
 from coordinator.producer_ids import ProducerIdManager
@@ -25,6 +28,7 @@ from wire import errors
 from wire.types import uuid_to_base64
 from wire.apis import API_BY_KEY, API_VERSIONS
 from zk.client import ZkClient
+from zk.credentials import ZkCredentialStore
 from zk.metadata import ZkMetadataStore
 
 log = logging.getLogger("josefk")
@@ -66,23 +70,30 @@ class Broker:
         self.config = config
         self.connections = set()
         self.handlers = HANDLERS
-        self.server = None
+        self.servers = []
         self._tasks = []
         self._housekeeping = ThreadPoolExecutor(1, thread_name_prefix="josefk-housekeeping")
         dirs = config.log_dirs
         for d in dirs:
             Path(d).mkdir(parents=True, exist_ok=True)
-        host, port = config.advertised_listener()
-        self.info = BrokerInfo(config.node_id, host, port, config.get("broker.rack"))
+        self.listeners = [ListenerSecurity(config, e) for e in security.listeners(config)]
+        for listener in self.listeners:
+            if listener.sasl:
+                check_mechanisms(listener.mechanisms)
+        endpoints = {e.listener: (e.host, e.port) for e in security.advertised_listeners(config)}
+        host, port = endpoints[security.inter_broker_listener(config)]
+        self.info = BrokerInfo(config.node_id, host, port, config.get("broker.rack"), endpoints)
         self.zk = self.cluster = None
         if config.get("zookeeper.connect"):
             self.zk = ZkClient(config.get("zookeeper.connect"),
                                config.int("zookeeper.session.timeout.ms"),
                                config.int("zookeeper.connection.timeout.ms"))
             self.metadata = ZkMetadataStore(self.zk, self.info, config)
+            self.credentials = ZkCredentialStore(self.zk)
         else:
             self.metadata = LocalMetadataStore(dirs[0], self.info,
                                                ensure_cluster_id(dirs, config.node_id))
+            self.credentials = LocalCredentialStore(dirs[0])
         self.default_log_config = LogConfig.from_props({}, config.topic_defaults())
         self.logs = LogManager(dirs, self.default_log_config, config_for=self._log_config_for)
         if self.zk is not None:
@@ -113,7 +124,6 @@ class Broker:
     # -- lifecycle ------------------------------------------------------------------------------
     async def start(self):
         cfg = self.config
-        host, port = cfg.listener()
         self.groups.startup([])
         if self.cluster is None:
             self.replicas.lead_locally(self.metadata)
@@ -121,7 +131,8 @@ class Broker:
             cluster_id = await self.metadata.start(
                 stored_cluster_id(cfg.log_dirs) or uuid_to_base64(uuid.uuid4()))
             ensure_cluster_id(cfg.log_dirs, cfg.node_id, cluster_id)
-        self.server = await serve(self, host or "0.0.0.0", port)
+        for listener, e in zip(self.listeners, security.listeners(cfg)):
+            self.servers.append(await serve(self, listener, e.host or "0.0.0.0", e.port))
         if self.cluster is not None:
             await self.cluster.start()
             self._tasks.append(asyncio.ensure_future(self._periodic_on_loop(
@@ -132,7 +143,7 @@ class Broker:
                              (cfg.int("log.cleaner.backoff.ms"), self._compaction),
                              (cfg.int("log.flush.offset.checkpoint.interval.ms"), self._checkpoint)):
             self._tasks.append(asyncio.ensure_future(self._periodic(interval, fn)))
-        log.info("josefk broker %d listening on %s:%d", self.config.node_id, host, port)
+        log.info("josefk broker %d listening on %s", self.config.node_id, cfg.get("listeners"))
 
     async def stop(self):
         if self.cluster is not None and self.config.bool("controlled.shutdown.enable"):
@@ -141,8 +152,8 @@ class Broker:
                 self.config.int("controlled.shutdown.retry.backoff.ms") / 1000)
         for t in self._tasks:
             t.cancel()
-        if self.server is not None:
-            self.server.close()
+        for server in self.servers:
+            server.close()
         for c in list(self.connections):
             c.transport.close()
         if self.replicas.fetchers is not None:

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 from broker.handlers import (api_versions, cluster, configs, fetch, groups, list_offsets,
-                             metadata, offsets, produce, producer, replication, telemetry, topics)
+                             metadata, offsets, produce, producer, replication, sasl, scram,
+                             telemetry,
+                             topics)
 from wire import apis
 
 HANDLERS = {
@@ -38,4 +40,8 @@ HANDLERS = {
     apis.OFFSET_FOR_LEADER_EPOCH.key: replication.handle_offset_for_leader_epoch,
     apis.ELECT_LEADERS.key: replication.handle_elect_leaders,
     apis.ALTER_PARTITION.key: replication.handle_alter_partition,
+    apis.SASL_HANDSHAKE.key: sasl.handle_sasl_handshake,
+    apis.SASL_AUTHENTICATE.key: sasl.handle_sasl_authenticate,
+    apis.DESCRIBE_USER_SCRAM_CREDENTIALS.key: scram.handle_describe_user_scram_credentials,
+    apis.ALTER_USER_SCRAM_CREDENTIALS.key: scram.handle_alter_user_scram_credentials,
 }

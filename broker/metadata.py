@@ -88,10 +88,13 @@ class TopicMeta:
 
 
 class BrokerInfo:
-    __slots__ = ("node_id", "host", "port", "rack")
+    """A broker: ``host``/``port`` of its inter-broker listener, ``endpoints`` {listener name:
+    (host, port)} of every advertised listener."""
+    __slots__ = ("node_id", "host", "port", "rack", "endpoints")
 
-    def __init__(self, node_id, host, port, rack=None):
+    def __init__(self, node_id, host, port, rack=None, endpoints=None):
         self.node_id, self.host, self.port, self.rack = node_id, host, port, rack
+        self.endpoints = endpoints if endpoints is not None else {"PLAINTEXT": (host, port)}
 
 
 def plan_topic(name, num_partitions, replication_factor, assignments, brokers: dict,

@@ -10,6 +10,7 @@ import asyncio
 import collections
 import logging
 
+from broker.security import ConnectionSecurity
 from wire import errors, headers
 from wire.apis import API_BY_KEY
 from wire.framing import FrameReader, frame
@@ -50,8 +51,10 @@ class _Slot:
 
 
 class Connection(asyncio.Protocol):
-    def __init__(self, broker):
+    def __init__(self, broker, listener):
         self.broker = broker
+        self.security = ConnectionSecurity(listener)
+        self.closing = False  # close once every queued response is written
         self.reader = FrameReader(broker.config.int("socket.request.max.bytes"))
         self.transport = None
         self.client_host = ""
@@ -68,6 +71,10 @@ class Connection(asyncio.Protocol):
         peer = transport.get_extra_info("peername")
         self.client_host = peer[0] if peer else ""
         self.broker.connections.add(self)
+        try:
+            self.security.on_tls_handshake(transport.get_extra_info("ssl_object"))
+        except ValueError as e:
+            self.abort(str(e))
 
     def connection_lost(self, exc):
         self.closed = True
@@ -91,7 +98,7 @@ class Connection(asyncio.Protocol):
         self.batching = True  # answers to this read go out together, after it
         try:
             for f in frames:
-                if self.closed:
+                if self.closed or self.closing:
                     return
                 self.handle_frame(f)
         finally:
@@ -113,6 +120,9 @@ class Connection(asyncio.Protocol):
             if h.api_key == 18:
                 return self.respond_unsupported_api_versions(h)
             return self.abort(f"unsupported version {h.api_version} of {api.name}")
+        refusal = self.security.refusal(h.api_key)
+        if refusal is not None:
+            return self.abort(refusal)
         try:
             h, pos = headers.read_request_header(buf, api.request_header_version(h.api_version))
             req, _end = api.Request.decode(buf, h.api_version, pos)
@@ -174,6 +184,10 @@ class Connection(asyncio.Protocol):
             out += pending.popleft().chunks
         if out:
             self.transport.writelines(out)
+        if self.closing and not pending:
+            self.closed = True
+            self.transport.close()
+            return
         if self.paused:
             self._update_reading()
 
@@ -191,9 +205,15 @@ class Connection(asyncio.Protocol):
         """Backpressure: stop reading requests while the client is not reading its answers or
         too many of its requests are still being handled."""
         paused = self.write_blocked or len(self.pending) > MAX_IN_FLIGHT
-        if paused != self.paused and not self.closed:
+        if paused != self.paused and not (self.closed or self.closing):
             self.paused = paused
             (self.transport.pause_reading if paused else self.transport.resume_reading)()
+
+    def close_after_response(self):
+        """Close the connection once the responses queued so far are written (a failed
+        authentication); later requests are not read."""
+        self.closing = True
+        self.transport.pause_reading()
 
     def abort(self, reason: str):
         log.warning("closing connection from %s: %s", self.client_host, reason)
@@ -202,7 +222,9 @@ class Connection(asyncio.Protocol):
             self.transport.abort()
 
 
-async def serve(broker, host: str, port: int):
+async def serve(broker, listener, host: str, port: int):
+    """Accept connections on one listener (``broker.security.ListenerSecurity``); TLS listeners
+    wrap the sockets with the listener's context."""
     loop = asyncio.get_running_loop()
-    return await loop.create_server(lambda: Connection(broker), host, port, reuse_address=True,
-                                    backlog=1024)
+    return await loop.create_server(lambda: Connection(broker, listener), host, port,
+                                    reuse_address=True, backlog=1024, ssl=listener.ssl_context)

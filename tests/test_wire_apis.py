@@ -28,6 +28,10 @@ EXPECTED_RANGES = {
     "LeaderAndIsr": (4, 0, 7), "StopReplica": (5, 0, 4), "UpdateMetadata": (6, 0, 8),
     "ControlledShutdown": (7, 0, 3), "OffsetForLeaderEpoch": (23, 0, 4), "ElectLeaders": (43, 0, 2),
     "AlterPartition": (56, 0, 3),
+    "SaslHandshake": (17, 1, 1),
+    "SaslAuthenticate": (36, 0, 2),
+    "DescribeUserScramCredentials": (50, 0, 0),
+    "AlterUserScramCredentials": (51, 0, 0),
 }
 
 CASES = [(api, v, side) for api in ALL_APIS for v in range(api.min_version, api.max_version + 1)
