@@ -36,6 +36,11 @@ class RequestContext:
         return self.header.api_version
 
     @property
+    def listener(self) -> str:
+        """The name of the listener the request came in on."""
+        return self.connection.security.listener.name
+
+    @property
     def client_id(self) -> str:
         return self.header.client_id or ""
 

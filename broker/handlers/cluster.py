@@ -15,7 +15,8 @@ def handle_describe_cluster(broker, ctx, req):
                                f"{req.endpoint_type}", endpoint_type=req.endpoint_type)
     return R(endpoint_type=1, cluster_id=md.cluster_id, controller_id=md.controller_id,
              brokers=[R.DescribeClusterBroker(broker_id=b.node_id, host=b.host, port=b.port,
-                                              rack=b.rack) for b in md.brokers.values()],
+                                              rack=b.rack)
+                      for b in (b.on(ctx.listener) for b in md.brokers.values()) if b],
              cluster_authorized_operations=acl.authorized(
                  acl.CLUSTER, req.include_cluster_authorized_operations), error_message=None)
 

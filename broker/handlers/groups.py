@@ -21,6 +21,7 @@ def handle_find_coordinator(broker, ctx, req):
             code, msg = errors.INVALID_REQUEST, "Transactions are not supported by this broker"
         else:
             node = _coordinator_of(broker, key)
+            node = node.on(ctx.listener) if node is not None else None
             code, msg = ((errors.NONE, None) if node is not None else
                          (errors.COORDINATOR_NOT_AVAILABLE, "The coordinator is not available."))
         found.append(R.Coordinator(key=key, node_id=node.node_id if node else -1,

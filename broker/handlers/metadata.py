@@ -24,10 +24,8 @@ def handle_metadata(broker, ctx, req):
     auto_create = req.allow_auto_topic_creation if v >= 4 else True
     topic_ops = acl.authorized(acl.TOPIC, v >= 8 and req.include_topic_authorized_operations)
     topics_out = [_topic(broker, name, auto_create, topic_ops) for name in names]
-    listener = ctx.connection.security.listener.name
-    brokers = [R.MetadataResponseBroker(node_id=b.node_id, host=b.endpoints[listener][0],
-                                        port=b.endpoints[listener][1], rack=b.rack)
-               for b in md.brokers.values() if listener in b.endpoints]
+    brokers = [R.MetadataResponseBroker(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
+               for b in (b.on(ctx.listener) for b in md.brokers.values()) if b]
     return R(brokers=brokers, cluster_id=md.cluster_id, controller_id=md.controller_id,
              topics=topics_out, cluster_authorized_operations=acl.authorized(
                  acl.CLUSTER, 8 <= v <= 10 and req.include_cluster_authorized_operations))
