@@ -14,6 +14,7 @@ from broker.dispatch import HANDLERS
 from broker.group_log import OFFSETS_TOPIC, OffsetsTopicLog
 from broker.metadata import BrokerInfo, LocalMetadataStore, MetadataError, topic_name_error
 from broker.replica import ReplicaManager, topic_log_config
+from broker.authorizer import AclAuthorizer, LocalAclStore
 from broker.cluster import ClusterMember
 from broker.fetcher import FetcherManager
 from broker import security
@@ -28,6 +29,7 @@ from wire import errors
 from wire.types import uuid_to_base64
 from wire.apis import API_BY_KEY, API_VERSIONS
 from zk.client import ZkClient
+from zk.acls import ZkAclStore
 from zk.credentials import ZkCredentialStore
 from zk.metadata import ZkMetadataStore
 
@@ -94,6 +96,10 @@ class Broker:
             self.metadata = LocalMetadataStore(dirs[0], self.info,
                                                ensure_cluster_id(dirs, config.node_id))
             self.credentials = LocalCredentialStore(dirs[0])
+        self.authorizer = None
+        if config.get("authorizer.class.name"):
+            self.authorizer = AclAuthorizer(config, ZkAclStore(self.zk) if self.zk is not None
+                                            else LocalAclStore(dirs[0]))
         self.default_log_config = LogConfig.from_props({}, config.topic_defaults())
         self.logs = LogManager(dirs, self.default_log_config, config_for=self._log_config_for)
         if self.zk is not None:
@@ -131,6 +137,8 @@ class Broker:
             cluster_id = await self.metadata.start(
                 stored_cluster_id(cfg.log_dirs) or uuid_to_base64(uuid.uuid4()))
             ensure_cluster_id(cfg.log_dirs, cfg.node_id, cluster_id)
+        if self.authorizer is not None:
+            await self.authorizer.start()
         for listener, e in zip(self.listeners, security.listeners(cfg)):
             self.servers.append(await serve(self, listener, e.host or "0.0.0.0", e.port))
         if self.cluster is not None:

@@ -32,6 +32,9 @@ EXPECTED_RANGES = {
     "SaslAuthenticate": (36, 0, 2),
     "DescribeUserScramCredentials": (50, 0, 0),
     "AlterUserScramCredentials": (51, 0, 0),
+    "DescribeAcls": (29, 1, 3),
+    "CreateAcls": (30, 1, 3),
+    "DeleteAcls": (31, 1, 3),
 }
 
 CASES = [(api, v, side) for api in ALL_APIS for v in range(api.min_version, api.max_version + 1)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 
+from broker import acl
+from broker.authorizer import TOPIC, allowed
 from broker.server import NO_RESPONSE
 from wire import errors
 from wire.apis import PRODUCE
@@ -24,7 +26,9 @@ def handle_produce(broker, ctx, req):
     for td in req.topic_data:
         parts_out = []
         name = td.name
-        topic_error = broker.topic_error_for_produce(name)
+        topic_error = (broker.topic_error_for_produce(name)
+                       if allowed(broker, ctx, TOPIC, name, acl.WRITE)
+                       else errors.TOPIC_AUTHORIZATION_FAILED)
         for pd in td.partition_data:
             res = None
             if acks not in _VALID_ACKS:

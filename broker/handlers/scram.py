@@ -2,6 +2,8 @@
 salted password; the broker stores only the salt, stored key, server key and iterations."""
 from __future__ import annotations
 
+from broker import acl
+from broker.authorizer import CLUSTER, CLUSTER_NAME, allowed
 from broker.sasl import (MAX_ITERATIONS, MIN_ITERATIONS, SCRAM_CODES, SCRAM_MECHANISMS,
                          parse_credential, scram_credential)
 from wire import errors
@@ -41,6 +43,11 @@ async def handle_describe_user_scram_credentials(broker, ctx, req):
 async def handle_alter_user_scram_credentials(broker, ctx, req):
     R = ALTER_USER_SCRAM_CREDENTIALS.Response
     store = broker.credentials
+    if not allowed(broker, ctx, CLUSTER, CLUSTER_NAME, acl.ALTER):
+        names = dict.fromkeys(op.name for op in [*req.deletions, *req.upsertions])
+        return R(results=[R.AlterUserScramCredentialsResult(
+            user=n, error_code=errors.CLUSTER_AUTHORIZATION_FAILED,
+            error_message="Cluster authorization failed.") for n in names])
     problems: dict[str, tuple[int, str]] = {}
     seen = {}
     for op in [*req.deletions, *req.upsertions]:

@@ -1,6 +1,8 @@
 """CreateTopics, DeleteTopics, CreatePartitions."""
 from __future__ import annotations
 
+from broker import acl
+from broker.authorizer import CLUSTER, CLUSTER_NAME, TOPIC, allowed
 from broker.configs import topic_config_entries, validate_topic_configs
 from broker.metadata import MetadataError
 from wire import errors
@@ -21,6 +23,11 @@ async def handle_create_topics(broker, ctx, req):
             res.error_message = f"Create topics request from client contains {t.name} twice."
             continue
         seen.add(t.name)
+        if not (allowed(broker, ctx, CLUSTER, CLUSTER_NAME, acl.CREATE)
+                or allowed(broker, ctx, TOPIC, t.name, acl.CREATE)):
+            res.error_code = errors.TOPIC_AUTHORIZATION_FAILED
+            res.error_message = "Authorization failed."
+            continue
         try:
             configs = {c.name: c.value for c in t.configs}
             validate_topic_configs(configs)
@@ -62,6 +69,10 @@ async def handle_delete_topics(broker, ctx, req):
                 res.error_message = "Topic id does not exist."
                 continue
             res.name = name = meta.name
+        if not allowed(broker, ctx, TOPIC, name, acl.DELETE):
+            res.error_code = errors.TOPIC_AUTHORIZATION_FAILED
+            res.error_message = "Authorization failed."
+            continue
         meta = md.topics.get(name)
         if meta is None:
             res.error_code = errors.UNKNOWN_TOPIC_OR_PARTITION
@@ -82,6 +93,10 @@ async def handle_create_partitions(broker, ctx, req):
     for t in req.topics:
         res = R.CreatePartitionsTopicResult(name=t.name, error_message=None)
         out.append(res)
+        if not allowed(broker, ctx, TOPIC, t.name, acl.ALTER):
+            res.error_code = errors.TOPIC_AUTHORIZATION_FAILED
+            res.error_message = "Authorization failed."
+            continue
         try:
             assignments = [a.broker_ids for a in t.assignments] if t.assignments else None
             await broker.metadata.create_partitions(t.name, t.count,
