@@ -18,7 +18,7 @@ from broker.authorizer import AclAuthorizer, LocalAclStore
 from broker.cluster import ClusterMember
 from broker.fetcher import FetcherManager
 from broker import security
-from broker.sasl import LocalCredentialStore, check_mechanisms
+from broker.sasl import InterBrokerSecurity, LocalCredentialStore, check_mechanisms
 from broker.security import ListenerSecurity
 from broker.server import serve
 from coordinator import GroupCoordinator, OffsetStore
@@ -85,8 +85,9 @@ class Broker:
         endpoints = {e.listener: (e.host, e.port) for e in security.advertised_listeners(config)}
         host, port = endpoints[security.inter_broker_listener(config)]
         self.info = BrokerInfo(config.node_id, host, port, config.get("broker.rack"), endpoints)
-        self.zk = self.cluster = None
+        self.zk = self.cluster = self.inter_broker = None
         if config.get("zookeeper.connect"):
+            self.inter_broker = InterBrokerSecurity(config)
             self.zk = ZkClient(config.get("zookeeper.connect"),
                                config.int("zookeeper.session.timeout.ms"),
                                config.int("zookeeper.connection.timeout.ms"))

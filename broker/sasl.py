@@ -18,7 +18,8 @@ from pathlib import Path
 import scramp
 
 from broker.config import ConfigError
-from broker.security import listener_value
+from broker.security import (SASL_PROTOCOLS, TLS_PROTOCOLS, advertised_listeners,
+                             inter_broker_listener, inter_broker_ssl_context, listener_value)
 
 SCRAM_MECHANISMS = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}  # ScramMechanism codes on the wire
 SCRAM_CODES = {v: k for k, v in SCRAM_MECHANISMS.items()}
@@ -204,3 +205,28 @@ def client_credentials(props: dict) -> tuple[str, str] | None:
     user = jaas_option(jaas, "username") if jaas else props.get("sasl.username")
     password = jaas_option(jaas, "password") if jaas else props.get("sasl.password")
     return (user, password) if user is not None and password is not None else None
+
+
+class InterBrokerSecurity:
+    """How this broker reaches the others: the inter-broker listener's protocol, a TLS context
+    with its truststore (and keystore, for brokers requiring client certificates), and for SASL
+    ``sasl.mechanism.inter.broker.protocol`` with the username and password of the listener's
+    JAAS config for that mechanism."""
+
+    def __init__(self, config):
+        self.listener = inter_broker_listener(config)
+        protocol = next(e.security_protocol for e in advertised_listeners(config)
+                        if e.listener == self.listener)
+        self.ssl_context = inter_broker_ssl_context(config, self.listener) \
+            if protocol in TLS_PROTOCOLS else None
+        self.mechanism = self.username = self.password = None
+        if protocol in SASL_PROTOCOLS:
+            self.mechanism = (config.get("sasl.mechanism.inter.broker.protocol") or "").upper()
+            jaas = listener_value(config, self.listener,
+                                  f"{self.mechanism.lower()}.sasl.jaas.config")
+            self.username, self.password = jaas_option(jaas, "username"), jaas_option(jaas,
+                                                                                     "password")
+            if self.username is None or self.password is None:
+                raise ConfigError(f"listener.name.{self.listener.lower()}."
+                                  f"{self.mechanism.lower()}.sasl.jaas.config needs username "
+                                  "and password for inter-broker SASL")

@@ -277,3 +277,4 @@ class ConnectionSecurity:
         if self.expires_at is not None and time.monotonic() > self.expires_at:
             return "SASL session expired without re-authentication"
         return None
+
