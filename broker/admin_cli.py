@@ -38,11 +38,12 @@ def add_commands(sub):
     x.add_argument("--if-exists", action="store_true")
     x.set_defaults(func=topics_delete)
 
-    from broker import acls_cli, cluster_cli, groups_cli, users_cli
+    from broker import acls_cli, cluster_cli, groups_cli, quotas_cli, users_cli
 
     groups_cli.add_commands(sub, common)
     users_cli.add_commands(sub, common)
     acls_cli.add_commands(sub, common)
+    quotas_cli.add_commands(sub, common)
     cluster_cli.add_commands(sub)
 
 

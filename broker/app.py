@@ -13,6 +13,7 @@ from broker.config import BrokerConfig, ConfigError, parse_properties
 from broker.dispatch import HANDLERS
 from broker.group_log import OFFSETS_TOPIC, OffsetsTopicLog
 from broker.metadata import BrokerInfo, LocalMetadataStore, MetadataError, topic_name_error
+from broker.quotas import LocalQuotaStore, QuotaManager
 from broker.replica import ReplicaManager, topic_log_config
 from broker.authorizer import AclAuthorizer, LocalAclStore
 from broker.cluster import ClusterMember
@@ -30,7 +31,7 @@ from wire.types import uuid_to_base64
 from wire.apis import API_BY_KEY, API_VERSIONS
 from zk.client import ZkClient
 from zk.acls import ZkAclStore
-from zk.credentials import ZkCredentialStore
+from zk.credentials import ZkCredentialStore, ZkQuotaStore
 from zk.metadata import ZkMetadataStore
 
 log = logging.getLogger("josefk")
@@ -101,6 +102,8 @@ class Broker:
         if config.get("authorizer.class.name"):
             self.authorizer = AclAuthorizer(config, ZkAclStore(self.zk) if self.zk is not None
                                             else LocalAclStore(dirs[0]))
+        self.quotas = QuotaManager(config, ZkQuotaStore(self.zk) if self.zk is not None
+                                   else LocalQuotaStore(dirs[0]))
         self.default_log_config = LogConfig.from_props({}, config.topic_defaults())
         self.logs = LogManager(dirs, self.default_log_config, config_for=self._log_config_for)
         if self.zk is not None:
@@ -140,6 +143,7 @@ class Broker:
             ensure_cluster_id(cfg.log_dirs, cfg.node_id, cluster_id)
         if self.authorizer is not None:
             await self.authorizer.start()
+        await self.quotas.start()
         for listener, e in zip(self.listeners, security.listeners(cfg)):
             self.servers.append(await serve(self, listener, e.host or "0.0.0.0", e.port))
         if self.cluster is not None:

@@ -4,8 +4,9 @@ from __future__ import annotations
 from broker import acl
 from broker.authorizer import requires_cluster, requires_group
 from broker.handlers import (acls, api_versions, cluster, configs, fetch, groups, list_offsets,
-                             metadata, offsets, produce, producer, replication, sasl, scram,
-                             telemetry, topics)
+                             metadata, offsets, produce, producer, quotas, replication, sasl,
+                             scram, telemetry, topics)
+from broker.quotas import fetch_quota, produce_quota
 from wire import apis
 
 def for_brokers(handler):
@@ -16,8 +17,8 @@ def for_brokers(handler):
 HANDLERS = {
     apis.API_VERSIONS.key: api_versions.handle_api_versions,
     apis.METADATA.key: metadata.handle_metadata,
-    apis.PRODUCE.key: produce.handle_produce,
-    apis.FETCH.key: fetch.handle_fetch,
+    apis.PRODUCE.key: produce_quota(produce.handle_produce),
+    apis.FETCH.key: fetch_quota(fetch.handle_fetch),
     apis.LIST_OFFSETS.key: list_offsets.handle_list_offsets,
     apis.CREATE_TOPICS.key: topics.handle_create_topics,
     apis.DELETE_TOPICS.key: topics.handle_delete_topics,
@@ -54,4 +55,6 @@ HANDLERS = {
     apis.CREATE_ACLS.key: acls.handle_create_acls,
     apis.DESCRIBE_ACLS.key: acls.handle_describe_acls,
     apis.DELETE_ACLS.key: acls.handle_delete_acls,
+    apis.DESCRIBE_CLIENT_QUOTAS.key: quotas.handle_describe_client_quotas,
+    apis.ALTER_CLIENT_QUOTAS.key: quotas.handle_alter_client_quotas,
 }

@@ -60,6 +60,7 @@ class Connection(asyncio.Protocol):
         self.broker = broker
         self.security = ConnectionSecurity(listener)
         self.closing = False  # close once every queued response is written
+        self.muted_until = 0.0  # loop time until which a quota throttles the client (KIP-219)
         self.reader = FrameReader(broker.config.int("socket.request.max.bytes"))
         self.transport = None
         self.client_host = ""
@@ -209,10 +210,24 @@ class Connection(asyncio.Protocol):
     def _update_reading(self):
         """Backpressure: stop reading requests while the client is not reading its answers or
         too many of its requests are still being handled."""
-        paused = self.write_blocked or len(self.pending) > MAX_IN_FLIGHT
+        paused = self.write_blocked or len(self.pending) > MAX_IN_FLIGHT or self.muted_until > 0
         if paused != self.paused and not (self.closed or self.closing):
             self.paused = paused
             (self.transport.pause_reading if paused else self.transport.resume_reading)()
+
+    def mute(self, ms: int):
+        """Read nothing more from this client for ``ms`` (a quota's throttle time)."""
+        loop = asyncio.get_running_loop()
+        until = loop.time() + ms / 1000
+        if until > self.muted_until:
+            self.muted_until = until
+            self._update_reading()
+            loop.call_at(until, self._unmute, until)
+
+    def _unmute(self, until):
+        if self.muted_until == until:
+            self.muted_until = 0.0
+            self._update_reading()
 
     def close_after_response(self):
         """Close the connection once the responses queued so far are written (a failed

@@ -35,6 +35,8 @@ EXPECTED_RANGES = {
     "DescribeAcls": (29, 1, 3),
     "CreateAcls": (30, 1, 3),
     "DeleteAcls": (31, 1, 3),
+    "DescribeClientQuotas": (48, 0, 1),
+    "AlterClientQuotas": (49, 0, 1),
 }
 
 CASES = [(api, v, side) for api in ALL_APIS for v in range(api.min_version, api.max_version + 1)
