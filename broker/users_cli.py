@@ -72,13 +72,18 @@ def users_alter(args) -> int:
         resp = c.request(ALTER_USER_SCRAM_CREDENTIALS, deletions=deletions, upsertions=upsertions)
     failed = 0
     for r in resp.results:
-        if r.error_code:
+        if _failed(r, "altering"):
             failed = 1
-            print(f"Error altering user {r.user}: {errors.name(r.error_code)}: "
-                  f"{r.error_message}", file=sys.stderr)
         else:
             print(f"Completed updating config for user {r.user}.")
     return failed
+
+
+def _failed(r, doing: str) -> bool:
+    if r.error_code:
+        print(f"Error {doing} user {r.user}: {errors.name(r.error_code)}: {r.error_message}",
+              file=sys.stderr)
+    return bool(r.error_code)
 
 
 def users_describe(args) -> int:
@@ -90,10 +95,8 @@ def users_describe(args) -> int:
         raise KafkaError(resp.error_code, resp.error_message)
     failed = 0
     for r in resp.results:
-        if r.error_code:
+        if _failed(r, "describing"):
             failed = 1
-            print(f"Error describing user {r.user}: {errors.name(r.error_code)}: "
-                  f"{r.error_message}", file=sys.stderr)
             continue
         infos = ",".join(f"{SCRAM_MECHANISMS[i.mechanism]}=iterations={i.iterations}"
                          for i in r.credential_infos)

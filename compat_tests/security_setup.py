@@ -11,7 +11,7 @@ from pathlib import Path
 
 import trustme
 
-from compat_tests.broker_process import BROKER_PYTHON, REPO_ROOT, free_port
+from compat_tests.broker_process import BROKER_PYTHON, REPO_ROOT, BrokerProcess, free_port
 
 PLAIN_USERS = {"admin": "admin-secret", "alice": "alice-secret"}
 SCRAM_USERS = {"bob": "bob-secret", "carol": "carol-secret"}
@@ -94,3 +94,13 @@ def add_scram_users(bootstrap: str, users: dict, mechanisms=("SCRAM-SHA-256", "S
         config = ",".join(f"{m}=[iterations=4096,password={password}]" for m in mechanisms)
         josefk("users", "alter", "--bootstrap-server", bootstrap, "--user", user,
                "--add-config", config, *extra)
+
+
+def module_broker(tmp_path_factory, name: str, overrides: dict) -> BrokerProcess:
+    """A started broker with the compat tests' base settings and ``overrides``."""
+    from compat_tests.conftest import BASE_OVERRIDES
+
+    root = tmp_path_factory.mktemp(name)
+    b = BrokerProcess(data_dir=root / "data", log_dir=root,
+                      overrides={**BASE_OVERRIDES, **overrides})
+    return b.start()

@@ -13,29 +13,19 @@ from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation,
                                    ResourceType)
 
 from compat_tests.helpers import unique_topic
-from compat_tests.security_setup import Pki, josefk, listener_address, secure_overrides
+from compat_tests.security_setup import (jaas, josefk, listener_address, module_broker,
+                                         secure_overrides)
 
 USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret",
          "carol": "carol-secret"}
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory):
-    return Pki(tmp_path_factory.mktemp("pki"))
-
-
-def jaas_all():
-    entries = " ".join(f'user_{u}="{p}"' for u, p in USERS.items())
-    return ('org.apache.kafka.common.security.plain.PlainLoginModule required '
-            f'username="admin" password="admin-secret" {entries};')
 
 
 def acl_overrides(pki):
     return secure_overrides(pki, {
         "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
         "super.users": "User:admin",
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas_all(),
-        "listener.name.sasl_ssl.plain.sasl.jaas.config": jaas_all(),
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas(USERS),
+        "listener.name.sasl_ssl.plain.sasl.jaas.config": jaas(USERS),
         "listener.name.mtls.ssl.principal.mapping.rules": "RULE:^CN=(.*?),.*$/tls-$1/L,DEFAULT",
         "auto.create.topics.enable": "false",
     })
@@ -43,13 +33,7 @@ def acl_overrides(pki):
 
 @pytest.fixture(scope="module")
 def acl_broker(pki, tmp_path_factory):
-    from compat_tests.broker_process import BrokerProcess
-    from compat_tests.conftest import BASE_OVERRIDES
-
-    root = tmp_path_factory.mktemp("acl-broker")
-    b = BrokerProcess(data_dir=root / "data", log_dir=root,
-                      overrides={**BASE_OVERRIDES, **acl_overrides(pki)})
-    b.start()
+    b = module_broker(tmp_path_factory, "acl-broker", acl_overrides(pki))
     yield b
     b.stop()
 

@@ -13,20 +13,9 @@ from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, 
 from compat_tests.broker_process import free_port
 from compat_tests.cluster import zk_json
 from compat_tests.helpers import unique_topic
-from compat_tests.security_setup import Pki, add_scram_users, listener_address
+from compat_tests.security_setup import add_scram_users, jaas, listener_address
 
 PLAIN = {"broker": "broker-secret", "admin": "admin-secret"}
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory):
-    return Pki(tmp_path_factory.mktemp("pki"))
-
-
-def plain_jaas(user):
-    entries = " ".join(f'user_{u}="{p}"' for u, p in PLAIN.items())
-    return ('org.apache.kafka.common.security.plain.PlainLoginModule required '
-            f'username="{user}" password="{PLAIN[user]}" {entries};')
 
 
 def secure_cluster(cluster_factory, pki):
@@ -38,8 +27,8 @@ def secure_cluster(cluster_factory, pki):
         "inter.broker.listener.name": "INTERNAL",
         "sasl.mechanism.inter.broker.protocol": "PLAIN",
         "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
-        "listener.name.internal.plain.sasl.jaas.config": plain_jaas("broker"),
-        "listener.name.sasl_ssl.plain.sasl.jaas.config": plain_jaas("admin"),
+        "listener.name.internal.plain.sasl.jaas.config": jaas(PLAIN, "broker"),
+        "listener.name.sasl_ssl.plain.sasl.jaas.config": jaas(PLAIN, "admin"),
         "ssl.keystore.location": pki.server,
         "ssl.truststore.location": pki.ca,
         "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",

@@ -15,8 +15,8 @@ from kafka.errors import KafkaError as KafkaPythonError
 
 from compat_tests import rawkafka as rk
 from compat_tests.helpers import unique_topic
-from compat_tests.security_setup import (PLAIN_USERS, SCRAM_USERS, Pki, add_scram_users, josefk,
-                                         listener_address, secure_overrides)
+from compat_tests.security_setup import (PLAIN_USERS, SCRAM_USERS, add_scram_users, josefk,
+                                         listener_address, module_broker, secure_overrides)
 
 SASL_AUTHENTICATION_FAILED = 58
 UNSUPPORTED_SASL_MECHANISM = 33
@@ -24,19 +24,8 @@ ILLEGAL_SASL_STATE = 34
 
 
 @pytest.fixture(scope="module")
-def pki(tmp_path_factory):
-    return Pki(tmp_path_factory.mktemp("pki"))
-
-
-@pytest.fixture(scope="module")
 def secure_broker(pki, tmp_path_factory):
-    from compat_tests.broker_process import BrokerProcess
-    from compat_tests.conftest import BASE_OVERRIDES
-
-    root = tmp_path_factory.mktemp("secure-broker")
-    b = BrokerProcess(data_dir=root / "data", log_dir=root,
-                      overrides={**BASE_OVERRIDES, **secure_overrides(pki)})
-    b.start()
+    b = module_broker(tmp_path_factory, "secure-broker", secure_overrides(pki))
     add_scram_users(listener_address(b, "PLAINTEXT"), SCRAM_USERS)
     yield b
     b.stop()
