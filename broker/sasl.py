@@ -222,6 +222,7 @@ class InterBrokerSecurity:
         self.mechanism = self.username = self.password = None
         if protocol in SASL_PROTOCOLS:
             self.mechanism = (config.get("sasl.mechanism.inter.broker.protocol") or "").upper()
+            check_mechanisms([self.mechanism])
             jaas = listener_value(config, self.listener,
                                   f"{self.mechanism.lower()}.sasl.jaas.config")
             self.username, self.password = jaas_option(jaas, "username"), jaas_option(jaas,

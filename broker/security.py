@@ -242,10 +242,6 @@ class ListenerSecurity:
             config, self.name, "sasl.enabled.mechanisms") or "GSSAPI").split(",") if m.strip()]
         self.reauth_ms = int(listener_value(config, self.name, "connections.max.reauth.ms") or 0)
 
-    def reload_keystore(self, config) -> None:
-        """Load the listener's (changed) key and certificates; new connections use them."""
-        load_keystore(self.ssl_context, _lookup(config, self.name))
-
 
 class ConnectionSecurity:
     """One connection's authentication state: its principal and, on SASL listeners, where the
