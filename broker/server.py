@@ -59,7 +59,8 @@ class Connection(asyncio.Protocol):
     def __init__(self, broker, listener):
         self.broker = broker
         self.security = ConnectionSecurity(listener)
-        self.closing = False  # close once every queued response is written
+        self.closing = False  # close once every queued response is written (then wait close_delay)
+        self.close_delay = 0.0
         self.muted_until = 0.0  # loop time until which a quota throttles the client (KIP-219)
         self.reader = FrameReader(broker.config.int("socket.request.max.bytes"))
         self.transport = None
@@ -192,7 +193,7 @@ class Connection(asyncio.Protocol):
             self.transport.writelines(out)
         if self.closing and not pending:
             self.closed = True
-            self.transport.close()
+            asyncio.get_running_loop().call_later(self.close_delay, self.transport.close)
             return
         if self.paused:
             self._update_reading()
@@ -229,10 +230,11 @@ class Connection(asyncio.Protocol):
             self.muted_until = 0.0
             self._update_reading()
 
-    def close_after_response(self):
-        """Close the connection once the responses queued so far are written (a failed
-        authentication); later requests are not read."""
+    def close_after_response(self, delay_s: float = 0.0):
+        """Close the connection ``delay_s`` after the responses queued so far are written (a
+        failed authentication); later requests are not read."""
         self.closing = True
+        self.close_delay = delay_s
         self.transport.pause_reading()
 
     def abort(self, reason: str):
