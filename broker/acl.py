@@ -1,5 +1,5 @@
-"""Authorized-operation bitfields (KIP-430). This broker has no authorizer, so, like Kafka
-without one, every operation a resource supports is allowed."""
+"""ACL operation codes and the operations each resource type supports, as authorized-operation
+bitfields (KIP-430). What a principal may do is decided by ``broker.authorizer``."""
 from __future__ import annotations
 
 NOT_REQUESTED = -2147483648  # INT32_MIN: the client did not ask
@@ -10,15 +10,12 @@ CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE = 9, 10, 11, 1
 CREATE_TOKENS, DESCRIBE_TOKENS = 13, 14
 
 
-def _bits(*ops) -> int:
+def bits(*ops) -> int:
     return sum(1 << op for op in ops)
 
 
-TOPIC = _bits(READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS)
-GROUP = _bits(READ, DELETE, DESCRIBE)
-CLUSTER = _bits(CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS,
+TOPIC = bits(READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS)
+GROUP = bits(READ, DELETE, DESCRIBE)
+CLUSTER = bits(CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS,
                 IDEMPOTENT_WRITE, CREATE_TOKENS, DESCRIBE_TOKENS)
 
-
-def authorized(operations: int, requested: bool) -> int:
-    return operations if requested else NOT_REQUESTED

@@ -18,6 +18,8 @@ def add_commands(sub):
 
     def common(p):
         p.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP)
+        p.add_argument("--command-config", help="client properties: security.protocol, ssl.*, "
+                       "sasl.mechanism, sasl.jaas.config")
         return p
 
     c = common(tsub.add_parser("create"))
@@ -36,13 +38,17 @@ def add_commands(sub):
     x.add_argument("--if-exists", action="store_true")
     x.set_defaults(func=topics_delete)
 
-    from broker import cluster_cli, console_cli, dump_log_cli, groups_cli, ops_cli, web_console
+    from broker import (acls_cli, cluster_cli, console_cli, dump_log_cli, groups_cli, ops_cli,
+                        quotas_cli, users_cli, web_console)
 
     groups_cli.add_commands(sub, common)
     ops_cli.add_commands(sub, common)
     dump_log_cli.add_commands(sub)
     console_cli.add_commands(sub, common)
     web_console.add_commands(sub, common)
+    users_cli.add_commands(sub, common)
+    acls_cli.add_commands(sub, common)
+    quotas_cli.add_commands(sub, common)
     cluster_cli.add_commands(sub)
 
 
@@ -63,7 +69,7 @@ def topics_create(args) -> int:
         k, _, v = kv.partition("=")
         configs.append(R.CreatableTopicConfig(name=k, value=v))
     try:
-        with Client(args.bootstrap_server) as c:
+        with Client.from_args(args) as c:
             resp = c.request(CREATE_TOPICS, timeout_ms=30000, topics=[R.CreatableTopic(
                 name=args.topic, num_partitions=args.partitions,
                 replication_factor=args.replication_factor, configs=configs)])
@@ -85,7 +91,7 @@ def _metadata(c, topics=None):
 
 def topics_list(args) -> int:
     try:
-        with Client(args.bootstrap_server) as c:
+        with Client.from_args(args) as c:
             md = _metadata(c)
     except (KafkaError, OSError) as e:
         return _fail(str(e))
@@ -96,7 +102,7 @@ def topics_list(args) -> int:
 
 def topics_describe(args) -> int:
     try:
-        with Client(args.bootstrap_server) as c:
+        with Client.from_args(args) as c:
             md = _metadata(c, [args.topic] if args.topic else None)
             for t in sorted(md.topics, key=lambda t: t.name):
                 _check(t.error_code, f"Topic '{t.name}' does not exist as expected")
@@ -133,7 +139,7 @@ def _topic_id_text(topic_id) -> str:
 
 def topics_delete(args) -> int:
     try:
-        with Client(args.bootstrap_server) as c:
+        with Client.from_args(args) as c:
             resp = c.request(DELETE_TOPICS, topic_names=[args.topic],
                              topics=[DELETE_TOPICS.Request.DeleteTopicState(name=args.topic)],
                              timeout_ms=30000)

@@ -14,11 +14,17 @@ from broker.dispatch import HANDLERS
 from broker.group_log import OFFSETS_TOPIC, OffsetsTopicLog
 from broker.metrics import BrokerMetrics
 from broker.metadata import BrokerInfo, LocalMetadataStore, MetadataError, topic_name_error
+from broker.quotas import LocalQuotaStore, QuotaManager
 from broker.replica import ReplicaManager, topic_log_config
+from broker.authorizer import AclAuthorizer, LocalAclStore
 from broker.cluster import ClusterMember
 from broker.dynamic import DynamicConfigs
 from broker.fetch_sessions import FetchSessionCache
 from broker.fetcher import FetcherManager
+from broker import security
+from broker.sasl import InterBrokerSecurity, LocalCredentialStore, check_mechanisms
+from broker.security import ListenerSecurity
+from broker.limits import ConnectionLimits
 from broker.server import serve
 from coordinator import GroupCoordinator, OffsetStore
 from coordinator.producer_ids import ProducerIdManager
@@ -28,6 +34,8 @@ from wire import errors
 from wire.types import uuid_to_base64
 from wire.apis import API_BY_KEY, API_VERSIONS
 from zk.client import ZkClient
+from zk.acls import ZkAclStore
+from zk.credentials import ZkCredentialStore, ZkQuotaStore
 from zk.metadata import ZkMetadataStore
 
 log = logging.getLogger("josefk")
@@ -70,23 +78,37 @@ class Broker:
         self.connections = set()
         self.metrics = BrokerMetrics(self) if config.get("josefk.metrics.port") else None
         self.handlers = self.metrics.instrument(HANDLERS) if self.metrics else HANDLERS
-        self.server = None
+        self.servers = []
         self._tasks = []
         self._housekeeping = ThreadPoolExecutor(1, thread_name_prefix="josefk-housekeeping")
         dirs = config.log_dirs
         for d in dirs:
             Path(d).mkdir(parents=True, exist_ok=True)
-        host, port = config.advertised_listener()
-        self.info = BrokerInfo(config.node_id, host, port, config.get("broker.rack"))
-        self.zk = self.cluster = None
+        self.listeners = [ListenerSecurity(config, e) for e in security.listeners(config)]
+        for listener in self.listeners:
+            if listener.sasl:
+                check_mechanisms(listener.mechanisms)
+        endpoints = {e.listener: (e.host, e.port) for e in security.advertised_listeners(config)}
+        host, port = endpoints[security.inter_broker_listener(config)]
+        self.info = BrokerInfo(config.node_id, host, port, config.get("broker.rack"), endpoints)
+        self.zk = self.cluster = self.inter_broker = None
         if config.get("zookeeper.connect"):
+            self.inter_broker = InterBrokerSecurity(config)
             self.zk = ZkClient(config.get("zookeeper.connect"),
                                config.int("zookeeper.session.timeout.ms"),
                                config.int("zookeeper.connection.timeout.ms"))
             self.metadata = ZkMetadataStore(self.zk, self.info, config)
+            self.credentials = ZkCredentialStore(self.zk)
         else:
             self.metadata = LocalMetadataStore(dirs[0], self.info,
                                                ensure_cluster_id(dirs, config.node_id))
+            self.credentials = LocalCredentialStore(dirs[0])
+        self.authorizer = None
+        if config.get("authorizer.class.name"):
+            self.authorizer = AclAuthorizer(config, ZkAclStore(self.zk) if self.zk is not None
+                                            else LocalAclStore(dirs[0]))
+        self.quotas = QuotaManager(config, ZkQuotaStore(self.zk) if self.zk is not None
+                                   else LocalQuotaStore(dirs[0]))
         self.default_log_config = LogConfig.from_props({}, config.topic_defaults())
         self.logs = LogManager(dirs, self.default_log_config, config_for=self._log_config_for)
         if self.zk is not None:
@@ -121,7 +143,6 @@ class Broker:
     # -- lifecycle ------------------------------------------------------------------------------
     async def start(self):
         cfg = self.config
-        host, port = cfg.listener()
         self.groups.startup([])
         if self.cluster is None:
             self.replicas.lead_locally(self.metadata)
@@ -130,7 +151,14 @@ class Broker:
                 stored_cluster_id(cfg.log_dirs) or uuid_to_base64(uuid.uuid4()))
             ensure_cluster_id(cfg.log_dirs, cfg.node_id, cluster_id)
             await self.dynamic.start()
-        self.server = await serve(self, host or "0.0.0.0", port)
+        if self.authorizer is not None:
+            await self.authorizer.start()
+        await self.quotas.start()
+        limits = ConnectionLimits(cfg)
+        for listener, e in zip(self.listeners, security.listeners(cfg)):
+            self.servers.append(await serve(self, listener, e.host or "0.0.0.0", e.port,
+                                            limits))
+        limits.start(self.connections, lambda: any(s.is_serving() for s in self.servers))
         if self.metrics is not None:
             await self.metrics.start()
         if self.cluster is not None:
@@ -143,7 +171,7 @@ class Broker:
                              (cfg.int("log.cleaner.backoff.ms"), self._compaction),
                              (cfg.int("log.flush.offset.checkpoint.interval.ms"), self._checkpoint)):
             self._tasks.append(asyncio.ensure_future(self._periodic(interval, fn)))
-        log.info("josefk broker %d listening on %s:%d", self.config.node_id, host, port)
+        log.info("josefk broker %d listening on %s", self.config.node_id, cfg.get("listeners"))
 
     async def stop(self):
         if self.cluster is not None and self.config.bool("controlled.shutdown.enable"):
@@ -154,8 +182,8 @@ class Broker:
             t.cancel()
         if self.metrics is not None:
             await self.metrics.stop()
-        if self.server is not None:
-            self.server.close()
+        for server in self.servers:
+            server.close()
         for c in list(self.connections):
             c.transport.close()
         if self.replicas.fetchers is not None:

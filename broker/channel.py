@@ -11,7 +11,9 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from broker.sasl import ClientExchange
 from wire import headers
+from wire.apis import SASL_AUTHENTICATE, SASL_HANDSHAKE
 from wire.types import i32
 
 log = logging.getLogger("josefk.channel")
@@ -22,8 +24,9 @@ class ChannelError(Exception):
 
 
 class BrokerChannel:
-    def __init__(self, node_id: int, host: str, port: int, client_id: str):
+    def __init__(self, node_id: int, host: str, port: int, client_id: str, security=None):
         self.node_id = node_id
+        self.security = security  # broker.sasl.InterBrokerSecurity: TLS and SASL, or None
         self.host, self.port = host, port
         self.client_id = client_id
         self._writer = None
@@ -43,7 +46,9 @@ class BrokerChannel:
         """Send ``req`` and return the decoded response. Raises ChannelError on any failure."""
         if self.closed:
             raise ChannelError("channel closed")
-        writer = await self._connect(timeout)
+        return await self._exchange(await self._connect(timeout), api, version, req, timeout)
+
+    async def _exchange(self, writer, api, version: int, req, timeout: float):
         self._next_id = (self._next_id + 1) & 0x7FFFFFFF
         corr = self._next_id
         out = bytearray()
@@ -74,15 +79,44 @@ class BrokerChannel:
                 self._connecting = None
 
     async def _open(self, timeout):
+        ctx = self.security.ssl_context if self.security is not None else None
         try:
-            reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port), timeout)
+            reader, writer = await asyncio.wait_for(asyncio.open_connection(
+                self.host, self.port, ssl=ctx, server_hostname=self.host if ctx else None),
+                timeout)
         except (OSError, asyncio.TimeoutError) as e:
             raise ChannelError(f"cannot connect to broker {self.node_id} at "
                                f"{self.host}:{self.port}: {e}") from None
-        self._writer = writer
         self._reader_task = asyncio.ensure_future(self._read_loop(reader, writer))
+        if self.security is not None and self.security.mechanism:
+            try:
+                await self._authenticate(writer, timeout)
+            except ChannelError:
+                writer.close()
+                self._reader_task.cancel()
+                raise
+        self._writer = writer
         return writer
+
+    async def _authenticate(self, writer, timeout):
+        """SaslHandshake and SaslAuthenticate before any other request."""
+        sec = self.security
+        resp = await self._exchange(writer, SASL_HANDSHAKE, 1,
+                                    SASL_HANDSHAKE.Request(mechanism=sec.mechanism), timeout)
+        if resp.error_code:
+            raise ChannelError(f"broker {self.node_id} refused SASL mechanism {sec.mechanism}")
+        exchange = ClientExchange(sec.mechanism, sec.username, sec.password)
+        token = exchange.first()
+        while token is not None:
+            resp = await self._exchange(writer, SASL_AUTHENTICATE, 1,
+                                        SASL_AUTHENTICATE.Request(auth_bytes=token), timeout)
+            if resp.error_code:
+                raise ChannelError(f"authentication to broker {self.node_id} failed: "
+                                   f"{resp.error_message}")
+            try:
+                token = exchange.next(resp.auth_bytes)
+            except Exception as e:  # noqa: BLE001 - a bad server answer (scramp raises its own)
+                raise ChannelError(f"bad SASL answer from broker {self.node_id}: {e}") from None
 
     async def _read_loop(self, reader, writer):
         try:

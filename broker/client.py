@@ -2,9 +2,13 @@
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 
+from broker.config import parse_properties
+from broker.sasl import ClientExchange, client_credentials
+from broker.security import SASL_PROTOCOLS, TLS_PROTOCOLS, client_ssl_context
 from wire import headers
-from wire.apis import API_VERSIONS
+from wire.apis import API_VERSIONS, SASL_AUTHENTICATE, SASL_HANDSHAKE
 from wire.types import i32
 
 
@@ -15,14 +19,49 @@ class KafkaError(Exception):
 
 
 class Client:
-    def __init__(self, bootstrap: str, client_id: str = "josefk-cli", timeout: float = 30.0):
+    """``props`` are Kafka client settings (``security.protocol``, ``ssl.truststore.location``,
+    ``sasl.mechanism``, ``sasl.jaas.config``...), as in an admin tool's --command-config file."""
+
+    def __init__(self, bootstrap: str, client_id: str = "josefk-cli", timeout: float = 30.0,
+                 props: dict | None = None):
+        props = props or {}
+        protocol = props.get("security.protocol", "PLAINTEXT").upper()
         host, _, port = bootstrap.split(",")[0].strip().rpartition(":")
-        self.sock = socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout)
+        host = host or "127.0.0.1"
+        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
+        if protocol in TLS_PROTOCOLS:
+            self.sock = client_ssl_context(props.get).wrap_socket(self.sock, server_hostname=host)
         self.client_id = client_id
         self.correlation_id = 0
         self.versions = {}
         resp = self._call(API_VERSIONS, 0, API_VERSIONS.Request())
         self.versions = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
+        if protocol in SASL_PROTOCOLS:
+            self._authenticate(props)
+
+    @classmethod
+    def from_args(cls, args) -> "Client":
+        """A CLI tool's client: ``--bootstrap-server``, and ``--command-config`` for security."""
+        path = getattr(args, "command_config", None)
+        props = parse_properties(Path(path).read_text()) if path else {}
+        return cls(args.bootstrap_server, props=props)
+
+    def _authenticate(self, props):
+        mechanism = props.get("sasl.mechanism", "GSSAPI").upper()
+        credentials = client_credentials(props)
+        if credentials is None:
+            raise KafkaError(-1, "SASL needs sasl.jaas.config with username and password")
+        resp = self.request(SASL_HANDSHAKE, mechanism=mechanism)
+        if resp.error_code:
+            raise KafkaError(resp.error_code, f"mechanism {mechanism} not enabled (enabled: "
+                             f"{', '.join(resp.mechanisms)})")
+        exchange = ClientExchange(mechanism, *credentials)
+        token = exchange.first()
+        while token is not None:
+            resp = self.request(SASL_AUTHENTICATE, auth_bytes=token)
+            if resp.error_code:
+                raise KafkaError(resp.error_code, resp.error_message)
+            token = exchange.next(resp.auth_bytes)
 
     def close(self):
         self.sock.close()

@@ -48,7 +48,8 @@ class ClusterMember:
         ch = self._channels.get((purpose, node_id))
         if ch is None:
             ch = self._channels[(purpose, node_id)] = BrokerChannel(
-                node_id, host, port, f"broker-{self.node_id}-{purpose}")
+                node_id, host, port, f"broker-{self.node_id}-{purpose}",
+                self.broker.inter_broker)
         else:
             ch.retarget(host, port)
         return ch

@@ -74,6 +74,18 @@ DEFAULTS = {
     "broker.rack": "",
     "josefk.metrics.port": "",  # Prometheus endpoint; off unless set
     "josefk.metrics.host": "127.0.0.1",
+    "listener.security.protocol.map":
+        "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+    "security.inter.broker.protocol": "PLAINTEXT",
+    "inter.broker.listener.name": "",
+    "sasl.enabled.mechanisms": "GSSAPI",
+    "sasl.mechanism.inter.broker.protocol": "GSSAPI",
+    "connections.max.reauth.ms": "0",
+    "connection.failed.authentication.delay.ms": "100",
+    "ssl.client.auth": "none",
+    "ssl.enabled.protocols": "TLSv1.2,TLSv1.3",
+    "ssl.principal.mapping.rules": "DEFAULT",
+    "ssl.endpoint.identification.algorithm": "https",
 }
 
 # Broker property -> topic-level property it provides the default for.

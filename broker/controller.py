@@ -27,16 +27,16 @@ LEADER_AND_ISR_VERSION = 5
 UPDATE_METADATA_VERSION = 7
 STOP_REPLICA_VERSION = 3
 LEADER_DURING_DELETE = -2
-PLAINTEXT = 0
+SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 
 
 class BrokerSender:
     """The controller's ordered request queue to one broker, retried until delivered."""
 
-    def __init__(self, controller_id: int, info, backoff_s: float):
+    def __init__(self, controller_id: int, info, backoff_s: float, security=None):
         self.info = info
         self.channel = BrokerChannel(info.node_id, info.host, info.port,
-                                     f"controller-{controller_id}")
+                                     f"controller-{controller_id}", security)
         self.queue: asyncio.Queue = asyncio.Queue()
         self.backoff_s = backoff_s
         self.task = asyncio.ensure_future(self._run())
@@ -126,7 +126,7 @@ class Controller:
             log.info("broker %d is the controller (epoch %d)", self.node_id, self.epoch)
             self.active = True
             self.broker.metadata.controller_id = self.node_id
-            self.live = await self.zk.run(zs.read_brokers)
+            self.live = await self.zk.run(zs.read_brokers, self.broker.inter_broker.listener)
             self.topics = await self.zk.run(zs.read_topics)
             self.states = await self.zk.run(zs.read_partition_states, self.topics)
             self.deleting = set()
@@ -177,7 +177,8 @@ class Controller:
             s.close()
             s = None
         if s is None:
-            s = self.senders[info.node_id] = BrokerSender(self.node_id, info, self.backoff_s)
+            s = self.senders[info.node_id] = BrokerSender(self.node_id, info, self.backoff_s,
+                                                          self.broker.inter_broker)
         return s
 
     def _assignments(self) -> dict[tuple[str, int], list[int]]:
@@ -270,7 +271,9 @@ class Controller:
                 ps.leader = LEADER_DURING_DELETE
         brokers = [Q.UpdateMetadataBroker(
             id=b.node_id, endpoints=[Q.UpdateMetadataBroker.UpdateMetadataEndpoint(
-                port=b.port, host=b.host, listener="PLAINTEXT", security_protocol=PLAINTEXT)],
+                port=e.port, host=e.host or "127.0.0.1", listener=e.listener,
+                security_protocol=SECURITY_PROTOCOL_IDS[e.security_protocol])
+                for e in b.endpoints],
             rack=b.rack) for b in self.live.values()]
         topic_states = [Q.UpdateMetadataTopicState(topic_name=t, topic_id=self.topics[t].topic_id,
                                                    partition_states=ps)
@@ -348,7 +351,7 @@ class Controller:
 
     # -- events -----------------------------------------------------------------------------------------
     async def _on_brokers(self, _children):
-        fresh = await self.zk.run(zs.read_brokers)
+        fresh = await self.zk.run(zs.read_brokers, self.broker.inter_broker.listener)
         gone = {b for b in self.live if b not in fresh or fresh[b].epoch != self.live[b].epoch}
         new = {b for b in fresh if b not in self.live or b in gone}
         if not gone and not new:

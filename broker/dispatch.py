@@ -1,44 +1,62 @@
 """The API dispatch table: api key -> handler(broker, ctx, request)."""
 from __future__ import annotations
 
-from broker.handlers import (alter_configs, api_versions, cluster, configs, fetch, groups,
-                             list_offsets, log_admin, metadata, offsets, produce, producer,
-                             replication, telemetry, topics)
+from broker import acl
+from broker.authorizer import requires_cluster, requires_group
+from broker.handlers import (acls, alter_configs, api_versions, cluster, configs, fetch, groups,
+                             list_offsets, log_admin, metadata, offsets, produce, producer, quotas,
+                             replication, sasl, scram, telemetry, topics)
+from broker.quotas import fetch_quota, produce_quota
 from wire import apis
+
+def for_brokers(handler):
+    """Inter-broker APIs need ClusterAction on the cluster."""
+    return requires_cluster(acl.CLUSTER_ACTION, handler)
+
 
 HANDLERS = {
     apis.API_VERSIONS.key: api_versions.handle_api_versions,
     apis.METADATA.key: metadata.handle_metadata,
-    apis.PRODUCE.key: produce.handle_produce,
-    apis.FETCH.key: fetch.handle_fetch,
+    apis.PRODUCE.key: produce_quota(produce.handle_produce),
+    apis.FETCH.key: fetch_quota(fetch.handle_fetch),
     apis.LIST_OFFSETS.key: list_offsets.handle_list_offsets,
     apis.CREATE_TOPICS.key: topics.handle_create_topics,
     apis.DELETE_TOPICS.key: topics.handle_delete_topics,
     apis.CREATE_PARTITIONS.key: topics.handle_create_partitions,
     apis.INIT_PRODUCER_ID.key: producer.handle_init_producer_id,
     apis.DESCRIBE_CONFIGS.key: configs.handle_describe_configs,
-    apis.DESCRIBE_CLUSTER.key: cluster.handle_describe_cluster,
+    apis.DESCRIBE_CLUSTER.key: requires_cluster(acl.DESCRIBE, cluster.handle_describe_cluster),
     apis.DESCRIBE_TOPIC_PARTITIONS.key: cluster.handle_describe_topic_partitions,
     apis.GET_TELEMETRY_SUBSCRIPTIONS.key: telemetry.handle_get_telemetry_subscriptions,
     apis.PUSH_TELEMETRY.key: telemetry.handle_push_telemetry,
     apis.FIND_COORDINATOR.key: groups.handle_find_coordinator,
-    apis.JOIN_GROUP.key: groups.handle_join_group,
-    apis.SYNC_GROUP.key: groups.handle_sync_group,
-    apis.HEARTBEAT.key: groups.handle_heartbeat,
-    apis.LEAVE_GROUP.key: groups.handle_leave_group,
+    apis.JOIN_GROUP.key: requires_group(acl.READ, groups.handle_join_group),
+    apis.SYNC_GROUP.key: requires_group(acl.READ, groups.handle_sync_group),
+    apis.HEARTBEAT.key: requires_group(acl.READ, groups.handle_heartbeat),
+    apis.LEAVE_GROUP.key: requires_group(acl.READ, groups.handle_leave_group),
     apis.DESCRIBE_GROUPS.key: groups.handle_describe_groups,
     apis.LIST_GROUPS.key: groups.handle_list_groups,
     apis.DELETE_GROUPS.key: groups.handle_delete_groups,
     apis.OFFSET_COMMIT.key: offsets.handle_offset_commit,
     apis.OFFSET_FETCH.key: offsets.handle_offset_fetch,
     apis.OFFSET_DELETE.key: offsets.handle_offset_delete,
-    apis.LEADER_AND_ISR.key: replication.handle_leader_and_isr,
-    apis.STOP_REPLICA.key: replication.handle_stop_replica,
-    apis.UPDATE_METADATA.key: replication.handle_update_metadata,
-    apis.CONTROLLED_SHUTDOWN.key: replication.handle_controlled_shutdown,
+    apis.LEADER_AND_ISR.key: for_brokers(replication.handle_leader_and_isr),
+    apis.STOP_REPLICA.key: for_brokers(replication.handle_stop_replica),
+    apis.UPDATE_METADATA.key: for_brokers(replication.handle_update_metadata),
+    apis.CONTROLLED_SHUTDOWN.key: for_brokers(replication.handle_controlled_shutdown),
     apis.OFFSET_FOR_LEADER_EPOCH.key: replication.handle_offset_for_leader_epoch,
-    apis.ELECT_LEADERS.key: replication.handle_elect_leaders,
-    apis.ALTER_PARTITION.key: replication.handle_alter_partition,
+    apis.ELECT_LEADERS.key: requires_cluster(acl.ALTER, replication.handle_elect_leaders),
+    apis.ALTER_PARTITION.key: for_brokers(replication.handle_alter_partition),
+    apis.SASL_HANDSHAKE.key: sasl.handle_sasl_handshake,
+    apis.SASL_AUTHENTICATE.key: sasl.handle_sasl_authenticate,
+    apis.DESCRIBE_USER_SCRAM_CREDENTIALS.key: requires_cluster(
+        acl.DESCRIBE, scram.handle_describe_user_scram_credentials),
+    apis.ALTER_USER_SCRAM_CREDENTIALS.key: scram.handle_alter_user_scram_credentials,
+    apis.CREATE_ACLS.key: acls.handle_create_acls,
+    apis.DESCRIBE_ACLS.key: acls.handle_describe_acls,
+    apis.DELETE_ACLS.key: acls.handle_delete_acls,
+    apis.DESCRIBE_CLIENT_QUOTAS.key: quotas.handle_describe_client_quotas,
+    apis.ALTER_CLIENT_QUOTAS.key: quotas.handle_alter_client_quotas,
     apis.ALTER_CONFIGS.key: alter_configs.handle_alter_configs,
     apis.INCREMENTAL_ALTER_CONFIGS.key: alter_configs.handle_incremental_alter_configs,
     apis.DELETE_RECORDS.key: log_admin.handle_delete_records,

@@ -49,7 +49,7 @@ def _coordinator_ready(c, group):
 
 def groups_list(args) -> int:
     try:
-        with Client(args.bootstrap_server) as c:
+        with Client.from_args(args) as c:
             resp = c.request(LIST_GROUPS, states_filter=[], types_filter=[])
             if resp.error_code:
                 raise KafkaError(resp.error_code)
@@ -116,7 +116,7 @@ def _list_offsets(c, tps, timestamp) -> dict:
 
 def groups_describe(args) -> int:
     try:
-        with Client(args.bootstrap_server) as c:
+        with Client.from_args(args) as c:
             _coordinator_ready(c, args.group)
             d = describe_group(c, args.group)
             if d.group_state == "Dead":
@@ -159,7 +159,7 @@ def _table(rows):
 
 def groups_delete(args) -> int:
     try:
-        with Client(args.bootstrap_server) as c:
+        with Client.from_args(args) as c:
             _coordinator_ready(c, args.group)
             resp = c.request(DELETE_GROUPS, groups_names=[args.group])
             code = resp.results[0].error_code
@@ -204,7 +204,7 @@ def commit_offsets(c, group, offsets: dict) -> None:
 
 def groups_reset_offsets(args) -> int:
     try:
-        with Client(args.bootstrap_server) as c:
+        with Client.from_args(args) as c:
             _coordinator_ready(c, args.group)
             d = describe_group(c, args.group)
             if d.group_state not in ("Empty", "Dead"):

@@ -88,10 +88,18 @@ class TopicMeta:
 
 
 class BrokerInfo:
-    __slots__ = ("node_id", "host", "port", "rack")
+    """A broker: ``host``/``port`` of its inter-broker listener, ``endpoints`` {listener name:
+    (host, port)} of every advertised listener."""
+    __slots__ = ("node_id", "host", "port", "rack", "endpoints")
 
-    def __init__(self, node_id, host, port, rack=None):
+    def __init__(self, node_id, host, port, rack=None, endpoints=None):
         self.node_id, self.host, self.port, self.rack = node_id, host, port, rack
+        self.endpoints = endpoints if endpoints is not None else {"PLAINTEXT": (host, port)}
+
+    def on(self, listener: str) -> "BrokerInfo | None":
+        """This broker as clients of ``listener`` reach it (None: it has no such listener)."""
+        ep = self.endpoints.get(listener)
+        return None if ep is None else BrokerInfo(self.node_id, *ep, self.rack, self.endpoints)
 
 
 def plan_topic(name, num_partitions, replication_factor, assignments, brokers: dict,

@@ -13,6 +13,7 @@ import os
 import time
 
 from broker.limits import ConnectionLimits
+from broker.security import ConnectionSecurity
 from storage.log import FileRegion
 from wire import errors, headers
 from wire.apis import API_BY_KEY
@@ -39,6 +40,11 @@ class RequestContext:
         return self.header.api_version
 
     @property
+    def listener(self) -> str:
+        """The name of the listener the request came in on."""
+        return self.connection.security.listener.name
+
+    @property
     def client_id(self) -> str:
         return self.header.client_id or ""
 
@@ -54,9 +60,13 @@ class _Slot:
 
 
 class Connection(asyncio.Protocol):
-    def __init__(self, broker, limits: ConnectionLimits):
+    def __init__(self, broker, listener, limits: ConnectionLimits):
         self.broker = broker
         self.limits = limits
+        self.security = ConnectionSecurity(listener)
+        self.closing = False  # close once every queued response is written (then wait close_delay)
+        self.close_delay = 0.0
+        self.muted_until = 0.0  # loop time until which a quota throttles the client (KIP-219)
         self.reader = FrameReader(broker.config.int("socket.request.max.bytes"))
         self.transport = None
         self.sock_fd = -1
@@ -85,9 +95,13 @@ class Connection(asyncio.Protocol):
         self.last_active = asyncio.get_running_loop().time()
         sock = transport.get_extra_info("socket")
         # Record bytes go straight from segment files to a plain TCP socket (sendfile).
-        self.sock_fd = sock.fileno() if sock is not None and \
-            transport.get_extra_info("sslcontext") is None else -1
+        plain = transport.get_extra_info("ssl_object") is None
+        self.sock_fd = sock.fileno() if sock is not None and plain else -1
         self.broker.connections.add(self)
+        try:
+            self.security.on_tls_handshake(transport.get_extra_info("ssl_object"))
+        except ValueError as e:
+            self.abort(str(e))
 
     def connection_lost(self, exc):
         self.closed = True
@@ -122,7 +136,7 @@ class Connection(asyncio.Protocol):
         self.batching = True  # answers to this read go out together, after it
         try:
             for f in frames:
-                if self.closed:
+                if self.closed or self.closing:
                     return
                 self.handle_frame(f)
         finally:
@@ -163,6 +177,9 @@ class Connection(asyncio.Protocol):
             if h.api_key == 18:
                 return self.respond_unsupported_api_versions(h)
             return self.abort(f"unsupported version {h.api_version} of {api.name}")
+        refusal = self.security.refusal(h.api_key)
+        if refusal is not None:
+            return self.abort(refusal)
         try:
             h, pos = headers.read_request_header(buf, api.request_header_version(h.api_version))
             req, _end = api.Request.decode(buf, h.api_version, pos)
@@ -225,6 +242,10 @@ class Connection(asyncio.Protocol):
         if out:
             self.last_active = asyncio.get_running_loop().time()
             self._write(out)
+        if self.closing and not pending:
+            self.closed = True
+            asyncio.get_running_loop().call_later(self.close_delay, self.transport.close)
+            return
         if self.paused:
             self._update_reading()
 
@@ -279,8 +300,9 @@ class Connection(asyncio.Protocol):
     def _update_reading(self):
         """Backpressure: stop reading requests while the client is not reading its answers or
         too many of its requests are still being handled."""
-        paused = self.write_blocked or self.memory_wait or len(self.pending) > MAX_IN_FLIGHT
-        if paused != self.paused and not self.closed:
+        paused = (self.write_blocked or self.memory_wait or len(self.pending) > MAX_IN_FLIGHT
+                  or self.muted_until > 0)
+        if paused != self.paused and not (self.closed or self.closing):
             self.paused = paused
             (self.transport.pause_reading if paused else self.transport.resume_reading)()
 
@@ -295,6 +317,27 @@ class Connection(asyncio.Protocol):
         self.closed = True
         self.transport.close()
 
+    def mute(self, ms: int):
+        """Read nothing more from this client for ``ms`` (a quota's throttle time)."""
+        loop = asyncio.get_running_loop()
+        until = loop.time() + ms / 1000
+        if until > self.muted_until:
+            self.muted_until = until
+            self._update_reading()
+            loop.call_at(until, self._unmute, until)
+
+    def _unmute(self, until):
+        if self.muted_until == until:
+            self.muted_until = 0.0
+            self._update_reading()
+
+    def close_after_response(self, delay_s: float = 0.0):
+        """Close the connection ``delay_s`` after the responses queued so far are written (a
+        failed authentication); later requests are not read."""
+        self.closing = True
+        self.close_delay = delay_s
+        self.transport.pause_reading()
+
     def abort(self, reason: str):
         log.warning("closing connection from %s: %s", self.client_host, reason)
         self.closed = True
@@ -302,10 +345,10 @@ class Connection(asyncio.Protocol):
             self.transport.abort()
 
 
-async def serve(broker, host: str, port: int):
+async def serve(broker, listener, host: str, port: int, limits: ConnectionLimits):
+    """Accept connections on one listener (``broker.security.ListenerSecurity``); TLS listeners
+    wrap the sockets with the listener's context. ``limits`` are the broker's, across its
+    listeners."""
     loop = asyncio.get_running_loop()
-    limits = ConnectionLimits(broker.config)
-    server = await loop.create_server(lambda: Connection(broker, limits), host, port,
-                                      reuse_address=True, backlog=1024)
-    limits.start(broker.connections, server.is_serving)
-    return server
+    return await loop.create_server(lambda: Connection(broker, listener, limits), host, port,
+                                    reuse_address=True, backlog=1024, ssl=listener.ssl_context)

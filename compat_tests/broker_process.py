@@ -71,10 +71,13 @@ class BrokerProcess:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         log_root = Path(log_dir) if log_dir is not None else self.data_dir.parent
         log_root.mkdir(parents=True, exist_ok=True)
+        self.overrides = dict(overrides or {})
+        # A broker with several listeners: overrides["listeners"]; the first one is probed.
+        if "listeners" in self.overrides:
+            port = int(str(self.overrides["listeners"]).split(",")[0].rsplit(":", 1)[1])
         self.port = port if port is not None else free_port()
         self.host = "127.0.0.1"
         self.node_id = node_id
-        self.overrides = dict(overrides or {})
         self.start_timeout = start_timeout
         self.preexec_fn = preexec_fn  # run in the child before exec (e.g. to set rlimits)
         self.log_path = log_root / f"broker-{self.port}.log"
@@ -92,7 +95,7 @@ class BrokerProcess:
     def command(self) -> list[str]:
         cmd = [
             BROKER_PYTHON, "-m", "broker", "broker",
-            "--listeners", f"PLAINTEXT://{self.host}:{self.port}",
+            "--listeners", self.overrides.get("listeners", f"PLAINTEXT://{self.host}:{self.port}"),
             "--log-dirs", str(self.data_dir),
             "--node-id", str(self.node_id),
         ]

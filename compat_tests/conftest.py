@@ -127,6 +127,14 @@ def _untrack_cluster(c):
             _brokers.remove(b)
 
 
+@pytest.fixture(scope="session")
+def pki(tmp_path_factory):
+    """Test certificates (compat_tests/security_setup.py): a CA, server and client ones."""
+    from compat_tests.security_setup import Pki
+
+    return Pki(tmp_path_factory.mktemp("pki"))
+
+
 @pytest.fixture
 def topic_name(request):
     """A topic name no other test uses (nothing is created)."""

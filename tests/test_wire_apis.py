@@ -33,6 +33,15 @@ KAFKA_3_9_RANGES = {
     "AlterPartition": (56, 0, 3),
     "AlterConfigs": (33, 0, 2), "IncrementalAlterConfigs": (44, 0, 1),
     "DeleteRecords": (21, 0, 2), "DescribeLogDirs": (35, 1, 4),
+    "SaslHandshake": (17, 1, 1),
+    "SaslAuthenticate": (36, 0, 2),
+    "DescribeUserScramCredentials": (50, 0, 0),
+    "AlterUserScramCredentials": (51, 0, 0),
+    "DescribeAcls": (29, 1, 3),
+    "CreateAcls": (30, 1, 3),
+    "DeleteAcls": (31, 1, 3),
+    "DescribeClientQuotas": (48, 0, 1),
+    "AlterClientQuotas": (49, 0, 1),
 }
 
 # The versions KIP-896 removed in Kafka 4.0 (name: highest removed version): the only places where

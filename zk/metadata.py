@@ -17,6 +17,7 @@ from kazoo.exceptions import NodeExistsError
 
 from broker.metadata import (BrokerInfo, MetadataError, PartitionMeta, TopicMeta, plan_partitions,
                              plan_topic)
+from broker.security import advertised_listeners, inter_broker_listener
 from wire import errors
 from zk import state as zs
 from zk import znodes as zn
@@ -58,8 +59,7 @@ class ZkMetadataStore:
         previous, dead process of this broker disappears when its session expires: wait for that
         up to the session timeout, then refuse to start."""
         me = self.local
-        data = zn.encode_broker_registration(
-            [zn.Endpoint("PLAINTEXT", me.host, me.port)], me.rack)
+        data = zn.encode_broker_registration(advertised_listeners(self.config), me.rack)
         deadline = time.monotonic() + self.zk.session_timeout_s + 2
         while True:
             epoch = await self.zk.run(zs.register_broker, me.node_id, data)
@@ -77,10 +77,13 @@ class ZkMetadataStore:
     # -- the cache, fed by UpdateMetadata --------------------------------------------------------------
     def apply_update_metadata(self, req) -> None:
         live = {}
+        inter = inter_broker_listener(self.config)
         for b in req.live_brokers:
-            ep = b.endpoints[0] if b.endpoints else None
+            ep = next((e for e in b.endpoints if e.listener == inter), None) or \
+                (b.endpoints[0] if b.endpoints else None)
             if ep is not None:
-                live[b.id] = BrokerInfo(b.id, ep.host, ep.port, b.rack)
+                live[b.id] = BrokerInfo(b.id, ep.host, ep.port, b.rack,
+                                        {e.listener: (e.host, e.port) for e in b.endpoints})
         if live:
             self.brokers = live
         self.controller_id = req.controller_id

@@ -26,6 +26,7 @@ class LiveBroker:
     port: int
     rack: str | None
     epoch: int  # the czxid of its registration: Kafka's broker epoch
+    endpoints: tuple = ()  # every advertised listener (zk.znodes.Endpoint)
 
 
 @dataclass
@@ -91,7 +92,8 @@ def register_broker(k, node_id: int, data: bytes) -> int | None:
     return k.get(path)[1].czxid
 
 
-def read_brokers(k) -> dict[int, LiveBroker]:
+def read_brokers(k, listener: str = "PLAINTEXT") -> dict[int, LiveBroker]:
+    """The live brokers, each reached at its ``listener`` (the inter-broker listener)."""
     out = {}
     for child in k.get_children(BROKER_IDS):
         try:
@@ -99,9 +101,9 @@ def read_brokers(k) -> dict[int, LiveBroker]:
         except NoNodeError:
             continue
         reg = zn.decode_broker_registration(int(child), data)
-        ep = reg.endpoint("PLAINTEXT") or reg.endpoints[0]
+        ep = reg.endpoint(listener) or reg.endpoints[0]
         out[reg.broker_id] = LiveBroker(reg.broker_id, ep.host or "127.0.0.1", ep.port, reg.rack,
-                                        stat.czxid)
+                                        stat.czxid, reg.endpoints)
     return out
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from broker import acl
+from broker.authorizer import CLUSTER, CLUSTER_NAME, TOPIC, allowed, operations
 from wire import errors
 from wire.apis import DESCRIBE_CLUSTER, DESCRIBE_TOPIC_PARTITIONS
 
@@ -15,16 +16,19 @@ def handle_describe_cluster(broker, ctx, req):
                                f"{req.endpoint_type}", endpoint_type=req.endpoint_type)
     return R(endpoint_type=1, cluster_id=md.cluster_id, controller_id=md.controller_id,
              brokers=[R.DescribeClusterBroker(broker_id=b.node_id, host=b.host, port=b.port,
-                                              rack=b.rack) for b in md.brokers.values()],
-             cluster_authorized_operations=acl.authorized(
-                 acl.CLUSTER, req.include_cluster_authorized_operations), error_message=None)
+                                              rack=b.rack)
+                      for b in (b.on(ctx.listener) for b in md.brokers.values()) if b],
+             cluster_authorized_operations=operations(
+                 broker, ctx, CLUSTER, CLUSTER_NAME, req.include_cluster_authorized_operations),
+             error_message=None)
 
 
 def handle_describe_topic_partitions(broker, ctx, req):
     R = DESCRIBE_TOPIC_PARTITIONS.Response
     md = broker.metadata
     # Kafka answers the set of names, in order: a name asked twice is described once.
-    names = sorted({t.name for t in req.topics} if req.topics else md.topics)
+    names = sorted({t.name for t in req.topics}) if req.topics else [
+        n for n in sorted(md.topics) if allowed(broker, ctx, TOPIC, n, acl.DESCRIBE)]
     cursor = req.cursor
     if cursor is not None:
         names = [n for n in names if n >= cursor.topic_name]
@@ -33,9 +37,11 @@ def handle_describe_topic_partitions(broker, ctx, req):
     next_cursor = None
     for name in names:
         meta = md.topics.get(name)
-        if meta is None:
+        may = allowed(broker, ctx, TOPIC, name, acl.DESCRIBE)
+        if meta is None or not may:
             topics_out.append(R.DescribeTopicPartitionsResponseTopic(
-                error_code=errors.UNKNOWN_TOPIC_OR_PARTITION, name=name,
+                error_code=errors.UNKNOWN_TOPIC_OR_PARTITION if may
+                else errors.TOPIC_AUTHORIZATION_FAILED, name=name,
                 topic_authorized_operations=acl.NOT_REQUESTED))
             continue
         start = (max(0, cursor.partition_index)
@@ -47,7 +53,7 @@ def handle_describe_topic_partitions(broker, ctx, req):
         budget -= len(parts)
         topics_out.append(R.DescribeTopicPartitionsResponseTopic(
             name=name, topic_id=meta.topic_id, is_internal=meta.internal,
-            topic_authorized_operations=acl.TOPIC,
+            topic_authorized_operations=operations(broker, ctx, TOPIC, name, True),
             partitions=[R.DescribeTopicPartitionsResponsePartition(
                 partition_index=p.index, leader_id=p.leader, leader_epoch=p.leader_epoch,
                 replica_nodes=p.replicas, isr_nodes=p.isr,

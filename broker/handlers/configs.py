@@ -1,6 +1,8 @@
 """DescribeConfigs for topics and brokers."""
 from __future__ import annotations
 
+from broker import acl, authorizer
+from broker.authorizer import allowed
 from broker.configs import (BROKER_TO_TOPIC, ConfigSource, broker_config_entries, config_type,
                             default_broker_config_entries, topic_config_entries)
 from broker.dynamic import DYNAMIC_BROKER_CONFIGS
@@ -17,6 +19,11 @@ def handle_describe_configs(broker, ctx, req):
         out = R.DescribeConfigsResult(resource_type=res.resource_type,
                                       resource_name=res.resource_name, error_message=None)
         results.append(out)
+        if not _may_describe(broker, ctx, res):
+            out.error_code = (errors.TOPIC_AUTHORIZATION_FAILED if res.resource_type == TOPIC
+                              else errors.CLUSTER_AUTHORIZATION_FAILED)
+            out.error_message = "Authorization failed."
+            continue
         if res.resource_type == TOPIC:
             meta = broker.metadata.topics.get(res.resource_name)
             if meta is None:
@@ -47,3 +54,11 @@ def handle_describe_configs(broker, ctx, req):
                       for n, val, s in e.synonyms] if req.include_synonyms else [],
             config_type=config_type(BROKER_TO_TOPIC.get(e.name, e.name)), documentation=None) for e in entries]
     return R(results=results)
+
+
+def _may_describe(broker, ctx, res) -> bool:
+    """DescribeConfigs on the topic, or on the cluster for broker configs."""
+    if res.resource_type == TOPIC:
+        return allowed(broker, ctx, authorizer.TOPIC, res.resource_name, acl.DESCRIBE_CONFIGS)
+    return allowed(broker, ctx, authorizer.CLUSTER, authorizer.CLUSTER_NAME,
+                   acl.DESCRIBE_CONFIGS)

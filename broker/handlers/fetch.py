@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import time
 
+from broker import acl
+from broker.authorizer import CLUSTER, CLUSTER_NAME, TOPIC, allowed
 from broker.fetch_sessions import FetchContext
 from wire import errors, legacy
 from wire.apis import FETCH
@@ -28,19 +30,33 @@ def handle_fetch(broker, ctx, req):
     fctx = _context(broker, req, v)
     if fctx.error:
         return R(error_code=fctx.error, session_id=0, responses=[])
-    resp, size, ready, parts = _read(broker, req, v, fctx.topics)
+    denied = _denied(broker, ctx, req, v, fctx.topics)
+    resp, size, ready, parts = _read(broker, req, v, fctx.topics, denied)
     if ready or size >= req.min_bytes or req.max_wait_ms <= 0 or not parts:
         return _finish(fctx, resp, v)
     # Register before returning: an append handled before the coroutine first runs must wake it.
-    return _delayed(broker, req, v, fctx, broker.replicas.watch(parts))
+    return _delayed(broker, req, v, fctx, denied, broker.replicas.watch(parts))
 
 
-async def _delayed(broker, req, v, fctx, waiter):
+def _denied(broker, ctx, req, v, topics) -> set:
+    """The topics this client may not fetch: consumers need Read on the topic, followers
+    ClusterAction on the cluster."""
+    keys = {tkey for tkey, _fps in topics}
+    if fetching_replica_id(req, v) >= 0:
+        return set() if allowed(broker, ctx, CLUSTER, CLUSTER_NAME, acl.CLUSTER_ACTION) else keys
+    if v < 13:
+        return {t for t in keys if not allowed(broker, ctx, TOPIC, t, acl.READ)}
+    by_id = broker.metadata.topics_by_id  # unknown ids are answered UNKNOWN_TOPIC_ID
+    return {t for t in keys if t in by_id and not allowed(broker, ctx, TOPIC, by_id[t].name,
+                                                          acl.READ)}
+
+
+async def _delayed(broker, req, v, fctx, denied, waiter):
     loop = asyncio.get_running_loop()
     deadline = loop.time() + req.max_wait_ms / 1000
     while True:
         await waiter.wait(deadline - loop.time())
-        resp, size, ready, parts = _read(broker, req, v, fctx.topics)
+        resp, size, ready, parts = _read(broker, req, v, fctx.topics, denied)
         if ready or size >= req.min_bytes or loop.time() >= deadline or not parts:
             return _finish(fctx, resp, v)
         waiter = broker.replicas.watch(parts)
@@ -72,9 +88,9 @@ def fetching_replica_id(req, v) -> int:
     return req.replica_id
 
 
-def _read(broker, req, v, topics):
-    """One pass over ``topics`` ([(name or topic id, [FetchPartition])]). Returns (response,
-    bytes, ready, partitions);
+def _read(broker, req, v, topics, denied):
+    """One pass over ``topics`` ([(name or topic id, [FetchPartition])]), those in ``denied``
+    answered TOPIC_AUTHORIZATION_FAILED. Returns (response, bytes, ready, partitions);
     ``ready`` is set when an error means the fetch should be answered at once. A follower's
     fetch (replica id >= 0) reads up to the log end and tells the leader how far it has got."""
     replicas = broker.replicas
@@ -97,11 +113,16 @@ def _read(broker, req, v, topics):
         parts_out = []
         for fp in fps:
             part = replicas.get(name, fp.partition) if name is not None else None
-            if part is None or not part.is_leader:
+            code = errors.NONE
+            if tkey in denied:
+                ready = True
+                code = errors.TOPIC_AUTHORIZATION_FAILED
+            elif part is None or not part.is_leader:
                 ready = True
                 code = broker.not_hosted_error(name, fp.partition)
                 if code == errors.UNKNOWN_TOPIC_OR_PARTITION:
                     code = missing
+            if code:
                 parts_out.append(R.PartitionData(
                     partition_index=fp.partition, error_code=code, high_watermark=-1,
                     last_stable_offset=-1, log_start_offset=-1, records=b"",

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from broker import acl
+from broker.authorizer import CLUSTER, CLUSTER_NAME, GROUP, allowed, operations
 from broker.group_log import ensure_offsets_topic
 from wire import errors
 from wire.apis import (DELETE_GROUPS, DESCRIBE_GROUPS, FIND_COORDINATOR, HEARTBEAT, JOIN_GROUP,
@@ -19,8 +20,11 @@ def handle_find_coordinator(broker, ctx, req):
         node = None
         if req.key_type != GROUP_KEY:
             code, msg = errors.INVALID_REQUEST, "Transactions are not supported by this broker"
+        elif not allowed(broker, ctx, GROUP, key, acl.DESCRIBE):
+            code, msg = errors.GROUP_AUTHORIZATION_FAILED, "Group authorization failed."
         else:
             node = _coordinator_of(broker, key)
+            node = node.on(ctx.listener) if node is not None else None
             code, msg = ((errors.NONE, None) if node is not None else
                          (errors.COORDINATOR_NOT_AVAILABLE, "The coordinator is not available."))
         found.append(R.Coordinator(key=key, node_id=node.node_id if node else -1,
@@ -98,13 +102,17 @@ def handle_leave_group(broker, ctx, req):
 
 def handle_describe_groups(broker, ctx, req):
     R = DESCRIBE_GROUPS.Response
-    ops = acl.authorized(acl.GROUP, ctx.version >= 3 and req.include_authorized_operations)
+    want_ops = ctx.version >= 3 and req.include_authorized_operations
     out = []
-    for d in broker.groups.describe_groups(req.groups):
+    names = [g for g in req.groups if allowed(broker, ctx, GROUP, g, acl.DESCRIBE)]
+    out += [R.DescribedGroup(error_code=errors.GROUP_AUTHORIZATION_FAILED, group_id=g,
+                             authorized_operations=acl.NOT_REQUESTED)
+            for g in req.groups if g not in names]
+    for d in broker.groups.describe_groups(names):
         out.append(R.DescribedGroup(
             error_code=d.error, group_id=d.group_id, group_state=d.state,
             protocol_type=d.protocol_type, protocol_data=d.protocol,
-            authorized_operations=ops,
+            authorized_operations=operations(broker, ctx, GROUP, d.group_id, want_ops),
             members=[R.DescribedGroupMember(
                 member_id=m.member_id, group_instance_id=m.group_instance_id,
                 client_id=m.client_id, client_host=m.client_host, member_metadata=m.metadata,
@@ -120,6 +128,8 @@ def handle_list_groups(broker, ctx, req):
         return R(groups=[])
     code, groups = broker.groups.list_groups(req.states_filter if v >= 4 and req.states_filter
                                              else None)
+    if not allowed(broker, ctx, CLUSTER, CLUSTER_NAME, acl.DESCRIBE):  # only the describable
+        groups = [g for g in groups if allowed(broker, ctx, GROUP, g.group_id, acl.DESCRIBE)]
     return R(error_code=code, groups=[
         R.ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.state,
                       group_type="classic") for g in groups])
@@ -127,6 +137,9 @@ def handle_list_groups(broker, ctx, req):
 
 async def handle_delete_groups(broker, ctx, req):
     R = DELETE_GROUPS.Response
-    results = await broker.groups.delete_groups(req.groups_names)
+    names = [g for g in req.groups_names if allowed(broker, ctx, GROUP, g, acl.DELETE)]
+    results = await broker.groups.delete_groups(names)
+    results.update((g, errors.GROUP_AUTHORIZATION_FAILED) for g in req.groups_names
+                   if g not in names)
     return R(results=[R.DeletableGroupResult(group_id=g, error_code=code)
                       for g, code in results.items()])

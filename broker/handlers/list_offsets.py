@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import time
 
+from broker import acl
+from broker.authorizer import TOPIC, allowed
 from wire import errors
 from wire.apis import LIST_OFFSETS
 
@@ -18,13 +20,15 @@ def handle_list_offsets(broker, ctx, req):
     topics_out = []
     for t in req.topics:
         parts_out = []
+        may_describe = allowed(broker, ctx, TOPIC, t.name, acl.DESCRIBE)
         for p in t.partitions:
             part = broker.replicas.leader_partition(t.name, p.partition_index)
-            if part is None:
+            if part is None or not may_describe:
                 parts_out.append(R.ListOffsetsPartitionResponse(
                     partition_index=p.partition_index,
-                    error_code=broker.not_hosted_error(t.name, p.partition_index), timestamp=-1,
-                    offset=-1, leader_epoch=-1))
+                    error_code=broker.not_hosted_error(t.name, p.partition_index) if may_describe
+                    else errors.TOPIC_AUTHORIZATION_FAILED, timestamp=-1, offset=-1,
+                    leader_epoch=-1))
                 continue
             err = part.check_leader_epoch(p.current_leader_epoch)
             if ctx.version == 0:

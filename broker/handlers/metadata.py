@@ -1,7 +1,8 @@
 """Metadata: brokers, controller, topics with partitions (auto-creating topics if allowed)."""
 from __future__ import annotations
 
-from broker import acl
+from broker import acl, authorizer
+from broker.authorizer import CLUSTER, CLUSTER_NAME, TOPIC
 from broker.metadata import topic_name_error
 from wire import errors
 from wire.apis import METADATA
@@ -12,7 +13,8 @@ def handle_metadata(broker, ctx, req):
     v = ctx.version
     md = broker.metadata
     if req.topics is None or (v == 0 and not req.topics):
-        names = [n for n in md.topics]
+        # All topics: only those the client may describe, as Kafka does.
+        names = [n for n in md.topics if authorizer.allowed(broker, ctx, TOPIC, n, acl.DESCRIBE)]
     else:
         names = []
         for t in req.topics:
@@ -22,13 +24,30 @@ def handle_metadata(broker, ctx, req):
                 name = meta.name if meta else None
             names.append(name if name is not None else t.topic_id)
     auto_create = req.allow_auto_topic_creation if v >= 4 else True
-    topic_ops = acl.authorized(acl.TOPIC, v >= 8 and req.include_topic_authorized_operations)
-    topics_out = [_topic(broker, name, auto_create, topic_ops) for name in names]
+    want_ops = v >= 8 and req.include_topic_authorized_operations
+    topics_out = [_refused(broker, ctx, name, auto_create) or _topic(
+        broker, name, auto_create, authorizer.operations(broker, ctx, TOPIC, name, want_ops))
+        for name in names]
     brokers = [R.MetadataResponseBroker(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
-               for b in md.brokers.values()]
+               for b in (b.on(ctx.listener) for b in md.brokers.values()) if b]
     return R(brokers=brokers, cluster_id=md.cluster_id, controller_id=md.controller_id,
-             topics=topics_out, cluster_authorized_operations=acl.authorized(
-                 acl.CLUSTER, 8 <= v <= 10 and req.include_cluster_authorized_operations))
+             topics=topics_out, cluster_authorized_operations=authorizer.operations(
+                 broker, ctx, CLUSTER, CLUSTER_NAME,
+                 8 <= v <= 10 and req.include_cluster_authorized_operations))
+
+
+def _refused(broker, ctx, name, auto_create):
+    """TOPIC_AUTHORIZATION_FAILED for a topic the client may not describe (or, missing, may
+    not create), else None."""
+    if not isinstance(name, str):
+        return None
+    may = authorizer.allowed(broker, ctx, TOPIC, name, acl.DESCRIBE)
+    if may and auto_create and name not in broker.metadata.topics:
+        may = (authorizer.allowed(broker, ctx, CLUSTER, CLUSTER_NAME, acl.CREATE)
+               or authorizer.allowed(broker, ctx, TOPIC, name, acl.CREATE))
+    return None if may else R.MetadataResponseTopic(
+        error_code=errors.TOPIC_AUTHORIZATION_FAILED, name=name,
+        topic_authorized_operations=acl.NOT_REQUESTED)
 
 
 def _topic(broker, name, auto_create, topic_ops):

@@ -4,6 +4,8 @@ OffsetCommit v0 (which Kafka kept in ZooKeeper) is stored in ``__consumer_offset
 rest, as a commit outside group management; v1 carries a commit timestamp per partition."""
 from __future__ import annotations
 
+from broker import acl
+from broker.authorizer import GROUP, TOPIC, allowed
 from wire import errors
 from wire.apis import OFFSET_COMMIT, OFFSET_DELETE, OFFSET_FETCH
 
@@ -19,10 +21,16 @@ async def handle_offset_commit(broker, ctx, req):
     v = ctx.version
     offsets = {}
     codes = {}
+    may_commit = allowed(broker, ctx, GROUP, req.group_id, acl.READ)
     for t in req.topics:
+        may_read = allowed(broker, ctx, TOPIC, t.name, acl.READ)
         for p in t.partitions:
             tp = (t.name, p.partition_index)
-            if not _known(broker, *tp):
+            if not may_commit:
+                codes[tp] = errors.GROUP_AUTHORIZATION_FAILED
+            elif not may_read:
+                codes[tp] = errors.TOPIC_AUTHORIZATION_FAILED
+            elif not _known(broker, *tp):
                 codes[tp] = errors.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 offsets[tp] = (p.committed_offset,
@@ -40,8 +48,12 @@ async def handle_offset_commit(broker, ctx, req):
         for p in t.partitions]) for t in req.topics])
 
 
-def _fetch_group(broker, group_id, topics, require_stable):
-    """(error, [(topic, [(partition, offset, epoch, metadata, error)])]) for one group."""
+def _fetch_group(broker, ctx, group_id, topics, require_stable):
+    """(error, [(topic, [(partition, offset, epoch, metadata, error)])]) for one group. The
+    group needs Describe; topics the client may not describe are refused when named, left out
+    when all are asked for."""
+    if not allowed(broker, ctx, GROUP, group_id, acl.DESCRIBE):
+        return errors.GROUP_AUTHORIZATION_FAILED, []
     wanted = None
     if topics is not None:
         wanted = [(t.name, p) for t in topics for p in t.partition_indexes]
@@ -50,9 +62,14 @@ def _fetch_group(broker, group_id, topics, require_stable):
         return code, []
     by_topic = {}
     order = wanted if wanted is not None else sorted(found)
+    denied = {t for t, _ in order if not allowed(broker, ctx, TOPIC, t, acl.DESCRIBE)}
+    if wanted is None:
+        order = [tp for tp in order if tp[0] not in denied]
     for tp in order:
         r = found.get(tp)
-        if r is None:
+        if tp[0] in denied:
+            r = (NO_OFFSET, -1, "", errors.TOPIC_AUTHORIZATION_FAILED)
+        elif r is None:
             r = (NO_OFFSET, -1, "", errors.NONE)
         by_topic.setdefault(tp[0], []).append((tp[1], *r))
     return errors.NONE, list(by_topic.items())
@@ -64,7 +81,7 @@ def handle_offset_fetch(broker, ctx, req):
     if v >= 8:
         groups = []
         for g in req.groups:
-            code, topics = _fetch_group(broker, g.group_id, g.topics, req.require_stable)
+            code, topics = _fetch_group(broker, ctx, g.group_id, g.topics, req.require_stable)
             groups.append(R.OffsetFetchResponseGroup(group_id=g.group_id, error_code=code, topics=[
                 R.OffsetFetchResponseTopics(name=name, partitions=[
                     R.OffsetFetchResponsePartitions(partition_index=p, committed_offset=o,
@@ -72,7 +89,7 @@ def handle_offset_fetch(broker, ctx, req):
                                                     error_code=err)
                     for p, o, e, m, err in parts]) for name, parts in topics]))
         return R(groups=groups)
-    code, topics = _fetch_group(broker, req.group_id, req.topics,
+    code, topics = _fetch_group(broker, ctx, req.group_id, req.topics,
                                 req.require_stable if v >= 7 else False)
     if code and v < 2:
         # v0-1 have no top-level error: every requested partition carries it.
@@ -87,12 +104,16 @@ def handle_offset_fetch(broker, ctx, req):
 
 async def handle_offset_delete(broker, ctx, req):
     R = OFFSET_DELETE.Response
+    if not allowed(broker, ctx, GROUP, req.group_id, acl.DELETE):
+        return R(error_code=errors.GROUP_AUTHORIZATION_FAILED)
     wanted = [(t.name, p.partition_index) for t in req.topics for p in t.partitions]
-    known = [tp for tp in wanted if _known(broker, *tp)]
+    denied = {t.name for t in req.topics if not allowed(broker, ctx, TOPIC, t.name, acl.READ)}
+    known = [tp for tp in wanted if tp[0] not in denied and _known(broker, *tp)]
     code, results = await broker.groups.delete_offsets(req.group_id, known)
     if code:
         return R(error_code=code)
-    results.update((tp, errors.UNKNOWN_TOPIC_OR_PARTITION) for tp in wanted if tp not in known)
+    results.update((tp, errors.TOPIC_AUTHORIZATION_FAILED if tp[0] in denied
+                    else errors.UNKNOWN_TOPIC_OR_PARTITION) for tp in wanted if tp not in known)
     return R(topics=[R.OffsetDeleteResponseTopic(name=t.name, partitions=[
         R.OffsetDeleteResponsePartition(partition_index=p.partition_index,
                                         error_code=results.get((t.name, p.partition_index),

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 
+from broker import acl
+from broker.authorizer import TOPIC, allowed
 from broker.guards import produce_topic_error
 from broker.replica import AppendResult
 from broker.server import NO_RESPONSE
@@ -30,7 +32,9 @@ def handle_produce(broker, ctx, req):
     for td in req.topic_data:
         parts_out = []
         name = td.name
-        topic_error = produce_topic_error(name) or broker.topic_error_for_produce(name)
+        topic_error = (produce_topic_error(name) or broker.topic_error_for_produce(name)
+                       if allowed(broker, ctx, TOPIC, name, acl.WRITE)
+                       else errors.TOPIC_AUTHORIZATION_FAILED)
         for pd in td.partition_data:
             res = None
             if acks not in _VALID_ACKS:
@@ -68,7 +72,7 @@ def handle_produce(broker, ctx, req):
     if acks == 0:
         return NO_RESPONSE
     resp = R(responses=topics_out,
-             node_endpoints=_endpoints(broker, topics_out) if hints else [])
+             node_endpoints=_endpoints(broker, ctx, topics_out) if hints else [])
     if waits:
         return _await_replication(resp, waits, req.timeout_ms)
     return resp
@@ -98,8 +102,9 @@ def _leader_hint(broker, ctx, out, topic, index) -> bool:
     return True
 
 
-def _endpoints(broker, topics_out):
-    brokers = broker.metadata.brokers
+def _endpoints(broker, ctx, topics_out):
+    brokers = {i: b.on(ctx.listener) for i, b in broker.metadata.brokers.items()}
+    brokers = {i: b for i, b in brokers.items() if b is not None}
     ids = {p.current_leader.leader_id for t in topics_out for p in t.partition_responses
            if p.current_leader is not None and p.current_leader.leader_id in brokers}
     return [R.NodeEndpoint(node_id=i, host=brokers[i].host, port=brokers[i].port,

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import logging
 
+from broker import acl
+from broker.authorizer import CLUSTER, CLUSTER_NAME, TOPIC, allowed
 from broker.replica import PartitionState
 from wire import errors
 from wire.apis import (ALTER_PARTITION, CONTROLLED_SHUTDOWN, ELECT_LEADERS, LEADER_AND_ISR,
@@ -177,12 +179,16 @@ async def handle_elect_leaders(broker, ctx, req):
 def handle_offset_for_leader_epoch(broker, ctx, req):
     R = OFFSET_FOR_LEADER_EPOCH.Response
     from_follower = ctx.version >= 3 and req.replica_id >= 0
+    cluster_action = allowed(broker, ctx, CLUSTER, CLUSTER_NAME, acl.CLUSTER_ACTION)
     topics_out = []
     for t in req.topics:
         parts = []
+        may = cluster_action or allowed(broker, ctx, TOPIC, t.topic, acl.DESCRIBE)
         for p in t.partitions:
             part = broker.replicas.get(t.topic, p.partition)
-            if part is None:
+            if not may:
+                code = errors.TOPIC_AUTHORIZATION_FAILED
+            elif part is None:
                 code = broker.not_hosted_error(t.topic, p.partition)
             elif not part.is_leader and not from_follower:
                 code = errors.NOT_LEADER_OR_FOLLOWER

@@ -1,6 +1,8 @@
 """CreateTopics, DeleteTopics, CreatePartitions."""
 from __future__ import annotations
 
+from broker import acl
+from broker.authorizer import CLUSTER, CLUSTER_NAME, TOPIC, allowed
 from broker.configs import topic_config_entries, validate_topic_configs
 from broker.guards import check_not_internal, check_partition_budget
 from broker.metadata import MetadataError
@@ -22,6 +24,11 @@ async def handle_create_topics(broker, ctx, req):
             res.error_message = f"Create topics request from client contains {t.name} twice."
             continue
         seen.add(t.name)
+        if not (allowed(broker, ctx, CLUSTER, CLUSTER_NAME, acl.CREATE)
+                or allowed(broker, ctx, TOPIC, t.name, acl.CREATE)):
+            res.error_code = errors.TOPIC_AUTHORIZATION_FAILED
+            res.error_message = "Authorization failed."
+            continue
         try:
             configs = {c.name: c.value for c in t.configs}
             validate_topic_configs(configs, cfg.topic_defaults())
@@ -65,6 +72,10 @@ async def handle_delete_topics(broker, ctx, req):
                 res.error_message = "Topic id does not exist."
                 continue
             res.name = name = meta.name
+        if not allowed(broker, ctx, TOPIC, name, acl.DELETE):
+            res.error_code = errors.TOPIC_AUTHORIZATION_FAILED
+            res.error_message = "Authorization failed."
+            continue
         meta = md.topics.get(name)
         if meta is None:
             res.error_code = errors.UNKNOWN_TOPIC_OR_PARTITION
@@ -90,6 +101,10 @@ async def handle_create_partitions(broker, ctx, req):
     for t in req.topics:
         res = R.CreatePartitionsTopicResult(name=t.name, error_message=None)
         out.append(res)
+        if not allowed(broker, ctx, TOPIC, t.name, acl.ALTER):
+            res.error_code = errors.TOPIC_AUTHORIZATION_FAILED
+            res.error_message = "Authorization failed."
+            continue
         try:
             check_not_internal(t.name, "add partitions to")
             meta = broker.metadata.topics.get(t.name)
