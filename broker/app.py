@@ -17,8 +17,10 @@ from broker.replica import ReplicaManager, topic_log_config
 from broker.cluster import ClusterMember
 from broker.fetcher import FetcherManager
 from broker.server import serve
+from broker.txn import TXN_TOPIC, TxnMarkerWriter
 from coordinator import GroupCoordinator, OffsetStore
 from coordinator.producer_ids import ProducerIdManager
+from coordinator.txn_coordinator import TransactionCoordinator
 from storage.config import LogConfig
 from storage.manager import LogManager
 from wire import errors
@@ -28,6 +30,7 @@ from zk.client import ZkClient
 from zk.metadata import ZkMetadataStore
 
 log = logging.getLogger("josefk")
+TXN_LOG_TIMEOUT_MS = 30000  # Kafka waits request.timeout.ms for __transaction_state appends
 
 
 def _read_properties(path: Path) -> dict:
@@ -97,6 +100,9 @@ class Broker:
         self.groups = GroupCoordinator(config.props, OffsetStore(OffsetsTopicLog(
             self.replicas, config.int("offsets.commit.required.acks"),
             config.int("offsets.commit.timeout.ms"))))
+        self.txn = TransactionCoordinator(
+            config.props, OffsetsTopicLog(self.replicas, -1, TXN_LOG_TIMEOUT_MS, TXN_TOPIC),
+            self.producer_ids, TxnMarkerWriter(self))
 
     def _log_config_for(self, topic: str) -> LogConfig:
         meta = self.metadata.topics.get(topic)
@@ -109,12 +115,18 @@ class Broker:
                 self.groups.load_partition(part.index)
             else:
                 self.groups.unload_partition(part.index)
+        elif part.topic == TXN_TOPIC:
+            if leader:
+                self.txn.load_partition(part.index, part.leader_epoch)
+            else:
+                self.txn.unload_partition(part.index)
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def start(self):
         cfg = self.config
         host, port = cfg.listener()
         self.groups.startup([])
+        self.txn.startup()
         if self.cluster is None:
             self.replicas.lead_locally(self.metadata)
         else:
@@ -150,6 +162,7 @@ class Broker:
         if self.cluster is not None:
             await self.cluster.stop()
         self.groups.shutdown()
+        self.txn.shutdown()
         await asyncio.to_thread(self._housekeeping.shutdown, True)  # let a running pass finish
         self.logs.checkpoint()
         self.logs.close()

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from broker.handlers import (api_versions, cluster, configs, fetch, groups, list_offsets,
-                             metadata, offsets, produce, producer, replication, telemetry, topics)
+                             metadata, offsets, produce, producer, replication, telemetry, topics,
+                             txn)
 from wire import apis
 
 HANDLERS = {
@@ -38,4 +39,12 @@ HANDLERS = {
     apis.OFFSET_FOR_LEADER_EPOCH.key: replication.handle_offset_for_leader_epoch,
     apis.ELECT_LEADERS.key: replication.handle_elect_leaders,
     apis.ALTER_PARTITION.key: replication.handle_alter_partition,
+    apis.ADD_PARTITIONS_TO_TXN.key: txn.handle_add_partitions_to_txn,
+    apis.ADD_OFFSETS_TO_TXN.key: txn.handle_add_offsets_to_txn,
+    apis.END_TXN.key: txn.handle_end_txn,
+    apis.WRITE_TXN_MARKERS.key: txn.handle_write_txn_markers,
+    apis.TXN_OFFSET_COMMIT.key: txn.handle_txn_offset_commit,
+    apis.DESCRIBE_PRODUCERS.key: txn.handle_describe_producers,
+    apis.DESCRIBE_TRANSACTIONS.key: txn.handle_describe_transactions,
+    apis.LIST_TRANSACTIONS.key: txn.handle_list_transactions,
 }

@@ -187,4 +187,4 @@ class ReplicaFetcher:
         log.info("%s-%d: truncating to %d (diverging at leader epoch %d, end offset %d)",
                  part.topic, part.index, target, epoch, end_offset)
         lg.truncate_to(target)
-        part.producers.rebuild(lg.iter_headers())
+        part.rebuild_producer_state()

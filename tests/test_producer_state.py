@@ -57,5 +57,5 @@ def test_rebuild_from_log_headers():
     t = ProducerStateTable()
     h = header(9, 1, 0, 4)
     h.base_offset = 50
-    t.rebuild([h])
+    t.rebuild([h], None)
     assert t.check(header(9, 1, 0, 4)) == (errors.NONE, (50, 53))

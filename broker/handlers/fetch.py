@@ -16,6 +16,8 @@ R = FETCH.Response
 _INT32_MAX = 0x7FFFFFFF
 FINAL_EPOCH = -1
 INITIAL_EPOCH = 0
+READ_COMMITTED = 1
+_Aborted = R.FetchableTopicResponse.PartitionData.AbortedTransaction
 
 
 def handle_fetch(broker, ctx, req):
@@ -58,6 +60,7 @@ def _read(broker, req, v):
     now_ms = int(time.time() * 1000) if replica_id >= 0 else 0
     by_id = broker.metadata.topics_by_id
     remaining = req.max_bytes if v >= 3 else _INT32_MAX
+    read_committed = v >= 4 and req.isolation_level == READ_COMMITTED
     size = 0
     ready = False
     parts = []
@@ -95,7 +98,8 @@ def _read(broker, req, v):
                 else:
                     res = part.read(fp.fetch_offset, min(fp.partition_max_bytes, remaining),
                                     min_one=size == 0, replica_id=replica_id,
-                                    last_fetched_epoch=fp.last_fetched_epoch if v >= 12 else -1)
+                                    last_fetched_epoch=fp.last_fetched_epoch if v >= 12 else -1,
+                                    read_committed=read_committed)
                     err = res.error
             if err:
                 ready = True
@@ -122,10 +126,18 @@ def _read(broker, req, v):
             parts_out.append(R.PartitionData(
                 partition_index=fp.partition, high_watermark=res.high_watermark,
                 last_stable_offset=res.last_stable_offset, log_start_offset=res.log_start_offset,
-                aborted_transactions=None if v >= 4 else [], records=res.records))
+                aborted_transactions=_aborted(res.aborted) if v >= 4 else [],
+                records=res.records))
         topics_out.append(R.FetchableTopicResponse(topic=name or "", topic_id=ft.topic_id
                                                    if v >= 13 else None, partitions=parts_out))
     return R(session_id=0, responses=topics_out), size, ready, parts
+
+
+def _aborted(aborted):
+    """The aborted transactions a read_committed consumer must drop (None when not asked)."""
+    if aborted is None:
+        return None
+    return [_Aborted(producer_id=pid, first_offset=first) for pid, first in aborted]
 
 
 def _leader(broker, topic, index):

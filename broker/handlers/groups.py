@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from broker import acl
 from broker.group_log import ensure_offsets_topic
+from broker.txn import ensure_txn_topic
 from wire import errors
 from wire.apis import (DELETE_GROUPS, DESCRIBE_GROUPS, FIND_COORDINATOR, HEARTBEAT, JOIN_GROUP,
                        LEAVE_GROUP, LIST_GROUPS, SYNC_GROUP)
@@ -17,10 +18,11 @@ def handle_find_coordinator(broker, ctx, req):
     found = []
     for key in keys:
         node = None
-        if req.key_type != GROUP_KEY:
-            code, msg = errors.INVALID_REQUEST, "Transactions are not supported by this broker"
+        if req.key_type not in (GROUP_KEY, TRANSACTION_KEY):
+            code, msg = errors.INVALID_REQUEST, f"Unknown coordinator type {req.key_type}"
         else:
-            node = _coordinator_of(broker, key)
+            node = (_coordinator_of(broker, key) if req.key_type == GROUP_KEY
+                    else _txn_coordinator_of(broker, key))
             code, msg = ((errors.NONE, None) if node is not None else
                          (errors.COORDINATOR_NOT_AVAILABLE, "The coordinator is not available."))
         found.append(R.Coordinator(key=key, node_id=node.node_id if node else -1,
@@ -40,6 +42,15 @@ def _coordinator_of(broker, group_id):
     if t is None:
         return None
     p = t.partitions[broker.groups.partition_for(group_id)]
+    return broker.metadata.brokers.get(p.leader)
+
+
+def _txn_coordinator_of(broker, transactional_id):
+    """The broker leading the id's ``__transaction_state`` partition, or None."""
+    t = ensure_txn_topic(broker)
+    if t is None:
+        return None
+    p = t.partitions[broker.txn.partition_for(transactional_id)]
     return broker.metadata.brokers.get(p.leader)
 
 
