@@ -1,0 +1,400 @@
+"""Transactions with real clients: confluent-kafka's transactional producer, read_committed
+consumers, exactly-once consume-transform-produce, fencing, timeouts and broker crashes;
+kafka-python's transactional producer and admin client (list/describe transactions, describe
+producers)."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+
+import pytest
+from confluent_kafka import (OFFSET_BEGINNING, Consumer, KafkaError, KafkaException,
+                             TopicPartition)
+
+from compat_tests.broker_process import REPO_ROOT
+from compat_tests.helpers import consumer, create_topic, producer, unique_topic
+
+TXN_TIMEOUTS = {"transaction.abort.timed.out.transaction.cleanup.interval.ms": 500}
+
+
+def txn_producer(bootstrap, tid=None, **conf):
+    timeout = conf.get("transaction_timeout_ms", 60000)
+    conf.setdefault("message_timeout_ms", min(15000, timeout))
+    conf.setdefault("socket_timeout_ms", min(10000, timeout))
+    p = producer(bootstrap, transactional_id=tid or "tx-" + uuid.uuid4().hex[:8], **conf)
+    p.init_transactions(30)
+    return p
+
+
+def read_values(bootstrap, topic, partitions, isolation, settle=1.5, timeout=20.0):
+    """Every value readable from the beginning of ``topic`` with ``isolation``: polls until
+    nothing new arrived for ``settle`` seconds."""
+    c = consumer(bootstrap, isolation_level=isolation, auto_offset_reset="earliest")
+    c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+    out = []
+    last = time.monotonic()
+    deadline = last + timeout
+    try:
+        while time.monotonic() - last < settle and time.monotonic() < deadline:
+            m = c.poll(0.1)
+            if m is None:
+                continue
+            assert not m.error(), m.error()
+            out.append(m.value())
+            last = time.monotonic()
+    finally:
+        c.close()
+    return out
+
+
+def committed_in_txn(p, topic, values, partition=0, commit=True):
+    p.begin_transaction()
+    for v in values:
+        p.produce(topic, value=v, partition=partition)
+    if commit:
+        p.commit_transaction(30)
+    else:
+        p.flush(10)
+        p.abort_transaction(30)
+
+
+def test_commit_and_abort_read_committed_and_uncommitted(broker):
+    topic = create_topic(broker.bootstrap, unique_topic("txn"), 2)
+    p = txn_producer(broker.bootstrap)
+    p.begin_transaction()
+    for i in range(10):
+        p.produce(topic, value=b"c%d" % i, partition=i % 2)
+    p.commit_transaction(30)
+    committed_in_txn(p, topic, [b"a%d" % i for i in range(6)], partition=1, commit=False)
+    committed_in_txn(p, topic, [b"last"], partition=1)
+    committed = sorted([b"c%d" % i for i in range(10)] + [b"last"])
+    assert sorted(read_values(broker.bootstrap, topic, 2, "read_committed")) == committed
+    assert sorted(read_values(broker.bootstrap, topic, 2, "read_uncommitted")) == sorted(
+        committed + [b"a%d" % i for i in range(6)])
+
+
+def test_read_committed_waits_for_the_open_transaction(broker):
+    """Records of an open transaction and everything after them stay invisible to
+    read_committed readers (the LSO) until it commits; ListOffsets says the same."""
+    topic = create_topic(broker.bootstrap, unique_topic("lso"), 1)
+    p = txn_producer(broker.bootstrap)
+    p.begin_transaction()
+    p.produce(topic, value=b"open", partition=0)
+    p.flush(10)
+    other = producer(broker.bootstrap)
+    other.produce(topic, value=b"plain", partition=0)
+    other.flush(10)
+    rc = consumer(broker.bootstrap, isolation_level="read_committed")
+    ru = consumer(broker.bootstrap, isolation_level="read_uncommitted")
+    try:
+        tp = TopicPartition(topic, 0)
+        assert rc.get_watermark_offsets(tp, timeout=10) == (0, 0)
+        assert ru.get_watermark_offsets(tp, timeout=10) == (0, 2)
+        assert read_values(broker.bootstrap, topic, 1, "read_committed", settle=1.0) == []
+        p.commit_transaction(30)
+        assert rc.get_watermark_offsets(tp, timeout=10) == (0, 3)  # data, plain, marker
+        assert read_values(broker.bootstrap, topic, 1, "read_committed") == [b"open", b"plain"]
+    finally:
+        rc.close()
+        ru.close()
+
+
+def test_zombie_is_fenced(broker):
+    topic = create_topic(broker.bootstrap, unique_topic("zombie"), 1)
+    tid = "zombie-" + uuid.uuid4().hex[:8]
+    old = txn_producer(broker.bootstrap, tid)
+    old.begin_transaction()
+    old.produce(topic, value=b"zombie-1", partition=0)
+    old.flush(10)
+    new = txn_producer(broker.bootstrap, tid)  # aborts the old instance's transaction
+    committed_in_txn(new, topic, [b"new"])
+    old.produce(topic, value=b"zombie-2", partition=0)
+    with pytest.raises(KafkaException) as err:
+        old.commit_transaction(30)
+    e = err.value.args[0]
+    assert e.fatal() or e.code() in (KafkaError._FENCED, KafkaError.PRODUCER_FENCED,
+                                     KafkaError.INVALID_PRODUCER_EPOCH)
+    assert read_values(broker.bootstrap, topic, 1, "read_committed") == [b"new"]
+
+
+def test_timed_out_transaction_is_aborted_and_readers_move_on(broker_factory):
+    b = broker_factory(TXN_TIMEOUTS)
+    topic = create_topic(b.bootstrap, unique_topic("timeout"), 1)
+    hanging = txn_producer(b.bootstrap, transaction_timeout_ms=2000)
+    hanging.begin_transaction()
+    hanging.produce(topic, value=b"hanging", partition=0)
+    hanging.flush(10)
+    later = txn_producer(b.bootstrap)
+    committed_in_txn(later, topic, [b"later"])
+    c = consumer(b.bootstrap, isolation_level="read_committed")
+    c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+    try:
+        t0 = time.monotonic()
+        got = None
+        while got is None and time.monotonic() - t0 < 15:
+            m = c.poll(0.2)
+            if m is not None and not m.error():
+                got = m
+        assert got is not None and got.value() == b"later"
+        assert time.monotonic() - t0 > 0.5  # only once the coordinator aborted the other
+    finally:
+        c.close()
+    assert read_values(b.bootstrap, topic, 1, "read_committed") == [b"later"]
+    with pytest.raises(KafkaException):
+        hanging.commit_transaction(10)
+
+
+def _group_offsets(bootstrap, group, topic, partitions):
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                  "isolation.level": "read_committed"})
+    try:
+        got = c.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=15)
+        return {tp.partition: tp.offset for tp in got}
+    finally:
+        c.close()
+
+
+def _run_pipeline(bootstrap, src, dst, group, tid, kill_after=None):
+    """Run compat_tests.txn_pipeline; with ``kill_after`` SIGKILL it once it has committed
+    that many records (mid-transaction: it is writing the next one)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "compat_tests.txn_pipeline", bootstrap, src, dst, group, tid],
+        cwd=str(REPO_ROOT), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+    try:
+        for line in proc.stdout:
+            if kill_after is not None and int(line.split()[1]) >= kill_after:
+                time.sleep(0.03)  # inside the next transaction's produce calls
+                proc.send_signal(signal.SIGKILL)
+                break
+        assert proc.wait(60) in (0, -signal.SIGKILL)
+        if kill_after is None:
+            assert proc.returncode == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_consume_transform_produce_exactly_once_across_a_client_kill(broker):
+    src = create_topic(broker.bootstrap, unique_topic("src"), 2)
+    dst = create_topic(broker.bootstrap, unique_topic("dst"), 2)
+    group, tid = "eos-" + uuid.uuid4().hex[:6], "eos-tx-" + uuid.uuid4().hex[:6]
+    n = 120
+    p = producer(broker.bootstrap)
+    for i in range(n):
+        p.produce(src, key=b"%d" % i, value=b"v%03d" % i, partition=i % 2)
+    p.flush(10)
+    _run_pipeline(broker.bootstrap, src, dst, group, tid, kill_after=30)
+    _run_pipeline(broker.bootstrap, src, dst, group, tid)
+    out = read_values(broker.bootstrap, dst, 2, "read_committed")
+    assert sorted(out) == sorted(b"V%03d" % i for i in range(n))  # each exactly once
+    assert _group_offsets(broker.bootstrap, group, src, 2) == {0: n // 2, 1: n // 2}
+    # the killed transaction's records are in the log, aborted
+    assert len(read_values(broker.bootstrap, dst, 2, "read_uncommitted")) > n
+
+
+def test_offsets_in_a_transaction_show_only_once_committed(broker):
+    topic = create_topic(broker.bootstrap, unique_topic("txoff"), 1)
+    group = "txoff-" + uuid.uuid4().hex[:6]
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group,
+                  "enable.auto.commit": False})
+    p = txn_producer(broker.bootstrap)
+    try:
+        meta = c.consumer_group_metadata()
+        p.begin_transaction()
+        p.produce(topic, value=b"x", partition=0)
+        p.send_offsets_to_transaction([TopicPartition(topic, 0, 7)], meta, 30)
+        p.flush(10)
+        # not visible, and a require_stable fetch (read_committed) waits for it
+        plain = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group,
+                          "isolation.level": "read_uncommitted"})
+        try:
+            assert plain.committed([TopicPartition(topic, 0)], timeout=10)[0].offset < 0
+        finally:
+            plain.close()
+        p.abort_transaction(30)
+        assert _group_offsets(broker.bootstrap, group, topic, 1) == {0: -1001}
+        p.begin_transaction()
+        p.produce(topic, value=b"y", partition=0)
+        p.send_offsets_to_transaction([TopicPartition(topic, 0, 9)], meta, 30)
+        p.commit_transaction(30)
+        assert _group_offsets(broker.bootstrap, group, topic, 1) == {0: 9}
+    finally:
+        c.close()
+
+
+def _kill_and_restart(b):
+    b.kill()
+    b.start()
+
+
+def test_broker_kill9_with_an_open_transaction(broker_factory):
+    b = broker_factory(TXN_TIMEOUTS)
+    topic = create_topic(b.bootstrap, unique_topic("crash"), 1)
+    tid = "crash-" + uuid.uuid4().hex[:6]
+    p = txn_producer(b.bootstrap, tid)
+    committed_in_txn(p, topic, [b"before"])
+    committed_in_txn(p, topic, [b"aborted"], commit=False)
+    p.begin_transaction()
+    p.produce(topic, value=b"open", partition=0)
+    p.flush(10)
+    _kill_and_restart(b)
+    # Ongoing at the crash: the next instance fences it and it is aborted
+    p2 = txn_producer(b.bootstrap, tid)
+    committed_in_txn(p2, topic, [b"after"])
+    assert read_values(b.bootstrap, topic, 1, "read_committed") == [b"before", b"after"]
+    assert sorted(read_values(b.bootstrap, topic, 1, "read_uncommitted")) == sorted(
+        [b"before", b"aborted", b"open", b"after"])
+
+
+def test_broker_kill9_after_commit_and_abort(broker_factory):
+    b = broker_factory(TXN_TIMEOUTS)
+    topic = create_topic(b.bootstrap, unique_topic("crash2"), 1)
+    tid = "crash2-" + uuid.uuid4().hex[:6]
+    p = txn_producer(b.bootstrap, tid)
+    committed_in_txn(p, topic, [b"one", b"two"])
+    committed_in_txn(p, topic, [b"gone"], commit=False)
+    _kill_and_restart(b)
+    # CompleteCommit / CompleteAbort survive, and so do the partition's aborted transactions
+    assert read_values(b.bootstrap, topic, 1, "read_committed") == [b"one", b"two"]
+    p2 = txn_producer(b.bootstrap, tid)
+    committed_in_txn(p2, topic, [b"three"])
+    assert read_values(b.bootstrap, topic, 1, "read_committed") == [b"one", b"two", b"three"]
+
+
+def test_broker_kill9_during_a_stream_of_transactions(broker_factory):
+    """Kill -9 at an arbitrary moment while a producer commits and aborts transactions back to
+    back (so the crash may land in any state, Prepare* included): after the restart no
+    acknowledged commit is lost and nothing aborted is visible to read_committed readers."""
+    b = broker_factory(TXN_TIMEOUTS)
+    topic = create_topic(b.bootstrap, unique_topic("stream"), 2)
+    tid = "stream-" + uuid.uuid4().hex[:6]
+    acked, aborted = [], []
+    stop = threading.Event()
+
+    def run():
+        p = txn_producer(b.bootstrap, tid, transaction_timeout_ms=5000)
+        i = 0
+        while not stop.is_set() and i < 2000:
+            values = [b"%d-%d" % (i, k) for k in range(4)]
+            try:
+                p.begin_transaction()
+                for k, v in enumerate(values):
+                    p.produce(topic, value=v, partition=k % 2)
+                if i % 3 == 2:
+                    p.abort_transaction(10)
+                    aborted.extend(values)
+                else:
+                    p.commit_transaction(10)
+                    acked.extend(values)
+            except KafkaException:
+                return
+            i += 1
+
+    t = threading.Thread(target=run)
+    t.start()
+    try:
+        deadline = time.monotonic() + 20
+        while len(acked) < 40 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(acked) >= 40
+        b.kill()
+    finally:
+        stop.set()
+        t.join(30)
+    b.start()
+    # any transaction left open at the crash is aborted by its timeout
+    time.sleep(6)
+    seen = read_values(b.bootstrap, topic, 2, "read_committed")
+    assert set(acked) <= set(seen)
+    assert not set(aborted) & set(seen)
+    assert len(seen) == len(set(seen))
+
+
+def test_kafka_python_transactional_producer(broker):
+    from kafka import KafkaConsumer, KafkaProducer
+
+    topic = create_topic(broker.bootstrap, unique_topic("kp"), 1)
+    p = KafkaProducer(bootstrap_servers=broker.bootstrap,
+                      transactional_id="kp-" + uuid.uuid4().hex[:6])
+    try:
+        p.init_transactions()
+        p.begin_transaction()
+        p.send(topic, b"kp-commit", partition=0)
+        p.commit_transaction()
+        p.begin_transaction()
+        p.send(topic, b"kp-abort", partition=0)
+        p.flush()
+        p.abort_transaction()
+    finally:
+        p.close()
+    for isolation, want in (("read_committed", [b"kp-commit"]),
+                            ("read_uncommitted", [b"kp-commit", b"kp-abort"])):
+        c = KafkaConsumer(topic, bootstrap_servers=broker.bootstrap, isolation_level=isolation,
+                          auto_offset_reset="earliest", consumer_timeout_ms=2000)
+        try:
+            assert [m.value for m in c] == want
+        finally:
+            c.close()
+
+
+def _wait_state(admin, tid, state, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        desc = admin.describe_transactions([tid])[tid]
+        if desc.state.value == state or time.monotonic() > deadline:
+            return desc
+        time.sleep(0.1)
+
+
+def test_admin_list_describe_transactions_and_producers(broker):
+    """kafka-python's admin client (as kafka-transactions.sh does it): list, describe, describe
+    producers, and abort a hanging transaction on a partition with WriteTxnMarkers."""
+    from kafka import KafkaAdminClient
+    from kafka.admin import AbortTransactionSpec
+    from kafka.structs import TopicPartition as KTP
+
+    topic = create_topic(broker.bootstrap, unique_topic("adm"), 1)
+    tid = "adm-" + uuid.uuid4().hex[:6]
+    p = txn_producer(broker.bootstrap, tid)
+    committed_in_txn(p, topic, [b"first"])
+    p.begin_transaction()
+    p.produce(topic, value=b"open", partition=0)
+    p.flush(10)
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        listed = [t for ts in admin.list_transactions(state_filters=["Ongoing"]).values()
+                  for t in ts]
+        mine = [t for t in listed if t.transactional_id == tid]
+        assert len(mine) == 1 and mine[0].state.value == "Ongoing"
+        assert not [t for ts in admin.list_transactions(state_filters=["Empty"]).values()
+                    for t in ts if t.transactional_id == tid]
+        desc = admin.describe_transactions([tid])[tid]
+        assert desc.state.value == "Ongoing" and desc.producer_id == mine[0].producer_id
+        assert desc.topic_partitions == {KTP(topic, 0)}
+        assert desc.transaction_start_time_ms > 0 and desc.transaction_timeout_ms == 60000
+        producers = admin.describe_producers([KTP(topic, 0)])[KTP(topic, 0)].active_producers
+        assert [(s.producer_id, s.current_transaction_start_offset) for s in producers] == \
+            [(desc.producer_id, 2)]  # "first" at 0, its marker at 1, the open one at 2
+        p.commit_transaction(30)
+        assert _wait_state(admin, tid, "CompleteCommit").topic_partitions == set()
+
+        # a hanging transaction: aborted on its partition by the operator
+        hung = txn_producer(broker.bootstrap)
+        hung.begin_transaction()
+        hung.produce(topic, value=b"hung", partition=0)
+        hung.flush(10)
+        state = [s for s in admin.describe_producers([KTP(topic, 0)])[KTP(topic, 0)]
+                 .active_producers if s.current_transaction_start_offset >= 0]
+        assert len(state) == 1
+        admin.abort_transaction(AbortTransactionSpec(KTP(topic, 0), state[0].producer_id,
+                                                     state[0].producer_epoch, -1))
+        assert read_values(broker.bootstrap, topic, 1, "read_committed") == [b"first", b"open"]
+    finally:
+        admin.close()
