@@ -36,9 +36,10 @@ def add_commands(sub):
     x.add_argument("--if-exists", action="store_true")
     x.set_defaults(func=topics_delete)
 
-    from broker import cluster_cli, groups_cli
+    from broker import cluster_cli, groups_cli, transactions_cli
 
     groups_cli.add_commands(sub, common)
+    transactions_cli.add_commands(sub, common)
     cluster_cli.add_commands(sub)
 
 

@@ -398,3 +398,56 @@ def test_admin_list_describe_transactions_and_producers(broker):
         assert read_values(broker.bootstrap, topic, 1, "read_committed") == [b"first", b"open"]
     finally:
         admin.close()
+
+
+def _rows(out: str) -> list[list[str]]:
+    return [ln.split() for ln in out.splitlines()[1:] if ln.strip()]
+
+
+def test_transactions_cli(broker_factory):
+    """`josefk transactions ...` (kafka-transactions.sh's commands) against a live producer;
+    find-hanging spots an open transaction no coordinator knows, abort ends it."""
+    from compat_tests.helpers import josefk_cli
+
+    b = broker_factory()
+    topic = create_topic(b.bootstrap, unique_topic("cli"), 1)
+    tid = "cli-" + uuid.uuid4().hex[:6]
+    p = txn_producer(b.bootstrap, tid)
+    p.begin_transaction()
+    p.produce(topic, value=b"open", partition=0)
+    p.flush(10)
+    listed = _rows(josefk_cli(b, "transactions", "list").stdout)
+    mine = [r for r in listed if r[0] == tid]
+    assert len(mine) == 1 and mine[0][1] == "1" and mine[0][3] == "Ongoing"
+    pid = mine[0][2]
+    assert _rows(josefk_cli(b, "transactions", "list", "--state", "Empty").stdout) == []
+    (desc,) = _rows(josefk_cli(b, "transactions", "describe", "--transactional-id",
+                               tid).stdout)
+    assert desc[1:5] == [tid, pid, "0", "Ongoing"] and desc[-1] == f"{topic}-0"
+    (prod,) = _rows(josefk_cli(b, "transactions", "describe-producers", "--topic", topic,
+                               "--partition", "0").stdout)
+    assert prod[0] == pid and prod[-1] == "0"
+    # not hanging: its coordinator has it Ongoing (and it is young)
+    assert _rows(josefk_cli(b, "transactions", "find-hanging", "--max-transaction-timeout",
+                            "0").stdout) == []
+    p.commit_transaction(30)
+    missing = josefk_cli(b, "transactions", "describe", "--transactional-id", "nope",
+                         check=False)
+    assert missing.returncode == 1 and "TRANSACTIONAL_ID_NOT_FOUND" in missing.stderr
+
+    # a transaction left open on the partition with no coordinator behind it: a transactional
+    # batch written straight to the partition (as a producer whose coordinator lost its state)
+    from compat_tests import rawkafka as rk
+
+    batch = rk.record_batch([(None, b"stray")], int(time.time() * 1000), producer_id=999_999,
+                            producer_epoch=0, base_sequence=0, transactional=True)
+    with rk.RawConnection(b.bootstrap) as conn:
+        assert rk.produce_v9(conn, topic, 0, batch)[(topic, 0)]["error_code"] == rk.NONE
+    hanging = _rows(josefk_cli(b, "transactions", "find-hanging", "--max-transaction-timeout",
+                               "0").stdout)
+    assert [(r[0], r[2]) for r in hanging] == [(topic, "999999")]
+    josefk_cli(b, "transactions", "abort", "--topic", topic, "--partition", "0",
+               "--producer-id", "999999", "--producer-epoch", "0")
+    assert _rows(josefk_cli(b, "transactions", "find-hanging", "--max-transaction-timeout",
+                            "0").stdout) == []
+    assert read_values(b.bootstrap, topic, 1, "read_committed") == [b"open"]
