@@ -182,14 +182,19 @@ class TransactionCoordinator:
         txn.apply(rec)
         return errors.NONE
 
-    def _check_producer(self, txn, producer_id, producer_epoch) -> int | None:
+    def _current(self, transactional_id, producer_id, producer_epoch):
+        """(error or None, metadata) for a request of the id's current producer."""
+        err = self._coordinator_error(transactional_id)
+        if err is not None:
+            return err, None
+        txn = self.txns.get(transactional_id)
         if txn is None or txn.producer_id != producer_id:
-            return errors.INVALID_PRODUCER_ID_MAPPING
+            return errors.INVALID_PRODUCER_ID_MAPPING, None
         if producer_epoch != txn.producer_epoch:
-            return errors.PRODUCER_FENCED
+            return errors.PRODUCER_FENCED, None
         if txn.pending:
-            return errors.CONCURRENT_TRANSACTIONS
-        return None
+            return errors.CONCURRENT_TRANSACTIONS, None
+        return None, txn
 
     # ------------------------------------------------------------------ InitProducerId
     async def init_producer_id(self, transactional_id, timeout_ms, producer_id=-1,
@@ -233,11 +238,7 @@ class TransactionCoordinator:
     # ------------------------------------------------------------------ AddPartitions/Offsets
     async def add_partitions(self, transactional_id, producer_id, producer_epoch,
                              partitions) -> int:
-        err = self._coordinator_error(transactional_id)
-        if err is not None:
-            return err
-        txn = self.txns.get(transactional_id)
-        err = self._check_producer(txn, producer_id, producer_epoch)
+        err, txn = self._current(transactional_id, producer_id, producer_epoch)
         if err is not None:
             return err
         if txn.state in (PREPARE_COMMIT, PREPARE_ABORT):
@@ -254,11 +255,7 @@ class TransactionCoordinator:
 
     # ------------------------------------------------------------------ EndTxn
     async def end_txn(self, transactional_id, producer_id, producer_epoch, commit: bool) -> int:
-        err = self._coordinator_error(transactional_id)
-        if err is not None:
-            return err
-        txn = self.txns.get(transactional_id)
-        err = self._check_producer(txn, producer_id, producer_epoch)
+        err, txn = self._current(transactional_id, producer_id, producer_epoch)
         if err is not None:
             return err
         state = txn.state

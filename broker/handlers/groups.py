@@ -21,8 +21,9 @@ def handle_find_coordinator(broker, ctx, req):
         if req.key_type not in (GROUP_KEY, TRANSACTION_KEY):
             code, msg = errors.INVALID_REQUEST, f"Unknown coordinator type {req.key_type}"
         else:
-            node = (_coordinator_of(broker, key) if req.key_type == GROUP_KEY
-                    else _txn_coordinator_of(broker, key))
+            node = (_coordinator_of(broker, ensure_offsets_topic(broker), broker.groups, key)
+                    if req.key_type == GROUP_KEY else
+                    _coordinator_of(broker, ensure_txn_topic(broker), broker.txn, key))
             code, msg = ((errors.NONE, None) if node is not None else
                          (errors.COORDINATOR_NOT_AVAILABLE, "The coordinator is not available."))
         found.append(R.Coordinator(key=key, node_id=node.node_id if node else -1,
@@ -36,21 +37,13 @@ def handle_find_coordinator(broker, ctx, req):
              host=c.host, port=c.port)
 
 
-def _coordinator_of(broker, group_id):
-    """The broker leading the group's ``__consumer_offsets`` partition, or None."""
-    t = ensure_offsets_topic(broker)
-    if t is None:
+def _coordinator_of(broker, topic, coordinator, key):
+    """The broker leading ``key``'s partition of the coordinator's internal ``topic``
+    (``__consumer_offsets`` for a group, ``__transaction_state`` for a transactional id), or
+    None while the topic is being created."""
+    if topic is None:
         return None
-    p = t.partitions[broker.groups.partition_for(group_id)]
-    return broker.metadata.brokers.get(p.leader)
-
-
-def _txn_coordinator_of(broker, transactional_id):
-    """The broker leading the id's ``__transaction_state`` partition, or None."""
-    t = ensure_txn_topic(broker)
-    if t is None:
-        return None
-    p = t.partitions[broker.txn.partition_for(transactional_id)]
+    p = topic.partitions[coordinator.partition_for(key)]
     return broker.metadata.brokers.get(p.leader)
 
 
