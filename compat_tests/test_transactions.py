@@ -451,3 +451,52 @@ def test_transactions_cli(broker_factory):
     assert _rows(josefk_cli(b, "transactions", "find-hanging", "--max-transaction-timeout",
                             "0").stdout) == []
     assert read_values(b.bootstrap, topic, 1, "read_committed") == [b"open"]
+
+
+def test_compaction_removes_aborted_data_and_keeps_committed_state(broker_factory):
+    """On a compacted topic the cleaner drops aborted transactions' records (Kafka's rule) and
+    keeps the latest committed value of every key; read_committed readers see the same state
+    before and after."""
+    b = broker_factory({"log.cleaner.backoff.ms": 200})
+    topic = create_topic(b.bootstrap, unique_topic("txcompact"), 1,
+                         {"cleanup.policy": "compact", "segment.bytes": "32768",
+                          "min.cleanable.dirty.ratio": "0.01"})
+    p = txn_producer(b.bootstrap, linger_ms=5, batch_size=16384)
+    latest, aborted = {}, set()
+    for r in range(40):
+        commit = r % 2 == 0
+        p.begin_transaction()
+        for k in range(5):
+            value = b"k%d-r%d|" % (k, r) + b"." * 300
+            p.produce(topic, key=b"k%d" % k, value=value, partition=0)
+            if commit:
+                latest[b"k%d" % k] = value
+            else:
+                aborted.add(value)
+        p.commit_transaction(30) if commit else (p.flush(10), p.abort_transaction(30))
+
+    def state(isolation):
+        c = consumer(b.bootstrap, isolation_level=isolation)
+        c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        out, last = [], time.monotonic()
+        try:
+            while time.monotonic() - last < 1.5:
+                m = c.poll(0.1)
+                if m is not None and not m.error():
+                    out.append((m.key(), m.value()))
+                    last = time.monotonic()
+        finally:
+            c.close()
+        return out
+
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        uncommitted = state("read_uncommitted")
+        if len([v for _k, v in uncommitted if v in aborted]) < len(aborted):
+            break
+        time.sleep(1)
+    else:
+        raise AssertionError("no aborted record was compacted away within 30s")
+    committed = state("read_committed")
+    assert not {v for _k, v in committed} & aborted
+    assert dict(committed) == latest
