@@ -96,7 +96,10 @@ def test_read_committed_waits_for_the_open_transaction(broker):
         assert rc.get_watermark_offsets(tp, timeout=10) == (0, 0)
         assert ru.get_watermark_offsets(tp, timeout=10) == (0, 2)
         assert read_values(broker.bootstrap, topic, 1, "read_committed", settle=1.0) == []
-        p.commit_transaction(30)
+        p.commit_transaction(30)  # answered once PrepareCommit is logged; markers follow
+        deadline = time.monotonic() + 10
+        while rc.get_watermark_offsets(tp, timeout=10) != (0, 3) and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert rc.get_watermark_offsets(tp, timeout=10) == (0, 3)  # data, plain, marker
         assert read_values(broker.bootstrap, topic, 1, "read_committed") == [b"open", b"plain"]
     finally:
