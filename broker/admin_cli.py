@@ -114,9 +114,13 @@ def _describe_topic(c, t) -> str:
     lines = [f"Topic: {t.name}\tTopicId: {_topic_id_text(t.topic_id)}\tPartitionCount: "
              f"{len(parts)}\tReplicationFactor: {rf}\tConfigs: {','.join(overrides)}"]
     for p in parts:
-        lines.append(f"\tTopic: {t.name}\tPartition: {p.partition_index}\tLeader: {p.leader_id}"
-                     f"\tReplicas: {','.join(map(str, p.replica_nodes))}"
-                     f"\tIsr: {','.join(map(str, p.isr_nodes))}")
+        leader = p.leader_id if p.leader_id >= 0 else "none"
+        line = (f"\tTopic: {t.name}\tPartition: {p.partition_index}\tLeader: {leader}"
+                f"\tReplicas: {','.join(map(str, p.replica_nodes))}"
+                f"\tIsr: {','.join(map(str, p.isr_nodes))}")
+        if p.offline_replicas:
+            line += f"\tOffline: {','.join(map(str, p.offline_replicas))}"
+        lines.append(line)
     return "\n".join(lines)
 
 

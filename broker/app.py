@@ -15,6 +15,7 @@ from broker.group_log import OFFSETS_TOPIC, OffsetsTopicLog
 from broker.metadata import BrokerInfo, LocalMetadataStore, MetadataError, topic_name_error
 from broker.replica import ReplicaManager, topic_log_config
 from broker.cluster import ClusterMember
+from broker.fetch_sessions import FetchSessionCache
 from broker.fetcher import FetcherManager
 from broker.server import serve
 from broker.txn import TXN_TOPIC, TxnMarkerWriter
@@ -96,6 +97,9 @@ class Broker:
             self.replicas.fetchers = FetcherManager(
                 config.node_id, lambda b: self.cluster.channel("fetch", b), config)
         self.replicas.role_listeners.append(self._on_role_change)
+        self.fetch_sessions = FetchSessionCache(
+            config.int("max.incremental.fetch.session.cache.slots"),
+            config.int("min.incremental.fetch.session.eviction.ms"))
         self.producer_ids = ProducerIdManager(Path(dirs[0]) / "producer-id-block")
         self.groups = GroupCoordinator(config.props, OffsetStore(OffsetsTopicLog(
             self.replicas, config.int("offsets.commit.required.acks"),

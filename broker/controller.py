@@ -225,22 +225,26 @@ class Controller:
         self._send_update_metadata(list(self.live), tps)
 
     # -- requests to brokers ----------------------------------------------------------------------
+    def _states_by_topic(self, tps, make) -> dict[str, list]:
+        """``make(partition, state, replicas)`` for each of ``tps`` with a state, by topic."""
+        by_topic: dict[str, list] = {}
+        assignments = self._assignments()
+        for t, p in tps:
+            st = self.states.get((t, p))
+            if st is not None:
+                by_topic.setdefault(t, []).append(make(p, st, assignments.get((t, p), [])))
+        return by_topic
+
     def _send_leader_and_isr(self, broker_id, tps, full=False, is_new=False):
         info = self.live.get(broker_id)
         if info is None:
             return
         Q = LEADER_AND_ISR.Request
-        by_topic: dict[str, list] = {}
-        assignments = self._assignments()
-        for t, p in tps:
-            st = self.states.get((t, p))
-            if st is None:
-                continue
-            by_topic.setdefault(t, []).append(Q.LeaderAndIsrTopicState.LeaderAndIsrPartitionState(
+        by_topic = self._states_by_topic(tps, lambda p, st, replicas: (
+            Q.LeaderAndIsrTopicState.LeaderAndIsrPartitionState(
                 partition_index=p, controller_epoch=st.controller_epoch, leader=st.leader,
                 leader_epoch=st.leader_epoch, isr=st.isr, partition_epoch=st.zk_version,
-                replicas=assignments.get((t, p), []), adding_replicas=[], removing_replicas=[],
-                is_new=is_new))
+                replicas=replicas, adding_replicas=[], removing_replicas=[], is_new=is_new)))
         leaders = {self.states[tp].leader for tp in tps if tp in self.states}
         req = Q(controller_id=self.node_id, controller_epoch=self.epoch,
                 broker_epoch=info.epoch, type=1 if full else 0,
@@ -255,18 +259,15 @@ class Controller:
 
     def _send_update_metadata(self, broker_ids, tps, deleted=()):
         Q = UPDATE_METADATA.Request
-        by_topic: dict[str, list] = {}
-        assignments = self._assignments()
-        for t, p in tps:
-            st = self.states.get((t, p))
-            if st is None:
-                continue
-            replicas = assignments.get((t, p), [])
-            by_topic.setdefault(t, []).append(Q.UpdateMetadataTopicState.UpdateMetadataPartitionState(
+        by_topic = self._states_by_topic(tps, lambda p, st, replicas: (
+            Q.UpdateMetadataTopicState.UpdateMetadataPartitionState(
                 partition_index=p, controller_epoch=st.controller_epoch,
-                leader=LEADER_DURING_DELETE if t in deleted else st.leader,
-                leader_epoch=st.leader_epoch, isr=st.isr, zk_version=st.zk_version,
-                replicas=replicas, offline_replicas=[r for r in replicas if r not in self.live]))
+                leader=st.leader, leader_epoch=st.leader_epoch, isr=st.isr,
+                zk_version=st.zk_version, replicas=replicas,
+                offline_replicas=[r for r in replicas if r not in self.live])))
+        for t in deleted:
+            for ps in by_topic.get(t, ()):
+                ps.leader = LEADER_DURING_DELETE
         brokers = [Q.UpdateMetadataBroker(
             id=b.node_id, endpoints=[Q.UpdateMetadataBroker.UpdateMetadataEndpoint(
                 port=b.port, host=b.host, listener="PLAINTEXT", security_protocol=PLAINTEXT)],
@@ -363,8 +364,9 @@ class Controller:
             await self._elect_offline(set(self.live))
             # Followers on the gone brokers leave the ISR (Kafka's OfflineReplica transition).
             changes = {}
+            assignments = self._assignments()
             for tp, st in self.states.items():
-                if tp not in self._assignments() or st.leader == election.NO_LEADER:
+                if tp not in assignments or st.leader == election.NO_LEADER:
                     continue
                 isr = [r for r in st.isr if r not in gone]
                 if isr != st.isr and isr:
@@ -507,9 +509,9 @@ class Controller:
             await self._publish(written)
             if follower_of:
                 self._send_stop_replica(broker_id, follower_of, delete=False)
+            assignments = self._assignments()
             remaining = [tp for tp, st in self.states.items()
-                         if st.leader == broker_id and tp in self._assignments()
-                         and len(self._assignments()[tp]) > 1]
+                         if st.leader == broker_id and len(assignments.get(tp, ())) > 1]
             return errors.NONE, remaining
 
     async def elect_leaders(self, election_type: int, partitions):

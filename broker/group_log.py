@@ -66,14 +66,20 @@ def ensure_offsets_topic(broker):
 
 
 def ensure_internal_topic(broker, name: str, partitions: int, replication: int, configs: dict):
-    """An internal topic's metadata, asking for its creation (replication capped at the number
-    of brokers) if needed; None until it exists."""
+    """An internal topic's metadata, asking for its creation if needed; None until it exists.
+    As in Kafka, a cluster creates it only once ``replication`` brokers are alive."""
     md = broker.metadata
     t = md.topics.get(name)
     if t is not None:
         return t
+    if broker.cluster is None:
+        replication = 1  # the single broker: its own replica is all there is
+    elif len(md.brokers) < replication:
+        log.warning("%s needs %d brokers (its replication factor) and %d are alive", name,
+                    replication, len(md.brokers))
+        return None
     try:
-        return md.request_topic(name, partitions, min(replication, len(md.brokers)), configs)
+        return md.request_topic(name, partitions, replication, configs)
     except MetadataError as e:
         log.error("cannot create %s: %s", name, e.message)
         return None

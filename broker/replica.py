@@ -19,7 +19,7 @@ from broker.producer_state import ProducerStateTable
 from storage.config import LogConfig
 from storage.errors import OffsetOutOfRange, RecordTooLarge
 from wire import errors
-from wire.batch import CorruptRecord, InvalidRecord, validate_batches
+from wire.batch import CorruptRecord, InvalidRecord, crc_ok, iter_headers, validate_batches
 from wire.records import CONTROL_ABORT, CONTROL_COMMIT, build_batch, control_record
 
 log = logging.getLogger("josefk.replica")
@@ -355,7 +355,7 @@ class Partition:
         lg = self.log
         hwm = lg.high_watermark
         lso = self.last_stable_offset
-        if replica_id >= 0 and last_fetched_epoch >= 0:
+        if last_fetched_epoch >= 0:
             epoch, end = lg.end_offset_for_epoch(last_fetched_epoch)
             if epoch != last_fetched_epoch or end < offset:
                 return ReadResult(errors.NONE, b"", hwm, lg.log_start_offset,
@@ -381,10 +381,17 @@ class Partition:
 
     # -- follower -----------------------------------------------------------------------------------
     def append_as_follower(self, records, leader_hwm: int) -> None:
+        """Append what the leader sent, unchanged. A fetch response may end in a partial
+        batch (cut at the fetch size): only whole batches are kept, the rest comes next time."""
         lg = self.log
-        if records:
-            batches = validate_batches(records)
-            lg.append_as_follower(records, batches)
+        batches = list(iter_headers(records)) if records else []
+        if batches:
+            for h in batches:
+                if not crc_ok(records, h):
+                    raise CorruptRecord(f"batch at offset {h.base_offset} from the leader fails "
+                                        "its CRC")
+            end = batches[-1].pos + batches[-1].size
+            lg.append_as_follower(memoryview(records)[:end], batches)
             for h in batches:
                 self.producers.apply(h, records)
         lg.high_watermark = min(leader_hwm, lg.log_end_offset)

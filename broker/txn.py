@@ -31,8 +31,8 @@ def ensure_txn_topic(broker):
     """``__transaction_state``'s metadata, asking for its creation if needed (None until then)."""
     cfg = broker.config
     replication = cfg.int("transaction.state.log.replication.factor")
-    min_isr = min(cfg.int("transaction.state.log.min.isr"), replication,
-                  max(1, len(broker.metadata.brokers)))
+    min_isr = min(cfg.int("transaction.state.log.min.isr"),
+                  replication if broker.cluster is not None else 1)
     return ensure_internal_topic(
         broker, TXN_TOPIC, cfg.int("transaction.state.log.num.partitions"), replication,
         {"cleanup.policy": "compact", "compression.type": "uncompressed",

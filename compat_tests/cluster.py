@@ -97,6 +97,19 @@ class Cluster:
             time.sleep(0.2)
         raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
 
+    def displace_preferred_leader(self, topic: str) -> tuple[dict, int]:
+        """Stop the preferred leader of partition 0 until leadership moves, then start it again
+        (it comes back as a follower). Returns ({partition: preferred leader}, a survivor)."""
+        preferred = {i: p.replicas[0] for i, p in self.metadata(1).topics[topic]
+                     .partitions.items()}
+        victim = preferred[0]
+        self.brokers[victim].stop()
+        survivor = next(i for i in self.brokers if i != victim)
+        self.wait_for(lambda: self.partition(topic, 0, survivor).leader != victim, 20,
+                      "failover")
+        self.brokers[victim].start()
+        return preferred, survivor
+
     def wait_for_topic(self, topic: str, partitions: int, timeout: float = 30):
         """Until every running broker knows ``topic`` with a leader for every partition."""
         def ready():

@@ -15,6 +15,7 @@ from kafka import KafkaConsumer, KafkaProducer
 from compat_tests import rawkafka as rk
 from compat_tests.cluster import zk_json
 from compat_tests.helpers import consume_n, flush_all, producer, unique_topic
+from wire.types import uuid_from_base64
 
 NOT_LEADER_OR_FOLLOWER = 6
 
@@ -237,7 +238,10 @@ def test_znodes_follow_kafka_layout(cluster):
     assert len(t["topic_id"]) == 22
     admin = cluster.admin()
     md_id = admin.describe_topics(TopicCollection([topic]))[topic].result(15).topic_id
-    assert str(md_id) == t["topic_id"]
+    # Kafka writes URL-safe base64 (librdkafka prints the standard alphabet): compare the bits.
+    znode_id = uuid_from_base64(t["topic_id"]).int
+    assert znode_id == ((md_id.get_most_significant_bits() % 2**64) << 64 |
+                        md_id.get_least_significant_bits() % 2**64)
     st, _ = zk_json(zk, f"/brokers/topics/{topic}/partitions/0/state")
     assert set(st) == {"controller_epoch", "leader", "version", "leader_epoch", "isr"}
     assert st["version"] == 1 and st["leader"] in st["isr"]
@@ -255,3 +259,68 @@ def test_znodes_follow_kafka_layout(cluster):
         props = (d.data_dir / "meta.properties").read_text()
         assert f"cluster.id={cid['id']}" in props
     assert os.path.isdir(cluster.brokers[1].data_dir)
+
+
+def test_topics_describe_shows_leader_replicas_isr(cluster):
+    from compat_tests.helpers import josefk_cli
+
+    topic = create(cluster, unique_topic("cli"), 2)
+    out = josefk_cli(cluster.brokers[2], "topics", "describe", "--topic", topic).stdout
+    lines = out.strip().splitlines()
+    assert f"Topic: {topic}" in lines[0] and "PartitionCount: 2" in lines[0]
+    assert "ReplicationFactor: 3" in lines[0]
+    md = cluster.metadata(1).topics[topic].partitions
+    for p in (0, 1):
+        want = (f"\tTopic: {topic}\tPartition: {p}\tLeader: {md[p].leader}\t"
+                f"Replicas: {','.join(map(str, md[p].replicas))}\t"
+                f"Isr: {','.join(map(str, md[p].isrs))}")
+        assert want in lines, (want, lines)
+
+
+def test_auto_leader_rebalance_brings_leadership_back(cluster_factory):
+    c = cluster_factory(overrides={"auto.leader.rebalance.enable": "true",
+                                   "leader.imbalance.check.interval.seconds": 1,
+                                   "zookeeper.session.timeout.ms": 3000})
+    topic = create(c, unique_topic("autobal"), 3)
+    preferred, survivor = c.displace_preferred_leader(topic)
+    c.wait_for(lambda: {i: p.leader for i, p in c.metadata(survivor).topics[topic]
+                        .partitions.items()} == preferred, 60, "preferred leaders restored")
+
+
+def test_stale_controller_and_non_controller_requests_are_refused(cluster):
+    from broker.client import Client
+    from wire.apis import ALTER_PARTITION, LEADER_AND_ISR, UPDATE_METADATA
+
+    controller = cluster.controller_id(1)
+    other = next(i for i in cluster.brokers if i != controller)
+    with Client(cluster.brokers[other].bootstrap) as c:
+        resp = c.request(UPDATE_METADATA, controller_id=controller, controller_epoch=0,
+                         broker_epoch=-1, topic_states=[], live_brokers=[])
+        assert resp.error_code == 11  # STALE_CONTROLLER_EPOCH
+        resp = c.request(LEADER_AND_ISR, controller_id=controller, controller_epoch=0,
+                         broker_epoch=-1, type=0, topic_states=[], live_leaders=[])
+        assert resp.error_code == 11
+        resp = c.request(ALTER_PARTITION, broker_id=other, broker_epoch=-1, topics=[])
+        assert resp.error_code == 41  # NOT_CONTROLLER
+
+
+def test_offset_for_leader_epoch(cluster):
+    from broker.client import Client
+    from wire.apis import OFFSET_FOR_LEADER_EPOCH
+
+    topic = create(cluster, unique_topic("ofle"), 1)
+    p = producer(cluster.bootstrap, acks="all")
+    for i in range(7):
+        p.produce(topic, value=b"x", partition=0)
+    flush_all(p)
+    part = cluster.partition(topic, 0)
+    Q = OFFSET_FOR_LEADER_EPOCH.Request
+    req = [Q.OffsetForLeaderTopic(topic=topic, partitions=[Q.OffsetForLeaderTopic.OffsetForLeaderPartition(
+        partition=0, current_leader_epoch=-1, leader_epoch=0)])]
+    with Client(cluster.brokers[part.leader].bootstrap) as c:
+        r = c.request(OFFSET_FOR_LEADER_EPOCH, replica_id=-1, topics=req).topics[0].partitions[0]
+        assert (r.error_code, r.leader_epoch, r.end_offset) == (0, 0, 7)
+    follower = next(i for i in part.replicas if i != part.leader)
+    with Client(cluster.brokers[follower].bootstrap) as c:
+        r = c.request(OFFSET_FOR_LEADER_EPOCH, replica_id=-1, topics=req).topics[0].partitions[0]
+        assert r.error_code == NOT_LEADER_OR_FOLLOWER

@@ -279,12 +279,7 @@ def test_unclean_leader_election(cluster_factory):
 def test_elect_leaders_restores_preferred(cluster_factory):
     c = cluster_factory(overrides=FAST_FAILOVER)
     topic = create(c, unique_topic("preferred"), 3)
-    preferred = {i: p.replicas[0] for i, p in c.metadata(1).topics[topic].partitions.items()}
-    victim = preferred[0]
-    c.brokers[victim].stop()
-    survivor = next(i for i in c.brokers if i != victim)
-    c.wait_for(lambda: c.partition(topic, 0, survivor).leader != victim, 20, "failover")
-    c.brokers[victim].start()
+    preferred, survivor = c.displace_preferred_leader(topic)
     c.wait_for(lambda: len(c.partition(topic, 0, survivor).isrs) == 3, 60, "ISR full")
     admin = c.admin()
     fut = admin.elect_leaders(ElectionType.PREFERRED,

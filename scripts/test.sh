@@ -1,18 +1,11 @@
 #!/usr/bin/env bash
-# Install everything the tests need (pip packages; Debian's kcat, and ZooKeeper with a Java runtime
-# for cluster mode) and run the whole suite.
+# Install everything the tests need (pip packages; Debian's kcat, a JVM for the Spark tests, and
+# ZooKeeper for cluster mode) and run the whole suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-missing=()
-command -v kcat >/dev/null 2>&1 || missing+=(kcat)
-command -v java >/dev/null 2>&1 || [ -x "${JAVA_HOME:-/nonexistent}/bin/java" ] || missing+=(default-jre-headless)
+deps=(kcat=kcat java=openjdk-17-jre-headless)
 # zk/local_server.py runs ZooKeeper from Debian's jars, or from an upstream tarball at $ZOOKEEPER_HOME.
-[ -f /usr/share/java/zookeeper.jar ] || [ -n "${ZOOKEEPER_HOME:-}" ] || missing+=(zookeeper)
-if [ ${#missing[@]} -gt 0 ]; then
-    SUDO=""
-    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
-scripts/setup.sh test
+[ -n "${ZOOKEEPER_HOME:-}" ] || deps+=(/usr/share/java/zookeeper.jar=zookeeper)
+scripts/debian-deps.sh "${deps[@]}"
+scripts/setup.sh test,spark
 exec .venv/bin/python -m pytest -q "$@"

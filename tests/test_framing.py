@@ -39,3 +39,20 @@ def test_size_out_of_range_is_rejected(size):
 def test_frame_prefixes_total_size():
     chunks = frame([b"ab", bytearray(b"cde")])
     assert b"".join(bytes(c) for c in chunks) == struct.pack(">i", 5) + b"abcde"
+
+
+def test_controlled_shutdown_v0_request_header_has_no_client_id():
+    from wire import headers
+    from wire.apis import CONTROLLED_SHUTDOWN
+
+    assert CONTROLLED_SHUTDOWN.request_header_version(0) == 0
+    assert CONTROLLED_SHUTDOWN.request_header_version(1) == 1
+    out = bytearray()
+    headers.write_request_header(out, headers.RequestHeader(7, 0, 42, "ignored"), 0)
+    body = CONTROLLED_SHUTDOWN.Request(broker_id=3).encode(0, out)
+    frame = b"".join(bytes(c) for c in body)
+    assert frame == bytes.fromhex("00070000" "0000002a" "00000003")
+    h, pos = headers.read_request_header(frame, 0)
+    assert (h.api_key, h.api_version, h.correlation_id, pos) == (7, 0, 42, 8)
+    req, _ = CONTROLLED_SHUTDOWN.Request.decode(frame, 0, pos)
+    assert req.broker_id == 3

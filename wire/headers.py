@@ -34,6 +34,8 @@ def peek_request_header(buf) -> RequestHeader:
 def read_request_header(buf, header_version: int):
     """Decode the whole header; returns ``(header, body_pos)``."""
     h = peek_request_header(buf)
+    if header_version == 0:
+        return h, 8
     try:
         h.client_id, p = T.read_string(buf, 8)
         if header_version >= 2:
@@ -45,6 +47,8 @@ def read_request_header(buf, header_version: int):
 
 def write_request_header(out: bytearray, h: RequestHeader, header_version: int) -> None:
     out += _hdr.pack(h.api_key, h.api_version, h.correlation_id)
+    if header_version == 0:
+        return
     T.write_string(out, h.client_id)
     if header_version >= 2:
         out.append(0)

@@ -125,6 +125,8 @@ class Api:
         return version in self.flexible
 
     def request_header_version(self, version: int) -> int:
+        if self.key == 7 and version == 0:  # ControlledShutdown v0 predates the client id
+            return 0
         return 2 if version in self.flexible else 1
 
     def response_header_version(self, version: int) -> int:

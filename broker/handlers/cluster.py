@@ -48,8 +48,11 @@ def handle_describe_topic_partitions(broker, ctx, req):
             topic_authorized_operations=acl.TOPIC,
             partitions=[R.DescribeTopicPartitionsResponsePartition(
                 partition_index=p.index, leader_id=p.leader, leader_epoch=p.leader_epoch,
-                replica_nodes=p.replicas, isr_nodes=p.isr, eligible_leader_replicas=None,
-                last_known_elr=None, offline_replicas=[]) for p in parts]))
+                replica_nodes=p.replicas, isr_nodes=p.isr,
+                # Nullable in the schema, but Kafka always sends lists here (empty without
+                # KIP-966's ELR) and the Java AdminClient's describeTopics throws on null.
+                eligible_leader_replicas=[], last_known_elr=[], offline_replicas=[])
+                for p in parts]))
         if next_cursor is not None:
             break
         if budget <= 0 and name != names[-1]:

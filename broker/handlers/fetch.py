@@ -1,47 +1,64 @@
 """Fetch: byte ranges of the logs, waiting up to max_wait_ms for min_bytes (no busy polling).
 
-Fetch sessions (KIP-227) are declined: every response carries session id 0, which tells the
-client to keep sending full fetch requests. Incremental requests for a session we never
-created get FETCH_SESSION_ID_NOT_FOUND.
+From v7 a client may open an incremental fetch session (KIP-227, `broker.fetch_sessions`):
+then each request names only the partitions whose position changed, and the response carries
+only the partitions with something new.
 """
 from __future__ import annotations
 
 import asyncio
 import time
 
+from broker.fetch_sessions import FetchContext
 from wire import errors
 from wire.apis import FETCH
 
 R = FETCH.Response
 _INT32_MAX = 0x7FFFFFFF
-FINAL_EPOCH = -1
-INITIAL_EPOCH = 0
 READ_COMMITTED = 1
 _Aborted = R.FetchableTopicResponse.PartitionData.AbortedTransaction
 
 
 def handle_fetch(broker, ctx, req):
     v = ctx.version
-    if v >= 7 and (req.session_id != 0 or req.session_epoch not in (INITIAL_EPOCH, FINAL_EPOCH)):
-        code = (errors.FETCH_SESSION_ID_NOT_FOUND if req.session_id != 0
-                else errors.INVALID_FETCH_SESSION_EPOCH)
-        return R(error_code=code, session_id=0, responses=[])
-    resp, size, ready, parts = _read(broker, req, v)
+    fctx = _context(broker, req, v)
+    if fctx.error:
+        return R(error_code=fctx.error, session_id=0, responses=[])
+    resp, size, ready, parts = _read(broker, req, v, fctx.topics)
     if ready or size >= req.min_bytes or req.max_wait_ms <= 0 or not parts:
-        return resp
+        return _finish(fctx, resp, v)
     # Register before returning: an append handled before the coroutine first runs must wake it.
-    return _delayed(broker, req, v, broker.replicas.watch(parts))
+    return _delayed(broker, req, v, fctx, broker.replicas.watch(parts))
 
 
-async def _delayed(broker, req, v, waiter):
+async def _delayed(broker, req, v, fctx, waiter):
     loop = asyncio.get_running_loop()
     deadline = loop.time() + req.max_wait_ms / 1000
     while True:
         await waiter.wait(deadline - loop.time())
-        resp, size, ready, parts = _read(broker, req, v)
+        resp, size, ready, parts = _read(broker, req, v, fctx.topics)
         if ready or size >= req.min_bytes or loop.time() >= deadline or not parts:
-            return resp
+            return _finish(fctx, resp, v)
         waiter = broker.replicas.watch(parts)
+
+
+def _key(v):
+    return (lambda t: t.topic_id) if v >= 13 else (lambda t: t.topic)
+
+
+def _context(broker, req, v) -> FetchContext:
+    """The partitions this request reads: those it names, or its session's."""
+    key = _key(v)
+    topics = [(key(ft), ft.partitions) for ft in req.topics]
+    if v < 7:
+        return FetchContext(topics)
+    forgotten = [(key(ft), ft.partitions) for ft in req.forgotten_topics_data]
+    return broker.fetch_sessions.context(req.session_id, req.session_epoch, topics, forgotten,
+                                         privileged=_replica_id(req, v) >= 0)
+
+
+def _finish(fctx, resp, v):
+    return fctx.finish(resp, _key(v)) if v >= 7 else resp
 
 
 def _replica_id(req, v) -> int:
@@ -51,8 +68,9 @@ def _replica_id(req, v) -> int:
     return req.replica_id
 
 
-def _read(broker, req, v):
-    """One pass over the requested partitions. Returns (response, bytes, ready, partitions);
+def _read(broker, req, v, topics):
+    """One pass over ``topics`` ([(name or topic id, [FetchPartition])]). Returns (response,
+    bytes, ready, partitions);
     ``ready`` is set when an error means the fetch should be answered at once. A follower's
     fetch (replica id >= 0) reads up to the log end and tells the leader how far it has got."""
     replicas = broker.replicas
@@ -65,16 +83,16 @@ def _read(broker, req, v):
     ready = False
     parts = []
     topics_out = []
-    for ft in req.topics:
+    for tkey, fps in topics:
         if v >= 13:
-            meta = by_id.get(ft.topic_id)
+            meta = by_id.get(tkey)
             name = meta.name if meta else None
             missing = errors.UNKNOWN_TOPIC_ID
         else:
-            name = ft.topic
+            name = tkey
             missing = errors.UNKNOWN_TOPIC_OR_PARTITION
         parts_out = []
-        for fp in ft.partitions:
+        for fp in fps:
             part = replicas.get(name, fp.partition) if name is not None else None
             if part is None or not part.is_leader:
                 ready = True
@@ -128,7 +146,7 @@ def _read(broker, req, v):
                 last_stable_offset=res.last_stable_offset, log_start_offset=res.log_start_offset,
                 aborted_transactions=_aborted(res.aborted) if v >= 4 else [],
                 records=res.records))
-        topics_out.append(R.FetchableTopicResponse(topic=name or "", topic_id=ft.topic_id
+        topics_out.append(R.FetchableTopicResponse(topic=name or "", topic_id=tkey
                                                    if v >= 13 else None, partitions=parts_out))
     return R(session_id=0, responses=topics_out), size, ready, parts
 

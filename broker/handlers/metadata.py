@@ -45,8 +45,8 @@ def _topic(broker, name, auto_create, topic_ops):
         else:
             t = broker.auto_create_topic(name)
             # Being created in a cluster: the client retries, as with Kafka.
-            code = errors.LEADER_NOT_AVAILABLE if broker.config.get("auto.create.topics.enable") \
-                == "true" else errors.UNKNOWN_TOPIC_OR_PARTITION
+            code = (errors.LEADER_NOT_AVAILABLE if broker.config.bool("auto.create.topics.enable")
+                    else errors.UNKNOWN_TOPIC_OR_PARTITION)
         if t is None:
             return R.MetadataResponseTopic(error_code=code, name=name,
                                            topic_authorized_operations=acl.NOT_REQUESTED)

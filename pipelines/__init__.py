@@ -1,0 +1,1 @@
+"""Spark (PySpark) jobs that read and write josefk topics with format("kafka")."""

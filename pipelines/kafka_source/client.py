@@ -1,0 +1,191 @@
+"""Everything the source asks of Kafka, through confluent-kafka (no protocol code here).
+
+Reads come back as Arrow record batches in Spark's Kafka schema, built one column at a time
+from each batch of messages the consumer hands over.
+"""
+from __future__ import annotations
+
+import time
+import uuid
+
+import pyarrow as pa
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+
+# Arrow types as Spark expects them back from a Python source (timestamps in µs, UTC).
+HEADERS_TYPE = pa.list_(pa.field("element", pa.struct([("key", pa.string()),
+                                                       ("value", pa.binary())])))
+ARROW_FIELDS = [("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()),
+                ("partition", pa.int32()), ("offset", pa.int64()),
+                ("timestamp", pa.timestamp("us", tz="UTC")), ("timestampType", pa.int32())]
+CONSUME_BATCH = 10_000
+
+
+class DataLossError(RuntimeError):
+    """Offsets asked for are gone (deleted, or the topic/partition no longer exists)."""
+
+
+def consumer(conf: dict) -> Consumer:
+    """A consumer that only ever ``assign()``s: no group membership, no commits."""
+    return Consumer({
+        "group.id": f"spark-kafka-source-{uuid.uuid4()}",
+        # librdkafka pauses a whole second when its queue fills; Spark reads as fast as it can.
+        "fetch.queue.backoff.ms": 10,
+        **conf,
+        "enable.auto.commit": False,
+        "enable.partition.eof": True,
+        "auto.offset.reset": "error",
+    })
+
+
+def partitions_by_topic(conf: dict, timeout: float = 30.0) -> dict[str, list[int]]:
+    """Every existing topic and its partitions (a metadata request for all topics, so nothing
+    is auto-created)."""
+    c = consumer(conf)
+    try:
+        md = c.list_topics(timeout=timeout)
+    finally:
+        c.close()
+    return {name: sorted(t.partitions) for name, t in md.topics.items() if t.error is None}
+
+
+def watermarks(conf: dict, tps, timeout: float = 30.0) -> dict[tuple[str, int], tuple[int, int]]:
+    """(log start offset, high watermark) of each (topic, partition)."""
+    c = consumer(conf)
+    try:
+        return {tp: c.get_watermark_offsets(TopicPartition(*tp), timeout=timeout, cached=False)
+                for tp in tps}
+    finally:
+        c.close()
+
+
+def offsets_for_times(conf: dict, times: dict, timeout: float = 30.0) -> dict:
+    """The first offset whose timestamp is at or after each given time; -1 where none is."""
+    if not times:
+        return {}
+    c = consumer(conf)
+    try:
+        found = c.offsets_for_times([TopicPartition(t, p, ts) for (t, p), ts in times.items()],
+                                    timeout=timeout)
+    finally:
+        c.close()
+    for tp in found:
+        if tp.error is not None:
+            raise KafkaException(tp.error)
+    return {(tp.topic, tp.partition): tp.offset for tp in found}
+
+
+def read_range(conf: dict, topic: str, partition: int, start: int, end: int,
+               with_headers: bool, fail_on_data_loss: bool, poll_timeout: float):
+    """Yield Arrow batches of the records at offsets [start, end) of one partition."""
+    c = consumer(conf)
+    try:
+        c.assign([TopicPartition(topic, partition, start)])
+        position, last_progress = start, time.monotonic()
+        while position < end:
+            # Ask for no more than the range holds, so the last call returns once it is read.
+            msgs = c.consume(min(CONSUME_BATCH, end - position), timeout=1.0)
+            records = []
+            for m in msgs:
+                err = m.error()
+                if err is None:
+                    records.append(m)
+                elif err.code() == KafkaError._PARTITION_EOF:
+                    if m.offset() < end:  # the log ends before the range does
+                        position = _lost(fail_on_data_loss, topic, partition, m.offset(), end)
+                elif err.code() in (KafkaError.OFFSET_OUT_OF_RANGE, KafkaError._AUTO_OFFSET_RESET):
+                    position = _lost(fail_on_data_loss, topic, partition, position, end)
+                else:
+                    raise KafkaException(err)
+            while records and records[-1].offset() >= end:
+                records.pop()
+            if records:
+                position = records[-1].offset() + 1
+                last_progress = time.monotonic()
+                yield to_arrow(records, topic, partition, with_headers)
+            elif time.monotonic() - last_progress > poll_timeout and position < end:
+                raise TimeoutError(f"Cannot fetch records in [{position}, {end}) of "
+                                   f"{topic}-{partition} within {poll_timeout:.0f} s")
+    finally:
+        c.close()
+
+
+def _lost(fail: bool, topic, partition, offset, end) -> int:
+    if fail:
+        raise DataLossError(
+            f"Offsets [{offset}, {end}) of {topic}-{partition} are no longer available (data "
+            "deleted, or the topic recreated). Set failOnDataLoss to false to skip them.")
+    return end
+
+
+def to_arrow(records, topic: str, partition: int, with_headers: bool) -> pa.RecordBatch:
+    """The records (all of ``topic``-``partition``) as one batch, a column at a time."""
+    stamps = [m.timestamp() for m in records]
+    columns = [
+        pa.array([m.key() for m in records], pa.binary()),
+        pa.array([m.value() for m in records], pa.binary()),
+        pa.array([topic] * len(records), pa.string()),
+        pa.array([partition] * len(records), pa.int32()),
+        pa.array([m.offset() for m in records], pa.int64()),
+        pa.array([s[1] * 1000 for s in stamps], pa.int64()).cast(ARROW_FIELDS[5][1]),
+        # librdkafka numbers the types 1 and 2; Spark and the Java client 0 and 1 (-1: none).
+        pa.array([s[0] - 1 for s in stamps], pa.int32()),
+    ]
+    names = [n for n, _ in ARROW_FIELDS]
+    if with_headers:
+        columns.append(pa.array([[{"key": k, "value": v} for k, v in (m.headers() or ())]
+                                 for m in records], HEADERS_TYPE))
+        names.append("headers")
+    return pa.RecordBatch.from_arrays(columns, names=names)
+
+
+class Writer:
+    """Produces rows (value, and optionally key, topic, partition, headers columns) with an
+    idempotent producer by default, as Spark's connector does; raises on any failed delivery."""
+
+    def __init__(self, conf: dict, topic: str | None):
+        self.conf, self.topic = conf, topic
+
+    def write(self, batches) -> int:
+        producer = Producer({"enable.idempotence": True, "linger.ms": 5, **self.conf})
+        failures, count = [], 0
+
+        def delivered(err, _msg):
+            if err is not None:
+                failures.append(err)
+
+        for batch in batches:
+            cols = {name: batch.column(i).to_pylist() for i, name in enumerate(batch.schema.names)}
+            n = batch.num_rows
+            values = cols["value"]
+            keys = cols.get("key") or [None] * n
+            topics = [self.topic] * n if self.topic else cols.get("topic")
+            parts = cols.get("partition") or [None] * n
+            headers = cols.get("headers") or [None] * n
+            for i in range(n):
+                if topics[i] is None:
+                    raise ValueError("null topic present in the data; set the 'topic' option "
+                                     "or give every row a topic")
+                kwargs = {"key": keys[i], "value": values[i], "on_delivery": delivered}
+                if parts[i] is not None:
+                    kwargs["partition"] = parts[i]
+                if headers[i]:
+                    kwargs["headers"] = [(h["key"], h["value"]) for h in headers[i]]
+                produce_waiting(producer, topics[i], **kwargs)
+            count += n
+            producer.poll(0)
+            if failures:
+                break
+        producer.flush()
+        if failures:
+            raise KafkaException(failures[0])
+        return count
+
+
+def produce_waiting(producer, topic, **kwargs):
+    """``producer.produce``, waiting for room when the local queue is full."""
+    while True:
+        try:
+            producer.produce(topic, **kwargs)
+            return
+        except BufferError:  # the local queue is full: let deliveries drain it
+            producer.poll(0.05)

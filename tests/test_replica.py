@@ -1,0 +1,130 @@
+"""A partition's leader-side replication state: high watermark, ISR changes, acks=all."""
+import asyncio
+
+import pytest
+
+from broker.replica import Partition, PartitionState
+from storage.config import LogConfig
+from storage.log import Log
+from wire import errors
+from wire.records import build_batch
+
+
+class FakeManager:
+    node_id = 1
+
+    def __init__(self):
+        self.proposals = []
+        self.isr_changes = self
+
+    def propose(self, part, isr):
+        self.proposals.append(list(isr))
+
+
+def leader(tmp_path, isr=(1, 2, 3), min_insync=1):
+    m = FakeManager()
+    cfg = LogConfig.from_props({"min.insync.replicas": str(min_insync)}, {})
+    p = Partition(m, "t", 0, Log(tmp_path / "t-0", cfg), cfg)
+    p.make_leader(PartitionState("t", 0, 1, 5, list(isr), [1, 2, 3], partition_epoch=7))
+    return p, m
+
+
+def records(n=1):
+    return build_batch([(None, b"v", None, None)] * n)
+
+
+def test_high_watermark_is_the_smallest_isr_log_end(tmp_path):
+    p, _ = leader(tmp_path)
+    assert p.append(records(3), acks=-1).next_offset == 3
+    assert p.log.high_watermark == 0
+    p.update_follower(2, 3, 1000)
+    assert p.log.high_watermark == 0
+    p.update_follower(3, 2, 1000)
+    assert p.log.high_watermark == 2
+    p.update_follower(3, 3, 1000)
+    assert p.log.high_watermark == 3
+    p.update_follower(3, 1, 1000)  # a stale fetch never moves it back
+    assert p.log.high_watermark == 3
+
+
+def test_acks_all_waits_for_the_isr(tmp_path):
+    async def run():
+        p, _ = leader(tmp_path)
+        res = p.append(records(), acks=-1)
+        waiting = asyncio.ensure_future(p.wait_replicated(res.next_offset, 5000))
+        await asyncio.sleep(0.01)
+        assert not waiting.done()
+        p.update_follower(2, 1, 1000)
+        p.update_follower(3, 1, 1000)
+        return await waiting
+    assert asyncio.run(run()) == errors.NONE
+
+
+def test_acks_all_times_out_and_fails_when_leadership_moves(tmp_path):
+    async def run():
+        p, _ = leader(tmp_path)
+        res = p.append(records(), acks=-1)
+        assert await p.wait_replicated(res.next_offset, 50) == errors.REQUEST_TIMED_OUT
+        waiting = asyncio.ensure_future(p.wait_replicated(res.next_offset, 5000))
+        await asyncio.sleep(0.01)
+        p.make_follower(PartitionState("t", 0, 2, 6, [2, 3], [1, 2, 3]))
+        return await waiting
+    assert asyncio.run(run()) == errors.NOT_LEADER_OR_FOLLOWER
+
+
+def test_min_insync_replicas(tmp_path):
+    p, _ = leader(tmp_path, isr=(1,), min_insync=2)
+    assert p.append(records(), acks=-1).error == errors.NOT_ENOUGH_REPLICAS
+    assert p.append(records(), acks=1).error == errors.NONE
+
+
+def test_lagging_follower_is_proposed_out_and_caught_up_one_back_in(tmp_path):
+    p, m = leader(tmp_path)
+    p.append(records(2), acks=1)
+    now = p.followers[2].caught_up_ms
+    p.update_follower(2, 2, now + 2000)
+    p.maybe_shrink_isr(now + 31000, 30000)
+    assert m.proposals == [[1, 2]]
+    p.isr_committed([1, 2], 5, 8)
+    assert p.isr == [1, 2] and p.partition_epoch == 8
+    p.update_follower(3, 2, now + 32000)
+    assert m.proposals[-1] == [1, 2, 3]
+
+
+def test_isr_answer_for_an_old_epoch_is_ignored(tmp_path):
+    p, _ = leader(tmp_path)
+    p.isr_committed([1], 4, 9)
+    assert p.isr == [1, 2, 3]
+
+
+def test_fetch_with_a_diverging_epoch_gets_where_to_truncate(tmp_path):
+    p, _ = leader(tmp_path)
+    p.append(records(3), acks=1)  # epoch 5 from offset 0
+    res = p.read(3, 1000, True, replica_id=2, last_fetched_epoch=5)
+    assert res.diverging_epoch is None
+    res = p.read(3, 1000, True, replica_id=2, last_fetched_epoch=4)
+    assert res.diverging_epoch == (-1, -1)
+    # A follower ahead of the leader in the same epoch truncates to the leader's end of it.
+    res = p.read(5, 1000, True, replica_id=2, last_fetched_epoch=5)
+    assert res.diverging_epoch == (5, 3)
+
+
+@pytest.mark.parametrize("fetch_offset", [0, 2])
+def test_followers_read_up_to_the_log_end_consumers_up_to_the_high_watermark(tmp_path,
+                                                                          fetch_offset):
+    p, _ = leader(tmp_path)
+    p.append(records(3), acks=1)
+    assert p.read(fetch_offset, 10000, True).records == b""
+    assert len(p.read(fetch_offset, 10000, True, replica_id=2).records) > 0
+
+
+def test_follower_keeps_whole_batches_of_a_cut_fetch(tmp_path):
+    p, _ = leader(tmp_path)
+    p.make_follower(PartitionState("t", 0, 2, 6, [1, 2, 3], [1, 2, 3]))
+    one, two = records(2), records(3)
+    for buf, base in ((one, 0), (two, 2)):
+        buf[0:8] = base.to_bytes(8, "big")
+    p.append_as_follower(bytes(one) + bytes(two[:20]), leader_hwm=2)
+    assert p.log.log_end_offset == 2 and p.log.high_watermark == 2
+    p.append_as_follower(bytes(two), leader_hwm=5)
+    assert p.log.log_end_offset == 5 and p.log.high_watermark == 5
