@@ -78,8 +78,7 @@ async def handle_txn_offset_commit(broker, ctx, req):
     for t in req.topics:
         for p in t.partitions:
             tp = (t.name, p.partition_index)
-            if broker.replicas.get(*tp) is None and broker.not_hosted_error(*tp) == \
-                    errors.UNKNOWN_TOPIC_OR_PARTITION:
+            if broker.not_hosted_error(*tp) == errors.UNKNOWN_TOPIC_OR_PARTITION:
                 codes[tp] = errors.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 offsets[tp] = (p.committed_offset, p.committed_leader_epoch if v >= 2 else -1,
