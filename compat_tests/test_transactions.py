@@ -346,6 +346,52 @@ def test_kafka_python_transactional_producer(broker):
             c.close()
 
 
+def test_kafka_python_consume_transform_produce(broker):
+    """kafka-python as a group member: offsets sent with its transaction (KIP-447 group
+    metadata) are committed with it, and only then."""
+    from kafka import KafkaConsumer, KafkaProducer
+    from kafka.structs import OffsetAndMetadata
+    from kafka.structs import TopicPartition as KTP
+
+    src = create_topic(broker.bootstrap, unique_topic("kpsrc"), 1)
+    dst = create_topic(broker.bootstrap, unique_topic("kpdst"), 1)
+    group = "kp-eos-" + uuid.uuid4().hex[:6]
+    seed = producer(broker.bootstrap)
+    for i in range(20):
+        seed.produce(src, value=b"m%02d" % i, partition=0)
+    seed.flush(10)
+    c = KafkaConsumer(src, bootstrap_servers=broker.bootstrap, group_id=group,
+                      enable_auto_commit=False, auto_offset_reset="earliest",
+                      isolation_level="read_committed")
+    p = KafkaProducer(bootstrap_servers=broker.bootstrap,
+                      transactional_id="kp-eos-" + uuid.uuid4().hex[:6])
+    try:
+        p.init_transactions()
+        got = []
+        deadline = time.monotonic() + 30
+        while len(got) < 20 and time.monotonic() < deadline:
+            got += [m for recs in c.poll(500).values() for m in recs]
+        assert len(got) == 20
+        for commit, batch in ((False, got[:10]), (True, got[:10]), (True, got[10:])):
+            p.begin_transaction()
+            for m in batch:
+                p.send(dst, m.value.upper(), partition=0)
+            p.send_offsets_to_transaction(
+                {KTP(src, 0): OffsetAndMetadata(batch[-1].offset + 1, "", -1)},
+                c.group_metadata())
+            if commit:
+                p.commit_transaction()
+            else:
+                p.abort_transaction()
+                assert c.committed(KTP(src, 0)) is None
+        assert c.committed(KTP(src, 0)) == 20
+    finally:
+        p.close()
+        c.close()
+    assert read_values(broker.bootstrap, dst, 1, "read_committed") == \
+        [b"M%02d" % i for i in range(20)]
+
+
 def _wait_state(admin, tid, state, timeout=10.0):
     deadline = time.monotonic() + timeout
     while True:
