@@ -52,6 +52,13 @@ def read_values(bootstrap, topic, partitions, isolation, settle=1.5, timeout=20.
     return out
 
 
+def open_txn(p, topic, value):
+    """Begin a transaction with one record in partition 0, delivered, and leave it open."""
+    p.begin_transaction()
+    p.produce(topic, value=value, partition=0)
+    p.flush(10)
+
+
 def committed_in_txn(p, topic, values, partition=0, commit=True):
     p.begin_transaction()
     for v in values:
@@ -83,9 +90,7 @@ def test_read_committed_waits_for_the_open_transaction(broker):
     read_committed readers (the LSO) until it commits; ListOffsets says the same."""
     topic = create_topic(broker.bootstrap, unique_topic("lso"), 1)
     p = txn_producer(broker.bootstrap)
-    p.begin_transaction()
-    p.produce(topic, value=b"open", partition=0)
-    p.flush(10)
+    open_txn(p, topic, b"open")
     other = producer(broker.bootstrap)
     other.produce(topic, value=b"plain", partition=0)
     other.flush(10)
@@ -111,9 +116,7 @@ def test_zombie_is_fenced(broker):
     topic = create_topic(broker.bootstrap, unique_topic("zombie"), 1)
     tid = "zombie-" + uuid.uuid4().hex[:8]
     old = txn_producer(broker.bootstrap, tid)
-    old.begin_transaction()
-    old.produce(topic, value=b"zombie-1", partition=0)
-    old.flush(10)
+    open_txn(old, topic, b"zombie-1")
     new = txn_producer(broker.bootstrap, tid)  # aborts the old instance's transaction
     committed_in_txn(new, topic, [b"new"])
     old.produce(topic, value=b"zombie-2", partition=0)
@@ -128,9 +131,7 @@ def test_timed_out_transaction_is_aborted_and_readers_move_on(broker_factory):
     b = broker_factory(TXN_TIMEOUTS)
     topic = create_topic(b.bootstrap, unique_topic("timeout"), 1)
     hanging = txn_producer(b.bootstrap, transaction_timeout_ms=2000)
-    hanging.begin_transaction()
-    hanging.produce(topic, value=b"hanging", partition=0)
-    hanging.flush(10)
+    open_txn(hanging, topic, b"hanging")
     later = txn_producer(b.bootstrap)
     committed_in_txn(later, topic, [b"later"])
     c = consumer(b.bootstrap, isolation_level="read_committed")
@@ -243,9 +244,7 @@ def test_broker_kill9_with_an_open_transaction(broker_factory):
     p = txn_producer(b.bootstrap, tid)
     committed_in_txn(p, topic, [b"before"])
     committed_in_txn(p, topic, [b"aborted"], commit=False)
-    p.begin_transaction()
-    p.produce(topic, value=b"open", partition=0)
-    p.flush(10)
+    open_txn(p, topic, b"open")
     _kill_and_restart(b)
     # Ongoing at the crash: the next instance fences it and it is aborted
     p2 = txn_producer(b.bootstrap, tid)
@@ -412,9 +411,7 @@ def test_admin_list_describe_transactions_and_producers(broker):
     tid = "adm-" + uuid.uuid4().hex[:6]
     p = txn_producer(broker.bootstrap, tid)
     committed_in_txn(p, topic, [b"first"])
-    p.begin_transaction()
-    p.produce(topic, value=b"open", partition=0)
-    p.flush(10)
+    open_txn(p, topic, b"open")
     admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
     try:
         listed = [t for ts in admin.list_transactions(state_filters=["Ongoing"]).values()
@@ -435,9 +432,7 @@ def test_admin_list_describe_transactions_and_producers(broker):
 
         # a hanging transaction: aborted on its partition by the operator
         hung = txn_producer(broker.bootstrap)
-        hung.begin_transaction()
-        hung.produce(topic, value=b"hung", partition=0)
-        hung.flush(10)
+        open_txn(hung, topic, b"hung")
         state = [s for s in admin.describe_producers([KTP(topic, 0)])[KTP(topic, 0)]
                  .active_producers if s.current_transaction_start_offset >= 0]
         assert len(state) == 1
@@ -461,9 +456,7 @@ def test_transactions_cli(broker_factory):
     topic = create_topic(b.bootstrap, unique_topic("cli"), 1)
     tid = "cli-" + uuid.uuid4().hex[:6]
     p = txn_producer(b.bootstrap, tid)
-    p.begin_transaction()
-    p.produce(topic, value=b"open", partition=0)
-    p.flush(10)
+    open_txn(p, topic, b"open")
     listed = _rows(josefk_cli(b, "transactions", "list").stdout)
     mine = [r for r in listed if r[0] == tid]
     assert len(mine) == 1 and mine[0][1] == "1" and mine[0][3] == "Ongoing"
