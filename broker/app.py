@@ -20,7 +20,8 @@ from broker.fetcher import FetcherManager
 from broker.server import serve
 from broker.txn import TXN_TOPIC, TxnMarkerWriter
 from coordinator import GroupCoordinator, OffsetStore
-from coordinator.producer_ids import ProducerIdManager
+from broker.producer_id_blocks import ZkBlocks
+from coordinator.producer_ids import FileBlocks, ProducerIdManager
 from coordinator.txn_coordinator import TransactionCoordinator
 from storage.config import LogConfig
 from storage.manager import LogManager
@@ -100,7 +101,9 @@ class Broker:
         self.fetch_sessions = FetchSessionCache(
             config.int("max.incremental.fetch.session.cache.slots"),
             config.int("min.incremental.fetch.session.eviction.ms"))
-        self.producer_ids = ProducerIdManager(Path(dirs[0]) / "producer-id-block")
+        self.producer_ids = ProducerIdManager(
+            ZkBlocks(self.zk, config.node_id) if self.zk is not None
+            else FileBlocks(Path(dirs[0]) / "producer-id-block"))
         self.groups = GroupCoordinator(config.props, OffsetStore(OffsetsTopicLog(
             self.replicas, config.int("offsets.commit.required.acks"),
             config.int("offsets.commit.timeout.ms"))))
@@ -137,6 +140,7 @@ class Broker:
             cluster_id = await self.metadata.start(
                 stored_cluster_id(cfg.log_dirs) or uuid_to_base64(uuid.uuid4()))
             ensure_cluster_id(cfg.log_dirs, cfg.node_id, cluster_id)
+            await self.producer_ids.blocks.claim()
         self.server = await serve(self, host or "0.0.0.0", port)
         if self.cluster is not None:
             await self.cluster.start()

@@ -81,10 +81,10 @@ class TxnLoad:
         self.thread.join(90)
 
 
-def _read_committed(bootstrap, topic, settle=3.0, timeout=60):
+def _read_committed(bootstrap, topic, settle=3.0, timeout=60, partitions=2):
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": unique_topic("reader"),
                   "isolation.level": "read_committed", "enable.auto.commit": False})
-    c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(2)])
+    c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
     out = []
     last = time.monotonic()
     deadline = last + timeout
@@ -131,3 +131,42 @@ def test_transactions_across_a_coordinator_failover(cluster_factory):
     for t in load.uncertain:  # all or nothing
         assert len(set(t) & set(seen)) in (0, len(t))
     print(f"committed={len(load.committed)} aborted={len(load.aborted)} read={len(seen)}")
+
+
+def test_coordinators_on_different_brokers_hand_out_distinct_producer_ids(cluster):
+    """Producer ids come from blocks claimed in ZooKeeper: two transactional ids coordinated by
+    different brokers, writing to one partition, never share an id (which would make the
+    partition drop one's records as the other's duplicates)."""
+    from kafka import KafkaAdminClient
+    from kafka.structs import TopicPartition as KTP
+
+    topic = unique_topic("pids")
+    admin = cluster.admin()
+    admin.create_topics([NewTopic(topic, 1, 3)], operation_timeout=30)[topic].result(30)
+    cluster.wait_for_topic(topic, 1)
+    first = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "pids-probe"})
+    first.init_transactions(60)  # creates __transaction_state
+    leaders = {i: p.leader for i, p in cluster.metadata(1).topics["__transaction_state"]
+               .partitions.items()}
+    by_broker = {}
+    for n in range(10_000):
+        tid = f"pids-{topic}-{n}"
+        by_broker.setdefault(leaders[partition_for(tid, len(leaders))], tid)
+        if len(by_broker) >= 2:
+            break
+    producers = []
+    for tid in list(by_broker.values())[:2]:
+        p = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": tid})
+        p.init_transactions(60)
+        p.begin_transaction()
+        p.produce(topic, value=tid.encode(), partition=0)
+        p.commit_transaction(30)
+        producers.append(p)
+    ka = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+    try:
+        state = ka.describe_producers([KTP(topic, 0)])[KTP(topic, 0)].active_producers
+    finally:
+        ka.close()
+    assert len({s.producer_id for s in state}) == 2
+    assert sorted(_read_committed(cluster.bootstrap, topic, settle=1.5, partitions=1)) == \
+        sorted(t.encode() for t in list(by_broker.values())[:2])

@@ -29,6 +29,7 @@ from . import errors
 from .clock import AsyncioClock
 from .group_coordinator import partition_for
 from .offset_store import RecordFormatError
+from .producer_ids import ProducerIdsUnavailable
 from .txn_log import (COMPLETE_ABORT, COMPLETE_COMMIT, DEAD, EMPTY, ONGOING, PREPARE_ABORT,
                       PREPARE_COMMIT, STATE_NAMES, TxnRecord, read_txn_key, read_txn_value,
                       txn_key, txn_value)
@@ -200,6 +201,14 @@ class TransactionCoordinator:
     async def init_producer_id(self, transactional_id, timeout_ms, producer_id=-1,
                                producer_epoch=-1) -> tuple[int, int, int]:
         """Returns (error, producer id, epoch)."""
+        try:
+            return await self._init_producer_id(transactional_id, timeout_ms, producer_id,
+                                                producer_epoch)
+        except ProducerIdsUnavailable:
+            return errors.COORDINATOR_LOAD_IN_PROGRESS, -1, -1
+
+    async def _init_producer_id(self, transactional_id, timeout_ms, producer_id,
+                                producer_epoch) -> tuple[int, int, int]:
         err = self._coordinator_error(transactional_id)
         if err is None and not 0 < timeout_ms <= self.max_timeout_ms:
             err = errors.INVALID_TRANSACTION_TIMEOUT

@@ -2,6 +2,8 @@
 coordinator."""
 from __future__ import annotations
 
+from coordinator.producer_ids import ProducerIdsUnavailable
+from wire import errors
 from wire.apis import INIT_PRODUCER_ID
 
 R = INIT_PRODUCER_ID.Response
@@ -10,7 +12,10 @@ R = INIT_PRODUCER_ID.Response
 def handle_init_producer_id(broker, ctx, req):
     if req.transactional_id is not None:
         return _init_transactional(broker, req)
-    pid, epoch = broker.producer_ids.init(req.producer_id, req.producer_epoch)
+    try:
+        pid, epoch = broker.producer_ids.init(req.producer_id, req.producer_epoch)
+    except ProducerIdsUnavailable:
+        return R(error_code=errors.COORDINATOR_LOAD_IN_PROGRESS, producer_id=-1, producer_epoch=-1)
     return R(producer_id=pid, producer_epoch=epoch)
 
 
