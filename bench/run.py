@@ -39,18 +39,21 @@ WORKLOADS = {
     "produce-txn": (8, "transactions of 100 x 1 KiB to 8 partitions, commit each"),
     "consume-txn-rc": (8, "consume the produce-txn topic, isolation.level=read_committed"),
     "consume-txn-ru": (8, "consume the produce-txn topic, isolation.level=read_uncommitted"),
+    "fetch-versions": (10, "read 1 KiB records with bare Fetch v4 (stored) and v3 (converted)"),
 }
 ORDER = list(WORKLOADS)
 ALIASES = {"1": ["produce-100b"], "2": ["produce-1k", "produce-1k-2p"],
            "3": ["consume-100b", "consume-1k"], "4": ["latency"], "5": ["group"], "6": ["group"],
            "7": ["commit"], "8": ["produce-txn", "consume-txn-rc", "consume-txn-ru"],
-           "txn": ["produce-txn", "consume-txn-rc", "consume-txn-ru"], "group-settle": ["group"], "group-rebalance": ["group"],
+           "txn": ["produce-txn", "consume-txn-rc", "consume-txn-ru"],
+           "group-settle": ["group"], "group-rebalance": ["group"],
            "settle": ["group"], "rebalance": ["group"], "produce": ORDER[:3],
-           "consume": ["consume-100b", "consume-1k"]}
+           "consume": ["consume-100b", "consume-1k"], "10": ["fetch-versions"]}
 
 # figure -> True if higher is better
 HIGHER_BETTER = {"msg/s": True, "MB/s": True, "p50 ms": False, "p99 ms": False,
-                 "settle s": False, "rebalance s": False, "commits/s": True, "txn/s": True}
+                 "settle s": False, "rebalance s": False, "commits/s": True, "txn/s": True,
+                 "v4 msg/s": True, "v4 MB/s": True, "v3 msg/s": True, "v3 MB/s": True}
 
 INTERRUPTED = False
 
@@ -292,6 +295,11 @@ class Plan:
                  "session_timeout_ms": a.session_timeout_ms, "heartbeat_ms": a.heartbeat_ms,
                  "assign_cap_s": 30.0, "mode": a.commit_mode}
             return s, a.commit_seconds + 30 + 50
+        if name == "fetch-versions":
+            s = {"kind": "fetch-versions", "bootstrap": bootstrap, "topic": f"bench-fv-{tag}",
+                 "partitions": 8, "size": 1024, "count": self.count_1k, "cap_s": cap,
+                 "flush_s": flush}
+            return s, 2 * cap + 130
         raise KeyError(name)
 
 
@@ -302,9 +310,9 @@ def fmt(figure: str, v) -> str:
         return "-"
     if isinstance(v, str):
         return v
-    if figure in ("msg/s", "commits/s", "txn/s"):
+    if figure.endswith(("msg/s", "commits/s", "txn/s")):
         return f"{v:,.0f}"
-    if figure == "MB/s":
+    if figure.endswith("MB/s"):
         return f"{v:,.1f}"
     if figure.endswith("ms"):
         return f"{v:.2f}"
@@ -317,7 +325,7 @@ def short(figure: str, v) -> str:
     """Compact per-round value."""
     if v is None:
         return "x"
-    if figure == "msg/s":
+    if figure.endswith("msg/s"):
         return f"{v / 1000:.0f}k" if v >= 10000 else f"{v:.0f}"
     return fmt(figure, v)
 

@@ -22,6 +22,8 @@ from confluent_kafka import (OFFSET_BEGINNING, Consumer, KafkaException, Produce
                              TopicPartition)
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from bench import raw_fetch
+
 RESULT_PREFIX = "BENCH_RESULT "
 now = time.monotonic
 
@@ -443,6 +445,32 @@ def run_consume(spec: dict) -> dict:
     return None
 
 
+# -- fetch versions ---------------------------------------------------------------------------
+
+def run_fetch_versions(spec: dict) -> dict:
+    """Fill a topic (not timed), then read it all with a bare Fetch v4 reader (stored batches,
+    the current clients' path) and a bare Fetch v3 reader (down-converted to format v1)."""
+    bootstrap, topic, parts = spec["bootstrap"], spec["topic"], int(spec["partitions"])
+    create_topic(bootstrap, topic, parts)
+    r = produce_messages(dict(spec, acks=1, linger_ms=5, batch_size=1000000),
+                         int(spec["count"]), now() + 60, 60)
+    expected = r["delivered"]
+    if expected <= 0:
+        raise Failed(f"prefill delivered nothing: {r['first_error']}")
+    host, port = bootstrap.rsplit(":", 1)
+    figures, info = {}, {"expected": expected, "notes": []}
+    for version in (4, 3):
+        n, elapsed = raw_fetch.read_all(host, int(port), topic, parts, expected, version,
+                                        float(spec["cap_s"]))
+        figures[f"v{version} msg/s"] = n / elapsed
+        figures[f"v{version} MB/s"] = n * int(spec["size"]) / elapsed / 1e6
+        if n < expected:
+            info["notes"].append(f"v{version}: read {n} of {expected} in the cap")
+    emit({"ok": True, "figures": figures, "info": info})
+    delete_topic(bootstrap, topic)
+    return None
+
+
 # -- end-to-end latency -----------------------------------------------------------------------
 
 def run_latency(spec: dict) -> dict:
@@ -750,7 +778,8 @@ def run_commit(spec: dict) -> dict:
 
 
 KINDS = {"produce": run_produce, "consume": run_consume, "latency": run_latency,
-         "group": run_group, "commit": run_commit, "txn-produce": run_txn_produce}
+         "group": run_group, "commit": run_commit, "txn-produce": run_txn_produce,
+         "fetch-versions": run_fetch_versions}
 
 
 def main() -> None:

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from broker.config import TOPIC_CONFIG_NAMES, TOPIC_DEFAULTS
 from broker.metadata import MetadataError
+from storage.config import LogConfig
+from storage.errors import InvalidConfig
 from wire import errors
 
 
@@ -47,8 +49,9 @@ def config_type(name: str) -> int:
     return ConfigType.STRING
 
 
-def validate_topic_configs(configs: dict) -> None:
-    """Raise MetadataError(INVALID_CONFIG) for an unknown name or a malformed value."""
+def validate_topic_configs(configs: dict, defaults: dict) -> None:
+    """Raise MetadataError(INVALID_CONFIG) for an unknown name, a malformed value or one the
+    log would refuse (Kafka's types and ranges), so nothing invalid is ever persisted."""
     for name, value in configs.items():
         if name not in TOPIC_CONFIG_NAMES:
             raise MetadataError(errors.INVALID_CONFIG, f"Unknown topic config name: {name}")
@@ -70,6 +73,10 @@ def validate_topic_configs(configs: dict) -> None:
             raise MetadataError(errors.INVALID_CONFIG,
                                 f"Invalid value {value} for configuration {name}: "
                                 f"String must be one of: {', '.join(sorted(allowed))}")
+    try:
+        LogConfig.from_props(configs, defaults)
+    except InvalidConfig as e:
+        raise MetadataError(errors.INVALID_CONFIG, str(e)) from None
 
 
 class ConfigEntry:

@@ -163,11 +163,11 @@ class ReplicaFetcher:
             if lg.log_end_offset < pd.log_start_offset:
                 log.warning("%s-%d: fetch offset %d below the leader's log start %d: restarting "
                             "the log there", *key, lg.log_end_offset, pd.log_start_offset)
-                lg.truncate_fully_and_start_at(pd.log_start_offset)
+                part.restart_at(pd.log_start_offset)
             else:
                 log.warning("%s-%d: fetch offset %d past the leader's end: truncating to its "
                             "high watermark %d", *key, lg.log_end_offset, pd.high_watermark)
-                lg.truncate_to(max(pd.high_watermark, 0))
+                part.truncate_to(max(pd.high_watermark, 0))
         elif err in _RETRY_LATER:
             self.delayed[key] = time.monotonic() + self.manager.backoff_s
         else:
@@ -186,5 +186,4 @@ class ReplicaFetcher:
             target = min(end_offset, my_end) if mine >= 0 else lg.high_watermark
         log.info("%s-%d: truncating to %d (diverging at leader epoch %d, end offset %d)",
                  part.topic, part.index, target, epoch, end_offset)
-        lg.truncate_to(target)
-        part.rebuild_producer_state()
+        part.truncate_to(target)

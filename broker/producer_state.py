@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 import collections
+import json
 
 from wire import errors
 from wire.records import CONTROL_ABORT, iter_records, parse_control_record
@@ -139,3 +140,36 @@ class ProducerStateTable:
         """(producer id, first offset) of aborted transactions overlapping [start, end)."""
         i = bisect.bisect_left(self._aborted_last, start)
         return [(pid, first) for pid, first, _last in self.aborted[i:] if first < end]
+
+    # -- snapshots (Kafka's <offset>.snapshot: state up to an offset, so start-up replays only
+    # -- the batches after it; the aborted transactions stand in for Kafka's .txnindex) --------
+    def snapshot(self) -> bytes:
+        return json.dumps({
+            "producers": {str(pid): [e.epoch, e.last_timestamp, list(e.batches),
+                                     e.txn_first_offset, e.coordinator_epoch]
+                          for pid, e in self.producers.items()},
+            "aborted": self.aborted}).encode()
+
+    def load(self, log_) -> None:
+        """Restore from the log's newest snapshot, then replay the batches after it; the log
+        then snapshots this table at every roll and at clean shutdown."""
+        snap = log_.latest_snapshot()
+        start = 0
+        if snap is not None:
+            start, data = snap
+            data = json.loads(data)
+            if "producers" not in data:  # written before transactions: producers only
+                data = {"producers": data, "aborted": []}
+            for pid, (epoch, last_ts, batches, *txn) in data["producers"].items():
+                entry = self.producers[int(pid)] = ProducerEntry(epoch)
+                entry.last_timestamp = last_ts
+                entry.batches.extend(tuple(b) for b in batches)
+                if txn:
+                    entry.txn_first_offset, entry.coordinator_epoch = txn
+                    if entry.txn_first_offset >= 0:
+                        self.ongoing[int(pid)] = entry.txn_first_offset
+            self.aborted = [tuple(a) for a in data["aborted"]]
+            self._aborted_last = [a[2] for a in self.aborted]
+        self.rebuild(log_.iter_headers(start), lambda h: next(iter(
+            log_.iter_batches(h.base_offset, h.base_offset + 1)))[1])
+        log_.snapshot_source = self.snapshot

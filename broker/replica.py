@@ -17,10 +17,11 @@ import time
 
 from broker.producer_state import ProducerStateTable
 from storage.config import LogConfig
-from storage.errors import OffsetOutOfRange, RecordTooLarge
+from storage.errors import InvalidConfig, OffsetOutOfRange, RecordTooLarge, StorageError
 from wire import errors
-from wire.batch import CorruptRecord, InvalidRecord, crc_ok, iter_headers, validate_batches
+from wire.batch import CorruptRecord, InvalidRecord, crc_ok, iter_headers, read_header
 from wire.records import CONTROL_ABORT, CONTROL_COMMIT, build_batch, control_record
+from wire.validate import validate_records
 
 log = logging.getLogger("josefk.replica")
 
@@ -30,14 +31,17 @@ def _now_ms() -> int:
 
 
 class AppendResult:
-    __slots__ = ("error", "base_offset", "log_start_offset", "message", "next_offset")
+    __slots__ = ("error", "base_offset", "log_start_offset", "message", "next_offset",
+                 "record_errors")
 
-    def __init__(self, error, base_offset=-1, log_start_offset=-1, message=None, next_offset=-1):
+    def __init__(self, error, base_offset=-1, log_start_offset=-1, message=None, next_offset=-1,
+                 record_errors=()):
         self.error = error
         self.base_offset = base_offset
         self.log_start_offset = log_start_offset
         self.message = message
         self.next_offset = next_offset  # the offset the high watermark must pass for acks=all
+        self.record_errors = record_errors  # (index in batch, message) pairs
 
 
 class ReadResult:
@@ -105,7 +109,7 @@ class Partition:
         self.followers: dict[int, FollowerState] = {}
         self.epoch_start_offset = 0
         self.producers = ProducerStateTable()
-        self.rebuild_producer_state()
+        self.producers.load(log_)
         self.waiters: list[asyncio.Future] = []  # fetches waiting for data
         self.acks_waiters: list[tuple[int, asyncio.Future]] = []  # acks=all produces
 
@@ -123,13 +127,6 @@ class Partition:
         hwm = self.log.high_watermark
         first = self.producers.first_unstable_offset()
         return hwm if first is None else min(hwm, first)
-
-    def rebuild_producer_state(self) -> None:
-        """Producer state and transactions from the log's batch headers (start-up, truncation)."""
-        table = ProducerStateTable()
-        table.rebuild(self.log.iter_headers(), lambda h: next(iter(
-            self.log.iter_batches(h.base_offset, h.base_offset + 1)))[1])
-        self.producers = table
 
     # -- role changes -----------------------------------------------------------------------------
     def make_leader(self, st: PartitionState) -> None:
@@ -174,11 +171,12 @@ class Partition:
             return AppendResult(errors.NOT_LEADER_OR_FOLLOWER)
         lg = self.log
         try:
-            batches = validate_batches(records)
+            batches = validate_records(records, self.config.compact,
+                                       self.config.timestamp_window())
         except CorruptRecord as e:
             return AppendResult(errors.CORRUPT_MESSAGE, message=str(e))
         except InvalidRecord as e:
-            return AppendResult(errors.INVALID_RECORD, message=str(e))
+            return AppendResult(e.error_code, message=str(e), record_errors=e.record_errors)
         if acks == -1 and len(self.isr) < self.min_insync:
             return AppendResult(errors.NOT_ENOUGH_REPLICAS, message=(
                 f"The size of the current ISR {self.isr} is insufficient to satisfy the min.isr "
@@ -202,6 +200,10 @@ class Partition:
             first, last = lg.append(records, batches, leader_epoch=self.leader_epoch)
         except RecordTooLarge as e:
             return AppendResult(errors.MESSAGE_TOO_LARGE, message=str(e))
+        except OSError as e:  # disk full, file too large, I/O error: nothing was appended
+            log.warning("append to %s-%d failed: %s", self.topic, self.index, e)
+            return AppendResult(errors.KAFKA_STORAGE_ERROR, message=f"Disk error when trying "
+                                f"to access log file on disk: {e.strerror or e}")
         if idempotent:
             self.producers.update(h, first, last)
         if self._advance_hwm() and self.acks_waiters:
@@ -220,7 +222,7 @@ class Partition:
         kind = CONTROL_COMMIT if commit else CONTROL_ABORT
         buf = build_batch([control_record(kind, coordinator_epoch)], producer_id=producer_id,
                           producer_epoch=producer_epoch, transactional=True, control=True)
-        h = validate_batches(buf)[0]
+        h = read_header(buf, 0)
         first, _last = self.log.append(buf, [h], leader_epoch=self.leader_epoch)
         self.producers.end_txn(producer_id, producer_epoch, kind, first, coordinator_epoch,
                                h.max_timestamp)
@@ -348,7 +350,7 @@ class Partition:
 
     def read(self, offset: int, max_bytes: int, min_one: bool,
              replica_id: int = -1, last_fetched_epoch: int = -1,
-             read_committed: bool = False) -> ReadResult:
+             zero_copy_min: int = 0, read_committed: bool = False) -> ReadResult:
         """Batches from ``offset``: up to the log end for a follower, the high watermark for a
         consumer, the last stable offset for a read_committed one (with the aborted
         transactions it must drop)."""
@@ -362,7 +364,8 @@ class Partition:
                                   diverging_epoch=(epoch, end), last_stable_offset=lso)
         limit = lg.log_end_offset if replica_id >= 0 else lso if read_committed else hwm
         try:
-            data = lg.read(offset, max_bytes, max_offset=limit, min_one=min_one)
+            data = lg.read(offset, max_bytes, max_offset=limit, min_one=min_one,
+                           zero_copy_min=zero_copy_min)
         except OffsetOutOfRange:
             return ReadResult(errors.OFFSET_OUT_OF_RANGE, None, hwm, lg.log_start_offset,
                               last_stable_offset=lso)
@@ -380,6 +383,20 @@ class Partition:
         return errors.UNKNOWN_LEADER_EPOCH
 
     # -- follower -----------------------------------------------------------------------------------
+    def truncate_to(self, offset: int) -> None:
+        """Cut the log at ``offset`` (it diverged from the leader's); producer state follows."""
+        self.log.truncate_to(offset)
+        self._reload_producer_state()
+
+    def restart_at(self, offset: int) -> None:
+        """Empty the log and continue at ``offset`` (the leader's log starts past ours)."""
+        self.log.truncate_fully_and_start_at(offset)
+        self._reload_producer_state()
+
+    def _reload_producer_state(self) -> None:
+        self.producers = ProducerStateTable()
+        self.producers.load(self.log)
+
     def append_as_follower(self, records, leader_hwm: int) -> None:
         """Append what the leader sent, unchanged. A fetch response may end in a partial
         batch (cut at the fetch size): only whole batches are kept, the rest comes next time."""
@@ -410,6 +427,7 @@ class ReplicaManager:
         self.logs = log_manager
         self.node_id = node_id
         self.partitions: dict[tuple[str, int], Partition] = {}
+        self.offline: set[tuple[str, int]] = set()  # replicas whose log could not be loaded
         self.isr_changes = isr_changes
         self.fetchers = None  # a broker.fetcher.FetcherManager in cluster mode
         self.lag_max_ms = broker_config.int("replica.lag.time.max.ms")
@@ -432,9 +450,16 @@ class ReplicaManager:
         part.min_insync = cfg.min_insync_replicas
         part.log.config = cfg
 
-    def apply(self, st: PartitionState, configs: dict) -> Partition:
-        """Become leader or follower of ``st``'s partition as it says."""
-        part = self._partition(st.topic, st.index, configs)
+    def apply(self, st: PartitionState, configs: dict) -> Partition | None:
+        """Become leader or follower of ``st``'s partition as it says. A replica whose stored
+        state cannot be loaded is reported offline (None) and the broker serves the others."""
+        try:
+            part = self._partition(st.topic, st.index, configs)
+        except (InvalidConfig, StorageError, OSError) as e:
+            log.error("partition %s-%d is offline: %s", st.topic, st.index, e)
+            self.offline.add((st.topic, st.index))
+            return None
+        self.offline.discard((st.topic, st.index))
         was_leader = part.is_leader
         if st.leader == self.node_id:
             if self.fetchers is not None:
@@ -460,7 +485,8 @@ class ReplicaManager:
                 for fn in self.role_listeners:
                     fn(part, False)
         if delete:
-            self.logs.delete(topic, index)
+            self.offline.discard((topic, index))
+            self.logs.delete(topic, [index])
 
     def lead_locally(self, metadata) -> None:
         """Single broker: lead every partition of ``metadata`` and follow its changes."""

@@ -9,7 +9,10 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import os
 
+from broker.limits import ConnectionLimits
+from storage.log import FileRegion
 from wire import errors, headers
 from wire.apis import API_BY_KEY
 from wire.framing import FrameReader, frame
@@ -50,15 +53,21 @@ class _Slot:
 
 
 class Connection(asyncio.Protocol):
-    def __init__(self, broker):
+    def __init__(self, broker, limits: ConnectionLimits):
         self.broker = broker
+        self.limits = limits
         self.reader = FrameReader(broker.config.int("socket.request.max.bytes"))
         self.transport = None
+        self.sock_fd = -1
         self.client_host = ""
         self.pending = collections.deque()
         self.closed = False
+        self.admitted = False
         self.paused = False
         self.write_blocked = False
+        self.memory_wait = False  # paused until the pool can hold the request being received
+        self.reserved = 0  # bytes of the memory pool held for the request being received
+        self.last_active = 0.0
         self.batching = False
         self.tasks = set()
 
@@ -67,13 +76,31 @@ class Connection(asyncio.Protocol):
         self.transport = transport
         peer = transport.get_extra_info("peername")
         self.client_host = peer[0] if peer else ""
+        refused = self.limits.admit(self.client_host)
+        if refused:
+            return self.abort(refused)
+        self.admitted = True
+        self.last_active = asyncio.get_running_loop().time()
+        sock = transport.get_extra_info("socket")
+        # Record bytes go straight from segment files to a plain TCP socket (sendfile).
+        self.sock_fd = sock.fileno() if sock is not None and \
+            transport.get_extra_info("sslcontext") is None else -1
         self.broker.connections.add(self)
 
     def connection_lost(self, exc):
         self.closed = True
+        if self.admitted:
+            self.limits.forget(self.client_host)
+        self.limits.pool.release(self.reserved)
+        self.reserved = 0
         self.broker.connections.discard(self)
         for t in self.tasks:
             t.cancel()
+        for slot in self.pending:
+            for c in slot.chunks or ():
+                if type(c) is FileRegion:
+                    c.close()
+        self.pending.clear()
 
     def pause_writing(self):
         self.write_blocked = True
@@ -84,6 +111,7 @@ class Connection(asyncio.Protocol):
         self._update_reading()
 
     def data_received(self, data):
+        self.last_active = asyncio.get_running_loop().time()
         try:
             frames = self.reader.feed(data)
         except DecodeError as e:
@@ -97,6 +125,25 @@ class Connection(asyncio.Protocol):
         finally:
             self.batching = False
         self._flush()
+        self._reserve()
+        self._update_reading()
+
+    def _reserve(self):
+        """Hold pool memory for the request being received, or pause until there is some."""
+        need = self.reader.pending_size
+        if self.closed or need == self.reserved or self.memory_wait:
+            return
+        self.limits.pool.release(self.reserved)
+        self.reserved = 0
+        if need and not self.limits.pool.try_allocate(need):
+            self.memory_wait = True
+            self.limits.pool.waiting.append(self._memory_released)
+            return
+        self.reserved = need
+
+    def _memory_released(self):
+        self.memory_wait = False
+        self._reserve()
         self._update_reading()
 
     # -- request handling -----------------------------------------------------------------------
@@ -173,9 +220,48 @@ class Connection(asyncio.Protocol):
         while pending and pending[0].done:
             out += pending.popleft().chunks
         if out:
-            self.transport.writelines(out)
+            self.last_active = asyncio.get_running_loop().time()
+            self._write(out)
         if self.paused:
             self._update_reading()
+
+    def _write(self, chunks):
+        """Write buffers as they are and file regions with sendfile, in order."""
+        run = []
+        for c in chunks:
+            if type(c) is FileRegion:
+                if run:
+                    self.transport.writelines(run)
+                    run = []
+                self._send_region(c)
+            else:
+                run.append(c)
+        if run:
+            self.transport.writelines(run)
+
+    def _send_region(self, r: FileRegion):
+        """sendfile straight to the socket while the transport has nothing queued (so order
+        holds); whatever the socket does not take now is read and queued like any buffer."""
+        sent = 0
+        try:
+            if self.sock_fd >= 0 and not self.transport.get_write_buffer_size():
+                try:
+                    while sent < r.length:
+                        n = os.sendfile(self.sock_fd, r.fd, r.offset + sent, r.length - sent)
+                        if n == 0:
+                            break
+                        sent += n
+                except BlockingIOError:
+                    pass
+            if sent < r.length:
+                rest = os.pread(r.fd, r.length - sent, r.offset + sent)
+                if len(rest) != r.length - sent:  # the segment shrank under us
+                    return self.abort("segment truncated while it was being sent")
+                self.transport.write(rest)
+        except OSError as e:
+            return self.abort(f"cannot send records: {e}")
+        finally:
+            r.close()
 
     def respond_unsupported_api_versions(self, h):
         api = API_BY_KEY[18]
@@ -190,10 +276,21 @@ class Connection(asyncio.Protocol):
     def _update_reading(self):
         """Backpressure: stop reading requests while the client is not reading its answers or
         too many of its requests are still being handled."""
-        paused = self.write_blocked or len(self.pending) > MAX_IN_FLIGHT
+        paused = self.write_blocked or self.memory_wait or len(self.pending) > MAX_IN_FLIGHT
         if paused != self.paused and not self.closed:
             self.paused = paused
             (self.transport.pause_reading if paused else self.transport.resume_reading)()
+
+    def idle_since(self, now: float) -> float:
+        """Seconds without bytes in or out, 0 while a request is being handled (a half-sent
+        request is no excuse: that is what a slowloris does)."""
+        if self.pending or self.memory_wait:
+            return 0.0
+        return now - self.last_active
+
+    def close(self):
+        self.closed = True
+        self.transport.close()
 
     def abort(self, reason: str):
         log.warning("closing connection from %s: %s", self.client_host, reason)
@@ -204,5 +301,8 @@ class Connection(asyncio.Protocol):
 
 async def serve(broker, host: str, port: int):
     loop = asyncio.get_running_loop()
-    return await loop.create_server(lambda: Connection(broker), host, port, reuse_address=True,
-                                    backlog=1024)
+    limits = ConnectionLimits(broker.config)
+    server = await loop.create_server(lambda: Connection(broker, limits), host, port,
+                                      reuse_address=True, backlog=1024)
+    limits.start(broker.connections, server.is_serving)
+    return server

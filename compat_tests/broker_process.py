@@ -61,6 +61,7 @@ class BrokerProcess:
         node_id: int = 1,
         log_dir: str | os.PathLike | None = None,
         start_timeout: float = DEFAULT_START_TIMEOUT,
+        preexec_fn=None,
     ):
         self._owns_tmp = None
         if data_dir is None:
@@ -75,6 +76,7 @@ class BrokerProcess:
         self.node_id = node_id
         self.overrides = dict(overrides or {})
         self.start_timeout = start_timeout
+        self.preexec_fn = preexec_fn  # run in the child before exec (e.g. to set rlimits)
         self.log_path = log_root / f"broker-{self.port}.log"
         self.proc: subprocess.Popen | None = None
         self._log_file = None
@@ -131,6 +133,7 @@ class BrokerProcess:
             stdout=self._log_file,
             stderr=self._log_file,
             start_new_session=True,
+            preexec_fn=self.preexec_fn,
         )
         self.starts += 1
         deadline = time.monotonic() + self.start_timeout

@@ -60,12 +60,14 @@ def broker_factory(tmp_path):
     """Start brokers of one's own (for restarts and crashes). All are stopped afterwards."""
     mine: list[BrokerProcess] = []
 
-    def make(overrides: dict | None = None, data_dir=None, start: bool = True) -> BrokerProcess:
+    def make(overrides: dict | None = None, data_dir=None, start: bool = True,
+             **process_kw) -> BrokerProcess:
         n = len(mine)
         b = BrokerProcess(
             data_dir=data_dir or tmp_path / f"broker{n}" / "data",
             overrides={**BASE_OVERRIDES, **(overrides or {})},
             log_dir=tmp_path / f"broker{n}",
+            **process_kw,
         )
         mine.append(b)
         _brokers.append(b)

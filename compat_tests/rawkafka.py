@@ -11,6 +11,7 @@ from __future__ import annotations
 import socket
 import struct
 import time
+import zlib
 
 # ---------------------------------------------------------------- error codes
 NONE = 0
@@ -291,6 +292,15 @@ def pick_version(ranges: dict, api_key: int, candidates) -> int | None:
         if lo <= v <= hi:
             return v
     return None
+
+
+# ---------------------------------------------------------------- message formats v0 / v1
+def legacy_message(offset: int, magic: int, key: bytes | None, value: bytes | None,
+                   timestamp: int = -1, attributes: int = 0) -> bytes:
+    """One message of format v0 (magic 0) or v1 (magic 1, with a timestamp), CRC-32 included."""
+    body = int8(magic) + int8(attributes) + (int64(timestamp) if magic else b"")
+    body += nbytes(key) + nbytes(value)
+    return int64(offset) + int32(4 + len(body)) + uint32(zlib.crc32(body)) + body
 
 
 # ---------------------------------------------------------------- record batch v2

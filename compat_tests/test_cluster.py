@@ -324,3 +324,21 @@ def test_offset_for_leader_epoch(cluster):
     with Client(cluster.brokers[follower].bootstrap) as c:
         r = c.request(OFFSET_FOR_LEADER_EPOCH, replica_id=-1, topics=req).topics[0].partitions[0]
         assert r.error_code == NOT_LEADER_OR_FOLLOWER
+
+
+def test_topic_deleted_while_a_broker_is_down_disappears_when_it_returns(cluster_factory):
+    c = cluster_factory(overrides={"zookeeper.session.timeout.ms": 3000})
+    topic = create(c, unique_topic("stray"), 2)
+    p = producer(c.bootstrap, acks="all")
+    for i in range(10):
+        p.produce(topic, value=b"x", partition=i % 2)
+    flush_all(p)
+    away = c.brokers[3]
+    away.stop()
+    admin = c.admin(1)
+    admin.delete_topics([topic], operation_timeout=30)[topic].result(30)
+    assert (away.data_dir / f"{topic}-0").exists()
+    away.start()
+    c.wait_for_brokers(3)
+    c.wait_for(lambda: not any((away.data_dir / f"{topic}-{i}").exists() for i in range(2)),
+               30, "stray logs removed")

@@ -121,7 +121,10 @@ def test_compression_round_trip(broker, new_topic, codec):
         if codec == "lz4" and 10 not in rawkafka.api_versions(conn):
             hint = (" (librdkafka only uses lz4 when the broker advertises FindCoordinator, "
                     "api key 10, in ApiVersions; otherwise it silently sends uncompressed)")
-        assert codecs == {CODEC_IDS[codec]}, f"stored codecs {codecs}{hint}"
+        # librdkafka sends a batch uncompressed when compressing would not shrink it (small
+        # batches under load): the codec must be kept, and nothing else stored instead.
+        assert CODEC_IDS[codec] in codecs and codecs <= {CODEC_IDS[codec], 0}, \
+            f"stored codecs {codecs}{hint}"
         assert sum(b["count"] for b in seen) == n
         assert seen[0]["base_offset"] == 0
         for a, b in zip(seen, seen[1:]):

@@ -70,6 +70,27 @@ BROKER_SYNONYMS: dict[str, list[str]] = {
     "unclean.leader.election.enable": ["unclean.leader.election.enable"],
 }
 
+# Kafka's lower bounds (LogConfig's ``atLeast`` validators); a value below is refused.
+MINIMUM = {
+    "segment.bytes": 14,  # LegacyRecord.RECORD_OVERHEAD_V0
+    "segment.ms": 1,
+    "segment.jitter.ms": 0,
+    "segment.index.bytes": 4,
+    "flush.messages": 1,
+    "flush.ms": 0,
+    "retention.ms": -1,
+    "max.message.bytes": 0,
+    "index.interval.bytes": 0,
+    "delete.retention.ms": 0,
+    "min.compaction.lag.ms": 0,
+    "max.compaction.lag.ms": 1,
+    "file.delete.delay.ms": 0,
+    "min.insync.replicas": 1,
+    "message.timestamp.difference.max.ms": 0,
+    "message.timestamp.before.max.ms": 0,
+    "message.timestamp.after.max.ms": 0,
+}
+
 _COMPRESSION_TYPES = {"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"}
 
 
@@ -85,7 +106,11 @@ def _parse(name: str, kind: str, raw):
             v = int(text)
             limit = LONG_MAX if kind == "long" else 2147483647
             if not -limit - 1 <= v <= limit:
-                raise ValueError
+                raise InvalidConfig(f"Invalid value {raw} for configuration {name}: Not a "
+                                    f"number of type {kind.upper()}")
+            if v < MINIMUM.get(name, v):
+                raise InvalidConfig(f"Invalid value {raw} for configuration {name}: Value "
+                                    f"must be at least {MINIMUM[name]}")
             return v
         if kind == "ratio":
             v = float(text)
@@ -111,6 +136,8 @@ def _parse(name: str, kind: str, raw):
             if text not in _COMPRESSION_TYPES:
                 raise ValueError
             return text
+    except InvalidConfig:
+        raise
     except (TypeError, ValueError):
         raise InvalidConfig(f"invalid value {raw!r} for configuration {name}") from None
     raise AssertionError(kind)
@@ -192,6 +219,24 @@ class LogConfig:
     def to_props(self) -> dict[str, str]:
         """Every known property with its effective value, as strings (for DescribeConfigs)."""
         return {name: _to_text(getattr(self, attr)) for name, (attr, _k, _d) in PROPS.items()}
+
+    def timestamp_window(self):
+        """``(before_ms, after_ms)`` a CreateTime record's timestamp may lie around now
+        (message.timestamp.before/after.max.ms, falling back to the deprecated
+        difference.max.ms when they are unset, as Kafka 3.6+ does), or None when unbounded or
+        the topic uses LogAppendTime."""
+        if self.message_timestamp_type == "LogAppendTime":
+            return None
+        before = self.message_timestamp_before_max_ms
+        after = self.message_timestamp_after_max_ms
+        diff = self.message_timestamp_difference_max_ms
+        if "message.timestamp.before.max.ms" not in self.props and diff != LONG_MAX:
+            before = diff
+        if "message.timestamp.after.max.ms" not in self.props and diff != LONG_MAX:
+            after = diff
+        if before == LONG_MAX and after == LONG_MAX:
+            return None
+        return before, after
 
     @property
     def compact(self) -> bool:

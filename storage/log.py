@@ -30,6 +30,7 @@ from wire.records import CONTROL_ABORT, build_batch, iter_records, parse_control
 from .config import LONG_MAX, LogConfig
 from .epochs import LeaderEpochCache
 from .errors import OffsetOutOfRange, RecordTooLarge, UnexpectedAppendOffset
+from . import snapshots
 from .segment import (INT32_MAX, NO_TIMESTAMP, SCAN_CHUNK, Scan, Segment, _fsync, file_prefix,
                       write_all)
 
@@ -47,12 +48,43 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
+class FileRegion:
+    """A byte range of a segment file, to be sent to a socket without copying (``sendfile``).
+
+    It holds its own duplicate of the file descriptor, so the range stays readable even if the
+    segment is deleted or closed before the response is written; ``close`` releases it. ``bytes``
+    reads it into memory, for the paths that must transform the data.
+    """
+
+    __slots__ = ("fd", "offset", "length")
+
+    def __init__(self, fd: int, offset: int, length: int):
+        self.fd = os.dup(fd)
+        self.offset = offset
+        self.length = length
+
+    def __len__(self):
+        return self.length
+
+    def __bytes__(self):
+        return os.pread(self.fd, self.length, self.offset)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __del__(self):
+        self.close()
+
+
 class FetchData:
     """Result of ``Log.read``.
 
-    ``records``: bytes starting at the batch that contains the requested offset (possibly
-    ending inside a batch, as Kafka does). ``first_offset``: the requested fetch offset.
-    ``batch_offset``: base offset of the first returned batch (-1 when empty).
+    ``records``: bytes (or, when asked for, a `FileRegion` of at least ``zero_copy_min`` bytes)
+    starting at the batch that contains the requested offset (possibly ending inside a batch, as
+    Kafka does). ``first_offset``: the requested fetch offset. ``batch_offset``: base offset of
+    the first returned batch (-1 when empty).
     """
 
     __slots__ = ("records", "first_offset", "batch_offset")
@@ -94,6 +126,7 @@ class Log:
         self._unflushed_msgs = 0
         self._last_flush_ms = _now_ms()
         self._dir_dirty = False
+        self.snapshot_source = None  # callable giving the owner's state as bytes (snapshots.py)
         self._load(log_start_offset, recovery_point, high_watermark)
         self.epochs = LeaderEpochCache(self.dir)
         self.epochs.truncate_from_end(self._leo)  # recovery may have cut the tail
@@ -177,6 +210,7 @@ class Log:
             for fd in s.fds():
                 _fsync(fd)
         self._recovery_point = leo
+        snapshots.delete_above(d, leo)
         if clean:
             marker.unlink()
             _fsync_dir(d)
@@ -361,7 +395,17 @@ class Log:
             self._segments.append(new)
             self._bases.append(base)
             self._dir_dirty = True
+            self._snapshot(base)
             return new
+
+    def _snapshot(self, offset: int) -> None:
+        if self.snapshot_source is not None:
+            snapshots.write(self.dir, offset, self.snapshot_source())
+
+    def latest_snapshot(self) -> tuple[int, bytes] | None:
+        """``(offset, data)`` of the newest state snapshot (never past the log end), or None."""
+        with self._lock:
+            return snapshots.latest(self.dir)
 
     def _after_append(self, count: int, now_ms: int) -> None:
         cfg = self.config
@@ -374,12 +418,13 @@ class Log:
     # read
 
     def read(self, offset: int, max_bytes: int, *, max_offset: int | None = None,
-             min_one: bool = True) -> FetchData:
+             min_one: bool = True, zero_copy_min: int = 0) -> FetchData:
         """Bytes of the batches from the one containing ``offset``, within one segment.
 
         At most ``max_bytes``, except that with ``min_one`` the first batch is returned whole
         (KIP-74). Never returns batches at or past ``max_offset`` (exclusive; default: the high
-        watermark). Raises OffsetOutOfRange if ``offset`` is outside
+        watermark). With ``zero_copy_min`` > 0, a range at least that long comes back as a
+        `FileRegion` instead of bytes. Raises OffsetOutOfRange if ``offset`` is outside
         [log_start_offset, log_end_offset]; an offset at or past the limit reads nothing.
         """
         with self._lock:
@@ -411,6 +456,8 @@ class Log:
                     length = max(max_bytes, h.size) if min_one else max(max_bytes, 0)
                     if length == 0:
                         break
+                if 0 < zero_copy_min <= length:
+                    return FetchData(FileRegion(seg.fd, h.pos, length), offset, h.base_offset)
                 return FetchData(os.pread(seg.fd, length, h.pos), offset, h.base_offset)
             return FetchData(b"", offset)
 
@@ -423,15 +470,16 @@ class Log:
             self._limit_cache = (seg, limit, pos)
         return pos
 
-    def iter_headers(self):
-        """Yield the header of every batch from the log start to the log end, reading only the
-        headers (one small read per batch): how producer state is rebuilt at start-up."""
+    def iter_headers(self, start_offset: int = 0):
+        """Yield the header of every batch from ``start_offset`` (at least the log start) to
+        the log end, reading only the headers (one small read per batch): how producer state
+        is rebuilt at start-up."""
         with self._lock:
             self._check_open()
-            segments = list(self._segments)
-            start = self._lso
+            start = max(self._lso, start_offset)
+            segments = self._segments[self._segment_index(start):]
         for seg in segments:
-            pos = 0
+            pos = seg.lookup(start)[1]
             while pos + HEADER_SIZE <= seg.size:
                 with self._lock:
                     if self._closed or seg.fd < 0:
@@ -489,6 +537,13 @@ class Log:
 
     # =========================================================================================
     # timestamps
+
+    def segment_times(self) -> list[tuple[int, int, int]]:
+        """``(base offset, last modified ms, size in bytes)`` of every segment, oldest first."""
+        with self._lock:
+            self._check_open()
+            return [(s.base_offset, int(os.fstat(s.fd).st_mtime * 1000), s.size)
+                    for s in self._segments]
 
     def offset_for_timestamp(self, timestamp: int, *, max_offset: int | None = None):
         """``(offset, timestamp)`` of the first record with timestamp >= ``timestamp`` and
@@ -570,6 +625,7 @@ class Log:
                     self._leo = min(offset, h.base_offset)
             self._dir_dirty = True
             self.epochs.truncate_from_end(self._leo)
+            snapshots.delete_above(self.dir, self._leo)
             self._hwm = min(self._hwm, self._leo)
             self._lso = min(self._lso, self._leo)
             self._recovery_point = min(self._recovery_point, self._leo)
@@ -939,6 +995,7 @@ class Log:
             if clean_marker:
                 self._segments[-1].finalize_time_index()
                 self.flush()
+                self._snapshot(self._leo)
                 tmp = self.dir / (CLEAN_SHUTDOWN_FILE + ".tmp")
                 tmp.write_text(f"log_start_offset={self._lso}\nhigh_watermark={self._hwm}\n"
                                f"log_end_offset={self._leo}\n")

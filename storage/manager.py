@@ -23,6 +23,7 @@ import uuid
 from pathlib import Path
 
 from .config import LogConfig
+from .errors import StorageError
 from .log import Log, _fsync_dir
 
 log = logging.getLogger(__name__)
@@ -34,10 +35,18 @@ CHECKPOINT_FILES = (HWM_CHECKPOINT, RECOVERY_CHECKPOINT, LOG_START_CHECKPOINT)
 
 _TOPIC_RE = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 _DELETE_SUFFIX = "-delete"
+_MAX_FILE_NAME = 255
 
 
 def partition_dir_name(topic: str, partition: int) -> str:
     return f"{topic}-{partition}"
+
+
+def delete_dir_name(topic: str, partition: int) -> str:
+    """``<topic>-<partition>.<uuid>-delete``, the topic cut short (as Kafka does) so that the
+    name stays within the 255 bytes a file name may have whatever the topic's length."""
+    suffix = f"-{partition}.{uuid.uuid4().hex}{_DELETE_SUFFIX}"
+    return topic[:_MAX_FILE_NAME - len(suffix)] + suffix
 
 
 def parse_partition_dir(name: str):
@@ -103,6 +112,7 @@ class LogManager:
         self._config_for = config_for
         self._logs: dict[tuple[str, int], Log] = {}
         self._dir_of: dict[tuple[str, int], Path] = {}
+        self.failed: dict[tuple[str, int], str] = {}  # logs found but not loadable, and why
         self._lock = threading.RLock()
         for d in self.log_dirs:
             d.mkdir(parents=True, exist_ok=True)
@@ -127,13 +137,17 @@ class LogManager:
                 if tp in self._logs:
                     raise RuntimeError(f"partition {tp[0]}-{tp[1]} found in both "
                                        f"{self._dir_of[tp]} and {d}")
-                cfg = None
-                if self._config_for is not None:
-                    cfg = self._config_for(tp[0])
-                self._logs[tp] = Log(path, cfg if cfg is not None else self.default_config,
-                                     log_start_offset=starts.get(tp),
-                                     recovery_point=recovery.get(tp),
-                                     high_watermark=hwms.get(tp))
+                try:
+                    cfg = self._config_for(tp[0]) if self._config_for is not None else None
+                    self._logs[tp] = Log(path, cfg if cfg is not None else self.default_config,
+                                         log_start_offset=starts.get(tp),
+                                         recovery_point=recovery.get(tp),
+                                         high_watermark=hwms.get(tp))
+                except (StorageError, OSError) as e:
+                    # One log that cannot load must not keep the broker from serving the others.
+                    log.error("cannot load the log of %s-%d in %s: %s", tp[0], tp[1], d, e)
+                    self.failed[tp] = f"cannot load {path}: {e}"
+                    continue
                 self._dir_of[tp] = d
 
     # -- access ----------------------------------------------------------------------------
@@ -151,17 +165,24 @@ class LogManager:
                 if config is not None:
                     lg.config = config
                 return lg
+            if tp in self.failed:
+                raise StorageError(self.failed[tp])
             if not _TOPIC_RE.match(topic) or topic in (".", "..") or partition < 0:
                 raise ValueError(f"invalid topic partition {topic!r} {partition}")
-            counts = {d: 0 for d in self.log_dirs}
-            for d in self._dir_of.values():
-                counts[d] += 1
-            d = min(self.log_dirs, key=lambda x: counts[x])
+            d = self._least_loaded_dir()
             lg = Log(d / partition_dir_name(topic, partition),
                      config if config is not None else self.default_config)
             self._logs[tp] = lg
             self._dir_of[tp] = d
             return lg
+
+    def _least_loaded_dir(self) -> Path:
+        if len(self.log_dirs) == 1:  # no count over every partition per new partition
+            return self.log_dirs[0]
+        counts = {d: 0 for d in self.log_dirs}
+        for d in self._dir_of.values():
+            counts[d] += 1
+        return min(self.log_dirs, key=lambda x: counts[x])
 
     def all_logs(self) -> dict[tuple[str, int], Log]:
         return dict(self._logs)
@@ -169,23 +190,30 @@ class LogManager:
     def log_dir_of(self, topic: str, partition: int) -> Path | None:
         return self._dir_of.get((topic, partition))
 
-    def delete(self, topic: str, partition: int) -> bool:
-        """Close the log, rename its dir to ``<topic>-<partition>.<uuid>-delete`` and remove it.
-        Returns False if the partition has no log here."""
+    def delete(self, topic: str, partitions) -> int:
+        """Close the logs of ``partitions`` of ``topic``, rename their dirs to
+        ``<topic>-<partition>.<uuid>-delete`` and remove them; the checkpoints are written once
+        per log dir, not once per partition (a topic of thousands of partitions is deleted in
+        one pass). Returns how many of them had a log here."""
+        renamed = []
         with self._lock:
-            tp = (topic, partition)
-            lg = self._logs.pop(tp, None)
-            if lg is None:
-                return False
-            d = self._dir_of.pop(tp)
-            lg.close(clean_marker=False)
-            src = lg.dir
-            dst = d / f"{partition_dir_name(topic, partition)}.{uuid.uuid4().hex}{_DELETE_SUFFIX}"
-            os.rename(src, dst)
-            _fsync_dir(d)
-            self._checkpoint_dir(d)
-        shutil.rmtree(dst, ignore_errors=True)
-        return True
+            dirs = set()
+            for partition in partitions:
+                lg = self._logs.pop((topic, partition), None)
+                if lg is None:
+                    continue
+                d = self._dir_of.pop((topic, partition))
+                lg.close(clean_marker=False)
+                dst = d / delete_dir_name(topic, partition)
+                os.rename(lg.dir, dst)
+                renamed.append(dst)
+                dirs.add(d)
+            for d in dirs:
+                _fsync_dir(d)
+                self._checkpoint_dir(d)
+        for dst in renamed:
+            shutil.rmtree(dst, ignore_errors=True)
+        return len(renamed)
 
     # -- maintenance -------------------------------------------------------------------------
 

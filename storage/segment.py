@@ -134,7 +134,7 @@ class Segment:
     __slots__ = ("base_offset", "log_path", "index_path", "timeindex_path", "fd", "index_fd",
                  "time_fd", "size", "index_interval", "idx_off", "idx_pos", "time_ts",
                  "time_off", "bytes_since_index", "max_timestamp", "offset_of_max_timestamp",
-                 "rolling_ts", "dirty")
+                 "rolling_ts", "dirty", "stale_index")
 
     def __init__(self, directory, base_offset: int, index_interval: int, *, create: bool = False):
         self.base_offset = base_offset
@@ -157,6 +157,7 @@ class Segment:
         self._reset_indexes()
         self.rolling_ts = None
         self.dirty = create
+        self.stale_index = False  # an index write failed (disk full): rewrite from memory
 
     # -- opening -------------------------------------------------------------------------
 
@@ -332,7 +333,22 @@ class Segment:
             raise
         self.size = pos0 + len(buf)
         self.dirty = True
-        self._index_headers(headers, pos0)
+        if self.stale_index:
+            self._rewrite_index_files()
+        try:
+            self._index_headers(headers, pos0)
+        except OSError as e:
+            # The batches are in the log and in the in-memory index: keep them, and rewrite
+            # the index files from memory once the disk takes writes again.
+            log.warning("cannot write the index of %s (%s); rewriting it later", self.log_path, e)
+            self.stale_index = True
+
+    def _rewrite_index_files(self) -> None:
+        try:
+            self.write_index_files()
+            self.stale_index = False
+        except OSError as e:
+            log.warning("cannot rewrite the index of %s yet: %s", self.log_path, e)
 
     def lookup(self, offset: int) -> tuple[int, int]:
         """``(i, position)`` of the last index entry whose offset is <= ``offset`` (i = -1:
@@ -495,6 +511,8 @@ class Segment:
         return self.fd, self.index_fd, self.time_fd
 
     def close(self) -> None:
+        if self.stale_index and self.fd >= 0:
+            self._rewrite_index_files()
         for name in ("fd", "index_fd", "time_fd"):
             fd = getattr(self, name)
             if fd >= 0:

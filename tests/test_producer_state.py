@@ -1,4 +1,5 @@
 from broker.producer_state import ProducerStateTable
+from storage import Log, LogConfig
 from wire import errors
 from wire.batch import validate_batches
 from wire.records import CONTROL_ABORT, CONTROL_COMMIT, build_batch, control_record
@@ -120,3 +121,108 @@ def test_sequence_less_transactional_writes_are_accepted():
     assert t.check(txn_header(4, 0, -1)) == (errors.NONE, None)  # TxnOffsetCommit batches
     t.update(txn_header(4, 0, -1), 1, 1)
     assert t.check(header(4, 0, 1)) == (errors.NONE, None)
+
+
+def _state(t):
+    return {pid: (e.epoch, e.last_timestamp, list(e.batches)) for pid, e in t.producers.items()}
+
+
+def _append(lg, t, pid, seq, count=2):
+    """Append as Partition.append does: to the log, then to the producer state."""
+    buf = build_batch([(None, b"v" * 50, [], None)] * count, producer_id=pid, producer_epoch=0,
+                      base_sequence=seq)
+    (h,) = validate_batches(buf)
+    first, last = lg.append(buf, [h])
+    t.update(h, first, last)
+
+
+def _reopen(path, cfg):
+    lg = Log(path, cfg)
+    t = ProducerStateTable()
+    t.load(lg)
+    return lg, t
+
+
+def test_snapshots_at_roll_and_clean_shutdown_restore_the_same_state(tmp_path):
+    """Start-up loads the newest snapshot and replays only the batches after it, and ends with
+    the state a full replay of the log gives."""
+    cfg = LogConfig.from_props({"segment.bytes": "400"})
+    lg, t = _reopen(tmp_path / "p-0", cfg)
+    for i in range(12):
+        _append(lg, t, 1 + i % 2, 2 * (i // 2))
+    assert lg.num_segments > 2
+    assert len(list((tmp_path / "p-0").glob("*.snapshot"))) == 2  # the newest two are kept
+    before = _state(t)
+    lg.close()
+    assert (tmp_path / "p-0" / f"{24:020d}.snapshot").exists()  # clean shutdown, at the end
+    lg, restored = _reopen(tmp_path / "p-0", cfg)
+    assert _state(restored) == before
+    assert list(lg.iter_headers(24)) == []  # nothing was left to replay
+    full = ProducerStateTable()
+    full.rebuild(lg.iter_headers(), None)  # no transactions: no control batch to read
+    assert _state(full) == before
+    lg.close()
+
+
+def test_after_a_crash_the_roll_snapshot_and_the_tail_are_replayed(tmp_path):
+    cfg = LogConfig.from_props({"segment.bytes": "400"})
+    lg, t = _reopen(tmp_path / "p-0", cfg)
+    for i in range(9):
+        _append(lg, t, 3, 2 * i)
+    before = _state(t)
+    for s in lg._segments:  # a crash: files stay as they are, no clean-shutdown snapshot
+        s.close()
+    lg, restored = _reopen(tmp_path / "p-0", cfg)
+    assert _state(restored) == before
+    lg.close()
+
+
+def test_snapshots_past_the_log_end_are_dropped(tmp_path):
+    cfg = LogConfig.from_props({"segment.bytes": "400"})
+    lg, t = _reopen(tmp_path / "p-0", cfg)
+    for seq in range(0, 16, 2):
+        _append(lg, t, 5, seq)
+    lg.truncate_to(6)  # e.g. a follower's truncation: later snapshots describe lost batches
+    assert all(int(p.name[:20]) <= 6 for p in (tmp_path / "p-0").glob("*.snapshot"))
+    t = ProducerStateTable()  # the owner reloads its state after a truncation
+    t.load(lg)
+    lg.close()
+    lg, t2 = _reopen(tmp_path / "p-0", cfg)
+    assert [b[:2] for b in t2.producers[5].batches] == [(0, 1), (2, 3), (4, 5)]
+    lg.close()
+
+
+def test_snapshots_keep_open_and_aborted_transactions(tmp_path):
+    """A clean shutdown's snapshot carries what a replay of the markers would give: the open
+    transaction (the LSO) and the aborted ones (for read_committed fetches)."""
+    cfg = LogConfig.from_props({"segment.bytes": "400"})
+    lg, t = _reopen(tmp_path / "p-0", cfg)
+
+    def txn_append(pid, seq):
+        buf = build_batch([(None, b"v" * 50, [], None)], producer_id=pid, producer_epoch=0,
+                          base_sequence=seq, transactional=True)
+        (h,) = validate_batches(buf)
+        first, last = lg.append(buf, [h])
+        t.update(h, first, last)
+
+    def marker_append(pid, kind):
+        buf = build_batch([control_record(kind)], producer_id=pid, producer_epoch=0,
+                          transactional=True, control=True)
+        (h,) = validate_batches(buf)
+        first, _ = lg.append(buf, [h])
+        t.end_txn(pid, 0, kind, first)
+
+    txn_append(1, 0)
+    marker_append(1, CONTROL_ABORT)
+    for seq in range(4):
+        txn_append(2, seq)
+    marker_append(2, CONTROL_COMMIT)
+    txn_append(1, 1)  # left open
+    aborted, unstable = list(t.aborted), t.first_unstable_offset()
+    assert aborted == [(1, 0, 1)] and unstable == 7
+    lg.close()
+    lg, restored = _reopen(tmp_path / "p-0", cfg)
+    assert (tmp_path / "p-0" / f"{8:020d}.snapshot").exists()  # state up to the end
+    assert restored.aborted == aborted and restored.first_unstable_offset() == unstable
+    assert restored.aborted_between(0, 10) == [(1, 0)]
+    lg.close()

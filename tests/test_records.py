@@ -205,3 +205,13 @@ def test_kafka_python_reads_our_batches(codec):
     got = [(r.offset, r.timestamp, r.key, r.value, list(r.headers)) for r in kb]
     assert got == [(7 + i, ts, k, v, list(hs or [])) for i, (k, v, hs, ts) in
                    enumerate(SAMPLE[:4])]
+
+
+@pytest.mark.parametrize("codec", [R.GZIP, R.SNAPPY, R.LZ4, R.ZSTD])
+def test_decompression_stops_at_the_limit(codec):
+    """A decompression bomb is refused once its output passes the limit."""
+    data = b"\0" * 300_000
+    packed = compress(codec, data)
+    assert decompress(codec, packed, limit=300_000) == data
+    with pytest.raises(CorruptRecord, match="more than 299999 bytes"):
+        decompress(codec, packed, limit=299_999)

@@ -706,7 +706,7 @@ def test_log_manager(tmp_path):
     assert not (Path(dirs[0]) / "old-0.0123abcd-delete").exists()
     # deletion
     path = m.get("orders", 0).dir
-    assert m.delete("orders", 0)
+    assert m.delete("orders", [0, 7]) == 1  # 7 has no log here
     assert not path.exists() and m.get("orders", 0) is None
     assert not any(p.name.endswith("-delete") for d in dirs for p in Path(d).iterdir())
     assert ("orders", 0) not in read_checkpoint(Path(path).parent / "replication-offset-checkpoint")
@@ -800,4 +800,20 @@ def test_manager_config_for(tmp_path):
     m = LogManager([str(tmp_path / "d")], cfg(),
                    config_for=lambda t: cfg(cleanup_policy="compact") if t == "c" else None)
     assert m.get("c", 0).config.compact
+    m.close()
+
+
+def test_deleting_a_partition_of_a_249_character_topic(tmp_path):
+    """A topic name of the longest legal length (249) still fits the file system's 255-byte
+    limit once renamed for deletion (the name is cut short, as Kafka does)."""
+    m = LogManager([str(tmp_path / "d")], cfg())
+    topic = "t" * 249
+    paths = []
+    for p in (0, 12345):
+        lg = m.get_or_create(topic, p)
+        append(lg, mk(2))
+        paths.append(lg.dir)
+    assert m.delete(topic, [0, 12345]) == 2
+    assert not any(path.exists() for path in paths) and m.get(topic, 0) is None
+    assert [p.name for p in (tmp_path / "d").iterdir() if p.is_dir()] == []
     m.close()

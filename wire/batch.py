@@ -20,6 +20,8 @@ import struct
 
 from crc32c import crc32c
 
+from wire.errors import INVALID_RECORD, INVALID_TIMESTAMP
+
 HEADER_SIZE = 61
 LOG_OVERHEAD = 12  # baseOffset + batchLength: the bytes not counted by batchLength
 MAGIC_OFFSET = 16
@@ -46,7 +48,21 @@ class CorruptRecord(ValueError):
 
 
 class InvalidRecord(ValueError):
-    """A well-formed batch the broker must refuse, e.g. an old magic (Kafka's INVALID_RECORD)."""
+    """A well-formed batch the broker must refuse, e.g. an old magic (Kafka's INVALID_RECORD,
+    or ``error_code``). ``record_errors`` lists ``(index of the record in its batch, message)``
+    where known."""
+
+    error_code = INVALID_RECORD
+
+    def __init__(self, message: str, record_errors=()):
+        super().__init__(message)
+        self.record_errors = list(record_errors)
+
+
+class InvalidTimestamp(InvalidRecord):
+    """A record timestamp outside what the topic accepts (Kafka's INVALID_TIMESTAMP)."""
+
+    error_code = INVALID_TIMESTAMP
 
 
 class BatchHeader:

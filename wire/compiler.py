@@ -235,10 +235,19 @@ class _Gen:
             return [f"{ind}n, p = ruv(buf, p)", f"{ind}n -= 1"]
         return [f"{ind}n, = T.i32.unpack_from(buf, p)", f"{ind}p += 4"]
 
+    def _reject_null(self, f: Field, target, ind):
+        """Kafka refuses null in a field whose schema does not allow it in this version."""
+        return [f"{ind}if {target} is None: "
+                f"raise DecodeError('non-nullable field {f.name} was serialized as null')"]
+
     def _decode_field(self, klass, f: Field, target, ind):
         t = f.type
+        nullable = self.version in f.nullable
         if isinstance(t, Prim):
-            return self._read_prim(t, target, ind)
+            lines = self._read_prim(t, target, ind)
+            if not t.width and t is not UUID and not nullable:
+                lines += self._reject_null(f, target, ind)
+            return lines
         if isinstance(t, Struct):
             d = self.decoder(klass._nested[f.name])
             if f.tag is None and self.version in f.nullable:
@@ -248,7 +257,11 @@ class _Gen:
                         f"{ind}    {target}, p = {d}(buf, p + 1)"]
             return [f"{ind}{target}, p = {d}(buf, p)"]
         lines = self._read_len(ind)
-        lines += [f"{ind}if n < 0:", f"{ind}    {target} = None", f"{ind}else:",
+        lines += [f"{ind}if n < 0:"]
+        lines += ([f"{ind}    {target} = None"] if nullable else
+                  [f"{ind}    raise DecodeError('non-nullable field {f.name} was serialized "
+                   f"as null')"])
+        lines += [f"{ind}else:",
                   f"{ind}    if n > len(buf) - p: raise DecodeError('array length out of range')"]
         if isinstance(t, list):
             d = self.decoder(klass._nested[f.name])
@@ -262,6 +275,8 @@ class _Gen:
         else:
             lines += [f"{ind}    L = []", f"{ind}    for _ in range(n):"]
             lines += self._read_prim(t.item, "e", ind + "        ")
+            if t.item is not UUID:
+                lines += self._reject_null(f, "e", ind + "        ")
             lines += [f"{ind}        L.append(e)", f"{ind}    {target} = L"]
         return lines
 

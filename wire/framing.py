@@ -46,6 +46,12 @@ class FrameReader:
         return frames
 
     @property
+    def pending_size(self) -> int:
+        """Declared size of the frame being received (its prefix is read, its body is not
+        complete yet), else 0."""
+        return max(self._need, 0)
+
+    @property
     def buffered(self) -> int:
         return len(self._buf)
 

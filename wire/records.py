@@ -19,6 +19,7 @@ import gzip
 import struct
 import threading
 import time
+import zlib
 
 import cramjam
 import lz4.frame
@@ -28,6 +29,7 @@ from crc32c import crc32c
 from .batch import (ATTRIBUTES_OFFSET, COMPRESSION_MASK, CONTROL_FLAG, HEADER_SIZE,
                     LOG_OVERHEAD, TIMESTAMP_TYPE_FLAG, TRANSACTIONAL_FLAG, BatchHeader,
                     CorruptRecord)
+from .types import read_uvarint
 from .types import write_varint as _put_varint
 
 __all__ = [
@@ -96,15 +98,32 @@ def _zstd_d():
     return d
 
 
-def _snappy_decompress(data) -> bytes:
+class TooLarge(CorruptRecord):
+    """Decompressed data beyond the caller's limit (a decompression bomb)."""
+
+
+def _check_size(n: int, limit) -> None:
+    if limit is not None and n > limit:
+        raise TooLarge(f"records decompress to more than {limit} bytes")
+
+
+def _snappy_raw(mv, used: int, limit):
+    """One raw snappy block, to follow ``used`` bytes of output."""
+    n, _p = read_uvarint(mv, 0)  # a raw snappy block starts with its uncompressed length
+    _check_size(used + n, limit)
+    return bytes(cramjam.snappy.decompress_raw(mv))
+
+
+def _snappy_decompress(data, limit=None) -> bytes:
     mv = memoryview(data)
     if bytes(mv[:8]) != _XERIAL_MAGIC:
-        return bytes(cramjam.snappy.decompress_raw(mv))
+        return _snappy_raw(mv, 0, limit)
     # xerial framing: 8-byte magic, int32 version, int32 min compatible version, then
     # blocks of int32 compressed length + raw snappy data.
     pos = 16
     end = len(mv)
     out = []
+    used = 0
     while pos < end:
         if end - pos < 4:
             raise CorruptRecord("truncated xerial snappy block length")
@@ -112,9 +131,46 @@ def _snappy_decompress(data) -> bytes:
         pos += 4
         if n < 0 or pos + n > end:
             raise CorruptRecord("xerial snappy block overruns the data")
-        out.append(bytes(cramjam.snappy.decompress_raw(mv[pos:pos + n])))
+        out.append(_snappy_raw(mv[pos:pos + n], used, limit))
+        used += len(out[-1])
         pos += n
     return b"".join(out)
+
+
+def _gzip_decompress(data, limit) -> bytes:
+    """gzip members one after the other (as gzip.decompress), stopping past ``limit``."""
+    mv = memoryview(data)
+    out = []
+    total = 0
+    while True:
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        chunk = d.decompress(mv, 0 if limit is None else limit - total + 1)
+        total += len(chunk)
+        _check_size(total, limit)
+        if not d.eof:
+            raise CorruptRecord("gzip data is truncated")
+        out.append(chunk)
+        mv = memoryview(d.unused_data)
+        if not bytes(mv).strip(b"\0"):
+            return b"".join(out)
+
+
+def _lz4_decompress(data, limit) -> bytes:
+    d = lz4.frame.LZ4FrameDecompressor()
+    out = d.decompress(data, -1 if limit is None else limit + 1)
+    _check_size(len(out), limit)
+    if not d.eof:
+        raise CorruptRecord("lz4 data is truncated")
+    return out
+
+
+def _zstd_decompress(data, limit) -> bytes:
+    # Java's zstd-jni streams frames without a content size: use a streaming decoder.
+    if limit is None:
+        return _zstd_d().decompressobj(read_across_frames=True).decompress(data)
+    out = _zstd_d().stream_reader(data, read_across_frames=True).read(limit + 1)
+    _check_size(len(out), limit)
+    return out
 
 
 def _snappy_compress(data) -> bytes:
@@ -127,20 +183,20 @@ def _snappy_compress(data) -> bytes:
     return b"".join(out)
 
 
-def decompress(codec: int, data) -> bytes:
-    """Decompress a batch's records section compressed with ``codec`` (attribute bits 0-2)."""
+def decompress(codec: int, data, limit: int | None = None) -> bytes:
+    """Decompress a batch's records section compressed with ``codec`` (attribute bits 0-2);
+    more than ``limit`` bytes of output raises TooLarge (a CorruptRecord)."""
     try:
         if codec == NONE:
             return bytes(data)
         if codec == GZIP:
-            return gzip.decompress(data)
+            return _gzip_decompress(data, limit)
         if codec == SNAPPY:
-            return _snappy_decompress(data)
+            return _snappy_decompress(data, limit)
         if codec == LZ4:
-            return lz4.frame.decompress(data)
+            return _lz4_decompress(data, limit)
         if codec == ZSTD:
-            # Java's zstd-jni streams frames without a content size: use a streaming decoder.
-            return _zstd_d().decompressobj(read_across_frames=True).decompress(data)
+            return _zstd_decompress(data, limit)
     except CorruptRecord:
         raise
     except Exception as e:  # every codec library has its own error type

@@ -23,21 +23,23 @@ def handle_describe_cluster(broker, ctx, req):
 def handle_describe_topic_partitions(broker, ctx, req):
     R = DESCRIBE_TOPIC_PARTITIONS.Response
     md = broker.metadata
-    names = [t.name for t in req.topics] if req.topics else sorted(md.topics)
+    # Kafka answers the set of names, in order: a name asked twice is described once.
+    names = sorted({t.name for t in req.topics} if req.topics else md.topics)
     cursor = req.cursor
     if cursor is not None:
         names = [n for n in names if n >= cursor.topic_name]
     budget = req.response_partition_limit if req.response_partition_limit > 0 else 2000
     topics_out = []
     next_cursor = None
-    for name in sorted(names):
+    for name in names:
         meta = md.topics.get(name)
         if meta is None:
             topics_out.append(R.DescribeTopicPartitionsResponseTopic(
                 error_code=errors.UNKNOWN_TOPIC_OR_PARTITION, name=name,
                 topic_authorized_operations=acl.NOT_REQUESTED))
             continue
-        start = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
+        start = (max(0, cursor.partition_index)
+                 if cursor is not None and name == cursor.topic_name else 0)
         parts = meta.partitions[start:]
         if len(parts) > budget:
             next_cursor = R.Cursor(topic_name=name, partition_index=start + budget)
@@ -56,7 +58,6 @@ def handle_describe_topic_partitions(broker, ctx, req):
         if next_cursor is not None:
             break
         if budget <= 0 and name != names[-1]:
-            following = [n for n in sorted(names) if n > name]
-            next_cursor = R.Cursor(topic_name=following[0], partition_index=0)
+            next_cursor = R.Cursor(topic_name=names[names.index(name) + 1], partition_index=0)
             break
     return R(topics=topics_out, next_cursor=next_cursor)

@@ -1,7 +1,8 @@
 """DescribeConfigs for topics and brokers."""
 from __future__ import annotations
 
-from broker.configs import broker_config_entries, config_type, topic_config_entries
+from broker.configs import (ConfigSource, broker_config_entries, config_type,
+                            topic_config_entries)
 from wire import errors
 from wire.apis import DESCRIBE_CONFIGS
 
@@ -37,7 +38,8 @@ def handle_describe_configs(broker, ctx, req):
             entries = [e for e in entries if e.name in keys]
         out.configs = [R.DescribeConfigsResourceResult(
             name=e.name, value=e.value, read_only=res.resource_type == BROKER,
-            config_source=e.source, is_sensitive=False,
+            is_default=e.source == ConfigSource.DEFAULT_CONFIG, config_source=e.source,
+            is_sensitive=False,
             synonyms=[R.DescribeConfigsSynonym(name=n, value=val, source=s)
                       for n, val, s in e.synonyms] if req.include_synonyms else [],
             config_type=config_type(e.name), documentation=None) for e in entries]

@@ -3,6 +3,9 @@
 From v7 a client may open an incremental fetch session (KIP-227, `broker.fetch_sessions`):
 then each request names only the partitions whose position changed, and the response carries
 only the partitions with something new.
+
+Fetch v0-3 read message formats v0 (v0-1) and v1 (v2-3): their answers are converted down from
+the stored v2 batches (``wire.legacy``); v4+ answers are the stored bytes, sent with sendfile.
 """
 from __future__ import annotations
 
@@ -10,13 +13,16 @@ import asyncio
 import time
 
 from broker.fetch_sessions import FetchContext
-from wire import errors
+from wire import errors, legacy
 from wire.apis import FETCH
 
 R = FETCH.Response
 _INT32_MAX = 0x7FFFFFFF
 READ_COMMITTED = 1
 _Aborted = R.FetchableTopicResponse.PartitionData.AbortedTransaction
+# Record ranges at least this long are sent from the segment file with sendfile; shorter ones
+# are cheaper to copy.
+ZERO_COPY_MIN = 16 * 1024
 
 
 def handle_fetch(broker, ctx, req):
@@ -105,6 +111,8 @@ def _read(broker, req, v, topics):
                     current_leader=_leader(broker, name, fp.partition) if v >= 12 else None))
                 continue
             err = part.check_leader_epoch(fp.current_leader_epoch)
+            if not err and v < 4 and not part.config.message_downconversion_enable:
+                err = errors.UNSUPPORTED_VERSION
             if err:
                 ready = True
                 res = None
@@ -117,8 +125,13 @@ def _read(broker, req, v, topics):
                     res = part.read(fp.fetch_offset, min(fp.partition_max_bytes, remaining),
                                     min_one=size == 0, replica_id=replica_id,
                                     last_fetched_epoch=fp.last_fetched_epoch if v >= 12 else -1,
+                                    zero_copy_min=ZERO_COPY_MIN if v >= 4 else 0,
                                     read_committed=read_committed)
                     err = res.error
+            records = res.records if res else None
+            if not err and v < 4:
+                err, records = _down_convert(records, v, fp.fetch_offset)
+                res = None if err else res  # Kafka's error answer: no offsets
             if err:
                 ready = True
                 parts_out.append(R.PartitionData(
@@ -144,8 +157,7 @@ def _read(broker, req, v, topics):
             parts_out.append(R.PartitionData(
                 partition_index=fp.partition, high_watermark=res.high_watermark,
                 last_stable_offset=res.last_stable_offset, log_start_offset=res.log_start_offset,
-                aborted_transactions=_aborted(res.aborted) if v >= 4 else [],
-                records=res.records))
+                aborted_transactions=_aborted(res.aborted) if v >= 4 else [], records=records))
         topics_out.append(R.FetchableTopicResponse(topic=name or "", topic_id=tkey
                                                    if v >= 13 else None, partitions=parts_out))
     return R(session_id=0, responses=topics_out), size, ready, parts
@@ -162,7 +174,15 @@ def _leader(broker, topic, index):
     """KIP-951: the partition's current leader, sent with NOT_LEADER_OR_FOLLOWER and fencing
     errors so clients need not refresh their metadata first."""
     t = broker.metadata.topics.get(topic) if topic is not None else None
-    if t is None or index >= len(t.partitions):
+    if t is None or not 0 <= index < len(t.partitions):
         return None
     p = t.partitions[index]
     return R.LeaderIdAndEpoch(leader_id=p.leader, leader_epoch=p.leader_epoch)
+
+
+def _down_convert(records, v, fetch_offset):
+    """(error, records) for Fetch v0-3: magic 0 for v0-1, magic 1 for v2-3."""
+    try:
+        return errors.NONE, legacy.down_convert(records, 0 if v < 2 else 1, fetch_offset)
+    except legacy.UnsupportedDownConversion:
+        return errors.UNSUPPORTED_COMPRESSION_TYPE, None

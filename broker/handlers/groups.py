@@ -43,8 +43,10 @@ def _coordinator_of(broker, topic, coordinator, key):
     None while the topic is being created."""
     if topic is None:
         return None
-    p = topic.partitions[coordinator.partition_for(key)]
-    return broker.metadata.brokers.get(p.leader)
+    index = coordinator.partition_for(key)
+    if index >= len(topic.partitions):
+        return None
+    return broker.metadata.brokers.get(topic.partitions[index].leader)
 
 
 async def handle_join_group(broker, ctx, req):

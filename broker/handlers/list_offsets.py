@@ -1,5 +1,11 @@
-"""ListOffsets: earliest, latest, by timestamp and max timestamp (KIP-734)."""
+"""ListOffsets: earliest, latest, by timestamp and max timestamp (KIP-734).
+
+v0 answers up to MaxNumOffsets offsets "before" a timestamp the way Kafka 3.9 still did: the
+base offsets of segments last modified at or before it (and the log end offset), newest first.
+"""
 from __future__ import annotations
+
+import time
 
 from wire import errors
 from wire.apis import LIST_OFFSETS
@@ -23,6 +29,12 @@ def handle_list_offsets(broker, ctx, req):
                     offset=-1, leader_epoch=-1))
                 continue
             err = part.check_leader_epoch(p.current_leader_epoch)
+            if ctx.version == 0:
+                parts_out.append(R.ListOffsetsPartitionResponse(
+                    partition_index=p.partition_index, error_code=err,
+                    old_style_offsets=[] if err else _offsets_before(
+                        part.log, p.timestamp, p.max_num_offsets, req.replica_id)))
+                continue
             ts, offset = (-1, -1) if err else _lookup(part, p.timestamp, read_committed)
             parts_out.append(R.ListOffsetsPartitionResponse(
                 partition_index=p.partition_index, error_code=err, timestamp=ts, offset=offset,
@@ -48,3 +60,27 @@ def _lookup(part, timestamp, read_committed):
         return -1, -1
     offset, ts = found
     return ts, offset
+
+
+def _offsets_before(log, timestamp, max_num_offsets, replica_id):
+    """Kafka's v0 answer: candidate offsets are each segment's base offset (at least the log
+    start offset) with the segment's last-modified time, plus the log end offset at "now" when
+    the active segment holds data; a consumer never sees offsets past the high watermark."""
+    segments = log.segment_times()
+    points = [(max(base, log.log_start_offset), mtime) for base, mtime, _size in segments]
+    if segments[-1][2] > 0:
+        points.append((log.log_end_offset, int(time.time() * 1000)))
+    if timestamp == LATEST:
+        start = len(points) - 1
+    elif timestamp == EARLIEST:
+        start = 0
+    else:
+        start = len(points) - 1
+        while start >= 0 and points[start][1] > timestamp:
+            start -= 1
+    found = sorted((points[start - j][0] for j in range(min(max_num_offsets, start + 1))),
+                   reverse=True)
+    hwm = log.high_watermark
+    if replica_id < 0 and any(o > hwm for o in found):
+        found = [hwm] + [o for o in found if o <= hwm]
+    return found

@@ -50,10 +50,20 @@ def _topic(broker, name, auto_create, topic_ops):
         if t is None:
             return R.MetadataResponseTopic(error_code=code, name=name,
                                            topic_authorized_operations=acl.NOT_REQUESTED)
-    parts = [R.MetadataResponsePartition(
+    parts = [_partition(broker, name, p) for p in t.partitions]
+    return R.MetadataResponseTopic(name=name, topic_id=t.topic_id, is_internal=t.internal,
+                                   partitions=parts, topic_authorized_operations=topic_ops)
+
+
+def _partition(broker, name, p):
+    if (name, p.index) in broker.replicas.offline:
+        # Its log could not be loaded: no leader, this broker's replica offline (as Kafka
+        # reports a partition whose only log dir failed).
+        return R.MetadataResponsePartition(
+            error_code=errors.LEADER_NOT_AVAILABLE, partition_index=p.index, leader_id=-1,
+            leader_epoch=p.leader_epoch, replica_nodes=p.replicas, isr_nodes=[],
+            offline_replicas=[broker.metadata.local.node_id])
+    return R.MetadataResponsePartition(
         partition_index=p.index, leader_id=p.leader, leader_epoch=p.leader_epoch,
         replica_nodes=p.replicas, isr_nodes=p.isr, offline_replicas=p.offline,
         error_code=errors.LEADER_NOT_AVAILABLE if p.leader < 0 else errors.NONE)
-        for p in t.partitions]
-    return R.MetadataResponseTopic(name=name, topic_id=t.topic_id, is_internal=t.internal,
-                                   partitions=parts, topic_authorized_operations=topic_ops)

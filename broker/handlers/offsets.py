@@ -1,4 +1,7 @@
-"""OffsetCommit, OffsetFetch (single group, and several groups per request in v8+), OffsetDelete."""
+"""OffsetCommit, OffsetFetch (single group, and several groups per request in v8+), OffsetDelete.
+
+OffsetCommit v0 (which Kafka kept in ZooKeeper) is stored in ``__consumer_offsets`` like the
+rest, as a commit outside group management; v1 carries a commit timestamp per partition."""
 from __future__ import annotations
 
 from wire import errors
@@ -24,6 +27,8 @@ async def handle_offset_commit(broker, ctx, req):
             else:
                 offsets[tp] = (p.committed_offset,
                                p.committed_leader_epoch if v >= 6 else -1, p.committed_metadata)
+                if v == 1:
+                    offsets[tp] += (p.commit_timestamp,)
     if offsets:
         codes.update(await broker.groups.commit_offsets(
             req.group_id, req.generation_id_or_member_epoch, req.member_id,

@@ -2,13 +2,19 @@
 
 acks=all answers once the ISR has every batch (a delayed produce, bounded by timeout_ms); the
 request is handled synchronously whenever nothing has to wait, as on a single broker.
+
+Produce v0-2 carry message formats v0/v1: those (and only those) are converted to one v2 batch
+first (``wire.legacy``), as Kafka converts them to the log's format.
 """
 from __future__ import annotations
 
 import asyncio
 
+from broker.guards import produce_topic_error
+from broker.replica import AppendResult
 from broker.server import NO_RESPONSE
-from wire import errors
+from wire import errors, legacy
+from wire.batch import MAGIC_OFFSET, CorruptRecord, InvalidRecord
 from wire.apis import PRODUCE
 
 R = PRODUCE.Response
@@ -24,7 +30,7 @@ def handle_produce(broker, ctx, req):
     for td in req.topic_data:
         parts_out = []
         name = td.name
-        topic_error = broker.topic_error_for_produce(name)
+        topic_error = produce_topic_error(name) or broker.topic_error_for_produce(name)
         for pd in td.partition_data:
             res = None
             if acks not in _VALID_ACKS:
@@ -39,7 +45,8 @@ def handle_produce(broker, ctx, req):
                     if pd.records is None:
                         err = errors.CORRUPT_MESSAGE
                     else:
-                        res = part.append(pd.records, acks)
+                        res = (part.append(pd.records, acks) if ctx.version >= 3
+                               else _append_legacy(part, pd.records, acks))
                         err = res.error
             if not err:
                 out = R.PartitionProduceResponse(
@@ -50,7 +57,10 @@ def handle_produce(broker, ctx, req):
             else:
                 out = R.PartitionProduceResponse(
                     index=pd.index, error_code=err, base_offset=-1, log_append_time_ms=-1,
-                    log_start_offset=-1, error_message=res.message if res else None)
+                    log_start_offset=-1, error_message=res.message if res else None,
+                    record_errors=[R.BatchIndexAndErrorMessage(
+                        batch_index=i, batch_index_error_message=m)
+                        for i, m in (res.record_errors if res else ())])
                 if err == errors.NOT_LEADER_OR_FOLLOWER:
                     hints = _leader_hint(broker, ctx, out, name, pd.index) or hints
             parts_out.append(out)
@@ -80,7 +90,7 @@ def _leader_hint(broker, ctx, out, topic, index) -> bool:
     if ctx.version < _LEADER_HINT_VERSION:
         return False
     t = broker.metadata.topics.get(topic)
-    if t is None or index >= len(t.partitions) or t.partitions[index].leader < 0:
+    if t is None or not 0 <= index < len(t.partitions) or t.partitions[index].leader < 0:
         return False
     p = t.partitions[index]
     out.current_leader = R.PartitionProduceResponse.LeaderIdAndEpoch(
@@ -94,3 +104,17 @@ def _endpoints(broker, topics_out):
            if p.current_leader is not None and p.current_leader.leader_id in brokers}
     return [R.NodeEndpoint(node_id=i, host=brokers[i].host, port=brokers[i].port,
                            rack=brokers[i].rack) for i in sorted(ids)]
+
+
+def _append_legacy(part, records, acks):
+    """Produce v0-2: message formats v0/v1 are stored as one v2 batch. Kafka does not check the
+    magic for these versions, so v2 batches sent with them are taken as they are."""
+    if len(records) > MAGIC_OFFSET and records[MAGIC_OFFSET] == 2:
+        return part.append(records, acks)
+    try:
+        batch = legacy.to_batch(records)
+    except InvalidRecord as e:
+        return AppendResult(errors.INVALID_RECORD, message=str(e))
+    except CorruptRecord as e:
+        return AppendResult(errors.CORRUPT_MESSAGE, message=str(e))
+    return part.append(batch, acks)

@@ -7,10 +7,16 @@ refused with STALE_CONTROLLER_EPOCH (no controller may steer it).
 """
 from __future__ import annotations
 
+import logging
+
 from broker.replica import PartitionState
 from wire import errors
 from wire.apis import (ALTER_PARTITION, CONTROLLED_SHUTDOWN, ELECT_LEADERS, LEADER_AND_ISR,
                        OFFSET_FOR_LEADER_EPOCH, STOP_REPLICA, UPDATE_METADATA)
+
+
+log = logging.getLogger("josefk.replication")
+FULL = 1  # LeaderAndIsr type: every partition of the broker (sent when it joins)
 
 
 def _controller_request_error(broker, epoch) -> int:
@@ -46,6 +52,8 @@ async def handle_leader_and_isr(broker, ctx, req):
                 topic, ps.partition_index, ps.leader, ps.leader_epoch, ps.isr, ps.replicas,
                 ps.partition_epoch, topic_id), configs)
             results[(topic, ps.partition_index)] = errors.NONE
+        if v >= 5 and req.type == FULL:
+            _delete_strays(broker, {(t, ps.partition_index) for t, _i, ps in items})
     if v >= 5:
         by_id: dict = {}
         for topic, topic_id, ps in items:
@@ -58,6 +66,16 @@ async def handle_leader_and_isr(broker, ctx, req):
         topic_name=topic, partition_index=ps.partition_index,
         error_code=err or results.get((topic, ps.partition_index), errors.NONE))
         for topic, _tid, ps in items])
+
+
+def _delete_strays(broker, assigned):
+    """A full LeaderAndIsr lists every partition this broker should host: logs kept here for
+    topics the cluster no longer has (deleted while this broker was away) go."""
+    known = broker.metadata.topics
+    for topic, index in list(broker.logs.all_logs()):
+        if (topic, index) not in assigned and topic not in known:
+            log.info("deleting stray log %s-%d (its topic no longer exists)", topic, index)
+            broker.replicas.stop_replica(topic, index, delete=True)
 
 
 def handle_update_metadata(broker, ctx, req):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from broker.configs import topic_config_entries, validate_topic_configs
+from broker.guards import check_not_internal, check_partition_budget
 from broker.metadata import MetadataError
 from wire import errors
 from wire.apis import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS
@@ -23,12 +24,14 @@ async def handle_create_topics(broker, ctx, req):
         seen.add(t.name)
         try:
             configs = {c.name: c.value for c in t.configs}
-            validate_topic_configs(configs)
+            validate_topic_configs(configs, cfg.topic_defaults())
             assignments = [(a.partition_index, a.broker_ids) for a in t.assignments]
             n, rf = t.num_partitions, t.replication_factor
             if not assignments:
                 n = n if n != -1 else cfg.int("num.partitions")
                 rf = rf if rf != -1 else cfg.int("default.replication.factor")
+            if t.name not in broker.metadata.topics:
+                check_partition_budget(broker, len(assignments) if assignments else n)
             meta = await broker.metadata.create_topic(
                 t.name, n, rf, configs, validate_only=req.validate_only,
                 assignments=assignments or None, timeout_ms=req.timeout_ms)
@@ -68,6 +71,11 @@ async def handle_delete_topics(broker, ctx, req):
             res.error_message = "This server does not host this topic-partition."
             continue
         res.topic_id = meta.topic_id
+        try:
+            check_not_internal(name, "delete")
+        except MetadataError as e:
+            res.error_code, res.error_message = e.code, e.message
+            continue
         if not broker.config.bool("delete.topic.enable"):
             res.error_code = errors.TOPIC_DELETION_DISABLED
             res.error_message = "Topic deletion is disabled."
@@ -83,6 +91,10 @@ async def handle_create_partitions(broker, ctx, req):
         res = R.CreatePartitionsTopicResult(name=t.name, error_message=None)
         out.append(res)
         try:
+            check_not_internal(t.name, "add partitions to")
+            meta = broker.metadata.topics.get(t.name)
+            if meta is not None:
+                check_partition_budget(broker, t.count - len(meta.partitions))
             assignments = [a.broker_ids for a in t.assignments] if t.assignments else None
             await broker.metadata.create_partitions(t.name, t.count,
                                                     validate_only=req.validate_only,

@@ -1,10 +1,10 @@
-"""DescribeConfigs (key 32), versions 1-4. Mirrors Kafka's DescribeConfigs*.json.
+"""DescribeConfigs (key 32), versions 0-4. Mirrors Kafka's DescribeConfigs*.json.
 
-The v0-only IsDefault field is outside the declared range and omitted, as in Kafka 4.0.
+v0 reports IsDefault per config; v1 replaces it with ConfigSource and adds synonyms.
 """
 from wire.schema import BOOL, INT8, INT16, INT32, STRING, Api, Array, Field
 
-DESCRIBE_CONFIGS = Api(32, "DescribeConfigs", versions="1-4", flexible="4+", request=[
+DESCRIBE_CONFIGS = Api(32, "DescribeConfigs", versions="0-4", flexible="4+", request=[
     Field("resources", [
         Field("resource_type", INT8),
         Field("resource_name", STRING),
@@ -23,6 +23,7 @@ DESCRIBE_CONFIGS = Api(32, "DescribeConfigs", versions="1-4", flexible="4+", req
             Field("name", STRING),
             Field("value", STRING, nullable="0+"),
             Field("read_only", BOOL),
+            Field("is_default", BOOL, "0"),
             Field("config_source", INT8, "1+", default=-1),
             Field("is_sensitive", BOOL),
             Field("synonyms", [

@@ -1,12 +1,13 @@
-"""Fetch (key 1), versions 4-17. Mirrors Kafka's FetchRequest.json / FetchResponse.json.
+"""Fetch (key 1), versions 0-17. Mirrors Kafka's FetchRequest.json / FetchResponse.json.
 
+v0-3 answer with message sets of format v0/v1 (v0-1 magic 0, v2-3 magic 1), v3 adds MaxBytes.
 v7 adds fetch sessions (KIP-227), v12 goes flexible, v13 switches topic names to topic ids,
 v15 moves the replica id into the tagged ReplicaState (KIP-903), v16 adds NodeEndpoints
 (KIP-951), v17 adds the tagged ReplicaDirectoryId (KIP-853).
 """
 from wire.schema import INT8, INT16, INT32, INT64, RECORDS, STRING, UUID, Api, Array, Field, Struct
 
-FETCH = Api(1, "Fetch", versions="4-17", flexible="12+", request=[
+FETCH = Api(1, "Fetch", versions="0-17", flexible="12+", request=[
     Field("cluster_id", STRING, "12+", nullable="12+", tag=0, default=None),
     Field("replica_id", INT32, "0-14", default=-1),
     Field("replica_state", Struct([

@@ -1,12 +1,12 @@
 """Committed offsets. Mirror Kafka's <Name>Request.json / <Name>Response.json.
 
-OffsetCommit (8) 2-9, OffsetFetch (9) 1-9, OffsetDelete (47) 0. OffsetCommit v9 (KIP-848) renames
+OffsetCommit (8) 0-9, OffsetFetch (9) 0-9, OffsetDelete (47) 0. OffsetCommit v9 (KIP-848) renames
 GenerationId to GenerationIdOrMemberEpoch without changing the wire; OffsetFetch v9 adds MemberId
 and MemberEpoch per group. Topic ids in these APIs arrive only in v10 and are not declared.
 """
 from wire.schema import BOOL, INT16, INT32, INT64, STRING, Api, Array, Field
 
-OFFSET_COMMIT = Api(8, "OffsetCommit", versions="2-9", flexible="8+", request=[
+OFFSET_COMMIT = Api(8, "OffsetCommit", versions="0-9", flexible="8+", request=[
     Field("group_id", STRING),
     Field("generation_id_or_member_epoch", INT32, "1+", default=-1),
     Field("member_id", STRING, "1+"),
@@ -18,6 +18,7 @@ OFFSET_COMMIT = Api(8, "OffsetCommit", versions="2-9", flexible="8+", request=[
             Field("partition_index", INT32),
             Field("committed_offset", INT64),
             Field("committed_leader_epoch", INT32, "6+", default=-1),
+            Field("commit_timestamp", INT64, "1", default=-1),
             Field("committed_metadata", STRING, nullable="0+"),
         ], struct="OffsetCommitRequestPartition"),
     ], struct="OffsetCommitRequestTopic"),
@@ -32,7 +33,7 @@ OFFSET_COMMIT = Api(8, "OffsetCommit", versions="2-9", flexible="8+", request=[
     ], struct="OffsetCommitResponseTopic"),
 ])
 
-OFFSET_FETCH = Api(9, "OffsetFetch", versions="1-9", flexible="6+", request=[
+OFFSET_FETCH = Api(9, "OffsetFetch", versions="0-9", flexible="6+", request=[
     Field("group_id", STRING, "0-7"),
     Field("topics", [
         Field("name", STRING, "0-7"),

@@ -1,10 +1,10 @@
-"""CreateTopics (19) 2-7, DeleteTopics (20) 1-6, CreatePartitions (37) 0-3.
+"""CreateTopics (19) 0-7, DeleteTopics (20) 0-6, CreatePartitions (37) 0-3.
 
 Mirror Kafka's CreateTopics*/DeleteTopics*/CreatePartitions* JSON schemas.
 """
 from wire.schema import BOOL, INT8, INT16, INT32, STRING, UUID, Api, Array, Field
 
-CREATE_TOPICS = Api(19, "CreateTopics", versions="2-7", flexible="5+", request=[
+CREATE_TOPICS = Api(19, "CreateTopics", versions="0-7", flexible="5+", request=[
     Field("topics", [
         Field("name", STRING),
         Field("num_partitions", INT32),
@@ -40,7 +40,7 @@ CREATE_TOPICS = Api(19, "CreateTopics", versions="2-7", flexible="5+", request=[
     ], struct="CreatableTopicResult"),
 ])
 
-DELETE_TOPICS = Api(20, "DeleteTopics", versions="1-6", flexible="4+", request=[
+DELETE_TOPICS = Api(20, "DeleteTopics", versions="0-6", flexible="4+", request=[
     Field("topics", [
         Field("name", STRING, "6+", nullable="6+", default=None),
         Field("topic_id", UUID, "6+"),

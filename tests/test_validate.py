@@ -1,0 +1,161 @@
+"""Produce-side record validation (wire.validate, native walk in wire/_recscan.c): whatever a
+batch's header claims, its records must agree with it (issue 11, defect 3)."""
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from storage.config import LONG_MAX, LogConfig
+from wire import records as R
+from wire.batch import CorruptRecord, InvalidRecord, InvalidTimestamp, compute_crc
+from wire.records import build_batch
+from wire.types import write_varint
+from wire.validate import validate_records
+
+TS = 1_700_000_000_000
+
+
+def batch(n=3, *, key=b"k", codec=0, headers=None):
+    return build_batch([(key, b"v%d" % i, headers, TS + i) for i in range(n)], compression=codec)
+
+
+def refit(b: bytearray, *, count=None, last_delta=None, attributes=None, body=None):
+    """Rewrite header fields and/or the records section, then fix length and CRC."""
+    if body is not None:
+        del b[61:]
+        b += body
+        struct.pack_into(">i", b, 8, len(b) - 12)
+    if attributes is not None:
+        struct.pack_into(">h", b, 21, attributes)
+    if last_delta is not None:
+        struct.pack_into(">i", b, 23, last_delta)
+    if count is not None:
+        struct.pack_into(">i", b, 57, count)
+    struct.pack_into(">I", b, 17, compute_crc(b, 0, len(b)))
+    return b
+
+
+def record(offset_delta, key=b"k", value=b"v", headers=(), length_fix=0):
+    body = bytearray(b"\x00")
+    write_varint(body, 0)
+    write_varint(body, offset_delta)
+    for f in (key, value):
+        if f is None:
+            write_varint(body, -1)
+        else:
+            write_varint(body, len(f))
+            body += f
+    write_varint(body, len(headers))
+    for hk, hv in headers:
+        write_varint(body, len(hk))
+        body += hk
+        write_varint(body, len(hv))
+        body += hv
+    out = bytearray()
+    write_varint(out, len(body) + length_fix)
+    return out + body
+
+
+def record_error(buf, compacted=False):
+    with pytest.raises(InvalidRecord) as e:
+        validate_records(buf, compacted)
+    ((index, message),) = e.value.record_errors
+    return index, message
+
+
+@pytest.mark.parametrize("codec", [R.NONE, R.GZIP, R.SNAPPY, R.LZ4, R.ZSTD])
+def test_good_batches_pass(codec):
+    buf = batch(5, codec=codec, headers=[("h", b"x"), ("n", None)]) + batch(1, key=None)
+    hs = validate_records(buf)
+    assert [h.count for h in hs] == [5, 1]
+
+
+def test_count_larger_than_the_records_held():
+    """The issue's case: a valid CRC, claims 1,000 records (or 2^31-1), holds 2."""
+    assert record_error(refit(batch(2), count=1000, last_delta=999))[0] == 2
+    assert record_error(refit(batch(2), count=0x7FFFFFFF, last_delta=0x7FFFFFFE))[0] == 2
+
+
+def test_count_smaller_than_the_records_held():
+    index, message = record_error(refit(batch(3), count=2, last_delta=1))
+    assert index == 2 and "records still remaining" in message
+
+
+def test_offset_deltas_must_run_0_to_count_minus_1():
+    body = record(0) + record(5)
+    assert record_error(refit(batch(2), body=body)) == (
+        1, "Invalid offset delta 5 of record 1 (expected 1)")
+
+
+def test_record_lengths_must_match_their_fields():
+    assert record_error(refit(batch(1), body=record(0, length_fix=1)))[0] == 0
+    too_short = record(0, length_fix=-1)
+    assert record_error(refit(batch(1), body=too_short + b"\x00"))[0] == 0
+
+
+def test_negative_lengths_and_header_keys():
+    bad_key = bytearray(b"\x00\x00\x00") + b"\x05"  # key length -3
+    body = bytearray()
+    write_varint(body, len(bad_key) + 2)
+    body += bad_key + b"\x01\x00"
+    assert record_error(refit(batch(1), body=body))[0] == 0
+    null_header_key = record(0, headers=[(b"h", b"x")])
+    # the header key length varint sits right after the header count (1): make it -1
+    i = null_header_key.index(b"\x02h")
+    null_header_key[i] = 0x01
+    assert record_error(refit(batch(1), body=null_header_key))[0] == 0
+
+
+def test_overlong_varint_is_refused():
+    body = b"\x06\x00" + b"\xff" * 5
+    assert record_error(refit(batch(1), body=body))[0] == 0
+
+
+def test_compacted_topics_need_keys():
+    buf = batch(3, key=None)
+    validate_records(buf, compacted=False)
+    assert record_error(buf, compacted=True) == (
+        0, "Compacted topic cannot accept message without key")
+
+
+def test_compressed_payload_must_decompress():
+    """The issue's case: zstd attribute, garbage payload (it would stop consumers for good)."""
+    buf = refit(batch(2), attributes=R.ZSTD, body=b"\x28\xb5\x2f\xfd garbage garbage")
+    with pytest.raises(CorruptRecord, match="cannot decompress zstd"):
+        validate_records(buf)
+
+
+def test_compressed_records_are_walked_too():
+    inner = record(0) + record(1)
+    buf = refit(batch(3), attributes=R.GZIP, body=R.compress(R.GZIP, inner))
+    assert record_error(buf)[0] == 2
+
+
+@pytest.mark.parametrize("codec", [5, 6, 7])
+def test_unknown_codec(codec):
+    with pytest.raises(CorruptRecord, match=f"unknown compression codec {codec}"):
+        validate_records(refit(batch(1), attributes=codec))
+
+
+def test_timestamps_outside_the_window():
+    now = TS + 10_000
+    buf = build_batch([(b"k", b"a", None, now - 5_000), (b"k", b"b", None, now + 100)])
+    validate_records(buf, timestamp_window=(5_000, 100), now_ms=now)
+    with pytest.raises(InvalidTimestamp) as e:
+        validate_records(buf, timestamp_window=(4_999, 100), now_ms=now)
+    assert e.value.record_errors[0][0] == 0 and e.value.error_code == 32
+    with pytest.raises(InvalidTimestamp) as e:
+        validate_records(buf, timestamp_window=(5_000, 99), now_ms=now)
+    assert e.value.record_errors[0][0] == 1
+
+
+def test_timestamp_window_from_the_topic_config():
+    assert LogConfig.from_props({}).timestamp_window() is None
+    assert LogConfig.from_props({"message.timestamp.before.max.ms": "10"}).timestamp_window() \
+        == (10, LONG_MAX)
+    assert LogConfig.from_props(
+        {"message.timestamp.difference.max.ms": "7"}).timestamp_window() == (7, 7)
+    assert LogConfig.from_props({"message.timestamp.after.max.ms": "3",
+                                 "message.timestamp.type": "LogAppendTime"}
+                                ).timestamp_window() is None

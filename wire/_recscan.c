@@ -1,0 +1,147 @@
+/* Walks the records of one (uncompressed or decompressed) magic-v2 batch without creating a
+ * Python object per record, checking what Kafka's DefaultRecord reader and LogValidator check:
+ *
+ *   length varint | attributes int8 | timestampDelta varlong | offsetDelta varint |
+ *   keyLength varint, key | valueLength varint, value | headerCount varint,
+ *   headers (keyLength varint >= 0, key, valueLength varint, value)
+ *
+ * scan(data, count, need_key, min_ts_delta, max_ts_delta) -> None when the data holds exactly
+ * `count` well-formed records with offset deltas 0..count-1, keys if need_key, and timestamp
+ * deltas within [min_ts_delta, max_ts_delta]; else (record_index, message, is_timestamp_error).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+
+typedef struct {
+    const uint8_t *p;
+    const uint8_t *end;
+} cursor;
+
+/* Zigzag varint of at most max_bytes bytes; returns 0 on truncation or an overlong encoding. */
+static int read_varint(cursor *c, int max_bytes, int64_t *out)
+{
+    uint64_t v = 0;
+    int shift = 0;
+    for (int i = 0; i < max_bytes; i++) {
+        if (c->p >= c->end)
+            return 0;
+        uint8_t b = *c->p++;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *out = (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+            return 1;
+        }
+        shift += 7;
+    }
+    return 0;
+}
+
+/* A length-prefixed field: -1 (null) allowed when nullable; the bytes must fit in the record. */
+static int skip_sized(cursor *c, int nullable, int64_t *len)
+{
+    if (!read_varint(c, 5, len))
+        return 0;
+    if (*len == -1 && nullable)
+        return 1;
+    if (*len < 0 || *len > c->end - c->p)
+        return 0;
+    c->p += *len;
+    return 1;
+}
+
+/* (index, message, timestamp) describing the first bad record. */
+static PyObject *error(Py_ssize_t index, int timestamp, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    PyObject *msg = PyUnicode_FromFormatV(fmt, ap);
+    va_end(ap);
+    if (msg == NULL)
+        return NULL;
+    return Py_BuildValue("(nNO)", index, msg, timestamp ? Py_True : Py_False);
+}
+
+static PyObject *scan(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    Py_ssize_t count;
+    int need_key;
+    long long min_ts, max_ts;
+    if (!PyArg_ParseTuple(args, "y*npLL", &view, &count, &need_key, &min_ts, &max_ts))
+        return NULL;
+    cursor all = {(const uint8_t *)view.buf, (const uint8_t *)view.buf + view.len};
+    PyObject *result = NULL;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        int64_t length, ts_delta, offset_delta, klen, vlen, hcount, hlen;
+        if (!read_varint(&all, 5, &length) || length < 0 || length > all.end - all.p) {
+            result = error(i, 0, "Found invalid record structure: record %zd of %zd does not fit "
+                                 "in the batch", i, count);
+            goto done;
+        }
+        cursor rec = {all.p, all.p + length};
+        all.p += length;
+        if (rec.p >= rec.end) {
+            result = error(i, 0, "Found invalid record structure: empty record");
+            goto done;
+        }
+        rec.p++; /* attributes: unused in v2 */
+        if (!read_varint(&rec, 10, &ts_delta) || !read_varint(&rec, 5, &offset_delta)) {
+            result = error(i, 0, "Found invalid record structure");
+            goto done;
+        }
+        if (offset_delta != i) {
+            result = error(i, 0, "Invalid offset delta %lld of record %zd (expected %zd)",
+                           (long long)offset_delta, i, i);
+            goto done;
+        }
+        if (!skip_sized(&rec, 1, &klen) || !skip_sized(&rec, 1, &vlen)
+            || !read_varint(&rec, 5, &hcount) || hcount < 0) {
+            result = error(i, 0, "Found invalid record structure: bad key, value or header count");
+            goto done;
+        }
+        if (need_key && klen < 0) {
+            result = error(i, 0, "Compacted topic cannot accept message without key");
+            goto done;
+        }
+        for (int64_t h = 0; h < hcount; h++) {
+            if (!skip_sized(&rec, 0, &hlen) || !skip_sized(&rec, 1, &hlen)) {
+                result = error(i, 0, "Found invalid record structure: bad header %lld",
+                               (long long)h);
+                goto done;
+            }
+        }
+        if (rec.p != rec.end) {
+            result = error(i, 0, "Invalid record size: expected to read %lld bytes in record "
+                                 "payload, but instead read %lld", (long long)length,
+                           (long long)(rec.p - (rec.end - length)));
+            goto done;
+        }
+        if (ts_delta < min_ts || ts_delta > max_ts) {
+            result = error(i, 1, "Timestamp delta %lld of record %zd is out of the range "
+                                 "[%lld, %lld] the topic accepts", (long long)ts_delta, i,
+                           min_ts, max_ts);
+            goto done;
+        }
+    }
+    if (all.p != all.end) {
+        result = error(count, 0, "Incorrect declared batch size, records still remaining in file");
+        goto done;
+    }
+    result = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&view);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"scan", scan, METH_VARARGS, "Check the records of one batch (see the module comment)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_recscan", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__recscan(void)
+{
+    return PyModule_Create(&module);
+}
