@@ -541,3 +541,26 @@ def test_compaction_removes_aborted_data_and_keeps_committed_state(broker_factor
     committed = state("read_committed")
     assert not {v for _k, v in committed} & aborted
     assert dict(committed) == latest
+
+
+def test_add_partitions_with_an_unknown_topic_fails_the_request(broker):
+    """Kafka's answer: UNKNOWN_TOPIC_OR_PARTITION for the unknown partition, and
+    OPERATION_NOT_ATTEMPTED for the others; the transaction goes on without them."""
+    from broker.client import Client
+    from wire.apis import ADD_PARTITIONS_TO_TXN, FIND_COORDINATOR, INIT_PRODUCER_ID
+
+    topic = create_topic(broker.bootstrap, unique_topic("apt"), 1)
+    tid = "apt-" + uuid.uuid4().hex[:6]
+    R = ADD_PARTITIONS_TO_TXN.Request
+    with Client(broker.bootstrap) as c:
+        c.request(FIND_COORDINATOR, key=tid, coordinator_keys=[tid], key_type=1)
+        init = c.request(INIT_PRODUCER_ID, transactional_id=tid, transaction_timeout_ms=60000)
+        assert init.error_code == 0
+        resp = c._call(ADD_PARTITIONS_TO_TXN, 3, R(
+            v3_and_below_transactional_id=tid, v3_and_below_producer_id=init.producer_id,
+            v3_and_below_producer_epoch=init.producer_epoch, v3_and_below_topics=[
+                R.AddPartitionsToTxnTopic(name=topic, partitions=[0]),
+                R.AddPartitionsToTxnTopic(name="no-such-topic-" + tid, partitions=[0])]))
+    codes = {t.name: t.results_by_partition[0].partition_error_code
+             for t in resp.results_by_topic_v3_and_below}
+    assert codes == {topic: 55, "no-such-topic-" + tid: 3}
