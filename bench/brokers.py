@@ -174,8 +174,9 @@ class Josefk(Broker):
     name = "josefk"
 
     def __init__(self, workdir: Path, overrides: dict, python: str | None = None,
-                 start_timeout: float = 30.0):
+                 start_timeout: float = 30.0, name: str = "josefk"):
         super().__init__(workdir, start_timeout)
+        self.name = name
         self.overrides = overrides
         self.python = python or sys.executable
         self.data_dir: Path | None = None
@@ -183,7 +184,7 @@ class Josefk(Broker):
     def prepare(self) -> None:
         # every start gets a fresh data dir: a broker restarted after a crash must not spend the
         # benchmark's time recovering logs; the old dir stays for inspection until cleanup
-        self.data_dir = self.workdir / f"josefk-data-{self.starts + 1}"
+        self.data_dir = self.workdir / f"{self.name}-data-{self.starts + 1}"
         self.data_dir.mkdir(parents=True, exist_ok=True)
 
     def command(self) -> list[str]:
@@ -233,6 +234,39 @@ class Tansu(Broker):
         env = dict(os.environ)
         env.setdefault("RUST_LOG", "warn")  # no per-request logging cost
         return env
+
+
+class Scraper:
+    """Reads a josefk's Prometheus endpoint every ``interval`` s on a thread, as Prometheus
+    would while the workloads run (bounded: it stops with the run)."""
+
+    def __init__(self, port: int, interval: float = 2.0):
+        import threading
+
+        self.url = f"http://127.0.0.1:{port}/metrics"
+        self.interval = interval
+        self.scrapes = self.failures = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> "Scraper":
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        import urllib.request
+
+        while not self._stop.wait(self.interval):
+            try:
+                with urllib.request.urlopen(self.url, timeout=5) as r:
+                    r.read()
+                self.scrapes += 1
+            except OSError:
+                self.failures += 1
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
 
 
 def cleanup_dir(path: Path) -> None:

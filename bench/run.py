@@ -21,8 +21,8 @@ import time
 import uuid
 from pathlib import Path
 
-from bench.brokers import (REPO_ROOT, BrokerStartError, Josefk, Tansu, cleanup_dir,
-                           tansu_binary, tansu_version)
+from bench.brokers import (REPO_ROOT, BrokerStartError, Josefk, Scraper, Tansu, cleanup_dir,
+                           free_port, tansu_binary, tansu_version)
 
 RESULT_PREFIX = "BENCH_RESULT "
 
@@ -77,7 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="messages for every throughput workload (default 1,000,000 for "
                         "100 B, 300,000 for 1 KiB)")
     p.add_argument("--brokers", default="josefk,tansu",
-                   help="which brokers, in the order they alternate (default josefk,tansu)")
+                   help="which brokers, in the order they alternate (default josefk,tansu); "
+                        "josefk-metrics is josefk with its Prometheus endpoint on. With two "
+                        "brokers the ratio column is the first's median over the second's")
     p.add_argument("--json", dest="json_out", metavar="PATH", help="write all results as JSON")
     p.add_argument("--cap-seconds", type=float, default=20.0,
                    help="time cap of each produce/consume measurement (default 20)")
@@ -366,9 +368,9 @@ def summarize(results: list[dict], workloads: list[str], brokers: list[str]) -> 
                     "values": values, "median": statistics.median(good) if good else None,
                     "failed": errs}
             entry["ratio"] = None
-            if "josefk" in brokers and "tansu" in brokers:
-                j = entry["per_broker"]["josefk"]["median"]
-                t = entry["per_broker"]["tansu"]["median"]
+            if len(brokers) == 2:
+                j = entry["per_broker"][brokers[0]]["median"]
+                t = entry["per_broker"][brokers[1]]["median"]
                 if j is not None and t:
                     entry["ratio"] = j / t
             summary.append(entry)
@@ -395,25 +397,25 @@ def cpu_summary(results: list[dict], workloads: list[str], brokers: list[str]) -
 
 def print_cpu(cpu: list[dict], brokers: list[str]) -> None:
     header = ["workload"] + [f"{b} CPU s" for b in brokers]
-    both = "josefk" in brokers and "tansu" in brokers
+    both = len(brokers) == 2
     if both:
-        header.append("josefk/tansu")
+        header.append("/".join(brokers))
     rows = []
     for e in cpu:
         row = [e["workload"]] + [f"{e[b]:.2f}" if e[b] is not None else "-" for b in brokers]
         if both:
+            a, b = (e[name] for name in brokers)
             same_work = e["workload"].startswith(("produce", "consume"))
-            row.append(fmt_ratio(e["josefk"] / e["tansu"]) if same_work and e["josefk"]
-                       is not None and e["tansu"] else "n/a")
+            row.append(fmt_ratio(a / b) if same_work and a is not None and b else "n/a")
         rows.append(row)
     print_table(rows, header)
 
 
 def print_summary(summary: list[dict], brokers: list[str]) -> None:
     header = ["workload", "figure", "better"] + [f"{b} median" for b in brokers]
-    both = "josefk" in brokers and "tansu" in brokers
+    both = len(brokers) == 2
     if both:
-        header.append("josefk/tansu")
+        header.append("/".join(brokers))
     header += [f"{b} rounds" for b in brokers]
     rows = []
     for e in summary:
@@ -442,8 +444,8 @@ def main(argv=None) -> int:
     workloads = select_workloads(args.only)
     brokers = [b.strip() for b in args.brokers.split(",") if b.strip()]
     for b in brokers:
-        if b not in ("josefk", "tansu"):
-            raise SystemExit(f"unknown broker {b!r} (josefk, tansu)")
+        if b not in ("josefk", "josefk-metrics", "tansu"):
+            raise SystemExit(f"unknown broker {b!r} (josefk, josefk-metrics, tansu)")
     if args.rounds < 1:
         raise SystemExit("--rounds must be >= 1")
 
@@ -477,6 +479,13 @@ def main(argv=None) -> int:
     instances = {}
     if "josefk" in brokers:
         instances["josefk"] = Josefk(workdir, josefk_overrides)
+    scraper = None
+    if "josefk-metrics" in brokers:  # the same broker with its Prometheus endpoint on, scraped
+        metrics_port = free_port()
+        instances["josefk-metrics"] = Josefk(
+            workdir, {**josefk_overrides, "josefk.metrics.port": str(metrics_port)},
+            name="josefk-metrics")
+        scraper = Scraper(metrics_port)
     if "tansu" in brokers:
         instances["tansu"] = Tansu(workdir, args.tansu_bin)
     start_errors = {}
@@ -500,6 +509,8 @@ def main(argv=None) -> int:
             except BrokerStartError as e:
                 start_errors[b] = str(e)
                 print(f"  {b}: failed: {e}")
+        if scraper is not None:
+            scraper.start()
         sys.stdout.flush()
         print("== runs")
         for rnd in range(1, args.rounds + 1):
@@ -557,15 +568,20 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("== interrupted; reporting what ran")
     finally:
+        if scraper is not None:
+            scraper.stop()
+            print(f"  josefk-metrics endpoint scraped every {scraper.interval:.0f}s: "
+                  f"{scraper.scrapes} scrapes, {scraper.failures} failed")
         for inst in instances.values():
             inst.stop()
         signal.signal(signal.SIGTERM, old_term)
 
     summary = summarize(results, workloads, brokers)
     print()
+    first = brokers[0]
     print(f"== results: median of {args.rounds} round(s) per broker, alternated "
-          f"{' '.join(brokers)} {' '.join(brokers)} ...; ratio = josefk/tansu "
-          f"(>1 is better for josefk where higher is better, <1 where lower is better)")
+          f"{' '.join(brokers)} {' '.join(brokers)} ...; ratio = {'/'.join(brokers)} "
+          f"(>1 is better for {first} where higher is better, <1 where lower is better)")
     print_summary(summary, brokers)
     cpu = cpu_summary(results, workloads, brokers)
     print()

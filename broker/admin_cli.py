@@ -36,10 +36,15 @@ def add_commands(sub):
     x.add_argument("--if-exists", action="store_true")
     x.set_defaults(func=topics_delete)
 
-    from broker import cluster_cli, groups_cli, transactions_cli
+    from broker import (cluster_cli, console_cli, dump_log_cli, groups_cli, ops_cli,
+                        transactions_cli, web_console)
 
     groups_cli.add_commands(sub, common)
     transactions_cli.add_commands(sub, common)
+    ops_cli.add_commands(sub, common)
+    dump_log_cli.add_commands(sub)
+    console_cli.add_commands(sub, common)
+    web_console.add_commands(sub, common)
     cluster_cli.add_commands(sub)
 
 

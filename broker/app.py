@@ -12,9 +12,11 @@ from pathlib import Path
 from broker.config import BrokerConfig, ConfigError, parse_properties
 from broker.dispatch import HANDLERS
 from broker.group_log import OFFSETS_TOPIC, OffsetsTopicLog
+from broker.metrics import BrokerMetrics
 from broker.metadata import BrokerInfo, LocalMetadataStore, MetadataError, topic_name_error
 from broker.replica import ReplicaManager, topic_log_config
 from broker.cluster import ClusterMember
+from broker.dynamic import DynamicConfigs
 from broker.fetch_sessions import FetchSessionCache
 from broker.fetcher import FetcherManager
 from broker.server import serve
@@ -70,7 +72,8 @@ class Broker:
     def __init__(self, config: BrokerConfig):
         self.config = config
         self.connections = set()
-        self.handlers = HANDLERS
+        self.metrics = BrokerMetrics(self) if config.get("josefk.metrics.port") else None
+        self.handlers = self.metrics.instrument(HANDLERS) if self.metrics else HANDLERS
         self.server = None
         self._tasks = []
         self._housekeeping = ThreadPoolExecutor(1, thread_name_prefix="josefk-housekeeping")
@@ -110,6 +113,7 @@ class Broker:
         self.txn = TransactionCoordinator(
             config.props, OffsetsTopicLog(self.replicas, -1, TXN_LOG_TIMEOUT_MS, TXN_TOPIC),
             self.producer_ids, TxnMarkerWriter(self))
+        self.dynamic = DynamicConfigs(self)
 
     def _log_config_for(self, topic: str) -> LogConfig:
         meta = self.metadata.topics.get(topic)
@@ -141,7 +145,10 @@ class Broker:
                 stored_cluster_id(cfg.log_dirs) or uuid_to_base64(uuid.uuid4()))
             ensure_cluster_id(cfg.log_dirs, cfg.node_id, cluster_id)
             await self.producer_ids.blocks.claim()
+            await self.dynamic.start()
         self.server = await serve(self, host or "0.0.0.0", port)
+        if self.metrics is not None:
+            await self.metrics.start()
         if self.cluster is not None:
             await self.cluster.start()
             self._tasks.append(asyncio.ensure_future(self._periodic_on_loop(
@@ -161,6 +168,8 @@ class Broker:
                 self.config.int("controlled.shutdown.retry.backoff.ms") / 1000)
         for t in self._tasks:
             t.cancel()
+        if self.metrics is not None:
+            await self.metrics.stop()
         if self.server is not None:
             self.server.close()
         for c in list(self.connections):

@@ -34,6 +34,7 @@ DEFAULTS = {
     "log.cleanup.policy": "delete",
     "log.cleaner.enable": "true",
     "log.cleaner.backoff.ms": "15000",
+    "log.cleaner.threads": "1",
     "log.cleaner.delete.retention.ms": "86400000",
     "log.cleaner.min.compaction.lag.ms": "0",
     "log.message.timestamp.type": "CreateTime",
@@ -76,6 +77,8 @@ DEFAULTS = {
     "offsets.commit.required.acks": "-1",
     "offsets.commit.timeout.ms": "5000",
     "broker.rack": "",
+    "josefk.metrics.port": "",  # Prometheus endpoint; off unless set
+    "josefk.metrics.host": "127.0.0.1",
 }
 
 # Broker property -> topic-level property it provides the default for.

@@ -1,7 +1,7 @@
 """Topic and broker config views: validation, effective values and their sources."""
 from __future__ import annotations
 
-from broker.config import TOPIC_CONFIG_NAMES, TOPIC_DEFAULTS
+from broker.config import DEFAULTS, TOPIC_CONFIG_NAMES, TOPIC_DEFAULTS
 from broker.metadata import MetadataError
 from storage.config import LogConfig
 from storage.errors import InvalidConfig
@@ -11,8 +11,21 @@ from wire import errors
 class ConfigSource:
     UNKNOWN = 0
     TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
+
+
+# A broker config and the names that stand for the same setting, in Kafka's precedence.
+BROKER_SYNONYMS = {
+    "log.retention.ms": ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+    "log.roll.ms": ("log.roll.ms", "log.roll.hours"),
+}
+# Topic config -> the broker config that gives its default, and back.
+TOPIC_TO_BROKER = {**TOPIC_DEFAULTS, "retention.ms": "log.retention.ms",
+                   "segment.ms": "log.roll.ms"}
+BROKER_TO_TOPIC = {b: t for t, b in TOPIC_TO_BROKER.items()}
 
 
 class ConfigType:
@@ -86,30 +99,49 @@ class ConfigEntry:
         self.name, self.value, self.source, self.synonyms = name, value, source, list(synonyms)
 
 
+def broker_synonyms(broker, name: str) -> list[tuple[str, str, int]]:
+    """(name, value, source) of every layer that sets broker config ``name`` or a synonym,
+    highest precedence first, ending with Kafka's default."""
+    names = BROKER_SYNONYMS.get(name, (name,))
+    dyn = broker.dynamic
+    layers = ((dyn.per_broker, ConfigSource.DYNAMIC_BROKER_CONFIG),
+              (dyn.cluster_default, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+              (broker.config.explicit, ConfigSource.STATIC_BROKER_CONFIG))
+    out = [(n, layer[n], source) for layer, source in layers for n in names if n in layer]
+    defaults = [(n, DEFAULTS[n], ConfigSource.DEFAULT_CONFIG) for n in names if DEFAULTS.get(n)]
+    return out + defaults[-1:]
+
+
 def topic_config_entries(broker, overrides: dict) -> list[ConfigEntry]:
     """Every topic-level config with its effective value and where it comes from."""
-    cfg = broker.config
-    defaults = cfg.topic_defaults()
+    defaults = broker.config.topic_defaults()
     out = []
     for name in sorted(defaults):
         synonyms = []
         if name in overrides:
             synonyms.append((name, overrides[name], ConfigSource.TOPIC_CONFIG))
-        broker_name = TOPIC_DEFAULTS.get(name)
-        if broker_name and broker_name in cfg.explicit:
-            synonyms.append((broker_name, cfg.explicit[broker_name],
-                             ConfigSource.STATIC_BROKER_CONFIG))
-        synonyms.append((broker_name or name, defaults[name], ConfigSource.DEFAULT_CONFIG))
-        value, source = synonyms[0][1], synonyms[0][2]
+        broker_name = TOPIC_TO_BROKER.get(name)
+        synonyms += (broker_synonyms(broker, broker_name) if broker_name
+                     else [(name, defaults[name], ConfigSource.DEFAULT_CONFIG)])
+        value = overrides[name] if name in overrides else defaults[name]
+        source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
         out.append(ConfigEntry(name, value, source, synonyms))
     return out
 
 
 def broker_config_entries(broker) -> list[ConfigEntry]:
+    """Every broker config with its effective value and source."""
     cfg = broker.config
     out = []
     for name in sorted(cfg.props):
-        source = (ConfigSource.STATIC_BROKER_CONFIG if name in cfg.explicit
-                  else ConfigSource.DEFAULT_CONFIG)
-        out.append(ConfigEntry(name, cfg.props[name], source, [(name, cfg.props[name], source)]))
+        synonyms = broker_synonyms(broker, name)
+        source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
+        out.append(ConfigEntry(name, cfg.props[name], source, synonyms))
     return out
+
+
+def default_broker_config_entries(broker) -> list[ConfigEntry]:
+    """The cluster-wide dynamic defaults (a broker resource named "")."""
+    source = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+    return [ConfigEntry(n, v, source, [(n, v, source)])
+            for n, v in sorted(broker.dynamic.cluster_default.items())]

@@ -1,9 +1,9 @@
 """The API dispatch table: api key -> handler(broker, ctx, request)."""
 from __future__ import annotations
 
-from broker.handlers import (api_versions, cluster, configs, fetch, groups, list_offsets,
-                             metadata, offsets, produce, producer, replication, telemetry, topics,
-                             txn)
+from broker.handlers import (alter_configs, api_versions, cluster, configs, fetch, groups,
+                             list_offsets, log_admin, metadata, offsets, produce, producer,
+                             replication, telemetry, topics, txn)
 from wire import apis
 
 HANDLERS = {
@@ -39,6 +39,10 @@ HANDLERS = {
     apis.OFFSET_FOR_LEADER_EPOCH.key: replication.handle_offset_for_leader_epoch,
     apis.ELECT_LEADERS.key: replication.handle_elect_leaders,
     apis.ALTER_PARTITION.key: replication.handle_alter_partition,
+    apis.ALTER_CONFIGS.key: alter_configs.handle_alter_configs,
+    apis.INCREMENTAL_ALTER_CONFIGS.key: alter_configs.handle_incremental_alter_configs,
+    apis.DELETE_RECORDS.key: log_admin.handle_delete_records,
+    apis.DESCRIBE_LOG_DIRS.key: log_admin.handle_describe_log_dirs,
     apis.ADD_PARTITIONS_TO_TXN.key: txn.handle_add_partitions_to_txn,
     apis.ADD_OFFSETS_TO_TXN.key: txn.handle_add_offsets_to_txn,
     apis.END_TXN.key: txn.handle_end_txn,

@@ -159,6 +159,8 @@ class ReplicaFetcher:
                 self._truncate_diverging(part, div.epoch, div.end_offset)
                 return
             part.append_as_follower(pd.records or b"", pd.high_watermark)
+            if pd.log_start_offset > lg.log_start_offset:  # the leader deleted records
+                lg.delete_records_before(min(pd.log_start_offset, lg.high_watermark))
         elif err == errors.OFFSET_OUT_OF_RANGE:
             if lg.log_end_offset < pd.log_start_offset:
                 log.warning("%s-%d: fetch offset %d below the leader's log start %d: restarting "

@@ -78,7 +78,7 @@ def decode_assignment(data: bytes) -> list[tuple[str, int]]:
     return out
 
 
-def _describe(c, group):
+def describe_group(c, group):
     resp = c.request(DESCRIBE_GROUPS, groups=[group], include_authorized_operations=False)
     d = resp.groups[0]
     if d.error_code:
@@ -86,7 +86,8 @@ def _describe(c, group):
     return d
 
 
-def _committed(c, group) -> dict:
+def committed_offsets(c, group) -> dict:
+    """{(topic, partition): committed offset} of ``group``."""
     resp = c.request(OFFSET_FETCH, group_id=group, topics=None, groups=[
         OFFSET_FETCH.Request.OffsetFetchRequestGroup(group_id=group, topics=None)],
         require_stable=False)
@@ -117,10 +118,10 @@ def groups_describe(args) -> int:
     try:
         with Client(args.bootstrap_server) as c:
             _coordinator_ready(c, args.group)
-            d = _describe(c, args.group)
+            d = describe_group(c, args.group)
             if d.group_state == "Dead":
                 return _fail(f"Consumer group '{args.group}' does not exist.")
-            committed = _committed(c, args.group)
+            committed = committed_offsets(c, args.group)
             owner = {}
             for m in d.members:
                 for tp in decode_assignment(m.member_assignment):
@@ -182,19 +183,37 @@ def _partitions_of(c, spec) -> list[tuple[str, int]]:
     return sorted((topic, p.partition_index) for p in t.partitions)
 
 
-def groups_reset_offsets(args) -> int:
+def commit_offsets(c, group, offsets: dict) -> None:
+    """Commit {(topic, partition): offset} for ``group`` outside any generation (as
+    kafka-consumer-groups.sh does: the group must have no live members)."""
     R = OFFSET_COMMIT.Request
+    by_topic = {}
+    for (t, p), off in offsets.items():
+        by_topic.setdefault(t, []).append(R.OffsetCommitRequestPartition(
+            partition_index=p, committed_offset=off, committed_leader_epoch=-1,
+            committed_metadata=""))
+    resp = c.request(OFFSET_COMMIT, group_id=group, generation_id_or_member_epoch=-1,
+                     member_id="", retention_time_ms=-1, topics=[
+                         R.OffsetCommitRequestTopic(name=t, partitions=ps)
+                         for t, ps in by_topic.items()])
+    for t in resp.topics:
+        for p in t.partitions:
+            if p.error_code:
+                raise KafkaError(p.error_code, errors.name(p.error_code))
+
+
+def groups_reset_offsets(args) -> int:
     try:
         with Client(args.bootstrap_server) as c:
             _coordinator_ready(c, args.group)
-            d = _describe(c, args.group)
+            d = describe_group(c, args.group)
             if d.group_state not in ("Empty", "Dead"):
                 return _fail(f"Assignments can only be reset if the group '{args.group}' is "
                              f"inactive, but the current state is {d.group_state}.")
             tps = _partitions_of(c, args.topic)
             earliest = _list_offsets(c, tps, EARLIEST)
             latest = _list_offsets(c, tps, LATEST)
-            current = _committed(c, args.group)
+            current = committed_offsets(c, args.group)
             new = {}
             for tp in tps:
                 if args.to_earliest:
@@ -207,20 +226,7 @@ def groups_reset_offsets(args) -> int:
                     target = current.get(tp, latest[tp]) + args.shift_by
                 new[tp] = min(max(target, earliest[tp]), latest[tp])
             if args.execute:
-                by_topic = {}
-                for (t, p), off in new.items():
-                    by_topic.setdefault(t, []).append(R.OffsetCommitRequestPartition(
-                        partition_index=p, committed_offset=off, committed_leader_epoch=-1,
-                        committed_metadata=""))
-                resp = c.request(OFFSET_COMMIT, group_id=args.group,
-                                 generation_id_or_member_epoch=-1, member_id="",
-                                 retention_time_ms=-1, topics=[
-                                     R.OffsetCommitRequestTopic(name=t, partitions=ps)
-                                     for t, ps in by_topic.items()])
-                for t in resp.topics:
-                    for p in t.partitions:
-                        if p.error_code:
-                            raise KafkaError(p.error_code, errors.name(p.error_code))
+                commit_offsets(c, args.group, new)
     except (KafkaError, OSError) as e:
         return _fail(str(e))
     rows = [("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET")]

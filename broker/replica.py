@@ -19,7 +19,8 @@ from broker.producer_state import ProducerStateTable
 from storage.config import LogConfig
 from storage.errors import InvalidConfig, OffsetOutOfRange, RecordTooLarge, StorageError
 from wire import errors
-from wire.batch import CorruptRecord, InvalidRecord, crc_ok, iter_headers, read_header
+from wire.batch import (CorruptRecord, InvalidRecord, crc_ok, iter_headers, read_header,
+                        validate_batches)
 from wire.records import CONTROL_ABORT, CONTROL_COMMIT, build_batch, control_record
 from wire.validate import validate_records
 
@@ -171,8 +172,15 @@ class Partition:
             return AppendResult(errors.NOT_LEADER_OR_FOLLOWER)
         lg = self.log
         try:
-            batches = validate_records(records, self.config.compact,
-                                       self.config.timestamp_window())
+            batches = validate_batches(records)
+            # Kafka refuses an oversized batch before it looks at its records.
+            limit = self.config.max_message_bytes
+            for h in batches:
+                if h.size > limit:
+                    return AppendResult(errors.MESSAGE_TOO_LARGE, message=(
+                        f"batch of {h.size} bytes exceeds max.message.bytes {limit}"))
+            validate_records(records, self.config.compact, self.config.timestamp_window(),
+                             headers=batches)
         except CorruptRecord as e:
             return AppendResult(errors.CORRUPT_MESSAGE, message=str(e))
         except InvalidRecord as e:

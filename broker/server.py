@@ -10,6 +10,7 @@ import asyncio
 import collections
 import logging
 import os
+import time
 
 from broker.limits import ConnectionLimits
 from storage.log import FileRegion
@@ -70,6 +71,7 @@ class Connection(asyncio.Protocol):
         self.last_active = 0.0
         self.batching = False
         self.tasks = set()
+        self.received_at = 0.0  # when the last read arrived (request queue time starts there)
 
     # -- asyncio callbacks ----------------------------------------------------------------------
     def connection_made(self, transport):
@@ -112,6 +114,7 @@ class Connection(asyncio.Protocol):
 
     def data_received(self, data):
         self.last_active = asyncio.get_running_loop().time()
+        self.received_at = time.monotonic()
         try:
             frames = self.reader.feed(data)
         except DecodeError as e:

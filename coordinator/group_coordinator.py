@@ -30,6 +30,8 @@ from .offset_store import GroupMemberRecord, GroupRecord
 from .results import (GroupDescription, GroupOverview, JoinResult, LeaveMemberResult,
                       MemberDescription, OffsetFetchPartition, SyncResult)
 
+INT64_MAX = 0x7FFFFFFFFFFFFFFF
+
 log = logging.getLogger("josefk.coordinator")
 
 UNKNOWN_MEMBER_ID = ""
@@ -807,7 +809,7 @@ class GroupCoordinator:
             # commits are allowed while preparing; the heartbeat tells the member to rejoin
             self._complete_and_schedule_next_heartbeat(group, group.get(member_id))
         now = self._now()
-        expire = (now + retention_time_ms
+        expire = (min(now + retention_time_ms, INT64_MAX)  # a huge retention never overflows
                   if retention_time_ms is not None and retention_time_ms != -1 else None)
         oms = {(t, p): self._to_offset_and_metadata(v, now, expire)
                for (t, p), v in offsets.items()}

@@ -1058,3 +1058,12 @@ async def test_pending_member_cannot_turn_static():
     r = await h.join(require_known=True)
     bad = await h.join(member_id=r.member_id, instance="i", require_known=True)
     assert bad.error == errors.UNKNOWN_SERVER_ERROR
+
+
+@async_test
+async def test_commit_with_a_huge_retention_time_does_not_overflow():
+    h = H()
+    res = await h.coord.commit_offsets("huge", -1, "", None, 0x7FFFFFFFFFFFFFFF,
+                                       {("t", 0): (5, -1, "")})
+    assert res == {("t", 0): errors.NONE}
+    assert tuple(h.coord.fetch_offsets("huge", [("t", 0)])[1][("t", 0)])[0] == 5

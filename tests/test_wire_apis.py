@@ -34,6 +34,8 @@ KAFKA_3_9_RANGES = {
     "EndTxn": (26, 0, 4), "WriteTxnMarkers": (27, 0, 1), "TxnOffsetCommit": (28, 0, 4),
     "DescribeProducers": (61, 0, 0), "DescribeTransactions": (65, 0, 0),
     "ListTransactions": (66, 0, 1),
+    "AlterConfigs": (33, 0, 2), "IncrementalAlterConfigs": (44, 0, 1),
+    "DeleteRecords": (21, 0, 2), "DescribeLogDirs": (35, 1, 4),
 }
 
 # The versions KIP-896 removed in Kafka 4.0 (name: highest removed version): the only places where

@@ -28,10 +28,12 @@ MAX_DECOMPRESSED = 128 << 20
 
 
 def validate_records(buf, compacted: bool = False, timestamp_window=None,
-                     now_ms: int | None = None) -> list[BatchHeader]:
-    """Check every batch and record of ``buf``; returns the batch headers.
-    ``timestamp_window`` is ``(before_ms, after_ms)`` around ``now_ms``, or None (no bound)."""
-    headers = validate_batches(buf)
+                     now_ms: int | None = None, headers=None) -> list[BatchHeader]:
+    """Check every batch and record of ``buf``; returns the batch headers (``headers``: those
+    `validate_batches` already returned for it). ``timestamp_window`` is ``(before_ms,
+    after_ms)`` around ``now_ms``, or None (no bound)."""
+    if headers is None:
+        headers = validate_batches(buf)
     mv = memoryview(buf)
     if timestamp_window is not None and now_ms is None:
         now_ms = int(time.time() * 1000)

@@ -1,8 +1,9 @@
 """DescribeConfigs for topics and brokers."""
 from __future__ import annotations
 
-from broker.configs import (ConfigSource, broker_config_entries, config_type,
-                            topic_config_entries)
+from broker.configs import (BROKER_TO_TOPIC, ConfigSource, broker_config_entries, config_type,
+                            default_broker_config_entries, topic_config_entries)
+from broker.dynamic import DYNAMIC_BROKER_CONFIGS
 from wire import errors
 from wire.apis import DESCRIBE_CONFIGS
 
@@ -28,7 +29,8 @@ def handle_describe_configs(broker, ctx, req):
                 out.error_code = errors.INVALID_REQUEST
                 out.error_message = f"Unexpected broker id, expected {broker.config.node_id}"
                 continue
-            entries = broker_config_entries(broker)
+            entries = (broker_config_entries(broker) if res.resource_name
+                       else default_broker_config_entries(broker))
         else:
             out.error_code = errors.INVALID_REQUEST
             out.error_message = f"Unsupported resource type {res.resource_type}"
@@ -37,10 +39,11 @@ def handle_describe_configs(broker, ctx, req):
         if keys is not None:
             entries = [e for e in entries if e.name in keys]
         out.configs = [R.DescribeConfigsResourceResult(
-            name=e.name, value=e.value, read_only=res.resource_type == BROKER,
+            name=e.name, value=e.value,
+            read_only=res.resource_type == BROKER and e.name not in DYNAMIC_BROKER_CONFIGS,
             is_default=e.source == ConfigSource.DEFAULT_CONFIG, config_source=e.source,
             is_sensitive=False,
             synonyms=[R.DescribeConfigsSynonym(name=n, value=val, source=s)
                       for n, val, s in e.synonyms] if req.include_synonyms else [],
-            config_type=config_type(e.name), documentation=None) for e in entries]
+            config_type=config_type(BROKER_TO_TOPIC.get(e.name, e.name)), documentation=None) for e in entries]
     return R(results=results)

@@ -60,14 +60,14 @@ def _context(broker, req, v) -> FetchContext:
         return FetchContext(topics)
     forgotten = [(key(ft), ft.partitions) for ft in req.forgotten_topics_data]
     return broker.fetch_sessions.context(req.session_id, req.session_epoch, topics, forgotten,
-                                         privileged=_replica_id(req, v) >= 0)
+                                         privileged=fetching_replica_id(req, v) >= 0)
 
 
 def _finish(fctx, resp, v):
     return fctx.finish(resp, _key(v)) if v >= 7 else resp
 
 
-def _replica_id(req, v) -> int:
+def fetching_replica_id(req, v) -> int:
     """The fetching follower's broker id, or -1 for a consumer."""
     if v >= 15:
         return req.replica_state.replica_id if req.replica_state is not None else -1
@@ -80,7 +80,7 @@ def _read(broker, req, v, topics):
     ``ready`` is set when an error means the fetch should be answered at once. A follower's
     fetch (replica id >= 0) reads up to the log end and tells the leader how far it has got."""
     replicas = broker.replicas
-    replica_id = _replica_id(req, v)
+    replica_id = fetching_replica_id(req, v)
     now_ms = int(time.time() * 1000) if replica_id >= 0 else 0
     by_id = broker.metadata.topics_by_id
     remaining = req.max_bytes if v >= 3 else _INT32_MAX

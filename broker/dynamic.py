@@ -1,0 +1,173 @@
+"""Configs changed at run time (AlterConfigs, IncrementalAlterConfigs), applied without a
+restart.
+
+Broker configs come in Kafka's layers, highest first: this broker's dynamic overrides
+(DYNAMIC_BROKER_CONFIG), the cluster-wide dynamic default (DYNAMIC_DEFAULT_BROKER_CONFIG), the
+static server.properties/flags (STATIC_BROKER_CONFIG) and Kafka's defaults (DEFAULT_CONFIG).
+A single broker keeps its dynamic layers in ``josefk-dynamic-configs.json`` in its first log
+dir; in a cluster they are ZooKeeper's ``/config/brokers/<id>`` and ``/config/brokers/<default>``
+and topic overrides ``/config/topics/<t>``, each write announced under ``/config/changes``,
+which every broker watches. Changing a layer rewrites ``BrokerConfig.props`` and gives every
+live partition its new LogConfig.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+from pathlib import Path
+
+from broker.config import DEFAULTS, TOPIC_DEFAULTS
+from broker.configs import BROKER_TO_TOPIC, validate_topic_configs
+from broker.metadata import MetadataError
+from broker.replica import ReplicaManager, topic_log_config
+from storage.config import LogConfig
+from wire import errors
+from zk import configs as zc
+from zk import znodes as zn
+
+log = logging.getLogger("josefk.dynamic")
+
+# Broker configs that take effect at run time (a subset of Kafka's dynamic broker configs:
+# the ones josefk reads after start-up).
+DYNAMIC_BROKER_CONFIGS = frozenset(TOPIC_DEFAULTS.values()) | {
+    "log.retention.ms", "log.retention.minutes", "log.retention.hours", "log.roll.ms",
+    "log.roll.hours", "log.cleaner.threads",
+}
+
+
+def validate_broker_configs(configs: dict, topic_defaults: dict) -> None:
+    """Raise MetadataError(INVALID_CONFIG) naming the key for a config that cannot change at run
+    time or a malformed value. Log defaults are checked by their topic config's rules (against
+    the current ``topic_defaults`` for the others)."""
+    for name, value in configs.items():
+        if name not in DYNAMIC_BROKER_CONFIGS:
+            raise MetadataError(errors.INVALID_CONFIG,
+                                f"Cannot update these configs dynamically: {name}")
+        topic_name = BROKER_TO_TOPIC.get(name)
+        try:
+            if topic_name is not None:
+                validate_topic_configs({topic_name: value}, topic_defaults)
+            elif value is None or not value.strip().lstrip("-").isdigit():
+                raise MetadataError(errors.INVALID_CONFIG, name)
+        except MetadataError:
+            raise MetadataError(errors.INVALID_CONFIG,
+                                f"Invalid value {value} for configuration {name}") from None
+
+
+class DynamicConfigs:
+    """The dynamic layers of one broker and where they are kept."""
+
+    FILE = "josefk-dynamic-configs.json"
+
+    def __init__(self, broker):
+        self.broker = broker
+        self.per_broker: dict[str, str] = {}
+        self.cluster_default: dict[str, str] = {}
+        self._path = Path(broker.config.log_dirs[0]) / self.FILE
+        self._seen = None  # the last /config/changes sequence handled
+        self._lock = asyncio.Lock()
+        if broker.zk is None and self._path.exists():
+            data = json.loads(self._path.read_text())
+            self.per_broker, self.cluster_default = data["broker"], data["default"]
+            self._apply_broker_layers()
+
+    @property
+    def _zk(self):
+        return self.broker.zk
+
+    async def start(self) -> None:
+        """Cluster mode: load this broker's layers and follow every later change."""
+        if self._zk is None:
+            return
+        me = str(self.broker.config.node_id)
+        self.per_broker = await self._zk.run(zc.read_entity, zn.CONFIG_BROKERS, me)
+        self.cluster_default = await self._zk.run(zc.read_entity, zn.CONFIG_BROKERS,
+                                                  zc.DEFAULT_BROKER)
+        self._apply_broker_layers()
+        await self._zk.watch_children(zn.CONFIG_CHANGES, self._on_changes)
+
+    # -- changes ----------------------------------------------------------------------------------
+    async def alter_broker(self, resource_name: str, configs: dict) -> None:
+        """Replace the overrides of broker ``resource_name`` ("" = the cluster default)."""
+        default = resource_name == ""
+        if self._zk is not None:
+            entity = zc.DEFAULT_BROKER if default else resource_name
+            await self._zk.run(zc.write_entity, zn.CONFIG_BROKERS, entity, configs)
+        if default:
+            self.cluster_default = dict(configs)
+        else:
+            self.per_broker = dict(configs)
+        if self._zk is None:
+            tmp = self._path.with_suffix(".tmp")
+            tmp.write_text(json.dumps({"broker": self.per_broker,
+                                       "default": self.cluster_default}, indent=1))
+            os.replace(tmp, self._path)
+        self._apply_broker_layers()
+
+    async def alter_topic(self, name: str, configs: dict) -> None:
+        md = self.broker.metadata
+        if self._zk is None:
+            md.alter_topic_configs(name, configs)  # its listeners reconfigure the partitions
+            return
+        await self._zk.run(zc.write_entity, zn.CONFIG_TOPICS, name, configs)
+        t = md.topics.get(name)
+        if t is not None:
+            t.configs = dict(configs)
+            self._reconfigure(name)
+
+    # -- applying ---------------------------------------------------------------------------------
+    def _apply_broker_layers(self) -> None:
+        b = self.broker
+        cfg = b.config
+        cfg.props = {**DEFAULTS, **cfg.explicit, **self.cluster_default, **self.per_broker}
+        b.default_log_config = LogConfig.from_props({}, cfg.topic_defaults())
+        b.logs.default_config = b.default_log_config
+        self._reconfigure(None)
+
+    def _reconfigure(self, topic: str | None) -> None:
+        """Give the live partitions of ``topic`` (None: all) their current LogConfig."""
+        b = self.broker
+        for part in list(b.replicas.partitions.values()):
+            if topic is None or part.topic == topic:
+                meta = b.metadata.topics.get(part.topic)
+                ReplicaManager.reconfigure(
+                    part, topic_log_config(b.config, meta.configs if meta else {}))
+
+    def _on_changes(self, children) -> None:
+        asyncio.ensure_future(self._process(children))
+
+    async def _process(self, children) -> None:
+        async with self._lock:
+            seqs = sorted((zn.config_change_sequence(c), c) for c in children)
+            if self._seen is None:  # the first call: what is there was loaded at start-up
+                self._seen = seqs[-1][0] if seqs else -1
+                return
+            for seq, child in seqs:
+                if seq <= self._seen:
+                    continue
+                self._seen = seq
+                try:
+                    await self._reload(await self._zk.run(zc.read_change, child))
+                except Exception:  # noqa: BLE001 - one bad notification must not stop the rest
+                    log.exception("cannot apply config change %s", child)
+
+    async def _reload(self, change) -> None:
+        if change is None:
+            return
+        entity_type, name = change
+        if entity_type == zn.CONFIG_TOPICS:
+            t = self.broker.metadata.topics.get(name)
+            if t is not None:
+                t.configs = await self._zk.run(zc.read_entity, entity_type, name)
+                self._reconfigure(name)
+        elif entity_type == zn.CONFIG_BROKERS:
+            configs = await self._zk.run(zc.read_entity, entity_type, name)
+            if name == zc.DEFAULT_BROKER:
+                self.cluster_default = configs
+            elif name == str(self.broker.config.node_id):
+                self.per_broker = configs
+            else:
+                return
+            self._apply_broker_layers()

@@ -1,0 +1,116 @@
+"""AlterConfigs (whole override sets) and IncrementalAlterConfigs (SET, DELETE, APPEND,
+SUBTRACT) for topic and broker resources. Both build the resource's new override set and go
+through one check-and-apply path; validate_only stops after the checks."""
+from __future__ import annotations
+
+from broker.configs import BROKER_TO_TOPIC, ConfigType, config_type, validate_topic_configs
+from broker.dynamic import validate_broker_configs
+from broker.metadata import MetadataError
+from wire import errors
+from wire.apis import ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS
+
+TOPIC, BROKER = 2, 4
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+
+
+def _overrides(broker, rtype, name) -> dict:
+    """The resource's current overrides. Raises MetadataError for an unknown resource."""
+    if rtype == TOPIC:
+        t = broker.metadata.topics.get(name)
+        if t is None:
+            raise MetadataError(errors.UNKNOWN_TOPIC_OR_PARTITION,
+                                f"Topic {name} does not exist")
+        return dict(t.configs)
+    if rtype == BROKER:
+        if name == "":
+            return dict(broker.dynamic.cluster_default)
+        if name == str(broker.config.node_id):
+            return dict(broker.dynamic.per_broker)
+        raise MetadataError(errors.INVALID_REQUEST,
+                            f"Unexpected broker id, expected {broker.config.node_id} or empty "
+                            f"string, but received {name}")
+    raise MetadataError(errors.INVALID_REQUEST, f"Unsupported resource type {rtype}")
+
+
+async def _change(broker, res, new_overrides, validate_only) -> tuple[int, str | None]:
+    try:
+        current = _overrides(broker, res.resource_type, res.resource_name)
+        names = [c.name for c in res.configs]
+        if len(set(names)) != len(names):
+            raise MetadataError(errors.INVALID_REQUEST, "Error due to duplicate config keys")
+        new = new_overrides(current)
+        if res.resource_type == TOPIC:
+            validate_topic_configs(new, broker.config.topic_defaults())
+            if not validate_only:
+                await broker.dynamic.alter_topic(res.resource_name, new)
+        else:
+            validate_broker_configs(new, broker.config.topic_defaults())
+            if not validate_only:
+                await broker.dynamic.alter_broker(res.resource_name, new)
+    except MetadataError as e:
+        return e.code, e.message
+    return errors.NONE, None
+
+
+def _response(api, results):
+    R = api.Response
+    return R(responses=[R.AlterConfigsResourceResponse(
+        error_code=code, error_message=message, resource_type=res.resource_type,
+        resource_name=res.resource_name) for res, (code, message) in results])
+
+
+async def handle_alter_configs(broker, ctx, req):
+    results = []
+    for res in req.resources:
+        wanted = {c.name: c.value for c in res.configs}
+        results.append((res, await _change(broker, res, lambda _current: wanted,
+                                           req.validate_only)))
+    return _response(ALTER_CONFIGS, results)
+
+
+def _incremental(broker, res):
+    """The function turning the current overrides into the new ones for ``res``'s ops."""
+    def apply(current: dict) -> dict:
+        new = dict(current)
+        for c in res.configs:
+            op = c.config_operation
+            if op == SET:
+                new[c.name] = c.value
+            elif op == DELETE:
+                new.pop(c.name, None)
+            elif op in (APPEND, SUBTRACT):
+                new[c.name] = _list_op(broker, res, c, new)
+            else:
+                raise MetadataError(errors.INVALID_REQUEST,
+                                    f"Unknown config operation {op} for {c.name}")
+        return new
+    return apply
+
+
+def _list_op(broker, res, c, new) -> str:
+    topic_name = c.name if res.resource_type == TOPIC else BROKER_TO_TOPIC.get(c.name, c.name)
+    if config_type(topic_name) != ConfigType.LIST:
+        verb = "append" if c.config_operation == APPEND else "subtract"
+        raise MetadataError(errors.INVALID_CONFIG,
+                            f"Config value {verb} is not allowed for config key: {c.name}")
+    if c.name in new:
+        base = new[c.name]
+    elif res.resource_type == TOPIC:
+        base = broker.config.topic_defaults().get(c.name, "")
+    else:
+        base = broker.config.props.get(c.name, "")
+    items = [v.strip() for v in (base or "").split(",") if v.strip()]
+    given = [v.strip() for v in (c.value or "").split(",") if v.strip()]
+    if c.config_operation == APPEND:
+        items += [v for v in given if v not in items]
+    else:
+        items = [v for v in items if v not in given]
+    return ",".join(items)
+
+
+async def handle_incremental_alter_configs(broker, ctx, req):
+    results = []
+    for res in req.resources:
+        results.append((res, await _change(broker, res, _incremental(broker, res),
+                                           req.validate_only)))
+    return _response(INCREMENTAL_ALTER_CONFIGS, results)

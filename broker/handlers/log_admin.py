@@ -1,0 +1,59 @@
+"""DeleteRecords (move a partition's log start offset up) and DescribeLogDirs (each log dir
+with its partitions' sizes and offset lag, and the dir's total and usable bytes)."""
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+from storage.errors import OffsetOutOfRange
+from wire import errors
+from wire.apis import DELETE_RECORDS, DESCRIBE_LOG_DIRS
+
+HIGH_WATERMARK = -1  # DeleteRecords offset meaning "everything below the high watermark"
+
+
+async def handle_delete_records(broker, ctx, req):
+    R = DELETE_RECORDS.Response
+    topics = []
+    for t in req.topics:
+        parts = []
+        topics.append(R.DeleteRecordsTopicResult(name=t.name, partitions=parts))
+        for p in t.partitions:
+            res = R.DeleteRecordsPartitionResult(partition_index=p.partition_index,
+                                                 low_watermark=-1, error_code=errors.NONE)
+            parts.append(res)
+            part = broker.replicas.leader_partition(t.name, p.partition_index)
+            if part is None:
+                res.error_code = broker.not_hosted_error(t.name, p.partition_index)
+                continue
+            lg = part.log
+            offset = lg.high_watermark if p.offset == HIGH_WATERMARK else p.offset
+            try:
+                # Dropping whole segments unlinks files: off the event loop (the log locks).
+                res.low_watermark = await asyncio.to_thread(lg.delete_records_before, offset)
+            except OffsetOutOfRange:
+                res.error_code = errors.OFFSET_OUT_OF_RANGE
+    return R(topics=topics)
+
+
+def handle_describe_log_dirs(broker, ctx, req):
+    R = DESCRIBE_LOG_DIRS.Response
+    wanted = None if req.topics is None else {
+        (t.topic, p) for t in req.topics for p in t.partitions}
+    by_dir: dict[str, dict[str, list]] = {os.path.abspath(d): {} for d in broker.config.log_dirs}
+    for (topic, index), lg in sorted(broker.logs.all_logs().items()):
+        if wanted is not None and (topic, index) not in wanted:
+            continue
+        topics = by_dir.setdefault(os.path.abspath(Path(lg.dir).parent), {})
+        topics.setdefault(topic, []).append(R.DescribeLogDirsPartition(
+            partition_index=index, partition_size=lg.size,
+            offset_lag=max(lg.high_watermark - lg.log_end_offset, 0), is_future_key=False))
+    results = []
+    for d, topics in by_dir.items():
+        st = os.statvfs(d)
+        results.append(R.DescribeLogDirsResult(
+            error_code=errors.NONE, log_dir=d,
+            topics=[R.DescribeLogDirsTopic(name=n, partitions=ps) for n, ps in topics.items()],
+            total_bytes=st.f_blocks * st.f_frsize, usable_bytes=st.f_bavail * st.f_frsize))
+    return R(error_code=errors.NONE, results=results)

@@ -1,0 +1,311 @@
+"""Prometheus metrics, served on ``josefk.metrics.port`` (off when unset) under Kafka's names as
+the JMX exporter shows them (``kafka_server_brokertopicmetrics_bytesin_total``,
+``kafka_network_requestmetrics_totaltimems``...).
+
+The hot path only adds to plain counters: handlers are wrapped (never changed) to time each
+request and count its error codes; Produce counts bytes and records per topic (records from the
+batch header), Fetch the bytes sent to consumers. Everything else (partitions, log sizes and offsets, ISR health, controller,
+consumer lag) is read from the broker when Prometheus scrapes. The endpoint is an asyncio server
+on the broker's own loop, so collecting never races the loop.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import struct
+import time
+from bisect import bisect_left
+from collections import defaultdict
+from types import CoroutineType
+
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.core import (CollectorRegistry, CounterMetricFamily, GaugeMetricFamily,
+                                    HistogramMetricFamily)
+
+from broker.handlers.fetch import fetching_replica_id
+from broker.server import NO_RESPONSE
+from wire import errors
+from wire.apis import API_BY_KEY, FETCH, PRODUCE
+from wire.batch import HEADER_SIZE, LOG_OVERHEAD, iter_headers
+
+log = logging.getLogger("josefk.metrics")
+
+BUCKETS_MS = (0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, math.inf)
+IDLE_SAMPLE_S = 1.0
+
+
+class Histogram:
+    __slots__ = ("counts", "sum")
+
+    def __init__(self):
+        self.counts = [0] * len(BUCKETS_MS)
+        self.sum = 0.0
+
+    def observe(self, ms: float) -> None:
+        self.counts[bisect_left(BUCKETS_MS, ms)] += 1
+        self.sum += ms
+
+    def buckets(self):
+        total = 0
+        for bound, n in zip(BUCKETS_MS, self.counts):
+            total += n
+            yield ("+Inf" if bound == math.inf else str(bound)), total
+
+
+class RequestStats:
+    __slots__ = ("queue", "local", "total", "errors")
+
+    def __init__(self):
+        self.queue, self.local, self.total = Histogram(), Histogram(), Histogram()
+        self.errors = defaultdict(int)  # error code -> count
+
+
+class TopicStats:
+    __slots__ = ("bytes_in", "messages_in", "bytes_out")
+
+    def __init__(self):
+        self.bytes_in = self.messages_in = self.bytes_out = 0
+
+
+_I32 = struct.Struct(">i")
+_LENGTH_AT, _COUNT_AT = 8, HEADER_SIZE - 4  # batchLength, and recordsCount (the header's end)
+
+
+def _record_count(records) -> int:
+    """Records in a record set, from its batch headers: two ints for the usual single batch."""
+    n = len(records)
+    if n >= HEADER_SIZE and _I32.unpack_from(records, _LENGTH_AT)[0] + LOG_OVERHEAD == n:
+        return _I32.unpack_from(records, _COUNT_AT)[0]
+    return sum(h.count for h in iter_headers(records))
+
+
+def _count_errors(obj, counts) -> None:
+    """Add every error_code in a response object (nested lists included) to ``counts``."""
+    for name in obj.__slots__:
+        v = getattr(obj, name)
+        if name == "error_code":
+            counts[v] += 1
+        elif type(v) is list and v and hasattr(v[0], "__slots__"):
+            for item in v:
+                _count_errors(item, counts)
+
+
+class BrokerMetrics:
+    def __init__(self, broker):
+        self.broker = broker
+        self.requests: dict[str, RequestStats] = defaultdict(RequestStats)
+        self.topics: dict[str, TopicStats] = defaultdict(TopicStats)
+        self.idle_ratio = 1.0
+        self.server = None
+        self._sampler = None
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(self)
+
+    # -- the hot path ------------------------------------------------------------------------------
+    def instrument(self, handlers: dict) -> dict:
+        return {key: self._wrap(API_BY_KEY[key].name, key, fn) for key, fn in handlers.items()}
+
+    def _wrap(self, name, key, handler):
+        stats = self.requests[name]
+        finish = self._finish
+
+        def timed(broker, ctx, req):
+            start = time.monotonic()
+            stats.queue.observe((start - ctx.connection.received_at) * 1000)
+            result = handler(broker, ctx, req)
+            local = (time.monotonic() - start) * 1000
+            stats.local.observe(local)
+            if type(result) is CoroutineType:
+                return self._finish_later(stats, key, ctx, req, result, start)
+            finish(stats, key, ctx, req, result, start)
+            return result
+        return timed
+
+    async def _finish_later(self, stats, key, ctx, req, result, start):
+        resp = await result
+        self._finish(stats, key, ctx, req, resp, start)
+        return resp
+
+    def _finish(self, stats, key, ctx, req, resp, start) -> None:
+        stats.total.observe((time.monotonic() - start) * 1000)
+        if key == PRODUCE.key:
+            self._produced(req, None if resp is NO_RESPONSE else resp, stats.errors)
+        elif key == FETCH.key:
+            self._fetched(resp, fetching_replica_id(req, ctx.version) < 0, stats.errors)
+        elif resp is not NO_RESPONSE:
+            _count_errors(resp, stats.errors)
+
+    def _produced(self, req, resp, errs) -> None:
+        """Bytes and records appended per topic, and the partitions' error codes."""
+        for i, td in enumerate(req.topic_data):
+            t = self.topics[td.name]
+            answers = resp.responses[i].partition_responses if resp is not None else None
+            for j, pd in enumerate(td.partition_data):
+                if answers is not None:
+                    code = answers[j].error_code
+                    errs[code] += 1
+                    if code:
+                        continue
+                if pd.records is not None:
+                    t.bytes_in += len(pd.records)
+                    t.messages_in += _record_count(pd.records)
+
+    def _fetched(self, resp, consumer: bool, errs) -> None:
+        """Bytes sent to consumers per topic (followers' fetches are replication, as in Kafka),
+        and the error codes."""
+        errs[resp.error_code or 0] += 1
+        by_id = self.broker.metadata.topics_by_id
+        for tr in resp.responses:
+            t = None
+            for p in tr.partitions:
+                errs[p.error_code] += 1
+                if consumer and p.records:
+                    if t is None:
+                        name = tr.topic or getattr(by_id.get(tr.topic_id), "name", None)
+                        if name is None:
+                            break
+                        t = self.topics[name]
+                    t.bytes_out += len(p.records)
+
+    # -- the endpoint ---------------------------------------------------------------------------------
+    async def start(self) -> None:
+        cfg = self.broker.config
+        host, port = cfg.get("josefk.metrics.host", "127.0.0.1"), cfg.int("josefk.metrics.port")
+        self.server = await asyncio.start_server(self._serve, host, port)
+        self._sampler = asyncio.ensure_future(self._sample_idle())
+        log.info("metrics on http://%s:%d/metrics", host, port)
+
+    async def stop(self) -> None:
+        if self._sampler is not None:
+            self._sampler.cancel()
+        if self.server is not None:
+            self.server.close()
+
+    async def _serve(self, reader, writer) -> None:
+        try:
+            request = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+            path = request.split(b" ", 2)[1] if request.count(b" ") >= 2 else b""
+            if path.split(b"?")[0] in (b"/", b"/metrics"):
+                body, status = generate_latest(self.registry), b"200 OK"
+            else:
+                body, status = b"not found\n", b"404 Not Found"
+            writer.write(b"HTTP/1.1 " + status + b"\r\nContent-Type: " +
+                         CONTENT_TYPE_LATEST.encode() + b"\r\nContent-Length: " +
+                         str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body)
+            await writer.drain()
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, asyncio.TimeoutError,
+                ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    async def _sample_idle(self) -> None:
+        """The event loop's idle share: 1 - the loop thread's CPU time over wall time."""
+        cpu, wall = time.thread_time(), time.monotonic()
+        while True:
+            await asyncio.sleep(IDLE_SAMPLE_S)
+            cpu2, wall2 = time.thread_time(), time.monotonic()
+            busy = (cpu2 - cpu) / max(wall2 - wall, 1e-9)
+            self.idle_ratio = min(max(1.0 - busy, 0.0), 1.0)
+            cpu, wall = cpu2, wall2
+
+    # -- scraping: a prometheus_client collector ----------------------------------------------------------
+    def collect(self):
+        yield from self._request_metrics()
+        yield from self._topic_metrics()
+        yield from self._partition_metrics()
+        yield from self._group_metrics()
+        idle = GaugeMetricFamily("kafka_network_socketserver_networkprocessoravgidlepercent",
+                                 "Share of time the event loop was idle (last second)")
+        idle.add_metric([], self.idle_ratio)
+        yield idle
+
+    def _request_metrics(self):
+        reqs = CounterMetricFamily("kafka_network_requestmetrics_requests",
+                                   "Requests handled", labels=["request"])
+        errs = CounterMetricFamily("kafka_network_requestmetrics_errors",
+                                   "Error codes in responses", labels=["request", "error"])
+        hists = {attr: HistogramMetricFamily(f"kafka_network_requestmetrics_{name}",
+                                             f"{what} in ms", labels=["request"])
+                 for attr, name, what in (
+                     ("queue", "requestqueuetimems", "Time from arrival to handling"),
+                     ("local", "localtimems", "Time the handler worked on the request"),
+                     ("total", "totaltimems", "Time from handling to the response"))}
+        for name, s in sorted(self.requests.items()):
+            n = sum(s.total.counts)
+            if not n:
+                continue
+            reqs.add_metric([name], n)
+            for attr, fam in hists.items():
+                h = getattr(s, attr)
+                fam.add_metric([name], list(h.buckets()), h.sum)
+            for code, n in sorted(s.errors.items()):
+                errs.add_metric([name, errors.name(code)], n)
+        yield reqs
+        yield errs
+        yield from hists.values()
+
+    def _topic_metrics(self):
+        fams = {attr: CounterMetricFamily(name, doc, labels=["topic"]) for attr, name, doc in (
+            ("bytes_in", "kafka_server_brokertopicmetrics_bytesin", "Bytes appended"),
+            ("messages_in", "kafka_server_brokertopicmetrics_messagesin", "Records appended"),
+            ("bytes_out", "kafka_server_brokertopicmetrics_bytesout", "Bytes fetched by "
+                                                                      "consumers"))}
+        for topic, s in sorted(self.topics.items()):
+            for attr, fam in fams.items():
+                fam.add_metric([topic], getattr(s, attr))
+        yield from fams.values()
+
+    def _partition_metrics(self):
+        b = self.broker
+        parts = list(b.replicas.partitions.values())
+        md = b.metadata
+        me = b.config.node_id
+        active = md.controller_id == me
+        gauges = {
+            "kafka_server_replicamanager_partitioncount": len(parts),
+            "kafka_server_replicamanager_leadercount": sum(p.is_leader for p in parts),
+            "kafka_server_replicamanager_underreplicatedpartitions": sum(
+                p.is_leader and len(p.isr) < len(p.replicas) for p in parts),
+            "kafka_controller_kafkacontroller_activecontrollercount": int(active),
+            "kafka_controller_kafkacontroller_offlinepartitionscount": sum(
+                p.leader < 0 for t in md.topics.values() for p in t.partitions) if active else 0,
+        }
+        for name, value in gauges.items():
+            g = GaugeMetricFamily(name, name.rsplit("_", 1)[1])
+            g.add_metric([], value)
+            yield g
+        logs = {attr: GaugeMetricFamily(f"kafka_log_log_{attr}", doc,
+                                        labels=["topic", "partition"])
+                for attr, doc in (("size", "Bytes of the partition's segments"),
+                                  ("logstartoffset", "First offset kept"),
+                                  ("logendoffset", "Next offset to be written"),
+                                  ("numlogsegments", "Segments"))}
+        for (topic, index), lg in sorted(b.logs.all_logs().items()):
+            labels = [topic, str(index)]
+            logs["size"].add_metric(labels, lg.size)
+            logs["logstartoffset"].add_metric(labels, lg.log_start_offset)
+            logs["logendoffset"].add_metric(labels, lg.log_end_offset)
+            logs["numlogsegments"].add_metric(labels, lg.num_segments)
+        yield from logs.values()
+
+    def _group_metrics(self):
+        """Lag of every group this broker coordinates, on the partitions it has a replica of
+        (a follower's high watermark trails the leader's by at most a fetch)."""
+        lag = GaugeMetricFamily("kafka_consumergroup_lag", "High watermark minus committed "
+                                "offset", labels=["consumergroup", "topic", "partition"])
+        cur = GaugeMetricFamily("kafka_consumergroup_current_offset", "Committed offset",
+                                labels=["consumergroup", "topic", "partition"])
+        replicas = self.broker.replicas
+        for gid, group in sorted(self.broker.groups.groups.items()):
+            for (topic, index), rec in sorted(group.offsets.items()):
+                labels = [gid, topic, str(index)]
+                offset = rec.offset_and_metadata.offset
+                cur.add_metric(labels, offset)
+                part = replicas.get(topic, index)
+                if part is not None:
+                    lag.add_metric(labels, max(part.log.high_watermark - offset, 0))
+        yield lag
+        yield cur
+

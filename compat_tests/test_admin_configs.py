@@ -1,0 +1,306 @@
+"""AlterConfigs, IncrementalAlterConfigs and DescribeConfigs sources/synonyms, DeleteRecords and
+DescribeLogDirs, through confluent-kafka's and kafka-python's AdminClients, on a single broker
+(changes applied at once and kept across a restart) and in a ZooKeeper cluster."""
+from __future__ import annotations
+
+import time
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import (AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource,
+                                  NewTopic)
+from kafka.admin import ConfigResource as KpResource
+from kafka.admin import ConfigResourceType, KafkaAdminClient
+from kafka.structs import TopicPartition as KpPartition
+
+from compat_tests.helpers import (admin_client, consume_n, consumer, create_topic, flush_all,
+                                  producer, unique_topic, wait_for_topic)
+
+SET, DELETE, APPEND, SUBTRACT = (AlterConfigOpType.SET, AlterConfigOpType.DELETE,
+                                 AlterConfigOpType.APPEND, AlterConfigOpType.SUBTRACT)
+
+
+def incremental(admin, rtype, name, *ops, validate_only=False):
+    res = ConfigResource(rtype, name, incremental_configs=[
+        ConfigEntry(k, v, incremental_operation=op) for k, v, op in ops])
+    return admin.incremental_alter_configs([res], validate_only=validate_only,
+                                           request_timeout=15)[res].result(15)
+
+
+def describe(admin, rtype, name) -> dict:
+    res = ConfigResource(rtype, name)
+    return admin.describe_configs([res], request_timeout=15)[res].result(15)
+
+
+def synonyms(entry) -> list:
+    """(name, value, source) of an entry's synonyms (confluent keys them by name, so a name that
+    occurs twice, e.g. a static and a default log.retention.hours, shows once)."""
+    return [(s.name, s.value, s.source) for s in entry.synonyms.values()]
+
+
+def produce_one(bootstrap, topic, size):
+    """Deliver one ``size``-byte message; return its delivery error code (None when stored)."""
+    p = producer(bootstrap, **{"message.max.bytes": 10_000_000, "retries": 0})
+    out = []
+    p.produce(topic, b"x" * size, key=b"k", partition=0,  # keyed: some topics are compacted
+              on_delivery=lambda err, msg: out.append(err.code() if err else None))
+    flush_all(p)
+    return out[0]
+
+
+def alter_error(fn) -> KafkaError:
+    with pytest.raises(KafkaException) as exc:
+        fn()
+    return exc.value.args[0]
+
+
+def test_incremental_alter_topic_applies_at_once(broker):
+    admin = admin_client(broker.bootstrap)
+    topic = create_topic(broker.bootstrap, unique_topic("iac"))
+    assert produce_one(broker.bootstrap, topic, 2000) is None
+
+    incremental(admin, "topic", topic, ("max.message.bytes", "500", SET),
+                ("cleanup.policy", "compact", APPEND))
+    got = describe(admin, "topic", topic)
+    assert got["max.message.bytes"].value == "500"
+    assert got["max.message.bytes"].source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+    assert synonyms(got["max.message.bytes"]) == [
+        ("max.message.bytes", "500", ConfigSource.DYNAMIC_TOPIC_CONFIG.value),
+        ("message.max.bytes", "1048588", ConfigSource.DEFAULT_CONFIG.value)]
+    assert got["cleanup.policy"].value == "delete,compact"
+    # The running partition took the new limit: no restart, no re-creation.
+    assert produce_one(broker.bootstrap, topic, 2000) == KafkaError.MSG_SIZE_TOO_LARGE
+
+    incremental(admin, "topic", topic, ("cleanup.policy", "delete", SUBTRACT),
+                ("max.message.bytes", None, DELETE))
+    got = describe(admin, "topic", topic)
+    assert got["cleanup.policy"].value == "compact"
+    assert got["max.message.bytes"].value == "1048588"
+    assert got["max.message.bytes"].source == ConfigSource.DEFAULT_CONFIG.value
+    assert produce_one(broker.bootstrap, topic, 2000) is None
+
+
+def test_alter_configs_replaces_the_whole_override_set(broker):
+    admin = admin_client(broker.bootstrap)
+    topic = create_topic(broker.bootstrap, unique_topic("ac"),
+                         config={"retention.ms": "3600000", "segment.ms": "7200000"})
+    res = ConfigResource("topic", topic, set_config={"retention.ms": "60000"})
+    admin.alter_configs([res], request_timeout=15)[res].result(15)
+    got = describe(admin, "topic", topic)
+    assert got["retention.ms"].value == "60000"
+    assert got["retention.ms"].source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+    # segment.ms was not in the request: AlterConfigs removes it (back to the broker default).
+    assert got["segment.ms"].source == ConfigSource.DEFAULT_CONFIG.value
+    assert got["segment.ms"].value == str(168 * 3600 * 1000)
+
+
+def test_validation_errors_name_the_key_and_change_nothing(broker):
+    admin = admin_client(broker.bootstrap)
+    topic = create_topic(broker.bootstrap, unique_topic("bad"))
+    err = alter_error(lambda: incremental(admin, "topic", topic, ("retention.ms", "soon", SET)))
+    assert err.code() == KafkaError.INVALID_CONFIG and "retention.ms" in err.str()
+    err = alter_error(lambda: incremental(admin, "topic", topic, ("no.such.config", "1", SET)))
+    assert err.code() == KafkaError.INVALID_CONFIG and "no.such.config" in err.str()
+    err = alter_error(lambda: incremental(admin, "topic", topic, ("retention.ms", "5", APPEND)))
+    assert err.code() == KafkaError.INVALID_CONFIG and "retention.ms" in err.str()
+    err = alter_error(lambda: incremental(admin, "topic", topic,
+                                          ("cleanup.policy", "delete,shred", SET)))
+    assert err.code() == KafkaError.INVALID_CONFIG and "cleanup.policy" in err.str()
+    # A valid change with validate_only is checked, not applied.
+    incremental(admin, "topic", topic, ("retention.ms", "1234", SET), validate_only=True)
+    assert describe(admin, "topic", topic)["retention.ms"].source == \
+        ConfigSource.DEFAULT_CONFIG.value
+    err = alter_error(lambda: incremental(admin, "topic", unique_topic("missing"),
+                                          ("retention.ms", "1", SET)))
+    assert err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+    err = alter_error(lambda: incremental(admin, "broker", "1", ("log.dirs", "/elsewhere", SET)))
+    assert err.code() == KafkaError.INVALID_CONFIG and "log.dirs" in err.str()
+
+
+def test_kafka_python_alter_and_describe_with_synonyms(broker):
+    topic = create_topic(broker.bootstrap, unique_topic("kpac"))
+    k = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        out = k.alter_configs([KpResource(ConfigResourceType.TOPIC, topic,
+                                          configs={"retention.ms": "90000"})])
+        assert out == {"topic": {topic: "OK"}}
+        got = k.describe_configs([KpResource(ConfigResourceType.TOPIC, topic)],
+                                 include_synonyms=True)["topic"][topic]["retention.ms"]
+        assert got["value"] == "90000" and got["config_source"] == "DYNAMIC_TOPIC_CONFIG"
+        assert [s["source"] for s in got["synonyms"]] == ["DYNAMIC_TOPIC_CONFIG",
+                                                          "DEFAULT_CONFIG"]
+        assert got["synonyms"][1]["name"] == "log.retention.hours"
+        out = k.alter_configs([KpResource(ConfigResourceType.TOPIC, topic,
+                                          configs={"retention.ms": "x"})])
+        assert "InvalidConfigurationError" in out["topic"][topic]
+        assert "retention.ms" in out["topic"][topic]
+        # APPEND and DELETE ops (IncrementalAlterConfigs), then the legacy AlterConfigs, which
+        # kafka-python fills with the other dynamic configs so nothing else is lost.
+        k.alter_configs([KpResource(ConfigResourceType.TOPIC, topic, configs={
+            "cleanup.policy": ("APPEND", "compact"), "retention.ms": ("DELETE", None)})])
+        got = k.describe_configs([KpResource(ConfigResourceType.TOPIC, topic)],
+                                 config_filter="all")["topic"][topic]
+        assert got["cleanup.policy"]["value"] == "delete,compact"
+        assert got["retention.ms"]["config_source"] == "DEFAULT_CONFIG"
+        out = k.alter_configs([KpResource(ConfigResourceType.TOPIC, topic,
+                                          configs={"segment.ms": "3600000"})], incremental=False)
+        assert out == {"topic": {topic: "OK"}}
+        got = k.describe_configs([KpResource(ConfigResourceType.TOPIC, topic)],
+                                 config_filter="all")["topic"][topic]
+        assert got["segment.ms"]["value"] == "3600000"
+        assert got["cleanup.policy"]["value"] == "delete,compact"
+    finally:
+        k.close()
+
+
+def test_delete_records_moves_the_log_start(broker):
+    admin = admin_client(broker.bootstrap)
+    topic = create_topic(broker.bootstrap, unique_topic("dr"), partitions=2)
+    p = producer(broker.bootstrap)
+    for i in range(10):
+        p.produce(topic, f"v{i}".encode(), partition=0)
+    flush_all(p)
+    tp = TopicPartition(topic, 0, 4)
+    assert admin.delete_records([tp], request_timeout=15)[tp].result(15).low_watermark == 4
+    c = consumer(broker.bootstrap)
+    assert c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10) == (4, 10)
+    c.assign([TopicPartition(topic, 0, -2)])  # from the beginning: the new log start
+    assert [m.offset() for m in consume_n(c, 6)] == list(range(4, 10))
+    c.close()
+    past = TopicPartition(topic, 0, 11)
+    err = alter_error(lambda: admin.delete_records([past], request_timeout=15)[past].result(15))
+    assert err.code() == KafkaError.OFFSET_OUT_OF_RANGE
+    # -1 (OFFSET_END) deletes up to the high watermark.
+    everything = TopicPartition(topic, 0, -1)
+    assert admin.delete_records([everything], request_timeout=15)[everything].result(
+        15).low_watermark == 10
+
+
+def test_kafka_python_delete_records_and_describe_log_dirs(broker):
+    topic = create_topic(broker.bootstrap, unique_topic("ld"), partitions=2)
+    p = producer(broker.bootstrap)
+    for i in range(20):
+        p.produce(topic, b"y" * 100, partition=1)
+    flush_all(p)
+    k = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        out = k.delete_records({KpPartition(topic, 1): 5})
+        assert out[KpPartition(topic, 1)]["low_watermark"] == 5
+        dirs = k.describe_log_dirs()
+        assert len(dirs) == 1 and dirs[0]["broker"] == broker.node_id
+        (d,) = dirs[0]["log_dirs"]
+        assert d["error_code"] == 0 and d["log_dir"] == str(broker.data_dir.resolve())
+        assert 0 < d["usable_bytes"] <= d["total_bytes"]
+        parts = {p["partition_index"]: p for t in d["topics"] if t["name"] == topic
+                 for p in t["partitions"]}
+        assert sorted(parts) == [0, 1]
+        assert parts[0]["partition_size"] == 0 and parts[1]["partition_size"] > 20 * 100
+        assert parts[1]["offset_lag"] == 0 and parts[1]["is_future_key"] is False
+        # Asking for one partition answers only that one.
+        only = k.describe_log_dirs({topic: [1]})[0]["log_dirs"][0]["topics"]
+        assert [(t["name"], [p["partition_index"] for p in t["partitions"]])
+                for t in only] == [(topic, [1])]
+    finally:
+        k.close()
+
+
+def test_dynamic_broker_configs_apply_and_survive_restart(broker_factory):
+    b = broker_factory({"log.retention.hours": "100"})
+    admin = admin_client(b.bootstrap)
+    topic = create_topic(b.bootstrap, unique_topic("dyn"))
+    kept = create_topic(b.bootstrap, unique_topic("dynkept"), config={"retention.ms": "5000"})
+    me = str(b.node_id)
+    got = describe(admin, "broker", me)
+    assert got["log.retention.hours"].source == ConfigSource.STATIC_BROKER_CONFIG.value
+    assert got["message.max.bytes"].source == ConfigSource.DEFAULT_CONFIG.value
+    assert got["log.dirs"].is_read_only and not got["message.max.bytes"].is_read_only
+
+    incremental(admin, "broker", me, ("message.max.bytes", "600", SET),
+                ("log.retention.ms", "7000", SET), ("log.cleaner.threads", "2", SET))
+    got = describe(admin, "broker", me)
+    assert got["message.max.bytes"].value == "600"
+    assert got["message.max.bytes"].source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
+    assert got["log.cleaner.threads"].value == "2"
+    retention = describe(admin, "topic", topic)["retention.ms"]
+    assert retention.value == "7000"
+    assert retention.source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
+    assert [s[2] for s in synonyms(retention)] == [ConfigSource.DYNAMIC_BROKER_CONFIG.value,
+                                                   ConfigSource.DEFAULT_CONFIG.value]
+    assert produce_one(b.bootstrap, topic, 2000) == KafkaError.MSG_SIZE_TOO_LARGE
+    incremental(admin, "topic", kept, ("max.message.bytes", "5000", SET))
+
+    b.restart()
+    admin = admin_client(b.bootstrap)
+    wait_for_topic(admin, topic)
+    got = describe(admin, "broker", me)
+    assert got["message.max.bytes"].value == "600"
+    assert got["message.max.bytes"].source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
+    assert describe(admin, "topic", kept)["max.message.bytes"].value == "5000"
+    assert describe(admin, "topic", kept)["retention.ms"].value == "5000"
+    assert produce_one(b.bootstrap, topic, 2000) == KafkaError.MSG_SIZE_TOO_LARGE
+    assert produce_one(b.bootstrap, kept, 2000) is None
+
+    incremental(admin, "broker", me, ("message.max.bytes", None, DELETE))
+    assert describe(admin, "broker", me)["message.max.bytes"].source == \
+        ConfigSource.DEFAULT_CONFIG.value
+    assert produce_one(b.bootstrap, topic, 2000) is None
+
+
+def _eventually(check, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return check()
+        except AssertionError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.3)
+
+
+@pytest.mark.slow
+def test_cluster_config_changes_reach_every_broker(cluster):
+    topic = unique_topic("czk")
+    admin = cluster.admin()
+    admin.create_topics([NewTopic(topic, 1, 3)])[topic].result(30)
+    cluster.wait_for_topic(topic, 1)
+    incremental(cluster.admin(1), "topic", topic, ("max.message.bytes", "700", SET))
+
+    def seen_everywhere():
+        for i in cluster.brokers:
+            got = describe(cluster.admin(i), "topic", topic)["max.message.bytes"]
+            assert (got.value, got.source) == ("700", ConfigSource.DYNAMIC_TOPIC_CONFIG.value), i
+    _eventually(seen_everywhere)
+    # Whichever broker leads the partition enforces the new limit.
+    assert produce_one(cluster.bootstrap, topic, 2000) == KafkaError.MSG_SIZE_TOO_LARGE
+
+    # A per-broker dynamic config on broker 2 shows there only.
+    incremental(cluster.admin(2), "broker", "2", ("log.retention.ms", "99000", SET))
+    got = describe(cluster.admin(2), "broker", "2")["log.retention.ms"]
+    assert (got.value, got.source) == ("99000", ConfigSource.DYNAMIC_BROKER_CONFIG.value)
+    assert describe(cluster.admin(3), "broker", "3")["log.retention.ms"].source != \
+        ConfigSource.DYNAMIC_BROKER_CONFIG.value
+    incremental(cluster.admin(2), "broker", "2", ("log.retention.ms", None, DELETE))
+
+    # Small segments, so deleting records drops whole segment files, on followers too.
+    incremental(cluster.admin(1), "topic", topic, ("segment.bytes", "300", SET))
+    time.sleep(1)  # the change notification reaches every broker
+    p = producer(cluster.bootstrap, acks="all")
+    for i in range(12):
+        p.produce(topic, b"z" * 50, partition=0)
+        flush_all(p)  # one batch each
+    def sizes():
+        k = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+        try:
+            return sorted(n["log_dirs"][0]["topics"][0]["partitions"][0]["partition_size"]
+                          for n in k.describe_log_dirs({topic: [0]}))
+        finally:
+            k.close()
+
+    assert min(sizes()) > 12 * 100
+    tp = TopicPartition(topic, 0, 9)
+    assert admin.delete_records([tp], request_timeout=15)[tp].result(15).low_watermark == 9
+
+    def followers_follow():
+        got = sizes()
+        assert len(got) == 3 and max(got) < 12 * 100, got  # segments below offset 9 are gone
+    _eventually(followers_follow)

@@ -1,0 +1,76 @@
+"""Unit tests of the operator tools' pure parts: kafka-configs.sh's --add-config syntax, the
+console producer's line parsing, the console consumer's formatter, broker config validation and
+the metrics' histogram buckets."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from broker.console_cli import Formatter, LineReader
+from broker.dynamic import validate_broker_configs
+from broker.metadata import MetadataError
+from broker.metrics import BUCKETS_MS, Histogram, _record_count
+from broker.ops_cli import parse_add_config
+from wire import errors
+from wire.records import Record, build_batch
+
+
+def test_add_config_syntax():
+    assert parse_add_config("a=1,b=[x,y],c=2") == {"a": "1", "b": "x,y", "c": "2"}
+    assert parse_add_config("") == {}
+    with pytest.raises(ValueError):
+        parse_add_config("novalue")
+
+
+def test_line_reader_keys_headers_and_null_marker():
+    read = LineReader({"parse.key": "true", "key.separator": ":", "parse.headers": "true",
+                       "headers.delimiter": "|", "null.marker": "NULL"})
+    assert read("h1:a,h2:NULL|k:v") == (b"k", b"v", [("h1", b"a"), ("h2", None)])
+    assert read("|NULL:v") == (None, b"v", [])
+    assert LineReader({})("plain\tline") == (None, b"plain\tline", [])
+    with pytest.raises(ValueError):
+        LineReader({"parse.key": "true"})("no separator")
+
+
+def test_formatter_default_and_json():
+    r = Record(7, 1700000000000, b"k", b"v", [("h", b"x")])
+    fmt = Formatter("default", {"print.key": "true", "print.offset": "true",
+                                "print.headers": "true", "print.timestamp": "true",
+                                "print.partition": "true"}, "t")
+    assert fmt(2, r, "CreateTime") == "CreateTime:1700000000000\tPartition:2\tOffset:7\th:x\tk\tv\n"
+    assert Formatter("default", {}, "t")(0, Record(0, 0, None, None), "CreateTime") == "null\n"
+    out = json.loads(Formatter("json", {}, "t")(1, r, "LogAppendTime"))
+    assert out == {"topic": "t", "partition": 1, "offset": 7, "timestamp": 1700000000000,
+                   "timestampType": "LogAppendTime", "headers": {"h": "x"}, "key": "k",
+                   "value": "v"}
+
+
+def test_broker_config_validation_names_the_key():
+    from broker.config import BrokerConfig
+
+    defaults = BrokerConfig({}).topic_defaults()
+    validate_broker_configs({"log.retention.ms": "1000", "log.cleanup.policy": "compact",
+                             "log.cleaner.threads": "2", "message.max.bytes": "100"}, defaults)
+    for bad in ({"log.dirs": "/x"}, {"log.retention.ms": "soon"},
+                {"log.cleanup.policy": "shred"}, {"log.cleaner.threads": "many"},
+                {"log.retention.hours": None}):
+        with pytest.raises(MetadataError) as e:
+            validate_broker_configs(bad, defaults)
+        assert e.value.code == errors.INVALID_CONFIG and next(iter(bad)) in e.value.message
+
+
+def test_histogram_buckets_are_cumulative():
+    h = Histogram()
+    for ms in (0.1, 0.7, 3, 3, 20000):
+        h.observe(ms)
+    buckets = dict(h.buckets())
+    assert buckets["0.5"] == 1 and buckets["1"] == 2 and buckets["5"] == 4
+    assert buckets["10000"] == 4 and buckets["+Inf"] == 5
+    assert len(buckets) == len(BUCKETS_MS) and h.sum == pytest.approx(20006.8)
+
+
+def test_record_count_of_one_and_several_batches():
+    one = build_batch([(None, b"a", None, None)] * 5)
+    two = one + build_batch([(None, b"b", None, None)] * 3, base_offset=5)
+    assert _record_count(one) == 5 and _record_count(two) == 8
