@@ -36,18 +36,23 @@ WORKLOADS = {
     "latency": (4, "one message at a time, linger.ms=0, acks=1: send -> receive"),
     "group": (5, "3 consumers subscribe to 6 partitions: settle; then one closes: rebalance"),
     "commit": (7, "synchronous offset commits in a loop"),
+    "produce-txn": (8, "transactions of 100 x 1 KiB to 8 partitions, commit each"),
+    "consume-txn-rc": (8, "consume the produce-txn topic, isolation.level=read_committed"),
+    "consume-txn-ru": (8, "consume the produce-txn topic, isolation.level=read_uncommitted"),
     "fetch-versions": (10, "read 1 KiB records with bare Fetch v4 (stored) and v3 (converted)"),
 }
 ORDER = list(WORKLOADS)
 ALIASES = {"1": ["produce-100b"], "2": ["produce-1k", "produce-1k-2p"],
            "3": ["consume-100b", "consume-1k"], "4": ["latency"], "5": ["group"], "6": ["group"],
-           "7": ["commit"], "group-settle": ["group"], "group-rebalance": ["group"],
+           "7": ["commit"], "8": ["produce-txn", "consume-txn-rc", "consume-txn-ru"],
+           "txn": ["produce-txn", "consume-txn-rc", "consume-txn-ru"],
+           "group-settle": ["group"], "group-rebalance": ["group"],
            "settle": ["group"], "rebalance": ["group"], "produce": ORDER[:3],
            "consume": ["consume-100b", "consume-1k"], "10": ["fetch-versions"]}
 
 # figure -> True if higher is better
 HIGHER_BETTER = {"msg/s": True, "MB/s": True, "p50 ms": False, "p99 ms": False,
-                 "settle s": False, "rebalance s": False, "commits/s": True,
+                 "settle s": False, "rebalance s": False, "commits/s": True, "txn/s": True,
                  "v4 msg/s": True, "v4 MB/s": True, "v3 msg/s": True, "v3 MB/s": True}
 
 INTERRUPTED = False
@@ -246,6 +251,24 @@ class Plan:
                      partitions=8, size=1024, acks="all", count=self.count_1k, procs=procs,
                      delete_after=(procs > 1 or "consume-1k" not in consumed))
             return s, cap + flush + 60 + (60 if procs > 1 else 0)
+        if name == "produce-txn":
+            s = dict(produce, kind="txn-produce", topic=f"bench-txn-{tag}", partitions=8,
+                     size=1024, acks="all", count=self.count_1k, txn_records=100,
+                     delete_after=not {"consume-txn-rc", "consume-txn-ru"} & consumed)
+            return s, cap + flush + 60
+        if name in ("consume-txn-rc", "consume-txn-ru"):
+            topic, expected = topics.get("produce-txn", (None, 0))
+            committed = name == "consume-txn-rc"
+            consumer_config["isolation.level"] = ("read_committed" if committed
+                                                  else "read_uncommitted")
+            s = {"kind": "consume", "bootstrap": bootstrap, "partitions": 8, "size": 1024,
+                 "count": self.count_1k, "cap_s": cap, "consumer_config": consumer_config,
+                 "delete_after": not committed or "consume-txn-ru" not in consumed,
+                 "topic": topic or f"bench-c-txn-{tag}", "expected": expected,
+                 "prefill": topic is None, "txn_records": 100}
+            if topic is not None and s["delete_after"]:
+                topics.pop("produce-txn")
+            return s, cap + 60 + (130 if topic is None else 0)
         if name in ("consume-100b", "consume-1k"):
             src = "produce-100b" if name == "consume-100b" else "produce-1k"
             size, parts = (100, 1) if name == "consume-100b" else (1024, 8)
@@ -289,7 +312,7 @@ def fmt(figure: str, v) -> str:
         return "-"
     if isinstance(v, str):
         return v
-    if figure.endswith(("msg/s", "commits/s")):
+    if figure.endswith(("msg/s", "commits/s", "txn/s")):
         return f"{v:,.0f}"
     if figure.endswith("MB/s"):
         return f"{v:,.1f}"

@@ -172,6 +172,59 @@ def produce_messages(spec: dict, count: int, deadline: float, flush_timeout: flo
             "client_errors": client_errors[:5]}
 
 
+def produce_transactions(spec: dict, count: int, deadline: float) -> dict:
+    """Transactions of spec['txn_records'] messages round-robin over the partitions, each
+    committed before the next begins; timed from the first begin to the last commit. Stops
+    beginning transactions at `deadline`."""
+    conf = producer_config(spec)
+    conf.update({"enable.idempotence": True, "acks": "all",
+                 "transactional.id": "bench-txn-" + uuid.uuid4().hex})
+    p = Producer(conf)
+    p.init_transactions(30)
+    topic = spec["topic"]
+    parts = int(spec["partitions"])
+    per_txn = int(spec["txn_records"])
+    value = b"x" * int(spec["size"])
+    p.list_topics(topic, timeout=10)
+    produce, poll = p.produce, p.poll
+    sent = txns = 0
+    t_start = now()
+    while sent < count and now() < deadline:
+        p.begin_transaction()
+        for i in range(per_txn):
+            while True:
+                try:
+                    produce(topic, value, None, (sent + i) % parts)
+                    break
+                except BufferError:
+                    poll(0.0005)
+        p.commit_transaction(30)
+        txns += 1
+        sent += per_txn
+    t_end = now()
+    return {"t_start": t_start, "t_end": t_end, "txns": txns, "delivered": sent,
+            "capped": sent < count}
+
+
+def run_txn_produce(spec: dict) -> dict:
+    bootstrap, topic = spec["bootstrap"], spec["topic"]
+    create_topic(bootstrap, topic, int(spec["partitions"]))
+    r = produce_transactions(spec, int(spec["count"]), now() + float(spec["cap_s"]))
+    elapsed = r["t_end"] - r["t_start"]
+    if r["txns"] <= 0:
+        raise Failed("no transaction committed")
+    info = {"txns": r["txns"], "delivered": r["delivered"], "elapsed_s": elapsed,
+            "capped": r["capped"], "notes": []}
+    if r["capped"]:
+        info["notes"].append(f"capped at {spec['cap_s']:.0f}s: {r['txns']} transactions")
+    figures = produce_figures(spec, r["delivered"], elapsed)
+    figures["txn/s"] = r["txns"] / elapsed
+    emit({"ok": True, "figures": figures, "info": info})
+    if spec.get("delete_after"):
+        delete_topic(bootstrap, topic)
+    return None
+
+
 def produce_figures(spec: dict, delivered: int, elapsed: float) -> dict:
     return {"msg/s": delivered / elapsed, "MB/s": delivered * int(spec["size"]) / elapsed / 1e6}
 
@@ -317,10 +370,11 @@ def run_consume(spec: dict) -> dict:
     if spec.get("prefill"):
         # no topic left by the produce workload of this round: fill one (not timed)
         create_topic(bootstrap, topic, parts)
-        r = produce_messages(dict(spec, acks=1, linger_ms=5, batch_size=1000000),
-                             int(spec["count"]), now() + 60, 60)
+        fill = dict(spec, acks=1, linger_ms=5, batch_size=1000000)
+        r = (produce_transactions(fill, int(spec["count"]), now() + 60) if spec.get("txn_records")
+             else produce_messages(fill, int(spec["count"]), now() + 60, 60))
         if r["delivered"] <= 0:
-            raise Failed(f"prefill delivered nothing: {r['first_error']}")
+            raise Failed(f"prefill delivered nothing: {r.get('first_error')}")
         info["prefilled"] = True
         spec["expected"] = r["delivered"]
     # N = what the producer had acknowledged.  (Not ListOffsets: Tansu's latest offset was seen
@@ -724,7 +778,8 @@ def run_commit(spec: dict) -> dict:
 
 
 KINDS = {"produce": run_produce, "consume": run_consume, "latency": run_latency,
-         "group": run_group, "commit": run_commit, "fetch-versions": run_fetch_versions}
+         "group": run_group, "commit": run_commit, "txn-produce": run_txn_produce,
+         "fetch-versions": run_fetch_versions}
 
 
 def main() -> None:

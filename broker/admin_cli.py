@@ -39,9 +39,10 @@ def add_commands(sub):
     x.set_defaults(func=topics_delete)
 
     from broker import (acls_cli, cluster_cli, console_cli, dump_log_cli, groups_cli, ops_cli,
-                        quotas_cli, users_cli, web_console)
+                        quotas_cli, transactions_cli, users_cli, web_console)
 
     groups_cli.add_commands(sub, common)
+    transactions_cli.add_commands(sub, common)
     ops_cli.add_commands(sub, common)
     dump_log_cli.add_commands(sub)
     console_cli.add_commands(sub, common)

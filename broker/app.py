@@ -26,8 +26,11 @@ from broker.sasl import InterBrokerSecurity, LocalCredentialStore, check_mechani
 from broker.security import ListenerSecurity
 from broker.limits import ConnectionLimits
 from broker.server import serve
+from broker.txn import TXN_TOPIC, TxnMarkerWriter
 from coordinator import GroupCoordinator, OffsetStore
-from coordinator.producer_ids import ProducerIdManager
+from broker.producer_id_blocks import ZkBlocks
+from coordinator.producer_ids import FileBlocks, ProducerIdManager
+from coordinator.txn_coordinator import TransactionCoordinator
 from storage.config import LogConfig
 from storage.manager import LogManager
 from wire import errors
@@ -39,6 +42,7 @@ from zk.credentials import ZkCredentialStore, ZkQuotaStore
 from zk.metadata import ZkMetadataStore
 
 log = logging.getLogger("josefk")
+TXN_LOG_TIMEOUT_MS = 30000  # Kafka waits request.timeout.ms for __transaction_state appends
 
 
 def _read_properties(path: Path) -> dict:
@@ -122,10 +126,15 @@ class Broker:
         self.fetch_sessions = FetchSessionCache(
             config.int("max.incremental.fetch.session.cache.slots"),
             config.int("min.incremental.fetch.session.eviction.ms"))
-        self.producer_ids = ProducerIdManager(Path(dirs[0]) / "producer-id-block")
+        self.producer_ids = ProducerIdManager(
+            ZkBlocks(self.zk, config.node_id) if self.zk is not None
+            else FileBlocks(Path(dirs[0]) / "producer-id-block"))
         self.groups = GroupCoordinator(config.props, OffsetStore(OffsetsTopicLog(
             self.replicas, config.int("offsets.commit.required.acks"),
             config.int("offsets.commit.timeout.ms"))))
+        self.txn = TransactionCoordinator(
+            config.props, OffsetsTopicLog(self.replicas, -1, TXN_LOG_TIMEOUT_MS, TXN_TOPIC),
+            self.producer_ids, TxnMarkerWriter(self))
         self.dynamic = DynamicConfigs(self)
 
     def _log_config_for(self, topic: str) -> LogConfig:
@@ -139,17 +148,24 @@ class Broker:
                 self.groups.load_partition(part.index)
             else:
                 self.groups.unload_partition(part.index)
+        elif part.topic == TXN_TOPIC:
+            if leader:
+                self.txn.load_partition(part.index, part.leader_epoch)
+            else:
+                self.txn.unload_partition(part.index)
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def start(self):
         cfg = self.config
         self.groups.startup([])
+        self.txn.startup()
         if self.cluster is None:
             self.replicas.lead_locally(self.metadata)
         else:
             cluster_id = await self.metadata.start(
                 stored_cluster_id(cfg.log_dirs) or uuid_to_base64(uuid.uuid4()))
             ensure_cluster_id(cfg.log_dirs, cfg.node_id, cluster_id)
+            await self.producer_ids.blocks.claim()
             await self.dynamic.start()
         if self.authorizer is not None:
             await self.authorizer.start()
@@ -191,6 +207,7 @@ class Broker:
         if self.cluster is not None:
             await self.cluster.stop()
         self.groups.shutdown()
+        self.txn.shutdown()
         await asyncio.to_thread(self._housekeeping.shutdown, True)  # let a running pass finish
         self.logs.checkpoint()
         self.logs.close()

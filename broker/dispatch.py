@@ -5,7 +5,7 @@ from broker import acl
 from broker.authorizer import requires_cluster, requires_group
 from broker.handlers import (acls, alter_configs, api_versions, cluster, configs, fetch, groups,
                              list_offsets, log_admin, metadata, offsets, produce, producer, quotas,
-                             replication, sasl, scram, telemetry, topics)
+                             replication, sasl, scram, telemetry, topics, txn)
 from broker.quotas import fetch_quota, produce_quota
 from wire import apis
 
@@ -61,4 +61,12 @@ HANDLERS = {
     apis.INCREMENTAL_ALTER_CONFIGS.key: alter_configs.handle_incremental_alter_configs,
     apis.DELETE_RECORDS.key: log_admin.handle_delete_records,
     apis.DESCRIBE_LOG_DIRS.key: log_admin.handle_describe_log_dirs,
+    apis.ADD_PARTITIONS_TO_TXN.key: txn.handle_add_partitions_to_txn,
+    apis.ADD_OFFSETS_TO_TXN.key: txn.handle_add_offsets_to_txn,
+    apis.END_TXN.key: txn.handle_end_txn,
+    apis.WRITE_TXN_MARKERS.key: for_brokers(txn.handle_write_txn_markers),
+    apis.TXN_OFFSET_COMMIT.key: txn.handle_txn_offset_commit,
+    apis.DESCRIBE_PRODUCERS.key: txn.handle_describe_producers,
+    apis.DESCRIBE_TRANSACTIONS.key: txn.handle_describe_transactions,
+    apis.LIST_TRANSACTIONS.key: txn.handle_list_transactions,
 }

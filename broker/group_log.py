@@ -18,15 +18,18 @@ OFFSETS_TOPIC = "__consumer_offsets"
 
 class OffsetsTopicLog:
     """The log interface `coordinator.OffsetStore` expects, over the broker's replicas. An append
-    is acknowledged once offsets.commit.required.acks is met (all the ISR by default)."""
+    is acknowledged once offsets.commit.required.acks is met (all the ISR by default). The
+    transaction coordinator uses the same interface over ``__transaction_state``."""
 
-    def __init__(self, replicas, required_acks: int = -1, timeout_ms: int = 5000):
+    def __init__(self, replicas, required_acks: int = -1, timeout_ms: int = 5000,
+                 topic: str = OFFSETS_TOPIC):
         self.replicas = replicas
         self.required_acks = required_acks
         self.timeout_ms = timeout_ms
+        self.topic = topic
 
     def append(self, partition: int, batch: bytearray):
-        part = self.replicas.leader_partition(OFFSETS_TOPIC, partition)
+        part = self.replicas.leader_partition(self.topic, partition)
         if part is None:
             raise CoordinatorLogError(errors.NOT_COORDINATOR)
         res = part.append(memoryview(batch), acks=self.required_acks)
@@ -46,7 +49,7 @@ class OffsetsTopicLog:
         return res.base_offset
 
     def read_batches(self, partition: int):
-        part = self.replicas.get(OFFSETS_TOPIC, partition)
+        part = self.replicas.get(self.topic, partition)
         return part.log.iter_batches() if part is not None else ()
 
 
@@ -54,23 +57,29 @@ def ensure_offsets_topic(broker):
     """``__consumer_offsets``' metadata, asking for its creation if needed (None until it
     exists; the caller answers COORDINATOR_NOT_AVAILABLE and the client retries). The group
     coordinator loads each partition when this broker becomes its leader."""
+    cfg = broker.config
+    return ensure_internal_topic(
+        broker, OFFSETS_TOPIC, cfg.int("offsets.topic.num.partitions"),
+        cfg.int("offsets.topic.replication.factor"),
+        {"cleanup.policy": "compact", "compression.type": "producer",
+         "segment.bytes": cfg.props["offsets.topic.segment.bytes"]})
+
+
+def ensure_internal_topic(broker, name: str, partitions: int, replication: int, configs: dict):
+    """An internal topic's metadata, asking for its creation if needed; None until it exists.
+    As in Kafka, a cluster creates it only once ``replication`` brokers are alive."""
     md = broker.metadata
-    t = md.topics.get(OFFSETS_TOPIC)
+    t = md.topics.get(name)
     if t is not None:
         return t
-    cfg = broker.config
-    rf = cfg.int("offsets.topic.replication.factor")
     if broker.cluster is None:
-        rf = 1  # the single broker: its own replica is all there is
-    elif len(md.brokers) < rf:
-        log.warning("%s needs %d brokers (offsets.topic.replication.factor) and %d are alive",
-                    OFFSETS_TOPIC, rf, len(md.brokers))
+        replication = 1  # the single broker: its own replica is all there is
+    elif len(md.brokers) < replication:
+        log.warning("%s needs %d brokers (its replication factor) and %d are alive", name,
+                    replication, len(md.brokers))
         return None
     try:
-        return md.request_topic(
-            OFFSETS_TOPIC, cfg.int("offsets.topic.num.partitions"), rf,
-            {"cleanup.policy": "compact", "compression.type": "producer",
-             "segment.bytes": cfg.props["offsets.topic.segment.bytes"]})
+        return md.request_topic(name, partitions, replication, configs)
     except MetadataError as e:
-        log.error("cannot create %s: %s", OFFSETS_TOPIC, e.message)
+        log.error("cannot create %s: %s", name, e.message)
         return None

@@ -19,7 +19,9 @@ from broker.producer_state import ProducerStateTable
 from storage.config import LogConfig
 from storage.errors import InvalidConfig, OffsetOutOfRange, RecordTooLarge, StorageError
 from wire import errors
-from wire.batch import CorruptRecord, InvalidRecord, crc_ok, iter_headers, validate_batches
+from wire.batch import (CorruptRecord, InvalidRecord, crc_ok, iter_headers, read_header,
+                        validate_batches)
+from wire.records import CONTROL_ABORT, CONTROL_COMMIT, build_batch, control_record
 from wire.validate import validate_records
 
 log = logging.getLogger("josefk.replica")
@@ -45,16 +47,17 @@ class AppendResult:
 
 class ReadResult:
     __slots__ = ("error", "records", "high_watermark", "last_stable_offset", "log_start_offset",
-                 "diverging_epoch")
+                 "diverging_epoch", "aborted")
 
     def __init__(self, error, records=None, high_watermark=-1, log_start_offset=-1,
-                 diverging_epoch=None):
+                 diverging_epoch=None, last_stable_offset=-1, aborted=None):
         self.error = error
         self.records = records
         self.high_watermark = high_watermark
-        self.last_stable_offset = high_watermark
+        self.last_stable_offset = last_stable_offset
         self.log_start_offset = log_start_offset
         self.diverging_epoch = diverging_epoch  # (epoch, end offset) for a follower to truncate to
+        self.aborted = aborted  # read_committed: [(producer id, first offset)] in the range
 
 
 class FollowerState:
@@ -119,6 +122,13 @@ class Partition:
     def isr_size(self) -> int:
         return len(self.isr)
 
+    @property
+    def last_stable_offset(self) -> int:
+        """The high watermark, or the first offset of the oldest open transaction below it."""
+        hwm = self.log.high_watermark
+        first = self.producers.first_unstable_offset()
+        return hwm if first is None else min(hwm, first)
+
     # -- role changes -----------------------------------------------------------------------------
     def make_leader(self, st: PartitionState) -> None:
         was_leader = self.is_leader
@@ -180,6 +190,9 @@ class Partition:
                 f"The size of the current ISR {self.isr} is insufficient to satisfy the min.isr "
                 f"requirement of {self.min_insync} for partition {self.topic}-{self.index}"))
         h = batches[0]
+        if any(b.is_control for b in batches):
+            return AppendResult(errors.INVALID_RECORD,
+                                message="clients may not write control batches")
         idempotent = h.producer_id >= 0
         if idempotent:
             if len(batches) > 1:
@@ -205,6 +218,25 @@ class Partition:
             self._complete_acks_waiters()
         self.wake()
         return AppendResult(errors.NONE, first, lg.log_start_offset, next_offset=last + 1)
+
+    def write_marker(self, producer_id: int, producer_epoch: int, commit: bool,
+                     coordinator_epoch: int) -> AppendResult:
+        """Append a transaction's COMMIT or ABORT marker (WriteTxnMarkers) and close it."""
+        if not self.is_leader:
+            return AppendResult(errors.NOT_LEADER_OR_FOLLOWER)
+        err = self.producers.check_marker(producer_id, producer_epoch)
+        if err:
+            return AppendResult(err)
+        kind = CONTROL_COMMIT if commit else CONTROL_ABORT
+        buf = build_batch([control_record(kind, coordinator_epoch)], producer_id=producer_id,
+                          producer_epoch=producer_epoch, transactional=True, control=True)
+        h = read_header(buf, 0)
+        first, _last = self.log.append(buf, [h], leader_epoch=self.leader_epoch)
+        self.producers.end_txn(producer_id, producer_epoch, kind, first, coordinator_epoch,
+                               h.max_timestamp)
+        self.maybe_advance_hwm()
+        self.wake()
+        return AppendResult(errors.NONE, first, self.log.log_start_offset, next_offset=first + 1)
 
     def replicated(self, next_offset: int) -> bool:
         return self.log.high_watermark >= next_offset
@@ -326,21 +358,30 @@ class Partition:
 
     def read(self, offset: int, max_bytes: int, min_one: bool,
              replica_id: int = -1, last_fetched_epoch: int = -1,
-             zero_copy_min: int = 0) -> ReadResult:
+             zero_copy_min: int = 0, read_committed: bool = False) -> ReadResult:
+        """Batches from ``offset``: up to the log end for a follower, the high watermark for a
+        consumer, the last stable offset for a read_committed one (with the aborted
+        transactions it must drop)."""
         lg = self.log
         hwm = lg.high_watermark
+        lso = self.last_stable_offset
         if last_fetched_epoch >= 0:
             epoch, end = lg.end_offset_for_epoch(last_fetched_epoch)
             if epoch != last_fetched_epoch or end < offset:
                 return ReadResult(errors.NONE, b"", hwm, lg.log_start_offset,
-                                  diverging_epoch=(epoch, end))
-        limit = lg.log_end_offset if replica_id >= 0 else hwm
+                                  diverging_epoch=(epoch, end), last_stable_offset=lso)
+        limit = lg.log_end_offset if replica_id >= 0 else lso if read_committed else hwm
         try:
             data = lg.read(offset, max_bytes, max_offset=limit, min_one=min_one,
                            zero_copy_min=zero_copy_min)
         except OffsetOutOfRange:
-            return ReadResult(errors.OFFSET_OUT_OF_RANGE, None, hwm, lg.log_start_offset)
-        return ReadResult(errors.NONE, data.records, hwm, lg.log_start_offset)
+            return ReadResult(errors.OFFSET_OUT_OF_RANGE, None, hwm, lg.log_start_offset,
+                              last_stable_offset=lso)
+        aborted = None
+        if read_committed:
+            aborted = self.producers.aborted_between(offset, limit) if data.records else []
+        return ReadResult(errors.NONE, data.records, hwm, lg.log_start_offset,
+                          last_stable_offset=lso, aborted=aborted)
 
     def check_leader_epoch(self, current_leader_epoch: int) -> int:
         if current_leader_epoch < 0 or current_leader_epoch == self.leader_epoch:
@@ -377,8 +418,7 @@ class Partition:
             end = batches[-1].pos + batches[-1].size
             lg.append_as_follower(memoryview(records)[:end], batches)
             for h in batches:
-                if h.producer_id >= 0:
-                    self.producers.update(h, h.base_offset, h.base_offset + h.last_offset_delta)
+                self.producers.apply(h, records)
         lg.high_watermark = min(leader_hwm, lg.log_end_offset)
         self.wake()
 

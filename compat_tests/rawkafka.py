@@ -319,11 +319,11 @@ def record(offset_delta: int, key: bytes | None, value: bytes | None,
 
 def record_batch(records: list[tuple[bytes | None, bytes | None]], base_timestamp: int,
                  corrupt_crc: bool = False, producer_id: int = -1, producer_epoch: int = -1,
-                 base_sequence: int = -1) -> bytes:
-    """An uncompressed magic-2 batch of (key, value) records."""
+                 base_sequence: int = -1, transactional: bool = False) -> bytes:
+    """An uncompressed magic-2 batch of (key, value) records (attribute bit 4: transactional)."""
     recs = b"".join(record(i, k, v) for i, (k, v) in enumerate(records))
     after_crc = (
-        int16(0)                              # attributes: no compression, CreateTime
+        int16(0x10 if transactional else 0)   # attributes: no compression, CreateTime
         + int32(len(records) - 1)             # lastOffsetDelta
         + int64(base_timestamp)               # baseTimestamp
         + int64(base_timestamp)               # maxTimestamp

@@ -176,6 +176,8 @@ class GroupMetadata:
         self.supported_protocols: Counter[str] = Counter()
         self.offsets: dict[tuple[str, int], CommitRecord] = {}
         self.pending_offset_commits: dict[tuple[str, int], OffsetAndMetadata] = {}
+        # TxnOffsetCommit: producer id -> {(topic, partition): CommitRecord} until its marker
+        self.pending_txn_offsets: dict[int, dict[tuple[str, int], CommitRecord]] = {}
         self.subscribed_topics: set[str] | None = None
         self.new_member_added = False
         # timers owned by the coordinator
@@ -229,7 +231,7 @@ class GroupMetadata:
         return not self.pending_sync_members
 
     def has_offsets(self) -> bool:
-        return bool(self.offsets or self.pending_offset_commits)
+        return bool(self.offsets or self.pending_offset_commits or self.pending_txn_offsets)
 
     def generate_member_id(self, client_id: str, group_instance_id: str | None) -> str:
         prefix = group_instance_id if group_instance_id is not None else client_id
@@ -413,7 +415,20 @@ class GroupMetadata:
             del self.pending_offset_commits[tp]
 
     def has_pending_offset_commits_for(self, tp) -> bool:
-        return tp in self.pending_offset_commits
+        return tp in self.pending_offset_commits or any(
+            tp in txn for txn in self.pending_txn_offsets.values())
+
+    def add_txn_offsets(self, producer_id: int, records: dict) -> None:
+        self.pending_txn_offsets.setdefault(producer_id, {}).update(records)
+
+    def complete_txn_offsets(self, producer_id: int, commit: bool) -> None:
+        """The producer's transaction ended: its offsets become committed, or are dropped."""
+        txn = self.pending_txn_offsets.pop(producer_id, {})
+        if commit:
+            for tp, rec in txn.items():
+                cur = self.offsets.get(tp)
+                if cur is None or cur.appended_batch_offset is None or cur.older_than(rec):
+                    self.offsets[tp] = rec
 
     def remove_offsets(self, tps) -> dict:
         removed = {}

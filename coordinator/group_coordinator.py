@@ -862,6 +862,55 @@ class GroupCoordinator:
         return {tp: (error if tp in valid else errors.OFFSET_METADATA_TOO_LARGE)
                 for tp in offsets}
 
+    async def commit_txn_offsets(self, group_id, producer_id, producer_epoch, generation_id,
+                                 member_id, group_instance_id, offsets) -> dict:
+        """TxnOffsetCommit: offsets staged in the producer's transaction, written as a
+        transactional batch; they count once the COMMIT marker reaches the group's partition
+        (:meth:`complete_txn`). Members are validated like OffsetCommit when the request
+        names a generation or member (KIP-447). Returns {(topic, partition): error}."""
+        err = self._validate_group_status(group_id, "TxnOffsetCommit")
+        if err is not None:
+            return {tp: err for tp in offsets}
+        group = self.groups.get(group_id)
+        if group is None:
+            group = self._add_group(GroupMetadata(group_id, EMPTY, self._now()))
+        if group.is_state(DEAD):
+            return {tp: errors.COORDINATOR_NOT_AVAILABLE for tp in offsets}
+        if generation_id >= 0 or member_id or group_instance_id is not None:
+            err = self._validate_current_member(group, member_id or UNKNOWN_MEMBER_ID,
+                                                group_instance_id)
+            if err is None and generation_id != group.generation_id:
+                err = errors.ILLEGAL_GENERATION
+            if err is not None:
+                return {tp: err for tp in offsets}
+        now = self._now()
+        oms = {tp: self._to_offset_and_metadata(v, now, None) for tp, v in offsets.items()}
+        valid = {tp: om for tp, om in oms.items() if self._metadata_ok(om.metadata)}
+        partition = self.partition_for(group_id)
+        if partition not in self.owned_partitions:
+            return {tp: errors.NOT_COORDINATOR for tp in offsets}
+        error = errors.NONE
+        if valid:
+            try:
+                base = await self.store.store_offsets(partition, group_id, valid, now,
+                                                      producer_id, producer_epoch)
+            except Exception as e:  # noqa: BLE001 - every append failure becomes an error code
+                code = getattr(e, "error_code", None)
+                error = (errors.UNKNOWN_SERVER_ERROR if code is None
+                         else errors.append_error_for_commit(code))
+            else:
+                if not group.is_state(DEAD):
+                    group.add_txn_offsets(producer_id, {tp: CommitRecord(base, om)
+                                                        for tp, om in valid.items()})
+        return {tp: (error if tp in valid else errors.OFFSET_METADATA_TOO_LARGE)
+                for tp in offsets}
+
+    def complete_txn(self, partition: int, producer_id: int, commit: bool) -> None:
+        """A transaction marker was written to ``__consumer_offsets-<partition>``."""
+        for gid, group in self.groups.items():
+            if producer_id in group.pending_txn_offsets and self.partition_for(gid) == partition:
+                group.complete_txn_offsets(producer_id, commit)
+
     def fetch_offsets(self, group_id, partitions=None, require_stable=False):
         """OffsetFetch. ``partitions``: list of (topic, partition), or None for all committed.
         Returns (error, {(topic, partition): OffsetFetchPartition(offset, leader_epoch,
@@ -1113,6 +1162,12 @@ class GroupCoordinator:
                 group = GroupMetadata(gid, EMPTY, now)
                 group.offsets.update(offsets)
                 self._load_group(group)
+            for pid, txn in loaded.pending_txn.items():
+                for (gid, t, p), rec in txn.items():
+                    group = self.groups.get(gid)
+                    if group is None:
+                        group = self._add_group(GroupMetadata(gid, EMPTY, now))
+                    group.add_txn_offsets(pid, {(t, p): rec})
         finally:
             self.loading_partitions.discard(partition)
             self.owned_partitions.add(partition)

@@ -107,6 +107,8 @@ class LoadedPartition:
     groups: dict = field(default_factory=dict)    # group id -> GroupRecord
     offsets: dict = field(default_factory=dict)   # group id -> {(topic, partition): CommitRecord}
     removed_groups: set = field(default_factory=set)
+    # producer id -> {(group, topic, partition): CommitRecord} of transactions not yet ended
+    pending_txn: dict = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -201,6 +203,9 @@ class _Reader:
         b = self.buf[self.pos:self.pos + n]
         self.pos += n
         return b
+
+    def int8(self):
+        return int.from_bytes(self._take(1), "big", signed=True)
 
     def int16(self):
         return _i16.unpack(self._take(2))[0]
@@ -324,20 +329,24 @@ class OffsetStore:
         self.log = log
         self.compression = compression
 
-    async def _append(self, partition: int, records, now_ms: int) -> int:
-        batch = wire_records.build_batch(records, compression=self.compression, now_ms=now_ms)
+    async def _append(self, partition: int, records, now_ms: int, producer_id=-1,
+                      producer_epoch=-1) -> int:
+        batch = wire_records.build_batch(records, compression=self.compression, now_ms=now_ms,
+                                         producer_id=producer_id, producer_epoch=producer_epoch,
+                                         transactional=producer_id >= 0)
         result = self.log.append(partition, batch)
         if inspect.isawaitable(result):
             result = await result
         return result
 
     async def store_offsets(self, partition: int, group_id: str, offsets: dict,
-                            now_ms: int) -> int:
+                            now_ms: int, producer_id: int = -1, producer_epoch: int = -1) -> int:
         """Append one batch with an OffsetCommit record per {(topic, partition):
-        OffsetAndMetadata}; returns the batch's base offset."""
+        OffsetAndMetadata}; returns the batch's base offset. With a producer id the batch is
+        transactional (TxnOffsetCommit): it counts once the producer's COMMIT marker follows."""
         records = [(offset_commit_key(group_id, t, p), offset_commit_value(om), None, now_ms)
                    for (t, p), om in offsets.items()]
-        return await self._append(partition, records, now_ms)
+        return await self._append(partition, records, now_ms, producer_id, producer_epoch)
 
     async def store_group(self, partition: int, group_id: str, record: GroupRecord,
                           now_ms: int) -> int:
@@ -407,7 +416,8 @@ class OffsetStore:
                     else:
                         removed.discard(key.group)
                         groups[key.group] = g
-        loaded = LoadedPartition(groups=groups, removed_groups=removed)
+        loaded = LoadedPartition(groups=groups, removed_groups=removed,
+                                 pending_txn={pid: txn for pid, txn in pending.items() if txn})
         for (g, t, p), cr in offsets.items():
             loaded.offsets.setdefault(g, {})[(t, p)] = cr
         return loaded

@@ -1,7 +1,10 @@
-"""Producer ids for idempotent producers (InitProducerId without a transactional id).
+"""Producer ids for idempotent and transactional producers.
 
-Ids are handed out from blocks reserved in a small file, so a restarted broker never reuses an
-id it may already have given (like Kafka's ProducerIdManager reserving blocks in ZooKeeper).
+Ids are handed out from blocks that are reserved before use, so a restarted broker never reuses
+an id it may already have given, and no two brokers of a cluster hand out the same one. Where a
+block comes from is a ``blocks`` object's business: `FileBlocks` (a small file, the single
+broker) or, in a cluster, blocks claimed in ZooKeeper's ``/latest_producer_id_block`` like
+Kafka's ZooKeeper-mode brokers do (``broker.producer_id_blocks``).
 """
 from __future__ import annotations
 
@@ -12,24 +15,38 @@ BLOCK_SIZE = 1000
 MAX_EPOCH = 32767
 
 
-class ProducerIdManager:
+class ProducerIdsUnavailable(Exception):
+    """No block of ids at hand yet (the next one is being claimed): Kafka answers
+    COORDINATOR_LOAD_IN_PROGRESS and the client retries."""
+
+
+class FileBlocks:
+    """Blocks reserved by writing the end of the last one to ``state_file``."""
+
     def __init__(self, state_file: str | Path):
         self.path = Path(state_file)
-        start = int(self.path.read_text().strip()) if self.path.exists() else 0
-        self.next_id = start
-        self.block_end = start
-        self.epochs: dict[int, int] = {}
+        self.end = int(self.path.read_text().strip()) if self.path.exists() else 0
 
-    def _reserve_block(self):
-        end = self.next_id + BLOCK_SIZE
+    def reserve(self) -> tuple[int, int]:
+        """The next block as (first id, end exclusive)."""
+        first, end = self.end, self.end + BLOCK_SIZE
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(str(end))
         os.replace(tmp, self.path)
-        self.block_end = end
+        self.end = end
+        return first, end
+
+
+class ProducerIdManager:
+    def __init__(self, blocks):
+        self.blocks = blocks
+        self.next_id = self.block_end = 0
+        self.epochs: dict[int, int] = {}
 
     def new_id(self) -> int:
+        """A fresh id; raises ProducerIdsUnavailable when no block can be had right now."""
         if self.next_id >= self.block_end:
-            self._reserve_block()
+            self.next_id, self.block_end = self.blocks.reserve()
         pid = self.next_id
         self.next_id += 1
         self.epochs[pid] = 0

@@ -884,6 +884,50 @@ async def test_require_stable_sees_unstable_offset_commit():
     assert tuple(offs[("t", 0)]) == (5, -1, "", errors.NONE)
 
 
+@async_test
+async def test_txn_offsets_count_only_once_committed():
+    """TxnOffsetCommit stages offsets in a transactional batch; the COMMIT marker makes them
+    visible, an ABORT drops them; meanwhile require_stable fetches get UNSTABLE_OFFSET_COMMIT."""
+    h = H()
+    tp = ("t", 0)
+    p = h.coord.partition_for("s")
+    assert await h.coord.commit_txn_offsets("s", 77, 0, -1, "", None, {tp: (5, -1, "")}) == \
+        {tp: errors.NONE}
+    assert h.coord.fetch_offsets("s", [tp])[1][tp].offset == -1
+    assert h.coord.fetch_offsets("s", [tp], require_stable=True)[1][tp].error == \
+        errors.UNSTABLE_OFFSET_COMMIT
+    h.coord.complete_txn(p, 77, commit=False)
+    assert tuple(h.coord.fetch_offsets("s", [tp], require_stable=True)[1][tp]) == \
+        (-1, -1, "", errors.NONE)
+    await h.coord.commit_txn_offsets("s", 77, 0, -1, "", None, {tp: (9, -1, "")})
+    h.coord.complete_txn(p, 77, commit=True)
+    assert h.coord.fetch_offsets("s", [tp])[1][tp].offset == 9
+    # the batch was transactional, with the producer's id and epoch
+    (hdr, _buf), = list(h.log.read_batches(p))[-1:]
+    assert hdr.is_transactional and hdr.producer_id == 77 and hdr.producer_epoch == 0
+
+
+@async_test
+async def test_txn_offsets_validate_the_member_and_survive_reload():
+    h = H()
+    a, _b = await h.stable(2)
+    tp = ("t", 0)
+    res = await h.coord.commit_txn_offsets("g", 5, 0, 1, "nobody", None, {tp: (1, -1, "")})
+    assert res == {tp: errors.UNKNOWN_MEMBER_ID}
+    res = await h.coord.commit_txn_offsets("g", 5, 0, 99, a.member_id, None, {tp: (1, -1, "")})
+    assert res == {tp: errors.ILLEGAL_GENERATION}
+    res = await h.coord.commit_txn_offsets("g", 5, 0, 1, a.member_id, None, {tp: (3, -1, "")})
+    assert res == {tp: errors.NONE}
+    # reloading the partition keeps the open transaction's offsets pending
+    p = h.coord.partition_for("g")
+    h.coord.unload_partition(p)
+    h.coord.load_partition(p)
+    assert h.coord.fetch_offsets("g", [tp], require_stable=True)[1][tp].error == \
+        errors.UNSTABLE_OFFSET_COMMIT
+    h.coord.complete_txn(p, 5, commit=True)
+    assert h.coord.fetch_offsets("g", [tp])[1][tp].offset == 3
+
+
 # ------------------------------------------------------------------------------------------
 # describe / list / delete
 

@@ -2,7 +2,7 @@ from broker.producer_state import ProducerStateTable
 from storage import Log, LogConfig
 from wire import errors
 from wire.batch import validate_batches
-from wire.records import build_batch
+from wire.records import CONTROL_ABORT, CONTROL_COMMIT, build_batch, control_record
 
 
 def header(pid, epoch, seq, count=1):
@@ -58,9 +58,69 @@ def test_rebuild_from_log_headers():
     t = ProducerStateTable()
     h = header(9, 1, 0, 4)
     h.base_offset = 50
-    t.rebuild([h])
+    t.rebuild([h], None)
     assert t.check(header(9, 1, 0, 4)) == (errors.NONE, (50, 53))
 
+
+def txn_header(pid, epoch, seq, count=1):
+    buf = build_batch([(None, b"v", [], None)] * count, producer_id=pid, producer_epoch=epoch,
+                      base_sequence=seq, transactional=True)
+    return validate_batches(buf)[0]
+
+
+def marker(pid, epoch, kind, offset):
+    buf = build_batch([control_record(kind)], producer_id=pid, producer_epoch=epoch,
+                      transactional=True, control=True, base_offset=offset)
+    return buf, validate_batches(buf)[0]
+
+
+def test_open_transactions_bound_the_stable_offset():
+    t = ProducerStateTable()
+    assert t.first_unstable_offset() is None
+    t.update(txn_header(1, 0, 0, 2), 10, 11)
+    t.update(txn_header(2, 0, 0), 12, 12)
+    t.update(txn_header(1, 0, 2), 13, 13)  # same transaction: its start stays at 10
+    assert t.first_unstable_offset() == 10
+    t.end_txn(1, 0, CONTROL_COMMIT, 14)
+    assert t.first_unstable_offset() == 12
+    t.end_txn(2, 0, CONTROL_ABORT, 15)
+    assert t.first_unstable_offset() is None
+    assert t.aborted == [(2, 12, 15)]
+    assert t.producers[1].txn_first_offset == -1
+
+
+def test_aborted_between_lists_overlapping_aborted_transactions():
+    t = ProducerStateTable()
+    for pid, first, last in ((1, 0, 4), (2, 5, 9), (3, 10, 20)):
+        t.update(txn_header(pid, 0, 0), first, first)
+        t.end_txn(pid, 0, CONTROL_ABORT, last)
+    assert t.aborted_between(0, 100) == [(1, 0), (2, 5), (3, 10)]
+    assert t.aborted_between(5, 100) == [(2, 5), (3, 10)]
+    assert t.aborted_between(6, 10) == [(2, 5)]
+    assert t.aborted_between(21, 100) == []
+
+
+def test_markers_fence_older_epochs_and_rebuild_reads_their_type():
+    t = ProducerStateTable()
+    t.update(txn_header(1, 0, 0), 0, 0)
+    buf, h = marker(1, 1, CONTROL_ABORT, 1)  # aborted by the coordinator with a bumped epoch
+    t.apply(h, buf)
+    assert t.check_marker(1, 0) == errors.INVALID_PRODUCER_EPOCH
+    assert t.check(txn_header(1, 0, 1))[0] == errors.INVALID_PRODUCER_EPOCH
+    assert t.aborted == [(1, 0, 1)]
+    data = txn_header(1, 0, 0)
+    data.base_offset = 0
+    r = ProducerStateTable()
+    r.rebuild([data, h], lambda _h: buf)
+    assert r.aborted == [(1, 0, 1)] and r.first_unstable_offset() is None
+
+
+def test_sequence_less_transactional_writes_are_accepted():
+    t = ProducerStateTable()
+    t.update(header(4, 0, 0), 0, 0)
+    assert t.check(txn_header(4, 0, -1)) == (errors.NONE, None)  # TxnOffsetCommit batches
+    t.update(txn_header(4, 0, -1), 1, 1)
+    assert t.check(header(4, 0, 1)) == (errors.NONE, None)
 
 
 def _state(t):
@@ -99,7 +159,7 @@ def test_snapshots_at_roll_and_clean_shutdown_restore_the_same_state(tmp_path):
     assert _state(restored) == before
     assert list(lg.iter_headers(24)) == []  # nothing was left to replay
     full = ProducerStateTable()
-    full.rebuild(lg.iter_headers())
+    full.rebuild(lg.iter_headers(), None)  # no transactions: no control batch to read
     assert _state(full) == before
     lg.close()
 
@@ -129,4 +189,40 @@ def test_snapshots_past_the_log_end_are_dropped(tmp_path):
     lg.close()
     lg, t2 = _reopen(tmp_path / "p-0", cfg)
     assert [b[:2] for b in t2.producers[5].batches] == [(0, 1), (2, 3), (4, 5)]
+    lg.close()
+
+
+def test_snapshots_keep_open_and_aborted_transactions(tmp_path):
+    """A clean shutdown's snapshot carries what a replay of the markers would give: the open
+    transaction (the LSO) and the aborted ones (for read_committed fetches)."""
+    cfg = LogConfig.from_props({"segment.bytes": "400"})
+    lg, t = _reopen(tmp_path / "p-0", cfg)
+
+    def txn_append(pid, seq):
+        buf = build_batch([(None, b"v" * 50, [], None)], producer_id=pid, producer_epoch=0,
+                          base_sequence=seq, transactional=True)
+        (h,) = validate_batches(buf)
+        first, last = lg.append(buf, [h])
+        t.update(h, first, last)
+
+    def marker_append(pid, kind):
+        buf = build_batch([control_record(kind)], producer_id=pid, producer_epoch=0,
+                          transactional=True, control=True)
+        (h,) = validate_batches(buf)
+        first, _ = lg.append(buf, [h])
+        t.end_txn(pid, 0, kind, first)
+
+    txn_append(1, 0)
+    marker_append(1, CONTROL_ABORT)
+    for seq in range(4):
+        txn_append(2, seq)
+    marker_append(2, CONTROL_COMMIT)
+    txn_append(1, 1)  # left open
+    aborted, unstable = list(t.aborted), t.first_unstable_offset()
+    assert aborted == [(1, 0, 1)] and unstable == 7
+    lg.close()
+    lg, restored = _reopen(tmp_path / "p-0", cfg)
+    assert (tmp_path / "p-0" / f"{8:020d}.snapshot").exists()  # state up to the end
+    assert restored.aborted == aborted and restored.first_unstable_offset() == unstable
+    assert restored.aborted_between(0, 10) == [(1, 0)]
     lg.close()

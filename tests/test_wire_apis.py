@@ -30,7 +30,10 @@ KAFKA_3_9_RANGES = {
     "DeleteGroups": (42, 0, 2), "OffsetDelete": (47, 0, 0),
     "LeaderAndIsr": (4, 0, 7), "StopReplica": (5, 0, 4), "UpdateMetadata": (6, 0, 8),
     "ControlledShutdown": (7, 0, 3), "OffsetForLeaderEpoch": (23, 0, 4), "ElectLeaders": (43, 0, 2),
-    "AlterPartition": (56, 0, 3),
+    "AlterPartition": (56, 0, 3), "AddPartitionsToTxn": (24, 0, 5), "AddOffsetsToTxn": (25, 0, 4),
+    "EndTxn": (26, 0, 4), "WriteTxnMarkers": (27, 0, 1), "TxnOffsetCommit": (28, 0, 4),
+    "DescribeProducers": (61, 0, 0), "DescribeTransactions": (65, 0, 0),
+    "ListTransactions": (66, 0, 1),
     "AlterConfigs": (33, 0, 2), "IncrementalAlterConfigs": (44, 0, 1),
     "DeleteRecords": (21, 0, 2), "DescribeLogDirs": (35, 1, 4),
     "SaslHandshake": (17, 1, 1),
@@ -48,7 +51,7 @@ KAFKA_3_9_RANGES = {
 # the vendored 4.x schemas below start later than 3.9 did.
 KIP_896_REMOVED = {"Produce": 2, "Fetch": 3, "ListOffsets": 0, "OffsetCommit": 1,
                    "OffsetFetch": 0, "CreateTopics": 1, "DeleteTopics": 0, "DescribeConfigs": 0,
-                   "OffsetForLeaderEpoch": 1}
+                   "OffsetForLeaderEpoch": 1, "WriteTxnMarkers": 0}
 
 CASES = [(api, v, side) for api in ALL_APIS for v in range(api.min_version, api.max_version + 1)
          for side in ("Request", "Response")]

@@ -25,9 +25,14 @@ class Message:
     @classmethod
     def build(cls, api, name, fields, registry=None):
         """Make the class for a struct; nested struct classes hang off it by name, and the
-        top-level class also carries every nested class of the message (when names are unique)."""
+        top-level class also carries every nested class of the message (when names are unique).
+        One list of fields used by several fields under one name (Kafka's commonStructs) makes
+        one class."""
         top = registry is None
         registry = {} if top else registry
+        for known in registry.get(name, ()):
+            if known._fields is fields:  # a common struct declared once and used twice
+                return known
         nested = {}
         for f in fields:
             sub = _struct_fields(f.type)

@@ -20,6 +20,8 @@ from wire.apis import FETCH
 
 R = FETCH.Response
 _INT32_MAX = 0x7FFFFFFF
+READ_COMMITTED = 1
+_Aborted = R.FetchableTopicResponse.PartitionData.AbortedTransaction
 # Record ranges at least this long are sent from the segment file with sendfile; shorter ones
 # are cheaper to copy.
 ZERO_COPY_MIN = 16 * 1024
@@ -98,6 +100,7 @@ def _read(broker, req, v, topics, denied):
     now_ms = int(time.time() * 1000) if replica_id >= 0 else 0
     by_id = broker.metadata.topics_by_id
     remaining = req.max_bytes if v >= 3 else _INT32_MAX
+    read_committed = v >= 4 and req.isolation_level == READ_COMMITTED
     size = 0
     ready = False
     parts = []
@@ -143,7 +146,8 @@ def _read(broker, req, v, topics, denied):
                     res = part.read(fp.fetch_offset, min(fp.partition_max_bytes, remaining),
                                     min_one=size == 0, replica_id=replica_id,
                                     last_fetched_epoch=fp.last_fetched_epoch if v >= 12 else -1,
-                                    zero_copy_min=ZERO_COPY_MIN if v >= 4 else 0)
+                                    zero_copy_min=ZERO_COPY_MIN if v >= 4 else 0,
+                                    read_committed=read_committed)
                     err = res.error
             records = res.records if res else None
             if not err and v < 4:
@@ -174,10 +178,17 @@ def _read(broker, req, v, topics, denied):
             parts_out.append(R.PartitionData(
                 partition_index=fp.partition, high_watermark=res.high_watermark,
                 last_stable_offset=res.last_stable_offset, log_start_offset=res.log_start_offset,
-                aborted_transactions=None if v >= 4 else [], records=records))
+                aborted_transactions=_aborted(res.aborted) if v >= 4 else [], records=records))
         topics_out.append(R.FetchableTopicResponse(topic=name or "", topic_id=tkey
                                                    if v >= 13 else None, partitions=parts_out))
     return R(session_id=0, responses=topics_out), size, ready, parts
+
+
+def _aborted(aborted):
+    """The aborted transactions a read_committed consumer must drop (None when not asked)."""
+    if aborted is None:
+        return None
+    return [_Aborted(producer_id=pid, first_offset=first) for pid, first in aborted]
 
 
 def _leader(broker, topic, index):

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 from broker import acl
-from broker.authorizer import CLUSTER, CLUSTER_NAME, GROUP, allowed, operations
+from broker.authorizer import CLUSTER, CLUSTER_NAME, GROUP, TRANSACTIONAL_ID, allowed, operations
 from broker.group_log import ensure_offsets_topic
+from broker.txn import ensure_txn_topic
 from wire import errors
 from wire.apis import (DELETE_GROUPS, DESCRIBE_GROUPS, FIND_COORDINATOR, HEARTBEAT, JOIN_GROUP,
                        LEAVE_GROUP, LIST_GROUPS, SYNC_GROUP)
@@ -18,12 +19,18 @@ def handle_find_coordinator(broker, ctx, req):
     found = []
     for key in keys:
         node = None
-        if req.key_type != GROUP_KEY:
-            code, msg = errors.INVALID_REQUEST, "Transactions are not supported by this broker"
-        elif not allowed(broker, ctx, GROUP, key, acl.DESCRIBE):
+        if req.key_type not in (GROUP_KEY, TRANSACTION_KEY):
+            code, msg = errors.INVALID_REQUEST, f"Unknown coordinator type {req.key_type}"
+        elif req.key_type == GROUP_KEY and not allowed(broker, ctx, GROUP, key, acl.DESCRIBE):
             code, msg = errors.GROUP_AUTHORIZATION_FAILED, "Group authorization failed."
+        elif req.key_type == TRANSACTION_KEY and not allowed(broker, ctx, TRANSACTIONAL_ID, key,
+                                                             acl.DESCRIBE):
+            code, msg = (errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                         "Transactional Id authorization failed.")
         else:
-            node = _coordinator_of(broker, key)
+            node = (_coordinator_of(broker, ensure_offsets_topic(broker), broker.groups, key)
+                    if req.key_type == GROUP_KEY else
+                    _coordinator_of(broker, ensure_txn_topic(broker), broker.txn, key))
             node = node.on(ctx.listener) if node is not None else None
             code, msg = ((errors.NONE, None) if node is not None else
                          (errors.COORDINATOR_NOT_AVAILABLE, "The coordinator is not available."))
@@ -38,15 +45,16 @@ def handle_find_coordinator(broker, ctx, req):
              host=c.host, port=c.port)
 
 
-def _coordinator_of(broker, group_id):
-    """The broker leading the group's ``__consumer_offsets`` partition, or None."""
-    t = ensure_offsets_topic(broker)
-    if t is None:
+def _coordinator_of(broker, topic, coordinator, key):
+    """The broker leading ``key``'s partition of the coordinator's internal ``topic``
+    (``__consumer_offsets`` for a group, ``__transaction_state`` for a transactional id), or
+    None while the topic is being created."""
+    if topic is None:
         return None
-    index = broker.groups.partition_for(group_id)
-    if index >= len(t.partitions):
+    index = coordinator.partition_for(key)
+    if index >= len(topic.partitions):
         return None
-    return broker.metadata.brokers.get(t.partitions[index].leader)
+    return broker.metadata.brokers.get(topic.partitions[index].leader)
 
 
 async def handle_join_group(broker, ctx, req):

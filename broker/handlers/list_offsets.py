@@ -14,9 +14,11 @@ from wire.apis import LIST_OFFSETS
 
 R = LIST_OFFSETS.Response
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
+READ_COMMITTED = 1
 
 
 def handle_list_offsets(broker, ctx, req):
+    read_committed = ctx.version >= 2 and req.isolation_level == READ_COMMITTED
     topics_out = []
     for t in req.topics:
         parts_out = []
@@ -37,7 +39,7 @@ def handle_list_offsets(broker, ctx, req):
                     old_style_offsets=[] if err else _offsets_before(
                         part.log, p.timestamp, p.max_num_offsets, req.replica_id)))
                 continue
-            ts, offset = (-1, -1) if err else _lookup(part.log, p.timestamp)
+            ts, offset = (-1, -1) if err else _lookup(part, p.timestamp, read_committed)
             parts_out.append(R.ListOffsetsPartitionResponse(
                 partition_index=p.partition_index, error_code=err, timestamp=ts, offset=offset,
                 leader_epoch=part.leader_epoch if offset >= 0 else -1))
@@ -45,16 +47,19 @@ def handle_list_offsets(broker, ctx, req):
     return R(topics=topics_out)
 
 
-def _lookup(log, timestamp):
-    """(timestamp, offset) the way Kafka answers each special timestamp."""
+def _lookup(part, timestamp, read_committed):
+    """(timestamp, offset) the way Kafka answers each special timestamp; read_committed
+    readers see nothing past the last stable offset."""
+    log = part.log
+    limit = part.last_stable_offset if read_committed else log.high_watermark
     if timestamp == LATEST or timestamp == LATEST_TIERED:
-        return -1, log.high_watermark
+        return -1, limit
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
         return -1, log.log_start_offset
     if timestamp == MAX_TIMESTAMP:
-        found = log.max_timestamp()
+        found = log.max_timestamp(max_offset=limit)
         return found if found is not None else (-1, -1)
-    found = log.offset_for_timestamp(timestamp)
+    found = log.offset_for_timestamp(timestamp, max_offset=limit)
     if found is None:
         return -1, -1
     offset, ts = found

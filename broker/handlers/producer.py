@@ -1,8 +1,11 @@
-"""InitProducerId for idempotent producers."""
+"""InitProducerId: idempotent producers get ids here, transactional ones from the transaction
+coordinator."""
 from __future__ import annotations
 
 from broker import acl
-from broker.authorizer import CLUSTER, CLUSTER_NAME, TOPIC, allowed, allowed_on_any
+from broker.authorizer import (CLUSTER, CLUSTER_NAME, TOPIC, TRANSACTIONAL_ID, allowed,
+                               allowed_on_any)
+from coordinator.producer_ids import ProducerIdsUnavailable
 from wire import errors
 from wire.apis import INIT_PRODUCER_ID
 
@@ -11,13 +14,22 @@ R = INIT_PRODUCER_ID.Response
 
 def handle_init_producer_id(broker, ctx, req):
     if req.transactional_id is not None:
-        # Transactions need the transaction coordinator, which this broker does not offer yet
-        # (it does not advertise the transactional APIs either).
-        return R(error_code=errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, producer_id=-1,
-                 producer_epoch=-1)
+        if not allowed(broker, ctx, TRANSACTIONAL_ID, req.transactional_id, acl.WRITE):
+            return R(error_code=errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, producer_id=-1,
+                     producer_epoch=-1)
+        return _init_transactional(broker, req)
     if not (allowed(broker, ctx, CLUSTER, CLUSTER_NAME, acl.IDEMPOTENT_WRITE)
             or allowed_on_any(broker, ctx, TOPIC, acl.WRITE)):  # KIP-679: Write on any topic
         return R(error_code=errors.CLUSTER_AUTHORIZATION_FAILED, producer_id=-1,
                  producer_epoch=-1)
-    pid, epoch = broker.producer_ids.init(req.producer_id, req.producer_epoch)
+    try:
+        pid, epoch = broker.producer_ids.init(req.producer_id, req.producer_epoch)
+    except ProducerIdsUnavailable:
+        return R(error_code=errors.COORDINATOR_LOAD_IN_PROGRESS, producer_id=-1, producer_epoch=-1)
     return R(producer_id=pid, producer_epoch=epoch)
+
+
+async def _init_transactional(broker, req):
+    code, pid, epoch = await broker.txn.init_producer_id(
+        req.transactional_id, req.transaction_timeout_ms, req.producer_id, req.producer_epoch)
+    return R(error_code=code, producer_id=pid, producer_epoch=epoch)

@@ -1,0 +1,122 @@
+"""The transaction coordinator's access to the cluster: its ``__transaction_state`` topic and the
+partitions it writes markers to.
+
+Markers go to each partition's leader as the metadata cache names it (kept current by the
+controller's UpdateMetadata in cluster mode; on a single broker the local store names this broker
+for everything): this broker's own partitions are written directly, the others through
+WriteTxnMarkers on an inter-broker channel. A partition whose write failed (leader moving, broker
+down) is tried again after a backoff until it has its marker; a partition whose topic is gone
+needs none.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from broker.channel import ChannelError
+from broker.group_log import OFFSETS_TOPIC, ensure_internal_topic
+from wire import errors
+from wire.apis import WRITE_TXN_MARKERS
+
+log = logging.getLogger("josefk.txn")
+
+TXN_TOPIC = "__transaction_state"
+MARKER_RETRY_BACKOFF_S = 0.1
+# Errors after which a partition needs no marker from us: its topic is gone, or a newer
+# producer epoch has already ended the transaction there.
+_GIVE_UP = (errors.UNKNOWN_TOPIC_OR_PARTITION, errors.INVALID_PRODUCER_EPOCH)
+
+
+def ensure_txn_topic(broker):
+    """``__transaction_state``'s metadata, asking for its creation if needed (None until then)."""
+    cfg = broker.config
+    replication = cfg.int("transaction.state.log.replication.factor")
+    min_isr = min(cfg.int("transaction.state.log.min.isr"),
+                  replication if broker.cluster is not None else 1)
+    return ensure_internal_topic(
+        broker, TXN_TOPIC, cfg.int("transaction.state.log.num.partitions"), replication,
+        {"cleanup.policy": "compact", "compression.type": "uncompressed",
+         "min.insync.replicas": str(min_isr), "unclean.leader.election.enable": "false",
+         "segment.bytes": cfg.props["transaction.state.log.segment.bytes"]})
+
+
+async def write_markers_locally(broker, producer_id, producer_epoch, commit, coordinator_epoch,
+                                partitions) -> dict:
+    """Append the markers to the partitions this broker leads, waiting for the ISR (Kafka writes
+    markers with acks=all). Returns {(topic, partition): error}."""
+    out = {}
+    written = []
+    for t, p in partitions:
+        part = broker.replicas.leader_partition(t, p)
+        if part is None:
+            out[(t, p)] = broker.not_hosted_error(t, p)
+            continue
+        res = part.write_marker(producer_id, producer_epoch, commit, coordinator_epoch)
+        out[(t, p)] = res.error
+        if not res.error:
+            written.append(((t, p), part, res.next_offset))
+    codes = await asyncio.gather(*(part.wait_replicated(nxt, 30000)
+                                   for _tp, part, nxt in written))
+    for (tp, _part, _nxt), code in zip(written, codes):
+        out[tp] = code
+        if not code and tp[0] == OFFSETS_TOPIC:
+            broker.groups.complete_txn(tp[1], producer_id, commit)
+    return out
+
+
+class TxnMarkerWriter:
+    """``write_markers`` for `coordinator.TransactionCoordinator`."""
+
+    def __init__(self, broker):
+        self.broker = broker
+
+    async def __call__(self, producer_id, producer_epoch, commit, coordinator_epoch,
+                       partitions) -> None:
+        remaining = list(partitions)
+        while True:
+            by_leader: dict[int, list] = {}
+            for t, p in remaining:
+                meta = self.broker.metadata.topics.get(t)
+                if meta is not None and p < len(meta.partitions):
+                    by_leader.setdefault(meta.partitions[p].leader, []).append((t, p))
+            results = await asyncio.gather(*(
+                self._send(leader, tps, producer_id, producer_epoch, commit, coordinator_epoch)
+                for leader, tps in by_leader.items()))
+            remaining = []
+            for res in results:
+                for tp, code in res.items():
+                    if code in _GIVE_UP:
+                        log.warning("no %s marker for producer %d on %s-%d: %s",
+                                    "COMMIT" if commit else "ABORT", producer_id, tp[0], tp[1],
+                                    errors.name(code))
+                    elif code:
+                        remaining.append(tp)
+            if not remaining:
+                return
+            await asyncio.sleep(MARKER_RETRY_BACKOFF_S)
+
+    async def _send(self, leader, tps, producer_id, producer_epoch, commit, coordinator_epoch):
+        broker = self.broker
+        if leader == broker.config.node_id:
+            return await write_markers_locally(broker, producer_id, producer_epoch, commit,
+                                               coordinator_epoch, tps)
+        failed = {tp: errors.NOT_LEADER_OR_FOLLOWER for tp in tps}
+        if leader < 0 or broker.cluster is None:
+            return failed
+        R = WRITE_TXN_MARKERS.Request
+        by_topic: dict[str, list[int]] = {}
+        for t, p in tps:
+            by_topic.setdefault(t, []).append(p)
+        req = R(markers=[R.WritableTxnMarker(
+            producer_id=producer_id, producer_epoch=producer_epoch, transaction_result=commit,
+            coordinator_epoch=coordinator_epoch,
+            topics=[R.WritableTxnMarker.WritableTxnMarkerTopic(name=t, partition_indexes=ps)
+                    for t, ps in by_topic.items()])])
+        try:
+            resp = await broker.cluster.channel("txn", leader).request(
+                WRITE_TXN_MARKERS, WRITE_TXN_MARKERS.max_version, req)
+        except ChannelError as e:
+            log.info("WriteTxnMarkers to broker %d failed: %s", leader, e)
+            return failed
+        return {(t.name, p.partition_index): p.error_code
+                for m in resp.markers for t in m.topics for p in t.partitions}
