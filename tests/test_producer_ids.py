@@ -7,8 +7,8 @@ import pytest
 
 from coordinator.producer_ids import BLOCK_SIZE, FileBlocks, ProducerIdManager, \
     ProducerIdsUnavailable
+from compat_tests.zookeeper import zookeeper  # noqa: F401 - the session's one ZooKeeper
 from zk import znodes as zn
-from zk.local_server import LocalZooKeeper, ZooKeeperNotInstalled
 
 
 def test_file_blocks_survive_a_restart(tmp_path):
@@ -28,17 +28,6 @@ def test_ids_wait_for_a_block():
     m = ProducerIdManager(NoBlockYet())
     with pytest.raises(ProducerIdsUnavailable):
         m.new_id()
-
-
-@pytest.fixture(scope="module")
-def zookeeper(tmp_path_factory):
-    zk = LocalZooKeeper(tmp_path_factory.mktemp("zk"), fsync=False)
-    try:
-        zk.start(timeout=60)
-    except ZooKeeperNotInstalled as e:
-        pytest.skip(str(e))
-    yield zk
-    zk.stop()
 
 
 def _kazoo(zk):
