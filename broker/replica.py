@@ -119,10 +119,6 @@ class Partition:
         return self.leader == self.node_id
 
     @property
-    def isr_size(self) -> int:
-        return len(self.isr)
-
-    @property
     def last_stable_offset(self) -> int:
         """The high watermark, or the first offset of the oldest open transaction below it."""
         hwm = self.log.high_watermark

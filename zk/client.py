@@ -1,6 +1,6 @@
 """ZooKeeper access through kazoo, shaped for an asyncio broker.
 
-Every blocking kazoo call runs on a worker thread (``await zk.call(...)``); kazoo's watch
+Every blocking kazoo call runs on a worker thread (``await zk.run(fn)``); kazoo's watch
 callbacks arrive on kazoo's threads and are handed to the event loop with
 ``call_soon_threadsafe``, so broker code only ever runs on the loop.
 """
@@ -11,7 +11,6 @@ import functools
 import logging
 
 from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import NodeExistsError, NoNodeError  # noqa: F401 - re-exported
 
 log = logging.getLogger("josefk.zk")
 
@@ -60,13 +59,8 @@ class ZkClient:
         k.stop()
         k.close()
 
-    async def call(self, method: str, *args, **kwargs):
-        """Run ``kazoo.<method>(*args, **kwargs)`` on a worker thread."""
-        fn = getattr(self.kazoo, method)
-        return await self.loop.run_in_executor(None, functools.partial(fn, *args, **kwargs))
-
     async def run(self, fn, *args):
-        """Run ``fn(kazoo, *args)`` (several calls in a row) on a worker thread."""
+        """Run ``fn(kazoo, *args)`` (one or several calls in a row) on a worker thread."""
         return await self.loop.run_in_executor(None, fn, self.kazoo, *args)
 
     # -- session and watches: callbacks run on the event loop ------------------------------------
@@ -103,7 +97,3 @@ class ZkClient:
                     stopped.append(True)
             self.loop.call_soon_threadsafe(deliver)
         await self.run(lambda k: k.DataWatch(path, fire))
-
-    @property
-    def session_id(self):
-        return self.kazoo.client_id[0] if self.kazoo and self.kazoo.client_id else None
