@@ -2,6 +2,7 @@
 and a few byte-exact encodings checked by hand."""
 from __future__ import annotations
 
+import importlib.resources
 import re
 import uuid
 
@@ -35,23 +36,25 @@ KAFKA_3_9_RANGES = {
     "DescribeProducers": (61, 0, 0), "DescribeTransactions": (65, 0, 0),
     "ListTransactions": (66, 0, 1),
     "AlterConfigs": (33, 0, 2), "IncrementalAlterConfigs": (44, 0, 1),
-    "DeleteRecords": (21, 0, 2), "DescribeLogDirs": (35, 1, 4),
+    "DeleteRecords": (21, 0, 2), "DescribeLogDirs": (35, 0, 4),
     "SaslHandshake": (17, 1, 1),
     "SaslAuthenticate": (36, 0, 2),
     "DescribeUserScramCredentials": (50, 0, 0),
     "AlterUserScramCredentials": (51, 0, 0),
-    "DescribeAcls": (29, 1, 3),
-    "CreateAcls": (30, 1, 3),
-    "DeleteAcls": (31, 1, 3),
+    "DescribeAcls": (29, 0, 3),
+    "CreateAcls": (30, 0, 3),
+    "DeleteAcls": (31, 0, 3),
     "DescribeClientQuotas": (48, 0, 1),
     "AlterClientQuotas": (49, 0, 1),
 }
 
 # The versions KIP-896 removed in Kafka 4.0 (name: highest removed version): the only places where
-# the vendored 4.x schemas below start later than 3.9 did.
+# the vendored 4.x schemas below start later than 3.9 did. Checked against the schemas' own
+# "Version(s) ... removed in Apache Kafka 4.0" comments by test_kip_896_table_matches_the_schemas.
 KIP_896_REMOVED = {"Produce": 2, "Fetch": 3, "ListOffsets": 0, "OffsetCommit": 1,
                    "OffsetFetch": 0, "CreateTopics": 1, "DeleteTopics": 0, "DescribeConfigs": 0,
-                   "OffsetForLeaderEpoch": 1, "WriteTxnMarkers": 0}
+                   "OffsetForLeaderEpoch": 1, "WriteTxnMarkers": 0, "DescribeLogDirs": 0,
+                   "DescribeAcls": 0, "CreateAcls": 0, "DeleteAcls": 0}
 
 CASES = [(api, v, side) for api in ALL_APIS for v in range(api.min_version, api.max_version + 1)
          for side in ("Request", "Response")]
@@ -185,15 +188,35 @@ def test_every_struct_is_named_and_reachable(api):
 # changes a released version's layout). The removed versions' layouts are checked byte for byte
 # in tests/test_old_versions.py.
 
-def _load_kafka_schema(name):
-    try:
-        from kafka.protocol.schemas.load_json import load_json
-    except ImportError:
-        pytest.skip("kafka-python (which vendors Kafka's JSON schemas) is not installed")
-    try:
-        return load_json(name)
-    except FileNotFoundError:
-        pytest.skip(f"no vendored {name}.json")
+from kafka.protocol.schemas.load_json import load_json  # noqa: E402  (a test dependency)
+
+_SCHEMAS = importlib.resources.files("kafka.protocol.schemas.resources")
+
+
+def _has_schema(api):
+    return _SCHEMAS.joinpath(api.name + "Request.json").is_file()
+
+
+# kafka-python's copy lacks the schemas Kafka 4.0 deleted (the ZooKeeper-era inter-broker APIs) and
+# KIP-714's telemetry pair; those layouts are pinned byte for byte below and in test_vectors.py.
+PINNED_BY_HAND = {"LeaderAndIsr", "StopReplica", "UpdateMetadata", "ControlledShutdown",
+                  "AlterPartition", "GetTelemetrySubscriptions", "PushTelemetry"}
+WITH_SCHEMA = [api for api in ALL_APIS if _has_schema(api)]
+
+
+def test_only_the_pinned_apis_lack_a_vendored_schema():
+    assert {api.name for api in ALL_APIS if not _has_schema(api)} == PINNED_BY_HAND
+
+
+def test_kip_896_table_matches_the_schemas():
+    removed = {}
+    for api in WITH_SCHEMA:
+        text = _SCHEMAS.joinpath(api.name + "Request.json").read_text()
+        m = re.search(r"Versions? (?:0-)?(\d+) (?:was|were) removed in Apache Kafka 4\.0", text)
+        if m:
+            removed[api.name] = int(m.group(1))
+    assert removed == KIP_896_REMOVED
+    assert all(KAFKA_3_9_RANGES[name][1] == 0 for name in removed)
 
 
 _JSON_PRIMS = {"int8": INT8, "int16": INT16, "uint16": UINT16, "int32": INT32, "int64": INT64,
@@ -273,14 +296,15 @@ def _compare(where, jfields, ours, lo, hi, problems):
             _compare(at, jf.get("fields", []), sub, *span, problems)
 
 
-@pytest.mark.parametrize("api", ALL_APIS, ids=lambda a: a.name)
+@pytest.mark.parametrize("api", WITH_SCHEMA, ids=lambda a: a.name)
 @pytest.mark.parametrize("side", ["Request", "Response"])
 def test_matches_kafka_json_schema(api, side):
-    schema = _load_kafka_schema(api.name + side)
+    schema = load_json(api.name + side)
     assert schema["apiKey"] == api.key
     valid = Versions(schema["validVersions"])
     assert api.max_version <= valid.hi, f"kafka valid versions {schema['validVersions']}"
-    assert valid.lo == KIP_896_REMOVED.get(api.name, -1) + 1 or valid.lo == api.min_version
+    assert valid.lo == KIP_896_REMOVED.get(api.name, -1) + 1
+    assert api.min_version == (0 if api.name in KIP_896_REMOVED else valid.lo)
     lo, hi = max(api.min_version, valid.lo), api.max_version
     flexible = Versions(schema.get("flexibleVersions", "none"))
     for v in range(lo, hi + 1):
