@@ -246,6 +246,46 @@ def test_dynamic_broker_configs_apply_and_survive_restart(broker_factory):
     assert produce_one(b.bootstrap, topic, 2000) is None
 
 
+def test_log_cleaner_threads_change_at_run_time(broker_factory):
+    b = broker_factory({"log.cleaner.backoff.ms": "200"})
+    admin = admin_client(b.bootstrap)
+    me = str(b.node_id)
+    incremental(admin, "broker", me, ("log.cleaner.threads", "2", SET))
+    got = describe(admin, "broker", me)["log.cleaner.threads"]
+    assert (got.value, got.source) == ("2", ConfigSource.DYNAMIC_BROKER_CONFIG.value)
+    # Kafka's bounds: at most double, at least half the threads running now.
+    err = alter_error(lambda: incremental(admin, "broker", me, ("log.cleaner.threads", "5", SET)))
+    assert err.code() == KafkaError.INVALID_CONFIG
+    assert "more than double the current value 2" in err.str()
+    incremental(admin, "broker", me, ("log.cleaner.threads", "4", SET))
+
+    # Two compacted topics, each one key rewritten in many small segments: cleaned by the
+    # threads now running.
+    topics = [create_topic(b.bootstrap, unique_topic("cleaned"), 1, {
+        "cleanup.policy": "compact", "segment.bytes": "2048",
+        "min.cleanable.dirty.ratio": "0.01"}) for _ in range(2)]
+    p = producer(b.bootstrap, acks="all")
+    for topic in topics:
+        for _ in range(8):
+            for _ in range(10):
+                p.produce(topic, b"v" * 200, key=b"same", partition=0)
+            flush_all(p)
+    written = 8 * 10 * 200
+
+    def sizes():
+        k = KafkaAdminClient(bootstrap_servers=b.bootstrap)
+        try:
+            (d,) = k.describe_log_dirs({t: [0] for t in topics})[0]["log_dirs"]
+            return {t["name"]: t["partitions"][0]["partition_size"] for t in d["topics"]}
+        finally:
+            k.close()
+
+    def compacted():
+        got = sizes()
+        assert len(got) == 2 and max(got.values()) < written / 2, got
+    _eventually(compacted, 30)
+
+
 def _eventually(check, timeout=20.0):
     deadline = time.monotonic() + timeout
     while True:
