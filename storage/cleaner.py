@@ -38,7 +38,7 @@ class LogCleaner:
 
     def resize(self, threads: int) -> None:
         """Run ``threads`` cleaner threads (only once started)."""
-        if not self._running:
+        if not self._running or threads == len(self._threads):
             return
         with self._lock:
             while len(self._threads) < threads:
