@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from broker.config import DEFAULTS, TOPIC_CONFIG_NAMES, TOPIC_DEFAULTS
 from broker.metadata import MetadataError
+from storage.config import BROKER_SYNONYMS as BROKER_KEYS
 from storage.config import LogConfig
 from storage.errors import InvalidConfig
 from wire import errors
@@ -121,8 +122,10 @@ def topic_config_entries(broker, overrides: dict) -> list[ConfigEntry]:
         if name in overrides:
             synonyms.append((name, overrides[name], ConfigSource.TOPIC_CONFIG))
         broker_name = TOPIC_TO_BROKER.get(name)
-        synonyms += (broker_synonyms(broker, broker_name) if broker_name
-                     else [(name, defaults[name], ConfigSource.DEFAULT_CONFIG)])
+        if broker_name:
+            synonyms += broker_synonyms(broker, broker_name)
+        elif name in BROKER_KEYS:  # a broker key josefk does not read: Kafka's default of it
+            synonyms.append((BROKER_KEYS[name][-1], defaults[name], ConfigSource.DEFAULT_CONFIG))
         value = overrides[name] if name in overrides else defaults[name]
         source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
         out.append(ConfigEntry(name, value, source, synonyms))

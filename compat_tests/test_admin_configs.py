@@ -153,6 +153,31 @@ def test_kafka_python_alter_and_describe_with_synonyms(broker):
         k.close()
 
 
+def test_every_topic_config_names_its_broker_synonym(broker):
+    """As Kafka's DescribeConfigs: a topic config's synonyms end in the broker config that
+    gives its default (log.preallocate for preallocate...); topic-only configs have none."""
+    admin = admin_client(broker.bootstrap)
+    got = describe(admin, "topic", create_topic(broker.bootstrap, unique_topic("syn")))
+    D = ConfigSource.DEFAULT_CONFIG.value
+    for name, broker_key, value in (
+            ("preallocate", "log.preallocate", "false"),
+            ("compression.type", "compression.type", "producer"),
+            ("min.cleanable.dirty.ratio", "log.cleaner.min.cleanable.ratio", "0.5"),
+            ("max.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms", "9223372036854775807"),
+            ("file.delete.delay.ms", "log.segment.delete.delay.ms", "60000"),
+            ("segment.index.bytes", "log.index.size.max.bytes", "10485760"),
+            ("message.downconversion.enable", "log.message.downconversion.enable", "true"),
+            ("segment.jitter.ms", "log.roll.jitter.hours", "0"),
+            ("flush.ms", "log.flush.scheduler.interval.ms", "9223372036854775807"),
+            ("cleanup.policy", "log.cleanup.policy", "delete")):
+        assert synonyms(got[name]) == [(broker_key, value, D)], name
+        assert (got[name].value, got[name].source) == (value, D), name
+    for topic_only in ("remote.storage.enable", "leader.replication.throttled.replicas"):
+        assert synonyms(got[topic_only]) == [] and got[topic_only].source == D, topic_only
+    mine = describe(admin, "broker", str(broker.node_id))
+    assert mine["log.preallocate"].value == "false" and not mine["log.preallocate"].is_read_only
+
+
 def test_delete_records_moves_the_log_start(broker):
     admin = admin_client(broker.bootstrap)
     topic = create_topic(broker.bootstrap, unique_topic("dr"), partitions=2)
@@ -258,6 +283,19 @@ def test_log_cleaner_threads_change_at_run_time(broker_factory):
     assert err.code() == KafkaError.INVALID_CONFIG
     assert "more than double the current value 2" in err.str()
     incremental(admin, "broker", me, ("log.cleaner.threads", "4", SET))
+    # List broker configs take APPEND and SUBTRACT; topics without an override follow.
+    incremental(admin, "broker", me, ("log.cleanup.policy", "compact", APPEND))
+    assert describe(admin, "broker", me)["log.cleanup.policy"].value == "delete,compact"
+    plain = create_topic(b.bootstrap, unique_topic("plain"))
+    got = describe(admin, "topic", plain)["cleanup.policy"]
+    assert (got.value, got.source) == ("delete,compact",
+                                       ConfigSource.DYNAMIC_BROKER_CONFIG.value)
+    incremental(admin, "broker", me, ("log.cleanup.policy", "delete", SUBTRACT),
+                ("log.preallocate", "true", SET))
+    got = describe(admin, "topic", plain)
+    assert got["cleanup.policy"].value == "compact"
+    assert (got["preallocate"].value, got["preallocate"].source) == (
+        "true", ConfigSource.DYNAMIC_BROKER_CONFIG.value)
 
     # Two compacted topics, each one key rewritten in many small segments: cleaned by the
     # threads now running.
