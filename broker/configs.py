@@ -1,6 +1,8 @@
 """Topic and broker config views: validation, effective values and their sources."""
 from __future__ import annotations
 
+import re
+
 from broker.config import DEFAULTS, TOPIC_CONFIG_NAMES, TOPIC_DEFAULTS
 from broker.metadata import MetadataError
 from storage.config import BROKER_SYNONYMS as BROKER_KEYS
@@ -87,10 +89,21 @@ def validate_topic_configs(configs: dict, defaults: dict) -> None:
             raise MetadataError(errors.INVALID_CONFIG,
                                 f"Invalid value {value} for configuration {name}: "
                                 f"String must be one of: {', '.join(sorted(allowed))}")
+        if name.endswith("throttled.replicas") and not _throttled_replicas_ok(value):
+            raise MetadataError(errors.INVALID_CONFIG,
+                                f"Invalid value {value} for configuration {name}: {name} must "
+                                "be the literal '*' or a list of replicas in the following "
+                                "format: [partitionId]:[brokerId],[partitionId]:[brokerId],...")
     try:
         LogConfig.from_props(configs, defaults)
     except InvalidConfig as e:
         raise MetadataError(errors.INVALID_CONFIG, str(e)) from None
+
+
+def _throttled_replicas_ok(value: str) -> bool:
+    """Kafka's ThrottledReplicaListValidator: "*", or partition:broker pairs."""
+    items = [v.strip() for v in value.split(",")]
+    return "".join(items) == "*" or all(re.fullmatch(r"([0-9]+:[0-9]+)?", v) for v in items)
 
 
 class ConfigEntry:

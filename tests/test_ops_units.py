@@ -89,3 +89,17 @@ def test_record_count_of_one_and_several_batches():
     one = build_batch([(None, b"a", None, None)] * 5)
     two = one + build_batch([(None, b"b", None, None)] * 3, base_offset=5)
     assert _record_count(one) == 5 and _record_count(two) == 8
+
+
+def test_throttled_replicas_lists_are_validated_as_kafka_does():
+    from broker.config import BrokerConfig
+    from broker.configs import validate_topic_configs
+
+    defaults = BrokerConfig({}).topic_defaults()
+    for ok in ("*", "", "0:1,1:2", " 0:1 , 3:3"):
+        validate_topic_configs({"leader.replication.throttled.replicas": ok}, defaults)
+    for bad in ("all", "0:x", "0-1", "*,0:1"):
+        with pytest.raises(MetadataError) as e:
+            validate_topic_configs({"follower.replication.throttled.replicas": bad}, defaults)
+        assert e.value.code == errors.INVALID_CONFIG
+        assert "must be the literal '*' or a list of replicas" in e.value.message
