@@ -31,6 +31,7 @@ from coordinator import GroupCoordinator, OffsetStore
 from broker.producer_id_blocks import ZkBlocks
 from coordinator.producer_ids import FileBlocks, ProducerIdManager
 from coordinator.txn_coordinator import TransactionCoordinator
+from storage.cleaner import LogCleaner
 from storage.config import LogConfig
 from storage.manager import LogManager
 from wire import errors
@@ -135,6 +136,7 @@ class Broker:
         self.txn = TransactionCoordinator(
             config.props, OffsetsTopicLog(self.replicas, -1, TXN_LOG_TIMEOUT_MS, TXN_TOPIC),
             self.producer_ids, TxnMarkerWriter(self))
+        self.cleaner = LogCleaner(self.logs, config.int("log.cleaner.backoff.ms"))
         self.dynamic = DynamicConfigs(self)
 
     def _log_config_for(self, topic: str) -> LogConfig:
@@ -181,10 +183,11 @@ class Broker:
             await self.cluster.start()
             self._tasks.append(asyncio.ensure_future(self._periodic_on_loop(
                 cfg.int("replica.lag.time.max.ms") / 2, self.replicas.check_isr)))
-        # Storage housekeeping runs on one worker thread (the logs lock themselves), never on
-        # the event loop.
+        # Storage housekeeping runs on one worker thread and compaction on the cleaner's
+        # threads (the logs lock themselves), never on the event loop.
+        if cfg.bool("log.cleaner.enable"):
+            self.cleaner.start(cfg.int("log.cleaner.threads"))
         for interval, fn in ((cfg.int("log.retention.check.interval.ms"), self._retention),
-                             (cfg.int("log.cleaner.backoff.ms"), self._compaction),
                              (cfg.int("log.flush.offset.checkpoint.interval.ms"), self._checkpoint)):
             self._tasks.append(asyncio.ensure_future(self._periodic(interval, fn)))
         log.info("josefk broker %d listening on %s", self.config.node_id, cfg.get("listeners"))
@@ -209,6 +212,7 @@ class Broker:
         self.groups.shutdown()
         self.txn.shutdown()
         await asyncio.to_thread(self._housekeeping.shutdown, True)  # let a running pass finish
+        await asyncio.to_thread(self.cleaner.stop)
         self.logs.checkpoint()
         self.logs.close()
 
@@ -231,10 +235,6 @@ class Broker:
 
     def _retention(self):
         self.logs.run_retention(int(time.time() * 1000))
-
-    def _compaction(self):
-        if self.config.bool("log.cleaner.enable"):
-            self.logs.run_compaction(int(time.time() * 1000))
 
     def _checkpoint(self):
         self.logs.flush_rolled()

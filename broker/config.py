@@ -38,6 +38,18 @@ DEFAULTS = {
     "log.cleaner.delete.retention.ms": "86400000",
     "log.cleaner.min.compaction.lag.ms": "0",
     "log.message.timestamp.type": "CreateTime",
+    "log.message.timestamp.difference.max.ms": "9223372036854775807",
+    "log.message.timestamp.before.max.ms": "9223372036854775807",
+    "log.message.timestamp.after.max.ms": "9223372036854775807",
+    "log.message.downconversion.enable": "true",
+    "log.cleaner.max.compaction.lag.ms": "9223372036854775807",
+    "log.cleaner.min.cleanable.ratio": "0.5",
+    "log.segment.delete.delay.ms": "60000",
+    "log.index.size.max.bytes": "10485760",
+    "log.preallocate": "false",
+    "log.local.retention.bytes": "-2",
+    "log.local.retention.ms": "-2",
+    "compression.type": "producer",
     "log.flush.interval.messages": "9223372036854775807",
     "log.flush.offset.checkpoint.interval.ms": "60000",
     "offsets.topic.num.partitions": "50",
@@ -106,36 +118,30 @@ TOPIC_DEFAULTS = {
     "min.insync.replicas": "min.insync.replicas",
     "max.message.bytes": "message.max.bytes",
     "unclean.leader.election.enable": "unclean.leader.election.enable",
+    "message.timestamp.difference.max.ms": "log.message.timestamp.difference.max.ms",
+    "message.timestamp.before.max.ms": "log.message.timestamp.before.max.ms",
+    "message.timestamp.after.max.ms": "log.message.timestamp.after.max.ms",
+    "message.downconversion.enable": "log.message.downconversion.enable",
+    "max.compaction.lag.ms": "log.cleaner.max.compaction.lag.ms",
+    "min.cleanable.dirty.ratio": "log.cleaner.min.cleanable.ratio",
+    "file.delete.delay.ms": "log.segment.delete.delay.ms",
+    "segment.index.bytes": "log.index.size.max.bytes",
+    "preallocate": "log.preallocate",
+    "local.retention.bytes": "log.local.retention.bytes",
+    "local.retention.ms": "log.local.retention.ms",
+    "compression.type": "compression.type",
 }
 # Topic-level properties whose default is computed rather than copied.
 DERIVED_TOPIC_DEFAULTS = ("retention.ms", "segment.ms")
-TOPIC_CONFIG_NAMES = frozenset(TOPIC_DEFAULTS) | frozenset(DERIVED_TOPIC_DEFAULTS) | {
-    "compression.type", "file.delete.delay.ms", "flush.ms", "segment.index.bytes",
-    "segment.jitter.ms", "preallocate", "max.compaction.lag.ms", "min.cleanable.dirty.ratio",
-    "message.downconversion.enable", "message.timestamp.difference.max.ms",
-    "message.timestamp.before.max.ms", "message.timestamp.after.max.ms",
-    "follower.replication.throttled.replicas", "leader.replication.throttled.replicas",
-    "local.retention.bytes", "local.retention.ms", "remote.storage.enable",
-}
 EXTRA_TOPIC_DEFAULTS = {
-    "compression.type": "producer",
-    "file.delete.delay.ms": "60000",
     "flush.ms": "9223372036854775807",
-    "segment.index.bytes": "10485760",
     "segment.jitter.ms": "0",
-    "preallocate": "false",
-    "max.compaction.lag.ms": "9223372036854775807",
-    "min.cleanable.dirty.ratio": "0.5",
-    "message.downconversion.enable": "true",
-    "message.timestamp.difference.max.ms": "9223372036854775807",
-    "message.timestamp.before.max.ms": "9223372036854775807",
-    "message.timestamp.after.max.ms": "9223372036854775807",
     "follower.replication.throttled.replicas": "",
     "leader.replication.throttled.replicas": "",
-    "local.retention.bytes": "-2",
-    "local.retention.ms": "-2",
     "remote.storage.enable": "false",
 }
+TOPIC_CONFIG_NAMES = (frozenset(TOPIC_DEFAULTS) | frozenset(DERIVED_TOPIC_DEFAULTS)
+                      | frozenset(EXTRA_TOPIC_DEFAULTS))
 
 
 class ConfigError(ValueError):

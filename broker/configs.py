@@ -1,8 +1,11 @@
 """Topic and broker config views: validation, effective values and their sources."""
 from __future__ import annotations
 
+import re
+
 from broker.config import DEFAULTS, TOPIC_CONFIG_NAMES, TOPIC_DEFAULTS
 from broker.metadata import MetadataError
+from storage.config import BROKER_SYNONYMS as BROKER_KEYS
 from storage.config import LogConfig
 from storage.errors import InvalidConfig
 from wire import errors
@@ -86,10 +89,21 @@ def validate_topic_configs(configs: dict, defaults: dict) -> None:
             raise MetadataError(errors.INVALID_CONFIG,
                                 f"Invalid value {value} for configuration {name}: "
                                 f"String must be one of: {', '.join(sorted(allowed))}")
+        if name.endswith("throttled.replicas") and not _throttled_replicas_ok(value):
+            raise MetadataError(errors.INVALID_CONFIG,
+                                f"Invalid value {value} for configuration {name}: {name} must "
+                                "be the literal '*' or a list of replicas in the following "
+                                "format: [partitionId]:[brokerId],[partitionId]:[brokerId],...")
     try:
         LogConfig.from_props(configs, defaults)
     except InvalidConfig as e:
         raise MetadataError(errors.INVALID_CONFIG, str(e)) from None
+
+
+def _throttled_replicas_ok(value: str) -> bool:
+    """Kafka's ThrottledReplicaListValidator: "*", or partition:broker pairs."""
+    items = [v.strip() for v in value.split(",")]
+    return "".join(items) == "*" or all(re.fullmatch(r"([0-9]+:[0-9]+)?", v) for v in items)
 
 
 class ConfigEntry:
@@ -121,8 +135,10 @@ def topic_config_entries(broker, overrides: dict) -> list[ConfigEntry]:
         if name in overrides:
             synonyms.append((name, overrides[name], ConfigSource.TOPIC_CONFIG))
         broker_name = TOPIC_TO_BROKER.get(name)
-        synonyms += (broker_synonyms(broker, broker_name) if broker_name
-                     else [(name, defaults[name], ConfigSource.DEFAULT_CONFIG)])
+        if broker_name:
+            synonyms += broker_synonyms(broker, broker_name)
+        elif name in BROKER_KEYS:  # a broker key josefk does not read: Kafka's default of it
+            synonyms.append((BROKER_KEYS[name][-1], defaults[name], ConfigSource.DEFAULT_CONFIG))
         value = overrides[name] if name in overrides else defaults[name]
         source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
         out.append(ConfigEntry(name, value, source, synonyms))

@@ -228,21 +228,28 @@ def console_consumer(args) -> int:
             coordinator = cc.coordinator(args.group) if args.group else None
             positions = _start_positions(cc, args, coordinator)
             last_data = time.monotonic()
-            while args.max_messages is None or count < args.max_messages:
-                if args.timeout_ms is not None and \
-                        (time.monotonic() - last_data) * 1000 > args.timeout_ms:
-                    break
-                before = count
-                for partition, r, ts_type in _records(cc, positions):
-                    sys.stdout.write(fmt(partition, r, ts_type))
-                    count += 1
-                    if count == args.max_messages:
+            try:
+                while args.max_messages is None or count < args.max_messages:
+                    if args.timeout_ms is not None and \
+                            (time.monotonic() - last_data) * 1000 > args.timeout_ms:
                         break
-                sys.stdout.flush()
-                if count > before:
-                    last_data = time.monotonic()
-                    if coordinator is not None:
-                        commit_offsets(coordinator, args.group, positions)
+                    before = count
+                    for partition, r, ts_type in _records(cc, positions):
+                        sys.stdout.write(fmt(partition, r, ts_type))
+                        count += 1
+                        if count == args.max_messages:
+                            break
+                    sys.stdout.flush()
+                    if count > before:
+                        last_data = time.monotonic()
+                        if coordinator is not None:
+                            commit_offsets(coordinator, args.group, positions)
+            except KeyboardInterrupt:
+                pass
+            if coordinator is not None:
+                # As the Java consumer's close does: every position is committed, also one
+                # reset to the log end with nothing printed.
+                commit_offsets(coordinator, args.group, positions)
     except (KafkaError, OSError, ValueError) as e:
         return _error(e)
     except KeyboardInterrupt:

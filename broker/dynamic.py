@@ -37,10 +37,11 @@ DYNAMIC_BROKER_CONFIGS = frozenset(TOPIC_DEFAULTS.values()) | {
 }
 
 
-def validate_broker_configs(configs: dict, topic_defaults: dict) -> None:
+def validate_broker_configs(configs: dict, topic_defaults: dict, cleaner_threads: int) -> None:
     """Raise MetadataError(INVALID_CONFIG) naming the key for a config that cannot change at run
     time or a malformed value. Log defaults are checked by their topic config's rules (against
-    the current ``topic_defaults`` for the others)."""
+    the current ``topic_defaults`` for the others); ``log.cleaner.threads`` moves within half
+    and double the ``cleaner_threads`` running, as Kafka allows."""
     for name, value in configs.items():
         if name not in DYNAMIC_BROKER_CONFIGS:
             raise MetadataError(errors.INVALID_CONFIG,
@@ -54,6 +55,20 @@ def validate_broker_configs(configs: dict, topic_defaults: dict) -> None:
         except MetadataError:
             raise MetadataError(errors.INVALID_CONFIG,
                                 f"Invalid value {value} for configuration {name}") from None
+        if name == "log.cleaner.threads":
+            _check_cleaner_threads(int(value), cleaner_threads)
+
+
+def _check_cleaner_threads(threads: int, current: int) -> None:
+    problem = ("should be at least 1" if threads < 1 else
+               f"cannot be reduced to less than half the current value {current}"
+               if threads < current // 2 else
+               f"cannot be increased to more than double the current value {current}"
+               if threads > current * 2 else None)
+    if problem:
+        raise MetadataError(errors.INVALID_CONFIG,
+                            f"Invalid value {threads} for configuration log.cleaner.threads: "
+                            f"Log cleaner threads {problem}")
 
 
 class DynamicConfigs:
@@ -124,6 +139,7 @@ class DynamicConfigs:
         cfg.props = {**DEFAULTS, **cfg.explicit, **self.cluster_default, **self.per_broker}
         b.default_log_config = LogConfig.from_props({}, cfg.topic_defaults())
         b.logs.default_config = b.default_log_config
+        b.cleaner.resize(cfg.int("log.cleaner.threads"))
         self._reconfigure(None)
 
     def _reconfigure(self, topic: str | None) -> None:

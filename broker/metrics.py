@@ -17,6 +17,7 @@ import struct
 import time
 from bisect import bisect_left
 from collections import defaultdict
+from functools import partial
 from types import CoroutineType
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -80,6 +81,11 @@ def _record_count(records) -> int:
     return sum(h.count for h in iter_headers(records))
 
 
+def _response_errors(errs, ctx, req, resp) -> None:
+    if resp is not NO_RESPONSE:
+        _count_errors(resp, errs)
+
+
 def _count_errors(obj, counts) -> None:
     """Add every error_code in a response object (nested lists included) to ``counts``."""
     for name in obj.__slots__:
@@ -108,53 +114,66 @@ class BrokerMetrics:
 
     def _wrap(self, name, key, handler):
         stats = self.requests[name]
-        finish = self._finish
+        queue, local, total = stats.queue, stats.local, stats.total
+        qc, lc, tc = queue.counts, local.counts, total.counts
+        count = self._counter(key, stats.errors)
+        clock = time.monotonic
 
         def timed(broker, ctx, req):
-            start = time.monotonic()
-            stats.queue.observe((start - ctx.connection.received_at) * 1000)
+            # Histograms updated inline: this runs for every request.
+            start = clock()
+            ms = (start - ctx.connection.received_at) * 1000
+            qc[bisect_left(BUCKETS_MS, ms)] += 1
+            queue.sum += ms
             result = handler(broker, ctx, req)
-            local = (time.monotonic() - start) * 1000
-            stats.local.observe(local)
+            ms = (clock() - start) * 1000
+            i = bisect_left(BUCKETS_MS, ms)
+            lc[i] += 1
+            local.sum += ms
             if type(result) is CoroutineType:
-                return self._finish_later(stats, key, ctx, req, result, start)
-            finish(stats, key, ctx, req, result, start)
+                return self._finish_later(total, count, ctx, req, result, start)
+            tc[i] += 1  # answered at once: its total time is its local time
+            total.sum += ms
+            count(ctx, req, result)
             return result
         return timed
 
-    async def _finish_later(self, stats, key, ctx, req, result, start):
+    @staticmethod
+    async def _finish_later(total, count, ctx, req, result, start):
         resp = await result
-        self._finish(stats, key, ctx, req, resp, start)
+        total.observe((time.monotonic() - start) * 1000)
+        count(ctx, req, resp)
         return resp
 
-    def _finish(self, stats, key, ctx, req, resp, start) -> None:
-        stats.total.observe((time.monotonic() - start) * 1000)
-        if key == PRODUCE.key:
-            self._produced(req, None if resp is NO_RESPONSE else resp, stats.errors)
-        elif key == FETCH.key:
-            self._fetched(resp, fetching_replica_id(req, ctx.version) < 0, stats.errors)
-        elif resp is not NO_RESPONSE:
-            _count_errors(resp, stats.errors)
+    def _counter(self, key, errs):
+        """What a response of API ``key`` adds up: its error codes, and for Produce and Fetch
+        the bytes and records per topic. Called as fn(ctx, req, resp)."""
+        fn = {PRODUCE.key: self._produced, FETCH.key: self._fetched}.get(key, _response_errors)
+        return partial(fn, errs)
 
-    def _produced(self, req, resp, errs) -> None:
+    def _produced(self, errs, ctx, req, resp) -> None:
         """Bytes and records appended per topic, and the partitions' error codes."""
+        topics = self.topics
+        answers = None if resp is NO_RESPONSE else resp.responses  # acks=0: no answer
         for i, td in enumerate(req.topic_data):
-            t = self.topics[td.name]
-            answers = resp.responses[i].partition_responses if resp is not None else None
+            t = topics[td.name]
+            parts = answers[i].partition_responses if answers is not None else None
             for j, pd in enumerate(td.partition_data):
-                if answers is not None:
-                    code = answers[j].error_code
+                if parts is not None:
+                    code = parts[j].error_code
                     errs[code] += 1
                     if code:
                         continue
-                if pd.records is not None:
-                    t.bytes_in += len(pd.records)
-                    t.messages_in += _record_count(pd.records)
+                records = pd.records
+                if records is not None:
+                    t.bytes_in += len(records)
+                    t.messages_in += _record_count(records)
 
-    def _fetched(self, resp, consumer: bool, errs) -> None:
+    def _fetched(self, errs, ctx, req, resp) -> None:
         """Bytes sent to consumers per topic (followers' fetches are replication, as in Kafka),
         and the error codes."""
         errs[resp.error_code or 0] += 1
+        consumer = fetching_replica_id(req, ctx.version) < 0
         by_id = self.broker.metadata.topics_by_id
         for tr in resp.responses:
             t = None

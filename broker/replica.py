@@ -63,10 +63,11 @@ class ReadResult:
 class FollowerState:
     """What the leader knows of one follower, from its fetches (Kafka's Replica)."""
 
-    __slots__ = ("leo", "caught_up_ms", "last_fetch_ms", "leader_leo_at_last_fetch")
+    __slots__ = ("leo", "log_start", "caught_up_ms", "last_fetch_ms", "leader_leo_at_last_fetch")
 
     def __init__(self, now_ms):
         self.leo = -1
+        self.log_start = -1  # unknown until the follower's first fetch (Fetch v5+ reports it)
         self.caught_up_ms = now_ms  # a new leader gives every follower a full lag window
         self.last_fetch_ms = now_ms
         self.leader_leo_at_last_fetch = -1
@@ -90,7 +91,7 @@ class Partition:
     __slots__ = ("topic", "index", "topic_id", "log", "node_id", "leader", "leader_epoch",
                  "partition_epoch", "replicas", "isr", "pending_isr", "followers", "producers",
                  "waiters", "acks_waiters", "config", "min_insync", "manager",
-                 "epoch_start_offset")
+                 "epoch_start_offset", "low_waiters")
 
     def __init__(self, manager, topic, index, log_, config: LogConfig):
         self.manager = manager
@@ -113,6 +114,7 @@ class Partition:
         self.producers.load(log_)
         self.waiters: list[asyncio.Future] = []  # fetches waiting for data
         self.acks_waiters: list[tuple[int, asyncio.Future]] = []  # acks=all produces
+        self.low_waiters: list[asyncio.Future] = []  # DeleteRecords waiting for the followers
 
     @property
     def is_leader(self) -> bool:
@@ -147,6 +149,7 @@ class Partition:
         self.pending_isr = None
         self._fail_acks_waiters(errors.NOT_LEADER_OR_FOLLOWER)
         self.wake()
+        self._wake_low_waiters()
 
     def _apply(self, st: PartitionState):
         self.leader = st.leader
@@ -161,6 +164,7 @@ class Partition:
         self.leader = -1
         self._fail_acks_waiters(errors.NOT_LEADER_OR_FOLLOWER)
         self.wake()
+        self._wake_low_waiters()
 
     # -- leader: append -------------------------------------------------------------------------
     def append(self, records, acks: int) -> AppendResult:
@@ -262,12 +266,17 @@ class Partition:
                 fut.set_result(code)
 
     # -- leader: followers, high watermark, ISR -----------------------------------------------------
-    def update_follower(self, replica_id: int, fetch_offset: int, now_ms: int) -> bool:
-        """A follower fetched from ``fetch_offset``: it has everything below. Returns False if
-        ``replica_id`` is not a replica of this partition."""
+    def update_follower(self, replica_id: int, fetch_offset: int, now_ms: int,
+                        log_start_offset: int = -1) -> bool:
+        """A follower fetched from ``fetch_offset``: it has everything below, and its log
+        starts at ``log_start_offset``. Returns False if ``replica_id`` is not a replica of
+        this partition."""
         st = self.followers.get(replica_id)
         if st is None:
             return False
+        if log_start_offset != st.log_start:
+            st.log_start = log_start_offset
+            self._wake_low_waiters()
         leo = self.log.log_end_offset
         if fetch_offset >= leo:
             st.caught_up_ms = now_ms
@@ -282,6 +291,36 @@ class Partition:
             self._propose_isr(self.isr + [replica_id])
         self.maybe_advance_hwm()
         return True
+
+    def low_watermark(self, alive) -> int:
+        """Kafka's low watermark: the smallest log start offset over this replica and the
+        followers on live brokers (``alive``), learned from their fetches. DeleteRecords is
+        done when it reaches the requested offset."""
+        low = self.log.log_start_offset
+        for r in self.replicas:
+            if r != self.node_id and r in alive:
+                st = self.followers.get(r)
+                low = min(low, st.log_start if st is not None else -1)
+        return low
+
+    async def low_watermark_moved(self, timeout_s: float) -> None:
+        """Wait (at most ``timeout_s``) until a follower reports another log start offset or
+        this replica stops leading."""
+        fut = asyncio.get_running_loop().create_future()
+        self.low_waiters.append(fut)
+        try:
+            await asyncio.wait_for(fut, timeout_s)
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            if fut in self.low_waiters:
+                self.low_waiters.remove(fut)
+
+    def _wake_low_waiters(self):
+        waiters, self.low_waiters = self.low_waiters, []
+        for f in waiters:
+            if not f.done():
+                f.set_result(None)
 
     def maybe_advance_hwm(self) -> None:
         if self._advance_hwm():

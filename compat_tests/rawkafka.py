@@ -395,6 +395,21 @@ def produce_v9(conn: RawConnection, topic: str, partition: int, records_bytes: b
     return out
 
 
+# ---------------------------------------------------------------- ListOffsets v1
+def list_offsets_v1(conn: RawConnection, topic: str, partition: int, timestamp: int,
+                    replica_id: int = -1) -> tuple[int, int]:
+    """One partition's (error code, offset) for ``timestamp`` (-2 earliest, -1 latest).
+    ``replica_id`` -2 is Kafka's debugging id: any replica answers, not only the leader."""
+    body = (int32(replica_id) + int32(1) + string(topic) + int32(1) + int32(partition)
+            + int64(timestamp))
+    r = conn.request(LIST_OFFSETS, 1, body, flexible_request=False, flexible_response=False)
+    assert r.int32() == 1 and r.string() == topic and r.int32() == 1
+    assert r.int32() == partition
+    err = r.int16()
+    r.int64()  # timestamp
+    return err, r.int64()
+
+
 # ---------------------------------------------------------------- Metadata v9
 def metadata_v9_body(topics: list[str] | None, allow_auto_create: bool = True) -> bytes:
     if topics is None:

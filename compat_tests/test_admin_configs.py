@@ -153,6 +153,31 @@ def test_kafka_python_alter_and_describe_with_synonyms(broker):
         k.close()
 
 
+def test_every_topic_config_names_its_broker_synonym(broker):
+    """As Kafka's DescribeConfigs: a topic config's synonyms end in the broker config that
+    gives its default (log.preallocate for preallocate...); topic-only configs have none."""
+    admin = admin_client(broker.bootstrap)
+    got = describe(admin, "topic", create_topic(broker.bootstrap, unique_topic("syn")))
+    D = ConfigSource.DEFAULT_CONFIG.value
+    for name, broker_key, value in (
+            ("preallocate", "log.preallocate", "false"),
+            ("compression.type", "compression.type", "producer"),
+            ("min.cleanable.dirty.ratio", "log.cleaner.min.cleanable.ratio", "0.5"),
+            ("max.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms", "9223372036854775807"),
+            ("file.delete.delay.ms", "log.segment.delete.delay.ms", "60000"),
+            ("segment.index.bytes", "log.index.size.max.bytes", "10485760"),
+            ("message.downconversion.enable", "log.message.downconversion.enable", "true"),
+            ("segment.jitter.ms", "log.roll.jitter.hours", "0"),
+            ("flush.ms", "log.flush.scheduler.interval.ms", "9223372036854775807"),
+            ("cleanup.policy", "log.cleanup.policy", "delete")):
+        assert synonyms(got[name]) == [(broker_key, value, D)], name
+        assert (got[name].value, got[name].source) == (value, D), name
+    for topic_only in ("remote.storage.enable", "leader.replication.throttled.replicas"):
+        assert synonyms(got[topic_only]) == [] and got[topic_only].source == D, topic_only
+    mine = describe(admin, "broker", str(broker.node_id))
+    assert mine["log.preallocate"].value == "false" and not mine["log.preallocate"].is_read_only
+
+
 def test_delete_records_moves_the_log_start(broker):
     admin = admin_client(broker.bootstrap)
     topic = create_topic(broker.bootstrap, unique_topic("dr"), partitions=2)
@@ -244,6 +269,59 @@ def test_dynamic_broker_configs_apply_and_survive_restart(broker_factory):
     assert describe(admin, "broker", me)["message.max.bytes"].source == \
         ConfigSource.DEFAULT_CONFIG.value
     assert produce_one(b.bootstrap, topic, 2000) is None
+
+
+def test_log_cleaner_threads_change_at_run_time(broker_factory):
+    b = broker_factory({"log.cleaner.backoff.ms": "200"})
+    admin = admin_client(b.bootstrap)
+    me = str(b.node_id)
+    incremental(admin, "broker", me, ("log.cleaner.threads", "2", SET))
+    got = describe(admin, "broker", me)["log.cleaner.threads"]
+    assert (got.value, got.source) == ("2", ConfigSource.DYNAMIC_BROKER_CONFIG.value)
+    # Kafka's bounds: at most double, at least half the threads running now.
+    err = alter_error(lambda: incremental(admin, "broker", me, ("log.cleaner.threads", "5", SET)))
+    assert err.code() == KafkaError.INVALID_CONFIG
+    assert "more than double the current value 2" in err.str()
+    incremental(admin, "broker", me, ("log.cleaner.threads", "4", SET))
+    # List broker configs take APPEND and SUBTRACT; topics without an override follow.
+    incremental(admin, "broker", me, ("log.cleanup.policy", "compact", APPEND))
+    assert describe(admin, "broker", me)["log.cleanup.policy"].value == "delete,compact"
+    plain = create_topic(b.bootstrap, unique_topic("plain"))
+    got = describe(admin, "topic", plain)["cleanup.policy"]
+    assert (got.value, got.source) == ("delete,compact",
+                                       ConfigSource.DYNAMIC_BROKER_CONFIG.value)
+    incremental(admin, "broker", me, ("log.cleanup.policy", "delete", SUBTRACT),
+                ("log.preallocate", "true", SET))
+    got = describe(admin, "topic", plain)
+    assert got["cleanup.policy"].value == "compact"
+    assert (got["preallocate"].value, got["preallocate"].source) == (
+        "true", ConfigSource.DYNAMIC_BROKER_CONFIG.value)
+
+    # Two compacted topics, each one key rewritten in many small segments: cleaned by the
+    # threads now running.
+    topics = [create_topic(b.bootstrap, unique_topic("cleaned"), 1, {
+        "cleanup.policy": "compact", "segment.bytes": "2048",
+        "min.cleanable.dirty.ratio": "0.01"}) for _ in range(2)]
+    p = producer(b.bootstrap, acks="all")
+    for topic in topics:
+        for _ in range(8):
+            for _ in range(10):
+                p.produce(topic, b"v" * 200, key=b"same", partition=0)
+            flush_all(p)
+    written = 8 * 10 * 200
+
+    def sizes():
+        k = KafkaAdminClient(bootstrap_servers=b.bootstrap)
+        try:
+            (d,) = k.describe_log_dirs({t: [0] for t in topics})[0]["log_dirs"]
+            return {t["name"]: t["partitions"][0]["partition_size"] for t in d["topics"]}
+        finally:
+            k.close()
+
+    def compacted():
+        got = sizes()
+        assert len(got) == 2 and max(got.values()) < written / 2, got
+    _eventually(compacted, 30)
 
 
 def _eventually(check, timeout=20.0):

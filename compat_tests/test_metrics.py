@@ -123,15 +123,24 @@ def test_cluster_gauges(cluster_factory):
     # the ISR shrinks (replica.lag.time.max.ms is 4 s in the tests).
     controller = active.index(1) + 1
     victim = next(i for i in c.brokers if i != controller)
+    # A partition whose only replica is on the victim goes offline with it (the controller
+    # counts it, as Kafka's OfflinePartitionsCount).
+    lonely = unique_topic("metrics-lonely")
+    admin.create_topics([NewTopic(lonely, 1, replica_assignment=[[victim]])])[lonely].result(30)
+    c.wait_for_topic(lonely, 1)
+    assert value(scrape(ports[controller]),
+                 "kafka_controller_kafkacontroller_offlinepartitionscount") == 0
     c.brokers[victim].stop()
     deadline = time.monotonic() + 30
     while True:
         under = sum(value(scrape(ports[i]), "kafka_server_replicamanager_underreplicatedpartitions")
                     for i in c.brokers if i != victim)
-        if under > 0 or time.monotonic() > deadline:
+        offline = value(scrape(ports[controller]),
+                        "kafka_controller_kafkacontroller_offlinepartitionscount")
+        if (under > 0 and offline == 1) or time.monotonic() > deadline:
             break
         time.sleep(0.5)
-    assert under > 0
+    assert under > 0 and offline == 1
 
 
 def test_grafana_dashboard_shows_exported_metrics(broker_factory):

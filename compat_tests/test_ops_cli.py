@@ -156,6 +156,41 @@ def test_console_producer_and_consumer(broker):
     assert out.stdout == "" and "Processed a total of 0 messages" in out.stderr
 
 
+def test_console_consumer_group_resumes_from_its_commits(broker):
+    """kafka-console-consumer.sh --group: commits what it printed, the next run resumes there,
+    and --from-beginning only matters while the group has no committed offset."""
+    topic = create_topic(broker.bootstrap, unique_topic("cli-resume"), partitions=1)
+    p = producer(broker.bootstrap)
+    for i in range(5):
+        p.produce(topic, f"m{i}".encode(), partition=0)
+    flush_all(p)
+    group = unique_topic("cli-resume-group")
+
+    def run(*extra):
+        out = josefk("console-consumer", "--topic", topic, "--group", group, "--timeout-ms",
+                     "1500", *extra, broker=broker)
+        return out.stdout.splitlines()
+
+    assert run("--from-beginning", "--max-messages", "2") == ["m0", "m1"]
+    for i in range(5, 7):
+        p.produce(topic, f"m{i}".encode(), partition=0)
+    flush_all(p)
+    # Resumes at the committed offset 2: --from-beginning is ignored now.
+    assert run("--from-beginning") == ["m2", "m3", "m4", "m5", "m6"]
+    c = consumer(broker.bootstrap, **{"group.id": group})
+    assert c.committed([TopicPartition(topic, 0)], timeout=10)[0].offset == 7
+    c.close()
+    assert run("--from-beginning") == []
+
+    # A new group without --from-beginning starts at the end and, like the Java consumer's
+    # close, commits that position although it printed nothing.
+    group = unique_topic("cli-latest-group")
+    assert run() == []
+    p.produce(topic, b"m7", partition=0)
+    flush_all(p)
+    assert run("--from-beginning") == ["m7"]
+
+
 def test_perf_producer_and_consumer(broker):
     topic = create_topic(broker.bootstrap, unique_topic("cli-perf"), partitions=2)
     out = josefk("perf-producer", "--topic", topic, "--num-records", "20000", "--record-size",

@@ -222,11 +222,6 @@ class LogManager:
         return sum(lg.apply_retention(now_ms) for lg in list(self._logs.values())
                    if not lg.closed)
 
-    def run_compaction(self, now_ms: int | None = None) -> int:
-        """Compact every log whose cleanup.policy includes compact; returns bytes reclaimed."""
-        return sum(lg.compact(now_ms) for lg in list(self._logs.values())
-                   if not lg.closed and lg.config.compact)
-
     def flush_rolled(self) -> None:
         """fsync the rolled (no longer active) segments of every log, advancing their recovery
         points; meant to run periodically in an executor, before ``checkpoint``."""

@@ -51,13 +51,28 @@ def test_broker_config_validation_names_the_key():
 
     defaults = BrokerConfig({}).topic_defaults()
     validate_broker_configs({"log.retention.ms": "1000", "log.cleanup.policy": "compact",
-                             "log.cleaner.threads": "2", "message.max.bytes": "100"}, defaults)
+                             "log.cleaner.threads": "2", "message.max.bytes": "100"}, defaults,
+                            cleaner_threads=1)
     for bad in ({"log.dirs": "/x"}, {"log.retention.ms": "soon"},
                 {"log.cleanup.policy": "shred"}, {"log.cleaner.threads": "many"},
-                {"log.retention.hours": None}):
+                {"log.retention.hours": None}, {"log.cleaner.threads": "0"},
+                {"log.cleaner.threads": "3"}):
         with pytest.raises(MetadataError) as e:
-            validate_broker_configs(bad, defaults)
+            validate_broker_configs(bad, defaults, cleaner_threads=1)
         assert e.value.code == errors.INVALID_CONFIG and next(iter(bad)) in e.value.message
+
+
+def test_cleaner_threads_move_within_half_and_double():
+    from broker.config import BrokerConfig
+
+    defaults = BrokerConfig({}).topic_defaults()
+    for ok in ("2", "4", "8"):
+        validate_broker_configs({"log.cleaner.threads": ok}, defaults, cleaner_threads=4)
+    for bad, why in (("1", "less than half the current value 4"),
+                     ("9", "more than double the current value 4")):
+        with pytest.raises(MetadataError) as e:
+            validate_broker_configs({"log.cleaner.threads": bad}, defaults, cleaner_threads=4)
+        assert why in e.value.message
 
 
 def test_histogram_buckets_are_cumulative():
@@ -74,3 +89,17 @@ def test_record_count_of_one_and_several_batches():
     one = build_batch([(None, b"a", None, None)] * 5)
     two = one + build_batch([(None, b"b", None, None)] * 3, base_offset=5)
     assert _record_count(one) == 5 and _record_count(two) == 8
+
+
+def test_throttled_replicas_lists_are_validated_as_kafka_does():
+    from broker.config import BrokerConfig
+    from broker.configs import validate_topic_configs
+
+    defaults = BrokerConfig({}).topic_defaults()
+    for ok in ("*", "", "0:1,1:2", " 0:1 , 3:3"):
+        validate_topic_configs({"leader.replication.throttled.replicas": ok}, defaults)
+    for bad in ("all", "0:x", "0-1", "*,0:1"):
+        with pytest.raises(MetadataError) as e:
+            validate_topic_configs({"follower.replication.throttled.replicas": bad}, defaults)
+        assert e.value.code == errors.INVALID_CONFIG
+        assert "must be the literal '*' or a list of replicas" in e.value.message

@@ -44,7 +44,8 @@ async def _change(broker, res, new_overrides, validate_only) -> tuple[int, str |
             if not validate_only:
                 await broker.dynamic.alter_topic(res.resource_name, new)
         else:
-            validate_broker_configs(new, broker.config.topic_defaults())
+            validate_broker_configs(new, broker.config.topic_defaults(),
+                                    broker.config.int("log.cleaner.threads"))
             if not validate_only:
                 await broker.dynamic.alter_broker(res.resource_name, new)
     except MetadataError as e:

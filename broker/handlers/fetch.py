@@ -138,8 +138,9 @@ def _read(broker, req, v, topics, denied):
                 ready = True
                 res = None
             else:
-                if replica_id >= 0 and not part.update_follower(replica_id, fp.fetch_offset,
-                                                                now_ms):
+                if replica_id >= 0 and not part.update_follower(
+                        replica_id, fp.fetch_offset, now_ms,
+                        fp.log_start_offset if v >= 5 else -1):
                     err = errors.NOT_LEADER_OR_FOLLOWER  # not a replica of this partition
                     res = None
                 else:

@@ -15,6 +15,7 @@ from wire.apis import LIST_OFFSETS
 R = LIST_OFFSETS.Response
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
 READ_COMMITTED = 1
+DEBUGGING_REPLICA_ID = -2  # a tool's ListOffsets any replica answers, not only the leader
 
 
 def handle_list_offsets(broker, ctx, req):
@@ -24,7 +25,9 @@ def handle_list_offsets(broker, ctx, req):
         parts_out = []
         may_describe = allowed(broker, ctx, TOPIC, t.name, acl.DESCRIBE)
         for p in t.partitions:
-            part = broker.replicas.leader_partition(t.name, p.partition_index)
+            part = (broker.replicas.get(t.name, p.partition_index)
+                    if req.replica_id == DEBUGGING_REPLICA_ID
+                    else broker.replicas.leader_partition(t.name, p.partition_index))
             if part is None or not may_describe:
                 parts_out.append(R.ListOffsetsPartitionResponse(
                     partition_index=p.partition_index,

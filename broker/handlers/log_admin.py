@@ -15,6 +15,8 @@ HIGH_WATERMARK = -1  # DeleteRecords offset meaning "everything below the high w
 
 async def handle_delete_records(broker, ctx, req):
     R = DELETE_RECORDS.Response
+    deadline = asyncio.get_running_loop().time() + req.timeout_ms / 1000
+    waits = []
     topics = []
     for t in req.topics:
         parts = []
@@ -31,10 +33,32 @@ async def handle_delete_records(broker, ctx, req):
             offset = lg.high_watermark if p.offset == HIGH_WATERMARK else p.offset
             try:
                 # Dropping whole segments unlinks files: off the event loop (the log locks).
-                res.low_watermark = await asyncio.to_thread(lg.delete_records_before, offset)
+                await asyncio.to_thread(lg.delete_records_before, offset)
             except OffsetOutOfRange:
                 res.error_code = errors.OFFSET_OUT_OF_RANGE
+                continue
+            waits.append(_wait_for_replicas(broker, part, offset, deadline, res))
+    # Like Kafka's delayed DeleteRecords: answer once every live replica's log starts at the
+    # offset (the followers move theirs from the leader's in fetch responses), or time out.
+    await asyncio.gather(*waits)
     return R(topics=topics)
+
+
+async def _wait_for_replicas(broker, part, offset, deadline, res) -> None:
+    loop = asyncio.get_running_loop()
+    while True:
+        if not part.is_leader:
+            res.error_code = errors.NOT_LEADER_OR_FOLLOWER
+            return
+        low = part.low_watermark(broker.metadata.brokers)
+        if low >= offset:
+            res.low_watermark = low
+            return
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            res.error_code = errors.REQUEST_TIMED_OUT
+            return
+        await part.low_watermark_moved(remaining)
 
 
 def handle_describe_log_dirs(broker, ctx, req):
