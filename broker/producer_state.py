@@ -39,11 +39,13 @@ class ProducerEntry:
         return self.batches[-1][1] if self.batches else -1
 
 
-def marker_kind(buf, h) -> int:
-    """CONTROL_COMMIT or CONTROL_ABORT: the type of the control batch ``h`` in ``buf``."""
+def marker_of(buf, h) -> tuple[int, int]:
+    """``(CONTROL_COMMIT or CONTROL_ABORT, coordinator epoch)`` of the control batch ``h`` in
+    ``buf``."""
     for rec in iter_records(buf, h):
-        return parse_control_record(rec)[0]
-    return CONTROL_ABORT
+        kind, coordinator_epoch = parse_control_record(rec)
+        return kind, -1 if coordinator_epoch is None else coordinator_epoch
+    return CONTROL_ABORT, -1
 
 
 class ProducerStateTable:
@@ -92,10 +94,17 @@ class ProducerStateTable:
             entry.txn_first_offset = first_offset
             self.ongoing[h.producer_id] = first_offset
 
-    def check_marker(self, producer_id: int, producer_epoch: int) -> int:
+    def check_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int) -> int:
+        """Kafka's checks of a WriteTxnMarkers entry: an older producer epoch was fenced, and a
+        coordinator epoch older than the last marker's comes from a coordinator that lost its
+        partition of ``__transaction_state`` (TRANSACTION_COORDINATOR_FENCED)."""
         entry = self.producers.get(producer_id)
-        if entry is not None and producer_epoch < entry.epoch:
+        if entry is None:
+            return errors.NONE
+        if producer_epoch < entry.epoch:
             return errors.INVALID_PRODUCER_EPOCH
+        if coordinator_epoch < entry.coordinator_epoch:
+            return errors.TRANSACTION_COORDINATOR_FENCED
         return errors.NONE
 
     def end_txn(self, producer_id: int, producer_epoch: int, kind: int, marker_offset: int,
@@ -116,8 +125,9 @@ class ProducerStateTable:
         if h.producer_id < 0:
             return
         if h.is_control:
-            self.end_txn(h.producer_id, h.producer_epoch, marker_kind(buf, h), h.base_offset,
-                         timestamp=h.max_timestamp)
+            kind, coordinator_epoch = marker_of(buf, h)
+            self.end_txn(h.producer_id, h.producer_epoch, kind, h.base_offset,
+                         coordinator_epoch, h.max_timestamp)
         else:
             self.update(h, h.base_offset, h.last_offset)
 

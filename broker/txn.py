@@ -71,7 +71,10 @@ class TxnMarkerWriter:
         self.broker = broker
 
     async def __call__(self, producer_id, producer_epoch, commit, coordinator_epoch,
-                       partitions) -> None:
+                       partitions) -> bool:
+        """True once every partition has its marker (or needs none); False as soon as a leader
+        answers TRANSACTION_COORDINATOR_FENCED: a newer coordinator owns the transaction, so
+        this one stops (as Kafka's TransactionMarkerRequestCompletionHandler does)."""
         remaining = list(partitions)
         while True:
             by_leader: dict[int, list] = {}
@@ -85,6 +88,11 @@ class TxnMarkerWriter:
             remaining = []
             for res in results:
                 for tp, code in res.items():
+                    if code == errors.TRANSACTION_COORDINATOR_FENCED:
+                        log.warning("coordinator epoch %d fenced on %s-%d: leaving the %s of "
+                                    "producer %d to the newer coordinator", coordinator_epoch,
+                                    tp[0], tp[1], "commit" if commit else "abort", producer_id)
+                        return False
                     if code in _GIVE_UP:
                         log.warning("no %s marker for producer %d on %s-%d: %s",
                                     "COMMIT" if commit else "ABORT", producer_id, tp[0], tp[1],
@@ -92,7 +100,7 @@ class TxnMarkerWriter:
                     elif code:
                         remaining.append(tp)
             if not remaining:
-                return
+                return True
             await asyncio.sleep(MARKER_RETRY_BACKOFF_S)
 
     async def _send(self, leader, tps, producer_id, producer_epoch, commit, coordinator_epoch):

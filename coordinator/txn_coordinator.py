@@ -87,8 +87,9 @@ class TransactionCoordinator:
         self.abort_interval_ms = cfg["transaction.abort.timed.out.transaction.cleanup.interval.ms"]
         self.log = log_
         self.producer_ids = producer_ids
-        # async write_markers(producer_id, epoch, commit, coordinator_epoch, partitions): returns
-        # once every partition has its marker (retrying as it must)
+        # async write_markers(producer_id, epoch, commit, coordinator_epoch, partitions): True
+        # once every partition has its marker (retrying as it must), False if a partition
+        # leader fenced this coordinator epoch
         self.write_markers = write_markers
         self.clock = clock if clock is not None else AsyncioClock()
         self.txns: dict[str, TxnMetadata] = {}
@@ -290,8 +291,9 @@ class TransactionCoordinator:
         """Markers to every partition of the transaction, then CompleteCommit/CompleteAbort
         (retried until written, or until this broker stops coordinating the partition)."""
         try:
-            await self.write_markers(txn.producer_id, txn.producer_epoch, commit,
-                                     coordinator_epoch, sorted(txn.partitions))
+            if not await self.write_markers(txn.producer_id, txn.producer_epoch, commit,
+                                            coordinator_epoch, sorted(txn.partitions)):
+                return  # fenced by a newer coordinator, which completes the transaction
             while self.owned.get(partition) == coordinator_epoch:
                 err = await self._write(txn, txn.record(
                     state=COMPLETE_COMMIT if commit else COMPLETE_ABORT, partitions=set(),

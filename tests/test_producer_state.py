@@ -105,7 +105,7 @@ def test_markers_fence_older_epochs_and_rebuild_reads_their_type():
     t.update(txn_header(1, 0, 0), 0, 0)
     buf, h = marker(1, 1, CONTROL_ABORT, 1)  # aborted by the coordinator with a bumped epoch
     t.apply(h, buf)
-    assert t.check_marker(1, 0) == errors.INVALID_PRODUCER_EPOCH
+    assert t.check_marker(1, 0, 0) == errors.INVALID_PRODUCER_EPOCH
     assert t.check(txn_header(1, 0, 1))[0] == errors.INVALID_PRODUCER_EPOCH
     assert t.aborted == [(1, 0, 1)]
     data = txn_header(1, 0, 0)
@@ -113,6 +113,32 @@ def test_markers_fence_older_epochs_and_rebuild_reads_their_type():
     r = ProducerStateTable()
     r.rebuild([data, h], lambda _h: buf)
     assert r.aborted == [(1, 0, 1)] and r.first_unstable_offset() is None
+
+
+def test_markers_from_an_older_coordinator_epoch_are_fenced():
+    """Kafka's ProducerStateManager keeps the coordinator epoch of each producer's last marker;
+    a marker with an older one is TRANSACTION_COORDINATOR_FENCED (a producer epoch check comes
+    first), and a rebuild from the log reads the epoch from the marker's record."""
+    t = ProducerStateTable()
+    t.update(txn_header(1, 0, 0), 0, 0)
+    assert t.check_marker(1, 0, 0) == errors.NONE
+    buf = build_batch([control_record(CONTROL_COMMIT, 7)], producer_id=1, producer_epoch=0,
+                      transactional=True, control=True, base_offset=1)
+    h = validate_batches(buf)[0]
+    t.apply(h, buf)
+    assert t.producers[1].coordinator_epoch == 7
+    assert t.check_marker(1, 0, 6) == errors.TRANSACTION_COORDINATOR_FENCED
+    assert t.check_marker(1, 0, 7) == errors.NONE
+    assert t.check_marker(1, 0, 8) == errors.NONE
+    assert t.check_marker(2, 0, 0) == errors.NONE  # a producer the partition never saw
+    t.update(txn_header(1, 1, 0), 2, 2)  # a bumped producer epoch keeps the coordinator's
+    assert t.check_marker(1, 1, 6) == errors.TRANSACTION_COORDINATOR_FENCED
+    assert t.check_marker(1, 0, 9) == errors.INVALID_PRODUCER_EPOCH
+    data = txn_header(1, 0, 0)
+    data.base_offset = 0
+    r = ProducerStateTable()
+    r.rebuild([data, h], lambda _h: buf)
+    assert r.check_marker(1, 0, 6) == errors.TRANSACTION_COORDINATOR_FENCED
 
 
 def test_sequence_less_transactional_writes_are_accepted():

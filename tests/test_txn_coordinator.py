@@ -36,16 +36,19 @@ class Ids:
 
 
 class Markers:
-    """Records marker writes; ``hold`` keeps them pending until released."""
+    """Records marker writes; clearing ``gate`` keeps them pending until it is set again;
+    ``fenced`` answers as if a partition leader had seen a newer coordinator epoch."""
 
     def __init__(self):
         self.calls = []
         self.gate = asyncio.Event()
         self.gate.set()
+        self.fenced = False
 
     async def __call__(self, pid, epoch, commit, coordinator_epoch, partitions):
         self.calls.append((pid, epoch, commit, coordinator_epoch, list(partitions)))
         await self.gate.wait()
+        return not self.fenced
 
 
 class H:
@@ -163,6 +166,21 @@ async def test_commit_writes_prepare_markers_then_complete():
     # the next transaction goes on with the same epoch
     assert await h.coord.add_partitions(TID, pid, epoch, TP) == errors.NONE
     assert h.state() == ONGOING
+
+
+@async_test
+async def test_fenced_coordinator_stops_and_leaves_the_transaction_prepared():
+    """TRANSACTION_COORDINATOR_FENCED from a partition leader: a newer coordinator owns the
+    transaction, so this one neither retries nor writes CompleteCommit."""
+    h = H()
+    pid, epoch = await _begin(h)
+    h.markers.fenced = True
+    assert await h.coord.end_txn(TID, pid, epoch, True) == errors.NONE
+    await h.settle()
+    assert len(h.markers.calls) == 1
+    assert [r.state for _t, r in h.logged()][-1] == PREPARE_COMMIT
+    assert h.state() == PREPARE_COMMIT
+    assert await h.coord.end_txn(TID, pid, epoch, True) == errors.CONCURRENT_TRANSACTIONS
 
 
 @async_test
