@@ -21,6 +21,9 @@ from wire.apis import WRITE_TXN_MARKERS
 log = logging.getLogger("josefk.txn")
 
 TXN_TOPIC = "__transaction_state"
+# Test-only: the coordinator writes PrepareCommit/PrepareAbort, answers EndTxn, and then never
+# sends the markers, so a test can crash the broker exactly in those states.
+HOLD_MARKERS = "josefk.test.hold.txn.markers"
 MARKER_RETRY_BACKOFF_S = 0.1
 # Errors after which a partition needs no marker from us: its topic is gone, or a newer
 # producer epoch has already ended the transaction there.
@@ -69,12 +72,16 @@ class TxnMarkerWriter:
 
     def __init__(self, broker):
         self.broker = broker
+        self.hold = broker.config.bool(HOLD_MARKERS)
 
     async def __call__(self, producer_id, producer_epoch, commit, coordinator_epoch,
                        partitions) -> bool:
         """True once every partition has its marker (or needs none); False as soon as a leader
         answers TRANSACTION_COORDINATOR_FENCED: a newer coordinator owns the transaction, so
         this one stops (as Kafka's TransactionMarkerRequestCompletionHandler does)."""
+        if self.hold:
+            log.warning("%s: holding the markers of producer %d", HOLD_MARKERS, producer_id)
+            await asyncio.Event().wait()  # until the broker stops
         remaining = list(partitions)
         while True:
             by_leader: dict[int, list] = {}

@@ -50,3 +50,62 @@ def test_write_txn_markers_from_an_older_coordinator_epoch_are_fenced(broker):
     assert read_values(broker.bootstrap, topic, 1, "read_committed") == [b"first", b"second"]
     assert _marker(broker.bootstrap, topic, pid, True, 5) == \
         errors.TRANSACTION_COORDINATOR_FENCED
+
+
+def _txn_state(bootstrap, tid):
+    from broker.client import Client
+    from wire.apis import DESCRIBE_TRANSACTIONS
+
+    with Client(bootstrap) as c:
+        (state,) = c.request(DESCRIBE_TRANSACTIONS, transactional_ids=[tid]).transaction_states
+    return state.transaction_state
+
+
+def _wait_txn_state(bootstrap, tid, want, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while (state := _txn_state(bootstrap, tid)) != want and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return state
+
+
+def test_broker_kill9_in_prepare_commit_and_prepare_abort(broker_factory):
+    """The coordinator holds its markers (a test-only property), so one transaction stays in
+    PrepareCommit and another in PrepareAbort, both already answered to their producers; the
+    broker is killed -9 and restarted without the hold: loading ``__transaction_state`` finds
+    both prepared, writes their markers and completes them, as Kafka's coordinator does. The
+    committed records become visible to read_committed readers, the aborted ones never do."""
+    from compat_tests.test_transactions import committed_in_txn, txn_producer
+
+    b = broker_factory({"josefk.test.hold.txn.markers": "true"})
+    topic = create_topic(b.bootstrap, unique_topic("prepared"), 2)
+    to_commit, to_abort = "pc-" + uuid.uuid4().hex[:6], "pa-" + uuid.uuid4().hex[:6]
+    pc, pa = txn_producer(b.bootstrap, to_commit), txn_producer(b.bootstrap, to_abort)
+    pc.begin_transaction()
+    pa.begin_transaction()
+    for partition in (0, 1):
+        for v in (b"c%d-a" % partition, b"c%d-b" % partition):
+            pc.produce(topic, value=v, partition=partition)
+        pa.produce(topic, value=b"a%d" % partition, partition=partition)
+    pa.flush(10)
+    pc.commit_transaction(30)
+    pa.abort_transaction(30)
+    # answered, but the markers are held: both transactions stay prepared, the LSO where
+    # their records begin
+    assert _txn_state(b.bootstrap, to_commit) == "PrepareCommit"
+    assert _txn_state(b.bootstrap, to_abort) == "PrepareAbort"
+    assert read_values(b.bootstrap, topic, 2, "read_committed", settle=1.0) == []
+
+    b.kill()
+    del b.overrides["josefk.test.hold.txn.markers"]
+    b.start()
+    assert _wait_txn_state(b.bootstrap, to_commit, "CompleteCommit") == "CompleteCommit"
+    assert _wait_txn_state(b.bootstrap, to_abort, "CompleteAbort") == "CompleteAbort"
+    committed = [b"c0-a", b"c0-b", b"c1-a", b"c1-b"]
+    assert sorted(read_values(b.bootstrap, topic, 2, "read_committed")) == committed
+    assert sorted(read_values(b.bootstrap, topic, 2, "read_uncommitted")) == sorted(
+        committed + [b"a0", b"a1"])
+    # both ids go on with new instances
+    for tid in (to_commit, to_abort):
+        committed_in_txn(txn_producer(b.bootstrap, tid), topic, [tid.encode()])
+    assert sorted(read_values(b.bootstrap, topic, 2, "read_committed")) == sorted(
+        committed + [to_commit.encode(), to_abort.encode()])
