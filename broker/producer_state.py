@@ -9,12 +9,18 @@ COMMIT or ABORT marker (a control batch) closes it. The first offset of the olde
 transaction bounds the last stable offset (LSO); aborted transactions are remembered as
 (producer id, first offset, marker offset) so read_committed fetches can list them. All of it
 comes from batch headers (and the one record of each marker), never per data record.
+
+An aborted transaction is forgotten with its marker: once the log start offset passes the marker
+(retention, DeleteRecords; trimmed at each snapshot) or the compactor removed the marker (all
+its data gone): a listed transaction without its marker would make readers drop that
+producer's later transactions.
 """
 from __future__ import annotations
 
 import bisect
 import collections
 import json
+import threading
 
 from wire import errors
 from wire.records import CONTROL_ABORT, iter_records, parse_control_record
@@ -54,6 +60,7 @@ class ProducerStateTable:
         self.ongoing: dict[int, int] = {}  # producer id -> first offset of its open transaction
         self.aborted: list[tuple[int, int, int]] = []  # (pid, first, last), by last offset
         self._aborted_last: list[int] = []
+        self._aborted_lock = threading.Lock()  # the compactor forgets entries from its thread
 
     def check(self, h):
         """Vet a batch header before appending: returns ``(error, duplicate)`` where
@@ -117,8 +124,9 @@ class ProducerStateTable:
         entry.txn_first_offset = -1
         self.ongoing.pop(producer_id, None)
         if kind == CONTROL_ABORT and first >= 0:
-            self.aborted.append((producer_id, first, marker_offset))
-            self._aborted_last.append(marker_offset)
+            with self._aborted_lock:
+                self.aborted.append((producer_id, first, marker_offset))
+                self._aborted_last.append(marker_offset)
 
     def apply(self, h, buf) -> None:
         """Account for a batch already in the log (``h.pos`` locates it in ``buf``)."""
@@ -148,12 +156,37 @@ class ProducerStateTable:
 
     def aborted_between(self, start: int, end: int) -> list[tuple[int, int]]:
         """(producer id, first offset) of aborted transactions overlapping [start, end)."""
-        i = bisect.bisect_left(self._aborted_last, start)
-        return [(pid, first) for pid, first, _last in self.aborted[i:] if first < end]
+        with self._aborted_lock:
+            i = bisect.bisect_left(self._aborted_last, start)
+            return [(pid, first) for pid, first, _last in self.aborted[i:] if first < end]
+
+    def _keep_aborted(self, keep) -> None:
+        with self._aborted_lock:
+            self.aborted = [a for a in self.aborted if keep(a)]
+            self._aborted_last = [a[2] for a in self.aborted]
+
+    def trim_aborted(self, log_start_offset: int) -> None:
+        """Forget aborted transactions whose marker is below the log start offset."""
+        if self.aborted and self.aborted[0][2] < log_start_offset:
+            self._keep_aborted(lambda a: a[2] >= log_start_offset)
+
+    def markers_removed(self, log_, offsets) -> None:
+        """The compactor removed the markers at ``offsets``: forget their aborted transactions,
+        here and in the snapshots on disk (which would bring them back at the next start)."""
+        gone = set(offsets)
+        self._keep_aborted(lambda a: a[2] not in gone)
+
+        def without(data: bytes) -> bytes:
+            state = json.loads(data)
+            if "aborted" in state:
+                state["aborted"] = [a for a in state["aborted"] if a[2] not in gone]
+            return json.dumps(state).encode()
+        log_.rewrite_snapshots(without)
 
     # -- snapshots (Kafka's <offset>.snapshot: state up to an offset, so start-up replays only
     # -- the batches after it; the aborted transactions stand in for Kafka's .txnindex) --------
-    def snapshot(self) -> bytes:
+    def snapshot(self, log_start_offset: int = 0) -> bytes:
+        self.trim_aborted(log_start_offset)
         return json.dumps({
             "producers": {str(pid): [e.epoch, e.last_timestamp, list(e.batches),
                                      e.txn_first_offset, e.coordinator_epoch]
@@ -182,4 +215,6 @@ class ProducerStateTable:
             self._aborted_last = [a[2] for a in self.aborted]
         self.rebuild(log_.iter_headers(start), lambda h: next(iter(
             log_.iter_batches(h.base_offset, h.base_offset + 1)))[1])
-        log_.snapshot_source = self.snapshot
+        self.trim_aborted(log_.log_start_offset)
+        log_.snapshot_source = lambda: self.snapshot(log_.log_start_offset)
+        log_.on_markers_removed = lambda offsets: self.markers_removed(log_, offsets)

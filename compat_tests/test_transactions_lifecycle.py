@@ -7,7 +7,7 @@ import time
 import uuid
 
 from compat_tests import rawkafka as rk
-from compat_tests.helpers import create_topic, unique_topic
+from compat_tests.helpers import create_topic, producer, unique_topic
 from compat_tests.test_transactions import read_values
 from wire import errors
 
@@ -109,3 +109,84 @@ def test_broker_kill9_in_prepare_commit_and_prepare_abort(broker_factory):
         committed_in_txn(txn_producer(b.bootstrap, tid), topic, [tid.encode()])
     assert sorted(read_values(b.bootstrap, topic, 2, "read_committed")) == sorted(
         committed + [to_commit.encode(), to_abort.encode()])
+
+
+def _control_batches(b, topic) -> int:
+    from wire.batch import iter_headers
+
+    return sum(h.is_control for f in sorted((b.data_dir / f"{topic}-0").glob("*.log"))
+               for h in iter_headers(f.read_bytes()))
+
+
+def test_compaction_with_transactions_then_markers_go_after_delete_retention(broker_factory):
+    """A compacted topic written by one transactional producer, committing and aborting in
+    turn, with a transaction of another producer left open: the cleaner drops the aborted
+    records, keeps the open transaction's, and once their data is gone and delete.retention.ms
+    passed, removes the markers and the partition forgets those aborted transactions. The same
+    producer's later commit stays visible to read_committed (a forgotten marker still listed
+    as aborted would hide it), before and after a kill -9 and restart."""
+    from compat_tests.test_transactions import txn_producer
+
+    b = broker_factory({"log.cleaner.backoff.ms": 200})
+    topic = create_topic(b.bootstrap, unique_topic("txclean"), 1, {
+        "cleanup.policy": "compact", "segment.bytes": "8192", "delete.retention.ms": "1000",
+        "min.cleanable.dirty.ratio": "0.01"})
+    p = txn_producer(b.bootstrap, linger_ms=5)
+    latest, aborted = {}, set()
+    for r in range(24):
+        commit = r % 2 == 0
+        p.begin_transaction()
+        for k in range(4):
+            key, value = b"k%d" % k, b"k%d-r%d|" % (k, r) + b"." * 200
+            p.produce(topic, key=key, value=value, partition=0)
+            if commit:
+                latest[key] = value
+            else:
+                aborted.add(value)
+        p.commit_transaction(30) if commit else (p.flush(10), p.abort_transaction(30))
+    plain = producer(b.bootstrap, linger_ms=0)
+    for _ in range(40):  # closes the segments the transactions are in
+        plain.produce(topic, key=b"filler", value=b"." * 300, partition=0)
+        plain.flush(10)
+    opener = txn_producer(b.bootstrap)
+    opener.begin_transaction()
+    opener.produce(topic, key=b"k0", value=b"open", partition=0)
+    opener.flush(10)
+
+    deadline = time.monotonic() + 40
+    while _control_batches(b, topic) > 1 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    # only the marker of the last commit is left: its records are the latest of their keys
+    assert _control_batches(b, topic) == 1
+
+    def records(isolation):
+        from compat_tests.helpers import consumer
+        from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+
+        c = consumer(b.bootstrap, isolation_level=isolation)
+        c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        out, last = [], time.monotonic()
+        try:
+            while time.monotonic() - last < 1.5:
+                m = c.poll(0.1)
+                if m is not None and not m.error():
+                    out.append((m.key(), m.value()))
+                    last = time.monotonic()
+        finally:
+            c.close()
+        return out
+
+    uncommitted = records("read_uncommitted")
+    assert not {v for _k, v in uncommitted} & aborted
+    assert (b"k0", b"open") in uncommitted  # the open transaction's data is kept
+    assert dict(records("read_committed")) == {**latest, b"filler": b"." * 300}
+    # the same producer id goes on: its next transaction is committed and must be visible
+    p.begin_transaction()
+    p.produce(topic, key=b"after", value=b"after", partition=0)
+    p.commit_transaction(30)
+    opener.commit_transaction(30)
+    want = {**latest, b"k0": b"open", b"after": b"after", b"filler": b"." * 300}
+    assert dict(records("read_committed")) == want
+    b.kill()
+    b.start()
+    assert dict(records("read_committed")) == want

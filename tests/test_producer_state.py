@@ -1,3 +1,5 @@
+import json
+
 from broker.producer_state import ProducerStateTable
 from storage import Log, LogConfig
 from wire import errors
@@ -251,4 +253,45 @@ def test_snapshots_keep_open_and_aborted_transactions(tmp_path):
     assert (tmp_path / "p-0" / f"{8:020d}.snapshot").exists()  # state up to the end
     assert restored.aborted == aborted and restored.first_unstable_offset() == unstable
     assert restored.aborted_between(0, 10) == [(1, 0)]
+    lg.close()
+
+
+def test_aborted_transactions_go_with_their_markers(tmp_path):
+    """Retention / DeleteRecords past a marker trims its aborted transaction at the next
+    snapshot; a marker removed by the compactor takes its transaction out of the table and
+    out of the snapshots on disk (a listed transaction without its marker would make readers
+    skip that producer's later, committed transactions)."""
+    cfg = LogConfig.from_props({"segment.bytes": "300", "cleanup.policy": "compact",
+                                "delete.retention.ms": "0"})
+    lg, t = _reopen(tmp_path / "p-0", cfg)
+
+    def write(buf):
+        hs = validate_batches(buf)
+        first, last = lg.append(buf, hs)
+        lg.high_watermark = lg.log_end_offset
+        for h in hs:
+            h.base_offset, h.pos = first, 0
+            t.apply(h, buf)
+        return first
+
+    for pid in (1, 2, 3):
+        write(build_batch([(b"k%d" % pid, b"v" * 40, [], 100)], producer_id=pid,
+                          producer_epoch=0, base_sequence=0, transactional=True))
+        write(build_batch([control_record(CONTROL_ABORT)], producer_id=pid, producer_epoch=0,
+                          transactional=True, control=True))
+    write(build_batch([(b"z", b"v" * 40, [], 100)]))
+    assert t.aborted == [(1, 0, 1), (2, 2, 3), (3, 4, 5)]
+    lg.delete_records_before(2)
+    lg.roll()  # snapshots trim below the log start
+    assert t.aborted == [(2, 2, 3), (3, 4, 5)]
+    write(build_batch([(b"y", b"v" * 40, [], 100)]))  # the active segment
+    for now in (10_000, 20_000):  # data gone, then (delete.retention.ms=0) the markers
+        lg.compact(now_ms=now)
+    assert [h.base_offset for h, _b in lg.iter_batches()] == [6, 7]
+    assert t.aborted == [] and t.aborted_between(0, 100) == []
+    snaps = list((tmp_path / "p-0").glob("*.snapshot"))
+    assert snaps and all(json.loads(f.read_bytes())["aborted"] == [] for f in snaps)
+    lg.close()
+    lg, restored = _reopen(tmp_path / "p-0", cfg)
+    assert restored.aborted == []
     lg.close()
