@@ -151,6 +151,15 @@ class ProducerStateTable:
                 else:
                     self.update(h, h.base_offset, h.last_offset)
 
+    def remove_expired(self, now_ms: int, expiration_ms: int) -> list[int]:
+        """Forget producers without an open transaction whose last write is older than
+        ``expiration_ms`` (Kafka's producer.id.expiration.ms, KIP-854); returns their ids."""
+        out = [pid for pid, e in self.producers.items()
+               if e.txn_first_offset < 0 and now_ms - e.last_timestamp >= expiration_ms]
+        for pid in out:
+            del self.producers[pid]
+        return out
+
     def first_unstable_offset(self) -> int | None:
         return min(self.ongoing.values()) if self.ongoing else None
 

@@ -52,13 +52,17 @@ def test_write_txn_markers_from_an_older_coordinator_epoch_are_fenced(broker):
         errors.TRANSACTION_COORDINATOR_FENCED
 
 
-def _txn_state(bootstrap, tid):
+def _describe_txn(bootstrap, tid):
     from broker.client import Client
     from wire.apis import DESCRIBE_TRANSACTIONS
 
     with Client(bootstrap) as c:
         (state,) = c.request(DESCRIBE_TRANSACTIONS, transactional_ids=[tid]).transaction_states
-    return state.transaction_state
+    return state
+
+
+def _txn_state(bootstrap, tid):
+    return _describe_txn(bootstrap, tid).transaction_state
 
 
 def _wait_txn_state(bootstrap, tid, want, timeout=20.0):
@@ -190,3 +194,39 @@ def test_compaction_with_transactions_then_markers_go_after_delete_retention(bro
     b.kill()
     b.start()
     assert dict(records("read_committed")) == want
+
+
+def test_idle_transactional_ids_and_producers_expire(broker_factory):
+    """transactional.id.expiration.ms and producer.id.expiration.ms (small here): an id idle
+    after its commit is removed (DescribeTransactions: TRANSACTIONAL_ID_NOT_FOUND) and a new
+    instance starts over with a new producer id; the partitions forget idle producers, but
+    neither an Ongoing transaction nor the producer with a transaction open on a partition
+    expires."""
+    from kafka import KafkaAdminClient
+    from kafka.structs import TopicPartition as KTP
+
+    from compat_tests.test_transactions import committed_in_txn, open_txn, txn_producer
+
+    b = broker_factory({"transactional.id.expiration.ms": 1500,
+                        "transaction.remove.expired.transaction.cleanup.interval.ms": 200,
+                        "producer.id.expiration.ms": 1500,
+                        "producer.id.expiration.check.interval.ms": 200})
+    topic = create_topic(b.bootstrap, unique_topic("expire"), 1)
+    idle, busy = "idle-" + uuid.uuid4().hex[:6], "busy-" + uuid.uuid4().hex[:6]
+    p = txn_producer(b.bootstrap, idle)
+    committed_in_txn(p, topic, [b"one"])
+    open_txn(txn_producer(b.bootstrap, busy), topic, b"open")
+    admin = KafkaAdminClient(bootstrap_servers=b.bootstrap)
+    try:
+        first_pid = admin.describe_transactions([idle])[idle].producer_id
+        busy_pid = admin.describe_transactions([busy])[busy].producer_id
+        assert _wait_txn_state(b.bootstrap, idle, "") == ""  # removed: no state to describe
+        assert _describe_txn(b.bootstrap, idle).error_code == errors.TRANSACTIONAL_ID_NOT_FOUND
+        assert _txn_state(b.bootstrap, busy) == "Ongoing"
+        producers = admin.describe_producers([KTP(topic, 0)])[KTP(topic, 0)].active_producers
+        assert [s.producer_id for s in producers] == [busy_pid]
+        p2 = txn_producer(b.bootstrap, idle)
+        committed_in_txn(p2, topic, [b"two"])
+        assert admin.describe_transactions([idle])[idle].producer_id != first_pid
+    finally:
+        admin.close()

@@ -295,3 +295,19 @@ def test_aborted_transactions_go_with_their_markers(tmp_path):
     lg, restored = _reopen(tmp_path / "p-0", cfg)
     assert restored.aborted == []
     lg.close()
+
+
+def test_idle_producers_expire_but_not_with_an_open_transaction():
+    """producer.id.expiration.ms (KIP-854): producers whose last write is older are forgotten,
+    unless a transaction of theirs is open."""
+    t = ProducerStateTable()
+    idle, busy, recent = header(1, 0, 0), txn_header(2, 0, 0), header(3, 0, 0)
+    for h, off in ((idle, 0), (busy, 1), (recent, 2)):
+        t.update(h, off, off)
+    t.producers[3].last_timestamp = t.producers[1].last_timestamp + 5000
+    now = t.producers[1].last_timestamp + 10_000
+    assert t.remove_expired(now, 8_000) == [1]
+    assert set(t.producers) == {2, 3}
+    t.end_txn(2, 0, CONTROL_COMMIT, 3, timestamp=now - 9_000)
+    assert sorted(t.remove_expired(now, 5_000)) == [2, 3]
+    assert t.producers == {} and t.check(header(1, 0, 7)) == (errors.NONE, None)
