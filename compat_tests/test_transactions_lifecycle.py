@@ -6,10 +6,14 @@ from __future__ import annotations
 import time
 import uuid
 
+from broker.client import Client
 from compat_tests import rawkafka as rk
 from compat_tests.helpers import create_topic, producer, unique_topic
-from compat_tests.test_transactions import read_values
+from compat_tests.test_transactions import (commit_and_abort_in_turn, committed_in_txn,
+                                            key_values, open_txn, read_values, txn_producer)
 from wire import errors
+from wire.apis import DESCRIBE_TRANSACTIONS, WRITE_TXN_MARKERS
+from wire.batch import iter_headers
 
 
 def _raw_txn_batch(bootstrap, topic, pid, value):
@@ -20,9 +24,6 @@ def _raw_txn_batch(bootstrap, topic, pid, value):
 
 
 def _marker(bootstrap, topic, pid, commit, coordinator_epoch) -> int:
-    from broker.client import Client
-    from wire.apis import WRITE_TXN_MARKERS
-
     R = WRITE_TXN_MARKERS.Request
     with Client(bootstrap) as c:
         resp = c.request(WRITE_TXN_MARKERS, markers=[R.WritableTxnMarker(
@@ -53,9 +54,6 @@ def test_write_txn_markers_from_an_older_coordinator_epoch_are_fenced(broker):
 
 
 def _describe_txn(bootstrap, tid):
-    from broker.client import Client
-    from wire.apis import DESCRIBE_TRANSACTIONS
-
     with Client(bootstrap) as c:
         (state,) = c.request(DESCRIBE_TRANSACTIONS, transactional_ids=[tid]).transaction_states
     return state
@@ -78,8 +76,6 @@ def test_broker_kill9_in_prepare_commit_and_prepare_abort(broker_factory):
     broker is killed -9 and restarted without the hold: loading ``__transaction_state`` finds
     both prepared, writes their markers and completes them, as Kafka's coordinator does. The
     committed records become visible to read_committed readers, the aborted ones never do."""
-    from compat_tests.test_transactions import committed_in_txn, txn_producer
-
     b = broker_factory({"josefk.test.hold.txn.markers": "true"})
     topic = create_topic(b.bootstrap, unique_topic("prepared"), 2)
     to_commit, to_abort = "pc-" + uuid.uuid4().hex[:6], "pa-" + uuid.uuid4().hex[:6]
@@ -116,8 +112,6 @@ def test_broker_kill9_in_prepare_commit_and_prepare_abort(broker_factory):
 
 
 def _control_batches(b, topic) -> int:
-    from wire.batch import iter_headers
-
     return sum(h.is_control for f in sorted((b.data_dir / f"{topic}-0").glob("*.log"))
                for h in iter_headers(f.read_bytes()))
 
@@ -129,25 +123,12 @@ def test_compaction_with_transactions_then_markers_go_after_delete_retention(bro
     passed, removes the markers and the partition forgets those aborted transactions. The same
     producer's later commit stays visible to read_committed (a forgotten marker still listed
     as aborted would hide it), before and after a kill -9 and restart."""
-    from compat_tests.test_transactions import txn_producer
-
     b = broker_factory({"log.cleaner.backoff.ms": 200})
     topic = create_topic(b.bootstrap, unique_topic("txclean"), 1, {
         "cleanup.policy": "compact", "segment.bytes": "8192", "delete.retention.ms": "1000",
         "min.cleanable.dirty.ratio": "0.01"})
     p = txn_producer(b.bootstrap, linger_ms=5)
-    latest, aborted = {}, set()
-    for r in range(24):
-        commit = r % 2 == 0
-        p.begin_transaction()
-        for k in range(4):
-            key, value = b"k%d" % k, b"k%d-r%d|" % (k, r) + b"." * 200
-            p.produce(topic, key=key, value=value, partition=0)
-            if commit:
-                latest[key] = value
-            else:
-                aborted.add(value)
-        p.commit_transaction(30) if commit else (p.flush(10), p.abort_transaction(30))
+    latest, aborted = commit_and_abort_in_turn(p, topic, rounds=24, keys=4, size=200)
     plain = producer(b.bootstrap, linger_ms=0)
     for _ in range(40):  # closes the segments the transactions are in
         plain.produce(topic, key=b"filler", value=b"." * 300, partition=0)
@@ -163,37 +144,20 @@ def test_compaction_with_transactions_then_markers_go_after_delete_retention(bro
     # only the marker of the last commit is left: its records are the latest of their keys
     assert _control_batches(b, topic) == 1
 
-    def records(isolation):
-        from compat_tests.helpers import consumer
-        from confluent_kafka import OFFSET_BEGINNING, TopicPartition
-
-        c = consumer(b.bootstrap, isolation_level=isolation)
-        c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
-        out, last = [], time.monotonic()
-        try:
-            while time.monotonic() - last < 1.5:
-                m = c.poll(0.1)
-                if m is not None and not m.error():
-                    out.append((m.key(), m.value()))
-                    last = time.monotonic()
-        finally:
-            c.close()
-        return out
-
-    uncommitted = records("read_uncommitted")
+    uncommitted = key_values(b.bootstrap, topic, "read_uncommitted")
     assert not {v for _k, v in uncommitted} & aborted
     assert (b"k0", b"open") in uncommitted  # the open transaction's data is kept
-    assert dict(records("read_committed")) == {**latest, b"filler": b"." * 300}
+    assert dict(key_values(b.bootstrap, topic, "read_committed")) == {**latest, b"filler": b"." * 300}
     # the same producer id goes on: its next transaction is committed and must be visible
     p.begin_transaction()
     p.produce(topic, key=b"after", value=b"after", partition=0)
     p.commit_transaction(30)
     opener.commit_transaction(30)
     want = {**latest, b"k0": b"open", b"after": b"after", b"filler": b"." * 300}
-    assert dict(records("read_committed")) == want
+    assert dict(key_values(b.bootstrap, topic, "read_committed")) == want
     b.kill()
     b.start()
-    assert dict(records("read_committed")) == want
+    assert dict(key_values(b.bootstrap, topic, "read_committed")) == want
 
 
 def test_idle_transactional_ids_and_producers_expire(broker_factory):
@@ -205,11 +169,9 @@ def test_idle_transactional_ids_and_producers_expire(broker_factory):
     from kafka import KafkaAdminClient
     from kafka.structs import TopicPartition as KTP
 
-    from compat_tests.test_transactions import committed_in_txn, open_txn, txn_producer
-
-    b = broker_factory({"transactional.id.expiration.ms": 1500,
+    b = broker_factory({"transactional.id.expiration.ms": 3000,
                         "transaction.remove.expired.transaction.cleanup.interval.ms": 200,
-                        "producer.id.expiration.ms": 1500,
+                        "producer.id.expiration.ms": 3000,
                         "producer.id.expiration.check.interval.ms": 200})
     topic = create_topic(b.bootstrap, unique_topic("expire"), 1)
     idle, busy = "idle-" + uuid.uuid4().hex[:6], "busy-" + uuid.uuid4().hex[:6]
@@ -223,8 +185,11 @@ def test_idle_transactional_ids_and_producers_expire(broker_factory):
         assert _wait_txn_state(b.bootstrap, idle, "") == ""  # removed: no state to describe
         assert _describe_txn(b.bootstrap, idle).error_code == errors.TRANSACTIONAL_ID_NOT_FOUND
         assert _txn_state(b.bootstrap, busy) == "Ongoing"
-        producers = admin.describe_producers([KTP(topic, 0)])[KTP(topic, 0)].active_producers
-        assert [s.producer_id for s in producers] == [busy_pid]
+        deadline = time.monotonic() + 10
+        while (pids := [s.producer_id for s in admin.describe_producers([KTP(topic, 0)])[
+                KTP(topic, 0)].active_producers]) != [busy_pid] and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert pids == [busy_pid]
         p2 = txn_producer(b.bootstrap, idle)
         committed_in_txn(p2, topic, [b"two"])
         assert admin.describe_transactions([idle])[idle].producer_id != first_pid

@@ -103,19 +103,17 @@ class TransactionCoordinator:
         self.txns: dict[str, TxnMetadata] = {}
         self.owned: dict[int, int] = {}  # partition -> coordinator epoch
         self._tasks: set = set()
-        self._timer = None
-        self._expire_timer = None
+        self._timers: dict = {}  # periodic check -> its pending clock timer
 
     # ------------------------------------------------------------------ life cycle
     def startup(self) -> None:
-        self._schedule_timeout_check()
-        self._schedule_expiration()
+        self._every(self.abort_interval_ms, self.abort_timed_out)
+        self._every(self.expire_interval_ms, self.remove_expired)
 
     def shutdown(self) -> None:
-        for timer in (self._timer, self._expire_timer):
-            if timer is not None:
-                timer.cancel()
-        self._timer = self._expire_timer = None
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
         for p in list(self.owned):
             self.unload_partition(p)
         for t in list(self._tasks):
@@ -331,12 +329,12 @@ class TransactionCoordinator:
             txn.producer_epoch += 1
         await self._prepare(txn, commit=False)
 
-    def _schedule_timeout_check(self) -> None:
-        self._timer = self.clock.call_later(self.abort_interval_ms, self._on_timeout_check)
-
-    def _on_timeout_check(self) -> None:
-        self.abort_timed_out()
-        self._schedule_timeout_check()
+    def _every(self, interval_ms, check) -> None:
+        """Run ``check`` every ``interval_ms`` on the clock until shutdown."""
+        def tick():
+            check()
+            self._timers[check] = self.clock.call_later(interval_ms, tick)
+        self._timers[check] = self.clock.call_later(interval_ms, tick)
 
     def abort_timed_out(self) -> list[str]:
         """Start aborting every Ongoing transaction past its timeout; returns their ids."""
@@ -351,13 +349,6 @@ class TransactionCoordinator:
         return out
 
     # ------------------------------------------------------------------ expiration
-    def _schedule_expiration(self) -> None:
-        self._expire_timer = self.clock.call_later(self.expire_interval_ms, self._on_expiration)
-
-    def _on_expiration(self) -> None:
-        self.remove_expired()
-        self._schedule_expiration()
-
     def remove_expired(self) -> list[str]:
         """Start removing every id idle in Empty/CompleteCommit/CompleteAbort for longer than
         transactional.id.expiration.ms (Kafka's removeExpiredTransactionalIds); returns them."""
