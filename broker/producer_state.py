@@ -10,10 +10,11 @@ transaction bounds the last stable offset (LSO); aborted transactions are rememb
 (producer id, first offset, marker offset) so read_committed fetches can list them. All of it
 comes from batch headers (and the one record of each marker), never per data record.
 
-An aborted transaction is forgotten with its marker: once the log start offset passes the marker
-(retention, DeleteRecords; trimmed at each snapshot) or the compactor removed the marker (all
-its data gone): a listed transaction without its marker would make readers drop that
-producer's later transactions.
+An aborted transaction is forgotten with its marker: once the segment holding the marker is
+deleted (retention, DeleteRecords; trimmed at each snapshot) or the compactor removed the marker
+(all its data gone): a listed transaction without its marker would make readers drop that
+producer's later transactions. Not at the log start offset: after a crash before its checkpoint
+the log starts again at the oldest segment, whose aborted records must stay hidden.
 """
 from __future__ import annotations
 
@@ -174,10 +175,11 @@ class ProducerStateTable:
             self.aborted = [a for a in self.aborted if keep(a)]
             self._aborted_last = [a[2] for a in self.aborted]
 
-    def trim_aborted(self, log_start_offset: int) -> None:
-        """Forget aborted transactions whose marker is below the log start offset."""
-        if self.aborted and self.aborted[0][2] < log_start_offset:
-            self._keep_aborted(lambda a: a[2] >= log_start_offset)
+    def trim_aborted(self, first_offset: int) -> None:
+        """Forget aborted transactions whose marker is below ``first_offset`` (no longer in
+        the log)."""
+        if self.aborted and self.aborted[0][2] < first_offset:
+            self._keep_aborted(lambda a: a[2] >= first_offset)
 
     def markers_removed(self, log_, offsets) -> None:
         """The compactor removed the markers at ``offsets``: forget their aborted transactions,
@@ -194,8 +196,8 @@ class ProducerStateTable:
 
     # -- snapshots (Kafka's <offset>.snapshot: state up to an offset, so start-up replays only
     # -- the batches after it; the aborted transactions stand in for Kafka's .txnindex) --------
-    def snapshot(self, log_start_offset: int = 0) -> bytes:
-        self.trim_aborted(log_start_offset)
+    def snapshot(self, first_offset: int = 0) -> bytes:
+        self.trim_aborted(first_offset)
         return json.dumps({
             "producers": {str(pid): [e.epoch, e.last_timestamp, list(e.batches),
                                      e.txn_first_offset, e.coordinator_epoch]
@@ -224,6 +226,6 @@ class ProducerStateTable:
             self._aborted_last = [a[2] for a in self.aborted]
         self.rebuild(log_.iter_headers(start), lambda h: next(iter(
             log_.iter_batches(h.base_offset, h.base_offset + 1)))[1])
-        self.trim_aborted(log_.log_start_offset)
-        log_.snapshot_source = lambda: self.snapshot(log_.log_start_offset)
+        self.trim_aborted(log_.first_segment_offset)
+        log_.snapshot_source = lambda: self.snapshot(log_.first_segment_offset)
         log_.on_markers_removed = lambda offsets: self.markers_removed(log_, offsets)

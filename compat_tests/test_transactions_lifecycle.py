@@ -195,3 +195,42 @@ def test_idle_transactional_ids_and_producers_expire(broker_factory):
         assert admin.describe_transactions([idle])[idle].producer_id != first_pid
     finally:
         admin.close()
+
+
+def test_delete_records_inside_and_past_an_aborted_transaction(broker_factory):
+    """DeleteRecords moving the log start into an aborted transaction keeps it listed for
+    read_committed readers (its remaining records stay hidden); moved past its marker, the
+    partition forgets it once its segment is deleted, and the producer's later commits stay
+    visible, also after a kill -9 (which may bring the log start back to the oldest
+    segment)."""
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    b = broker_factory()
+    topic = create_topic(b.bootstrap, unique_topic("txdel"), 1, {"segment.bytes": "1024"})
+    p = txn_producer(b.bootstrap, linger_ms=0)
+    p.begin_transaction()
+    for i in range(6):  # offsets 0-5, one batch each; the ABORT marker at 6
+        p.produce(topic, value=b"a%d" % i, partition=0)
+        p.flush(10)
+    p.abort_transaction(30)
+    committed_in_txn(p, topic, [b"b0", b"b1"])  # 7, 8 and the marker at 9
+    admin = AdminClient({"bootstrap.servers": b.bootstrap})
+
+    def delete_before(offset):
+        tp = TopicPartition(topic, 0, offset)
+        assert admin.delete_records([tp], request_timeout=15)[tp].result(15).low_watermark == \
+            offset
+
+    delete_before(3)
+    assert read_values(b.bootstrap, topic, 1, "read_committed") == [b"b0", b"b1"]
+    assert read_values(b.bootstrap, topic, 1, "read_uncommitted") == [
+        b"a3", b"a4", b"a5", b"b0", b"b1"]
+    delete_before(7)
+    for i in range(8):  # rolls segments (and snapshots the producer state)
+        committed_in_txn(p, topic, [b"c%d-" % i + b"." * 200])
+    committed = [b"b0", b"b1"] + [b"c%d-" % i + b"." * 200 for i in range(8)]
+    assert read_values(b.bootstrap, topic, 1, "read_committed") == committed
+    b.kill()
+    b.start()
+    assert read_values(b.bootstrap, topic, 1, "read_committed") == committed

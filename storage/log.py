@@ -253,6 +253,12 @@ class Log:
         return self._lso
 
     @property
+    def first_segment_offset(self) -> int:
+        """Base offset of the oldest segment: nothing below it is on disk any more (the log
+        start offset may be past it, and return to it after a crash before its checkpoint)."""
+        return self._bases[0]
+
+    @property
     def log_end_offset(self) -> int:
         """The next offset to assign."""
         return self._leo
