@@ -178,7 +178,8 @@ class ProducerStateTable:
     def trim_aborted(self, first_offset: int) -> None:
         """Forget aborted transactions whose marker is below ``first_offset`` (no longer in
         the log)."""
-        if self.aborted and self.aborted[0][2] < first_offset:
+        aborted = self.aborted  # (the compactor's thread may replace the list)
+        if aborted and aborted[0][2] < first_offset:
             self._keep_aborted(lambda a: a[2] >= first_offset)
 
     def markers_removed(self, log_, offsets) -> None:
