@@ -102,7 +102,8 @@ def test_transactional_requests_need_write_on_the_id_the_topics_and_read_on_the_
                          committed=True).error_code == errors.NONE
 
 
-def test_admin_apis_list_and_describe_only_what_the_user_may_describe(acl_broker, tmp_path):  # noqa: F811
+def test_admin_apis_list_and_describe_only_what_the_user_may_describe(
+        acl_broker, tmp_path):  # noqa: F811
     topic, hidden = unique_topic("txadm"), unique_topic("txadm-hidden")
     seen, unseen = "adm-seen-" + uuid.uuid4().hex[:6], "adm-unseen-" + uuid.uuid4().hex[:6]
     create_topics(acl_broker, topic, hidden)
