@@ -849,7 +849,11 @@ class Log:
                 continue
             tmp, headers, new_size = result
             if not self._swap(tmp, [segs[k] for k in group], headers, generation):
-                break  # the log changed under us: what later groups assumed may not hold
+                # the log changed under us: what later groups assumed may not hold, and data
+                # this pass meant to drop may still be there
+                for key in txns.noted:
+                    self._markers_emptied.pop(key, None)
+                break
             reclaimed += old_size - new_size
             if txns.removed and self.on_markers_removed is not None:
                 self.on_markers_removed([off for off, _pid in txns.removed])
@@ -1062,13 +1066,17 @@ class _TxnCleaning:
         self.now_ms, self.retention_ms = now_ms, retention_ms
         self.dropped: set[int] = set()  # data batches this pass removes
         self.removed: list[tuple[int, int]] = []  # markers removed from the current group
+        self.noted: list[tuple[int, int]] = []  # markers first seen without data in this pass
         self.due = None
 
     def marker_removable(self, h) -> bool:
         if not all(b in self.dropped for b in self.txn_batches.get(h.base_offset, ())):
             return False
         key = (h.base_offset, h.producer_id)
-        since = self.emptied.setdefault(key, self.now_ms)
+        since = self.emptied.get(key)
+        if since is None:
+            since = self.emptied[key] = self.now_ms
+            self.noted.append(key)
         if self.now_ms - since > self.retention_ms:
             self.removed.append(key)
             return True
