@@ -183,6 +183,8 @@ class Broker:
             await self.cluster.start()
             self._tasks.append(asyncio.ensure_future(self._periodic_on_loop(
                 cfg.int("replica.lag.time.max.ms") / 2, self.replicas.check_isr)))
+        self._tasks.append(asyncio.ensure_future(self._periodic_on_loop(
+            cfg.int("producer.id.expiration.check.interval.ms"), self._expire_producers)))
         # Storage housekeeping runs on one worker thread and compaction on the cleaner's
         # threads (the logs lock themselves), never on the event loop.
         if cfg.bool("log.cleaner.enable"):
@@ -235,6 +237,11 @@ class Broker:
 
     def _retention(self):
         self.logs.run_retention(int(time.time() * 1000))
+
+    def _expire_producers(self):
+        now, expiration_ms = int(time.time() * 1000), self.config.int("producer.id.expiration.ms")
+        for part in list(self.replicas.partitions.values()):
+            part.producers.remove_expired(now, expiration_ms)
 
     def _checkpoint(self):
         self.logs.flush_rolled()

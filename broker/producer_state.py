@@ -9,12 +9,19 @@ COMMIT or ABORT marker (a control batch) closes it. The first offset of the olde
 transaction bounds the last stable offset (LSO); aborted transactions are remembered as
 (producer id, first offset, marker offset) so read_committed fetches can list them. All of it
 comes from batch headers (and the one record of each marker), never per data record.
+
+An aborted transaction is forgotten with its marker: once the segment holding the marker is
+deleted (retention, DeleteRecords; trimmed at each snapshot) or the compactor removed the marker
+(all its data gone): a listed transaction without its marker would make readers drop that
+producer's later transactions. Not at the log start offset: after a crash before its checkpoint
+the log starts again at the oldest segment, whose aborted records must stay hidden.
 """
 from __future__ import annotations
 
 import bisect
 import collections
 import json
+import threading
 
 from wire import errors
 from wire.records import CONTROL_ABORT, iter_records, parse_control_record
@@ -39,11 +46,13 @@ class ProducerEntry:
         return self.batches[-1][1] if self.batches else -1
 
 
-def marker_kind(buf, h) -> int:
-    """CONTROL_COMMIT or CONTROL_ABORT: the type of the control batch ``h`` in ``buf``."""
+def marker_of(buf, h) -> tuple[int, int]:
+    """``(CONTROL_COMMIT or CONTROL_ABORT, coordinator epoch)`` of the control batch ``h`` in
+    ``buf``."""
     for rec in iter_records(buf, h):
-        return parse_control_record(rec)[0]
-    return CONTROL_ABORT
+        kind, coordinator_epoch = parse_control_record(rec)
+        return kind, -1 if coordinator_epoch is None else coordinator_epoch
+    return CONTROL_ABORT, -1
 
 
 class ProducerStateTable:
@@ -52,6 +61,7 @@ class ProducerStateTable:
         self.ongoing: dict[int, int] = {}  # producer id -> first offset of its open transaction
         self.aborted: list[tuple[int, int, int]] = []  # (pid, first, last), by last offset
         self._aborted_last: list[int] = []
+        self._aborted_lock = threading.Lock()  # the compactor forgets entries from its thread
 
     def check(self, h):
         """Vet a batch header before appending: returns ``(error, duplicate)`` where
@@ -92,10 +102,17 @@ class ProducerStateTable:
             entry.txn_first_offset = first_offset
             self.ongoing[h.producer_id] = first_offset
 
-    def check_marker(self, producer_id: int, producer_epoch: int) -> int:
+    def check_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int) -> int:
+        """Kafka's checks of a WriteTxnMarkers entry: an older producer epoch was fenced, and a
+        coordinator epoch older than the last marker's comes from a coordinator that lost its
+        partition of ``__transaction_state`` (TRANSACTION_COORDINATOR_FENCED)."""
         entry = self.producers.get(producer_id)
-        if entry is not None and producer_epoch < entry.epoch:
+        if entry is None:
+            return errors.NONE
+        if producer_epoch < entry.epoch:
             return errors.INVALID_PRODUCER_EPOCH
+        if coordinator_epoch < entry.coordinator_epoch:
+            return errors.TRANSACTION_COORDINATOR_FENCED
         return errors.NONE
 
     def end_txn(self, producer_id: int, producer_epoch: int, kind: int, marker_offset: int,
@@ -108,16 +125,18 @@ class ProducerStateTable:
         entry.txn_first_offset = -1
         self.ongoing.pop(producer_id, None)
         if kind == CONTROL_ABORT and first >= 0:
-            self.aborted.append((producer_id, first, marker_offset))
-            self._aborted_last.append(marker_offset)
+            with self._aborted_lock:
+                self.aborted.append((producer_id, first, marker_offset))
+                self._aborted_last.append(marker_offset)
 
     def apply(self, h, buf) -> None:
         """Account for a batch already in the log (``h.pos`` locates it in ``buf``)."""
         if h.producer_id < 0:
             return
         if h.is_control:
-            self.end_txn(h.producer_id, h.producer_epoch, marker_kind(buf, h), h.base_offset,
-                         timestamp=h.max_timestamp)
+            kind, coordinator_epoch = marker_of(buf, h)
+            self.end_txn(h.producer_id, h.producer_epoch, kind, h.base_offset,
+                         coordinator_epoch, h.max_timestamp)
         else:
             self.update(h, h.base_offset, h.last_offset)
 
@@ -133,17 +152,53 @@ class ProducerStateTable:
                 else:
                     self.update(h, h.base_offset, h.last_offset)
 
+    def remove_expired(self, now_ms: int, expiration_ms: int) -> list[int]:
+        """Forget producers without an open transaction whose last write is older than
+        ``expiration_ms`` (Kafka's producer.id.expiration.ms, KIP-854); returns their ids."""
+        out = [pid for pid, e in self.producers.items()
+               if e.txn_first_offset < 0 and now_ms - e.last_timestamp >= expiration_ms]
+        for pid in out:
+            del self.producers[pid]
+        return out
+
     def first_unstable_offset(self) -> int | None:
         return min(self.ongoing.values()) if self.ongoing else None
 
     def aborted_between(self, start: int, end: int) -> list[tuple[int, int]]:
         """(producer id, first offset) of aborted transactions overlapping [start, end)."""
-        i = bisect.bisect_left(self._aborted_last, start)
-        return [(pid, first) for pid, first, _last in self.aborted[i:] if first < end]
+        with self._aborted_lock:
+            i = bisect.bisect_left(self._aborted_last, start)
+            return [(pid, first) for pid, first, _last in self.aborted[i:] if first < end]
+
+    def _keep_aborted(self, keep) -> None:
+        with self._aborted_lock:
+            self.aborted = [a for a in self.aborted if keep(a)]
+            self._aborted_last = [a[2] for a in self.aborted]
+
+    def trim_aborted(self, first_offset: int) -> None:
+        """Forget aborted transactions whose marker is below ``first_offset`` (no longer in
+        the log)."""
+        aborted = self.aborted  # (the compactor's thread may replace the list)
+        if aborted and aborted[0][2] < first_offset:
+            self._keep_aborted(lambda a: a[2] >= first_offset)
+
+    def markers_removed(self, log_, offsets) -> None:
+        """The compactor removed the markers at ``offsets``: forget their aborted transactions,
+        here and in the snapshots on disk (which would bring them back at the next start)."""
+        gone = set(offsets)
+        self._keep_aborted(lambda a: a[2] not in gone)
+
+        def without(data: bytes) -> bytes:
+            state = json.loads(data)
+            if "aborted" in state:
+                state["aborted"] = [a for a in state["aborted"] if a[2] not in gone]
+            return json.dumps(state).encode()
+        log_.rewrite_snapshots(without)
 
     # -- snapshots (Kafka's <offset>.snapshot: state up to an offset, so start-up replays only
     # -- the batches after it; the aborted transactions stand in for Kafka's .txnindex) --------
-    def snapshot(self) -> bytes:
+    def snapshot(self, first_offset: int = 0) -> bytes:
+        self.trim_aborted(first_offset)
         return json.dumps({
             "producers": {str(pid): [e.epoch, e.last_timestamp, list(e.batches),
                                      e.txn_first_offset, e.coordinator_epoch]
@@ -172,4 +227,6 @@ class ProducerStateTable:
             self._aborted_last = [a[2] for a in self.aborted]
         self.rebuild(log_.iter_headers(start), lambda h: next(iter(
             log_.iter_batches(h.base_offset, h.base_offset + 1)))[1])
-        log_.snapshot_source = self.snapshot
+        self.trim_aborted(log_.first_segment_offset)
+        log_.snapshot_source = lambda: self.snapshot(log_.first_segment_offset)
+        log_.on_markers_removed = lambda offsets: self.markers_removed(log_, offsets)

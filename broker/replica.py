@@ -224,7 +224,7 @@ class Partition:
         """Append a transaction's COMMIT or ABORT marker (WriteTxnMarkers) and close it."""
         if not self.is_leader:
             return AppendResult(errors.NOT_LEADER_OR_FOLLOWER)
-        err = self.producers.check_marker(producer_id, producer_epoch)
+        err = self.producers.check_marker(producer_id, producer_epoch, coordinator_epoch)
         if err:
             return AppendResult(err)
         kind = CONTROL_COMMIT if commit else CONTROL_ABORT

@@ -21,6 +21,9 @@ from wire.apis import WRITE_TXN_MARKERS
 log = logging.getLogger("josefk.txn")
 
 TXN_TOPIC = "__transaction_state"
+# Test-only: the coordinator writes PrepareCommit/PrepareAbort, answers EndTxn, and then never
+# sends the markers, so a test can crash the broker exactly in those states.
+HOLD_MARKERS = "josefk.test.hold.txn.markers"
 MARKER_RETRY_BACKOFF_S = 0.1
 # Errors after which a partition needs no marker from us: its topic is gone, or a newer
 # producer epoch has already ended the transaction there.
@@ -69,9 +72,16 @@ class TxnMarkerWriter:
 
     def __init__(self, broker):
         self.broker = broker
+        self.hold = broker.config.bool(HOLD_MARKERS)
 
     async def __call__(self, producer_id, producer_epoch, commit, coordinator_epoch,
-                       partitions) -> None:
+                       partitions) -> bool:
+        """True once every partition has its marker (or needs none); False as soon as a leader
+        answers TRANSACTION_COORDINATOR_FENCED: a newer coordinator owns the transaction, so
+        this one stops (as Kafka's TransactionMarkerRequestCompletionHandler does)."""
+        if self.hold:
+            log.warning("%s: holding the markers of producer %d", HOLD_MARKERS, producer_id)
+            await asyncio.Event().wait()  # until the broker stops
         remaining = list(partitions)
         while True:
             by_leader: dict[int, list] = {}
@@ -85,6 +95,11 @@ class TxnMarkerWriter:
             remaining = []
             for res in results:
                 for tp, code in res.items():
+                    if code == errors.TRANSACTION_COORDINATOR_FENCED:
+                        log.warning("coordinator epoch %d fenced on %s-%d: leaving the %s of "
+                                    "producer %d to the newer coordinator", coordinator_epoch,
+                                    tp[0], tp[1], "commit" if commit else "abort", producer_id)
+                        return False
                     if code in _GIVE_UP:
                         log.warning("no %s marker for producer %d on %s-%d: %s",
                                     "COMMIT" if commit else "ABORT", producer_id, tp[0], tp[1],
@@ -92,7 +107,7 @@ class TxnMarkerWriter:
                     elif code:
                         remaining.append(tp)
             if not remaining:
-                return
+                return True
             await asyncio.sleep(MARKER_RETRY_BACKOFF_S)
 
     async def _send(self, leader, tps, producer_id, producer_epoch, commit, coordinator_epoch):

@@ -494,6 +494,40 @@ def test_transactions_cli(broker_factory):
     assert read_values(b.bootstrap, topic, 1, "read_committed") == [b"open"]
 
 
+def commit_and_abort_in_turn(p, topic, rounds, keys, size):
+    """``rounds`` transactions writing keys k0.. to partition 0, committed and aborted in turn;
+    returns (latest committed value per key, aborted values)."""
+    latest, aborted = {}, set()
+    for r in range(rounds):
+        commit = r % 2 == 0
+        p.begin_transaction()
+        for k in range(keys):
+            value = b"k%d-r%d|" % (k, r) + b"." * size
+            p.produce(topic, key=b"k%d" % k, value=value, partition=0)
+            if commit:
+                latest[b"k%d" % k] = value
+            else:
+                aborted.add(value)
+        p.commit_transaction(30) if commit else (p.flush(10), p.abort_transaction(30))
+    return latest, aborted
+
+
+def key_values(bootstrap, topic, isolation, settle=1.5):
+    """Every (key, value) of partition 0 from the beginning, read with ``isolation``."""
+    c = consumer(bootstrap, isolation_level=isolation)
+    c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+    out, last = [], time.monotonic()
+    try:
+        while time.monotonic() - last < settle:
+            m = c.poll(0.1)
+            if m is not None and not m.error():
+                out.append((m.key(), m.value()))
+                last = time.monotonic()
+    finally:
+        c.close()
+    return out
+
+
 def test_compaction_removes_aborted_data_and_keeps_committed_state(broker_factory):
     """On a compacted topic the cleaner drops aborted transactions' records (Kafka's rule) and
     keeps the latest committed value of every key; read_committed readers see the same state
@@ -503,32 +537,10 @@ def test_compaction_removes_aborted_data_and_keeps_committed_state(broker_factor
                          {"cleanup.policy": "compact", "segment.bytes": "32768",
                           "min.cleanable.dirty.ratio": "0.01"})
     p = txn_producer(b.bootstrap, linger_ms=5, batch_size=16384)
-    latest, aborted = {}, set()
-    for r in range(40):
-        commit = r % 2 == 0
-        p.begin_transaction()
-        for k in range(5):
-            value = b"k%d-r%d|" % (k, r) + b"." * 300
-            p.produce(topic, key=b"k%d" % k, value=value, partition=0)
-            if commit:
-                latest[b"k%d" % k] = value
-            else:
-                aborted.add(value)
-        p.commit_transaction(30) if commit else (p.flush(10), p.abort_transaction(30))
+    latest, aborted = commit_and_abort_in_turn(p, topic, rounds=40, keys=5, size=300)
 
     def state(isolation):
-        c = consumer(b.bootstrap, isolation_level=isolation)
-        c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
-        out, last = [], time.monotonic()
-        try:
-            while time.monotonic() - last < 1.5:
-                m = c.poll(0.1)
-                if m is not None and not m.error():
-                    out.append((m.key(), m.value()))
-                    last = time.monotonic()
-        finally:
-            c.close()
-        return out
+        return key_values(b.bootstrap, topic, isolation)
 
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

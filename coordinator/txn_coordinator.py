@@ -16,6 +16,9 @@ with a fake clock and in-memory log. Kafka's rules:
   flight the transactional id answers CONCURRENT_TRANSACTIONS.
 * A transaction Ongoing for longer than its timeout is aborted with a bumped epoch (the
   producer is fenced). Loading a partition resumes Prepare* transactions' markers.
+* A transactional id left in Empty, CompleteCommit or CompleteAbort for longer than
+  ``transactional.id.expiration.ms`` is removed (a tombstone in the log), checked every
+  ``transaction.remove.expired.transaction.cleanup.interval.ms``.
 """
 from __future__ import annotations
 
@@ -41,7 +44,10 @@ DEFAULTS = {
     "transaction.state.log.num.partitions": 50,
     "transaction.max.timeout.ms": 900000,
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": 10000,
+    "transactional.id.expiration.ms": 604800000,
+    "transaction.remove.expired.transaction.cleanup.interval.ms": 3600000,
 }
+EXPIRABLE = (EMPTY, COMPLETE_COMMIT, COMPLETE_ABORT)
 RETRY_BACKOFF_MS = 100
 
 
@@ -85,25 +91,29 @@ class TransactionCoordinator:
         self.num_partitions = cfg["transaction.state.log.num.partitions"]
         self.max_timeout_ms = cfg["transaction.max.timeout.ms"]
         self.abort_interval_ms = cfg["transaction.abort.timed.out.transaction.cleanup.interval.ms"]
+        self.expiration_ms = cfg["transactional.id.expiration.ms"]
+        self.expire_interval_ms = cfg["transaction.remove.expired.transaction.cleanup.interval.ms"]
         self.log = log_
         self.producer_ids = producer_ids
-        # async write_markers(producer_id, epoch, commit, coordinator_epoch, partitions): returns
-        # once every partition has its marker (retrying as it must)
+        # async write_markers(producer_id, epoch, commit, coordinator_epoch, partitions): True
+        # once every partition has its marker (retrying as it must), False if a partition
+        # leader fenced this coordinator epoch
         self.write_markers = write_markers
         self.clock = clock if clock is not None else AsyncioClock()
         self.txns: dict[str, TxnMetadata] = {}
         self.owned: dict[int, int] = {}  # partition -> coordinator epoch
         self._tasks: set = set()
-        self._timer = None
+        self._timers: dict = {}  # periodic check -> its pending clock timer
 
     # ------------------------------------------------------------------ life cycle
     def startup(self) -> None:
-        self._schedule_timeout_check()
+        self._every(self.abort_interval_ms, self.abort_timed_out)
+        self._every(self.expire_interval_ms, self.remove_expired)
 
     def shutdown(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
         for p in list(self.owned):
             self.unload_partition(p)
         for t in list(self._tasks):
@@ -157,13 +167,15 @@ class TransactionCoordinator:
             return errors.NOT_COORDINATOR
         return None
 
-    async def _write(self, txn: TxnMetadata, rec: TxnRecord) -> int:
-        """Append ``rec`` for ``txn`` and apply it; returns NONE or the error to answer."""
+    async def _write(self, txn: TxnMetadata, rec: TxnRecord | None) -> int:
+        """Append ``rec`` for ``txn`` and apply it (None: a tombstone, and the id is removed);
+        returns NONE or the error to answer."""
         partition = self.partition_for(txn.transactional_id)
         epoch = self.owned.get(partition)
+        now = self._now() if rec is None else rec.update_ms
         batch = wire_records.build_batch(
-            [(txn_key(txn.transactional_id), txn_value(rec), None, rec.update_ms)],
-            now_ms=rec.update_ms)
+            [(txn_key(txn.transactional_id), None if rec is None else txn_value(rec), None, now)],
+            now_ms=now)
         txn.pending = True
         try:
             result = self.log.append(partition, batch)
@@ -180,7 +192,10 @@ class TransactionCoordinator:
             txn.pending = False
         if self.owned.get(partition) != epoch or self.txns.get(txn.transactional_id) is not txn:
             return errors.NOT_COORDINATOR  # leadership moved while we wrote
-        txn.apply(rec)
+        if rec is None:
+            del self.txns[txn.transactional_id]
+        else:
+            txn.apply(rec)
         return errors.NONE
 
     def _current(self, transactional_id, producer_id, producer_epoch):
@@ -290,8 +305,9 @@ class TransactionCoordinator:
         """Markers to every partition of the transaction, then CompleteCommit/CompleteAbort
         (retried until written, or until this broker stops coordinating the partition)."""
         try:
-            await self.write_markers(txn.producer_id, txn.producer_epoch, commit,
-                                     coordinator_epoch, sorted(txn.partitions))
+            if not await self.write_markers(txn.producer_id, txn.producer_epoch, commit,
+                                            coordinator_epoch, sorted(txn.partitions)):
+                return  # fenced by a newer coordinator, which completes the transaction
             while self.owned.get(partition) == coordinator_epoch:
                 err = await self._write(txn, txn.record(
                     state=COMPLETE_COMMIT if commit else COMPLETE_ABORT, partitions=set(),
@@ -313,12 +329,12 @@ class TransactionCoordinator:
             txn.producer_epoch += 1
         await self._prepare(txn, commit=False)
 
-    def _schedule_timeout_check(self) -> None:
-        self._timer = self.clock.call_later(self.abort_interval_ms, self._on_timeout_check)
-
-    def _on_timeout_check(self) -> None:
-        self.abort_timed_out()
-        self._schedule_timeout_check()
+    def _every(self, interval_ms, check) -> None:
+        """Run ``check`` every ``interval_ms`` on the clock until shutdown."""
+        def tick():
+            check()
+            self._timers[check] = self.clock.call_later(interval_ms, tick)
+        self._timers[check] = self.clock.call_later(interval_ms, tick)
 
     def abort_timed_out(self) -> list[str]:
         """Start aborting every Ongoing transaction past its timeout; returns their ids."""
@@ -330,6 +346,20 @@ class TransactionCoordinator:
                          txn.transactional_id, txn.producer_id, txn.timeout_ms)
                 self._spawn(self._fence_and_abort(txn))
                 out.append(txn.transactional_id)
+        return out
+
+    # ------------------------------------------------------------------ expiration
+    def remove_expired(self) -> list[str]:
+        """Start removing every id idle in Empty/CompleteCommit/CompleteAbort for longer than
+        transactional.id.expiration.ms (Kafka's removeExpiredTransactionalIds); returns them."""
+        horizon = self._now() - self.expiration_ms
+        out = [t.transactional_id for t in self.txns.values()
+               if t.state in EXPIRABLE and not t.pending and t.update_ms <= horizon]
+        for tid in out:
+            txn = self.txns[tid]
+            log.info("removing transactional id %s: idle since %d", tid, txn.update_ms)
+            txn.pending = True  # requests meanwhile get CONCURRENT_TRANSACTIONS
+            self._spawn(self._write(txn, None))
         return out
 
     # ------------------------------------------------------------------ admin

@@ -123,10 +123,14 @@ class Log:
         self._generation = 0  # bumped by truncations; compaction aborts its swap when it moved
         self._clean_offset = 0  # compaction: offsets below were cleaned in this process's life
         self._tombstones_due_ms = None  # compaction: when a kept tombstone becomes removable
+        # compaction: (offset, producer id) of each marker whose transaction has no data left ->
+        # since when; the marker goes delete.retention.ms later (Kafka's KIP-534 horizon)
+        self._markers_emptied: dict[tuple[int, int], int] = {}
         self._unflushed_msgs = 0
         self._last_flush_ms = _now_ms()
         self._dir_dirty = False
         self.snapshot_source = None  # callable giving the owner's state as bytes (snapshots.py)
+        self.on_markers_removed = None  # callable told the offsets of markers compaction removed
         self._load(log_start_offset, recovery_point, high_watermark)
         self.epochs = LeaderEpochCache(self.dir)
         self.epochs.truncate_from_end(self._leo)  # recovery may have cut the tail
@@ -247,6 +251,12 @@ class Log:
     @property
     def log_start_offset(self) -> int:
         return self._lso
+
+    @property
+    def first_segment_offset(self) -> int:
+        """Base offset of the oldest segment: nothing below it is on disk any more (the log
+        start offset may be past it, and return to it after a crash before its checkpoint)."""
+        return self._bases[0]
 
     @property
     def log_end_offset(self) -> int:
@@ -401,6 +411,11 @@ class Log:
     def _snapshot(self, offset: int) -> None:
         if self.snapshot_source is not None:
             snapshots.write(self.dir, offset, self.snapshot_source())
+
+    def rewrite_snapshots(self, fn) -> None:
+        """Replace the bytes of every state snapshot with ``fn(bytes)``."""
+        with self._lock:
+            snapshots.rewrite(self.dir, fn)
 
     def latest_snapshot(self) -> tuple[int, bytes] | None:
         """``(offset, data)`` of the newest state snapshot (never past the log end), or None."""
@@ -729,6 +744,8 @@ class Log:
         """Compact the closed segments (cleanup.policy with "compact"): keep the latest record
         per key with its original offset, drop tombstones in segments older than
         delete.retention.ms, drop records of aborted transactions and keyless records.
+        A transaction marker goes delete.retention.ms after its transaction's last data left
+        the log (as Kafka's cleaner; ``on_markers_removed`` is told), never before.
         Segments newer than min.compaction.lag.ms, at/after the first open transaction, at/after
         the high watermark, and the active segment are left alone. Small cleaned segments are
         merged up to segment.bytes. Returns the number of bytes reclaimed."""
@@ -753,9 +770,11 @@ class Log:
                 os.close(fd)
 
     def _compact(self, cfg, now_ms, segs, sizes, fds, hwm, generation) -> int:
-        # 1. transactions: which batches were aborted, where the first open transaction starts
+        # 1. transactions: which batches were aborted, where the first open transaction starts,
+        # the data batches of each marker's transaction
         aborted: set[int] = set()
         pending: dict[int, list[int]] = {}
+        txn_batches: dict[int, list[int]] = {}
         for seg, fd, size in zip(segs, fds, sizes):
             for h, _ in Scan(fd, 0, size):
                 if not h.attributes & TRANSACTIONAL_FLAG:
@@ -764,7 +783,7 @@ class Log:
                     data = os.pread(fd, h.size, h.pos)
                     for r in iter_records(data, read_header(data, 0)):
                         kind, _epoch = parse_control_record(r)
-                        started = pending.pop(h.producer_id, [])
+                        started = txn_batches[h.base_offset] = pending.pop(h.producer_id, [])
                         if kind == CONTROL_ABORT:
                             aborted.update(started)
                 else:
@@ -819,22 +838,35 @@ class Log:
         reclaimed = 0
         horizon = now_ms - cfg.delete_retention_ms
         due = [None]
+        txns = _TxnCleaning(txn_batches, self._markers_emptied, now_ms, cfg.delete_retention_ms)
         for group in groups:
             old_size = sum(sizes[k] for k in group)
+            txns.removed = []
             result = self._clean_group(cfg, [segs[k] for k in group], [fds[k] for k in group],
-                                       [sizes[k] for k in group], latest, aborted, horizon, due)
+                                       [sizes[k] for k in group], latest, aborted, horizon, due,
+                                       txns)
             if result is None:
                 continue
             tmp, headers, new_size = result
-            if self._swap(tmp, [segs[k] for k in group], headers, generation):
-                reclaimed += old_size - new_size
+            if not self._swap(tmp, [segs[k] for k in group], headers, generation):
+                # the log changed under us: what later groups assumed may not hold, and data
+                # this pass meant to drop may still be there
+                for key in txns.noted:
+                    self._markers_emptied.pop(key, None)
+                break
+            reclaimed += old_size - new_size
+            if txns.removed and self.on_markers_removed is not None:
+                self.on_markers_removed([off for off, _pid in txns.removed])
+            for key in txns.removed:
+                self._markers_emptied.pop(key, None)
         with self._lock:
             if self._generation == generation:
                 self._clean_offset = max(self._clean_offset, segs[n].base_offset)
-                self._tombstones_due_ms = due[0]
+                self._tombstones_due_ms = min(
+                    (t for t in (due[0], txns.due) if t is not None), default=None)
         return reclaimed
 
-    def _clean_group(self, cfg, group, fds, sizes, latest, aborted, horizon, due):
+    def _clean_group(self, cfg, group, fds, sizes, latest, aborted, horizon, due, txns):
         base = group[0].base_offset
         tmp = self.dir / (file_prefix(base) + ".log.cleaned")
         out_fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -847,9 +879,13 @@ class Log:
                 drop_tombstones = seg.largest_timestamp() < horizon
                 for h, data in Scan(fd, 0, size, data=True):
                     if h.base_offset in aborted and not h.is_control:
+                        txns.dropped.add(h.base_offset)
                         changed = True
                         continue
                     if h.is_control:
+                        if txns.marker_removable(h):
+                            changed = True
+                            continue
                         piece = data
                     else:
                         recs = list(iter_records(data, read_header(data, 0)))
@@ -862,6 +898,7 @@ class Log:
                         if len(keep) == len(recs):
                             piece = data
                         elif not keep:
+                            txns.dropped.add(h.base_offset)
                             changed = True
                             continue
                         else:
@@ -1012,6 +1049,40 @@ class Log:
     def __repr__(self):
         return (f"Log({self.dir.name}, start={self._lso}, hwm={self._hwm}, end={self._leo}, "
                 f"segments={len(self._segments)})")
+
+
+class _TxnCleaning:
+    """One compaction pass's view of transaction markers: a marker whose transaction has no
+    data batch left (all dropped now or before) is noted with the time it was first seen so,
+    and removed once that is more than delete.retention.ms ago, so a reader that saw the data
+    before it went still finds the marker; ``due`` is when the next noted marker becomes
+    removable."""
+
+    def __init__(self, txn_batches, emptied, now_ms, retention_ms):
+        self.txn_batches = txn_batches  # marker offset -> its transaction's data batches
+        self.emptied = emptied  # (marker offset, producer id) -> when its data was all gone
+        for key in [k for k in emptied if k[0] not in txn_batches]:
+            del emptied[key]  # markers no longer in the log
+        self.now_ms, self.retention_ms = now_ms, retention_ms
+        self.dropped: set[int] = set()  # data batches this pass removes
+        self.removed: list[tuple[int, int]] = []  # markers removed from the current group
+        self.noted: list[tuple[int, int]] = []  # markers first seen without data in this pass
+        self.due = None
+
+    def marker_removable(self, h) -> bool:
+        if not all(b in self.dropped for b in self.txn_batches.get(h.base_offset, ())):
+            return False
+        key = (h.base_offset, h.producer_id)
+        since = self.emptied.get(key)
+        if since is None:
+            since = self.emptied[key] = self.now_ms
+            self.noted.append(key)
+        if self.now_ms - since > self.retention_ms:
+            self.removed.append(key)
+            return True
+        t = since + self.retention_ms + 1
+        self.due = t if self.due is None else min(self.due, t)
+        return False
 
 
 def _stamp_log_append_time(buf, h, now_ms: int) -> None:

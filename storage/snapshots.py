@@ -36,6 +36,12 @@ def write(d: Path, offset: int, data: bytes) -> None:
         _path(d, old).unlink(missing_ok=True)
 
 
+def rewrite(d: Path, fn) -> None:
+    """Replace every snapshot's bytes with ``fn(bytes)`` (same offsets), atomically each."""
+    for offset in _offsets(d):
+        write(d, offset, fn(_path(d, offset).read_bytes()))
+
+
 def latest(d: Path) -> tuple[int, bytes] | None:
     """``(offset, data)`` of the newest snapshot, or None."""
     offsets = _offsets(d)

@@ -1,3 +1,5 @@
+import json
+
 from broker.producer_state import ProducerStateTable
 from storage import Log, LogConfig
 from wire import errors
@@ -105,7 +107,7 @@ def test_markers_fence_older_epochs_and_rebuild_reads_their_type():
     t.update(txn_header(1, 0, 0), 0, 0)
     buf, h = marker(1, 1, CONTROL_ABORT, 1)  # aborted by the coordinator with a bumped epoch
     t.apply(h, buf)
-    assert t.check_marker(1, 0) == errors.INVALID_PRODUCER_EPOCH
+    assert t.check_marker(1, 0, 0) == errors.INVALID_PRODUCER_EPOCH
     assert t.check(txn_header(1, 0, 1))[0] == errors.INVALID_PRODUCER_EPOCH
     assert t.aborted == [(1, 0, 1)]
     data = txn_header(1, 0, 0)
@@ -113,6 +115,32 @@ def test_markers_fence_older_epochs_and_rebuild_reads_their_type():
     r = ProducerStateTable()
     r.rebuild([data, h], lambda _h: buf)
     assert r.aborted == [(1, 0, 1)] and r.first_unstable_offset() is None
+
+
+def test_markers_from_an_older_coordinator_epoch_are_fenced():
+    """Kafka's ProducerStateManager keeps the coordinator epoch of each producer's last marker;
+    a marker with an older one is TRANSACTION_COORDINATOR_FENCED (a producer epoch check comes
+    first), and a rebuild from the log reads the epoch from the marker's record."""
+    t = ProducerStateTable()
+    t.update(txn_header(1, 0, 0), 0, 0)
+    assert t.check_marker(1, 0, 0) == errors.NONE
+    buf = build_batch([control_record(CONTROL_COMMIT, 7)], producer_id=1, producer_epoch=0,
+                      transactional=True, control=True, base_offset=1)
+    h = validate_batches(buf)[0]
+    t.apply(h, buf)
+    assert t.producers[1].coordinator_epoch == 7
+    assert t.check_marker(1, 0, 6) == errors.TRANSACTION_COORDINATOR_FENCED
+    assert t.check_marker(1, 0, 7) == errors.NONE
+    assert t.check_marker(1, 0, 8) == errors.NONE
+    assert t.check_marker(2, 0, 0) == errors.NONE  # a producer the partition never saw
+    t.update(txn_header(1, 1, 0), 2, 2)  # a bumped producer epoch keeps the coordinator's
+    assert t.check_marker(1, 1, 6) == errors.TRANSACTION_COORDINATOR_FENCED
+    assert t.check_marker(1, 0, 9) == errors.INVALID_PRODUCER_EPOCH
+    data = txn_header(1, 0, 0)
+    data.base_offset = 0
+    r = ProducerStateTable()
+    r.rebuild([data, h], lambda _h: buf)
+    assert r.check_marker(1, 0, 6) == errors.TRANSACTION_COORDINATOR_FENCED
 
 
 def test_sequence_less_transactional_writes_are_accepted():
@@ -226,3 +254,64 @@ def test_snapshots_keep_open_and_aborted_transactions(tmp_path):
     assert restored.aborted == aborted and restored.first_unstable_offset() == unstable
     assert restored.aborted_between(0, 10) == [(1, 0)]
     lg.close()
+
+
+def test_aborted_transactions_go_with_their_markers(tmp_path):
+    """Retention / DeleteRecords past a marker trims its aborted transaction at the next
+    snapshot; a marker removed by the compactor takes its transaction out of the table and
+    out of the snapshots on disk (a listed transaction without its marker would make readers
+    skip that producer's later, committed transactions)."""
+    cfg = LogConfig.from_props({"segment.bytes": "100", "cleanup.policy": "compact",
+                                "delete.retention.ms": "0"})  # a segment per batch
+    lg, t = _reopen(tmp_path / "p-0", cfg)
+
+    def write(buf):
+        hs = validate_batches(buf)
+        first, last = lg.append(buf, hs)
+        lg.high_watermark = lg.log_end_offset
+        for h in hs:
+            h.base_offset, h.pos = first, 0
+            t.apply(h, buf)
+        return first
+
+    for pid in (1, 2, 3):
+        write(build_batch([(b"k%d" % pid, b"v" * 40, [], 100)], producer_id=pid,
+                          producer_epoch=0, base_sequence=0, transactional=True))
+        write(build_batch([control_record(CONTROL_ABORT)], producer_id=pid, producer_epoch=0,
+                          transactional=True, control=True))
+    write(build_batch([(b"z", b"v" * 40, [], 100)]))
+    assert t.aborted == [(1, 0, 1), (2, 2, 3), (3, 4, 5)]
+    lg.delete_records_before(3)  # in the second transaction: its marker's segment stays
+    assert lg.first_segment_offset == 3
+    lg.roll()  # the snapshot trims below the oldest segment left
+    assert t.aborted == [(2, 2, 3), (3, 4, 5)]
+    write(build_batch([(b"y", b"v" * 40, [], 100)]))  # the active segment
+    for now in (10_000, 20_000):  # data gone, then (delete.retention.ms=0) the markers
+        lg.compact(now_ms=now)
+    assert [h.base_offset for h, _b in lg.iter_batches()] == [6, 7]
+    assert t.aborted == [] and t.aborted_between(0, 100) == []
+    # no snapshot lists the removed markers (an older one may still list marker 1, whose
+    # segment is gone: loading trims it)
+    snaps = list((tmp_path / "p-0").glob("*.snapshot"))
+    assert snaps and all(a[2] not in (3, 5)
+                         for f in snaps for a in json.loads(f.read_bytes())["aborted"])
+    lg.close()
+    lg, restored = _reopen(tmp_path / "p-0", cfg)
+    assert restored.aborted == []
+    lg.close()
+
+
+def test_idle_producers_expire_but_not_with_an_open_transaction():
+    """producer.id.expiration.ms (KIP-854): producers whose last write is older are forgotten,
+    unless a transaction of theirs is open."""
+    t = ProducerStateTable()
+    idle, busy, recent = header(1, 0, 0), txn_header(2, 0, 0), header(3, 0, 0)
+    for h, off in ((idle, 0), (busy, 1), (recent, 2)):
+        t.update(h, off, off)
+    t.producers[3].last_timestamp = t.producers[1].last_timestamp + 5000
+    now = t.producers[1].last_timestamp + 10_000
+    assert t.remove_expired(now, 8_000) == [1]
+    assert set(t.producers) == {2, 3}
+    t.end_txn(2, 0, CONTROL_COMMIT, 3, timestamp=now - 9_000)
+    assert sorted(t.remove_expired(now, 5_000)) == [2, 3]
+    assert t.producers == {} and t.check(header(1, 0, 7)) == (errors.NONE, None)

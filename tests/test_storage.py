@@ -571,6 +571,62 @@ def test_compaction_drops_old_tombstones_and_aborted_transactions(tmp_path):
     log.close()
 
 
+def _txn(pid, key, value, ts=100):
+    return build_batch([(key, value, None, ts)], transactional=True, producer_id=pid,
+                       producer_epoch=0, base_sequence=0)
+
+
+def _end(pid, kind, ts=100):
+    return build_batch([control_record(kind, 1, ts)], control=True, transactional=True,
+                       producer_id=pid, producer_epoch=0)
+
+
+def test_compaction_removes_markers_only_after_their_data_and_delete_retention(tmp_path):
+    """Kafka's cleaner: a marker stays while any batch of its transaction is in the log, and
+    for delete.retention.ms after the last one went (so a reader that saw the data still finds
+    it); then it goes and the owner is told its offset."""
+    c = cfg(segment_bytes=100, cleanup_policy="compact", delete_retention_ms=1000)
+    log = Log(tmp_path / "t-0", c)
+    removed = []
+    log.on_markers_removed = removed.extend
+    append(log, _txn(9, b"a", b"aborted"))            # 0
+    append(log, _end(9, CONTROL_ABORT))                # 1
+    append(log, _txn(10, b"b", b"b-old"))              # 2
+    append(log, _end(10, CONTROL_COMMIT))              # 3: its data is superseded by 6
+    append(log, _txn(11, b"c", b"c-latest"))           # 4
+    append(log, _end(11, CONTROL_COMMIT))              # 5: its data stays (latest of c)
+    append(log, build_batch([(b"b", b"b-new", None, 100)]))  # 6
+    append(log, build_batch([(b"z", b"active", None, 100)]))  # 7
+
+    def offsets():
+        return [h.base_offset for h, _b in log.iter_batches()]
+
+    log.compact(now_ms=10_000)  # the data goes; the markers wait delete.retention.ms
+    assert offsets() == [1, 3, 4, 5, 6, 7] and removed == []
+    log.compact(now_ms=10_500)
+    assert offsets() == [1, 3, 4, 5, 6, 7] and removed == []
+    log.compact(now_ms=11_001)
+    assert offsets() == [4, 5, 6, 7] and sorted(removed) == [1, 3]
+    log.compact(now_ms=99_000)
+    assert offsets() == [4, 5, 6, 7]  # a marker with data left is kept however old
+    log.close()
+
+
+def test_compaction_keeps_markers_and_data_of_open_transactions(tmp_path):
+    c = cfg(segment_bytes=100, cleanup_policy="compact", delete_retention_ms=0)
+    log = Log(tmp_path / "t-0", c)
+    append(log, _txn(9, b"a", b"aborted"))            # 0
+    append(log, _txn(12, b"a", b"open"))               # 1: never ended
+    append(log, _end(9, CONTROL_ABORT))                # 2
+    append(log, build_batch([(b"a", b"later", None, 100)]))  # 3
+    append(log, build_batch([(b"z", b"active", None, 100)]))  # 4
+    for now in (10_000, 20_000):
+        log.compact(now_ms=now)
+    # only what is below the open transaction is cleanable: the aborted batch at 0
+    assert [h.base_offset for h, _b in log.iter_batches()] == [1, 2, 3, 4]
+    log.close()
+
+
 def test_compaction_respects_min_lag_and_open_transactions(tmp_path):
     c = cfg(segment_bytes=100, cleanup_policy="compact", min_compaction_lag_ms=1000)
     log = Log(tmp_path / "t-0", c)

@@ -36,16 +36,19 @@ class Ids:
 
 
 class Markers:
-    """Records marker writes; ``hold`` keeps them pending until released."""
+    """Records marker writes; clearing ``gate`` keeps them pending until it is set again;
+    ``fenced`` answers as if a partition leader had seen a newer coordinator epoch."""
 
     def __init__(self):
         self.calls = []
         self.gate = asyncio.Event()
         self.gate.set()
+        self.fenced = False
 
     async def __call__(self, pid, epoch, commit, coordinator_epoch, partitions):
         self.calls.append((pid, epoch, commit, coordinator_epoch, list(partitions)))
         await self.gate.wait()
+        return not self.fenced
 
 
 class H:
@@ -166,6 +169,21 @@ async def test_commit_writes_prepare_markers_then_complete():
 
 
 @async_test
+async def test_fenced_coordinator_stops_and_leaves_the_transaction_prepared():
+    """TRANSACTION_COORDINATOR_FENCED from a partition leader: a newer coordinator owns the
+    transaction, so this one neither retries nor writes CompleteCommit."""
+    h = H()
+    pid, epoch = await _begin(h)
+    h.markers.fenced = True
+    assert await h.coord.end_txn(TID, pid, epoch, True) == errors.NONE
+    await h.settle()
+    assert len(h.markers.calls) == 1
+    assert [r.state for _t, r in h.logged()][-1] == PREPARE_COMMIT
+    assert h.state() == PREPARE_COMMIT
+    assert await h.coord.end_txn(TID, pid, epoch, True) == errors.CONCURRENT_TRANSACTIONS
+
+
+@async_test
 async def test_end_txn_outside_a_transaction_is_invalid_state():
     h = H()
     code, pid, epoch = await h.coord.init_producer_id(TID, TIMEOUT)
@@ -265,6 +283,47 @@ async def test_tombstone_removes_the_id_and_unload_forgets():
     assert TID not in h.coord.txns
     h.coord.unload_partition(h.partition)
     assert (await h.coord.init_producer_id(TID, TIMEOUT))[0] == errors.NOT_COORDINATOR
+
+
+@async_test
+async def test_idle_transactional_ids_expire_with_a_tombstone():
+    """transactional.id.expiration.ms: ids idle in Empty/CompleteCommit/CompleteAbort are
+    removed by the periodic check (a tombstone in the log, so a reload does not bring them
+    back); Ongoing ones never are; an expired id starts over with a new producer id."""
+    h = H(config={"transactional.id.expiration.ms": 10_000,
+                  "transaction.remove.expired.transaction.cleanup.interval.ms": 1000})
+    code, pid, epoch = await h.coord.init_producer_id(TID, TIMEOUT)  # Empty
+    committed, ongoing = "tx-committed", "tx-ongoing"
+    for tid in (committed, ongoing):
+        h.coord.load_partition(h.coord.partition_for(tid), 5)
+        await _begin(h, tid)
+    assert await h.coord.end_txn(committed, *(await _pid(h, committed)), True) == errors.NONE
+    await h.settle()
+    h.clock.advance(9_000)
+    await h.settle()
+    assert set(h.coord.txns) == {TID, committed, ongoing}
+    # the Empty id is used again: its idle time starts over
+    assert await h.coord.init_producer_id(TID, TIMEOUT) == (errors.NONE, pid, epoch + 1)
+    h.clock.advance(2_000)
+    await h.settle()
+    assert set(h.coord.txns) == {TID, ongoing}
+    assert read_txn_key(h.log.records(h.coord.partition_for(committed))[-1][1]) == committed
+    assert h.log.records(h.coord.partition_for(committed))[-1][2] is None  # the tombstone
+    h.clock.advance(TIMEOUT)  # Ongoing past its timeout: aborted, then idle in CompleteAbort
+    await h.settle()
+    assert h.coord.txns[ongoing].state == COMPLETE_ABORT
+    h.clock.advance(11_000)
+    await h.settle()
+    assert h.coord.txns == {}
+    reloaded = H(h.log, config={"transactional.id.expiration.ms": 10_000})
+    assert reloaded.coord.txns == {}
+    code, new_pid, new_epoch = await h.coord.init_producer_id(TID, TIMEOUT)
+    assert code == errors.NONE and new_pid != pid and new_epoch == 0
+
+
+async def _pid(h, tid):
+    txn = h.coord.txns[tid]
+    return txn.producer_id, txn.producer_epoch
 
 
 @async_test

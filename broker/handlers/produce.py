@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 
 from broker import acl
-from broker.authorizer import TOPIC, allowed
+from broker.authorizer import TOPIC, TRANSACTIONAL_ID, allowed
 from broker.guards import produce_topic_error
 from broker.replica import AppendResult
 from broker.server import NO_RESPONSE
@@ -29,10 +29,14 @@ def handle_produce(broker, ctx, req):
     topics_out = []
     waits = []  # (partition response, partition, offset the high watermark must pass)
     hints = False
+    # a transactional producer needs Write on its transactional id for every partition
+    txn_denied = (req.transactional_id is not None and not allowed(
+        broker, ctx, TRANSACTIONAL_ID, req.transactional_id, acl.WRITE))
     for td in req.topic_data:
         parts_out = []
         name = td.name
-        topic_error = (produce_topic_error(name) or broker.topic_error_for_produce(name)
+        topic_error = (errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED if txn_denied
+                       else produce_topic_error(name) or broker.topic_error_for_produce(name)
                        if allowed(broker, ctx, TOPIC, name, acl.WRITE)
                        else errors.TOPIC_AUTHORIZATION_FAILED)
         for pd in td.partition_data:

@@ -1,8 +1,16 @@
 """Transaction APIs: translate requests to `coordinator.TransactionCoordinator` calls (and the
-group coordinator's for TxnOffsetCommit, the partitions' for markers and producers) and back."""
+group coordinator's for TxnOffsetCommit, the partitions' for markers and producers) and back.
+
+ACLs as Kafka's KafkaApis checks them: Write on the TransactionalId for the producer's requests
+(plus Write on every topic added, Read on the group for offsets), Describe on it for
+DescribeTransactions and ListTransactions (which lists only those), Read on the topic for
+DescribeProducers, ClusterAction for the broker-to-broker forms."""
 from __future__ import annotations
 
+from broker import acl
+from broker.authorizer import CLUSTER, CLUSTER_NAME, GROUP, TOPIC, TRANSACTIONAL_ID, allowed
 from broker.group_log import OFFSETS_TOPIC, ensure_offsets_topic
+from broker.metadata import INTERNAL_TOPICS
 from broker.txn import write_markers_locally
 from coordinator.txn_log import STATE_NAMES
 from wire import errors
@@ -21,15 +29,23 @@ def _topic_results(R, topics, codes):
         for p in t.partitions]) for t in topics]
 
 
-async def _add_partitions(broker, tid, pid, epoch, topics, verify_only=False) -> dict:
-    """{(topic, partition): error} for one transaction. Unknown partitions fail the whole
-    request (the others answer OPERATION_NOT_ATTEMPTED), as in Kafka."""
+def _may_write_txn(broker, ctx, tid) -> bool:
+    return allowed(broker, ctx, TRANSACTIONAL_ID, tid, acl.WRITE)
+
+
+async def _add_partitions(broker, ctx, tid, pid, epoch, topics, verify_only=False) -> dict:
+    """{(topic, partition): error} for one transaction. Partitions of topics the client may not
+    write (internal ones included) or does not know fail the whole request (the others answer
+    OPERATION_NOT_ATTEMPTED), as in Kafka."""
     wanted = [(t.name, p) for t in topics for p in t.partitions]
-    unknown = {tp for tp in wanted if broker.not_hosted_error(*tp) ==
-               errors.UNKNOWN_TOPIC_OR_PARTITION}
-    if unknown:
-        return {tp: errors.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown
-                else errors.OPERATION_NOT_ATTEMPTED for tp in wanted}
+    denied = {t for t, _p in wanted
+              if t in INTERNAL_TOPICS or not allowed(broker, ctx, TOPIC, t, acl.WRITE)}
+    failed = {tp: errors.TOPIC_AUTHORIZATION_FAILED if tp[0] in denied
+              else errors.UNKNOWN_TOPIC_OR_PARTITION for tp in wanted
+              if tp[0] in denied or broker.not_hosted_error(*tp) ==
+              errors.UNKNOWN_TOPIC_OR_PARTITION}
+    if failed:
+        return {tp: failed.get(tp, errors.OPERATION_NOT_ATTEMPTED) for tp in wanted}
     if verify_only:
         code, txn = broker.txn.describe(tid)
         return {tp: code or (errors.NONE if txn.producer_id == pid and tp in txn.partitions
@@ -41,13 +57,19 @@ async def _add_partitions(broker, tid, pid, epoch, topics, verify_only=False) ->
 async def handle_add_partitions_to_txn(broker, ctx, req):
     R = ADD_PARTITIONS_TO_TXN.Response
     if ctx.version <= _CLIENT_VERSIONS:
-        codes = await _add_partitions(broker, req.v3_and_below_transactional_id,
-                                      req.v3_and_below_producer_id,
-                                      req.v3_and_below_producer_epoch, req.v3_and_below_topics)
-        return R(results_by_topic_v3_and_below=_topic_results(R, req.v3_and_below_topics, codes))
+        tid, topics = req.v3_and_below_transactional_id, req.v3_and_below_topics
+        if not _may_write_txn(broker, ctx, tid):
+            codes = {(t.name, p): errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+                     for t in topics for p in t.partitions}
+        else:
+            codes = await _add_partitions(broker, ctx, tid, req.v3_and_below_producer_id,
+                                          req.v3_and_below_producer_epoch, topics)
+        return R(results_by_topic_v3_and_below=_topic_results(R, topics, codes))
+    if not allowed(broker, ctx, CLUSTER, CLUSTER_NAME, acl.CLUSTER_ACTION):
+        return R(error_code=errors.CLUSTER_AUTHORIZATION_FAILED)
     results = []
     for t in req.transactions:
-        codes = await _add_partitions(broker, t.transactional_id, t.producer_id,
+        codes = await _add_partitions(broker, ctx, t.transactional_id, t.producer_id,
                                       t.producer_epoch, t.topics, t.verify_only)
         results.append(R.AddPartitionsToTxnResult(transactional_id=t.transactional_id,
                                                   topic_results=_topic_results(R, t.topics,
@@ -57,6 +79,10 @@ async def handle_add_partitions_to_txn(broker, ctx, req):
 
 async def handle_add_offsets_to_txn(broker, ctx, req):
     R = ADD_OFFSETS_TO_TXN.Response
+    if not _may_write_txn(broker, ctx, req.transactional_id):
+        return R(error_code=errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    if not allowed(broker, ctx, GROUP, req.group_id, acl.READ):
+        return R(error_code=errors.GROUP_AUTHORIZATION_FAILED)
     if ensure_offsets_topic(broker) is None:
         return R(error_code=errors.COORDINATOR_NOT_AVAILABLE)
     tp = (OFFSETS_TOPIC, broker.groups.partition_for(req.group_id))
@@ -66,6 +92,8 @@ async def handle_add_offsets_to_txn(broker, ctx, req):
 
 
 async def handle_end_txn(broker, ctx, req):
+    if not _may_write_txn(broker, ctx, req.transactional_id):
+        return END_TXN.Response(error_code=errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     code = await broker.txn.end_txn(req.transactional_id, req.producer_id, req.producer_epoch,
                                     req.committed)
     return END_TXN.Response(error_code=code)
@@ -75,10 +103,17 @@ async def handle_txn_offset_commit(broker, ctx, req):
     R = TXN_OFFSET_COMMIT.Response
     v = ctx.version
     offsets, codes = {}, {}
+    denied = (errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+              if not _may_write_txn(broker, ctx, req.transactional_id)
+              else errors.GROUP_AUTHORIZATION_FAILED
+              if not allowed(broker, ctx, GROUP, req.group_id, acl.READ) else errors.NONE)
     for t in req.topics:
+        may_read = allowed(broker, ctx, TOPIC, t.name, acl.READ)
         for p in t.partitions:
             tp = (t.name, p.partition_index)
-            if broker.not_hosted_error(*tp) == errors.UNKNOWN_TOPIC_OR_PARTITION:
+            if denied or not may_read:
+                codes[tp] = denied or errors.TOPIC_AUTHORIZATION_FAILED
+            elif broker.not_hosted_error(*tp) == errors.UNKNOWN_TOPIC_OR_PARTITION:
                 codes[tp] = errors.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 offsets[tp] = (p.committed_offset, p.committed_leader_epoch if v >= 2 else -1,
@@ -115,14 +150,17 @@ def handle_describe_transactions(broker, ctx, req):
     S = R.TransactionState
     out = []
     for tid in req.transactional_ids:
-        code, txn = broker.txn.describe(tid)
+        code, txn = (broker.txn.describe(tid)
+                     if allowed(broker, ctx, TRANSACTIONAL_ID, tid, acl.DESCRIBE)
+                     else (errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None))
         if txn is None:
             out.append(S(error_code=code, transactional_id=tid, transaction_state="",
                          transaction_start_time_ms=-1, producer_id=-1, producer_epoch=-1))
             continue
         by_topic: dict[str, list[int]] = {}
-        for t, p in sorted(txn.partitions):
-            by_topic.setdefault(t, []).append(p)
+        for t, p in sorted(txn.partitions):  # only the topics the client may describe
+            if allowed(broker, ctx, TOPIC, t, acl.DESCRIBE):
+                by_topic.setdefault(t, []).append(p)
         out.append(S(transactional_id=tid, transaction_state=txn.state_name,
                      transaction_timeout_ms=txn.timeout_ms,
                      transaction_start_time_ms=txn.start_ms, producer_id=txn.producer_id,
@@ -139,6 +177,8 @@ def handle_list_transactions(broker, ctx, req):
                            req.duration_filter if ctx.version >= 1 else -1)
     if states and not states & known:
         txns = []
+    txns = [t for t in txns
+            if allowed(broker, ctx, TRANSACTIONAL_ID, t.transactional_id, acl.DESCRIBE)]
     return R(unknown_state_filters=sorted(states - known), transaction_states=[
         R.TransactionState(transactional_id=t.transactional_id, producer_id=t.producer_id,
                            transaction_state=t.state_name) for t in txns])
@@ -150,7 +190,12 @@ def handle_describe_producers(broker, ctx, req):
     topics = []
     for t in req.topics:
         parts = []
+        may_read = allowed(broker, ctx, TOPIC, t.name, acl.READ)
         for index in t.partition_indexes:
+            if not may_read:
+                parts.append(PR(partition_index=index,
+                                error_code=errors.TOPIC_AUTHORIZATION_FAILED))
+                continue
             part = broker.replicas.leader_partition(t.name, index)
             if part is None:
                 parts.append(PR(partition_index=index,
