@@ -367,6 +367,9 @@ class Partition:
                 return ReadResult(errors.NONE, b"", hwm, lg.log_start_offset,
                                   diverging_epoch=(epoch, end), last_stable_offset=lso)
         limit = lg.log_end_offset if replica_id >= 0 else lso if read_committed else hwm
+        if offset == limit >= lg.log_start_offset:  # caught up (most of a large fetch)
+            return ReadResult(errors.NONE, b"", hwm, lg.log_start_offset, last_stable_offset=lso,
+                              aborted=[] if read_committed else None)
         try:
             data = lg.read(offset, max_bytes, max_offset=limit, min_one=min_one,
                            zero_copy_min=zero_copy_min)
