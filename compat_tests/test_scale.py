@@ -104,7 +104,7 @@ def test_idle_connections_cost_no_cpu(broker_factory):
             c.close()
 
 
-# -- Metadata for many partitions --------------------------------------------------------------------
+# -- Metadata for many partitions ------------------------------------------------------------------
 
 def metadata_partitions(limit: int) -> int:
     """10,000 partitions, or as many as the broker can keep open under this machine's hard
@@ -186,7 +186,7 @@ def test_metadata_of_many_partitions_does_not_stall_others(many_partitions):
         assert p99 < 30, f"{name} p99 {p99:.1f} ms while Metadata of {listed} partitions ran"
 
 
-# -- a group of 4 consumers over 1,000 partitions -------------------------------------------------------
+# -- a group of 4 consumers over 1,000 partitions --------------------------------------------------
 
 class Member(ConsumerRebalanceListener):
     def __init__(self, bootstrap, group, topics, name):
