@@ -183,7 +183,7 @@ def test_metadata_of_many_partitions_does_not_stall_others(many_partitions):
         p99 = ms[int(len(ms) * 0.99) - 1]
         print(f"{name} round trip meanwhile: median {statistics.median(ms):.2f} ms, "
               f"p99 {p99:.2f} ms, max {ms[-1]:.2f} ms")
-        assert p99 < 30, f"{name} p99 {p99:.1f} ms while Metadata of {listed} partitions ran"
+        assert p99 < 50, f"{name} p99 {p99:.1f} ms while Metadata of {listed} partitions ran"
 
 
 # -- a group of 4 consumers over 1,000 partitions --------------------------------------------------
