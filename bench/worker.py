@@ -22,7 +22,7 @@ from confluent_kafka import (OFFSET_BEGINNING, Consumer, KafkaException, Produce
                              TopicPartition)
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from bench import raw_fetch
+from bench import group1000, raw_fetch
 
 RESULT_PREFIX = "BENCH_RESULT "
 now = time.monotonic
@@ -779,7 +779,7 @@ def run_commit(spec: dict) -> dict:
 
 KINDS = {"produce": run_produce, "consume": run_consume, "latency": run_latency,
          "group": run_group, "commit": run_commit, "txn-produce": run_txn_produce,
-         "fetch-versions": run_fetch_versions}
+         "fetch-versions": run_fetch_versions, "group-1000": group1000.run}
 
 
 def main() -> None:

@@ -21,6 +21,7 @@ from broker.cluster import ClusterMember
 from broker.dynamic import DynamicConfigs
 from broker.fetch_sessions import FetchSessionCache
 from broker.fetcher import FetcherManager
+from broker.handlers.metadata import TopicMetadataCache
 from broker import security
 from broker.sasl import InterBrokerSecurity, LocalCredentialStore, check_mechanisms
 from broker.security import ListenerSecurity
@@ -124,6 +125,7 @@ class Broker:
             self.replicas.fetchers = FetcherManager(
                 config.node_id, lambda b: self.cluster.channel("fetch", b), config)
         self.replicas.role_listeners.append(self._on_role_change)
+        self.topic_metadata = TopicMetadataCache(self.metadata)
         self.fetch_sessions = FetchSessionCache(
             config.int("max.incremental.fetch.session.cache.slots"),
             config.int("min.incremental.fetch.session.eviction.ms"))

@@ -54,6 +54,9 @@ def run_broker(args) -> int:
     except (ConfigError, OSError) as e:
         print(f"josefk: bad configuration: {e}", file=sys.stderr)
         return 2
+    from broker.limits import raise_open_file_limit
+
+    logging.getLogger("josefk").info("open-file limit: %d", raise_open_file_limit())
     try:
         import uvloop
     except ImportError:

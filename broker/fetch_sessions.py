@@ -157,6 +157,8 @@ class FetchSessionCache:
         return s
 
     def _evict_for(self, privileged: bool, size: int, now: int) -> bool:
+        if not self.sessions:  # no slots at all (0 configured): every fetch is sessionless
+            return False
         stale = [s for s in self.sessions.values() if now - s.last_used_ms >= self.eviction_ms]
         if stale:
             victim = min(stale, key=lambda s: s.last_used_ms)

@@ -9,14 +9,31 @@
   connection must reserve the declared size of the request it is receiving before reading more
   of it; while the pool is exhausted its reading is paused, so half-sent frames cannot add up
   to more than the pool plus one request. -1 means unbounded.
+- The open-file limit: every connection and every segment file takes a descriptor, so at start
+  the broker raises its soft ``RLIMIT_NOFILE`` to the hard limit (Kafka's documentation asks
+  operators for a high limit; the soft default of 1024 would refuse the 1,000th connection).
 """
 from __future__ import annotations
 
 import asyncio
 import collections
 import logging
+import resource
 
 log = logging.getLogger("josefk.server")
+
+
+def raise_open_file_limit() -> int:
+    """Raise the soft open-file limit to the hard one; returns the soft limit now in force."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (ValueError, OSError) as e:  # e.g. a hard limit above the kernel's nr_open
+            log.warning("cannot raise the open-file limit from %d to %d: %s", soft, hard, e)
+    return soft
+
 
 class MemoryPool:
     """Kafka's SimpleMemoryPool in non-strict mode: an allocation succeeds while any memory is

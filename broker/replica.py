@@ -406,6 +406,9 @@ class Partition:
                 return ReadResult(errors.NONE, b"", hwm, lg.log_start_offset,
                                   diverging_epoch=(epoch, end), last_stable_offset=lso)
         limit = lg.log_end_offset if replica_id >= 0 else lso if read_committed else hwm
+        if offset == limit >= lg.log_start_offset:  # caught up (most of a large fetch)
+            return ReadResult(errors.NONE, b"", hwm, lg.log_start_offset, last_stable_offset=lso,
+                              aborted=[] if read_committed else None)
         try:
             data = lg.read(offset, max_bytes, max_offset=limit, min_one=min_one,
                            zero_copy_min=zero_copy_min)
@@ -517,19 +520,23 @@ class ReplicaManager:
                 fn(part, part.is_leader)
         return part
 
-    def stop_replica(self, topic: str, index: int, delete: bool) -> None:
-        part = self.partitions.pop((topic, index), None)
-        if part is not None:
-            if self.fetchers is not None:
-                self.fetchers.remove(part)
-            was_leader = part.is_leader
-            part.stop()
-            if was_leader:
-                for fn in self.role_listeners:
-                    fn(part, False)
+    def stop_replicas(self, topic: str, indexes, delete: bool) -> None:
+        """Stop serving these partitions of ``topic``; with ``delete``, remove their logs in
+        one pass (checkpoints written once, not once per partition)."""
+        for index in indexes:
+            part = self.partitions.pop((topic, index), None)
+            if part is not None:
+                if self.fetchers is not None:
+                    self.fetchers.remove(part)
+                was_leader = part.is_leader
+                part.stop()
+                if was_leader:
+                    for fn in self.role_listeners:
+                        fn(part, False)
+            if delete:
+                self.offline.discard((topic, index))
         if delete:
-            self.offline.discard((topic, index))
-            self.logs.delete(topic, [index])
+            self.logs.delete(topic, indexes)
 
     def lead_locally(self, metadata) -> None:
         """Single broker: lead every partition of ``metadata`` and follow its changes."""
@@ -545,8 +552,7 @@ class ReplicaManager:
 
     def _on_local_metadata(self, event, t):
         if event == "deleted":
-            for p in t.partitions:
-                self.stop_replica(t.name, p.index, delete=True)
+            self.stop_replicas(t.name, [p.index for p in t.partitions], delete=True)
         else:
             self._lead_topic(t)
 

@@ -76,3 +76,13 @@ def test_full_cache_evicts_by_kafka_rules():
     assert open_session(cache, 50) == 0  # nobody displaces a follower that is in use
     cache.sessions[follower].last_used_ms -= 200000
     assert open_session(cache, 1) != 0  # ... unless it went idle
+
+
+def test_no_slots_means_sessionless_full_fetches():
+    """max.incremental.fetch.session.cache.slots=0 turns sessions off, as in Kafka: a fetch at
+    epoch 0 is answered in full with session id 0."""
+    cache = FetchSessionCache(0, 120000)
+    ctx = cache.context(0, 0, [("t", [fp(0), fp(1)])], [], False)
+    resp = ctx.finish(response(pd(0, 0), pd(1, 0)), key)
+    assert resp.session_id == 0 and not cache.sessions
+    assert [p.partition_index for p in resp.responses[0].partitions] == [0, 1]

@@ -636,3 +636,19 @@ def test_alter_partition_v2_and_v3_request_bytes():
         P(partition_index=0, leader_epoch=3, new_isr=[1], partition_epoch=7)])])
     _check(Q, v0, 0, _i32(1) + _i64(10) + b"\x02\x02t\x02" + _i32(0) + _i32(3)
            + b"\x02" + _i32(1) + _i32(7) + b"\x00\x00\x00")
+
+
+@pytest.mark.parametrize("version", [0, 9, 12])
+def test_encoded_struct_stands_in_for_itself(version):
+    """A struct encoded once (Message.encoded) encodes, inside its array, to the same bytes as
+    the struct itself, next to structs encoded as usual."""
+    R = METADATA.Response
+    topics = [R.MetadataResponseTopic(name=f"t{i}", topic_id=uuid.uuid4(), partitions=[
+        R.MetadataResponsePartition(partition_index=p, leader_id=1, replica_nodes=[1, 2],
+                                    isr_nodes=[1]) for p in range(3)]) for i in range(3)]
+    plain = R(brokers=[], cluster_id="c", controller_id=1, topics=topics).to_bytes(version)
+    mixed = R(brokers=[], cluster_id="c", controller_id=1,
+              topics=[topics[0].encoded(version), topics[1], topics[2].encoded(version)])
+    assert mixed.to_bytes(version) == plain
+    back, _ = R.decode(plain, version)
+    assert [t.name for t in back.topics] == ["t0", "t1", "t2"]

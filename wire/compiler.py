@@ -79,6 +79,10 @@ class Message:
     def to_bytes(self, version: int) -> bytes:
         return b"".join(bytes(c) for c in self.encode(version))
 
+    def encoded(self, version: int) -> "Encoded":
+        """This struct encoded once, to stand in for it in arrays of later responses."""
+        return Encoded(self.to_bytes(version))
+
     # -- conveniences -------------------------------------------------------------------------
     def __eq__(self, other):
         return type(self) is type(other) and all(
@@ -87,6 +91,17 @@ class Message:
     def __repr__(self):
         inner = ", ".join(f"{s}={getattr(self, s)!r}" for s in self.__slots__)
         return f"{type(self).__name__}({inner})"
+
+
+class Encoded:
+    """A struct already encoded (``Message.encoded``), placed as it is where an array of such
+    structs is encoded: a response that repeats large unchanged parts (Metadata of thousands
+    of partitions) encodes them once, not per request. Only for the version it was made for."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes):
+        self.data = data
 
 
 def _norm(v):
@@ -157,6 +172,7 @@ class _Gen:
         self.ns = {
             "T": T, "DecodeError": T.DecodeError, "wuv": T.write_uvarint, "ruv": T.read_uvarint,
             "records_size": T.records_size, "ZERO_UUID": T.ZERO_UUID, "_M": _MISSING,
+            "Encoded": Encoded,
         }
         self.sources = []
         self.done = {}
@@ -364,7 +380,9 @@ class _Gen:
         lines += self._write_len("len(L)", ind + "    ", b)
         if isinstance(t, list):
             e = self.encoder(klass._nested[f.name])
-            lines += [f"{ind}    for x in L:", f"{ind}        {b} = {e}(x, {b}, ch)"]
+            lines += [f"{ind}    for x in L:",
+                      f"{ind}        if x.__class__ is Encoded: {b} += x.data",
+                      f"{ind}        else: {b} = {e}(x, {b}, ch)"]
         elif t.item.width:
             lines += [f"{ind}    {b} += T.struct_pack('>%d{t.item.fmt}' % len(L), *L)"]
         else:

@@ -26,7 +26,7 @@ def handle_metadata(broker, ctx, req):
     auto_create = req.allow_auto_topic_creation if v >= 4 else True
     want_ops = v >= 8 and req.include_topic_authorized_operations
     topics_out = [_refused(broker, ctx, name, auto_create) or _topic(
-        broker, name, auto_create, authorizer.operations(broker, ctx, TOPIC, name, want_ops))
+        broker, name, auto_create, authorizer.operations(broker, ctx, TOPIC, name, want_ops), v)
         for name in names]
     brokers = [R.MetadataResponseBroker(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
                for b in (b.on(ctx.listener) for b in md.brokers.values()) if b]
@@ -50,7 +50,7 @@ def _refused(broker, ctx, name, auto_create):
         topic_authorized_operations=acl.NOT_REQUESTED)
 
 
-def _topic(broker, name, auto_create, topic_ops):
+def _topic(broker, name, auto_create, topic_ops, v):
     md = broker.metadata
     if not isinstance(name, str):  # an unknown topic id
         return R.MetadataResponseTopic(error_code=errors.UNKNOWN_TOPIC_ID, name=None,
@@ -69,9 +69,40 @@ def _topic(broker, name, auto_create, topic_ops):
         if t is None:
             return R.MetadataResponseTopic(error_code=code, name=name,
                                            topic_authorized_operations=acl.NOT_REQUESTED)
-    parts = [_partition(broker, name, p) for p in t.partitions]
-    return R.MetadataResponseTopic(name=name, topic_id=t.topic_id, is_internal=t.internal,
+    if broker.replicas.offline:  # rare (a log dir failed): not worth caching
+        return _existing_topic(broker, t, topic_ops)
+    return broker.topic_metadata.get(t, v, topic_ops,
+                                     lambda: _existing_topic(broker, t, topic_ops))
+
+
+def _existing_topic(broker, t, topic_ops):
+    parts = [_partition(broker, t.name, p) for p in t.partitions]
+    return R.MetadataResponseTopic(name=t.name, topic_id=t.topic_id, is_internal=t.internal,
                                    partitions=parts, topic_authorized_operations=topic_ops)
+
+
+class TopicMetadataCache:
+    """Each topic's Metadata entry, encoded once per (version, authorized operations) and
+    dropped when the metadata store reports a change of the topic (created, changed, grown,
+    deleted: leaders, epochs, ISR, replicas), so answering Metadata for thousands of
+    partitions costs a lookup per topic, not the building and encoding of every partition."""
+
+    def __init__(self, store):
+        self.entries = {}  # name -> (TopicMeta, partition count, {(version, ops): Encoded})
+        store.listeners.append(self.invalidate)
+
+    def invalidate(self, _event, topic) -> None:
+        self.entries.pop(topic.name, None)
+
+    def get(self, t, v, topic_ops, build):
+        """The entry of topic ``t`` for version ``v``, made with ``build()`` if not cached."""
+        e = self.entries.get(t.name)
+        if e is None or e[0] is not t or e[1] != len(t.partitions):
+            e = self.entries[t.name] = (t, len(t.partitions), {})
+        enc = e[2].get((v, topic_ops))
+        if enc is None:
+            enc = e[2][(v, topic_ops)] = build().encoded(v)
+        return enc
 
 
 def _partition(broker, name, p):

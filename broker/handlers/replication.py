@@ -77,7 +77,7 @@ def _delete_strays(broker, assigned):
     for topic, index in list(broker.logs.all_logs()):
         if (topic, index) not in assigned and topic not in known:
             log.info("deleting stray log %s-%d (its topic no longer exists)", topic, index)
-            broker.replicas.stop_replica(topic, index, delete=True)
+            broker.replicas.stop_replicas(topic, [index], delete=True)
 
 
 def handle_update_metadata(broker, ctx, req):
@@ -103,8 +103,11 @@ def handle_stop_replica(broker, ctx, req):
                  for p in req.ungrouped_partitions]
     err = _controller_request_error(broker, req.controller_epoch)
     if not err:
+        grouped = {}  # a deleted topic's partitions go in one pass
         for topic, index, delete in items:
-            broker.replicas.stop_replica(topic, index, delete)
+            grouped.setdefault((topic, delete), []).append(index)
+        for (topic, delete), indexes in grouped.items():
+            broker.replicas.stop_replicas(topic, indexes, delete)
     return R(error_code=err, partition_errors=[
         R.StopReplicaPartitionError(topic_name=t, partition_index=p, error_code=err)
         for t, p, _d in items])
