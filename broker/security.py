@@ -247,7 +247,8 @@ class ConnectionSecurity:
     """One connection's authentication state: its principal and, on SASL listeners, where the
     exchange is."""
 
-    __slots__ = ("listener", "principal", "authenticated", "mechanism", "exchange", "expires_at")
+    __slots__ = ("listener", "principal", "authenticated", "mechanism", "exchange", "expires_at",
+                 "bare_tokens")
 
     def __init__(self, listener: ListenerSecurity):
         self.listener = listener
@@ -256,6 +257,7 @@ class ConnectionSecurity:
         self.mechanism = None
         self.exchange = None  # the SASL server exchange under way
         self.expires_at = None  # monotonic deadline of a SASL session (KIP-368)
+        self.bare_tokens = False  # after SaslHandshake v0: frames are SASL tokens, no requests
 
     def on_tls_handshake(self, ssl_object) -> None:
         """A TLS client's principal is its certificate subject (when it sent one)."""

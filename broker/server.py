@@ -12,6 +12,7 @@ import logging
 import os
 import time
 
+from broker.handlers.sasl import sasl_token
 from broker.limits import ConnectionLimits
 from broker.security import ConnectionSecurity
 from storage.log import FileRegion
@@ -165,6 +166,8 @@ class Connection(asyncio.Protocol):
 
     # -- request handling -----------------------------------------------------------------------
     def handle_frame(self, buf):
+        if self.security.bare_tokens:
+            return self._handle_sasl_token(bytes(buf))
         try:
             h = headers.peek_request_header(buf)
         except DecodeError as e:
@@ -200,6 +203,26 @@ class Connection(asyncio.Protocol):
         task = asyncio.ensure_future(result)
         self.tasks.add(task)
         task.add_done_callback(lambda t, s=slot, c=ctx: self._finished(t, s, c))
+
+    def _handle_sasl_token(self, token: bytes):
+        """A bare SASL token after SaslHandshake v0, answered with a bare frame in turn."""
+        slot = _Slot()
+        self.pending.append(slot)
+        task = asyncio.ensure_future(sasl_token(self.broker, self, token))
+        self.tasks.add(task)
+        task.add_done_callback(lambda t: self._token_answered(t, slot))
+
+    def _token_answered(self, task, slot):
+        self.tasks.discard(task)
+        if task.cancelled() or self.closed:
+            return
+        if task.exception() is not None:
+            log.error("SASL exchange failed", exc_info=task.exception())
+            return self.abort("SASL exchange failed")
+        reply = task.result()
+        slot.chunks = frame([reply]) if reply is not None else ()
+        slot.done = True
+        self._flush()
 
     def _finished(self, task, slot, ctx):
         self.tasks.discard(task)
