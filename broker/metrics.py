@@ -54,11 +54,12 @@ class Histogram:
 
 
 class RequestStats:
-    __slots__ = ("queue", "local", "total", "errors")
+    __slots__ = ("queue", "local", "total", "errors", "versions")
 
     def __init__(self):
         self.queue, self.local, self.total = Histogram(), Histogram(), Histogram()
         self.errors = defaultdict(int)  # error code -> count
+        self.versions = defaultdict(int)  # api version -> requests
 
 
 class TopicStats:
@@ -113,6 +114,7 @@ class BrokerMetrics:
         def timed(broker, ctx, req):
             start = time.monotonic()
             stats.queue.observe((start - ctx.connection.received_at) * 1000)
+            stats.versions[ctx.header.api_version] += 1
             result = handler(broker, ctx, req)
             local = (time.monotonic() - start) * 1000
             stats.local.observe(local)
@@ -224,6 +226,10 @@ class BrokerMetrics:
     def _request_metrics(self):
         reqs = CounterMetricFamily("kafka_network_requestmetrics_requests",
                                    "Requests handled", labels=["request"])
+        # Kafka's RequestsPerSec meter is tagged with the request's version (KIP-272).
+        per_version = CounterMetricFamily("kafka_network_requestmetrics_requestspersec",
+                                          "Requests handled per version",
+                                          labels=["request", "version"])
         errs = CounterMetricFamily("kafka_network_requestmetrics_errors",
                                    "Error codes in responses", labels=["request", "error"])
         hists = {attr: HistogramMetricFamily(f"kafka_network_requestmetrics_{name}",
@@ -237,12 +243,15 @@ class BrokerMetrics:
             if not n:
                 continue
             reqs.add_metric([name], n)
+            for v, count in sorted(s.versions.items()):
+                per_version.add_metric([name, str(v)], count)
             for attr, fam in hists.items():
                 h = getattr(s, attr)
                 fam.add_metric([name], list(h.buckets()), h.sum)
             for code, n in sorted(s.errors.items()):
                 errs.add_metric([name, errors.name(code)], n)
         yield reqs
+        yield per_version
         yield errs
         yield from hists.values()
 

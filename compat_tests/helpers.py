@@ -451,3 +451,25 @@ def josefk_cli(broker, command: str, action: str, *args, check=True) -> subproce
             f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
         )
     return proc
+
+
+def requests_by_version(metrics_port: int) -> dict[tuple[str, int], int]:
+    """{(request name, version): requests served}, from the broker's Prometheus endpoint
+    (``kafka_network_requestmetrics_requestspersec`` by request and version)."""
+    import urllib.request
+
+    from prometheus_client.parser import text_string_to_metric_families
+    with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    return {(s.labels["request"], int(s.labels["version"])): s.value
+            for fam in text_string_to_metric_families(text) for s in fam.samples
+            if s.name == "kafka_network_requestmetrics_requestspersec_total"}
+
+
+def versions_sent(metrics_port: int, before: dict) -> dict[str, list[int]]:
+    """{request name: [versions]} served since ``before`` (a ``requests_by_version`` result)."""
+    out: dict[str, list[int]] = {}
+    for (name, v), n in sorted(requests_by_version(metrics_port).items()):
+        if n > before.get((name, v), 0):
+            out.setdefault(name, []).append(v)
+    return out

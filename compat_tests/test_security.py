@@ -14,7 +14,8 @@ from kafka import KafkaConsumer, KafkaProducer
 from kafka.errors import KafkaError as KafkaPythonError
 
 from compat_tests import rawkafka as rk
-from compat_tests.helpers import unique_topic
+from compat_tests.broker_process import free_port
+from compat_tests.helpers import requests_by_version, unique_topic, versions_sent
 from compat_tests.security_setup import (PLAIN_USERS, SCRAM_USERS, add_scram_users, josefk,
                                          listener_address, module_broker, secure_overrides)
 
@@ -25,7 +26,8 @@ ILLEGAL_SASL_STATE = 34
 
 @pytest.fixture(scope="module")
 def secure_broker(pki, tmp_path_factory):
-    b = module_broker(tmp_path_factory, "secure-broker", secure_overrides(pki))
+    b = module_broker(tmp_path_factory, "secure-broker",
+                      secure_overrides(pki, {"josefk.metrics.port": free_port()}))
     add_scram_users(listener_address(b, "PLAINTEXT"), SCRAM_USERS)
     yield b
     b.stop()
@@ -415,9 +417,10 @@ def test_kafka_python_pinned_to_0_10_uses_handshake_v0(pki, secure_broker, mecha
     conf = {**kafka_python_config(pki, secure_broker, "SASL_PLAINTEXT", mechanism, user),
             "api_version": (0, 10)}
     topic = unique_topic("kp-v0-sasl")
-    rk_admin = rk.RawConnection(listener_address(secure_broker, "PLAINTEXT"))
-    with rk_admin:
-        rk.metadata_v9(rk_admin, [topic])  # auto-created
+    with rk.RawConnection(listener_address(secure_broker, "PLAINTEXT")) as conn:
+        rk.metadata_v9(conn, [topic])  # auto-created
+    port = secure_broker.overrides["josefk.metrics.port"]
+    before = requests_by_version(port)
     producer = KafkaProducer(**conf)
     for i in range(5):
         producer.send(topic, f"v0-{i}".encode()).get(timeout=20)
@@ -427,3 +430,5 @@ def test_kafka_python_pinned_to_0_10_uses_handshake_v0(pki, secure_broker, mecha
     got = [m.value for m in consumer]
     consumer.close()
     assert sorted(got) == sorted(f"v0-{i}".encode() for i in range(5))
+    sent = versions_sent(port, before)
+    assert sent["SaslHandshake"] == [0] and "SaslAuthenticate" not in sent
