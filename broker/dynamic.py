@@ -18,6 +18,7 @@ import logging
 import os
 from pathlib import Path
 
+from broker import tls_reload
 from broker.config import DEFAULTS, TOPIC_DEFAULTS
 from broker.configs import BROKER_TO_TOPIC, validate_topic_configs
 from broker.metadata import MetadataError
@@ -42,6 +43,8 @@ def validate_broker_configs(configs: dict, topic_defaults: dict) -> None:
     time or a malformed value. Log defaults are checked by their topic config's rules (against
     the current ``topic_defaults`` for the others)."""
     for name, value in configs.items():
+        if tls_reload.reloadable(name):  # checked by loading them (tls_reload.check)
+            continue
         if name not in DYNAMIC_BROKER_CONFIGS:
             raise MetadataError(errors.INVALID_CONFIG,
                                 f"Cannot update these configs dynamically: {name}")
@@ -125,6 +128,7 @@ class DynamicConfigs:
         b.default_log_config = LogConfig.from_props({}, cfg.topic_defaults())
         b.logs.default_config = b.default_log_config
         self._reconfigure(None)
+        tls_reload.apply(b)
 
     def _reconfigure(self, topic: str | None) -> None:
         """Give the live partitions of ``topic`` (None: all) their current LogConfig."""
