@@ -218,6 +218,7 @@ class BrokerMetrics:
         yield from self._topic_metrics()
         yield from self._partition_metrics()
         yield from self._group_metrics()
+        yield from self._quota_metrics()
         idle = GaugeMetricFamily("kafka_network_socketserver_networkprocessoravgidlepercent",
                                  "Share of time the event loop was idle (last second)")
         idle.add_metric([], self.idle_ratio)
@@ -254,6 +255,24 @@ class BrokerMetrics:
         yield per_version
         yield errs
         yield from hists.values()
+
+    def _quota_metrics(self):
+        """Each throttled client's measured rate, as Kafka's per-client quota sensors show it
+        (type=Produce/Fetch byte-rate, type=Request request-time in percent of a thread)."""
+        from broker.quotas import CLIENT, FETCH, PRODUCE, REQUEST, USER
+
+        names = {PRODUCE: ("kafka_server_produce_byte_rate", "Bytes produced per second"),
+                 FETCH: ("kafka_server_fetch_byte_rate", "Bytes fetched per second"),
+                 REQUEST: ("kafka_server_request_request_time",
+                           "Broker time on the client's requests, percent of one thread")}
+        fams = {k: GaugeMetricFamily(n, doc, labels=["user", "client_id"])
+                for k, (n, doc) in names.items()}
+        now = time.monotonic()
+        for (key, entity), rate in list(self.broker.quotas.rates.items()):
+            if key in fams:
+                e = dict(entity)
+                fams[key].add_metric([e.get(USER, ""), e.get(CLIENT, "")], rate.rate(now))
+        yield from fams.values()
 
     def _topic_metrics(self):
         fams = {attr: CounterMetricFamily(name, doc, labels=["topic"]) for attr, name, doc in (

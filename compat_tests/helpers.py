@@ -453,17 +453,28 @@ def josefk_cli(broker, command: str, action: str, *args, check=True) -> subproce
     return proc
 
 
-def requests_by_version(metrics_port: int) -> dict[tuple[str, int], int]:
-    """{(request name, version): requests served}, from the broker's Prometheus endpoint
-    (``kafka_network_requestmetrics_requestspersec`` by request and version)."""
+def scrape(port: int) -> dict:
+    """{(sample name, frozenset(labels)): value} of one scrape of the broker's Prometheus
+    endpoint (``josefk.metrics.port``)."""
     import urllib.request
 
     from prometheus_client.parser import text_string_to_metric_families
-    with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10) as r:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        assert r.status == 200
         text = r.read().decode()
-    return {(s.labels["request"], int(s.labels["version"])): s.value
-            for fam in text_string_to_metric_families(text) for s in fam.samples
-            if s.name == "kafka_network_requestmetrics_requestspersec_total"}
+    return {(s.name, frozenset(s.labels.items())): s.value
+            for fam in text_string_to_metric_families(text) for s in fam.samples}
+
+
+def requests_by_version(metrics_port: int) -> dict[tuple[str, int], int]:
+    """{(request name, version): requests served} (``kafka_network_requestmetrics_requestspersec``
+    by request and version)."""
+    out = {}
+    for (name, labels), v in scrape(metrics_port).items():
+        if name == "kafka_network_requestmetrics_requestspersec_total":
+            labels = dict(labels)
+            out[labels["request"], int(labels["version"])] = v
+    return out
 
 
 def versions_sent(metrics_port: int, before: dict) -> dict[str, list[int]]:
