@@ -182,3 +182,51 @@ def test_list_offsets_v1_latest_has_no_timestamp_and_throttle_time_placement(bro
         body = (S(group) + I32(-1) + S("") + I64(-1)
                 + arr([S(topic) + arr([I32(0) + I64(1) + S("")])]))
         assert call(conn, 8, 3, body) == I32(0) + ok(topic, [0])
+
+
+# -- ACL APIs v0 and DescribeLogDirs v0 (Kafka 3.9 still serves them) ---------------------------
+TOPIC_RESOURCE, ANY, READ, WRITE, ALLOW = 2, 1, 3, 4, 3
+LITERAL, PREFIXED = 3, 4
+
+
+def test_acl_apis_v0_know_only_literal_patterns(broker_factory):
+    b = broker_factory({"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+                        "allow.everyone.if.no.acl.found": "true"})
+    name = unique_topic("acl0")
+    with rk.RawConnection(b.bootstrap) as conn:
+        # CreateAcls v0: no pattern type, the binding is literal
+        create = arr([rk.int8(TOPIC_RESOURCE) + S(name) + S("User:alice") + S("*")
+                      + rk.int8(READ) + rk.int8(ALLOW)])
+        assert call(conn, 30, 0, create) == I32(0) + arr([I16(0) + S(None)])
+        # a prefixed one, created with v1
+        create_v1 = arr([rk.int8(TOPIC_RESOURCE) + S(name) + rk.int8(PREFIXED) + S("User:bob")
+                         + S("*") + rk.int8(WRITE) + rk.int8(ALLOW)])
+        assert call(conn, 30, 1, create_v1) == I32(0) + arr([I16(0) + S(None)])
+        # DescribeAcls v0 filters on literal bindings only, and answers without pattern types
+        describe = rk.int8(ANY) + S(None) + S(None) + S(None) + rk.int8(ANY) + rk.int8(ANY)
+        assert call(conn, 29, 0, describe) == I32(0) + I16(0) + S(None) + arr([
+            rk.int8(TOPIC_RESOURCE) + S(name) + arr([S("User:alice") + S("*") + rk.int8(READ)
+                                                      + rk.int8(ALLOW)])])
+        # DeleteAcls v0 likewise deletes the literal binding and leaves the prefixed one
+        assert call(conn, 31, 0, arr([describe])) == I32(0) + arr([I16(0) + S(None) + arr([
+            I16(0) + S(None) + rk.int8(TOPIC_RESOURCE) + S(name) + S("User:alice") + S("*")
+            + rk.int8(READ) + rk.int8(ALLOW)])])
+        any_v1 = (rk.int8(ANY) + S(None) + rk.int8(ANY) + S(None) + S(None) + rk.int8(ANY)
+                  + rk.int8(ANY))
+        r = rk.Reader(call(conn, 29, 1, any_v1))
+        assert (r.int32(), r.int16(), r.string(), r.int32()) == (0, 0, None, 1)
+        assert (r.int8(), r.string(), r.int8()) == (TOPIC_RESOURCE, name, PREFIXED)
+
+
+def test_describe_log_dirs_v0(broker):
+    topic = create_topic(broker.bootstrap, unique_topic("logdirs0"), partitions=1)
+    with rk.RawConnection(broker.bootstrap) as conn:
+        body = arr([S(topic) + arr([I32(0)])])
+        r = rk.Reader(call(conn, 35, 0, body))
+        assert (r.int32(), r.int32()) == (0, 1)  # throttle time, one log dir
+        assert r.int16() == 0
+        assert r.string() == str(broker.data_dir.resolve())
+        assert r.int32() == 1 and r.string() == topic
+        assert r.int32() == 1
+        assert (r.int32(), r.int64(), r.int64(), r.bool()) == (0, 0, 0, False)
+        assert r.pos == len(r.data)

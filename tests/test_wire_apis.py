@@ -35,14 +35,14 @@ KAFKA_3_9_RANGES = {
     "DescribeProducers": (61, 0, 0), "DescribeTransactions": (65, 0, 0),
     "ListTransactions": (66, 0, 1),
     "AlterConfigs": (33, 0, 2), "IncrementalAlterConfigs": (44, 0, 1),
-    "DeleteRecords": (21, 0, 2), "DescribeLogDirs": (35, 1, 4),
+    "DeleteRecords": (21, 0, 2), "DescribeLogDirs": (35, 0, 4),
     "SaslHandshake": (17, 0, 1),
     "SaslAuthenticate": (36, 0, 2),
     "DescribeUserScramCredentials": (50, 0, 0),
     "AlterUserScramCredentials": (51, 0, 0),
-    "DescribeAcls": (29, 1, 3),
-    "CreateAcls": (30, 1, 3),
-    "DeleteAcls": (31, 1, 3),
+    "DescribeAcls": (29, 0, 3),
+    "CreateAcls": (30, 0, 3),
+    "DeleteAcls": (31, 0, 3),
     "DescribeClientQuotas": (48, 0, 1),
     "AlterClientQuotas": (49, 0, 1),
 }
@@ -51,7 +51,8 @@ KAFKA_3_9_RANGES = {
 # the vendored 4.x schemas below start later than 3.9 did.
 KIP_896_REMOVED = {"Produce": 2, "Fetch": 3, "ListOffsets": 0, "OffsetCommit": 1,
                    "OffsetFetch": 0, "CreateTopics": 1, "DeleteTopics": 0, "DescribeConfigs": 0,
-                   "OffsetForLeaderEpoch": 1, "WriteTxnMarkers": 0}
+                   "OffsetForLeaderEpoch": 1, "WriteTxnMarkers": 0, "DescribeAcls": 0,
+                   "CreateAcls": 0, "DeleteAcls": 0, "DescribeLogDirs": 0}
 
 CASES = [(api, v, side) for api in ALL_APIS for v in range(api.min_version, api.max_version + 1)
          for side in ("Request", "Response")]

@@ -1,5 +1,6 @@
-"""ACL APIs, versions 1-3 (v0 was removed in Kafka 4.0, KIP-896). Mirror Kafka's
-DescribeAcls*.json (key 29), CreateAcls*.json (key 30) and DeleteAcls*.json (key 31)."""
+"""ACL APIs, versions 0-3 as Kafka 3.9 serves them (4.0 dropped v0, KIP-896; v0 knows only
+literal resource patterns). Mirror Kafka's DescribeAcls*.json (key 29), CreateAcls*.json
+(key 30) and DeleteAcls*.json (key 31)."""
 from wire.schema import INT8, INT16, INT32, STRING, Api, Field
 
 
@@ -24,7 +25,7 @@ def _acl():
     ]
 
 
-DESCRIBE_ACLS = Api(29, "DescribeAcls", versions="1-3", flexible="2+", request=_filter(),
+DESCRIBE_ACLS = Api(29, "DescribeAcls", versions="0-3", flexible="2+", request=_filter(),
                     response=[
     Field("throttle_time_ms", INT32),
     Field("error_code", INT16),
@@ -37,7 +38,7 @@ DESCRIBE_ACLS = Api(29, "DescribeAcls", versions="1-3", flexible="2+", request=_
     ], struct="DescribeAclsResource"),
 ])
 
-CREATE_ACLS = Api(30, "CreateAcls", versions="1-3", flexible="2+", request=[
+CREATE_ACLS = Api(30, "CreateAcls", versions="0-3", flexible="2+", request=[
     Field("creations", [
         Field("resource_type", INT8),
         Field("resource_name", STRING),
@@ -52,7 +53,7 @@ CREATE_ACLS = Api(30, "CreateAcls", versions="1-3", flexible="2+", request=[
     ], struct="AclCreationResult"),
 ])
 
-DELETE_ACLS = Api(31, "DeleteAcls", versions="1-3", flexible="2+", request=[
+DELETE_ACLS = Api(31, "DeleteAcls", versions="0-3", flexible="2+", request=[
     Field("filters", _filter(), struct="DeleteAclsFilter"),
 ], response=[
     Field("throttle_time_ms", INT32),

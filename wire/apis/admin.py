@@ -1,7 +1,7 @@
 """Operators' admin APIs, as Kafka 3.9 declares them (AlterConfigs*.json,
 IncrementalAlterConfigs*.json, DeleteRecords*.json, DescribeLogDirs*.json):
 AlterConfigs (33) 0-2, IncrementalAlterConfigs (44) 0-1, DeleteRecords (21) 0-2,
-DescribeLogDirs (35) 1-4 (v0 is gone in Kafka 4.0, as elsewhere here)."""
+DescribeLogDirs (35) 0-4 (v0 as Kafka 3.9 still serves it; 4.0 dropped it)."""
 from wire.schema import BOOL, INT8, INT16, INT32, INT64, STRING, Api, Array, Field
 
 
@@ -64,7 +64,7 @@ DELETE_RECORDS = Api(21, "DeleteRecords", versions="0-2", flexible="2+", request
     ], struct="DeleteRecordsTopicResult"),
 ])
 
-DESCRIBE_LOG_DIRS = Api(35, "DescribeLogDirs", versions="1-4", flexible="2+", request=[
+DESCRIBE_LOG_DIRS = Api(35, "DescribeLogDirs", versions="0-4", flexible="2+", request=[
     Field("topics", [
         Field("topic", STRING),
         Field("partitions", Array(INT32)),
