@@ -171,7 +171,8 @@ class Connection(asyncio.Protocol):
     def handle_frame(self, buf):
         if self.security.bare_tokens:
             return self._handle_sasl_token(bytes(buf))
-        start = time.perf_counter()
+        timed = bool(self.broker.quotas.quotas)  # request_percentage needs the time spent
+        start = time.perf_counter() if timed else 0.0
         try:
             h = headers.peek_request_header(buf)
         except DecodeError as e:
@@ -199,8 +200,8 @@ class Connection(asyncio.Protocol):
         except Exception:
             log.exception("%s handler failed", api.name)
             return self.abort(f"{api.name} handler failed")
-        ctx.work_s = time.perf_counter() - start
-        timed = bool(self.broker.quotas.quotas)
+        if timed:
+            ctx.work_s = time.perf_counter() - start
         if result is NO_RESPONSE:
             if timed:
                 request_time(self.broker, ctx, None, ctx.work_s)
@@ -256,7 +257,7 @@ class Connection(asyncio.Protocol):
         timed = bool(self.broker.quotas.quotas)
         if timed:
             request_time(self.broker, ctx, response, ctx.work_s)
-        start = time.perf_counter()
+            start = time.perf_counter()
         hdr = headers.response_header(ctx.header.correlation_id,
                                       ctx.api.response_header_version(v))
         try:
