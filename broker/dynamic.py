@@ -18,6 +18,7 @@ import logging
 import os
 from pathlib import Path
 
+from broker import tls_reload
 from broker.config import DEFAULTS, TOPIC_DEFAULTS
 from broker.configs import BROKER_TO_TOPIC, validate_topic_configs
 from broker.metadata import MetadataError
@@ -43,6 +44,8 @@ def validate_broker_configs(configs: dict, topic_defaults: dict, cleaner_threads
     the current ``topic_defaults`` for the others); ``log.cleaner.threads`` moves within half
     and double the ``cleaner_threads`` running, as Kafka allows."""
     for name, value in configs.items():
+        if tls_reload.reloadable(name):  # checked by loading them (tls_reload.check)
+            continue
         if name not in DYNAMIC_BROKER_CONFIGS:
             raise MetadataError(errors.INVALID_CONFIG,
                                 f"Cannot update these configs dynamically: {name}")
@@ -141,6 +144,7 @@ class DynamicConfigs:
         b.logs.default_config = b.default_log_config
         b.cleaner.resize(cfg.int("log.cleaner.threads"))
         self._reconfigure(None)
+        tls_reload.apply(b)
 
     def _reconfigure(self, topic: str | None) -> None:
         """Give the live partitions of ``topic`` (None: all) their current LogConfig."""

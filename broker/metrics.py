@@ -55,11 +55,12 @@ class Histogram:
 
 
 class RequestStats:
-    __slots__ = ("queue", "local", "total", "errors")
+    __slots__ = ("queue", "local", "total", "errors", "versions")
 
     def __init__(self):
         self.queue, self.local, self.total = Histogram(), Histogram(), Histogram()
         self.errors = defaultdict(int)  # error code -> count
+        self.versions = defaultdict(int)  # api version -> requests
 
 
 class TopicStats:
@@ -125,6 +126,7 @@ class BrokerMetrics:
             ms = (start - ctx.connection.received_at) * 1000
             qc[bisect_left(BUCKETS_MS, ms)] += 1
             queue.sum += ms
+            stats.versions[ctx.header.api_version] += 1
             result = handler(broker, ctx, req)
             ms = (clock() - start) * 1000
             i = bisect_left(BUCKETS_MS, ms)
@@ -235,6 +237,7 @@ class BrokerMetrics:
         yield from self._topic_metrics()
         yield from self._partition_metrics()
         yield from self._group_metrics()
+        yield from self._quota_metrics()
         idle = GaugeMetricFamily("kafka_network_socketserver_networkprocessoravgidlepercent",
                                  "Share of time the event loop was idle (last second)")
         idle.add_metric([], self.idle_ratio)
@@ -243,6 +246,10 @@ class BrokerMetrics:
     def _request_metrics(self):
         reqs = CounterMetricFamily("kafka_network_requestmetrics_requests",
                                    "Requests handled", labels=["request"])
+        # Kafka's RequestsPerSec meter is tagged with the request's version (KIP-272).
+        per_version = CounterMetricFamily("kafka_network_requestmetrics_requestspersec",
+                                          "Requests handled per version",
+                                          labels=["request", "version"])
         errs = CounterMetricFamily("kafka_network_requestmetrics_errors",
                                    "Error codes in responses", labels=["request", "error"])
         hists = {attr: HistogramMetricFamily(f"kafka_network_requestmetrics_{name}",
@@ -256,14 +263,35 @@ class BrokerMetrics:
             if not n:
                 continue
             reqs.add_metric([name], n)
+            for v, count in sorted(s.versions.items()):
+                per_version.add_metric([name, str(v)], count)
             for attr, fam in hists.items():
                 h = getattr(s, attr)
                 fam.add_metric([name], list(h.buckets()), h.sum)
             for code, n in sorted(s.errors.items()):
                 errs.add_metric([name, errors.name(code)], n)
         yield reqs
+        yield per_version
         yield errs
         yield from hists.values()
+
+    def _quota_metrics(self):
+        """Each throttled client's measured rate, as Kafka's per-client quota sensors show it
+        (type=Produce/Fetch byte-rate, type=Request request-time in percent of a thread)."""
+        from broker.quotas import CLIENT, FETCH, PRODUCE, REQUEST, USER
+
+        names = {PRODUCE: ("kafka_server_produce_byte_rate", "Bytes produced per second"),
+                 FETCH: ("kafka_server_fetch_byte_rate", "Bytes fetched per second"),
+                 REQUEST: ("kafka_server_request_request_time",
+                           "Broker time on the client's requests, percent of one thread")}
+        fams = {k: GaugeMetricFamily(n, doc, labels=["user", "client_id"])
+                for k, (n, doc) in names.items()}
+        now = time.monotonic()
+        for (key, entity), rate in list(self.broker.quotas.rates.items()):
+            if key in fams:
+                e = dict(entity)
+                fams[key].add_metric([e.get(USER, ""), e.get(CLIENT, "")], rate.rate(now))
+        yield from fams.values()
 
     def _topic_metrics(self):
         fams = {attr: CounterMetricFamily(name, doc, labels=["topic"]) for attr, name, doc in (

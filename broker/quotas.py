@@ -5,6 +5,10 @@ A client's quota for a key is the first configured one in Kafka's precedence ord
 measured over ``quota.window.num`` windows of ``quota.window.size.seconds`` and a client over
 its quota is throttled for ``(rate - quota) / quota * window`` ms: the answer carries that
 ``throttle_time_ms`` and the connection reads nothing more from the client for that long.
+
+``request_percentage`` counts the time the broker works on a client's requests (decoding,
+handling, encoding: Kafka's request handler and network thread time), in percent of one thread
+over the quota window. Inter-broker requests and SASL exchanges are exempt, as in Kafka.
 """
 from __future__ import annotations
 
@@ -13,6 +17,8 @@ import json
 import os
 import time
 from pathlib import Path
+
+from broker.handlers.fetch import fetching_replica_id
 
 PRODUCE, FETCH, REQUEST = "producer_byte_rate", "consumer_byte_rate", "request_percentage"
 KEYS = (PRODUCE, FETCH, REQUEST, "controller_mutation_rate")
@@ -131,6 +137,52 @@ class QuotaManager:
             return 0
         return min(int((rate - quota) / max(quota, 1e-9) * r.elapsed(now) * 1000),
                    int(self.samples * self.window_s * 1000))
+
+
+# LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown, SaslHandshake, WriteTxnMarkers,
+# SaslAuthenticate, AlterPartition: Kafka's cluster actions and SASL, never request-throttled.
+REQUEST_EXEMPT = frozenset({4, 5, 6, 7, 17, 27, 36, 56})
+
+
+def request_time(broker, ctx, response, seconds: float) -> None:
+    """Count ``seconds`` of broker work on ``ctx``'s request against ``request_percentage``;
+    over the quota, ``response`` (None: count only) carries the throttle time and the
+    connection is muted for it. Replica fetches are exempt."""
+    if ctx.api.key in REQUEST_EXEMPT or (ctx.api.key == 1 and ctx.request is not None
+                                         and fetching_replica_id(ctx.request, ctx.version) >= 0):
+        return
+    throttle = broker.quotas.record(REQUEST, *client_of(ctx), seconds * 100)
+    if throttle and response is not None:
+        ctx.connection.mute(throttle)
+        if hasattr(response, "throttle_time_ms"):
+            response.throttle_time_ms = max(response.throttle_time_ms or 0, throttle)
+
+
+class TimedCoroutine:
+    """Awaits a handler's coroutine, adding the time spent in each of its steps (not the time
+    it waits) to ``ctx.work_s``."""
+
+    __slots__ = ("coro", "ctx")
+
+    def __init__(self, coro, ctx):
+        self.coro, self.ctx = coro, ctx
+
+    def __await__(self):
+        coro, ctx = self.coro, self.ctx
+        value, error = None, None
+        while True:
+            start = time.perf_counter()
+            try:
+                step = coro.throw(error) if error is not None else coro.send(value)
+            except StopIteration as done:
+                ctx.work_s += time.perf_counter() - start
+                return done.value
+            ctx.work_s += time.perf_counter() - start
+            value, error = None, None
+            try:
+                value = yield step
+            except BaseException as e:  # noqa: BLE001 - handed to the coroutine, as await does
+                error = e
 
 
 def client_of(ctx) -> tuple[str, str]:

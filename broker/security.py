@@ -21,6 +21,11 @@ TLS_PROTOCOLS = ("SSL", "SASL_SSL")
 # Requests a SASL connection may send before it has authenticated (and to re-authenticate).
 SASL_APIS = frozenset({17, 18, 36})  # SaslHandshake, ApiVersions, SaslAuthenticate
 
+# A TLS listener's settings that AlterConfigs may change at run time (its keys and trust).
+RELOADABLE_TLS = ("ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password",
+                  "ssl.key.password", "ssl.keystore.key", "ssl.keystore.certificate.chain",
+                  "ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.password",
+                  "ssl.truststore.certificates", "ssl.allow.dn.changes", "ssl.allow.san.changes")
 _CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL,
                 "required": ssl.CERT_REQUIRED}
 _TLS_VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
@@ -102,20 +107,57 @@ def _lookup(config, listener: str):
     return lambda name: listener_value(config, listener, name)
 
 
+def pkcs12_store(get, store: str):
+    """(key, certificates) of a PKCS12 store (``store`` is keystore or truststore), read with
+    the store's password, as Java users bring them."""
+    from cryptography.hazmat.primitives.serialization import pkcs12
+
+    location, password = get(f"ssl.{store}.location"), get(f"ssl.{store}.password")
+    if not location:
+        raise ConfigError(f"ssl.{store}.type PKCS12 needs ssl.{store}.location")
+    with open(location, "rb") as f:
+        data = f.read()
+    try:
+        p12 = pkcs12.load_pkcs12(data, password.encode() if password else None)
+    except ValueError as e:
+        raise ConfigError(f"cannot read PKCS12 {store} {location}: {e}") from None
+    certs = ([p12.cert] if p12.cert else []) + list(p12.additional_certs)
+    return p12.key, [c.certificate for c in certs]
+
+
+def _store_type(get, store: str) -> str:
+    kind = (get(f"ssl.{store}.type") or "PEM").upper()
+    if kind not in ("PEM", "PKCS12"):
+        raise ConfigError(f"ssl.{store}.type {kind} is not supported; use PEM or PKCS12")
+    return kind
+
+
+def _load_pem_chain(ctx: ssl.SSLContext, key: str, chain: str, password) -> None:
+    with tempfile.TemporaryDirectory() as d:
+        ctx.load_cert_chain(_pem_file(d, "chain.pem", chain), _pem_file(d, "key.pem", key),
+                            password)
+
+
 def load_keystore(ctx: ssl.SSLContext, get, required: bool = True) -> None:
     """Load the key and certificate chain: ``ssl.keystore.location`` (a PEM file holding the
-    key and the chain) or inline ``ssl.keystore.key`` + ``ssl.keystore.certificate.chain``
+    key and the chain, or a PKCS12 store with ``ssl.keystore.type=PKCS12`` and
+    ``ssl.keystore.password``) or inline ``ssl.keystore.key`` + ``ssl.keystore.certificate.chain``
     (librdkafka's ``ssl.certificate.location`` + ``ssl.key.location`` for client settings).
     ``get(name)`` looks a setting up."""
-    kind = (get("ssl.keystore.type") or "PEM").upper()
-    if kind != "PEM":
-        raise ConfigError(f"ssl.keystore.type {kind} is not supported; use PEM")
     password = get("ssl.key.password")
-    if get("ssl.keystore.key"):
-        with tempfile.TemporaryDirectory() as d:
-            key = _pem_file(d, "key.pem", get("ssl.keystore.key"))
-            chain = _pem_file(d, "chain.pem", get("ssl.keystore.certificate.chain") or "")
-            ctx.load_cert_chain(chain, key, password)
+    if _store_type(get, "keystore") == "PKCS12":
+        from cryptography.hazmat.primitives import serialization as ser
+
+        key, certs = pkcs12_store(get, "keystore")
+        if key is None or not certs:
+            raise ConfigError(f"PKCS12 keystore {get('ssl.keystore.location')} holds no key "
+                              "and certificate")
+        _load_pem_chain(ctx, key.private_bytes(ser.Encoding.PEM, ser.PrivateFormat.PKCS8,
+                                               ser.NoEncryption()).decode(),
+                        "".join(c.public_bytes(ser.Encoding.PEM).decode() for c in certs), None)
+    elif get("ssl.keystore.key"):
+        _load_pem_chain(ctx, get("ssl.keystore.key"),
+                        get("ssl.keystore.certificate.chain") or "", password)
     elif get("ssl.keystore.location"):
         ctx.load_cert_chain(get("ssl.keystore.location"), password=password)
     elif get("ssl.certificate.location"):
@@ -125,9 +167,13 @@ def load_keystore(ctx: ssl.SSLContext, get, required: bool = True) -> None:
 
 
 def _load_truststore(ctx: ssl.SSLContext, get) -> None:
-    if (get("ssl.truststore.type") or "PEM").upper() != "PEM":
-        raise ConfigError("only ssl.truststore.type PEM is supported")
-    if get("ssl.truststore.certificates"):
+    if _store_type(get, "truststore") == "PKCS12":
+        from cryptography.hazmat.primitives.serialization import Encoding
+
+        _key, certs = pkcs12_store(get, "truststore")
+        ctx.load_verify_locations(cadata="".join(c.public_bytes(Encoding.PEM).decode()
+                                                 for c in certs))
+    elif get("ssl.truststore.certificates"):
         ctx.load_verify_locations(cadata=get("ssl.truststore.certificates").replace("\\n", "\n"))
     elif get("ssl.truststore.location") or get("ssl.ca.location"):
         ctx.load_verify_locations(cafile=get("ssl.truststore.location") or get("ssl.ca.location"))
@@ -236,6 +282,12 @@ class ListenerSecurity:
         self.sasl = self.protocol in SASL_PROTOCOLS
         self.tls = self.protocol in TLS_PROTOCOLS
         self.ssl_context = server_ssl_context(config, self.name) if self.tls else None
+        # The server keeps ``ssl_context``; every handshake switches to ``current_context``,
+        # which a reload of the keystore or truststore replaces (broker.tls_reload).
+        self.current_context = self.ssl_context
+        self.tls_settings = tls_settings(config, self.name)
+        if self.tls:
+            self.ssl_context.sni_callback = self._use_current_context
         self.mapping_rules = parse_mapping_rules(
             listener_value(config, self.name, "ssl.principal.mapping.rules"))
         self.mechanisms = [m.strip().upper() for m in (listener_value(
@@ -243,11 +295,22 @@ class ListenerSecurity:
         self.reauth_ms = int(listener_value(config, self.name, "connections.max.reauth.ms") or 0)
 
 
+    def _use_current_context(self, ssl_object, _server_name, ctx):
+        if self.current_context is not ctx:
+            ssl_object.context = self.current_context
+
+
+def tls_settings(config, listener: str) -> tuple:
+    """The values of a listener's reloadable TLS settings."""
+    return tuple(listener_value(config, listener, name) for name in RELOADABLE_TLS)
+
+
 class ConnectionSecurity:
     """One connection's authentication state: its principal and, on SASL listeners, where the
     exchange is."""
 
-    __slots__ = ("listener", "principal", "authenticated", "mechanism", "exchange", "expires_at")
+    __slots__ = ("listener", "principal", "authenticated", "mechanism", "exchange", "expires_at",
+                 "bare_tokens")
 
     def __init__(self, listener: ListenerSecurity):
         self.listener = listener
@@ -256,6 +319,7 @@ class ConnectionSecurity:
         self.mechanism = None
         self.exchange = None  # the SASL server exchange under way
         self.expires_at = None  # monotonic deadline of a SASL session (KIP-368)
+        self.bare_tokens = False  # after SaslHandshake v0: frames are SASL tokens, no requests
 
     def on_tls_handshake(self, ssl_object) -> None:
         """A TLS client's principal is its certificate subject (when it sent one)."""

@@ -12,7 +12,9 @@ import logging
 import os
 import time
 
+from broker.handlers.sasl import sasl_token
 from broker.limits import ConnectionLimits
+from broker.quotas import TimedCoroutine, request_time
 from broker.security import ConnectionSecurity
 from storage.log import FileRegion
 from wire import errors, headers
@@ -27,13 +29,15 @@ MAX_IN_FLIGHT = 256
 
 
 class RequestContext:
-    __slots__ = ("header", "api", "client_host", "connection")
+    __slots__ = ("header", "api", "client_host", "connection", "request", "work_s")
 
     def __init__(self, header, api, client_host, connection):
         self.header = header
         self.api = api
         self.client_host = client_host
         self.connection = connection
+        self.request = None
+        self.work_s = 0.0  # time the broker worked on the request (request_percentage quotas)
 
     @property
     def version(self) -> int:
@@ -165,6 +169,10 @@ class Connection(asyncio.Protocol):
 
     # -- request handling -----------------------------------------------------------------------
     def handle_frame(self, buf):
+        if self.security.bare_tokens:
+            return self._handle_sasl_token(bytes(buf))
+        timed = bool(self.broker.quotas.quotas)  # request_percentage needs the time spent
+        start = time.perf_counter() if timed else 0.0
         try:
             h = headers.peek_request_header(buf)
         except DecodeError as e:
@@ -186,20 +194,45 @@ class Connection(asyncio.Protocol):
         except DecodeError as e:
             return self.abort(f"cannot decode {api.name} v{h.api_version}: {e}")
         ctx = RequestContext(h, api, self.client_host, self)
+        ctx.request = req
         try:
             result = handler(self.broker, ctx, req)
         except Exception:
             log.exception("%s handler failed", api.name)
             return self.abort(f"{api.name} handler failed")
+        if timed:
+            ctx.work_s = time.perf_counter() - start
         if result is NO_RESPONSE:
+            if timed:
+                request_time(self.broker, ctx, None, ctx.work_s)
             return
         slot = _Slot()
         self.pending.append(slot)
         if not asyncio.iscoroutine(result):
             return self._complete(slot, ctx, result)
-        task = asyncio.ensure_future(result)
+        task = asyncio.ensure_future(TimedCoroutine(result, ctx) if timed else result)
         self.tasks.add(task)
         task.add_done_callback(lambda t, s=slot, c=ctx: self._finished(t, s, c))
+
+    def _handle_sasl_token(self, token: bytes):
+        """A bare SASL token after SaslHandshake v0, answered with a bare frame in turn."""
+        slot = _Slot()
+        self.pending.append(slot)
+        task = asyncio.ensure_future(sasl_token(self.broker, self, token))
+        self.tasks.add(task)
+        task.add_done_callback(lambda t: self._token_answered(t, slot))
+
+    def _token_answered(self, task, slot):
+        self.tasks.discard(task)
+        if task.cancelled() or self.closed:
+            return
+        if task.exception() is not None:
+            log.error("SASL exchange failed", exc_info=task.exception())
+            return self.abort("SASL exchange failed")
+        reply = task.result()
+        slot.chunks = frame([reply]) if reply is not None else ()
+        slot.done = True
+        self._flush()
 
     def _finished(self, task, slot, ctx):
         self.tasks.discard(task)
@@ -221,6 +254,10 @@ class Connection(asyncio.Protocol):
 
     def _complete(self, slot, ctx, response):
         v = ctx.version
+        timed = bool(self.broker.quotas.quotas)
+        if timed:
+            request_time(self.broker, ctx, response, ctx.work_s)
+            start = time.perf_counter()
         hdr = headers.response_header(ctx.header.correlation_id,
                                       ctx.api.response_header_version(v))
         try:
@@ -228,6 +265,8 @@ class Connection(asyncio.Protocol):
         except Exception:
             log.exception("cannot encode %s v%d response", ctx.api.name, v)
             return self.abort("response encoding failed")
+        if timed:  # the encoding counts too, against the requests to come
+            request_time(self.broker, ctx, None, time.perf_counter() - start)
         slot.done = True
         self._flush()
 

@@ -451,3 +451,36 @@ def josefk_cli(broker, command: str, action: str, *args, check=True) -> subproce
             f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
         )
     return proc
+
+
+def scrape(port: int) -> dict:
+    """{(sample name, frozenset(labels)): value} of one scrape of the broker's Prometheus
+    endpoint (``josefk.metrics.port``)."""
+    import urllib.request
+
+    from prometheus_client.parser import text_string_to_metric_families
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        assert r.status == 200
+        text = r.read().decode()
+    return {(s.name, frozenset(s.labels.items())): s.value
+            for fam in text_string_to_metric_families(text) for s in fam.samples}
+
+
+def requests_by_version(metrics_port: int) -> dict[tuple[str, int], int]:
+    """{(request name, version): requests served} (``kafka_network_requestmetrics_requestspersec``
+    by request and version)."""
+    out = {}
+    for (name, labels), v in scrape(metrics_port).items():
+        if name == "kafka_network_requestmetrics_requestspersec_total":
+            labels = dict(labels)
+            out[labels["request"], int(labels["version"])] = v
+    return out
+
+
+def versions_sent(metrics_port: int, before: dict) -> dict[str, list[int]]:
+    """{request name: [versions]} served since ``before`` (a ``requests_by_version`` result)."""
+    out: dict[str, list[int]] = {}
+    for (name, v), n in sorted(requests_by_version(metrics_port).items()):
+        if n > before.get((name, v), 0):
+            out.setdefault(name, []).append(v)
+    return out

@@ -257,34 +257,3 @@ def test_acl_apis_without_authorizer_are_security_disabled(pki, broker_factory):
         list(f.values())[0].result(10)
     assert e.value.args[0].code() == KafkaError.SECURITY_DISABLED
 
-
-def test_acl_apis_v0_speak_literal_patterns_only(acl_broker):
-    """CreateAcls/DescribeAcls/DeleteAcls v0 (Kafka 3.9 serves them; 4.0 dropped them) have no
-    pattern type: what they create, and what their filters match, is LITERAL."""
-    from compat_tests import rawkafka as rk
-    S, I8, I16, I32 = rk.string, rk.int8, rk.int16, rk.int32
-    topic = unique_topic("acl-v0")
-    with rk.RawConnection(listener_address(acl_broker, "SASL_PLAINTEXT")) as conn:
-        def call(key, version, body):
-            r = conn.request(key, version, body, flexible_request=False, flexible_response=False)
-            return r.data[r.pos:]
-
-        assert call(17, 1, S("PLAIN"))[:2] == I16(0)
-        assert call(36, 0, rk.nbytes(b"\0admin\0admin-secret"))[:2] == I16(0)
-        # topic=2, read=3, allow=3, any=1; v1 adds the pattern type (prefixed=4) after the name
-        acl = S("User:bob") + S("*") + I8(3) + I8(3)
-        assert call(30, 0, I32(1) + I8(2) + S(topic) + acl) == I32(0) + I32(1) + I16(0) + S(None)
-        assert call(30, 1, I32(1) + I8(2) + S(topic) + I8(4) + acl) == I32(0) + I32(1) + I16(0) + S(None)
-
-        v0_filter = I8(2) + S(topic) + S(None) + S(None) + I8(1) + I8(1)
-        literal_only = I32(1) + I8(2) + S(topic) + I32(1) + acl
-        assert call(29, 0, v0_filter) == I32(0) + I16(0) + S(None) + literal_only
-        v1_any = I8(2) + S(topic) + I8(1) + S(None) + S(None) + I8(1) + I8(1)
-        r = rk.Reader(call(29, 1, v1_any))
-        assert (r.int32(), r.int16(), r.string(), r.int32()) == (0, 0, None, 2)  # both patterns
-
-        deleted = I32(1) + I16(0) + S(None) + I8(2) + S(topic) + acl
-        assert call(31, 0, I32(1) + v0_filter) == I32(0) + I32(1) + I16(0) + S(None) + deleted
-        assert call(29, 0, v0_filter) == I32(0) + I16(0) + S(None) + I32(0)
-        prefixed_left = call(29, 1, v1_any)
-        assert prefixed_left.endswith(I32(1) + I8(2) + S(topic) + I8(4) + I32(1) + acl)

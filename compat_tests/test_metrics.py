@@ -14,16 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from compat_tests.broker_process import REPO_ROOT, free_port
 from compat_tests.helpers import (consume_n, consumer, create_topic, flush_all, producer,
-                                  unique_topic)
-
-
-def scrape(port: int) -> dict:
-    """{(sample name, frozenset(labels)): value} of one scrape."""
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
-        assert r.status == 200
-        text = r.read().decode()
-    return {(s.name, frozenset(s.labels.items())): s.value
-            for fam in text_string_to_metric_families(text) for s in fam.samples}
+                                  scrape, unique_topic)
 
 
 def value(samples, name, **labels):

@@ -5,11 +5,15 @@ without asking ApiVersions: Produce v0-2 with message formats v0/v1, Fetch v0-3 
 answers), ListOffsets v0, OffsetCommit v2, JoinGroup v0... Each client produces with every codec
 it has, consumes in a group, commits, and picks up where it left off after a broker restart.
 
-librdkafka with ``api.version.request=false`` speaks old versions only for a fallback below 0.10
-(0.9.0: Metadata v0, Produce v1, Fetch v1, ListOffsets v0, JoinGroup/SyncGroup/Heartbeat/
-LeaveGroup v0, OffsetCommit v2, OffsetFetch v1, as its protocol debug log shows). For 0.10.0 and
-later fallbacks librdkafka 2.x sends ApiVersions regardless and then uses current versions; those
-cases are kept as the configurations users run, not as old-version coverage.
+librdkafka with ``api.version.request=false`` speaks old versions only for a fallback below 0.10.
+The test reads the versions it sent from the broker's per-version request counter; librdkafka
+2.16 sends, with fallback 0.9.0: Metadata v0, Produce v1, Fetch v1, ListOffsets v0,
+FindCoordinator v0, JoinGroup/SyncGroup/Heartbeat/LeaveGroup v0, OffsetCommit v2, OffsetFetch
+v1 and no ApiVersions. With 0.10.0, 0.10.2 and 0.11.0 it sends ApiVersions (v3) regardless and
+then the current versions (Metadata v12, Produce v10, Fetch v16, ListOffsets v7, FindCoordinator
+v2, JoinGroup v5, SyncGroup v3, Heartbeat v3, LeaveGroup v1, OffsetCommit/OffsetFetch v9,
+GetTelemetrySubscriptions v0): those cases are kept as the configurations users run, not as
+old-version coverage.
 """
 from __future__ import annotations
 
@@ -19,7 +23,9 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from compat_tests.helpers import create_topic, flush_all, read_partition, unique_topic
+from compat_tests.broker_process import free_port
+from compat_tests.helpers import (create_topic, flush_all, read_partition, requests_by_version,
+                                  unique_topic, versions_sent)
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]
 
@@ -124,12 +130,19 @@ def _rdk_group_read(conf, topic, group, n, timeout=30.0):
         c.close()
 
 
+RDK_0_9_VERSIONS = {"Metadata": [0], "Produce": [1], "Fetch": [1], "ListOffsets": [0],
+                    "FindCoordinator": [0], "JoinGroup": [0], "SyncGroup": [0], "Heartbeat": [0],
+                    "LeaveGroup": [0], "OffsetCommit": [2], "OffsetFetch": [1]}
+
+
 @pytest.mark.parametrize("fallback", ["0.9.0", "0.10.0", "0.10.2", "0.11.0"])
 def test_librdkafka_fallback_round_trip_across_restart(broker_factory, fallback):
-    b = broker_factory()
+    port = free_port()
+    b = broker_factory({"josefk.metrics.port": port})
     conf = _rdk_conf(b.bootstrap, fallback)
     topic = create_topic(b.bootstrap, unique_topic("rdk-old"), partitions=1)
     group = unique_topic("rdk-old-g")
+    before = requests_by_version(port)
     rows = []
     for codec in RDK_CODECS:
         p = Producer({**conf, "compression.codec": codec, "linger.ms": 5})
@@ -142,6 +155,11 @@ def test_librdkafka_fallback_round_trip_across_restart(broker_factory, fallback)
     ts_of = (lambda ts: (0, 0)) if fallback == "0.9.0" else (lambda ts: (1, ts))
     want = [(i, k, v, ts_of(ts)) for i, (k, v, ts) in enumerate(rows)]
     assert _rdk_group_read(conf, topic, group, len(rows)) == want
+    sent = versions_sent(port, before)
+    if fallback == "0.9.0":
+        assert sent == RDK_0_9_VERSIONS
+    else:  # librdkafka asks ApiVersions anyway and speaks current versions (record format v2)
+        assert "ApiVersions" in sent and min(sent["Produce"]) >= 3 and min(sent["Fetch"]) >= 4
 
     b.restart()
     conf = _rdk_conf(b.bootstrap, fallback)

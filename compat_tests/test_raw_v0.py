@@ -254,16 +254,3 @@ def test_group_lifecycle_v0(broker, conn, topic):
     assert call(conn, 9, 0, fetch_offsets) == arr([S(topic) + arr([I32(0) + I64(9) + S("")
                                                                     + I16(0)])])
 
-
-def test_describe_log_dirs_v0_is_v1(broker, conn, topic):
-    p = Producer({"bootstrap.servers": broker.bootstrap})
-    p.produce(topic, b"x")
-    assert p.flush(10) == 0
-    body = arr([S(topic) + arr([I32(0)])])
-    v0 = call(conn, 35, 0, body)
-    assert v0 == call(conn, 35, 1, body)
-    r = rk.Reader(v0)
-    assert (r.int32(), r.int32(), r.int16()) == (0, 1, 0)
-    r.string()  # the log dir
-    assert (r.int32(), r.string(), r.int32(), r.int32()) == (1, topic, 1, 0)
-    assert r.int64() > 0  # the partition's size

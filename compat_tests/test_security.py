@@ -14,7 +14,8 @@ from kafka import KafkaConsumer, KafkaProducer
 from kafka.errors import KafkaError as KafkaPythonError
 
 from compat_tests import rawkafka as rk
-from compat_tests.helpers import unique_topic
+from compat_tests.broker_process import free_port
+from compat_tests.helpers import requests_by_version, unique_topic, versions_sent
 from compat_tests.security_setup import (PLAIN_USERS, SCRAM_USERS, add_scram_users, josefk,
                                          listener_address, module_broker, secure_overrides)
 
@@ -25,7 +26,8 @@ ILLEGAL_SASL_STATE = 34
 
 @pytest.fixture(scope="module")
 def secure_broker(pki, tmp_path_factory):
-    b = module_broker(tmp_path_factory, "secure-broker", secure_overrides(pki))
+    b = module_broker(tmp_path_factory, "secure-broker",
+                      secure_overrides(pki, {"josefk.metrics.port": free_port()}))
     add_scram_users(listener_address(b, "PLAINTEXT"), SCRAM_USERS)
     yield b
     b.stop()
@@ -362,3 +364,71 @@ def test_enabled_protocols_refuse_older_tls(pki, broker_factory):
     with socket.create_connection((host, int(port)), timeout=5) as sock:
         with ctx.wrap_socket(sock, server_hostname=host) as tls:
             assert tls.version() == "TLSv1.3"
+
+
+# -- SaslHandshake v0: the tokens follow as bare size-prefixed frames ------------------------------
+def _handshake_v0(conn, mechanism):
+    r = conn.request(17, 0, rk.string(mechanism), flexible_request=False, flexible_response=False)
+    assert r.int16() == 0
+    assert sorted(r.str_(False) for _ in range(r.int32())) == \
+        ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+
+
+def _bare_token(conn, token: bytes) -> bytes:
+    conn.send(rk.frame(token))
+    return conn.recv_frame()
+
+
+def test_sasl_handshake_v0_plain_with_bare_tokens(secure_broker):
+    with rk.RawConnection(listener_address(secure_broker, "SASL_PLAINTEXT")) as conn:
+        _handshake_v0(conn, "PLAIN")
+        assert _bare_token(conn, b"\0alice\0alice-secret") == b""  # an empty frame: success
+        r = conn.request(rk.METADATA, 1, rk.int32(0), flexible_request=False,
+                         flexible_response=False)
+        assert r.int32() == 1  # authenticated: ordinary requests are served
+
+
+def test_sasl_handshake_v0_scram_with_bare_tokens(secure_broker):
+    import scramp
+    client = scramp.ScramClient(["SCRAM-SHA-256"], "bob", SCRAM_USERS["bob"])
+    with rk.RawConnection(listener_address(secure_broker, "SASL_PLAINTEXT")) as conn:
+        _handshake_v0(conn, "SCRAM-SHA-256")
+        client.set_server_first(_bare_token(conn, client.get_client_first().encode()).decode())
+        client.set_server_final(_bare_token(conn, client.get_client_final().encode()).decode())
+        r = conn.request(rk.METADATA, 1, rk.int32(0), flexible_request=False,
+                         flexible_response=False)
+        assert r.int32() == 1
+
+
+def test_sasl_handshake_v0_wrong_password_closes_after_the_delay(pki, secure_broker):
+    with rk.RawConnection(listener_address(secure_broker, "SASL_PLAINTEXT")) as conn:
+        _handshake_v0(conn, "PLAIN")
+        start = time.monotonic()
+        conn.send(rk.frame(b"\0alice\0nope"))
+        assert conn.wait_closed(5)  # v0 has no way to say why: the connection is closed
+        assert time.monotonic() - start >= 0.25
+    _still_serves(pki, secure_broker)
+
+
+@pytest.mark.parametrize("mechanism,user", [("PLAIN", "alice"), ("SCRAM-SHA-512", "carol")])
+def test_kafka_python_pinned_to_0_10_uses_handshake_v0(pki, secure_broker, mechanism, user):
+    # kafka-python with api_version (0, 10) knows no ApiVersions and no SaslAuthenticate: it
+    # sends SaslHandshake v0 and the bare tokens, as clients of Kafka 0.10 did.
+    conf = {**kafka_python_config(pki, secure_broker, "SASL_PLAINTEXT", mechanism, user),
+            "api_version": (0, 10)}
+    topic = unique_topic("kp-v0-sasl")
+    with rk.RawConnection(listener_address(secure_broker, "PLAINTEXT")) as conn:
+        rk.metadata_v9(conn, [topic])  # auto-created
+    port = secure_broker.overrides["josefk.metrics.port"]
+    before = requests_by_version(port)
+    producer = KafkaProducer(**conf)
+    for i in range(5):
+        producer.send(topic, f"v0-{i}".encode()).get(timeout=20)
+    producer.close()
+    consumer = KafkaConsumer(topic, auto_offset_reset="earliest", consumer_timeout_ms=8000,
+                             **conf)
+    got = [m.value for m in consumer]
+    consumer.close()
+    assert sorted(got) == sorted(f"v0-{i}".encode() for i in range(5))
+    sent = versions_sent(port, before)
+    assert sent["SaslHandshake"] == [0] and "SaslAuthenticate" not in sent

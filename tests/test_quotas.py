@@ -7,7 +7,7 @@ import pytest
 
 from broker.config import BrokerConfig
 from broker.quotas import (CLIENT, DEFAULT, FETCH, PRODUCE, USER, LocalQuotaStore,
-                           QuotaManager, Rate)
+                           QuotaManager, Rate, TimedCoroutine)
 
 
 def manager(tmp_path, quotas, **props):
@@ -61,3 +61,42 @@ def test_throttle_time_brings_the_rate_back_to_the_quota(tmp_path):
     throttle = m.record(PRODUCE, "u", "app", 2500)
     assert throttle == pytest.approx(2000, abs=50)  # 3000 B over ~1 s at 1000 B/s
     assert m.record(PRODUCE, "u", "other", 10**9) == 0  # no quota for that client
+
+
+def test_timed_coroutine_counts_its_steps_not_its_waits():
+    import time
+
+    class Ctx:
+        work_s = 0.0
+
+    async def handler():
+        time.sleep(0.02)  # work
+        await asyncio.sleep(0.2)  # waiting: not counted
+        time.sleep(0.02)
+        return "answer"
+
+    async def run(ctx):
+        return await TimedCoroutine(handler(), ctx)
+
+    ctx = Ctx()
+    assert asyncio.run(run(ctx)) == "answer"
+    assert 0.04 <= ctx.work_s < 0.15
+
+
+def test_timed_coroutine_passes_exceptions_through():
+    class Ctx:
+        work_s = 0.0
+
+    async def handler():
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            return "cancelled cleanly"
+
+    async def run():
+        task = asyncio.ensure_future(TimedCoroutine(handler(), Ctx()))
+        await asyncio.sleep(0.01)
+        task.cancel()
+        return await task
+
+    assert asyncio.run(run()) == "cancelled cleanly"

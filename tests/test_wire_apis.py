@@ -37,7 +37,7 @@ KAFKA_3_9_RANGES = {
     "ListTransactions": (66, 0, 1),
     "AlterConfigs": (33, 0, 2), "IncrementalAlterConfigs": (44, 0, 1),
     "DeleteRecords": (21, 0, 2), "DescribeLogDirs": (35, 0, 4),
-    "SaslHandshake": (17, 1, 1),
+    "SaslHandshake": (17, 0, 1),
     "SaslAuthenticate": (36, 0, 2),
     "DescribeUserScramCredentials": (50, 0, 0),
     "AlterUserScramCredentials": (51, 0, 0),

@@ -3,6 +3,7 @@ SUBTRACT) for topic and broker resources. Both build the resource's new override
 through one check-and-apply path; validate_only stops after the checks."""
 from __future__ import annotations
 
+from broker import tls_reload
 from broker.configs import BROKER_TO_TOPIC, ConfigType, config_type, validate_topic_configs
 from broker.dynamic import validate_broker_configs
 from broker.metadata import MetadataError
@@ -46,6 +47,7 @@ async def _change(broker, res, new_overrides, validate_only) -> tuple[int, str |
         else:
             validate_broker_configs(new, broker.config.topic_defaults(),
                                     broker.config.int("log.cleaner.threads"))
+            tls_reload.check(broker, res.resource_name, new)
             if not validate_only:
                 await broker.dynamic.alter_broker(res.resource_name, new)
     except MetadataError as e:

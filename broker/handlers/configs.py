@@ -1,7 +1,10 @@
-"""DescribeConfigs for topics and brokers."""
+"""DescribeConfigs for topics and brokers. Passwords and keys are described as sensitive,
+without their value, as Kafka describes its PASSWORD configs."""
 from __future__ import annotations
 
-from broker import acl, authorizer
+import re
+
+from broker import acl, authorizer, tls_reload
 from broker.authorizer import allowed
 from broker.configs import (BROKER_TO_TOPIC, ConfigSource, broker_config_entries, config_type,
                             default_broker_config_entries, topic_config_entries)
@@ -11,6 +14,12 @@ from wire.apis import DESCRIBE_CONFIGS
 
 R = DESCRIBE_CONFIGS.Response
 TOPIC, BROKER = 2, 4
+_SENSITIVE = re.compile(r"(^|\.)(ssl\.key\.password|ssl\.keystore\.password|"
+                        r"ssl\.truststore\.password|ssl\.keystore\.key|sasl\.jaas\.config)$")
+
+
+def _shown(name, value):
+    return None if _SENSITIVE.search(name) else value
 
 
 def handle_describe_configs(broker, ctx, req):
@@ -46,11 +55,12 @@ def handle_describe_configs(broker, ctx, req):
         if keys is not None:
             entries = [e for e in entries if e.name in keys]
         out.configs = [R.DescribeConfigsResourceResult(
-            name=e.name, value=e.value,
-            read_only=res.resource_type == BROKER and e.name not in DYNAMIC_BROKER_CONFIGS,
+            name=e.name, value=_shown(e.name, e.value),
+            read_only=res.resource_type == BROKER and e.name not in DYNAMIC_BROKER_CONFIGS
+            and not tls_reload.reloadable(e.name),
             is_default=e.source == ConfigSource.DEFAULT_CONFIG, config_source=e.source,
-            is_sensitive=False,
-            synonyms=[R.DescribeConfigsSynonym(name=n, value=val, source=s)
+            is_sensitive=bool(_SENSITIVE.search(e.name)),
+            synonyms=[R.DescribeConfigsSynonym(name=n, value=_shown(n, val), source=s)
                       for n, val, s in e.synonyms] if req.include_synonyms else [],
             config_type=config_type(BROKER_TO_TOPIC.get(e.name, e.name)), documentation=None) for e in entries]
     return R(results=results)

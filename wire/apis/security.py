@@ -1,10 +1,10 @@
-"""SASL and SCRAM credential APIs. Mirror Kafka's SaslHandshake*.json (key 17, v1 only: v0's
-unframed SASL tokens are not served; every current client uses v1 with SaslAuthenticate),
+"""SASL and SCRAM credential APIs. Mirror Kafka's SaslHandshake*.json (key 17, 0-1: after v0 the
+SASL tokens follow as bare size-prefixed frames, after v1 inside SaslAuthenticate),
 SaslAuthenticate*.json (key 36, 0-2), DescribeUserScramCredentials*.json (key 50, 0) and
 AlterUserScramCredentials*.json (key 51, 0)."""
 from wire.schema import BYTES, INT8, INT16, INT32, INT64, STRING, Api, Array, Field
 
-SASL_HANDSHAKE = Api(17, "SaslHandshake", versions="1", flexible="none", request=[
+SASL_HANDSHAKE = Api(17, "SaslHandshake", versions="0-1", flexible="none", request=[
     Field("mechanism", STRING),
 ], response=[
     Field("error_code", INT16),
