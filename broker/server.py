@@ -12,6 +12,7 @@ import logging
 import os
 import time
 
+from broker import eager
 from broker.limits import ConnectionLimits
 from broker.security import ConnectionSecurity
 from storage.log import FileRegion
@@ -188,6 +189,8 @@ class Connection(asyncio.Protocol):
         ctx = RequestContext(h, api, self.client_host, self)
         try:
             result = handler(self.broker, ctx, req)
+            if asyncio.iscoroutine(result):
+                result = eager.start(result)  # its answer, or a Task while it waits
         except Exception:
             log.exception("%s handler failed", api.name)
             return self.abort(f"{api.name} handler failed")
@@ -195,9 +198,9 @@ class Connection(asyncio.Protocol):
             return
         slot = _Slot()
         self.pending.append(slot)
-        if not asyncio.iscoroutine(result):
+        if not isinstance(result, asyncio.Task):
             return self._complete(slot, ctx, result)
-        task = asyncio.ensure_future(result)
+        task = result
         self.tasks.add(task)
         task.add_done_callback(lambda t, s=slot, c=ctx: self._finished(t, s, c))
 
