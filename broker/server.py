@@ -60,7 +60,7 @@ class _Slot:
         self.done = False
 
 
-class Connection(asyncio.Protocol):
+class Connection(asyncio.BufferedProtocol):
     def __init__(self, broker, listener, limits: ConnectionLimits):
         self.broker = broker
         self.limits = limits
@@ -127,11 +127,14 @@ class Connection(asyncio.Protocol):
         self.write_blocked = False
         self._update_reading()
 
-    def data_received(self, data):
+    def get_buffer(self, sizehint):
+        return self.reader.get_buffer()  # reads land in the request's own buffer
+
+    def buffer_updated(self, nbytes):
         self.last_active = asyncio.get_running_loop().time()
         self.received_at = time.monotonic()
         try:
-            frames = self.reader.feed(data)
+            frames = self.reader.buffer_updated(nbytes)
         except DecodeError as e:
             return self.abort(f"bad frame: {e}")
         self.batching = True  # answers to this read go out together, after it
