@@ -209,9 +209,11 @@ class Connection(asyncio.BufferedProtocol):
 
     def _finished(self, task, slot, ctx):
         self.tasks.discard(task)
-        if task.cancelled() or self.closed:
+        if task.cancelled():
             return
-        exc = task.exception()
+        exc = task.exception()  # retrieved even when nobody is left to answer
+        if self.closed:
+            return
         if exc is not None:
             log.error("%s handler failed", ctx.api.name, exc_info=exc)
             return self.abort(f"{ctx.api.name} handler failed")
