@@ -1,4 +1,5 @@
-"""The two brokers under comparison, as subprocesses on 127.0.0.1 (free ports).
+"""The brokers under comparison, as subprocesses on 127.0.0.1 (free ports): josefk, Tansu, and
+the null broker (the ceiling: the same client against a broker that does the least work).
 
 Each broker runs in its own session (process group) so that it, and anything it forks, can be
 stopped by its own id.  Its stdout/stderr go to a log file in the run's temp dir, never to a pipe
@@ -16,6 +17,9 @@ import time
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+# the in-memory responder of the shared tools dir beside the repo (not part of josefk)
+NULL_BROKER = Path(os.environ.get("JOSEFK_NULL_BROKER",
+                                  REPO_ROOT.parent / "shared" / "tools" / "null_broker.py"))
 
 
 def free_port() -> int:
@@ -234,6 +238,24 @@ class Tansu(Broker):
         env = dict(os.environ)
         env.setdefault("RUST_LOG", "warn")  # no per-request logging cost
         return env
+
+
+class NullBroker(Broker):
+    """``shared/tools/null_broker.py``: Produce 3, Fetch 4, ListOffsets 1, Metadata 1,
+    FindCoordinator, CreateTopics; no groups, commits, transactions or DeleteTopics (its
+    docstring).  Its figure for a workload is that workload's ceiling on this machine."""
+
+    name = "null"
+    # the bench workloads its APIs serve (assign()ed consumers, non-idempotent producers)
+    WORKLOADS = ("produce-100b", "produce-1k", "produce-1k-2p", "consume-100b", "consume-1k",
+                 "latency")
+
+    def __init__(self, workdir: Path, script: Path = NULL_BROKER, start_timeout: float = 30.0):
+        super().__init__(workdir, start_timeout)
+        self.script = script
+
+    def command(self) -> list[str]:
+        return [sys.executable, str(self.script), str(self.port)]
 
 
 class Scraper:

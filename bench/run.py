@@ -21,8 +21,8 @@ import time
 import uuid
 from pathlib import Path
 
-from bench.brokers import (REPO_ROOT, BrokerStartError, Josefk, Scraper, Tansu, cleanup_dir,
-                           free_port, tansu_binary, tansu_version)
+from bench.brokers import (REPO_ROOT, BrokerStartError, Josefk, NullBroker, Scraper, Tansu,
+                           cleanup_dir, free_port, tansu_binary, tansu_version)
 
 RESULT_PREFIX = "BENCH_RESULT "
 
@@ -80,11 +80,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--messages", type=int, default=None,
                    help="messages for every throughput workload (default 1,000,000 for "
                         "100 B, 300,000 for 1 KiB)")
-    p.add_argument("--brokers", default="josefk,tansu",
-                   help="which brokers, in the order they alternate (default josefk,tansu); "
-                        "josefk-metrics is josefk with its Prometheus endpoint on, "
-                        "josefk-nosessions josefk without fetch sessions. With two "
-                        "brokers the ratio column is the first's median over the second's")
+    p.add_argument("--brokers", default="josefk,tansu,null",
+                   help="which brokers, in the order they alternate (default "
+                        "josefk,tansu,null); josefk-metrics is josefk with its Prometheus "
+                        "endpoint on, josefk-nosessions josefk without fetch sessions; null "
+                        "is shared/tools/null_broker.py, the ceiling, run only in the "
+                        "workloads it serves. A ratio column per other broker: the first's "
+                        "median over that one's")
     p.add_argument("--json", dest="json_out", metavar="PATH", help="write all results as JSON")
     p.add_argument("--cap-seconds", type=float, default=20.0,
                    help="time cap of each produce/consume measurement (default 20)")
@@ -364,6 +366,15 @@ def print_table(rows: list[list[str]], header: list[str]) -> None:
         print(line(r))
 
 
+def serves(broker: str, workload: str) -> bool:
+    """The null broker answers only the APIs some workloads need; the others run everywhere."""
+    return broker != "null" or workload in NullBroker.WORKLOADS
+
+
+def ratio_label(first: str, other: str) -> str:
+    return f"{first}/{'ceiling' if other == 'null' else other}"
+
+
 def summarize(results: list[dict], workloads: list[str], brokers: list[str]) -> list[dict]:
     summary = []
     for w in workloads:
@@ -384,13 +395,13 @@ def summarize(results: list[dict], workloads: list[str], brokers: list[str]) -> 
                 errs = [r.get("error") for r in runs if not r.get("ok")]
                 entry["per_broker"][b] = {
                     "values": values, "median": statistics.median(good) if good else None,
-                    "failed": errs}
-            entry["ratio"] = None
-            if len(brokers) == 2:
-                j = entry["per_broker"][brokers[0]]["median"]
-                t = entry["per_broker"][brokers[1]]["median"]
-                if j is not None and t:
-                    entry["ratio"] = j / t
+                    "failed": errs, "serves": serves(b, w)}
+            # the first broker's median over each other one's (None where either is missing)
+            j = entry["per_broker"][brokers[0]]["median"]
+            entry["ratios"] = {}
+            for b in brokers[1:]:
+                t = entry["per_broker"][b]["median"]
+                entry["ratios"][b] = j / t if j is not None and t else None
             summary.append(entry)
     return summary
 
@@ -401,40 +412,68 @@ def fmt_ratio(r) -> str:
     return f"{r:.2f}" if r >= 0.1 else f"{r:.2g}"
 
 
+def cpu_cost(rec: dict) -> float | None:
+    """Broker CPU seconds per GB consumed (consume workloads) or per million records produced
+    (produce workloads) in one measurement: its CPU time over the volume its figures say it
+    moved (rate x the measured time; values only, as the MB/s figures)."""
+    elapsed = (rec.get("info") or {}).get("elapsed_s")
+    figures = rec.get("figures") or {}
+    if rec.get("broker_cpu_s") is None or not elapsed or "msg/s" not in figures:
+        return None
+    if rec["workload"].startswith("consume"):
+        volume = figures["MB/s"] * elapsed / 1e3  # GB
+    elif rec["workload"].startswith("produce"):
+        volume = figures["msg/s"] * elapsed / 1e6  # million records
+    else:
+        return None
+    return rec["broker_cpu_s"] / volume if volume > 0 else None
+
+
 def cpu_summary(results: list[dict], workloads: list[str], brokers: list[str]) -> list[dict]:
     out = []
     for w in workloads:
-        entry = {"workload": w}
+        entry = {"workload": w, "cost": {}}
         for b in brokers:
-            vals = [r["broker_cpu_s"] for r in results if r["workload"] == w
-                    and r["broker"] == b and r.get("ok") and r.get("broker_cpu_s") is not None]
+            runs = [r for r in results if r["workload"] == w and r["broker"] == b and r.get("ok")]
+            vals = [r["broker_cpu_s"] for r in runs if r.get("broker_cpu_s") is not None]
+            costs = [c for c in map(cpu_cost, runs) if c is not None]
             entry[b] = statistics.median(vals) if vals else None
+            entry["cost"][b] = statistics.median(costs) if costs else None
         out.append(entry)
     return out
 
 
 def print_cpu(cpu: list[dict], brokers: list[str]) -> None:
-    header = ["workload"] + [f"{b} CPU s" for b in brokers]
-    both = len(brokers) == 2
-    if both:
-        header.append("/".join(brokers))
+    header = (["workload"] + [f"{b} CPU s" for b in brokers]
+              + [ratio_label(brokers[0], b) for b in brokers[1:]])
     rows = []
     for e in cpu:
         row = [e["workload"]] + [f"{e[b]:.2f}" if e[b] is not None else "-" for b in brokers]
-        if both:
-            a, b = (e[name] for name in brokers)
-            same_work = e["workload"].startswith(("produce", "consume"))
-            row.append(fmt_ratio(a / b) if same_work and a is not None and b else "n/a")
+        a = e[brokers[0]]
+        same_work = e["workload"].startswith(("produce", "consume"))
+        row += [fmt_ratio(a / e[b]) if same_work and a is not None and e[b] else "n/a"
+                for b in brokers[1:]]
         rows.append(row)
     print_table(rows, header)
+    rows = []
+    for e in cpu:
+        if not e["workload"].startswith(("produce", "consume")):
+            continue
+        unit = "CPU s / GB consumed" if e["workload"].startswith("consume") else \
+            "CPU s / M records produced"
+        rows.append([e["workload"], unit] + [f"{e['cost'][b]:.2f}" if e["cost"][b] is not None
+                                             else "-" for b in brokers])
+    if rows:
+        print()
+        print("== broker CPU per volume (median over the rounds of CPU s / volume moved; "
+              "volume = values, as the MB/s figures)")
+        print_table(rows, ["workload", "figure"] + brokers)
 
 
 def print_summary(summary: list[dict], brokers: list[str]) -> None:
-    header = ["workload", "figure", "better"] + [f"{b} median" for b in brokers]
-    both = len(brokers) == 2
-    if both:
-        header.append("/".join(brokers))
-    header += [f"{b} rounds" for b in brokers]
+    header = (["workload", "figure", "better"] + [f"{b} median" for b in brokers]
+              + [ratio_label(brokers[0], b) for b in brokers[1:]]
+              + [f"{b} rounds" for b in brokers])
     rows = []
     for e in summary:
         f = e["figure"]
@@ -444,11 +483,12 @@ def print_summary(summary: list[dict], brokers: list[str]) -> None:
             pb = e["per_broker"][b]
             if pb["median"] is not None:
                 row.append(fmt(f, pb["median"]))
+            elif not pb["serves"]:
+                row.append("n/a")
             else:
                 reason = (pb["failed"][0] or "?") if pb["failed"] else "no result"
                 row.append("failed: " + (reason[:28] + ".." if len(reason) > 30 else reason))
-        if both:
-            row.append(fmt_ratio(e.get("ratio")))
+        row += [fmt_ratio(e["ratios"][b]) for b in brokers[1:]]
         for b in brokers:
             row.append(" ".join(short(f, v) for v in e["per_broker"][b]["values"]) or "-")
         rows.append(row)
@@ -462,9 +502,9 @@ def main(argv=None) -> int:
     workloads = select_workloads(args.only)
     brokers = [b.strip() for b in args.brokers.split(",") if b.strip()]
     for b in brokers:
-        if b not in ("josefk", "josefk-metrics", "josefk-nosessions", "tansu"):
+        if b not in ("josefk", "josefk-metrics", "josefk-nosessions", "tansu", "null"):
             raise SystemExit(f"unknown broker {b!r} (josefk, josefk-metrics, "
-                             "josefk-nosessions, tansu)")
+                             "josefk-nosessions, tansu, null)")
     if args.rounds < 1:
         raise SystemExit("--rounds must be >= 1")
 
@@ -511,6 +551,8 @@ def main(argv=None) -> int:
             name="josefk-nosessions")
     if "tansu" in brokers:
         instances["tansu"] = Tansu(workdir, args.tansu_bin)
+    if "null" in brokers:
+        instances["null"] = NullBroker(workdir)
     start_errors = {}
 
     def on_signal(signum, _frame):
@@ -540,6 +582,8 @@ def main(argv=None) -> int:
             topics = {b: {} for b in brokers}
             for w in workloads:
                 for b in brokers:
+                    if not serves(b, w):
+                        continue
                     inst = instances[b]
                     rec = {"round": rnd, "workload": w, "broker": b}
                     if not inst.alive():
@@ -565,6 +609,8 @@ def main(argv=None) -> int:
                     consumed = set(workloads)
                     spec, timeout = plan.spec(w, inst.bootstrap, rnd, topics[b], consumed,
                                               inst.proc.pid)
+                    if b == "null":  # no DeleteTopics there; its arena wraps instead
+                        spec["delete_after"] = False
                     t0 = time.monotonic()
                     cpu0 = inst.cpu_seconds()
                     res = run_worker(spec, timeout)
@@ -604,8 +650,9 @@ def main(argv=None) -> int:
     print()
     first = brokers[0]
     print(f"== results: median of {args.rounds} round(s) per broker, alternated "
-          f"{' '.join(brokers)} {' '.join(brokers)} ...; ratio = {'/'.join(brokers)} "
-          f"(>1 is better for {first} where higher is better, <1 where lower is better)")
+          f"{' '.join(brokers)} {' '.join(brokers)} ...; ratios = {first}'s median over each "
+          f"other's (>1 is better for {first} where higher is better, <1 where lower is "
+          f"better); ceiling = the null broker, run only where it serves the workload")
     print_summary(summary, brokers)
     cpu = cpu_summary(results, workloads, brokers)
     print()

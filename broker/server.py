@@ -12,6 +12,7 @@ import logging
 import os
 import time
 
+from broker import eager
 from broker.handlers.sasl import sasl_token
 from broker.limits import ConnectionLimits
 from broker.quotas import TimedCoroutine, request_time
@@ -63,7 +64,7 @@ class _Slot:
         self.done = False
 
 
-class Connection(asyncio.Protocol):
+class Connection(asyncio.BufferedProtocol):
     def __init__(self, broker, listener, limits: ConnectionLimits):
         self.broker = broker
         self.limits = limits
@@ -130,11 +131,14 @@ class Connection(asyncio.Protocol):
         self.write_blocked = False
         self._update_reading()
 
-    def data_received(self, data):
+    def get_buffer(self, sizehint):
+        return self.reader.get_buffer()  # reads land in the request's own buffer
+
+    def buffer_updated(self, nbytes):
         self.last_active = asyncio.get_running_loop().time()
         self.received_at = time.monotonic()
         try:
-            frames = self.reader.feed(data)
+            frames = self.reader.buffer_updated(nbytes)
         except DecodeError as e:
             return self.abort(f"bad frame: {e}")
         self.batching = True  # answers to this read go out together, after it
@@ -197,6 +201,9 @@ class Connection(asyncio.Protocol):
         ctx.request = req
         try:
             result = handler(self.broker, ctx, req)
+            if asyncio.iscoroutine(result):
+                # its answer, or a Task while it waits (whose later steps quotas time too)
+                result = eager.start(TimedCoroutine(result, ctx).__await__() if timed else result)
         except Exception:
             log.exception("%s handler failed", api.name)
             return self.abort(f"{api.name} handler failed")
@@ -208,9 +215,9 @@ class Connection(asyncio.Protocol):
             return
         slot = _Slot()
         self.pending.append(slot)
-        if not asyncio.iscoroutine(result):
+        if not isinstance(result, asyncio.Task):
             return self._complete(slot, ctx, result)
-        task = asyncio.ensure_future(TimedCoroutine(result, ctx) if timed else result)
+        task = result
         self.tasks.add(task)
         task.add_done_callback(lambda t, s=slot, c=ctx: self._finished(t, s, c))
 
@@ -236,9 +243,11 @@ class Connection(asyncio.Protocol):
 
     def _finished(self, task, slot, ctx):
         self.tasks.discard(task)
-        if task.cancelled() or self.closed:
+        if task.cancelled():
             return
-        exc = task.exception()
+        exc = task.exception()  # retrieved even when nobody is left to answer
+        if self.closed:
+            return
         if exc is not None:
             log.error("%s handler failed", ctx.api.name, exc_info=exc)
             return self.abort(f"{ctx.api.name} handler failed")

@@ -831,7 +831,9 @@ class GroupCoordinator:
         return None
 
     def _metadata_ok(self, metadata: str) -> bool:
-        return metadata is None or _utf16_len(metadata) <= self.max_metadata_size
+        # a character is at most two UTF-16 units: short metadata needs no encoding
+        return (metadata is None or 2 * len(metadata) <= self.max_metadata_size
+                or _utf16_len(metadata) <= self.max_metadata_size)
 
     async def _store_offsets(self, group, offsets: dict) -> dict:
         valid = {tp: om for tp, om in offsets.items() if self._metadata_ok(om.metadata)}

@@ -36,7 +36,6 @@ The log interface the broker provides (duck-typed, see :class:`InMemoryOffsetsLo
 """
 from __future__ import annotations
 
-import inspect
 import logging
 import struct
 from dataclasses import dataclass, field
@@ -331,11 +330,15 @@ class OffsetStore:
 
     async def _append(self, partition: int, records, now_ms: int, producer_id=-1,
                       producer_epoch=-1) -> int:
-        batch = wire_records.build_batch(records, compression=self.compression, now_ms=now_ms,
-                                         producer_id=producer_id, producer_epoch=producer_epoch,
-                                         transactional=producer_id >= 0)
+        if len(records) == 1 and not self.compression and producer_id < 0:
+            key, value, _headers, timestamp = records[0]  # an OffsetCommit's one record
+            batch = wire_records.one_record_batch(key, value, timestamp)
+        else:
+            batch = wire_records.build_batch(
+                records, compression=self.compression, now_ms=now_ms, producer_id=producer_id,
+                producer_epoch=producer_epoch, transactional=producer_id >= 0)
         result = self.log.append(partition, batch)
-        if inspect.isawaitable(result):
+        if type(result) is not int:  # the log waits for the acks (replication)
             result = await result
         return result
 

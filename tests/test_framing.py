@@ -36,6 +36,41 @@ def test_size_out_of_range_is_rejected(size):
         r.feed(struct.pack(">i", size))
 
 
+def read_into(reader, data: bytes, chunk: int) -> list:
+    """What the server's BufferedProtocol does: each read lands in reader.get_buffer()."""
+    out, pos = [], 0
+    while pos < len(data):
+        buf = reader.get_buffer()
+        assert len(buf) > 0
+        n = min(len(buf), chunk, len(data) - pos)
+        buf[:n] = data[pos:pos + n]
+        pos += n
+        out += reader.buffer_updated(n)
+    return out
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 4096, 16 * 1024, 1 << 20])
+def test_reads_into_the_reader_buffers_give_the_same_frames(chunk):
+    payloads = [b"a", b"", b"x" * 100, bytes(range(256)) * 400, b"y" * 70000, b"z" * 5]
+    data = b"".join(struct.pack(">i", len(p)) + p for p in payloads)
+    r = FrameReader()
+    assert [bytes(f) for f in read_into(r, data, chunk)] == payloads
+    assert r.buffered == 0 and r.pending_size == 0
+
+
+def test_a_large_frame_is_read_straight_into_its_own_buffer():
+    r = FrameReader()
+    body = b"p" * 100_000
+    assert r.feed(struct.pack(">i", len(body)) + body[:10]) == []
+    assert r.pending_size == len(body) and r.buffered == 10
+    buf = r.get_buffer()
+    assert len(buf) == len(body) - 10  # the rest of the frame, nothing more
+    buf[:] = body[10:]
+    (f,) = r.buffer_updated(len(buf))
+    assert f == body and isinstance(f, bytearray)
+    assert r.buffered == 0 and r.pending_size == 0
+
+
 def test_frame_prefixes_total_size():
     chunks = frame([b"ab", bytearray(b"cde")])
     assert b"".join(bytes(c) for c in chunks) == struct.pack(">i", 5) + b"abcde"

@@ -215,3 +215,14 @@ def test_decompression_stops_at_the_limit(codec):
     assert decompress(codec, packed, limit=300_000) == data
     with pytest.raises(CorruptRecord, match="more than 299999 bytes"):
         decompress(codec, packed, limit=299_999)
+
+
+@pytest.mark.parametrize("key,value", [(b"k" * 40, b"v" * 30), (b"\x00\x01", None),
+                                       (b"k", b""), (b"k" * 300, b"v" * 70000)])
+def test_one_record_batch_is_the_batch_build_batch_makes(key, value):
+    ts = 1_700_000_000_123
+    batch = R.one_record_batch(key, value, ts)
+    assert batch == build_batch([(key, value, None, ts)])
+    (h,) = validate_batches(batch)
+    (rec,) = R.iter_records(batch, h)
+    assert (rec.key, rec.value, rec.timestamp) == (key, value, ts)

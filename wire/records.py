@@ -396,6 +396,22 @@ def build_batch(records, *, base_offset=0, compression=0, producer_id=-1, produc
     return out
 
 
+def one_record_batch(key, value, timestamp: int) -> bytearray:
+    """What ``build_batch([(key, value, None, timestamp)])`` returns, laid out directly (one
+    record, no headers, uncompressed, no producer): the batch a coordinator writes per commit."""
+    out = bytearray(HEADER_SIZE)
+    rec = bytearray(3)  # attributes, timestamp delta 0, offset delta 0
+    _put_nullable(rec, key)
+    _put_nullable(rec, value)
+    rec.append(0)  # no headers
+    _put_varint(out, len(rec))
+    out += rec
+    _batch_header.pack_into(out, 0, 0, len(out) - LOG_OVERHEAD, -1, 2, 0, 0, 0, timestamp,
+                            timestamp, -1, -1, -1, 1)
+    struct.pack_into(">I", out, 17, crc32c(memoryview(out)[ATTRIBUTES_OFFSET:]))
+    return out
+
+
 # ---------------------------------------------------------------------------------------------
 # Control records (transaction markers)
 
