@@ -9,7 +9,9 @@ import time
 import uuid
 
 import pyarrow as pa
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+import pyarrow.compute as pc
+from confluent_kafka import (Consumer, KafkaError, KafkaException, Message, Producer,
+                             TopicPartition)
 
 # Arrow types as Spark expects them back from a Python source (timestamps in µs, UTC).
 HEADERS_TYPE = pa.list_(pa.field("element", pa.struct([("key", pa.string()),
@@ -17,6 +19,7 @@ HEADERS_TYPE = pa.list_(pa.field("element", pa.struct([("key", pa.string()),
 ARROW_FIELDS = [("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()),
                 ("partition", pa.int32()), ("offset", pa.int64()),
                 ("timestamp", pa.timestamp("us", tz="UTC")), ("timestampType", pa.int32())]
+STAMP_TYPE = pa.struct([("type", pa.int32()), ("ms", pa.int64())])
 CONSUME_BATCH = 10_000
 
 
@@ -118,17 +121,20 @@ def _lost(fail: bool, topic, partition, offset, end) -> int:
 
 
 def to_arrow(records, topic: str, partition: int, with_headers: bool) -> pa.RecordBatch:
-    """The records (all of ``topic``-``partition``) as one batch, a column at a time."""
-    stamps = [m.timestamp() for m in records]
+    """The records (all of ``topic``-``partition``) as one batch, a column at a time: one C-level
+    pass over the messages per column, constants repeated by Arrow."""
+    count = len(records)
+    # (type, ms) pairs; librdkafka numbers the types 1 and 2, Spark and the Java client 0 and 1
+    # (-1: none).
+    kind, millis = pa.array(list(map(Message.timestamp, records)), STAMP_TYPE).flatten()
     columns = [
-        pa.array([m.key() for m in records], pa.binary()),
-        pa.array([m.value() for m in records], pa.binary()),
-        pa.array([topic] * len(records), pa.string()),
-        pa.array([partition] * len(records), pa.int32()),
-        pa.array([m.offset() for m in records], pa.int64()),
-        pa.array([s[1] * 1000 for s in stamps], pa.int64()).cast(ARROW_FIELDS[5][1]),
-        # librdkafka numbers the types 1 and 2; Spark and the Java client 0 and 1 (-1: none).
-        pa.array([s[0] - 1 for s in stamps], pa.int32()),
+        pa.array(list(map(Message.key, records)), pa.binary()),
+        pa.array(list(map(Message.value, records)), pa.binary()),
+        pa.repeat(pa.scalar(topic, pa.string()), count),
+        pa.repeat(pa.scalar(partition, pa.int32()), count),
+        pa.array(list(map(Message.offset, records)), pa.int64()),
+        pc.multiply(millis, 1000).cast(ARROW_FIELDS[5][1]),
+        pc.subtract(kind, pa.scalar(1, pa.int32())),
     ]
     names = [n for n, _ in ARROW_FIELDS]
     if with_headers:
