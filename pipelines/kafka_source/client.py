@@ -6,12 +6,13 @@ from each batch of messages the consumer hands over.
 from __future__ import annotations
 
 import time
-import uuid
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from confluent_kafka import (Consumer, KafkaError, KafkaException, Message, Producer,
                              TopicPartition)
+
+from pipelines.kafka_source.options import group_id
 
 # Arrow types as Spark expects them back from a Python source (timestamps in µs, UTC).
 HEADERS_TYPE = pa.list_(pa.field("element", pa.struct([("key", pa.string()),
@@ -30,7 +31,7 @@ class DataLossError(RuntimeError):
 def consumer(conf: dict) -> Consumer:
     """A consumer that only ever ``assign()``s: no group membership, no commits."""
     return Consumer({
-        "group.id": f"spark-kafka-source-{uuid.uuid4()}",
+        "group.id": group_id({}),
         # librdkafka pauses a whole second when its queue fills; Spark reads as fast as it can.
         "fetch.queue.backoff.ms": 10,
         **conf,
@@ -93,16 +94,20 @@ def read_range(conf: dict, topic: str, partition: int, start: int, end: int,
                 if err is None:
                     records.append(m)
                 elif err.code() == KafkaError._PARTITION_EOF:
-                    if m.offset() < end:  # the log ends before the range does
-                        position = _lost(fail_on_data_loss, topic, partition, m.offset(), end)
+                    # The log ends before the range does (data lost), or at or after its end
+                    # with no record left in it (control records, compaction): done.
+                    position = (_lost(fail_on_data_loss, topic, partition, m.offset(), end)
+                                if m.offset() < end else end)
                 elif err.code() in (KafkaError.OFFSET_OUT_OF_RANGE, KafkaError._AUTO_OFFSET_RESET):
                     position = _lost(fail_on_data_loss, topic, partition, position, end)
                 else:
                     raise KafkaException(err)
-            while records and records[-1].offset() >= end:
-                records.pop()
+            if records and records[-1].offset() >= end:
+                position = end  # the rest of the range holds no records (control records...)
+                while records and records[-1].offset() >= end:
+                    records.pop()
             if records:
-                position = records[-1].offset() + 1
+                position = max(position, records[-1].offset() + 1)
                 last_progress = time.monotonic()
                 yield to_arrow(records, topic, partition, with_headers)
             elif time.monotonic() - last_progress > poll_timeout and position < end:
