@@ -154,10 +154,10 @@ def test_stream_min_offsets_per_trigger_and_max_trigger_delay(spark, broker, new
         wait_for("min_rows", 2)  # the first trigger always runs, as in Spark
         produce_values(broker.bootstrap, source, 1, 2, 3, tag="b")
         time.sleep(2)  # ten triggers: 3 new records are fewer than 5, no batch
-        assert spark.table("min_rows").count() == 2
+        assert spark.table("min_rows").count() == 2, waiting.recentProgress
         produce_values(broker.bootstrap, source, 1, 5, 2, tag="c")
         wait_for("min_rows", 7)
-        assert batches(waiting) == [2, 5]
+        assert batches(waiting) == [2, 5], waiting.recentProgress
     finally:
         waiting.stop()
 
@@ -166,7 +166,7 @@ def test_stream_min_offsets_per_trigger_and_max_trigger_delay(spark, broker, new
         wait_for("delayed", 7)
         produce_values(broker.bootstrap, source, 1, 7, 1, tag="d")
         wait_for("delayed", 8)  # one record, fewer than 5: let through by maxTriggerDelay
-        assert batches(delayed) == [7, 1]
+        assert batches(delayed) == [7, 1], delayed.recentProgress
     finally:
         delayed.stop()
 

@@ -87,13 +87,14 @@ def read_range(conf: dict, topic: str, partition: int, start: int, end: int,
         position, last_progress = start, time.monotonic()
         while position < end:
             # Ask for no more than the range holds, so the last call returns once it is read.
-            msgs = c.consume(min(CONSUME_BATCH, end - position), timeout=1.0)
-            records = []
-            for m in msgs:
+            records = c.consume(min(CONSUME_BATCH, end - position), timeout=1.0)
+            # Events (end of partition, errors) are rare: look for them in one C-level pass.
+            events = [m for m in records if m.error()] if any(map(Message.error, records)) else ()
+            if events:
+                records = [m for m in records if not m.error()]
+            for m in events:
                 err = m.error()
-                if err is None:
-                    records.append(m)
-                elif err.code() == KafkaError._PARTITION_EOF:
+                if err.code() == KafkaError._PARTITION_EOF:
                     # The log ends before the range does (data lost), or at or after its end
                     # with no record left in it (control records, compaction): done.
                     position = (_lost(fail_on_data_loss, topic, partition, m.offset(), end)
@@ -138,7 +139,8 @@ def to_arrow(records, topic: str, partition: int, with_headers: bool) -> pa.Reco
         pa.repeat(pa.scalar(topic, pa.string()), count),
         pa.repeat(pa.scalar(partition, pa.int32()), count),
         pa.array(list(map(Message.offset, records)), pa.int64()),
-        pc.multiply(millis, 1000).cast(ARROW_FIELDS[5][1]),
+        # Arrow scalars: a Python number makes pyarrow.compute try an import on every call.
+        pc.multiply(millis, pa.scalar(1000, pa.int64())).cast(ARROW_FIELDS[5][1]),
         pc.subtract(kind, pa.scalar(1, pa.int32())),
     ]
     names = [n for n, _ in ARROW_FIELDS]
