@@ -91,6 +91,10 @@ def _recv(sock, n):
 
 
 def test_recorded_java_requests_get_kafka_answers(broker):
+    # The Java client's own frames (by-client/java-client) are the top-level ones replayed here.
+    java_client = sorted((VECTORS / "by-client" / "java-client").glob("*.bin"))
+    assert [f.name for f in java_client] == sorted(v["file"] for v in _vectors())
+    assert all(f.read_bytes() == (VECTORS / f.name).read_bytes() for f in java_client)
     host, port = broker.bootstrap.rsplit(":", 1)
     answers = {}
     with socket.create_connection((host, int(port)), timeout=15) as sock:
@@ -179,25 +183,44 @@ def _request(path: Path):
 
 
 def test_spark_connector_session_gets_kafka_answers(broker):
-    """The frames of a Spark job's run, in its order: the set-up admin creates its topics, the
-    connector's AdminClient discovers partitions (DescribeCluster, DescribeTopicPartitions), its
-    idempotent producer writes, its consumer lists offsets and fetches (the recorded topic id is
-    swapped for this broker's), and the admin deletes the topics."""
+    """The frames of a Spark job's run, in its order: both clients' ApiVersions (each API they
+    send is advertised at the version they send), the set-up admin's Metadata and its topics,
+    the connector's AdminClient discovers partitions (DescribeCluster, DescribeTopicPartitions),
+    its idempotent producer writes, its consumer lists offsets and fetches (the recorded topic
+    id is swapped for this broker's), and the admin deletes the topics. Every frame recorded
+    from these two clients is sent."""
     admin, spark = VECTORS / "by-client" / "java-admin-in-spark-check-setup", \
         VECTORS / "by-client" / "spark-connector"
     host, port = broker.bootstrap.rsplit(":", 1)
+    sent = set()
     with socket.create_connection((host, int(port)), timeout=15) as sock:
-        assert _replay(sock, admin / "ApiVersions_v4.bin").error_code == 0
-        created = {t.name: t for t in _replay(sock, admin / "CreateTopics_v7.bin").topics}
+        def replay(path, patch=None):
+            sent.add(path)
+            return _replay(sock, path, patch)
+
+        for client in (admin, spark):
+            # Every API the client sends, at the version it sends, is advertised.
+            versions = replay(client / "ApiVersions_v4.bin")
+            assert versions.error_code == 0
+            ranges = {k.api_key: (k.min_version, k.max_version) for k in versions.api_keys}
+            for f in client.glob("*.bin"):
+                h = peek_request_header(f.read_bytes()[4:])
+                low, high = ranges[h.api_key]
+                assert low <= h.api_version <= high, f.name
+        # The admin's first look at the cluster: brokers only (an empty topic list).
+        md = replay(admin / "Metadata_v12.bin")
+        assert [(b.host, b.port) for b in md.brokers] == [(host, int(port))]
+        assert md.topics == [] and md.cluster_id and md.controller_id >= 0
+        created = {t.name: t for t in replay(admin / "CreateTopics_v7.bin").topics}
         source = "spark-check-in-1795239673563"
         assert [t.error_code for t in created.values()] == [0, 0]
         assert created[source].num_partitions == 3
 
         for client in (admin, spark):
-            cluster = _replay(sock, client / "DescribeCluster_v1.bin")
+            cluster = replay(client / "DescribeCluster_v1.bin")
             assert cluster.error_code == 0 and cluster.controller_id >= 0
             assert [(b.host, b.port) for b in cluster.brokers] == [(host, int(port))]
-            described = _replay(sock, client / "DescribeTopicPartitions_v0.bin").topics
+            described = replay(client / "DescribeTopicPartitions_v0.bin").topics
             assert {t.name for t in described} <= set(created)
             for t in described:
                 assert t.error_code == 0 and t.topic_id == created[t.name].topic_id
@@ -208,27 +231,27 @@ def test_spark_connector_session_gets_kafka_answers(broker):
                     assert p.replica_nodes == p.isr_nodes == [p.leader_id]
                     assert p.eligible_leader_replicas == p.last_known_elr == []
                     assert p.offline_replicas == []
-        metadata = _replay(sock, spark / "Metadata_v12.bin")
+        metadata = replay(spark / "Metadata_v12.bin")
         assert metadata.cluster_id == cluster.cluster_id
         assert metadata.controller_id == cluster.controller_id
 
-        assert _replay(sock, spark / "GetTelemetrySubscriptions_v0.bin").error_code == 0
-        pid = _replay(sock, spark / "InitProducerId_v5.bin")
+        assert replay(spark / "GetTelemetrySubscriptions_v0.bin").error_code == 0
+        pid = replay(spark / "InitProducerId_v5.bin")
         assert (pid.error_code, pid.producer_epoch) == (0, 0) and pid.producer_id >= 0
         batches = {p.index: p.records for t in _request(spark / "Produce_v11.bin").topic_data
                    for p in t.partition_data}
-        produced = _replay(sock, spark / "Produce_v11.bin").responses[0].partition_responses
+        produced = replay(spark / "Produce_v11.bin").responses[0].partition_responses
         for p in produced:
             assert (p.error_code, p.base_offset, p.log_append_time_ms, p.log_start_offset) == \
                 (0, 0, -1, 0)
             assert p.record_errors == []
 
-        (listed,) = _replay(sock, spark / "ListOffsets_v9.bin").topics[0].partitions
+        (listed,) = replay(spark / "ListOffsets_v9.bin").topics[0].partitions
         assert (listed.error_code, listed.timestamp, listed.offset) == (0, -1, 0)
         assert listed.leader_epoch >= 0
 
         recorded_id = _request(spark / "Fetch_v17.bin").topics[0].topic_id
-        fetched = _replay(sock, spark / "Fetch_v17.bin",
+        fetched = replay(spark / "Fetch_v17.bin",
                           patch=(recorded_id.bytes, created[source].topic_id.bytes))
         assert fetched.error_code == 0
         (part,) = fetched.responses[0].partitions
@@ -239,9 +262,10 @@ def test_spark_connector_session_gets_kafka_answers(broker):
         # The batch as written, at base offset 0 (the leader epoch at 12..15 is the broker's).
         assert records[:12] == bytes(8) + written[8:12] and records[16:] == written[16:]
 
-        deleted = _replay(sock, admin / "DeleteTopics_v6.bin").responses
+        deleted = replay(admin / "DeleteTopics_v6.bin").responses
         assert sorted((d.name, d.error_code) for d in deleted) == sorted(
             (name, 0) for name in created)
+    assert sent == {*admin.glob("*.bin"), *spark.glob("*.bin")}  # every recorded frame
 
 
 def _count_records(batch: bytes) -> int:

@@ -83,6 +83,94 @@ def test_starting_timestamp_reads_from_the_first_later_record(spark, broker, new
     assert sorted(r.value for r in got.collect()) == [b"late3", b"late4"]
 
 
+def test_connector_batch_options(spark, broker, new_topic):
+    """endingTimestamp, endingOffsetsByTimestamp, startingOffsetsByTimestampStrategy,
+    minPartitions, maxRecordsPerPartition, kafka.group.id and groupIdPrefix."""
+    topic = new_topic(partitions=2)
+    produce_values(broker.bootstrap, topic, 2, 0, 6, tag="early")
+    cuts = []
+    for tag, start, n in (("mid", 6, 6), ("late", 12, 4)):
+        time.sleep(0.05)
+        cuts.append(int(time.time() * 1000))
+        produce_values(broker.bootstrap, topic, 2, start, n, tag=tag)
+    everything = {f"{tag}{i}".encode() for tag, i in [*(("early", i) for i in range(6)),
+                                                       *(("mid", i) for i in range(6, 12)),
+                                                       *(("late", i) for i in range(12, 16))]}
+
+    def values(**options):
+        return sorted(r.value for r in _read(spark, broker.bootstrap, subscribe=topic,
+                                             **options).collect())
+
+    mid = sorted(f"mid{i}".encode() for i in range(6, 12))
+    assert values(startingTimestamp=str(cuts[0]), endingTimestamp=str(cuts[1])) == mid
+    # No record of partition 1 is that late: it is read to its end, as Spark does.
+    by_partition = json.dumps({topic: {"0": cuts[1], "1": cuts[1] + 3_600_000}})
+    assert values(endingOffsetsByTimestamp=by_partition) == sorted(
+        v for v in everything if not (v.startswith(b"late") and int(v[4:]) % 2 == 0))
+
+    future = str(cuts[1] + 3_600_000)
+    assert values(startingTimestamp=future, startingOffsetsByTimestampStrategy="latest") == []
+    with pytest.raises(PySparkException, match="startingOffsetsByTimestampStrategy"):
+        values(startingTimestamp=future)
+
+    for options, spark_partitions in (({"minPartitions": "6"}, 6),
+                                      ({"maxRecordsPerPartition": "3"}, 6),
+                                      ({"minPartitions": "3", "maxRecordsPerPartition": "5"}, 4)):
+        df = _read(spark, broker.bootstrap, subscribe=topic, **options)
+        assert df.rdd.getNumPartitions() == spark_partitions, options
+        rows = df.collect()
+        assert sorted(r.value for r in rows) == sorted(everything)  # each record once
+        assert sorted((r.partition, r.offset) for r in rows) == \
+            [(p, o) for p in (0, 1) for o in range(8)]
+
+    assert values(**{"kafka.group.id": "nightly-etl"}) == sorted(everything)
+    assert values(groupIdPrefix="nightly") == sorted(everything)
+
+
+def test_stream_min_offsets_per_trigger_and_max_trigger_delay(spark, broker, new_topic,
+                                                              tmp_path):
+    source = new_topic(partitions=1)
+    produce_values(broker.bootstrap, source, 1, 0, 2, tag="a")
+
+    def start(name, delay):
+        stream = (spark.readStream.format(NAME).option("kafka.bootstrap.servers", broker.bootstrap)
+                  .option("subscribe", source).option("startingOffsets", "earliest")
+                  .option("minOffsetsPerTrigger", "5").option("maxTriggerDelay", delay).load())
+        return (stream.select("value").writeStream.format("memory").queryName(name)
+                .option("checkpointLocation", str(tmp_path / name))
+                .trigger(processingTime="200 milliseconds").start())
+
+    def wait_for(name, n):
+        deadline = time.monotonic() + 120
+        while spark.table(name).count() < n:
+            assert time.monotonic() < deadline, f"{name}: fewer than {n} rows"
+            time.sleep(0.2)
+
+    def batches(query):
+        return [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
+
+    waiting = start("min_rows", "1h")
+    try:
+        wait_for("min_rows", 2)  # the first trigger always runs, as in Spark
+        produce_values(broker.bootstrap, source, 1, 2, 3, tag="b")
+        time.sleep(2)  # ten triggers: 3 new records are fewer than 5, no batch
+        assert spark.table("min_rows").count() == 2, waiting.recentProgress
+        produce_values(broker.bootstrap, source, 1, 5, 2, tag="c")
+        wait_for("min_rows", 7)
+        assert batches(waiting) == [2, 5], waiting.recentProgress
+    finally:
+        waiting.stop()
+
+    delayed = start("delayed", "2s")
+    try:
+        wait_for("delayed", 7)
+        produce_values(broker.bootstrap, source, 1, 7, 1, tag="d")
+        wait_for("delayed", 8)  # one record, fewer than 5: let through by maxTriggerDelay
+        assert batches(delayed) == [7, 1], delayed.recentProgress
+    finally:
+        delayed.stop()
+
+
 def _sink_values(bootstrap, topic, n):
     return sorted(m.value() for m in read_from_beginning(bootstrap, topic, 1, n))
 

@@ -5,7 +5,7 @@ import pytest
 
 from pipelines.kafka_source import options as opt
 from pipelines.kafka_source.options import KafkaOptionError
-from pipelines.kafka_source.source import _cap, _from_json, _to_json
+from pipelines.kafka_source.source import Settings, _cap, _from_json, _to_json, split
 
 BOOT = {"kafka.bootstrap.servers": "127.0.0.1:9092"}
 
@@ -53,6 +53,69 @@ def test_starting_timestamp_wins_over_per_partition_timestamps():
     assert opt.timestamp_spec({}) is None
     with pytest.raises(KafkaOptionError, match="startingTimestamp"):
         opt.timestamp_spec({"startingTimestamp": "yesterday"})
+
+
+def test_ending_timestamps_are_read_like_the_starting_ones():
+    both = {"endingTimestamp": "2000", "endingOffsetsByTimestamp": '{"t": {"1": 7}}',
+            "startingTimestamp": "1000"}
+    assert opt.timestamp_spec(both, "ending") == 2000
+    assert opt.timestamp_spec({"endingOffsetsByTimestamp": '{"t": {"1": 7}}'}, "ending") == \
+        {("t", 1): 7}
+    assert opt.timestamp_spec({"startingTimestamp": "1000"}, "ending") is None
+    with pytest.raises(KafkaOptionError, match="endingTimestamp"):
+        opt.timestamp_spec({"endingTimestamp": "soon"}, "ending")
+    with pytest.raises(KafkaOptionError, match="for batch queries only"):
+        Settings({**BOOT, "subscribe": "t", "endingTimestamp": "5"}, streaming=True)
+
+
+def test_starting_offsets_by_timestamp_strategy():
+    assert opt.no_match_strategy({}) == "error"
+    assert opt.no_match_strategy({"startingOffsetsByTimestampStrategy": "LATEST"}) == "latest"
+    with pytest.raises(KafkaOptionError, match="'error' or 'latest'"):
+        opt.no_match_strategy({"startingOffsetsByTimestampStrategy": "earliest"})
+
+
+def test_trigger_delay_durations_as_spark_writes_them():
+    assert opt.duration_ms({}, "maxTriggerDelay", "15m") == 900_000
+    for text, ms in (("30s", 30_000), ("500ms", 500), ("2h", 7_200_000), ("250", 250),
+                     ("1 min", 60_000), ("1d", 86_400_000)):
+        assert opt.duration_ms({"maxTriggerDelay": text}, "maxTriggerDelay", "15m") == ms
+    with pytest.raises(KafkaOptionError, match="duration"):
+        opt.duration_ms({"maxTriggerDelay": "soon"}, "maxTriggerDelay", "15m")
+
+
+def test_group_id_from_kafka_group_id_or_the_prefix():
+    source = {**BOOT, "subscribe": "t"}
+    assert Settings({**source, "kafka.group.id": "etl", "groupIdPrefix": "x"},
+                    streaming=False).conf["group.id"] == "etl"
+    mine = Settings({**source, "groupIdPrefix": "nightly"}, streaming=True).conf["group.id"]
+    assert mine.startswith("nightly-") and len(mine) > len("nightly-")
+    default = Settings(source, streaming=False).conf["group.id"]
+    assert default.startswith("spark-kafka-source-") and default != \
+        Settings(source, streaming=False).conf["group.id"]  # unique per query
+
+
+def _sizes(ranges):
+    return [(tp[1], end - start) for tp, start, end in ranges]
+
+
+def test_min_partitions_splits_big_ranges_in_proportion():
+    ranges = [(("t", 0), 0, 100), (("t", 1), 0, 10), (("t", 2), 5, 6)]
+    assert split(ranges) == ranges == split(ranges, min_partitions=3)
+    pieces = split(ranges, min_partitions=8)
+    # Partitions 1 and 2 are small enough to stay whole; partition 0 takes the other 6 parts.
+    assert _sizes(pieces) == [(0, 16), (0, 16), (0, 17), (0, 17), (0, 17), (0, 17), (1, 10),
+                              (2, 1)]
+    assert [(s, e) for tp, s, e in pieces if tp == ("t", 0)] == \
+        [(0, 16), (16, 32), (32, 49), (49, 66), (66, 83), (83, 100)]  # contiguous, no overlap
+    assert split([(("t", 0), 0, 3)], min_partitions=5) == \
+        [(("t", 0), 0, 1), (("t", 0), 1, 2), (("t", 0), 2, 3)]  # no empty pieces
+
+
+def test_max_records_per_partition_caps_every_piece():
+    ranges = [(("t", 0), 10, 110), (("t", 1), 0, 30)]
+    assert _sizes(split(ranges, max_records=30)) == [(0, 25)] * 4 + [(1, 30)]
+    assert _sizes(split(ranges, min_partitions=3, max_records=60)) == [(0, 50), (0, 50), (1, 30)]
 
 
 def test_flags_and_limits():

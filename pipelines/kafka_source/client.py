@@ -6,10 +6,13 @@ from each batch of messages the consumer hands over.
 from __future__ import annotations
 
 import time
-import uuid
 
 import pyarrow as pa
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+import pyarrow.compute as pc
+from confluent_kafka import (Consumer, KafkaError, KafkaException, Message, Producer,
+                             TopicPartition)
+
+from pipelines.kafka_source.options import group_id
 
 # Arrow types as Spark expects them back from a Python source (timestamps in µs, UTC).
 HEADERS_TYPE = pa.list_(pa.field("element", pa.struct([("key", pa.string()),
@@ -17,6 +20,7 @@ HEADERS_TYPE = pa.list_(pa.field("element", pa.struct([("key", pa.string()),
 ARROW_FIELDS = [("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()),
                 ("partition", pa.int32()), ("offset", pa.int64()),
                 ("timestamp", pa.timestamp("us", tz="UTC")), ("timestampType", pa.int32())]
+STAMP_TYPE = pa.struct([("type", pa.int32()), ("ms", pa.int64())])
 CONSUME_BATCH = 10_000
 
 
@@ -27,7 +31,7 @@ class DataLossError(RuntimeError):
 def consumer(conf: dict) -> Consumer:
     """A consumer that only ever ``assign()``s: no group membership, no commits."""
     return Consumer({
-        "group.id": f"spark-kafka-source-{uuid.uuid4()}",
+        "group.id": group_id({}),
         # librdkafka pauses a whole second when its queue fills; Spark reads as fast as it can.
         "fetch.queue.backoff.ms": 10,
         **conf,
@@ -83,23 +87,28 @@ def read_range(conf: dict, topic: str, partition: int, start: int, end: int,
         position, last_progress = start, time.monotonic()
         while position < end:
             # Ask for no more than the range holds, so the last call returns once it is read.
-            msgs = c.consume(min(CONSUME_BATCH, end - position), timeout=1.0)
-            records = []
-            for m in msgs:
+            records = c.consume(min(CONSUME_BATCH, end - position), timeout=1.0)
+            # Events (end of partition, errors) are rare: look for them in one C-level pass.
+            events = [m for m in records if m.error()] if any(map(Message.error, records)) else ()
+            if events:
+                records = [m for m in records if not m.error()]
+            for m in events:
                 err = m.error()
-                if err is None:
-                    records.append(m)
-                elif err.code() == KafkaError._PARTITION_EOF:
-                    if m.offset() < end:  # the log ends before the range does
-                        position = _lost(fail_on_data_loss, topic, partition, m.offset(), end)
+                if err.code() == KafkaError._PARTITION_EOF:
+                    # The log ends before the range does (data lost), or at or after its end
+                    # with no record left in it (control records, compaction): done.
+                    position = (_lost(fail_on_data_loss, topic, partition, m.offset(), end)
+                                if m.offset() < end else end)
                 elif err.code() in (KafkaError.OFFSET_OUT_OF_RANGE, KafkaError._AUTO_OFFSET_RESET):
                     position = _lost(fail_on_data_loss, topic, partition, position, end)
                 else:
                     raise KafkaException(err)
-            while records and records[-1].offset() >= end:
-                records.pop()
+            if records and records[-1].offset() >= end:
+                position = end  # the rest of the range holds no records (control records...)
+                while records and records[-1].offset() >= end:
+                    records.pop()
             if records:
-                position = records[-1].offset() + 1
+                position = max(position, records[-1].offset() + 1)
                 last_progress = time.monotonic()
                 yield to_arrow(records, topic, partition, with_headers)
             elif time.monotonic() - last_progress > poll_timeout and position < end:
@@ -118,17 +127,21 @@ def _lost(fail: bool, topic, partition, offset, end) -> int:
 
 
 def to_arrow(records, topic: str, partition: int, with_headers: bool) -> pa.RecordBatch:
-    """The records (all of ``topic``-``partition``) as one batch, a column at a time."""
-    stamps = [m.timestamp() for m in records]
+    """The records (all of ``topic``-``partition``) as one batch, a column at a time: one C-level
+    pass over the messages per column, constants repeated by Arrow."""
+    count = len(records)
+    # (type, ms) pairs; librdkafka numbers the types 1 and 2, Spark and the Java client 0 and 1
+    # (-1: none).
+    kind, millis = pa.array(list(map(Message.timestamp, records)), STAMP_TYPE).flatten()
     columns = [
-        pa.array([m.key() for m in records], pa.binary()),
-        pa.array([m.value() for m in records], pa.binary()),
-        pa.array([topic] * len(records), pa.string()),
-        pa.array([partition] * len(records), pa.int32()),
-        pa.array([m.offset() for m in records], pa.int64()),
-        pa.array([s[1] * 1000 for s in stamps], pa.int64()).cast(ARROW_FIELDS[5][1]),
-        # librdkafka numbers the types 1 and 2; Spark and the Java client 0 and 1 (-1: none).
-        pa.array([s[0] - 1 for s in stamps], pa.int32()),
+        pa.array(list(map(Message.key, records)), pa.binary()),
+        pa.array(list(map(Message.value, records)), pa.binary()),
+        pa.repeat(pa.scalar(topic, pa.string()), count),
+        pa.repeat(pa.scalar(partition, pa.int32()), count),
+        pa.array(list(map(Message.offset, records)), pa.int64()),
+        # Arrow scalars: a Python number makes pyarrow.compute try an import on every call.
+        pc.multiply(millis, pa.scalar(1000, pa.int64())).cast(ARROW_FIELDS[5][1]),
+        pc.subtract(kind, pa.scalar(1, pa.int32())),
     ]
     names = [n for n, _ in ARROW_FIELDS]
     if with_headers:

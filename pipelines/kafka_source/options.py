@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 
 EARLIEST, LATEST = -2, -1
 CLIENT_PREFIX = "kafka."
@@ -140,21 +141,56 @@ def offset_spec(options, name, default):
     return spec
 
 
-def timestamp_spec(options):
-    """The starting timestamps: ``int`` for every partition, ``{(topic, p): ms}``, or None.
+def timestamp_spec(options, which: str = "starting"):
+    """The ``which`` ("starting" or "ending") timestamps: ``int`` for every partition,
+    ``{(topic, p): ms}``, or None.
 
-    ``startingTimestamp`` wins over ``startingOffsetsByTimestamp``, as in Spark.
+    ``<which>Timestamp`` wins over ``<which>OffsetsByTimestamp``, as in Spark.
     """
-    single = get(options, "startingTimestamp")
+    name = f"{which}Timestamp"
+    single = get(options, name)
     if single is not None:
         try:
             return int(single)
         except ValueError:
-            raise KafkaOptionError(f"Option 'startingTimestamp' must be milliseconds since "
+            raise KafkaOptionError(f"Option '{name}' must be milliseconds since "
                                    f"the epoch, not {single!r}") from None
-    if get(options, "startingOffsetsByTimestamp") is None:
+    if get(options, f"{which}OffsetsByTimestamp") is None:
         return None
-    return offset_spec(options, "startingOffsetsByTimestamp", None)
+    return offset_spec(options, f"{which}OffsetsByTimestamp", None)
+
+
+def no_match_strategy(options) -> str:
+    """``startingOffsetsByTimestampStrategy``: what a starting timestamp that matches no offset
+    does, ``error`` (the default) or ``latest``."""
+    value = str(get(options, "startingOffsetsByTimestampStrategy", "error")).strip().lower()
+    if value not in ("error", "latest"):
+        raise KafkaOptionError("Option 'startingOffsetsByTimestampStrategy' must be 'error' or "
+                               f"'latest', not {value!r}")
+    return value
+
+
+TIME_UNITS_MS = {"us": 0.001, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000,
+                 "h": 3_600_000, "d": 86_400_000}
+
+
+def duration_ms(options, name, default: str) -> int:
+    """A duration option as Spark writes them ("15m", "30s", "500ms"; a bare number is ms)."""
+    value = str(get(options, name, default)).strip().lower()
+    match = re.fullmatch(r"(\d+)\s*([a-z]*)", value)
+    if match is None or match.group(2) not in ("", *TIME_UNITS_MS):
+        raise KafkaOptionError(f"Option '{name}' must be a duration such as 15m, 30s or "
+                               f"500ms, not {value!r}")
+    return int(int(match.group(1)) * TIME_UNITS_MS.get(match.group(2), 1))
+
+
+def group_id(options) -> str:
+    """``kafka.group.id`` as given, else ``groupIdPrefix`` (default ``spark-kafka-source``)
+    and a unique suffix, as Spark's connector names its consumers' group."""
+    given = get(options, CLIENT_PREFIX + "group.id")
+    if given:
+        return given
+    return f"{get(options, 'groupIdPrefix', 'spark-kafka-source')}-{uuid.uuid4()}"
 
 
 def target_topic(options):

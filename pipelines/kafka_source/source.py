@@ -6,6 +6,8 @@ restarted query resumes exactly where it stopped. Writes take the connector's co
 """
 from __future__ import annotations
 
+import time
+
 from pyspark.sql.datasource import (DataSource, DataSourceArrowWriter, DataSourceReader,
                                     DataSourceStreamArrowWriter, DataSourceStreamReader,
                                     InputPartition, WriterCommitMessage)
@@ -62,20 +64,26 @@ class Settings:
     """The checked read options, and the offset resolution both kinds of read share."""
 
     def __init__(self, options, streaming: bool):
-        self.conf = opt.client_config(options)
+        self.conf = {**opt.client_config(options), "group.id": opt.group_id(options)}
         self.strategy = opt.Strategy(options)
         self.fail_on_data_loss = opt.flag(options, "failOnDataLoss", True)
         self.with_headers = opt.flag(options, "includeHeaders", False)
         self.starting = opt.offset_spec(options, "startingOffsets",
                                         "latest" if streaming else "earliest")
-        self.timestamps = opt.timestamp_spec(options)
-        self.by_timestamp_fallback = str(opt.get(
-            options, "startingOffsetsByTimestampStrategy", "error")).lower()
+        self.timestamps = opt.timestamp_spec(options, "starting")
+        self.by_timestamp_fallback = opt.no_match_strategy(options)
         self.ending = opt.offset_spec(options, "endingOffsets", "latest")
+        self.ending_timestamps = opt.timestamp_spec(options, "ending")
         self.max_per_trigger = opt.positive_int(options, "maxOffsetsPerTrigger")
+        self.min_per_trigger = opt.positive_int(options, "minOffsetsPerTrigger")
+        self.max_trigger_delay_ms = opt.duration_ms(options, "maxTriggerDelay", "15m")
+        self.min_partitions = opt.positive_int(options, "minPartitions")
+        self.max_records_per_partition = opt.positive_int(options, "maxRecordsPerPartition")
         self.poll_timeout = int(opt.get(options, "kafkaConsumer.pollTimeoutMs", 120000)) / 1000
-        if streaming and opt.get(options, "endingOffsets") is not None:
-            raise KafkaOptionError("Option 'endingOffsets' is for batch queries only")
+        if streaming:
+            for name in ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp"):
+                if opt.get(options, name) is not None:
+                    raise KafkaOptionError(f"Option '{name}' is for batch queries only")
         if not streaming and self.starting == "latest":
             raise KafkaOptionError("Starting offset can't be latest for batch queries")
         if not streaming and self.ending == "earliest":
@@ -99,25 +107,30 @@ class Settings:
 
     def start_offsets(self, tps, marks) -> dict:
         """Concrete starting offsets for ``tps`` from startingTimestamp(s) or startingOffsets."""
-        if self.timestamps is not None:
-            times = ({tp: self.timestamps for tp in tps} if isinstance(self.timestamps, int)
-                     else {tp: ts for tp, ts in self.timestamps.items() if tp in tps})
-            found = client.offsets_for_times(self.conf, times)
-            out = {}
-            for tp in tps:
-                off = found.get(tp, -1)
-                if off < 0:
-                    if self.by_timestamp_fallback != "latest":
-                        raise KafkaOptionError(f"No offset of {tp[0]}-{tp[1]} has a timestamp at "
-                                               "or after the starting timestamp (set "
-                                               "startingOffsetsByTimestampStrategy to latest)")
-                    off = marks[tp][1]
-                out[tp] = off
-            return out
-        return self._resolve(self.starting, tps, marks, EARLIEST)
+        if self.timestamps is None:
+            return self._resolve(self.starting, tps, marks, EARLIEST)
+        out = self._by_time(self.timestamps, tps, marks)
+        unmatched = [tp for tp, off in out.items() if off is None]
+        if unmatched and self.by_timestamp_fallback != "latest":
+            raise KafkaOptionError(f"No offset of {unmatched[0][0]}-{unmatched[0][1]} has a "
+                                   "timestamp at or after the starting timestamp (set "
+                                   "startingOffsetsByTimestampStrategy to latest)")
+        return {tp: marks[tp][1] if off is None else off for tp, off in out.items()}
 
     def end_offsets(self, tps, marks) -> dict:
-        return self._resolve(self.ending, tps, marks, LATEST)
+        """Concrete ending offsets from endingTimestamp(s) (latest where no record is that
+        late, as in Spark) or endingOffsets."""
+        if self.ending_timestamps is None:
+            return self._resolve(self.ending, tps, marks, LATEST)
+        return {tp: marks[tp][1] if off is None else off
+                for tp, off in self._by_time(self.ending_timestamps, tps, marks).items()}
+
+    def _by_time(self, spec, tps, marks) -> dict:
+        """The first offset at or after each partition's timestamp; None where there is none."""
+        times = ({tp: spec for tp in tps} if isinstance(spec, int)
+                 else {tp: ts for tp, ts in spec.items() if tp in tps})
+        found = client.offsets_for_times(self.conf, times)
+        return {tp: found[tp] if found.get(tp, -1) >= 0 else None for tp in tps}
 
     @staticmethod
     def _resolve(spec, tps, marks, unnamed) -> dict:
@@ -149,8 +162,39 @@ class Settings:
         for tp in sorted(ends):
             start = self.checked_start(tp, starts.get(tp, marks[tp][0]), marks)
             if ends[tp] > start:
-                out.append(OffsetRange(tp[0], tp[1], start, ends[tp]))
-        return out
+                out.append((tp, start, ends[tp]))
+        return [OffsetRange(tp[0], tp[1], start, end) for tp, start, end
+                in split(out, self.min_partitions, self.max_records_per_partition)]
+
+
+def split(ranges, min_partitions=None, max_records=None) -> list:
+    """``ranges`` ((topic, partition), start, end) cut into more Spark partitions, as Spark's
+    connector does: with ``minPartitions`` above the number of ranges, each range gets a share
+    of it in proportion to its size (ranges whose share rounds to one stay whole and are left
+    out of the proportion); with ``maxRecordsPerPartition``, no piece is longer than that."""
+    wanted = {}
+    if min_partitions and len(ranges) < min_partitions:
+        total = sum(end - start for _, start, end in ranges)
+        share = {r[0]: _share(r[2] - r[1], total, min_partitions) for r in ranges}
+        whole = [r for r in ranges if share[r[0]] == 1]
+        rest = total - sum(end - start for _, start, end in whole)
+        parts = max(min_partitions - len(whole), 1)
+        wanted = {tp: 1 if share[tp] == 1 else _share(end - start, rest, parts)
+                  for tp, start, end in ranges}
+    out = []
+    for tp, start, end in ranges:
+        n = max(wanted.get(tp, 1), -(-(end - start) // max_records) if max_records else 1)
+        left = end - start
+        for i in range(n):  # even pieces; the last ones take the rounding
+            size = left // (n - i)
+            if size:
+                out.append((tp, start, start + size))
+            start, left = start + size, left - size
+    return out
+
+
+def _share(size: int, total: int, parts: int) -> int:
+    return max(int(size / total * parts + 0.5), 1)  # rounding half up, as Java's Math.round
 
 
 class OffsetRange(InputPartition):
@@ -162,6 +206,8 @@ class OffsetRange(InputPartition):
 
 
 def _read(settings: Settings, r: OffsetRange):
+    if not isinstance(r, OffsetRange):  # Spark's stand-in partition when a read plans none
+        return iter(())
     return client.read_range(settings.conf, r.topic, r.partition, r.start, r.end,
                              settings.with_headers, settings.fail_on_data_loss,
                              settings.poll_timeout)
@@ -196,6 +242,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, settings: Settings):
         self.settings = settings
         self.target = None  # the latest offsets when a Trigger.AvailableNow query started
+        self.last_trigger_ms = 0  # when the last batch was let through (minOffsetsPerTrigger)
 
     def initialOffset(self):
         s = self.settings
@@ -222,9 +269,25 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         latest = self.target if self.target is not None else self._latest()
         # Partitions that appeared since the start are read from their beginning, as Spark does.
         end = {tp: max(off, begin.get(tp, 0)) for tp, off in latest.items()}
+        if self._delay(begin, end):
+            return start
         if isinstance(limit, ReadMaxRows):
             end = _cap(begin, end, limit.max_rows)
         return _to_json(end)
+
+    def _delay(self, begin: dict, end: dict) -> bool:
+        """Whether to skip this trigger: fewer than minOffsetsPerTrigger new records and less
+        than maxTriggerDelay since the last batch. Not with Trigger.AvailableNow, whose query
+        ends at the first skipped trigger (it would leave the last records unread)."""
+        s = self.settings
+        if s.min_per_trigger is None or self.target is not None:
+            return False
+        now = int(time.time() * 1000)
+        waiting = sum(off - begin.get(tp, 0) for tp, off in end.items())
+        if now - self.last_trigger_ms < s.max_trigger_delay_ms and waiting < s.min_per_trigger:
+            return True
+        self.last_trigger_ms = now
+        return False
 
     def partitions(self, start, end):
         s = self.settings
