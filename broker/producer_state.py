@@ -153,6 +153,9 @@ class ProducerStateTable:
     def load(self, log_) -> None:
         """Restore from the log's newest snapshot, then replay the batches after it; the log
         then snapshots this table at every roll and at clean shutdown."""
+        log_.snapshot_source = self.snapshot
+        if log_.log_end_offset == 0:  # nothing written: no state (and no directory listing)
+            return
         snap = log_.latest_snapshot()
         start = 0
         if snap is not None:
@@ -172,4 +175,3 @@ class ProducerStateTable:
             self._aborted_last = [a[2] for a in self.aborted]
         self.rebuild(log_.iter_headers(start), lambda h: next(iter(
             log_.iter_batches(h.base_offset, h.base_offset + 1)))[1])
-        log_.snapshot_source = self.snapshot

@@ -12,6 +12,7 @@ import logging
 from broker import acl
 from broker.authorizer import CLUSTER, CLUSTER_NAME, TOPIC, allowed
 from broker.replica import PartitionState
+from storage.errors import StorageError
 from wire import errors
 from wire.apis import (ALTER_PARTITION, CONTROLLED_SHUTDOWN, ELECT_LEADERS, LEADER_AND_ISR,
                        OFFSET_FOR_LEADER_EPOCH, STOP_REPLICA, UPDATE_METADATA)
@@ -41,6 +42,7 @@ async def handle_leader_and_isr(broker, ctx, req):
         cluster = broker.cluster
         for b in req.live_leaders:
             cluster.leader_endpoints[b.broker_id] = (b.host_name, b.port)
+        await _create_logs(broker, items)
         for topic, topic_id, ps in items:
             part = broker.replicas.get(topic, ps.partition_index)
             if part is not None and ps.leader_epoch <= part.leader_epoch:
@@ -68,6 +70,23 @@ async def handle_leader_and_isr(broker, ctx, req):
         topic_name=topic, partition_index=ps.partition_index,
         error_code=err or results.get((topic, ps.partition_index), errors.NONE))
         for topic, _tid, ps in items])
+
+
+async def _create_logs(broker, items):
+    """The logs of partitions new to this broker, made off the event loop (a topic of
+    thousands of partitions takes seconds); a log that cannot be made is reported by
+    ``apply``, which tries again."""
+    me = broker.config.node_id
+    by_topic: dict[str, list[int]] = {}
+    for topic, _tid, ps in items:
+        if me in ps.replicas:
+            by_topic.setdefault(topic, []).append(ps.partition_index)
+    for topic, indexes in by_topic.items():
+        try:
+            await broker.replicas.create_logs(topic, indexes,
+                                              await broker.metadata.topic_configs(topic))
+        except (StorageError, OSError):  # InvalidConfig included
+            pass
 
 
 def _delete_strays(broker, assigned):
@@ -103,8 +122,7 @@ def handle_stop_replica(broker, ctx, req):
                  for p in req.ungrouped_partitions]
     err = _controller_request_error(broker, req.controller_epoch)
     if not err:
-        for topic, index, delete in items:
-            broker.replicas.stop_replica(topic, index, delete)
+        broker.replicas.stop_replicas(items)
     return R(error_code=err, partition_errors=[
         R.StopReplicaPartitionError(topic_name=t, partition_index=p, error_code=err)
         for t, p, _d in items])
