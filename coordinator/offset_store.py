@@ -58,6 +58,7 @@ GROUP_VALUE_VERSION = 3
 _i16 = struct.Struct(">h")
 _i32 = struct.Struct(">i")
 _i64 = struct.Struct(">q")
+_offset_epoch = struct.Struct(">qi")
 
 
 class RecordFormatError(ValueError):
@@ -257,9 +258,31 @@ class _Reader:
             self._take(self.uvarint())     # size + data (unknown tags are skipped)
 
 
+def _strings_at(buf, pos: int, n: int):
+    """``n`` non-null classic strings from ``pos``: (list, position after), or None when they
+    are not all well-formed (the caller then takes the reader's path, which says why)."""
+    out = []
+    try:
+        for _ in range(n):
+            (size,) = _i16.unpack_from(buf, pos)
+            pos += 2
+            if size < 0 or pos + size > len(buf):
+                return None
+            out.append(str(buf[pos:pos + size], "utf-8"))
+            pos += size
+    except (struct.error, UnicodeDecodeError):
+        return None
+    return out, pos
+
+
 def read_key(key) -> OffsetKey | GroupKey:
     if key is None:
         raise RecordFormatError("__consumer_offsets record without a key")
+    if key[:2] in (b"\x00\x00", b"\x00\x01") and len(key) >= 8:  # offset keys: the most
+        got = _strings_at(key, 2, 2)
+        if got is not None and got[1] + 4 <= len(key):
+            (group, topic), pos = got
+            return OffsetKey(group, topic, _i32.unpack_from(key, pos)[0])
     r = _Reader(key)
     version = r.int16()
     if version in (0, 1):
@@ -272,6 +295,13 @@ def read_key(key) -> OffsetKey | GroupKey:
 def read_offset_value(value) -> OffsetAndMetadata | None:
     if value is None:
         return None
+    if value[:2] == b"\x00\x03" and len(value) >= 24:  # what Kafka 2.3+ and we write
+        offset, leader_epoch = _offset_epoch.unpack_from(value, 2)
+        got = _strings_at(value, 14, 1)
+        if got is not None and got[1] + 8 <= len(value):
+            (metadata,), pos = got
+            return OffsetAndMetadata(offset, leader_epoch, metadata,
+                                     _i64.unpack_from(value, pos)[0], None)
     r = _Reader(value)
     version = r.int16()
     if not 0 <= version <= 4:

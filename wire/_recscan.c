@@ -19,8 +19,13 @@ typedef struct {
 } cursor;
 
 /* Zigzag varint of at most max_bytes bytes; returns 0 on truncation or an overlong encoding. */
-static int read_varint(cursor *c, int max_bytes, int64_t *out)
+static inline int read_varint(cursor *c, int max_bytes, int64_t *out)
 {
+    if (c->p < c->end && *c->p < 0x80) { /* one byte: most lengths and deltas */
+        uint8_t b = *c->p++;
+        *out = (int64_t)(b >> 1) ^ -(int64_t)(b & 1);
+        return 1;
+    }
     uint64_t v = 0;
     int shift = 0;
     for (int i = 0; i < max_bytes; i++) {
@@ -38,7 +43,7 @@ static int read_varint(cursor *c, int max_bytes, int64_t *out)
 }
 
 /* A length-prefixed field: -1 (null) allowed when nullable; the bytes must fit in the record. */
-static int skip_sized(cursor *c, int nullable, int64_t *len)
+static inline int skip_sized(cursor *c, int nullable, int64_t *len)
 {
     if (!read_varint(c, 5, len))
         return 0;
