@@ -186,8 +186,8 @@ class LocalMetadataStore:
 
     def _save(self):
         tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"topics": {n: t.to_json() for n, t in self.topics.items()}},
-                                  indent=1))
+        # no indent: json's C encoder only runs without one (20,000 partitions: 0.1 s, not 1 s)
+        tmp.write_text(json.dumps({"topics": {n: t.to_json() for n, t in self.topics.items()}}))
         os.replace(tmp, self.path)
 
     def _notify(self, event, topic):

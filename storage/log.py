@@ -545,7 +545,7 @@ class Log:
         """``(base offset, last modified ms, size in bytes)`` of every segment, oldest first."""
         with self._lock:
             self._check_open()
-            return [(s.base_offset, int(os.fstat(s.fd).st_mtime * 1000), s.size)
+            return [(s.base_offset, s.last_modified_ms(), s.size)
                     for s in self._segments]
 
     def offset_for_timestamp(self, timestamp: int, *, max_offset: int | None = None):
