@@ -19,6 +19,9 @@ DEFAULTS = {
     "connections.max.idle.ms": "600000",
     "max.connections": "2147483647",
     "max.connections.per.ip": "2147483647",
+    # KIP-578's name; Kafka leaves it unbounded, we refuse what one broker was not tested to
+    # serve (memory, start-up time) before persisting it
+    "max.broker.partitions": "100000",
     "queued.max.request.bytes": "-1",
     "message.max.bytes": "1048588",
     "min.insync.replicas": "1",

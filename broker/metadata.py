@@ -172,6 +172,9 @@ class LocalMetadataStore:
         self.topics: dict[str, TopicMeta] = {}
         self.topics_by_id: dict[uuid.UUID, TopicMeta] = {}
         self.listeners = []  # callables(event, topic) with event in created/deleted/grown
+        # async callables(topic, new partition indexes) that make the partitions' storage before
+        # a create is persisted (slow work off the event loop; raise MetadataError to refuse)
+        self.preparers = []
         if self.path.exists():
             data = json.loads(self.path.read_text())
             for name, d in data.get("topics", {}).items():
@@ -183,8 +186,8 @@ class LocalMetadataStore:
 
     def _save(self):
         tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"topics": {n: t.to_json() for n, t in self.topics.items()}},
-                                  indent=1))
+        # no indent: json's C encoder only runs without one (20,000 partitions: 0.1 s, not 1 s)
+        tmp.write_text(json.dumps({"topics": {n: t.to_json() for n, t in self.topics.items()}}))
         os.replace(tmp, self.path)
 
     def _notify(self, event, topic):
@@ -197,23 +200,32 @@ class LocalMetadataStore:
     def request_topic(self, name, num_partitions, replication_factor, configs) -> TopicMeta:
         """Auto-creation: the topic, created now if needed. Raises MetadataError."""
         t = self.topics.get(name)
-        return t if t is not None else self._create(name, num_partitions, replication_factor,
-                                                    configs, False, None)
+        return t if t is not None else self._add(
+            self._plan(name, num_partitions, replication_factor, configs, None))
 
     async def create_topic(self, name, num_partitions, replication_factor, configs,
                            validate_only=False, assignments=None, timeout_ms=0) -> TopicMeta:
-        return self._create(name, num_partitions, replication_factor, configs, validate_only,
-                            assignments)
-
-    def _create(self, name, num_partitions, replication_factor, configs, validate_only,
-                assignments) -> TopicMeta:
-        plan = plan_topic(name, num_partitions, replication_factor, assignments, self._racks(),
-                          self.topics)
-        t = TopicMeta(name, uuid.uuid4(),
-                      [PartitionMeta(p, plan[p][0], 0, plan[p]) for p in sorted(plan)],
-                      dict(configs))
+        t = self._plan(name, num_partitions, replication_factor, configs, assignments)
         if validate_only:
             return t
+        await self._prepare(t, range(len(t.partitions)))
+        if name in self.topics:  # created by another request while the storage was made
+            raise MetadataError(errors.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        return self._add(t)
+
+    async def _prepare(self, t, indexes) -> None:
+        for fn in self.preparers:
+            await fn(t, indexes)
+
+    def _plan(self, name, num_partitions, replication_factor, configs,
+              assignments) -> TopicMeta:
+        plan = plan_topic(name, num_partitions, replication_factor, assignments, self._racks(),
+                          self.topics)
+        return TopicMeta(name, uuid.uuid4(),
+                         [PartitionMeta(p, plan[p][0], 0, plan[p]) for p in sorted(plan)],
+                         dict(configs))
+
+    def _add(self, t) -> TopicMeta:
         self._index(t)
         self._save()
         self._notify("created", t)
@@ -237,6 +249,11 @@ class LocalMetadataStore:
                                 "This server does not host this topic-partition.")
         plan = plan_partitions(t, count, assignments, self._racks())
         if not validate_only:
+            have = len(t.partitions)
+            await self._prepare(t, sorted(plan))
+            if len(t.partitions) != have or self.topics.get(name) is not t:
+                raise MetadataError(errors.INVALID_PARTITIONS,
+                                    f"Topic {name} changed while its partitions were created.")
             t.partitions.extend(PartitionMeta(p, plan[p][0], 0, plan[p]) for p in sorted(plan))
             self._save()
             self._notify("grown", t)

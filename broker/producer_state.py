@@ -208,6 +208,10 @@ class ProducerStateTable:
     def load(self, log_) -> None:
         """Restore from the log's newest snapshot, then replay the batches after it; the log
         then snapshots this table at every roll and at clean shutdown."""
+        log_.snapshot_source = lambda: self.snapshot(log_.first_segment_offset)
+        log_.on_markers_removed = lambda offsets: self.markers_removed(log_, offsets)
+        if log_.log_end_offset == 0:  # nothing written: no state (and no directory listing)
+            return
         snap = log_.latest_snapshot()
         start = 0
         if snap is not None:
@@ -228,5 +232,3 @@ class ProducerStateTable:
         self.rebuild(log_.iter_headers(start), lambda h: next(iter(
             log_.iter_batches(h.base_offset, h.base_offset + 1)))[1])
         self.trim_aborted(log_.first_segment_offset)
-        log_.snapshot_source = lambda: self.snapshot(log_.first_segment_offset)
-        log_.on_markers_removed = lambda offsets: self.markers_removed(log_, offsets)

@@ -15,9 +15,11 @@ import asyncio
 import logging
 import time
 
+from broker.metadata import MetadataError
 from broker.producer_state import ProducerStateTable
 from storage.config import LogConfig
 from storage.errors import InvalidConfig, OffsetOutOfRange, RecordTooLarge, StorageError
+from storage.manager import remove_dirs
 from wire import errors
 from wire.batch import (CorruptRecord, InvalidRecord, crc_ok, iter_headers, read_header,
                         validate_batches)
@@ -479,9 +481,10 @@ class ReplicaManager:
         self.lag_max_ms = broker_config.int("replica.lag.time.max.ms")
         self.role_listeners = []  # callables(partition, became_leader) e.g. group coordinator
 
-    def _partition(self, topic, index, configs: dict) -> Partition:
+    def _partition(self, topic, index, configs: dict, cfg: LogConfig | None) -> Partition:
         key = (topic, index)
-        cfg = topic_log_config(self.config, configs)
+        if cfg is None:
+            cfg = topic_log_config(self.config, configs)
         part = self.partitions.get(key)
         if part is None:
             lg = self.logs.get_or_create(topic, index, cfg)
@@ -496,11 +499,13 @@ class ReplicaManager:
         part.min_insync = cfg.min_insync_replicas
         part.log.config = cfg
 
-    def apply(self, st: PartitionState, configs: dict) -> Partition | None:
-        """Become leader or follower of ``st``'s partition as it says. A replica whose stored
-        state cannot be loaded is reported offline (None) and the broker serves the others."""
+    def apply(self, st: PartitionState, configs: dict,
+              cfg: LogConfig | None = None) -> Partition | None:
+        """Become leader or follower of ``st``'s partition as it says (``cfg``: the log config
+        ``configs`` make, when the caller has it already). A replica whose stored state cannot
+        be loaded is reported offline (None) and the broker serves the others."""
         try:
-            part = self._partition(st.topic, st.index, configs)
+            part = self._partition(st.topic, st.index, configs, cfg)
         except (InvalidConfig, StorageError, OSError) as e:
             log.error("partition %s-%d is offline: %s", st.topic, st.index, e)
             self.offline.add((st.topic, st.index))
@@ -520,39 +525,82 @@ class ReplicaManager:
                 fn(part, part.is_leader)
         return part
 
-    def stop_replicas(self, topic: str, indexes, delete: bool) -> None:
-        """Stop serving these partitions of ``topic``; with ``delete``, remove their logs in
-        one pass (checkpoints written once, not once per partition)."""
-        for index in indexes:
-            part = self.partitions.pop((topic, index), None)
-            if part is not None:
-                if self.fetchers is not None:
-                    self.fetchers.remove(part)
-                was_leader = part.is_leader
-                part.stop()
-                if was_leader:
-                    for fn in self.role_listeners:
-                        fn(part, False)
+    def stop_replica(self, topic: str, index: int, delete: bool) -> None:
+        part = self.partitions.pop((topic, index), None)
+        if part is not None:
+            if self.fetchers is not None:
+                self.fetchers.remove(part)
+            was_leader = part.is_leader
+            part.stop()
+            if was_leader:
+                for fn in self.role_listeners:
+                    fn(part, False)
+        if delete:
+            self.offline.discard((topic, index))
+            self.logs.delete(topic, [index])
+
+    def stop_replicas(self, items) -> None:
+        """`stop_replica` for many ``(topic, index, delete)``: the logs to delete are detached
+        in one pass per topic (one checkpoint write, not one per partition) and their files
+        removed in a worker thread."""
+        doomed: dict[str, list[int]] = {}
+        for topic, index, delete in items:
+            self.stop_replica(topic, index, delete=False)
             if delete:
                 self.offline.discard((topic, index))
-        if delete:
-            self.logs.delete(topic, indexes)
+                doomed.setdefault(topic, []).append(index)
+        dirs = [d for topic, indexes in doomed.items() for d in self.logs.detach(topic, indexes)]
+        if dirs:
+            asyncio.get_running_loop().run_in_executor(None, remove_dirs, dirs)
 
     def lead_locally(self, metadata) -> None:
         """Single broker: lead every partition of ``metadata`` and follow its changes."""
         for t in metadata.topics.values():
             self._lead_topic(t)
         metadata.listeners.append(self._on_local_metadata)
+        metadata.preparers.append(self.prepare_logs)
+
+    async def create_logs(self, topic, indexes, configs: dict) -> None:
+        """Create the logs of the partitions ``indexes`` of ``topic`` that have none here, in a
+        worker thread: thousands of directories and files take seconds, and the event loop
+        keeps serving meanwhile. Raises InvalidConfig, StorageError or OSError."""
+        cfg = topic_log_config(self.config, configs)
+        missing = [i for i in indexes if self.logs.get(topic, i) is None]
+
+        def create():
+            for i in missing:
+                self.logs.get_or_create(topic, i, cfg)
+
+        if missing:
+            await asyncio.get_running_loop().run_in_executor(None, create)
+
+    async def prepare_logs(self, t, indexes) -> None:
+        """Make the logs of new partitions before the local store persists them; on a disk
+        error the logs made so far are removed and nothing is persisted
+        (KAFKA_STORAGE_ERROR)."""
+        try:
+            await self.create_logs(t.name, indexes, t.configs)
+        except (StorageError, OSError) as e:
+            log.error("cannot create the logs of %s: %s", t.name, e)
+            fresh = [i for i in indexes if (t.name, i) not in self.partitions]
+            await asyncio.get_running_loop().run_in_executor(None, self.logs.delete, t.name,
+                                                             fresh)
+            raise MetadataError(errors.KAFKA_STORAGE_ERROR,
+                                f"Cannot create the logs of {t.name}: {e}") from None
 
     def _lead_topic(self, t):
         me = self.node_id
+        try:
+            cfg = topic_log_config(self.config, t.configs)
+        except InvalidConfig:
+            cfg = None  # every partition reports it offline
         for p in t.partitions:
             self.apply(PartitionState(t.name, p.index, me, p.leader_epoch, [me], [me],
-                                      topic_id=t.topic_id), t.configs)
+                                      topic_id=t.topic_id), t.configs, cfg)
 
     def _on_local_metadata(self, event, t):
         if event == "deleted":
-            self.stop_replicas(t.name, [p.index for p in t.partitions], delete=True)
+            self.stop_replicas([(t.name, p.index, True) for p in t.partitions])
         else:
             self._lead_topic(t)
 

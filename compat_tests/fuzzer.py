@@ -36,6 +36,11 @@ VECTORS = Path(os.environ.get("JOSEFK_VECTORS", Path(__file__).resolve().parents
 _INT_BITS = {"int8": 8, "int16": 16, "uint16": 16, "int32": 32, "int64": 64}
 _LONG_NAME = "fuzz-" + "n" * 244  # the longest legal topic name (249 characters)
 # Text of a log's "this request made a handler fail" lines and of unhandled exceptions.
+# What a fuzzed broker runs with beyond the shared overrides: random CreateTopics and
+# CreatePartitions counts would otherwise spend the run making tens of thousands of partition
+# directories (a limit refused with INVALID_PARTITIONS is fuzzed all the same)
+BROKER_OVERRIDES = {"max.broker.partitions": 2000}
+
 FAILURE_MARKERS = ("handler failed", "Traceback (most recent call last)", "cannot encode")
 
 

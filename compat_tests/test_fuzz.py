@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from compat_tests.fuzzer import FuzzRun, check_broker_log
+from compat_tests.fuzzer import BROKER_OVERRIDES, FuzzRun, check_broker_log
 from compat_tests.helpers import create_topic, roundtrip_check, unique_topic
 from wire.apis import API_BY_KEY
 
@@ -19,7 +19,8 @@ INPUTS_PER_API = 2000
 
 
 def test_fuzzed_requests_never_break_the_broker(broker_factory):
-    b = broker_factory({"auto.create.topics.enable": "true", "num.partitions": 2})
+    b = broker_factory({"auto.create.topics.enable": "true", "num.partitions": 2,
+                        **BROKER_OVERRIDES})
     topics = [create_topic(b.bootstrap, unique_topic("fuzz"), 2) for _ in range(2)]
     health = create_topic(b.bootstrap, unique_topic("health"), 1)
     run = FuzzRun(b.bootstrap, seed=11, topics=topics, groups=["fuzz-g1", "fuzz-g2"])

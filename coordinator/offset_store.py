@@ -40,6 +40,7 @@ import logging
 import struct
 from dataclasses import dataclass, field
 
+from wire import _recscan
 from wire import batch as wire_batch
 from wire import records as wire_records
 
@@ -56,6 +57,7 @@ GROUP_VALUE_VERSION = 3
 _i16 = struct.Struct(">h")
 _i32 = struct.Struct(">i")
 _i64 = struct.Struct(">q")
+_offset_epoch = struct.Struct(">qi")
 
 
 class RecordFormatError(ValueError):
@@ -255,9 +257,31 @@ class _Reader:
             self._take(self.uvarint())     # size + data (unknown tags are skipped)
 
 
+def _strings_at(buf, pos: int, n: int):
+    """``n`` non-null classic strings from ``pos``: (list, position after), or None when they
+    are not all well-formed (the caller then takes the reader's path, which says why)."""
+    out = []
+    try:
+        for _ in range(n):
+            (size,) = _i16.unpack_from(buf, pos)
+            pos += 2
+            if size < 0 or pos + size > len(buf):
+                return None
+            out.append(str(buf[pos:pos + size], "utf-8"))
+            pos += size
+    except (struct.error, UnicodeDecodeError):
+        return None
+    return out, pos
+
+
 def read_key(key) -> OffsetKey | GroupKey:
     if key is None:
         raise RecordFormatError("__consumer_offsets record without a key")
+    if key[:2] in (b"\x00\x00", b"\x00\x01") and len(key) >= 8:  # offset keys: the most
+        got = _strings_at(key, 2, 2)
+        if got is not None and got[1] + 4 <= len(key):
+            (group, topic), pos = got
+            return OffsetKey(group, topic, _i32.unpack_from(key, pos)[0])
     r = _Reader(key)
     version = r.int16()
     if version in (0, 1):
@@ -270,6 +294,13 @@ def read_key(key) -> OffsetKey | GroupKey:
 def read_offset_value(value) -> OffsetAndMetadata | None:
     if value is None:
         return None
+    if value[:2] == b"\x00\x03" and len(value) >= 24:  # what Kafka 2.3+ and we write
+        offset, leader_epoch = _offset_epoch.unpack_from(value, 2)
+        got = _strings_at(value, 14, 1)
+        if got is not None and got[1] + 8 <= len(value):
+            (metadata,), pos = got
+            return OffsetAndMetadata(offset, leader_epoch, metadata,
+                                     _i64.unpack_from(value, pos)[0], None)
     r = _Reader(value)
     version = r.int16()
     if not 0 <= version <= 4:
@@ -370,58 +401,98 @@ class OffsetStore:
 
     def load(self, partition: int) -> LoadedPartition:
         """Replay the partition: last write wins, tombstones delete. Transactional offset
-        commits (TxnOffsetCommit) count only once their producer's COMMIT marker is read."""
-        offsets: dict[tuple, CommitRecord] = {}          # (group, topic, partition) -> record
-        pending: dict[int, dict[tuple, CommitRecord]] = {}   # producer id -> uncommitted
-        groups: dict[str, GroupRecord] = {}
-        removed: set[str] = set()
+        commits (TxnOffsetCommit) count only once their producer's COMMIT marker is read.
+
+        Plain batches are reduced in bulk, natively (``_recscan.latest``), to each key's last
+        write, and only those are decoded: replaying a million commits of a few thousand keys
+        decodes a few thousand records. A transaction marker first applies what was reduced so
+        far, so the order of events is the log's."""
+        r = _Replay(partition)
+        latest: dict = {}   # raw key -> (raw value | None, batch base offset), last writes
         for header, buf in self.log.read_batches(partition):
             if header.is_control:
+                r.apply_latest(latest)
                 for rec in wire_records.iter_records(buf, header):
                     kind, _epoch = wire_records.parse_control_record(rec)
-                    txn = pending.pop(header.producer_id, {})
-                    if kind == wire_records.CONTROL_COMMIT:
-                        for k, cr in txn.items():
-                            if k not in offsets or offsets[k].older_than(cr):
-                                offsets[k] = cr
+                    r.end_txn(header.producer_id, kind == wire_records.CONTROL_COMMIT)
                     break
                 continue
-            transactional = header.is_transactional
-            for rec in wire_records.iter_records(buf, header):
-                try:
-                    key = read_key(rec.key)
-                    if isinstance(key, OffsetKey):
-                        om = read_offset_value(rec.value)
-                    else:
-                        g = read_group_value(rec.value)
-                except RecordFormatError as e:
-                    # Kafka would abort the whole load; skipping one bad record is kinder
-                    log.warning("skipping undecodable record at offset %d of "
-                                "__consumer_offsets-%d: %s", rec.offset, partition, e)
-                    continue
-                if isinstance(key, OffsetKey):
-                    k = (key.group, key.topic, key.partition)
-                    cr = None if om is None else CommitRecord(header.base_offset, om)
-                    if transactional:
-                        txn = pending.setdefault(header.producer_id, {})
-                        if cr is None:
-                            txn.pop(k, None)
-                        else:
-                            txn[k] = cr
-                    elif cr is None:
-                        offsets.pop(k, None)
-                    else:
-                        offsets[k] = cr
+            if header.is_transactional:
+                for rec in wire_records.iter_records(buf, header):
+                    r.apply(rec.key, rec.value, header.base_offset, header.producer_id)
+                continue
+            try:
+                _recscan.latest(wire_records.records_section(buf, header), header.count, latest,
+                                header.base_offset)
+            except ValueError as e:
+                log.warning("skipping a malformed batch at offset %d of __consumer_offsets-%d: "
+                            "%s", header.base_offset, partition, e)
+        r.apply_latest(latest)
+        return r.result()
+
+
+class _Replay:
+    """The state a replay of one __consumer_offsets partition builds, record by record."""
+
+    __slots__ = ("partition", "offsets", "pending", "groups", "removed")
+
+    def __init__(self, partition: int):
+        self.partition = partition
+        self.offsets: dict[tuple, CommitRecord] = {}          # (group, topic, partition) -> rec
+        self.pending: dict[int, dict[tuple, CommitRecord]] = {}   # producer id -> uncommitted
+        self.groups: dict[str, GroupRecord] = {}
+        self.removed: set[str] = set()
+
+    def apply_latest(self, latest: dict) -> None:
+        for key, (value, base_offset) in latest.items():
+            self.apply(key, value, base_offset, -1)
+        latest.clear()
+
+    def end_txn(self, producer_id: int, commit: bool) -> None:
+        txn = self.pending.pop(producer_id, {})
+        if commit:
+            offsets = self.offsets
+            for k, cr in txn.items():
+                if k not in offsets or offsets[k].older_than(cr):
+                    offsets[k] = cr
+
+    def apply(self, raw_key, raw_value, base_offset: int, producer_id: int) -> None:
+        """One record (``producer_id`` >= 0: of a transactional batch)."""
+        try:
+            key = read_key(raw_key)
+            if isinstance(key, OffsetKey):
+                om = read_offset_value(raw_value)
+            else:
+                g = read_group_value(raw_value)
+        except RecordFormatError as e:
+            # Kafka would abort the whole load; skipping one bad record is kinder
+            log.warning("skipping an undecodable record of a batch at offset %d of "
+                        "__consumer_offsets-%d: %s", base_offset, self.partition, e)
+            return
+        if isinstance(key, OffsetKey):
+            k = (key.group, key.topic, key.partition)
+            cr = None if om is None else CommitRecord(base_offset, om)
+            if producer_id >= 0:
+                txn = self.pending.setdefault(producer_id, {})
+                if cr is None:
+                    txn.pop(k, None)
                 else:
-                    if g is None:
-                        groups.pop(key.group, None)
-                        removed.add(key.group)
-                    else:
-                        removed.discard(key.group)
-                        groups[key.group] = g
-        loaded = LoadedPartition(groups=groups, removed_groups=removed,
-                                 pending_txn={pid: txn for pid, txn in pending.items() if txn})
-        for (g, t, p), cr in offsets.items():
+                    txn[k] = cr
+            elif cr is None:
+                self.offsets.pop(k, None)
+            else:
+                self.offsets[k] = cr
+        elif g is None:
+            self.groups.pop(key.group, None)
+            self.removed.add(key.group)
+        else:
+            self.removed.discard(key.group)
+            self.groups[key.group] = g
+
+    def result(self) -> LoadedPartition:
+        loaded = LoadedPartition(groups=self.groups, removed_groups=self.removed,
+                                 pending_txn={pid: t for pid, t in self.pending.items() if t})
+        for (g, t, p), cr in self.offsets.items():
             loaded.offsets.setdefault(g, {})[(t, p)] = cr
         return loaded
 

@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from compat_tests.broker_process import BrokerProcess  # noqa: E402
 from compat_tests.conftest import SHARED_OVERRIDES  # noqa: E402
-from compat_tests.fuzzer import FuzzRun, check_broker_log  # noqa: E402
+from compat_tests.fuzzer import BROKER_OVERRIDES, FuzzRun, check_broker_log  # noqa: E402
 from compat_tests.helpers import create_topic, roundtrip_check  # noqa: E402
 
 
@@ -29,7 +29,8 @@ def main() -> int:
     ap.add_argument("--max-seconds", type=float, default=3600)
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="josefk-fuzz-")
-    broker = BrokerProcess(data_dir=Path(tmp) / "data", overrides=SHARED_OVERRIDES, log_dir=tmp)
+    broker = BrokerProcess(data_dir=Path(tmp) / "data", log_dir=tmp,
+                           overrides={**SHARED_OVERRIDES, **BROKER_OVERRIDES})
     broker.start()
     try:
         topics = [create_topic(broker.bootstrap, f"fuzz-{i}", 2) for i in range(3)]

@@ -131,7 +131,8 @@ class Log:
         self._dir_dirty = False
         self.snapshot_source = None  # callable giving the owner's state as bytes (snapshots.py)
         self.on_markers_removed = None  # callable told the offsets of markers compaction removed
-        self._load(log_start_offset, recovery_point, high_watermark)
+        with self._lock:  # no other thread parks its segments while they load
+            self._load(log_start_offset, recovery_point, high_watermark)
         self.epochs = LeaderEpochCache(self.dir)
         self.epochs.truncate_from_end(self._leo)  # recovery may have cut the tail
 
@@ -165,7 +166,7 @@ class Log:
         segments: list[Segment] = []
         recovered = []
         for k, b in enumerate(bases):
-            seg, ok = Segment.open(d, b, interval)
+            seg, ok = Segment.open(d, b, interval, self._lock)
             segments.append(seg)
             if k >= recover_from:
                 truncated = seg.recover()
@@ -174,7 +175,7 @@ class Log:
                     log.warning("recovery: deleting %d segment(s) of %s after the truncated one",
                                 len(bases) - k - 1, d)
                     for b2 in bases[k + 1:]:
-                        s2 = Segment(d, b2, interval)
+                        s2 = Segment(d, b2, interval, lock=self._lock)
                         s2.delete()
                     break
             elif not ok:
@@ -187,7 +188,7 @@ class Log:
                 s.recover()
         if not segments:
             start = max(lso_hint or 0, int(saved.get("log_start_offset", 0)))
-            segments.append(Segment.create(d, start, interval))
+            segments.append(Segment.create(d, start, interval, self._lock))
             self._dir_dirty = True
         last = segments[-1]
         ok, last_off = last.tail_is_clean()
@@ -214,6 +215,8 @@ class Log:
             for fd in s.fds():
                 _fsync(fd)
         self._recovery_point = leo
+        for s in segments[:-1]:  # reopened when read; only the active one is written
+            s.park()
         snapshots.delete_above(d, leo)
         if clean:
             marker.unlink()
@@ -386,7 +389,7 @@ class Log:
         old = self._segments.pop()
         self._bases.pop()
         old.delete()
-        new = Segment.create(self.dir, base, self.config.index_interval_bytes)
+        new = Segment.create(self.dir, base, self.config.index_interval_bytes, self._lock)
         self._segments.append(new)
         self._bases.append(base)
         self._dir_dirty = True
@@ -401,7 +404,7 @@ class Log:
             if old.size == 0:
                 return self._replace_empty_active(base) if old.base_offset != base else old
             old.finalize_time_index()
-            new = Segment.create(self.dir, base, self.config.index_interval_bytes)
+            new = Segment.create(self.dir, base, self.config.index_interval_bytes, self._lock)
             self._segments.append(new)
             self._bases.append(base)
             self._dir_dirty = True
@@ -557,7 +560,7 @@ class Log:
         """``(base offset, last modified ms, size in bytes)`` of every segment, oldest first."""
         with self._lock:
             self._check_open()
-            return [(s.base_offset, int(os.fstat(s.fd).st_mtime * 1000), s.size)
+            return [(s.base_offset, s.last_modified_ms(), s.size)
                     for s in self._segments]
 
     def offset_for_timestamp(self, timestamp: int, *, max_offset: int | None = None):
@@ -660,7 +663,8 @@ class Log:
     def _reset_at(self, offset: int) -> None:
         for s in self._segments:
             s.delete()
-        self._segments = [Segment.create(self.dir, offset, self.config.index_interval_bytes)]
+        self._segments = [Segment.create(self.dir, offset, self.config.index_interval_bytes,
+                                        self._lock)]
         self._bases = [offset]
         self._lso = offset
         self._leo = offset
@@ -956,7 +960,7 @@ class Log:
                 s.delete()
             group[0].delete()
             os.rename(swap, self.dir / (file_prefix(base) + ".log"))
-            new = Segment(self.dir, base, self.config.index_interval_bytes)
+            new = Segment(self.dir, base, self.config.index_interval_bytes, lock=self._lock)
             new._index_headers(headers, 0, write=False)
             new.write_index_files()
             new.finalize_time_index()
@@ -1032,12 +1036,14 @@ class Log:
             if clean_marker:
                 self._segments[-1].finalize_time_index()
                 self.flush()
-                self._snapshot(self._leo)
+                if self._leo:  # a log never written has no state to keep
+                    self._snapshot(self._leo)
+                # the marker only spares recovery (from a recovery point that is the log end
+                # now): losing it in a crash costs nothing, so its rename is not synced
                 tmp = self.dir / (CLEAN_SHUTDOWN_FILE + ".tmp")
                 tmp.write_text(f"log_start_offset={self._lso}\nhigh_watermark={self._hwm}\n"
                                f"log_end_offset={self._leo}\n")
                 os.rename(tmp, self.dir / CLEAN_SHUTDOWN_FILE)
-                _fsync_dir(self.dir)
             for s in self._segments:
                 s.close()
             self._closed = True

@@ -20,6 +20,7 @@ import re
 import shutil
 import threading
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from .config import LogConfig
@@ -36,6 +37,7 @@ CHECKPOINT_FILES = (HWM_CHECKPOINT, RECOVERY_CHECKPOINT, LOG_START_CHECKPOINT)
 _TOPIC_RE = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 _DELETE_SUFFIX = "-delete"
 _MAX_FILE_NAME = 255
+IO_THREADS = 16
 
 
 def partition_dir_name(topic: str, partition: int) -> str:
@@ -96,6 +98,21 @@ def write_checkpoint(path, entries: dict[tuple[str, int], int]) -> None:
     _fsync_dir(path.parent)
 
 
+def _in_parallel(fn, items) -> list:
+    """``[fn(x) for x in items]`` over threads: loading or closing thousands of logs waits
+    mostly on the disk (opens, directory fsyncs), which threads overlap."""
+    if len(items) < 2 * IO_THREADS:
+        return [fn(x) for x in items]
+    with ThreadPoolExecutor(IO_THREADS, thread_name_prefix="josefk-logs") as pool:
+        return list(pool.map(fn, items))
+
+
+def remove_dirs(dirs) -> None:
+    """Remove the directories `LogManager.detach` renamed (slow for many: a worker's job)."""
+    for d in dirs:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 class LogManager:
     """All partition logs of this broker across ``log_dirs``.
 
@@ -119,6 +136,7 @@ class LogManager:
         self._load()
 
     def _load(self):
+        found = []
         for d in self.log_dirs:
             hwms = read_checkpoint(d / HWM_CHECKPOINT)
             recovery = read_checkpoint(d / RECOVERY_CHECKPOINT)
@@ -134,21 +152,30 @@ class LogManager:
                 tp = parse_partition_dir(entry)
                 if tp is None:
                     continue  # e.g. "-future"/"-stray" dirs or foreign directories
-                if tp in self._logs:
+                if tp in self._dir_of:
                     raise RuntimeError(f"partition {tp[0]}-{tp[1]} found in both "
                                        f"{self._dir_of[tp]} and {d}")
-                try:
-                    cfg = self._config_for(tp[0]) if self._config_for is not None else None
-                    self._logs[tp] = Log(path, cfg if cfg is not None else self.default_config,
-                                         log_start_offset=starts.get(tp),
-                                         recovery_point=recovery.get(tp),
-                                         high_watermark=hwms.get(tp))
-                except (StorageError, OSError) as e:
-                    # One log that cannot load must not keep the broker from serving the others.
-                    log.error("cannot load the log of %s-%d in %s: %s", tp[0], tp[1], d, e)
-                    self.failed[tp] = f"cannot load {path}: {e}"
-                    continue
                 self._dir_of[tp] = d
+                found.append((tp, path, starts.get(tp), recovery.get(tp), hwms.get(tp)))
+
+        def load(item):
+            tp, path, start, recovery_point, hwm = item
+            try:
+                cfg = self._config_for(tp[0]) if self._config_for is not None else None
+                return Log(path, cfg if cfg is not None else self.default_config,
+                           log_start_offset=start, recovery_point=recovery_point,
+                           high_watermark=hwm)
+            except (StorageError, OSError) as e:
+                # One log that cannot load must not keep the broker from serving the others.
+                log.error("cannot load the log of %s-%d in %s: %s", tp[0], tp[1], path.parent, e)
+                return f"cannot load {path}: {e}"
+
+        for (tp, *_), lg in zip(found, _in_parallel(load, found)):
+            if isinstance(lg, str):
+                self.failed[tp] = lg
+                del self._dir_of[tp]
+            else:
+                self._logs[tp] = lg
 
     # -- access ----------------------------------------------------------------------------
 
@@ -191,10 +218,17 @@ class LogManager:
         return self._dir_of.get((topic, partition))
 
     def delete(self, topic: str, partitions) -> int:
-        """Close the logs of ``partitions`` of ``topic``, rename their dirs to
-        ``<topic>-<partition>.<uuid>-delete`` and remove them; the checkpoints are written once
-        per log dir, not once per partition (a topic of thousands of partitions is deleted in
-        one pass). Returns how many of them had a log here."""
+        """Delete the logs of ``partitions`` of ``topic`` (`detach`, then `remove_dirs`).
+        Returns how many of them had a log here."""
+        renamed = self.detach(topic, partitions)
+        remove_dirs(renamed)
+        return len(renamed)
+
+    def detach(self, topic: str, partitions) -> list[Path]:
+        """Close the logs of ``partitions`` of ``topic`` and rename their dirs to
+        ``<topic>-<partition>.<uuid>-delete`` (removed at start-up if not before); the
+        checkpoints are written once per log dir, not once per partition (a topic of thousands
+        of partitions is detached in one pass). Returns the renamed dirs, for `remove_dirs`."""
         renamed = []
         with self._lock:
             dirs = set()
@@ -211,9 +245,7 @@ class LogManager:
             for d in dirs:
                 _fsync_dir(d)
                 self._checkpoint_dir(d)
-        for dst in renamed:
-            shutil.rmtree(dst, ignore_errors=True)
-        return len(renamed)
+        return renamed
 
     # -- maintenance -------------------------------------------------------------------------
 
@@ -246,6 +278,5 @@ class LogManager:
     def close(self) -> None:
         """Close every log (flush + clean-shutdown marker), then write the checkpoints."""
         with self._lock:
-            for lg in self._logs.values():
-                lg.close()
+            _in_parallel(Log.close, list(self._logs.values()))
             self.checkpoint()

@@ -29,6 +29,8 @@ from crc32c import crc32c
 
 from wire.batch import ATTRIBUTES_OFFSET, HEADER_SIZE, LOG_OVERHEAD, BatchHeader
 
+from .open_files import OPEN_SEGMENTS
+
 log = logging.getLogger(__name__)
 
 _header = struct.Struct(">qiibIhiqqqhii")
@@ -131,52 +133,89 @@ class IndexInconsistent(Exception):
 
 
 class Segment:
-    __slots__ = ("base_offset", "log_path", "index_path", "timeindex_path", "fd", "index_fd",
-                 "time_fd", "size", "index_interval", "idx_off", "idx_pos", "time_ts",
-                 "time_off", "bytes_since_index", "max_timestamp", "offset_of_max_timestamp",
-                 "rolling_ts", "dirty", "stale_index")
+    """Its files are open while it is in use; `OPEN_SEGMENTS` may park it (close them) when
+    too many are open, and ``fd``/``index_fd``/``time_fd`` reopen them on the next access.
+    ``lock`` is the owning log's lock, under which every access happens."""
 
-    def __init__(self, directory, base_offset: int, index_interval: int, *, create: bool = False):
+    __slots__ = ("base_offset", "log_path", "index_path", "timeindex_path", "_fd", "_index_fd",
+                 "_time_fd", "size", "index_interval", "idx_off", "idx_pos", "time_ts",
+                 "time_off", "bytes_since_index", "max_timestamp", "offset_of_max_timestamp",
+                 "rolling_ts", "dirty", "stale_index", "lock", "used", "parked")
+
+    def __init__(self, directory, base_offset: int, index_interval: int, *, create: bool = False,
+                 lock=None):
         self.base_offset = base_offset
         prefix = os.path.join(str(directory), file_prefix(base_offset))
         self.log_path = prefix + ".log"
         self.index_path = prefix + ".index"
         self.timeindex_path = prefix + ".timeindex"
         self.index_interval = index_interval
-        trunc = os.O_TRUNC if create else 0
-        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | _O_CLOEXEC | trunc
-        self.fd = self.index_fd = self.time_fd = -1
-        self.fd = os.open(self.log_path, flags, 0o644)
-        try:
-            self.index_fd = os.open(self.index_path, flags, 0o644)
-            self.time_fd = os.open(self.timeindex_path, flags, 0o644)
-        except BaseException:
-            self.close()
-            raise
-        self.size = os.fstat(self.fd).st_size
+        self.lock = lock
+        self.used = False
+        self.parked = False
+        self.stale_index = False  # an index write failed (disk full): rewrite from memory
+        self._open_files(os.O_CREAT | (os.O_TRUNC if create else 0))
+        self.size = os.fstat(self._fd).st_size
         self._reset_indexes()
         self.rolling_ts = None
-        self.dirty = create
-        self.stale_index = False  # an index write failed (disk full): rewrite from memory
+        # a new segment has no data to sync: the log fsyncs the directory that names it
+        self.dirty = False
 
     # -- opening -------------------------------------------------------------------------
 
     @classmethod
-    def create(cls, directory, base_offset: int, index_interval: int) -> "Segment":
-        return cls(directory, base_offset, index_interval, create=True)
+    def create(cls, directory, base_offset: int, index_interval: int, lock=None) -> "Segment":
+        return cls(directory, base_offset, index_interval, create=True, lock=lock)
 
     @classmethod
-    def open(cls, directory, base_offset: int, index_interval: int) -> tuple["Segment", bool]:
+    def open(cls, directory, base_offset: int, index_interval: int,
+             lock=None) -> tuple["Segment", bool]:
         """Open an existing segment; returns ``(segment, indexes_loaded_ok)``."""
         prefix = os.path.join(str(directory), file_prefix(base_offset))
         had_index = os.path.exists(prefix + ".index")
         had_time = os.path.exists(prefix + ".timeindex")
-        seg = cls(directory, base_offset, index_interval)
+        seg = cls(directory, base_offset, index_interval, lock=lock)
         ok = had_index and had_time and seg._load_indexes()
         if not ok:
             seg._reset_indexes()
         seg._init_rolling_ts()
         return seg, ok
+
+    def _open_files(self, extra: int) -> None:
+        """Open the three files (``extra``: O_CREAT/O_TRUNC for the log file) and count them
+        among the open segments. Index files are created when missing."""
+        flags = os.O_RDWR | os.O_APPEND | _O_CLOEXEC
+        self._fd = self._index_fd = self._time_fd = -1
+        try:
+            self._fd = os.open(self.log_path, flags | extra, 0o644)
+            index_flags = flags | os.O_CREAT | (extra & os.O_TRUNC)
+            self._index_fd = os.open(self.index_path, index_flags, 0o644)
+            self._time_fd = os.open(self.timeindex_path, index_flags, 0o644)
+        except BaseException:
+            self.close_files(parked=False)
+            raise
+        self.parked = False
+        OPEN_SEGMENTS.opened(self)
+
+    def _reopen(self) -> int:
+        """Reopen a parked segment's files; a closed (deleted) segment's stay closed (-1)."""
+        if self.parked:
+            self._open_files(0)
+        return self._fd
+
+    @property
+    def fd(self) -> int:
+        self.used = True
+        fd = self._fd
+        return fd if fd >= 0 else self._reopen()
+
+    @property
+    def index_fd(self) -> int:
+        return self._index_fd if self._index_fd >= 0 else (self._reopen(), self._index_fd)[1]
+
+    @property
+    def time_fd(self) -> int:
+        return self._time_fd if self._time_fd >= 0 else (self._reopen(), self._time_fd)[1]
 
     def _init_rolling_ts(self):
         if self.size >= HEADER_SIZE:
@@ -398,8 +437,8 @@ class Segment:
 
     def last_modified_ms(self) -> int:
         try:
-            return int(os.fstat(self.fd).st_mtime * 1000)
-        except OSError:  # closed concurrently (deleted segment)
+            return int(os.stat(self.log_path).st_mtime * 1000)
+        except OSError:  # deleted concurrently
             return NO_TIMESTAMP
 
     def largest_timestamp(self) -> int:
@@ -511,9 +550,20 @@ class Segment:
         return self.fd, self.index_fd, self.time_fd
 
     def close(self) -> None:
-        if self.stale_index and self.fd >= 0:
+        """Close the files for good (the segment is closed or deleted)."""
+        OPEN_SEGMENTS.closed(self)
+        self.close_files(parked=False)
+
+    def park(self) -> None:
+        """Close the files until the next access reopens them."""
+        OPEN_SEGMENTS.closed(self)
+        self.close_files(parked=True)
+
+    def close_files(self, parked: bool) -> None:
+        if self.stale_index and self._fd >= 0:
             self._rewrite_index_files()
-        for name in ("fd", "index_fd", "time_fd"):
+        self.parked = parked
+        for name in ("_fd", "_index_fd", "_time_fd"):
             fd = getattr(self, name)
             if fd >= 0:
                 setattr(self, name, -1)

@@ -19,8 +19,13 @@ typedef struct {
 } cursor;
 
 /* Zigzag varint of at most max_bytes bytes; returns 0 on truncation or an overlong encoding. */
-static int read_varint(cursor *c, int max_bytes, int64_t *out)
+static inline int read_varint(cursor *c, int max_bytes, int64_t *out)
 {
+    if (c->p < c->end && *c->p < 0x80) { /* one byte: most lengths and deltas */
+        uint8_t b = *c->p++;
+        *out = (int64_t)(b >> 1) ^ -(int64_t)(b & 1);
+        return 1;
+    }
     uint64_t v = 0;
     int shift = 0;
     for (int i = 0; i < max_bytes; i++) {
@@ -38,7 +43,7 @@ static int read_varint(cursor *c, int max_bytes, int64_t *out)
 }
 
 /* A length-prefixed field: -1 (null) allowed when nullable; the bytes must fit in the record. */
-static int skip_sized(cursor *c, int nullable, int64_t *len)
+static inline int skip_sized(cursor *c, int nullable, int64_t *len)
 {
     if (!read_varint(c, 5, len))
         return 0;
@@ -134,8 +139,63 @@ done:
     return result;
 }
 
+/* latest(data, count, into, tag): for each of the `count` records of `data` that has a key,
+ * `into[key] = (value or None, tag)`, the key moved to the end of the dict's order: `into`
+ * ends up holding each key's last write, in the order of those writes (what compaction keeps),
+ * without a Python object per superseded record. ValueError for malformed records. */
+static PyObject *latest(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    Py_ssize_t count;
+    PyObject *into, *tag;
+    if (!PyArg_ParseTuple(args, "y*nO!O", &view, &count, &PyDict_Type, &into, &tag))
+        return NULL;
+    cursor all = {(const uint8_t *)view.buf, (const uint8_t *)view.buf + view.len};
+    PyObject *result = NULL;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        int64_t length, skip, klen, vlen;
+        if (!read_varint(&all, 5, &length) || length < 1 || length > all.end - all.p)
+            goto malformed;
+        cursor rec = {all.p + 1, all.p + length}; /* past the attributes */
+        all.p += length;
+        if (!read_varint(&rec, 10, &skip) || !read_varint(&rec, 5, &skip))
+            goto malformed;
+        if (!skip_sized(&rec, 1, &klen))
+            goto malformed;
+        if (klen == -1)
+            continue; /* keyless: nothing a replay keeps */
+        const uint8_t *key_end = rec.p;
+        if (!skip_sized(&rec, 1, &vlen))
+            goto malformed;
+        PyObject *key = PyBytes_FromStringAndSize((const char *)key_end - klen, klen);
+        PyObject *value = vlen >= 0
+            ? PyBytes_FromStringAndSize((const char *)rec.p - vlen, vlen) : Py_NewRef(Py_None);
+        PyObject *entry = key && value ? PyTuple_Pack(2, value, tag) : NULL;
+        Py_XDECREF(value);
+        int ok = entry != NULL;
+        if (ok && PyDict_DelItem(into, key) < 0) { /* absent is fine: KeyError */
+            ok = PyErr_ExceptionMatches(PyExc_KeyError);
+            if (ok)
+                PyErr_Clear();
+        }
+        ok = ok && PyDict_SetItem(into, key, entry) == 0;
+        Py_XDECREF(key);
+        Py_XDECREF(entry);
+        if (!ok)
+            goto done;
+    }
+    result = Py_NewRef(Py_None);
+    goto done;
+malformed:
+    PyErr_SetString(PyExc_ValueError, "malformed record");
+done:
+    PyBuffer_Release(&view);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, "Check the records of one batch (see the module comment)."},
+    {"latest", latest, METH_VARARGS, "Each key's last value in one batch's records."},
     {NULL, NULL, 0, NULL},
 };
 

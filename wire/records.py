@@ -223,19 +223,25 @@ def compress(codec: int, data) -> bytes:
 # ---------------------------------------------------------------------------------------------
 # Decoding
 
-def iter_records(buf, header: BatchHeader):
-    """Yield the ``Record``s of the batch described by ``header`` (at ``header.pos`` in ``buf``).
-
-    Decompresses the records section if needed. With the LogAppendTime timestamp type every
-    record carries the batch's maxTimestamp, as in Kafka.
-    """
+def records_section(buf, header: BatchHeader):
+    """The records of the batch described by ``header`` (at ``header.pos`` in ``buf``),
+    decompressed if need be (a memoryview when not compressed)."""
     start = header.pos + HEADER_SIZE
     end = header.pos + header.size
     if end > len(buf):
         raise CorruptRecord("batch overruns the buffer")
     section = memoryview(buf)[start:end]
     codec = header.attributes & COMPRESSION_MASK
-    data = bytes(section) if codec == NONE else decompress(codec, section)
+    return section if codec == NONE else decompress(codec, section)
+
+
+def iter_records(buf, header: BatchHeader):
+    """Yield the ``Record``s of the batch described by ``header`` (at ``header.pos`` in ``buf``).
+
+    Decompresses the records section if needed. With the LogAppendTime timestamp type every
+    record carries the batch's maxTimestamp, as in Kafka.
+    """
+    data = bytes(records_section(buf, header))
     base_offset = header.base_offset
     base_ts = header.base_timestamp
     log_append_time = header.max_timestamp if header.attributes & TIMESTAMP_TYPE_FLAG else None

@@ -12,6 +12,7 @@ import logging
 from broker import acl
 from broker.authorizer import CLUSTER, CLUSTER_NAME, TOPIC, allowed
 from broker.replica import PartitionState
+from storage.errors import StorageError
 from wire import errors
 from wire.apis import (ALTER_PARTITION, CONTROLLED_SHUTDOWN, ELECT_LEADERS, LEADER_AND_ISR,
                        OFFSET_FOR_LEADER_EPOCH, STOP_REPLICA, UPDATE_METADATA)
@@ -41,6 +42,7 @@ async def handle_leader_and_isr(broker, ctx, req):
         cluster = broker.cluster
         for b in req.live_leaders:
             cluster.leader_endpoints[b.broker_id] = (b.host_name, b.port)
+        await _create_logs(broker, items)
         for topic, topic_id, ps in items:
             part = broker.replicas.get(topic, ps.partition_index)
             if part is not None and ps.leader_epoch <= part.leader_epoch:
@@ -70,14 +72,32 @@ async def handle_leader_and_isr(broker, ctx, req):
         for topic, _tid, ps in items])
 
 
+async def _create_logs(broker, items):
+    """The logs of partitions new to this broker, made off the event loop (a topic of
+    thousands of partitions takes seconds); a log that cannot be made is reported by
+    ``apply``, which tries again."""
+    me = broker.config.node_id
+    by_topic: dict[str, list[int]] = {}
+    for topic, _tid, ps in items:
+        if me in ps.replicas:
+            by_topic.setdefault(topic, []).append(ps.partition_index)
+    for topic, indexes in by_topic.items():
+        try:
+            await broker.replicas.create_logs(topic, indexes,
+                                              await broker.metadata.topic_configs(topic))
+        except (StorageError, OSError):  # InvalidConfig included
+            pass
+
+
 def _delete_strays(broker, assigned):
     """A full LeaderAndIsr lists every partition this broker should host: logs kept here for
     topics the cluster no longer has (deleted while this broker was away) go."""
     known = broker.metadata.topics
-    for topic, index in list(broker.logs.all_logs()):
-        if (topic, index) not in assigned and topic not in known:
-            log.info("deleting stray log %s-%d (its topic no longer exists)", topic, index)
-            broker.replicas.stop_replicas(topic, [index], delete=True)
+    strays = [(topic, index, True) for topic, index in list(broker.logs.all_logs())
+              if (topic, index) not in assigned and topic not in known]
+    for topic, index, _delete in strays:
+        log.info("deleting stray log %s-%d (its topic no longer exists)", topic, index)
+    broker.replicas.stop_replicas(strays)
 
 
 def handle_update_metadata(broker, ctx, req):
@@ -103,11 +123,7 @@ def handle_stop_replica(broker, ctx, req):
                  for p in req.ungrouped_partitions]
     err = _controller_request_error(broker, req.controller_epoch)
     if not err:
-        grouped = {}  # a deleted topic's partitions go in one pass
-        for topic, index, delete in items:
-            grouped.setdefault((topic, delete), []).append(index)
-        for (topic, delete), indexes in grouped.items():
-            broker.replicas.stop_replicas(topic, indexes, delete)
+        broker.replicas.stop_replicas(items)
     return R(error_code=err, partition_errors=[
         R.StopReplicaPartitionError(topic_name=t, partition_index=p, error_code=err)
         for t, p, _d in items])
