@@ -154,6 +154,8 @@ def request_time(broker, ctx, response, seconds: float) -> None:
     throttle = broker.quotas.record(REQUEST, *client_of(ctx), seconds * 100)
     if throttle and response is not None:
         ctx.connection.mute(throttle)
+        if ctx.api.key == 1:  # a consumer's fetch over its quota goes out empty, as in Kafka
+            _answer_empty(broker, ctx, response)
         if hasattr(response, "throttle_time_ms"):
             response.throttle_time_ms = max(response.throttle_time_ms or 0, throttle)
 
@@ -244,14 +246,25 @@ async def _fetched_later(broker, ctx, coro):
     return _fetched(broker, ctx, await coro)
 
 
+def _fetched_bytes(resp) -> int:
+    return sum(len(p.records or b"") for t in resp.responses for p in t.partitions)
+
+
 def _fetched(broker, ctx, resp):
-    size = sum(len(p.records or b"") for t in resp.responses for p in t.partitions)
-    user, client = client_of(ctx)
-    throttle = broker.quotas.record(FETCH, user, client, size) if size else 0
+    size = _fetched_bytes(resp)
+    throttle = broker.quotas.record(FETCH, *client_of(ctx), size) if size else 0
     if throttle:
-        broker.quotas.record(FETCH, user, client, -size)
-        resp.responses = []
+        _answer_empty(broker, ctx, resp)
     return _throttled(ctx, resp, throttle)
+
+
+def _answer_empty(broker, ctx, resp) -> None:
+    """Drop a throttled fetch's data, and take its bytes back off the fetch quota (they are
+    not sent), as Kafka does for a fetch throttled by either quota."""
+    size = _fetched_bytes(resp)
+    if size:
+        broker.quotas.record(FETCH, *client_of(ctx), -size)
+    resp.responses = []
 
 
 def _throttled(ctx, result, throttle_ms: int):

@@ -169,3 +169,34 @@ def test_request_percentage_throttles_a_client_hammering_metadata(broker_factory
     print(f"unthrottled: {free_sent / 4:.0f} requests/s, broker CPU {free_cpu:.1%}")
     assert free_throttled == 0
     assert free_sent / 4 > 5 * sent / 16
+
+
+def test_fetch_over_its_request_quota_is_answered_empty(broker_factory):
+    """As Kafka's KafkaApis: a consumer's Fetch throttled by request_percentage carries the
+    throttle time and no data (the client fetches the same offsets again after the mute)."""
+    b = broker_factory(WINDOWS)
+    topic = create_topic(b.bootstrap, unique_topic("rqfetch"), 1)
+    p = Producer({"bootstrap.servers": b.bootstrap})
+    for _ in range(100):
+        p.produce(topic, VALUE)
+    assert p.flush(10) == 0
+    set_client_quota(b.bootstrap, "greedy", "request_percentage=0.5")
+    # Fetch v4: replica -1, max wait 0, min bytes 1, max bytes 1 MiB, read_uncommitted, then
+    # the topic's partition 0 from offset 0 (1 MiB)
+    body = (rk.int32(-1) + rk.int32(0) + rk.int32(1) + rk.int32(1 << 20) + rk.int8(0)
+            + rk.int32(1) + rk.string(topic) + rk.int32(1) + rk.int32(0) + rk.int64(0)
+            + rk.int32(1 << 20))
+    answers = []  # (throttle_time_ms, topics in the answer)
+    with rk.RawConnection(b.bootstrap) as conn:
+        deadline = time.monotonic() + 6
+        while time.monotonic() < deadline and len(answers) < 5000:
+            corr = conn.next_corr()
+            conn.send(rk.frame(rk.request_header(rk.FETCH, 4, corr, "greedy") + body))
+            r = rk.Reader(conn.recv_frame())
+            assert r.int32() == corr
+            answers.append((r.int32(), r.int32()))
+    throttled = [a for a in answers if a[0] > 0]
+    print(f"{len(answers)} fetches, {len(throttled)} throttled")
+    assert throttled and len(throttled) < len(answers)
+    assert all(topics == 0 for _t, topics in throttled)
+    assert all(topics == 1 for t, topics in answers if t == 0)
