@@ -11,6 +11,7 @@ from datetime import datetime
 
 from broker.client import KafkaError
 from broker.tool_client import EARLIEST, LATEST, ClusterClient, partition_for_key
+from broker.group_member import GroupMember
 from broker.groups_cli import commit_offsets, committed_offsets
 from wire.batch import iter_headers
 from wire.records import CODEC_NAMES, build_batch, iter_records
@@ -46,8 +47,8 @@ def add_commands(sub, common):
     c.add_argument("--partition", type=int)
     c.add_argument("--offset", default=None, help="an offset, 'earliest' or 'latest' "
                                                   "(with --partition)")
-    c.add_argument("--group", help="start from this group's committed offsets and commit "
-                                   "what was printed")
+    c.add_argument("--group", help="join this consumer group: consume the partitions it "
+                                   "assigns, from its committed offsets, and commit positions")
     c.add_argument("--max-messages", type=int)
     c.add_argument("--timeout-ms", type=int, help="exit after this long without a message")
     c.add_argument("--formatter", choices=("default", "json"), default="default")
@@ -55,6 +56,9 @@ def add_commands(sub, common):
                    help="print.key, print.value, print.headers, print.timestamp, "
                         "print.partition, print.offset, key.separator, line.separator, "
                         "headers.separator, headers.key.separator, null.literal")
+    c.add_argument("--consumer-property", action="append", default=[], metavar="KEY=VALUE",
+                   help="auto.commit.interval.ms, session.timeout.ms, heartbeat.interval.ms, "
+                        "max.poll.interval.ms")
     c.set_defaults(func=console_consumer)
 
     pp = common(sub.add_parser("perf-producer", help="producer throughput and latency test"))
@@ -185,16 +189,15 @@ class Formatter:
         return self.key_sep.join(parts) + self.line_sep
 
 
-def _start_positions(cc, args, coordinator) -> dict:
-    parts = [args.partition] if args.partition is not None else cc.partitions(args.topic)
-    committed = {p: off for (t, p), off in committed_offsets(coordinator, args.group).items()
-                 if t == args.topic} if args.group else {}
+def _start_positions(cc, args, partitions, committed) -> dict:
+    """Where to start in each partition: --offset, else the group's committed offset, else the
+    log start (--from-beginning, --offset earliest) or end."""
     out = {}
-    for p in parts:
+    for p in partitions:
         if args.offset not in (None, "earliest", "latest"):
             out[(args.topic, p)] = int(args.offset)
-        elif p in committed:
-            out[(args.topic, p)] = committed[p]
+        elif (args.topic, p) in committed:
+            out[(args.topic, p)] = committed[(args.topic, p)]
         else:
             earliest = args.from_beginning or args.offset == "earliest"
             out[(args.topic, p)] = cc.list_offsets(args.topic, [p], EARLIEST if earliest
@@ -220,21 +223,81 @@ def _records(cc, positions):
             positions[tp] = h.last_offset + 1
 
 
+class _Assigned:
+    """The console consumer's partitions as ``--partition`` chose them (a standalone consumer
+    that commits outside any generation, as kafka-consumer-groups.sh does) or none chosen and no
+    group: every partition of the topic."""
+
+    def __init__(self, cc, args):
+        self.cc, self.args = cc, args
+        self.coordinator = cc.coordinator(args.group) if args.group else None
+        self.positions = _start_positions(
+            cc, args, [args.partition] if args.partition is not None else cc.partitions(
+                args.topic), committed_offsets(self.coordinator, args.group) if args.group else {})
+
+    def poll(self) -> bool:
+        return False
+
+    def commit(self):
+        if self.coordinator is not None:
+            commit_offsets(self.coordinator, self.args.group, self.positions)
+
+    def close(self):
+        pass
+
+
+class _Subscribed:
+    """The console consumer as a member of ``--group``: its partitions are those the group gives
+    it; before each rejoin and on exit it commits its positions (as the Java consumer's
+    auto-commit does), then it leaves the group."""
+
+    def __init__(self, cc, args, props: dict):
+        self.cc, self.args = cc, args
+        self.member = GroupMember(
+            cc, args.group, [args.topic],
+            session_timeout_ms=int(props.get("session.timeout.ms", 45000)),
+            rebalance_timeout_ms=int(props.get("max.poll.interval.ms", 300000)),
+            heartbeat_interval_ms=int(props.get("heartbeat.interval.ms", 3000)))
+        self.positions: dict = {}
+
+    def poll(self) -> bool:
+        """Join (again) if the group asks for it; True when the partitions were (re)assigned."""
+        if not self.member.needs_join():
+            if not self.positions:  # nothing to fetch: wait for a rebalance, not a busy loop
+                self.member.wait_rejoin(0.2)
+            return False
+        self.commit()
+        assigned = [p for t, p in self.member.join() if t == self.args.topic]
+        self.positions = _start_positions(self.cc, self.args, assigned, self.member.committed())
+        return True
+
+    def commit(self):
+        self.member.commit(self.positions)
+
+    def close(self):
+        self.member.close()
+
+
 def console_consumer(args) -> int:
     count = 0
     try:
         fmt = Formatter(args.formatter, _props(args.property), args.topic)
+        props = _props(args.consumer_property)
+        commit_every = int(props.get("auto.commit.interval.ms", 5000)) / 1000
         with ClusterClient(args.bootstrap_server, "console-consumer") as cc:
-            coordinator = cc.coordinator(args.group) if args.group else None
-            positions = _start_positions(cc, args, coordinator)
-            last_data = time.monotonic()
+            cc.partitions(args.topic)  # a missing topic is an error before any group is joined
+            consumer = _Subscribed(cc, args, props) if args.group and args.partition is None \
+                else _Assigned(cc, args)
+            last_data = last_commit = time.monotonic()
             try:
                 while args.max_messages is None or count < args.max_messages:
+                    if consumer.poll():
+                        last_data = time.monotonic()  # --timeout-ms counts from the join
                     if args.timeout_ms is not None and \
                             (time.monotonic() - last_data) * 1000 > args.timeout_ms:
                         break
                     before = count
-                    for partition, r, ts_type in _records(cc, positions):
+                    for partition, r, ts_type in _records(cc, consumer.positions):
                         sys.stdout.write(fmt(partition, r, ts_type))
                         count += 1
                         if count == args.max_messages:
@@ -242,14 +305,16 @@ def console_consumer(args) -> int:
                     sys.stdout.flush()
                     if count > before:
                         last_data = time.monotonic()
-                        if coordinator is not None:
-                            commit_offsets(coordinator, args.group, positions)
-            except KeyboardInterrupt:
-                pass
-            if coordinator is not None:
+                    if time.monotonic() - last_commit >= commit_every:
+                        consumer.commit()
+                        last_commit = time.monotonic()
                 # As the Java consumer's close does: every position is committed, also one
                 # reset to the log end with nothing printed.
-                commit_offsets(coordinator, args.group, positions)
+                consumer.commit()
+            except KeyboardInterrupt:
+                consumer.commit()
+            finally:
+                consumer.close()
     except (KafkaError, OSError, ValueError) as e:
         return _error(e)
     except KeyboardInterrupt:
