@@ -169,3 +169,25 @@ def test_console_and_confluent_consumers_share_a_group(broker):
     finally:
         console.kill()
         c.close()
+
+
+def test_perf_consumer_group_commits_and_leaves(broker):
+    """kafka-consumer-perf-test.sh --group: consumes as a member, commits, leaves; the next run
+    in the group finds nothing left."""
+    topic = create_topic(broker.bootstrap, unique_topic("cg-perf"), partitions=2)
+    group = unique_topic("cg-perf-group")
+    produce_each(broker.bootstrap, topic, 2, 500)
+    def perf(*args):
+        return subprocess.run([BROKER_PYTHON, "-m", "broker", "perf-consumer", "--bootstrap-server",
+                               broker.bootstrap, "--topic", topic, "--group", group, *args],
+                              cwd=str(REPO_ROOT), capture_output=True, text=True, timeout=60)
+    out = perf("--messages", "1000")
+    assert out.returncode == 0, out.stderr
+    row = out.stdout.splitlines()[1].split(", ")
+    assert row[4] == "1000" and int(row[6]) >= 0 and int(row[7]) >= 0
+    wait_group_state(admin_client(broker.bootstrap), group, ConsumerGroupState.EMPTY)
+    out = josefk_cli(broker, "groups", "describe", "--group", group).stdout
+    rows = [line.split() for line in out.splitlines() if line.startswith(group)]
+    assert sorted((int(r[2]), r[3], r[5]) for r in rows) == [(0, "500", "0"), (1, "500", "0")]
+    again = perf("--messages", "1", "--timeout", "1500")
+    assert again.returncode == 1 and again.stdout.splitlines()[1].split(", ")[4] == "0"
