@@ -101,6 +101,48 @@ def test_two_console_consumers_split_the_partitions(broker):
     assert sorted((int(r[2]), r[3], r[5]) for r in rows) == [(p, "10", "0") for p in range(4)]
 
 
+def test_member_joining_mid_stream_takes_over_at_the_commits(broker):
+    """A console consumer joins while another one is printing a stream: the first commits its
+    positions before it rejoins, the newcomer starts its partitions there, and every record is
+    printed exactly once."""
+    topic = create_topic(broker.bootstrap, unique_topic("cg-midstream"), partitions=4)
+    group = unique_topic("cg-midstream-group")
+    admin = admin_client(broker.bootstrap)
+    a = ConsoleConsumer(broker, topic, group, "--timeout-ms", "6000")
+    b = None
+    sent = set()
+
+    def produce_stream():  # 400 records over about 4 s, spread over the partitions
+        p = producer(broker.bootstrap, linger_ms=0)
+        for i in range(400):
+            value = f"s{i}"
+            p.produce(topic, value.encode(), partition=i % 4)
+            sent.add((i % 4, value))
+            p.poll(0)
+            time.sleep(0.01)
+        flush_all(p)
+    try:
+        members(admin, group, 1)
+        stream = threading.Thread(target=produce_stream)
+        stream.start()
+        time.sleep(1.5)
+        assert a.lines, "the first member printed nothing before the second joined"
+        b = ConsoleConsumer(broker, topic, group, "--timeout-ms", "6000")
+        shares = list(members(admin, group, 2).values())
+        stream.join(60)
+        a.wait()
+        b.wait()
+    finally:
+        a.kill()
+        if b is not None:
+            b.kill()
+    assert sorted(map(len, shares)) == [2, 2]
+    printed = a.lines + b.lines
+    assert len(printed) == len(sent) == 400 and set(printed) == sent
+    # The first member read all four partitions until the newcomer took its share of them.
+    assert {p for p, _ in a.lines} == {0, 1, 2, 3} and {p for p, _ in b.lines} in shares
+
+
 def test_console_and_confluent_consumers_share_a_group(broker):
     topic = create_topic(broker.bootstrap, unique_topic("cg-share"), partitions=4)
     group = unique_topic("cg-share-group")
