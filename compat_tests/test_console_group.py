@@ -1,6 +1,6 @@
 """`josefk console-consumer --group` as a real member of a classic consumer group (what
 kafka-console-consumer.sh --group does): the group's members split the partitions, a
-confluent-kafka consumer in the same group shares them, commits carry the member's generation,
+confluent-kafka or kafka-python consumer in the same group shares them (either one leading), commits carry the member's generation,
 and leaving hands the partitions over without waiting for the session timeout."""
 from __future__ import annotations
 
@@ -233,3 +233,47 @@ def test_perf_consumer_group_commits_and_leaves(broker):
     assert sorted((int(r[2]), r[3], r[5]) for r in rows) == [(0, "500", "0"), (1, "500", "0")]
     again = perf("--messages", "1", "--timeout", "1500")
     assert again.returncode == 1 and again.stdout.splitlines()[1].split(", ")[4] == "0"
+
+
+def test_kafka_python_leader_assigns_the_console_consumer(broker):
+    """A kafka-python consumer that leads the group reads the console consumer's Subscription
+    and sends it a ConsumerProtocolAssignment it consumes by."""
+    from kafka import KafkaConsumer
+
+    topic = create_topic(broker.bootstrap, unique_topic("cg-kp"), partitions=4)
+    group = unique_topic("cg-kp-group")
+    admin = admin_client(broker.bootstrap)
+    kp = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=group, client_id="kp-member",
+                       auto_offset_reset="earliest", session_timeout_ms=10000,
+                       heartbeat_interval_ms=300, fetch_max_wait_ms=100, request_timeout_ms=15000)
+    console = None
+    try:
+        kp.subscribe([topic])
+        deadline = time.monotonic() + 30
+        while len(kp.assignment()) != 4:  # alone, and so the leader
+            kp.poll(100)
+            assert time.monotonic() < deadline, kp.assignment()
+        console = ConsoleConsumer(broker, topic, group, "--from-beginning")
+        while True:
+            kp.poll(100)
+            d = admin.describe_consumer_groups([group], request_timeout=10)[group].result(15)
+            shares = {m.client_id: {tp.partition for tp in m.assignment.topic_partitions}
+                      for m in d.members}
+            mine = {tp.partition for tp in kp.assignment()}
+            if d.state == ConsumerGroupState.STABLE and len(shares) == 2 and \
+                    shares.get("kp-member") == mine and len(mine) == 2:
+                break
+            assert time.monotonic() < deadline, f"not shared: {d.state} {shares} {mine}"
+        theirs = shares["console-consumer"]
+        assert theirs == {0, 1, 2, 3} - mine
+        sent = produce_each(broker.bootstrap, topic, 4, 5)
+        while len(console.lines) < 10:
+            kp.poll(100)
+            assert time.monotonic() < deadline + 30, console.lines
+        assert set(console.lines) == {(p, v) for p, v in sent if p in theirs}
+        console.proc.send_signal(signal.SIGINT)
+        console.wait()
+    finally:
+        if console is not None:
+            console.kill()
+        kp.close()
