@@ -1,7 +1,8 @@
 """`josefk console-consumer --group` as a real member of a classic consumer group (what
 kafka-console-consumer.sh --group does): the group's members split the partitions, a
-confluent-kafka or kafka-python consumer in the same group shares them (either one leading), commits carry the member's generation,
-and leaving hands the partitions over without waiting for the session timeout."""
+confluent-kafka or kafka-python consumer in the same group shares them (either one leading),
+commits carry the member's generation, and leaving hands the partitions over without waiting for
+the session timeout."""
 from __future__ import annotations
 
 import signal
