@@ -8,7 +8,7 @@ import threading
 import time
 
 from broker.client import Client, KafkaError
-from broker.groups_cli import commit_offsets, committed_offsets
+from broker.groups_cli import commit_offsets, committed_offsets, decode_assignment
 from wire import errors
 from wire.apis import HEARTBEAT, JOIN_GROUP, LEAVE_GROUP, SYNC_GROUP
 from wire.apis.consumer_protocol import ASSIGNMENT, SUBSCRIPTION
@@ -17,9 +17,9 @@ PROTOCOL_TYPE, ASSIGNOR = "consumer", "range"
 SUBSCRIPTION_VERSION = ASSIGNMENT_VERSION = 0
 # Errors that end the member's generation: it has to join again.
 REJOIN = {errors.REBALANCE_IN_PROGRESS, errors.ILLEGAL_GENERATION, errors.UNKNOWN_MEMBER_ID}
-# Errors of a coordinator that is loading or moving: retry the join after a pause.
-RETRY = {errors.COORDINATOR_LOAD_IN_PROGRESS, errors.COORDINATOR_NOT_AVAILABLE,
-         errors.NOT_COORDINATOR}
+# Errors of a coordinator still loading the group: retry the join after a pause. (A coordinator
+# that moved to another broker, NOT_COORDINATOR, is reported: the tool does not follow it.)
+RETRY = {errors.COORDINATOR_LOAD_IN_PROGRESS, errors.COORDINATOR_NOT_AVAILABLE}
 MAX_JOIN_ATTEMPTS = 100
 
 
@@ -111,10 +111,7 @@ class GroupMember:
                 if sync.error_code:
                     raise KafkaError(sync.error_code,
                                      f"SyncGroup {self.group}: {errors.name(sync.error_code)}")
-                got = ASSIGNMENT.from_bytes(sync.assignment) if sync.assignment else None
-                self.assignment = sorted((tp.topic, p) for tp in
-                                         (got.assigned_partitions if got else []) for p in
-                                         tp.partitions)
+                self.assignment = sorted(decode_assignment(sync.assignment))
                 return self.assignment
         raise KafkaError(errors.REBALANCE_IN_PROGRESS,
                          f"group {self.group}: no stable generation after "
@@ -142,7 +139,8 @@ class GroupMember:
         """{(topic, partition): offset} the group has committed for this member's partitions."""
         with self.lock:
             offsets = committed_offsets(self.conn, self.group)
-        return {tp: off for tp, off in offsets.items() if tp in set(self.assignment)}
+        mine = set(self.assignment)
+        return {tp: off for tp, off in offsets.items() if tp in mine}
 
     def commit(self, offsets: dict) -> bool:
         """Commit {(topic, partition): offset} under this member's generation. False (and a
