@@ -64,6 +64,23 @@ def members(admin, group, count, timeout=30.0) -> dict:
         time.sleep(0.1)
 
 
+def shared(admin, group, client_id, poll, assignment, timeout=30.0):
+    """Poll the Kafka client ``client_id`` until ``group`` is stable with it and the console
+    consumer as members, its own assignment (``assignment()``) being what the group describes;
+    (its partitions, the console's partitions)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        poll()
+        d = admin.describe_consumer_groups([group], request_timeout=10)[group].result(15)
+        shares = {m.client_id: {tp.partition for tp in m.assignment.topic_partitions}
+                  for m in d.members}
+        mine = assignment()
+        if d.state == ConsumerGroupState.STABLE and len(shares) == 2 and mine and \
+                mine == shares.get(client_id):
+            return mine, shares["console-consumer"]
+        assert time.monotonic() < deadline, f"not shared: {d.state} {shares} {mine}"
+
+
 def produce_each(bootstrap, topic, partitions, n) -> set:
     p = producer(bootstrap)
     values = set()
@@ -159,18 +176,9 @@ def test_console_and_confluent_consumers_share_a_group(broker):
     try:
         members(admin, group, 1)
         c.subscribe([topic])
-        deadline = time.monotonic() + 30
-        while True:
-            c.poll(0.1)
-            d = admin.describe_consumer_groups([group], request_timeout=10)[group].result(15)
-            shares = {m.client_id: {tp.partition for tp in m.assignment.topic_partitions}
-                      for m in d.members}
-            mine = {tp.partition for tp in c.assignment()}
-            if d.state == ConsumerGroupState.STABLE and len(shares) == 2 and mine and \
-                    mine == shares.get("confluent-member"):
-                break
-            assert time.monotonic() < deadline, f"not shared: {d.state} {shares} {mine}"
-        theirs = shares["console-consumer"]
+        mine, theirs = shared(admin, group, "confluent-member",
+                              lambda: c.poll(0.1),
+                              lambda: {tp.partition for tp in c.assignment()})
         # The confluent consumer's assignment excludes the console's partitions.
         assert len(mine) == len(theirs) == 2 and mine | theirs == {0, 1, 2, 3}
         out = josefk_cli(broker, "groups", "describe", "--group", group).stdout
@@ -255,22 +263,14 @@ def test_kafka_python_leader_assigns_the_console_consumer(broker):
             kp.poll(100)
             assert time.monotonic() < deadline, kp.assignment()
         console = ConsoleConsumer(broker, topic, group, "--from-beginning")
-        while True:
-            kp.poll(100)
-            d = admin.describe_consumer_groups([group], request_timeout=10)[group].result(15)
-            shares = {m.client_id: {tp.partition for tp in m.assignment.topic_partitions}
-                      for m in d.members}
-            mine = {tp.partition for tp in kp.assignment()}
-            if d.state == ConsumerGroupState.STABLE and len(shares) == 2 and \
-                    shares.get("kp-member") == mine and len(mine) == 2:
-                break
-            assert time.monotonic() < deadline, f"not shared: {d.state} {shares} {mine}"
-        theirs = shares["console-consumer"]
-        assert theirs == {0, 1, 2, 3} - mine
+        mine, theirs = shared(admin, group, "kp-member", lambda: kp.poll(100),
+                              lambda: {tp.partition for tp in kp.assignment()})
+        assert len(mine) == 2 and theirs == {0, 1, 2, 3} - mine
         sent = produce_each(broker.bootstrap, topic, 4, 5)
+        deadline = time.monotonic() + 30
         while len(console.lines) < 10:
             kp.poll(100)
-            assert time.monotonic() < deadline + 30, console.lines
+            assert time.monotonic() < deadline, console.lines
         assert set(console.lines) == {(p, v) for p, v in sent if p in theirs}
         console.proc.send_signal(signal.SIGINT)
         console.wait()
