@@ -11,6 +11,7 @@ from datetime import datetime
 
 from broker.client import KafkaError
 from broker.tool_client import EARLIEST, LATEST, ClusterClient, partition_for_key
+from broker.group_member import GroupMember
 from broker.groups_cli import commit_offsets, committed_offsets
 from wire.batch import iter_headers
 from wire.records import CODEC_NAMES, build_batch, iter_records
@@ -46,8 +47,8 @@ def add_commands(sub, common):
     c.add_argument("--partition", type=int)
     c.add_argument("--offset", default=None, help="an offset, 'earliest' or 'latest' "
                                                   "(with --partition)")
-    c.add_argument("--group", help="start from this group's committed offsets and commit "
-                                   "what was printed")
+    c.add_argument("--group", help="join this consumer group: consume the partitions it "
+                                   "assigns, from its committed offsets, and commit positions")
     c.add_argument("--max-messages", type=int)
     c.add_argument("--timeout-ms", type=int, help="exit after this long without a message")
     c.add_argument("--formatter", choices=("default", "json"), default="default")
@@ -55,6 +56,9 @@ def add_commands(sub, common):
                    help="print.key, print.value, print.headers, print.timestamp, "
                         "print.partition, print.offset, key.separator, line.separator, "
                         "headers.separator, headers.key.separator, null.literal")
+    c.add_argument("--consumer-property", action="append", default=[], metavar="KEY=VALUE",
+                   help="auto.commit.interval.ms, session.timeout.ms, heartbeat.interval.ms, "
+                        "max.poll.interval.ms")
     c.set_defaults(func=console_consumer)
 
     pp = common(sub.add_parser("perf-producer", help="producer throughput and latency test"))
@@ -74,6 +78,8 @@ def add_commands(sub, common):
     pc.add_argument("--timeout", type=int, default=10000, help="ms without data before "
                                                                "giving up")
     pc.add_argument("--reporting-interval", type=int, default=5000, help="ms")
+    pc.add_argument("--group", help="consume as a member of this group (from its committed "
+                                    "offsets, else the log start), committing positions")
     pc.set_defaults(func=perf_consumer)
 
 
@@ -185,16 +191,15 @@ class Formatter:
         return self.key_sep.join(parts) + self.line_sep
 
 
-def _start_positions(cc, args, coordinator) -> dict:
-    parts = [args.partition] if args.partition is not None else cc.partitions(args.topic)
-    committed = {p: off for (t, p), off in committed_offsets(coordinator, args.group).items()
-                 if t == args.topic} if args.group else {}
+def _start_positions(cc, args, partitions, committed) -> dict:
+    """Where to start in each partition: --offset, else the group's committed offset, else the
+    log start (--from-beginning, --offset earliest) or end."""
     out = {}
-    for p in parts:
+    for p in partitions:
         if args.offset not in (None, "earliest", "latest"):
             out[(args.topic, p)] = int(args.offset)
-        elif p in committed:
-            out[(args.topic, p)] = committed[p]
+        elif (args.topic, p) in committed:
+            out[(args.topic, p)] = committed[(args.topic, p)]
         else:
             earliest = args.from_beginning or args.offset == "earliest"
             out[(args.topic, p)] = cc.list_offsets(args.topic, [p], EARLIEST if earliest
@@ -220,21 +225,101 @@ def _records(cc, positions):
             positions[tp] = h.last_offset + 1
 
 
+class _Consumer:
+    """Positions ({(topic, partition): offset}) of a data tool, committed to its group (if it
+    has one) every ``auto.commit.interval.ms`` through ``tick``, and by ``commit``."""
+
+    def __init__(self, props: dict):
+        self.positions: dict = {}
+        self.commit_every = int(props.get("auto.commit.interval.ms", 5000)) / 1000
+        self.last_commit = time.monotonic()
+
+    def tick(self):
+        if time.monotonic() - self.last_commit >= self.commit_every:
+            self.commit()
+            self.last_commit = time.monotonic()
+
+
+class _Assigned(_Consumer):
+    """Partitions the tool chose itself (``start(partitions, committed)`` gives their
+    positions); with a group, committed outside any generation (as kafka-consumer-groups.sh
+    does: the group must have no live members)."""
+
+    def __init__(self, cc, group, partitions, start, props: dict):
+        super().__init__(props)
+        self.group = group
+        self.coordinator = cc.coordinator(group) if group else None
+        self.positions = start(partitions, committed_offsets(self.coordinator, group)
+                               if group else {})
+
+    def poll(self) -> bool:
+        return False
+
+    def commit(self):
+        if self.coordinator is not None:
+            commit_offsets(self.coordinator, self.group, self.positions)
+
+    def close(self):
+        pass
+
+
+class _Subscribed(_Consumer):
+    """A member of ``group`` subscribed to ``topic``: its partitions are those the group gives
+    it, positioned by ``start(partitions, committed)``; before each rejoin and on exit it commits
+    its positions (as the Java consumer's auto-commit does), then it leaves the group."""
+
+    def __init__(self, cc, group, topic, start, props: dict):
+        super().__init__(props)
+        self.topic, self.start = topic, start
+        self.member = GroupMember(
+            cc, group, [topic],
+            session_timeout_ms=int(props.get("session.timeout.ms", 45000)),
+            rebalance_timeout_ms=int(props.get("max.poll.interval.ms", 300000)),
+            heartbeat_interval_ms=int(props.get("heartbeat.interval.ms", 3000)))
+
+    def poll(self) -> bool:
+        """Join (again) if the group asks for it; True when the partitions were (re)assigned."""
+        if not self.member.needs_join():
+            if not self.positions:  # nothing to fetch: wait for a rebalance, not a busy loop
+                self.member.wait_rejoin(0.2)
+            return False
+        self.commit()
+        assigned = [p for t, p in self.member.join() if t == self.topic]
+        self.positions = self.start(assigned, self.member.committed())
+        return True
+
+    def commit(self):
+        self.member.commit(self.positions)
+
+    def close(self):
+        self.member.close()
+
+
 def console_consumer(args) -> int:
     count = 0
     try:
         fmt = Formatter(args.formatter, _props(args.property), args.topic)
+        props = _props(args.consumer_property)
         with ClusterClient(args.bootstrap_server, "console-consumer") as cc:
-            coordinator = cc.coordinator(args.group) if args.group else None
-            positions = _start_positions(cc, args, coordinator)
+            partitions = cc.partitions(args.topic)  # a missing topic fails before any join
+
+            def start(parts, committed):
+                return _start_positions(cc, args, parts, committed)
+            if args.group and args.partition is None:
+                consumer = _Subscribed(cc, args.group, args.topic, start, props)
+            else:
+                consumer = _Assigned(cc, args.group, partitions if args.partition is None
+                                     else [args.partition], start, props)
             last_data = time.monotonic()
             try:
                 while args.max_messages is None or count < args.max_messages:
+                    if consumer.poll():
+                        last_data = time.monotonic()  # --timeout-ms counts from the join
                     if args.timeout_ms is not None and \
                             (time.monotonic() - last_data) * 1000 > args.timeout_ms:
                         break
                     before = count
-                    for partition, r, ts_type in _records(cc, positions):
+                    for partition, r, ts_type in _records(cc, consumer.positions):
                         sys.stdout.write(fmt(partition, r, ts_type))
                         count += 1
                         if count == args.max_messages:
@@ -242,14 +327,14 @@ def console_consumer(args) -> int:
                     sys.stdout.flush()
                     if count > before:
                         last_data = time.monotonic()
-                        if coordinator is not None:
-                            commit_offsets(coordinator, args.group, positions)
-            except KeyboardInterrupt:
-                pass
-            if coordinator is not None:
+                    consumer.tick()
                 # As the Java consumer's close does: every position is committed, also one
                 # reset to the log end with nothing printed.
-                commit_offsets(coordinator, args.group, positions)
+                consumer.commit()
+            except KeyboardInterrupt:
+                consumer.commit()
+            finally:
+                consumer.close()
     except (KafkaError, OSError, ValueError) as e:
         return _error(e)
     except KeyboardInterrupt:
@@ -328,35 +413,54 @@ def perf_producer(args) -> int:
 def perf_consumer(args) -> int:
     """Counts records from batch headers (no per-record decoding); bytes are batch bytes."""
     count = nbytes = 0
+    rebalance = 0.0  # seconds spent joining the group
     start_wall = datetime.now()
     try:
         with ClusterClient(args.bootstrap_server, "consumer-performance") as cc:
-            starts = cc.list_offsets(args.topic, cc.partitions(args.topic), EARLIEST)
-            positions = {(args.topic, p): off for p, off in starts.items()}
-            start = last_data = last_report = time.monotonic()
-            while count < args.messages and \
-                    (time.monotonic() - last_data) * 1000 < args.timeout:
-                for topic, partition, records, _hwm in cc.fetch(positions, 100, args.fetch_size):
-                    for h in iter_headers(records):
-                        if h.last_offset >= positions[(topic, partition)]:
-                            positions[(topic, partition)] = h.last_offset + 1
-                            count += 0 if h.is_control else h.count
-                            nbytes += h.size
-                            last_data = time.monotonic()
-                if (time.monotonic() - last_report) * 1000 >= args.reporting_interval:
-                    last_report = time.monotonic()
-                    secs = last_report - start
-                    print(f"{count} records consumed, {count / secs:.1f} records/sec "
-                          f"({nbytes / secs / 1048576:.2f} MB/sec)", file=sys.stderr,
-                          flush=True)
-            secs = max(last_data - start, 1e-9)
+            partitions = cc.partitions(args.topic)
+            earliest = cc.list_offsets(args.topic, partitions, EARLIEST)
+
+            def start(parts, committed):
+                return {(args.topic, p): committed.get((args.topic, p), earliest[p])
+                        for p in parts}
+            consumer = _Subscribed(cc, args.group, args.topic, start, {}) if args.group \
+                else _Assigned(cc, None, partitions, start, {})
+            try:
+                began = last_data = last_report = time.monotonic()
+                while count < args.messages and \
+                        (time.monotonic() - last_data) * 1000 < args.timeout:
+                    joining = time.monotonic()
+                    if consumer.poll():
+                        last_data = time.monotonic()
+                        rebalance += last_data - joining
+                    positions = consumer.positions
+                    for topic, partition, records, _hwm in cc.fetch(positions, 100,
+                                                                    args.fetch_size):
+                        for h in iter_headers(records):
+                            if h.last_offset >= positions[(topic, partition)]:
+                                positions[(topic, partition)] = h.last_offset + 1
+                                count += 0 if h.is_control else h.count
+                                nbytes += h.size
+                                last_data = time.monotonic()
+                    consumer.tick()
+                    if (time.monotonic() - last_report) * 1000 >= args.reporting_interval:
+                        last_report = time.monotonic()
+                        secs = last_report - began
+                        print(f"{count} records consumed, {count / secs:.1f} records/sec "
+                              f"({nbytes / secs / 1048576:.2f} MB/sec)", file=sys.stderr,
+                              flush=True)
+                secs = max(last_data - began, 1e-9)
+                consumer.commit()
+            finally:
+                consumer.close()
     except (KafkaError, OSError) as e:
         return _error(e)
     mb = nbytes / 1048576
+    fetch_secs = max(secs - rebalance, 1e-9)
     print("start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, "
           "rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec")
     fmt = "%Y-%m-%d %H:%M:%S:%f"
     print(f"{start_wall.strftime(fmt)[:-3]}, {datetime.now().strftime(fmt)[:-3]}, {mb:.4f}, "
-          f"{mb / secs:.4f}, {count}, {count / secs:.4f}, 0, {int(secs * 1000)}, "
-          f"{mb / secs:.4f}, {count / secs:.4f}")
+          f"{mb / secs:.4f}, {count}, {count / secs:.4f}, {int(rebalance * 1000)}, "
+          f"{int(fetch_secs * 1000)}, {mb / fetch_secs:.4f}, {count / fetch_secs:.4f}")
     return 0 if count >= args.messages else 1

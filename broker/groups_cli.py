@@ -4,9 +4,10 @@ from __future__ import annotations
 import sys
 
 from broker.client import Client, KafkaError
-from wire import errors, types as T
+from wire import errors
 from wire.apis import (DELETE_GROUPS, DESCRIBE_GROUPS, FIND_COORDINATOR, LIST_GROUPS,
                        LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH)
+from wire.apis.consumer_protocol import ASSIGNMENT
 
 LATEST, EARLIEST = -1, -2
 
@@ -61,21 +62,12 @@ def groups_list(args) -> int:
 
 
 def decode_assignment(data: bytes) -> list[tuple[str, int]]:
-    """Partitions in a ConsumerProtocolAssignment (version, [topic, [partition]], user data)."""
-    if not data or len(data) < 6:
+    """Partitions in a member's ConsumerProtocolAssignment; none when it is not one."""
+    try:
+        got = ASSIGNMENT.from_bytes(data) if data else None
+    except ValueError:  # includes DecodeError: another protocol type's assignment
         return []
-    out = []
-    p = 2
-    (n,) = T.i32.unpack_from(data, p)
-    p += 4
-    for _ in range(max(n, 0)):
-        topic, p = T.read_string(data, p)
-        (k,) = T.i32.unpack_from(data, p)
-        p += 4
-        for _ in range(max(k, 0)):
-            out.append((topic, T.i32.unpack_from(data, p)[0]))
-            p += 4
-    return out
+    return [(tp.topic, p) for tp in got.assigned_partitions for p in tp.partitions] if got else []
 
 
 def describe_group(c, group):
@@ -183,17 +175,17 @@ def _partitions_of(c, spec) -> list[tuple[str, int]]:
     return sorted((topic, p.partition_index) for p in t.partitions)
 
 
-def commit_offsets(c, group, offsets: dict) -> None:
-    """Commit {(topic, partition): offset} for ``group`` outside any generation (as
-    kafka-consumer-groups.sh does: the group must have no live members)."""
+def commit_offsets(c, group, offsets: dict, generation: int = -1, member_id: str = "") -> None:
+    """Commit {(topic, partition): offset} for ``group``: by default outside any generation (as
+    kafka-consumer-groups.sh does: the group must have no live members), else as that member."""
     R = OFFSET_COMMIT.Request
     by_topic = {}
     for (t, p), off in offsets.items():
         by_topic.setdefault(t, []).append(R.OffsetCommitRequestPartition(
             partition_index=p, committed_offset=off, committed_leader_epoch=-1,
             committed_metadata=""))
-    resp = c.request(OFFSET_COMMIT, group_id=group, generation_id_or_member_epoch=-1,
-                     member_id="", retention_time_ms=-1, topics=[
+    resp = c.request(OFFSET_COMMIT, group_id=group, generation_id_or_member_epoch=generation,
+                     member_id=member_id, retention_time_ms=-1, topics=[
                          R.OffsetCommitRequestTopic(name=t, partitions=ps)
                          for t, ps in by_topic.items()])
     for t in resp.topics:

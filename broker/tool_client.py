@@ -118,6 +118,10 @@ class ClusterClient:
 
     def coordinator(self, group: str) -> Client:
         """A connection to ``group``'s coordinator."""
+        return self.broker(self.coordinator_id(group))
+
+    def coordinator_id(self, group: str) -> int:
+        """The node id of ``group``'s coordinator (known in ``brokers``)."""
         resp = self.bootstrap.request(FIND_COORDINATOR, key=group, key_type=0,
                                       coordinator_keys=[group])
         node = resp.coordinators[0] if resp.coordinators else resp
@@ -125,7 +129,7 @@ class ClusterClient:
             raise KafkaError(node.error_code, f"no coordinator for group {group}")
         if node.node_id not in self.brokers:
             self.refresh([])
-        return self.broker(node.node_id)
+        return node.node_id
 
     def produce(self, topic: str, partition: int, batch, acks: int = 1,
                 timeout_ms: int = 30000):

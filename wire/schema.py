@@ -94,6 +94,32 @@ class Field:
         self.struct_name = struct
 
 
+class Data:
+    """A versioned struct that is not an API body (Kafka's ``"type": "data"`` messages, such as
+    the consumer protocol's Subscription carried in JoinGroup metadata): an INT16 version, then
+    the fields at that version, never flexible. A newer version than declared is read with the
+    newest layout, as Kafka does (later versions only append fields)."""
+
+    def __init__(self, name: str, versions: str, fields):
+        self.name = name
+        self.versions = Versions(versions)
+        from wire.compiler import Message  # local: the compiler depends on this module
+
+        self.Struct = Message.build(self, name, fields)
+
+    def is_flexible(self, version: int) -> bool:
+        return False
+
+    def to_bytes(self, version: int, **fields) -> bytes:
+        return version.to_bytes(2, "big") + self.Struct(**fields).to_bytes(version)
+
+    def from_bytes(self, data: bytes):
+        version = int.from_bytes(data[:2], "big", signed=True)
+        if version < 0:
+            raise ValueError(f"{self.name}: bad version {version}")
+        return self.Struct.decode(data, min(version, self.versions.hi), 2)[0]
+
+
 def camel(name: str) -> str:
     return "".join(part[:1].upper() + part[1:] for part in re.split(r"_", name))
 
