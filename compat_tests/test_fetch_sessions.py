@@ -124,9 +124,17 @@ def test_read_committed_session_answers_a_high_watermark_only_change(broker, new
         flush_all(txn)
         assert answered(fetch(c, sid, 2, topic=topic, isolation=1)) == {2: (0, 1, 0, 0, False)}
         assert answered(fetch(c, sid, 3, topic=topic, isolation=1)) == {}
-        txn.commit_transaction(30)  # the commit marker: high watermark 2, stable up to it
-        assert answered(fetch(c, sid, 4, topic=topic, isolation=1)) == {2: (0, 2, 2, 0, True)}
-        assert answered(fetch(c, sid, 5, [(2, 2)], topic=topic, isolation=1)) == {}
+        txn.commit_transaction(30)
+        # The coordinator writes the commit marker after answering EndTxn: until then the
+        # session has nothing new; then high watermark 2, stable up to it.
+        epoch = 4
+        deadline = time.monotonic() + 10
+        while not (got := answered(fetch(c, sid, epoch, topic=topic, isolation=1))):
+            assert time.monotonic() < deadline
+            epoch += 1
+            time.sleep(0.05)
+        assert got == {2: (0, 2, 2, 0, True)}
+        assert answered(fetch(c, sid, epoch + 1, [(2, 2)], topic=topic, isolation=1)) == {}
 
 
 def test_waiting_incremental_fetch_is_woken_by_a_produce(broker, new_topic):

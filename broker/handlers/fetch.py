@@ -123,7 +123,8 @@ def _read_session(broker, req, v, fctx, denied):
                 continue
             lg = part.log
             hwm = lg.high_watermark
-            lso = part.last_stable_offset
+            # The last stable offset is the high watermark unless a transaction is open.
+            lso = part.last_stable_offset if part.producers.ongoing else hwm
             if (hwm == c.high_watermark and lso == c.last_stable_offset
                     and lg.log_start_offset == c.log_start_offset
                     and fp.fetch_offset == (lso if read_committed else hwm)
