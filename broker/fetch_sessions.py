@@ -41,22 +41,36 @@ class CachedPartition:
 
 
 class FetchSession:
-    __slots__ = ("id", "privileged", "partitions", "epoch", "created_ms", "last_used_ms")
+    __slots__ = ("id", "privileged", "partitions", "epoch", "created_ms", "last_used_ms",
+                 "_by_topic")
 
     def __init__(self, session_id, privileged, partitions, now_ms):
         self.id = session_id
         self.privileged = privileged
         self.partitions = partitions  # {(topic key, index): CachedPartition}, request order
+        self._by_topic = None
         self.epoch = next_epoch(INITIAL_EPOCH)  # the epoch the next request must carry
         self.created_ms = self.last_used_ms = now_ms
+
+    def by_topic(self, changed: bool):
+        """The partitions grouped by topic, [(topic key, [CachedPartition])], regrouped only
+        when ``changed`` (partitions were added or removed)."""
+        if changed or self._by_topic is None:
+            grouped: dict = {}
+            for (tkey, _i), cached in self.partitions.items():
+                grouped.setdefault(tkey, []).append(cached)
+            self._by_topic = list(grouped.items())
+        return self._by_topic
 
 
 class FetchContext:
     """What one Fetch request reads (``topics``: [(topic key, [FetchPartition])]) and how its
     response is shaped (``finish``)."""
 
-    def __init__(self, topics, session=None, incremental=False, cache=None, error=errors.NONE):
+    def __init__(self, topics, session=None, incremental=False, cache=None, error=errors.NONE,
+                 cached=()):
         self.topics = topics
+        self.cached = cached  # incremental: [(topic key, [CachedPartition])], as ``topics``
         self.session = session
         self.incremental = incremental
         self.cache = cache
@@ -127,9 +141,11 @@ class FetchSessionCache:
         if epoch != session.epoch:
             return FetchContext([], error=errors.INVALID_FETCH_SESSION_EPOCH)
         parts = session.partitions
+        size = len(parts)
+        removed = False
         for tkey, indexes in forgotten:
             for i in indexes:
-                parts.pop((tkey, i), None)
+                removed |= parts.pop((tkey, i), None) is not None
         for tkey, fps in topics:
             for fp in fps:
                 cached = parts.get((tkey, fp.partition))
@@ -139,10 +155,9 @@ class FetchSessionCache:
                     cached.request = fp
         session.epoch = next_epoch(epoch)
         session.last_used_ms = _now_ms()
-        grouped: dict = {}
-        for (tkey, _i), cached in parts.items():
-            grouped.setdefault(tkey, []).append(cached.request)
-        return FetchContext(list(grouped.items()), session=session, incremental=True)
+        by_topic = session.by_topic(removed or len(parts) != size)
+        return FetchContext([(tkey, [c.request for c in cs]) for tkey, cs in by_topic],
+                            session=session, incremental=True, cached=by_topic)
 
     def create(self, privileged: bool, partitions: dict) -> FetchSession | None:
         now = _now_ms()

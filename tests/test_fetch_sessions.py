@@ -86,3 +86,22 @@ def test_no_slots_means_sessionless_full_fetches():
     resp = ctx.finish(response(pd(0, 0), pd(1, 0)), key)
     assert resp.session_id == 0 and not cache.sessions
     assert [p.partition_index for p in resp.responses[0].partitions] == [0, 1]
+
+
+def test_session_regroups_its_partitions_only_when_they_change():
+    """The session keeps its partitions grouped by topic between requests; adding and
+    forgetting partitions (also both at once, the count unchanged) regroups them."""
+    cache = FetchSessionCache(10, 120000)
+    sid = open_session(cache, 2)
+
+    def grouping(epoch, topics=(), forgotten=()):
+        ctx = cache.context(sid, epoch, list(topics), list(forgotten), False)
+        assert ctx.cached is cache.sessions[sid].by_topic(False)
+        return [(k, [(p.partition, p.fetch_offset) for p in ps]) for k, ps in ctx.topics]
+
+    assert grouping(1) == [("t", [(0, 0), (1, 0)])]
+    assert grouping(2, [("u", [fp(0, 3)]), ("t", [fp(1, 4)])]) == [
+        ("t", [(0, 0), (1, 4)]), ("u", [(0, 3)])]
+    assert grouping(3, [("t", [fp(2)])], [("u", [0])]) == [("t", [(0, 0), (1, 4), (2, 0)])]
+    assert grouping(4, [], [("t", [0])]) == [("t", [(1, 4), (2, 0)])]
+    assert grouping(5, [("t", [fp(1, 9)])]) == [("t", [(1, 9), (2, 0)])]
