@@ -525,7 +525,7 @@ class ReplicaManager:
                 fn(part, part.is_leader)
         return part
 
-    def stop_replica(self, topic: str, index: int, delete: bool) -> None:
+    def _stop(self, topic: str, index: int) -> None:
         part = self.partitions.pop((topic, index), None)
         if part is not None:
             if self.fetchers is not None:
@@ -535,17 +535,14 @@ class ReplicaManager:
             if was_leader:
                 for fn in self.role_listeners:
                     fn(part, False)
-        if delete:
-            self.offline.discard((topic, index))
-            self.logs.delete(topic, [index])
 
     def stop_replicas(self, items) -> None:
-        """`stop_replica` for many ``(topic, index, delete)``: the logs to delete are detached
+        """Stop serving each ``(topic, index, delete)``; the logs to delete are detached
         in one pass per topic (one checkpoint write, not one per partition) and their files
         removed in a worker thread."""
         doomed: dict[str, list[int]] = {}
         for topic, index, delete in items:
-            self.stop_replica(topic, index, delete=False)
+            self._stop(topic, index)
             if delete:
                 self.offline.discard((topic, index))
                 doomed.setdefault(topic, []).append(index)
