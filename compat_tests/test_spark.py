@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from collections import Counter
 from datetime import datetime, timezone
 
 import pytest
 from pyspark.errors import PySparkException
 
-from compat_tests.helpers import produce_values, read_from_beginning
+from compat_tests.helpers import produce_values, producer, read_from_beginning
 from pipelines import clickstream
 from pipelines.demo import generate_events, produce_events
 from pipelines.kafka_source import NAME, kafka_format
@@ -71,6 +72,34 @@ def test_batch_write_then_read_with_explicit_offsets(spark, broker, new_topic):
     assert sorted((r.partition, r.offset) for r in middle.collect()) == \
         [(0, 2), (0, 3), (0, 4), (1, 9)]
     assert "headers" not in middle.columns
+
+
+def test_transactional_topic_reads_uncommitted_by_default_as_spark_does(spark, broker,
+                                                                       new_topic):
+    """Commit and abort markers leave gaps in the offsets; aborted records show unless
+    kafka.isolation.level is read_committed (the Java client's default is read_uncommitted)."""
+    topic = new_topic()
+    p = producer(broker.bootstrap, transactional_id="spark-" + uuid.uuid4().hex[:8])
+    p.init_transactions(30)
+    for commit, values in ((True, ["a0", "a1", "a2"]), (False, ["b0", "b1"]), (True, ["c0"])):
+        p.begin_transaction()
+        for v in values:
+            p.produce(topic, v.encode(), partition=0)
+        assert p.flush(30) == 0  # written before the end (an abort drops what is unsent)
+        p.commit_transaction(30) if commit else p.abort_transaction(30)
+    p.begin_transaction()  # left open: read_committed stops before it
+    p.produce(topic, b"d0", partition=0)
+    assert p.flush(30) == 0
+    # a0..a2 at 0-2, commit marker 3, b0 b1 at 4-5, abort marker 6, c0 at 7, commit marker 8,
+    # d0 at 9 (open)
+    every = _read(spark, broker.bootstrap, subscribe=topic).collect()
+    assert sorted((r.offset, r.value) for r in every) == \
+        [(0, b"a0"), (1, b"a1"), (2, b"a2"), (4, b"b0"), (5, b"b1"), (7, b"c0"), (9, b"d0")]
+    committed = _read(spark, broker.bootstrap, subscribe=topic,
+                      **{"kafka.isolation.level": "read_committed"}).collect()
+    assert sorted((r.offset, r.value) for r in committed) == \
+        [(0, b"a0"), (1, b"a1"), (2, b"a2"), (7, b"c0")]
+    p.abort_transaction(30)
 
 
 def test_starting_timestamp_reads_from_the_first_later_record(spark, broker, new_topic):

@@ -21,7 +21,10 @@ ARROW_FIELDS = [("key", pa.binary()), ("value", pa.binary()), ("topic", pa.strin
                 ("partition", pa.int32()), ("offset", pa.int64()),
                 ("timestamp", pa.timestamp("us", tz="UTC")), ("timestampType", pa.int32())]
 STAMP_TYPE = pa.struct([("type", pa.int32()), ("ms", pa.int64())])
-CONSUME_BATCH = 10_000
+# Records per consume() call and per Arrow batch: small enough that the messages are still in the
+# CPU cache when their columns are built (10,000 cost about 15% more CPU per record here).
+CONSUME_BATCH = 2_000
+_POSITIONS = pa.array(range(CONSUME_BATCH), pa.int64())
 
 
 class DataLossError(RuntimeError):
@@ -34,6 +37,8 @@ def consumer(conf: dict) -> Consumer:
         "group.id": group_id({}),
         # librdkafka pauses a whole second when its queue fills; Spark reads as fast as it can.
         "fetch.queue.backoff.ms": 10,
+        # The Java client's default, so Spark's: aborted records are read unless asked otherwise.
+        "isolation.level": "read_uncommitted",
         **conf,
         "enable.auto.commit": False,
         "enable.partition.eof": True,
@@ -138,7 +143,7 @@ def to_arrow(records, topic: str, partition: int, with_headers: bool) -> pa.Reco
         pa.array(list(map(Message.value, records)), pa.binary()),
         pa.repeat(pa.scalar(topic, pa.string()), count),
         pa.repeat(pa.scalar(partition, pa.int32()), count),
-        pa.array(list(map(Message.offset, records)), pa.int64()),
+        _offsets(records),
         # Arrow scalars: a Python number makes pyarrow.compute try an import on every call.
         pc.multiply(millis, pa.scalar(1000, pa.int64())).cast(ARROW_FIELDS[5][1]),
         pc.subtract(kind, pa.scalar(1, pa.int32())),
@@ -149,6 +154,15 @@ def to_arrow(records, topic: str, partition: int, with_headers: bool) -> pa.Reco
                                  for m in records], HEADERS_TYPE))
         names.append("headers")
     return pa.RecordBatch.from_arrays(columns, names=names)
+
+
+def _offsets(records) -> pa.Array:
+    """The records' offsets: first + 0, 1, 2... when they are contiguous (no compaction or
+    control records among them), without asking every message."""
+    first, count = records[0].offset(), len(records)
+    if records[-1].offset() - first == count - 1 and count <= len(_POSITIONS):
+        return pc.add(_POSITIONS.slice(0, count), pa.scalar(first, pa.int64()))
+    return pa.array(list(map(Message.offset, records)), pa.int64())
 
 
 class Writer:
