@@ -64,7 +64,7 @@ class MemberMetadata:
     __slots__ = ("member_id", "group_instance_id", "client_id", "client_host",
                  "rebalance_timeout_ms", "session_timeout_ms", "protocol_type",
                  "supported_protocols", "assignment", "awaiting_join", "awaiting_sync",
-                 "is_new", "heartbeat_satisfied", "heartbeat_timer")
+                 "is_new", "heartbeat_satisfied", "heartbeat_timer", "session_deadline")
 
     def __init__(self, member_id, group_instance_id, client_id, client_host,
                  rebalance_timeout_ms, session_timeout_ms, protocol_type, supported_protocols,
@@ -83,6 +83,7 @@ class MemberMetadata:
         self.is_new = False
         self.heartbeat_satisfied = False
         self.heartbeat_timer = None
+        self.session_deadline = 0  # clock ms at which the session expires (heartbeat_timer)
 
     @property
     def is_static(self) -> bool:

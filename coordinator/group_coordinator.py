@@ -542,11 +542,22 @@ class GroupCoordinator:
         self._complete_and_schedule_next_expiration(group, member, member.session_timeout_ms)
 
     def _complete_and_schedule_next_expiration(self, group, member, timeout_ms):
-        self._cancel_heartbeat(member)
+        """The member's session now ends ``timeout_ms`` from now. A timer already armed stays
+        unless it would fire after that: it fires at or before the end, and re-arms for what
+        is left if the session was extended meanwhile (a member heartbeating and committing
+        all the time then costs no timer per request)."""
         self._cancel_pending_member_timer(group, member.member_id)
         member.heartbeat_satisfied = False
+        deadline = self._now() + timeout_ms
+        shorter = deadline < member.session_deadline
+        member.session_deadline = deadline
+        if member.heartbeat_timer is None or shorter:
+            self._arm_heartbeat(group, member, timeout_ms)
+
+    def _arm_heartbeat(self, group, member, delay_ms):
+        self._cancel_heartbeat(member)
         member.heartbeat_timer = self.clock.call_later(
-            timeout_ms, lambda: self._on_expire_heartbeat(group, member))
+            delay_ms, lambda: self._on_expire_heartbeat(group, member))
 
     @staticmethod
     def _cancel_heartbeat(member):
@@ -558,6 +569,9 @@ class GroupCoordinator:
         member.heartbeat_timer = None
         if group.is_state(DEAD) or group.members.get(member.member_id) is not member:
             return
+        left = member.session_deadline - self._now()
+        if left > 0:  # the session was extended after the timer was armed
+            return self._arm_heartbeat(group, member, left)
         if not member.has_satisfied_heartbeat():
             log.info("member %s in group %s has failed, removing it from the group",
                      member.member_id, group.group_id)
