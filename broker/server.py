@@ -74,6 +74,7 @@ class Connection(asyncio.BufferedProtocol):
         self.muted_until = 0.0  # loop time until which a quota throttles the client (KIP-219)
         self.reader = FrameReader(broker.config.int("socket.request.max.bytes"))
         self.transport = None
+        self.loop = None  # asyncio.get_running_loop() costs a getpid() system call per use
         self.sock_fd = -1
         self.client_host = ""
         self.pending = collections.deque()
@@ -91,13 +92,14 @@ class Connection(asyncio.BufferedProtocol):
     # -- asyncio callbacks ----------------------------------------------------------------------
     def connection_made(self, transport):
         self.transport = transport
+        self.loop = asyncio.get_running_loop()
         peer = transport.get_extra_info("peername")
         self.client_host = peer[0] if peer else ""
         refused = self.limits.admit(self.client_host)
         if refused:
             return self.abort(refused)
         self.admitted = True
-        self.last_active = asyncio.get_running_loop().time()
+        self.last_active = self.loop.time()
         sock = transport.get_extra_info("socket")
         # Record bytes go straight from segment files to a plain TCP socket (sendfile).
         plain = transport.get_extra_info("ssl_object") is None
@@ -135,7 +137,7 @@ class Connection(asyncio.BufferedProtocol):
         return self.reader.get_buffer()  # reads land in the request's own buffer
 
     def buffer_updated(self, nbytes):
-        self.last_active = asyncio.get_running_loop().time()
+        self.last_active = self.loop.time()
         self.received_at = time.monotonic()
         try:
             frames = self.reader.buffer_updated(nbytes)
@@ -288,7 +290,7 @@ class Connection(asyncio.BufferedProtocol):
         while pending and pending[0].done:
             out += pending.popleft().chunks
         if out:
-            self.last_active = asyncio.get_running_loop().time()
+            self.last_active = self.loop.time()
             self._write(out)
         if self.closing and not pending:
             self.closed = True
