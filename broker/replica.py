@@ -356,7 +356,8 @@ class Partition:
             return False
         lg = self.log
         new = lg.log_end_offset
-        members = set(self.isr) | set(self.pending_isr or ())
+        # a list is enough to take a minimum over; the union only while an ISR change is out
+        members = self.isr if self.pending_isr is None else set(self.isr) | set(self.pending_isr)
         for r in members:
             if r == self.node_id:
                 continue
