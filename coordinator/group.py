@@ -408,7 +408,8 @@ class GroupMetadata:
             if cur is None or cur.appended_batch_offset is None or cur.older_than(record):
                 self.offsets[tp] = record
         staged = self.pending_offset_commits.get(tp)
-        if staged is not None and staged == record.offset_and_metadata:
+        om = record.offset_and_metadata
+        if staged is not None and (staged is om or staged == om):  # is: no field comparisons
             del self.pending_offset_commits[tp]
 
     def fail_pending_offset_write(self, tp, offset: OffsetAndMetadata) -> None:

@@ -825,9 +825,8 @@ class GroupCoordinator:
         now = self._now()
         expire = (min(now + retention_time_ms, INT64_MAX)  # a huge retention never overflows
                   if retention_time_ms is not None and retention_time_ms != -1 else None)
-        oms = {(t, p): self._to_offset_and_metadata(v, now, expire)
-               for (t, p), v in offsets.items()}
-        return await self._store_offsets(group, oms)
+        oms = {tp: self._to_offset_and_metadata(v, now, expire) for tp, v in offsets.items()}
+        return await self._store_offsets(group, oms, now)
 
     def _validate_offset_commit(self, group, generation_id, member_id, instance_id):
         if group.is_state(DEAD):
@@ -849,7 +848,7 @@ class GroupCoordinator:
         return (metadata is None or 2 * len(metadata) <= self.max_metadata_size
                 or _utf16_len(metadata) <= self.max_metadata_size)
 
-    async def _store_offsets(self, group, offsets: dict) -> dict:
+    async def _store_offsets(self, group, offsets: dict, now: int) -> dict:
         valid = {tp: om for tp, om in offsets.items() if self._metadata_ok(om.metadata)}
         if not valid:
             return {tp: errors.OFFSET_METADATA_TOO_LARGE for tp in offsets}
@@ -858,8 +857,7 @@ class GroupCoordinator:
             return {tp: errors.NOT_COORDINATOR for tp in offsets}
         group.prepare_offset_commit(valid)
         try:
-            base_offset = await self.store.store_offsets(partition, group.group_id, valid,
-                                                         self._now())
+            base_offset = await self.store.store_offsets(partition, group.group_id, valid, now)
         except Exception as e:  # noqa: BLE001 - every append failure becomes an error code
             code = getattr(e, "error_code", None)
             if code is None:
