@@ -11,6 +11,7 @@ import collections
 import logging
 import os
 import time
+from types import CoroutineType
 
 from broker import eager
 from broker.handlers.sasl import sasl_token
@@ -195,7 +196,7 @@ class Connection(asyncio.BufferedProtocol):
         if refusal is not None:
             return self.abort(refusal)
         try:
-            h, pos = headers.read_request_header(buf, api.request_header_version(h.api_version))
+            h, pos = headers.read_request_header(buf, api.request_header_version(h.api_version), h)
             req, _end = api.Request.decode(buf, h.api_version, pos)
         except DecodeError as e:
             return self.abort(f"cannot decode {api.name} v{h.api_version}: {e}")
@@ -203,7 +204,7 @@ class Connection(asyncio.BufferedProtocol):
         ctx.request = req
         try:
             result = handler(self.broker, ctx, req)
-            if asyncio.iscoroutine(result):
+            if type(result) is CoroutineType:  # not asyncio.iscoroutine: ABC checks per call
                 # its answer, or a Task while it waits (whose later steps quotas time too)
                 result = eager.start(TimedCoroutine(result, ctx).__await__() if timed else result)
         except Exception:
