@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -89,7 +90,7 @@ def measure(broker: Josefk, n: int, cap_s: float, spy: str | None, native: bool)
         finally:
             c.close()
         if recorder is not None:
-            recorder.send_signal(2)  # py-spy writes its file on SIGINT
+            recorder.send_signal(signal.SIGINT)  # py-spy writes its file then
             recorder.wait(30)
     finally:
         broker.stop()
