@@ -19,7 +19,8 @@ OFFSETS_TOPIC = "__consumer_offsets"
 class OffsetsTopicLog:
     """The log interface `coordinator.OffsetStore` expects, over the broker's replicas. An append
     is acknowledged once offsets.commit.required.acks is met (all the ISR by default). The
-    transaction coordinator uses the same interface over ``__transaction_state``."""
+    transaction coordinator uses the same interface over ``__transaction_state``. The batches
+    are the coordinators' own, appended without a client batch's checks."""
 
     def __init__(self, replicas, required_acks: int = -1, timeout_ms: int = 5000,
                  topic: str = OFFSETS_TOPIC):
@@ -32,7 +33,7 @@ class OffsetsTopicLog:
         part = self.replicas.leader_partition(self.topic, partition)
         if part is None:
             raise CoordinatorLogError(errors.NOT_COORDINATOR)
-        res = part.append(memoryview(batch), acks=self.required_acks)
+        res = part.append_own(memoryview(batch), acks=self.required_acks)
         if res.error:
             raise CoordinatorLogError(res.error, res.message or "")
         if self.required_acks == -1 and not part.replicated(res.next_offset):

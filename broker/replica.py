@@ -172,21 +172,41 @@ class Partition:
     def append(self, records, acks: int) -> AppendResult:
         if not self.is_leader:
             return AppendResult(errors.NOT_LEADER_OR_FOLLOWER)
-        lg = self.log
         try:
             batches = validate_batches(records)
             # Kafka refuses an oversized batch before it looks at its records.
-            limit = self.config.max_message_bytes
-            for h in batches:
-                if h.size > limit:
-                    return AppendResult(errors.MESSAGE_TOO_LARGE, message=(
-                        f"batch of {h.size} bytes exceeds max.message.bytes {limit}"))
+            oversized = self._oversized(batches)
+            if oversized is not None:
+                return oversized
             validate_records(records, self.config.compact, self.config.timestamp_window(),
                              headers=batches)
         except CorruptRecord as e:
             return AppendResult(errors.CORRUPT_MESSAGE, message=str(e))
         except InvalidRecord as e:
             return AppendResult(e.error_code, message=str(e), record_errors=e.record_errors)
+        return self._append_valid(records, batches, acks)
+
+    def append_own(self, batch, acks: int) -> AppendResult:
+        """Append one batch the broker built itself (the coordinators' records): it is well
+        formed by construction, so its framing, CRC and records are not checked again."""
+        if not self.is_leader:
+            return AppendResult(errors.NOT_LEADER_OR_FOLLOWER)
+        batches = [read_header(batch, 0)]
+        oversized = self._oversized(batches)
+        if oversized is not None:
+            return oversized
+        return self._append_valid(batch, batches, acks)
+
+    def _oversized(self, batches) -> AppendResult | None:
+        limit = self.config.max_message_bytes
+        for h in batches:
+            if h.size > limit:
+                return AppendResult(errors.MESSAGE_TOO_LARGE, message=(
+                    f"batch of {h.size} bytes exceeds max.message.bytes {limit}"))
+        return None
+
+    def _append_valid(self, records, batches, acks: int) -> AppendResult:
+        lg = self.log
         if acks == -1 and len(self.isr) < self.min_insync:
             return AppendResult(errors.NOT_ENOUGH_REPLICAS, message=(
                 f"The size of the current ISR {self.isr} is insufficient to satisfy the min.isr "
@@ -336,7 +356,8 @@ class Partition:
             return False
         lg = self.log
         new = lg.log_end_offset
-        members = set(self.isr) | set(self.pending_isr or ())
+        # a list is enough to take a minimum over; the union only while an ISR change is out
+        members = self.isr if self.pending_isr is None else set(self.isr) | set(self.pending_isr)
         for r in members:
             if r == self.node_id:
                 continue

@@ -11,6 +11,7 @@ import collections
 import logging
 import os
 import time
+from types import CoroutineType
 
 from broker import eager
 from broker.handlers.sasl import sasl_token
@@ -74,6 +75,7 @@ class Connection(asyncio.BufferedProtocol):
         self.muted_until = 0.0  # loop time until which a quota throttles the client (KIP-219)
         self.reader = FrameReader(broker.config.int("socket.request.max.bytes"))
         self.transport = None
+        self.loop = None  # asyncio.get_running_loop() costs a getpid() system call per use
         self.sock_fd = -1
         self.client_host = ""
         self.pending = collections.deque()
@@ -91,13 +93,14 @@ class Connection(asyncio.BufferedProtocol):
     # -- asyncio callbacks ----------------------------------------------------------------------
     def connection_made(self, transport):
         self.transport = transport
+        self.loop = asyncio.get_running_loop()
         peer = transport.get_extra_info("peername")
         self.client_host = peer[0] if peer else ""
         refused = self.limits.admit(self.client_host)
         if refused:
             return self.abort(refused)
         self.admitted = True
-        self.last_active = asyncio.get_running_loop().time()
+        self.last_active = self.loop.time()
         sock = transport.get_extra_info("socket")
         # Record bytes go straight from segment files to a plain TCP socket (sendfile).
         plain = transport.get_extra_info("ssl_object") is None
@@ -135,7 +138,7 @@ class Connection(asyncio.BufferedProtocol):
         return self.reader.get_buffer()  # reads land in the request's own buffer
 
     def buffer_updated(self, nbytes):
-        self.last_active = asyncio.get_running_loop().time()
+        self.last_active = self.loop.time()
         self.received_at = time.monotonic()
         try:
             frames = self.reader.buffer_updated(nbytes)
@@ -193,7 +196,7 @@ class Connection(asyncio.BufferedProtocol):
         if refusal is not None:
             return self.abort(refusal)
         try:
-            h, pos = headers.read_request_header(buf, api.request_header_version(h.api_version))
+            h, pos = headers.read_request_header(buf, api.request_header_version(h.api_version), h)
             req, _end = api.Request.decode(buf, h.api_version, pos)
         except DecodeError as e:
             return self.abort(f"cannot decode {api.name} v{h.api_version}: {e}")
@@ -201,7 +204,7 @@ class Connection(asyncio.BufferedProtocol):
         ctx.request = req
         try:
             result = handler(self.broker, ctx, req)
-            if asyncio.iscoroutine(result):
+            if type(result) is CoroutineType:  # not asyncio.iscoroutine: ABC checks per call
                 # its answer, or a Task while it waits (whose later steps quotas time too)
                 result = eager.start(TimedCoroutine(result, ctx).__await__() if timed else result)
         except Exception:
@@ -288,7 +291,7 @@ class Connection(asyncio.BufferedProtocol):
         while pending and pending[0].done:
             out += pending.popleft().chunks
         if out:
-            self.last_active = asyncio.get_running_loop().time()
+            self.last_active = self.loop.time()
             self._write(out)
         if self.closing and not pending:
             self.closed = True

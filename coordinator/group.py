@@ -64,7 +64,7 @@ class MemberMetadata:
     __slots__ = ("member_id", "group_instance_id", "client_id", "client_host",
                  "rebalance_timeout_ms", "session_timeout_ms", "protocol_type",
                  "supported_protocols", "assignment", "awaiting_join", "awaiting_sync",
-                 "is_new", "heartbeat_satisfied", "heartbeat_timer")
+                 "is_new", "heartbeat_satisfied", "heartbeat_timer", "session_deadline")
 
     def __init__(self, member_id, group_instance_id, client_id, client_host,
                  rebalance_timeout_ms, session_timeout_ms, protocol_type, supported_protocols,
@@ -83,6 +83,7 @@ class MemberMetadata:
         self.is_new = False
         self.heartbeat_satisfied = False
         self.heartbeat_timer = None
+        self.session_deadline = 0  # clock ms at which the session expires (heartbeat_timer)
 
     @property
     def is_static(self) -> bool:
@@ -407,7 +408,8 @@ class GroupMetadata:
             if cur is None or cur.appended_batch_offset is None or cur.older_than(record):
                 self.offsets[tp] = record
         staged = self.pending_offset_commits.get(tp)
-        if staged is not None and staged == record.offset_and_metadata:
+        om = record.offset_and_metadata
+        if staged is not None and (staged is om or staged == om):  # is: no field comparisons
             del self.pending_offset_commits[tp]
 
     def fail_pending_offset_write(self, tp, offset: OffsetAndMetadata) -> None:

@@ -542,11 +542,22 @@ class GroupCoordinator:
         self._complete_and_schedule_next_expiration(group, member, member.session_timeout_ms)
 
     def _complete_and_schedule_next_expiration(self, group, member, timeout_ms):
-        self._cancel_heartbeat(member)
+        """The member's session now ends ``timeout_ms`` from now. A timer already armed stays
+        unless it would fire after that: it fires at or before the end, and re-arms for what
+        is left if the session was extended meanwhile (a member heartbeating and committing
+        all the time then costs no timer per request)."""
         self._cancel_pending_member_timer(group, member.member_id)
         member.heartbeat_satisfied = False
+        deadline = self._now() + timeout_ms
+        shorter = deadline < member.session_deadline
+        member.session_deadline = deadline
+        if member.heartbeat_timer is None or shorter:
+            self._arm_heartbeat(group, member, timeout_ms)
+
+    def _arm_heartbeat(self, group, member, delay_ms):
+        self._cancel_heartbeat(member)
         member.heartbeat_timer = self.clock.call_later(
-            timeout_ms, lambda: self._on_expire_heartbeat(group, member))
+            delay_ms, lambda: self._on_expire_heartbeat(group, member))
 
     @staticmethod
     def _cancel_heartbeat(member):
@@ -558,6 +569,9 @@ class GroupCoordinator:
         member.heartbeat_timer = None
         if group.is_state(DEAD) or group.members.get(member.member_id) is not member:
             return
+        left = member.session_deadline - self._now()
+        if left > 0:  # the session was extended after the timer was armed
+            return self._arm_heartbeat(group, member, left)
         if not member.has_satisfied_heartbeat():
             log.info("member %s in group %s has failed, removing it from the group",
                      member.member_id, group.group_id)
@@ -811,9 +825,8 @@ class GroupCoordinator:
         now = self._now()
         expire = (min(now + retention_time_ms, INT64_MAX)  # a huge retention never overflows
                   if retention_time_ms is not None and retention_time_ms != -1 else None)
-        oms = {(t, p): self._to_offset_and_metadata(v, now, expire)
-               for (t, p), v in offsets.items()}
-        return await self._store_offsets(group, oms)
+        oms = {tp: self._to_offset_and_metadata(v, now, expire) for tp, v in offsets.items()}
+        return await self._store_offsets(group, oms, now)
 
     def _validate_offset_commit(self, group, generation_id, member_id, instance_id):
         if group.is_state(DEAD):
@@ -835,7 +848,7 @@ class GroupCoordinator:
         return (metadata is None or 2 * len(metadata) <= self.max_metadata_size
                 or _utf16_len(metadata) <= self.max_metadata_size)
 
-    async def _store_offsets(self, group, offsets: dict) -> dict:
+    async def _store_offsets(self, group, offsets: dict, now: int) -> dict:
         valid = {tp: om for tp, om in offsets.items() if self._metadata_ok(om.metadata)}
         if not valid:
             return {tp: errors.OFFSET_METADATA_TOO_LARGE for tp in offsets}
@@ -844,8 +857,7 @@ class GroupCoordinator:
             return {tp: errors.NOT_COORDINATOR for tp in offsets}
         group.prepare_offset_commit(valid)
         try:
-            base_offset = await self.store.store_offsets(partition, group.group_id, valid,
-                                                         self._now())
+            base_offset = await self.store.store_offsets(partition, group.group_id, valid, now)
         except Exception as e:  # noqa: BLE001 - every append failure becomes an error code
             code = getattr(e, "error_code", None)
             if code is None:

@@ -526,6 +526,22 @@ async def test_all_members_leave_group_becomes_empty():
 
 
 @async_test
+async def test_extended_session_expires_exactly_after_the_last_heartbeat_or_commit():
+    # the session timer is not re-armed per request: it re-arms for what is left when it fires
+    h = H()
+    (a,) = await h.stable(1)
+    await h.advance(SESSION // 2)
+    assert h.coord.heartbeat("g", 1, a.member_id) == errors.NONE
+    await h.advance(SESSION - 1)  # past the first deadline, 1 ms before the extended one
+    codes = await h.coord.commit_offsets("g", 1, a.member_id, None, -1, {("t1", 0): (5, -1, "")})
+    assert codes == {("t1", 0): errors.NONE}
+    await h.advance(SESSION - 1)
+    assert a.member_id in h.group().members and h.state() == STABLE
+    await h.advance(1)
+    assert a.member_id not in h.group().members and h.state() == EMPTY
+
+
+@async_test
 async def test_session_timeout_evicts_silent_member():
     h = H()
     a, b = await h.stable(2)

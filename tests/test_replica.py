@@ -78,6 +78,26 @@ def test_min_insync_replicas(tmp_path):
     assert p.append(records(), acks=1).error == errors.NONE
 
 
+def test_own_batches_are_appended_like_clients_with_the_same_limits(tmp_path):
+    # the coordinators' batches skip the CRC and record checks, not the broker's rules
+    client, _ = leader(tmp_path / "a")
+    own, _ = leader(tmp_path / "b")
+    two, one = records(2), records(1)
+    for append in (client.append, own.append_own):
+        assert append(bytearray(two), acks=1).next_offset == 2
+        res = append(bytearray(one), acks=1)
+        assert (res.error, res.base_offset, res.next_offset) == (errors.NONE, 2, 3)
+    assert ([bytes(b) for _, b in client.log.iter_batches()]
+            == [bytes(b) for _, b in own.log.iter_batches()])
+    big = build_batch([(None, b"v" * (client.config.max_message_bytes + 1), None, None)])
+    assert (client.append(big, acks=1).error == own.append_own(big, acks=1).error
+            == errors.MESSAGE_TOO_LARGE)
+    small_isr, _ = leader(tmp_path / "c", isr=(1,), min_insync=2)
+    assert small_isr.append_own(records(), acks=-1).error == errors.NOT_ENOUGH_REPLICAS
+    own.stop()
+    assert own.append_own(records(), acks=1).error == errors.NOT_LEADER_OR_FOLLOWER
+
+
 def test_lagging_follower_is_proposed_out_and_caught_up_one_back_in(tmp_path):
     p, m = leader(tmp_path)
     p.append(records(2), acks=1)

@@ -100,5 +100,5 @@ class FrameReader:
 
 def frame(chunks: list) -> list:
     """Prefix a list of buffers with their total size."""
-    total = sum(len(c) for c in chunks)
+    total = sum(map(len, chunks))
     return [T.i32.pack(total), *chunks]

@@ -31,9 +31,10 @@ def peek_request_header(buf) -> RequestHeader:
     return RequestHeader(key, version, corr)
 
 
-def read_request_header(buf, header_version: int):
-    """Decode the whole header; returns ``(header, body_pos)``."""
-    h = peek_request_header(buf)
+def read_request_header(buf, header_version: int, peeked: RequestHeader | None = None):
+    """Decode the whole header; returns ``(header, body_pos)``. ``peeked``: what
+    `peek_request_header` returned for ``buf``, completed rather than read again."""
+    h = peek_request_header(buf) if peeked is None else peeked
     if header_version == 0:
         return h, 8
     try:
