@@ -256,7 +256,8 @@ class Plan:
         cap = a.cap_seconds
         flush = 30.0
         produce = {"kind": "produce", "bootstrap": bootstrap, "linger_ms": 5,
-                   "batch_size": 1_000_000, "cap_s": cap, "flush_s": flush, "procs": 1}
+                   "batch_size": 1_000_000, "cap_s": cap, "flush_s": flush, "procs": 1,
+                   "broker_pid": broker_pid}
         consumer_config = dict(a.consumer_config)
         if name == "produce-100b":
             s = dict(produce, topic=f"bench-p100-{tag}", partitions=1, size=100, acks="1",
@@ -280,6 +281,7 @@ class Plan:
                                                   else "read_uncommitted")
             s = {"kind": "consume", "bootstrap": bootstrap, "partitions": 8, "size": 1024,
                  "count": self.count_1k, "cap_s": cap, "consumer_config": consumer_config,
+                 "broker_pid": broker_pid,
                  "delete_after": not committed or "consume-txn-ru" not in consumed,
                  "topic": topic or f"bench-c-txn-{tag}", "expected": expected,
                  "prefill": topic is None, "txn_records": 100}
@@ -293,7 +295,8 @@ class Plan:
             topic, expected = topics.get(src, (None, 0))
             s = {"kind": "consume", "bootstrap": bootstrap, "partitions": parts, "size": size,
                  "count": count, "cap_s": cap, "consumer_config": consumer_config,
-                 "delete_after": True, "topic": topic or f"bench-c-{size}-{tag}",
+                 "broker_pid": broker_pid, "delete_after": True,
+                 "topic": topic or f"bench-c-{size}-{tag}",
                  "expected": expected,
                  "prefill": topic is None}
             return s, cap + 60 + (130 if topic is None else 0)
@@ -419,10 +422,17 @@ def fmt_ratio(r) -> str:
 def cpu_cost(rec: dict) -> float | None:
     """Broker CPU seconds per GB consumed (consume workloads) or per million records produced
     (produce workloads) in one measurement: its CPU time over the volume its figures say it
-    moved (rate x the measured time; values only, as the MB/s figures)."""
-    elapsed = (rec.get("info") or {}).get("elapsed_s")
+    moved (rate x the measured time; values only, as the MB/s figures). The CPU time is the
+    worker's reading over its timed window where it has one (produce and consume workloads:
+    without topic creation, connections and the topic's deletion)."""
+    info = rec.get("info") or {}
+    elapsed = info.get("elapsed_s")
     figures = rec.get("figures") or {}
-    if rec.get("broker_cpu_s") is None or not elapsed or "msg/s" not in figures:
+    # the worker's reading over the timed window, else the whole measurement's
+    cpu = info.get("broker_cpu_s")
+    if cpu is None:
+        cpu = rec.get("broker_cpu_s")
+    if cpu is None or not elapsed or "msg/s" not in figures:
         return None
     if rec["workload"].startswith("consume"):
         volume = figures["MB/s"] * elapsed / 1e3  # GB
@@ -430,7 +440,7 @@ def cpu_cost(rec: dict) -> float | None:
         volume = figures["msg/s"] * elapsed / 1e6  # million records
     else:
         return None
-    return rec["broker_cpu_s"] / volume if volume > 0 else None
+    return cpu / volume if volume > 0 else None
 
 
 def cpu_summary(results: list[dict], workloads: list[str], brokers: list[str]) -> list[dict]:
@@ -469,8 +479,8 @@ def print_cpu(cpu: list[dict], brokers: list[str]) -> None:
                                              else "-" for b in brokers])
     if rows:
         print()
-        print("== broker CPU per volume (median over the rounds of CPU s / volume moved; "
-              "volume = values, as the MB/s figures)")
+        print("== broker CPU per volume (median over the rounds of CPU s over the timed window "
+              "/ volume moved; volume = values, as the MB/s figures)")
         print_table(rows, ["workload", "figure"] + brokers)
 
 
