@@ -135,8 +135,9 @@ class Connection(asyncio.BufferedProtocol):
 
     def resume_writing(self):
         self.write_blocked = False
-        if self.draining:
+        if self.draining and not self.closed:
             self.draining = False
+            self.last_active = asyncio.get_running_loop().time()
             self.transport.set_write_buffer_limits()
             self._write(())
             self._close_if_done()
