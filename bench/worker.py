@@ -97,6 +97,17 @@ def stored_count(bootstrap: str, topic: str, partitions: int) -> int:
     return sum(hi - lo for lo, hi in watermarks(bootstrap, topic, partitions))
 
 
+def broker_cpu(spec: dict) -> float | None:
+    """The broker's CPU seconds so far (``spec["broker_pid"]``, when the run gives it)."""
+    pid = spec.get("broker_pid")
+    return group1000.cpu_seconds(int(pid)) if pid else None
+
+
+def cpu_between(start: float | None, end: float | None) -> float | None:
+    """Broker CPU over a measurement's own window: without the topic's creation and deletion."""
+    return round(end - start, 2) if start is not None and end is not None else None
+
+
 # -- produce ----------------------------------------------------------------------------------
 
 def producer_config(spec: dict) -> dict:
@@ -234,6 +245,7 @@ def run_produce(spec: dict) -> dict:
     create_topic(bootstrap, topic, int(spec["partitions"]))
     procs = int(spec.get("procs", 1))
     cap = float(spec["cap_s"])
+    cpu0 = broker_cpu(spec)
     if procs == 1:
         r = produce_messages(spec, int(spec["count"]), now() + cap, float(spec["flush_s"]))
         elapsed = r["t_end"] - r["t_start"]
@@ -255,6 +267,7 @@ def run_produce(spec: dict) -> dict:
         info["first_error"] = next((r["first_error"] for r in r_all if r["first_error"]), None)
         info["client_errors"] = sum((r["client_errors"] for r in r_all), [])[:5]
         r = {"delivered": info["delivered"]}
+    info["broker_cpu_s"] = cpu_between(cpu0, broker_cpu(spec))
     delivered = info["delivered"]
     if delivered <= 0:
         raise Failed(f"nothing delivered: {info.get('first_error') or info.get('client_errors')}")
@@ -402,6 +415,7 @@ def run_consume(spec: dict) -> dict:
     n = 0
     errors = []
     bad_size = 0
+    cpu0 = broker_cpu(spec)
     t0 = now()
     deadline = t0 + cap
     c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(parts)])
@@ -426,6 +440,7 @@ def run_consume(spec: dict) -> dict:
         if len(errors) > 1000:
             break
     elapsed = now() - t0
+    info["broker_cpu_s"] = cpu_between(cpu0, broker_cpu(spec))
     result = {"ok": n > 0, "figures": {"msg/s": n / elapsed, "MB/s": n * size / elapsed / 1e6},
               "info": dict(info, expected=expected, read=n, elapsed_s=elapsed,
                            errors=errors[:5], n_errors=len(errors), notes=[])}

@@ -28,6 +28,9 @@ log = logging.getLogger("josefk.server")
 
 NO_RESPONSE = object()  # a handler's answer for requests that get none (Produce with acks=0)
 MAX_IN_FLIGHT = 256
+# When the socket is full, this much of a file region is read into the transport, whose
+# draining then says when sendfile can go on (rather than reading all the rest into memory).
+SENDFILE_WAIT_PIECE = 64 * 1024
 
 
 class RequestContext:
@@ -79,6 +82,8 @@ class Connection(asyncio.BufferedProtocol):
         self.sock_fd = -1
         self.client_host = ""
         self.pending = collections.deque()
+        self.unsent = collections.deque()  # chunks of answers waiting for the socket (`_write`)
+        self.draining = False  # waiting for the transport to drain before sending ``unsent``
         self.closed = False
         self.admitted = False
         self.paused = False
@@ -120,11 +125,12 @@ class Connection(asyncio.BufferedProtocol):
         self.broker.connections.discard(self)
         for t in self.tasks:
             t.cancel()
-        for slot in self.pending:
-            for c in slot.chunks or ():
+        for chunks in (self.unsent, *(slot.chunks or () for slot in self.pending)):
+            for c in chunks:
                 if type(c) is FileRegion:
                     c.close()
         self.pending.clear()
+        self.unsent.clear()
 
     def pause_writing(self):
         self.write_blocked = True
@@ -132,6 +138,12 @@ class Connection(asyncio.BufferedProtocol):
 
     def resume_writing(self):
         self.write_blocked = False
+        if self.draining and not self.closed:
+            self.draining = False
+            self.last_active = asyncio.get_running_loop().time()
+            self.transport.set_write_buffer_limits()
+            self._write(())
+            self._close_if_done()
         self._update_reading()
 
     def get_buffer(self, sizehint):
@@ -293,50 +305,92 @@ class Connection(asyncio.BufferedProtocol):
         if out:
             self.last_active = self.loop.time()
             self._write(out)
-        if self.closing and not pending:
-            self.closed = True
-            asyncio.get_running_loop().call_later(self.close_delay, self.transport.close)
+        if self._close_if_done():
             return
         if self.paused:
             self._update_reading()
 
+    def _close_if_done(self) -> bool:
+        """After `close_after_response`, close once every answer is written."""
+        if not self.closing or self.closed or self.pending or self.unsent:
+            return False
+        self.closed = True
+        asyncio.get_running_loop().call_later(self.close_delay, self.transport.close)
+        return True
+
     def _write(self, chunks):
-        """Write buffers as they are and file regions with sendfile, in order."""
+        """Write buffers as they are and file regions with sendfile, in order. What the socket
+        cannot take now waits in ``unsent`` until the transport has drained (`resume_writing`),
+        so records stay out of memory even when the client reads slower than we send."""
+        unsent = self.unsent
+        unsent.extend(chunks)
+        if self.draining:
+            return
         run = []
-        for c in chunks:
-            if type(c) is FileRegion:
-                if run:
-                    self.transport.writelines(run)
-                    run = []
-                self._send_region(c)
-            else:
+        while unsent:
+            c = unsent.popleft()
+            if type(c) is not FileRegion:
                 run.append(c)
+                continue
+            if run:
+                self.transport.writelines(run)
+                run = []
+            if self._send_region(c):
+                if self.closed:  # aborted
+                    return
+                continue
+            unsent.appendleft(c)
+            if self.transport.get_write_buffer_size():
+                # Limits of 0: pause_writing now, resume_writing once the buffer is empty.
+                self.draining = True
+                self.transport.set_write_buffer_limits(0, 0)
+                return
         if run:
             self.transport.writelines(run)
 
-    def _send_region(self, r: FileRegion):
-        """sendfile straight to the socket while the transport has nothing queued (so order
-        holds); whatever the socket does not take now is read and queued like any buffer."""
-        sent = 0
+    def _send_region(self, r: FileRegion) -> bool:
+        """Send what the socket takes of ``r`` with sendfile while the transport has nothing
+        queued (so order holds); False when some is left (``r`` then holds the rest). When the
+        socket is full with the transport empty, a small piece goes through the transport, so
+        that its draining tells us when to go on."""
         try:
-            if self.sock_fd >= 0 and not self.transport.get_write_buffer_size():
-                try:
-                    while sent < r.length:
-                        n = os.sendfile(self.sock_fd, r.fd, r.offset + sent, r.length - sent)
-                        if n == 0:
-                            break
-                        sent += n
-                except BlockingIOError:
-                    pass
-            if sent < r.length:
-                rest = os.pread(r.fd, r.length - sent, r.offset + sent)
-                if len(rest) != r.length - sent:  # the segment shrank under us
-                    return self.abort("segment truncated while it was being sent")
-                self.transport.write(rest)
+            if self.sock_fd < 0:  # TLS: the bytes go through the transport
+                return self._queue_piece(r, r.length)
+            if self.transport.get_write_buffer_size():
+                return False
+            try:
+                while r.length:
+                    n = os.sendfile(self.sock_fd, r.fd, r.offset, r.length)
+                    if n == 0:
+                        return self._truncated(r)
+                    r.offset += n
+                    r.length -= n
+            except BlockingIOError:
+                return self._queue_piece(r, min(r.length, SENDFILE_WAIT_PIECE))
         except OSError as e:
-            return self.abort(f"cannot send records: {e}")
-        finally:
+            self.abort(f"cannot send records: {e}")
             r.close()
+            return True
+        r.close()
+        return True
+
+    def _queue_piece(self, r: FileRegion, n: int) -> bool:
+        """Read the first ``n`` bytes of ``r`` into the transport; True when that was all."""
+        piece = os.pread(r.fd, n, r.offset)
+        if len(piece) != n:
+            return self._truncated(r)
+        self.transport.write(piece)
+        r.offset += n
+        r.length -= n
+        if r.length:
+            return False
+        r.close()
+        return True
+
+    def _truncated(self, r: FileRegion) -> bool:
+        r.close()
+        self.abort("segment truncated while it was being sent")
+        return True
 
     def respond_unsupported_api_versions(self, h):
         api = API_BY_KEY[18]

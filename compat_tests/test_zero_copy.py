@@ -1,8 +1,11 @@
 """Fetch answers sent with sendfile: the record bytes equal the segment file's, for every fetch
-version and size limit (partial batches included), and pipelined fetches stay in order."""
+version and size limit (partial batches included), and pipelined fetches stay in order, also for
+a client that reads slower than the broker sends."""
 from __future__ import annotations
 
+import socket
 import struct
+import time
 
 import pytest
 
@@ -78,3 +81,40 @@ def test_pipelined_sendfile_fetches_in_order(broker, big_topic):
             frame = conn.recv_frame()
             assert struct.unpack_from(">i", frame, 0)[0] == corr
             assert data[:65536] in frame
+
+
+def test_slow_reader_gets_whole_answers_in_order(broker, big_topic):
+    """The socket fills up again and again in the middle of the file ranges: the broker goes on
+    with each answer when the client has read, and every answer is whole and in order."""
+    data = segment_bytes(broker, big_topic)
+    answers = 8
+    wire = b"".join(rk.fetch_request(11, corr, big_topic, 0, 0, 0)
+                    for corr in range(1, answers + 1))
+    with rk.RawConnection(broker.bootstrap) as conn:
+        conn.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 * 1024)
+        conn.send(wire)
+        time.sleep(0.3)  # the broker has filled the socket by now
+        stream = bytearray()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            chunk = conn.sock.recv(32 * 1024)
+            if not chunk:
+                break
+            stream += chunk
+            if len(stream) >= answers * len(data):
+                # every answer is at least its records: see whether all have come
+                pos, n = 0, 0
+                while pos + 4 <= len(stream):
+                    pos += 4 + struct.unpack_from(">i", stream, pos)[0]
+                    n += pos <= len(stream)
+                if n == answers and pos == len(stream):
+                    break
+            time.sleep(0.002)
+    pos = 0
+    for corr in range(1, answers + 1):
+        size = struct.unpack_from(">i", stream, pos)[0]
+        frame = bytes(stream[pos + 4:pos + 4 + size])
+        pos += 4 + size
+        assert struct.unpack_from(">i", frame, 0)[0] == corr
+        assert frame.endswith(data)  # v11: the records are the last field of the answer
+    assert pos == len(stream)

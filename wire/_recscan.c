@@ -193,9 +193,25 @@ done:
     return result;
 }
 
+/* buffer(n): a bytearray of n bytes whose contents are left as malloc gave them, for a request
+ * frame that the socket reads fill whole before it is handed out (wire.framing). bytearray(n)
+ * zeroes its bytes first: a memset of every Produce's size, only to be overwritten. */
+static PyObject *buffer(PyObject *self, PyObject *args)
+{
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "n", &n))
+        return NULL;
+    if (n < 0) {
+        PyErr_SetString(PyExc_ValueError, "negative buffer size");
+        return NULL;
+    }
+    return PyByteArray_FromStringAndSize(NULL, n);
+}
+
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, "Check the records of one batch (see the module comment)."},
     {"latest", latest, METH_VARARGS, "Each key's last value in one batch's records."},
+    {"buffer", buffer, METH_VARARGS, "An uninitialised bytearray of n bytes."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from wire import types as T
+from wire._recscan import buffer
 
 
 class FrameTooLarge(T.DecodeError):
@@ -69,7 +70,7 @@ class FrameReader:
 
     def _start_frame(self):
         """Give the frame being received its own buffer, with what the scratch holds of it."""
-        self._frame = bytearray(self._need)
+        self._frame = buffer(self._need)  # not zeroed: the reads fill it whole
         have = self._end - self._start
         self._frame[:have] = memoryview(self._scratch)[self._start:self._end]
         self._filled = have
