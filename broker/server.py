@@ -140,7 +140,7 @@ class Connection(asyncio.BufferedProtocol):
         self.write_blocked = False
         if self.draining and not self.closed:
             self.draining = False
-            self.last_active = asyncio.get_running_loop().time()
+            self.last_active = self.loop.time()
             self.transport.set_write_buffer_limits()
             self._write(())
             self._close_if_done()
@@ -315,7 +315,7 @@ class Connection(asyncio.BufferedProtocol):
         if not self.closing or self.closed or self.pending or self.unsent:
             return False
         self.closed = True
-        asyncio.get_running_loop().call_later(self.close_delay, self.transport.close)
+        self.loop.call_later(self.close_delay, self.transport.close)
         return True
 
     def _write(self, chunks):
@@ -424,7 +424,7 @@ class Connection(asyncio.BufferedProtocol):
 
     def mute(self, ms: int):
         """Read nothing more from this client for ``ms`` (a quota's throttle time)."""
-        loop = asyncio.get_running_loop()
+        loop = self.loop
         until = loop.time() + ms / 1000
         if until > self.muted_until:
             self.muted_until = until
