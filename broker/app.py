@@ -13,7 +13,8 @@ from broker.config import BrokerConfig, ConfigError, parse_properties
 from broker.dispatch import HANDLERS
 from broker.group_log import OFFSETS_TOPIC, OffsetsTopicLog
 from broker.metrics import BrokerMetrics
-from broker.metadata import BrokerInfo, LocalMetadataStore, MetadataError, topic_name_error
+from broker.metadata import (BrokerInfo, LocalMetadataStore, MetadataError,
+                             partition_exists, topic_name_error)
 from broker.quotas import LocalQuotaStore, QuotaManager
 from broker.replica import ReplicaManager, topic_log_config
 from broker.authorizer import AclAuthorizer, LocalAclStore
@@ -271,8 +272,7 @@ class Broker:
     def not_hosted_error(self, topic, index) -> int:
         """What a request for a partition this broker does not lead gets: NOT_LEADER_OR_FOLLOWER
         if the partition exists in the cluster, else UNKNOWN_TOPIC_OR_PARTITION."""
-        t = self.metadata.topics.get(topic) if topic is not None else None
-        if t is not None and 0 <= index < len(t.partitions):
+        if partition_exists(self.metadata, topic, index):
             return errors.NOT_LEADER_OR_FOLLOWER
         return errors.UNKNOWN_TOPIC_OR_PARTITION
 

@@ -8,9 +8,11 @@ import os
 import time
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, TopicCollection, TopicPartition
+from confluent_kafka import OFFSET_INVALID, Consumer, KafkaError, TopicCollection, TopicPartition
 from confluent_kafka.admin import NewPartitions, NewTopic
-from kafka import KafkaConsumer, KafkaProducer
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
+from kafka import errors as kerrors
+from kafka.structs import TopicPartition as KTopicPartition
 
 from compat_tests import rawkafka as rk
 from compat_tests.cluster import zk_json
@@ -178,6 +180,42 @@ def test_group_coordinated_by_another_broker_keeps_offsets(cluster_factory):
     committed = cons.committed([TopicPartition(topic, i) for i in range(3)], timeout=30)
     cons.close()
     assert sum(max(tp.offset, 0) for tp in committed) == len(got)
+
+
+def test_group_commits_partitions_its_coordinator_does_not_host(cluster):
+    """Replication factor 1 spreads a topic's partitions over the brokers; the group's
+    coordinator hosts one of them at most, and commits every one (Kafka checks that a
+    partition exists in the cluster, not on the coordinator)."""
+    topic = create(cluster, unique_topic("rf1"), 3, rf=1)
+    leaders = {p.leader for p in cluster.metadata(1).topics[topic].partitions.values()}
+    assert leaders == {1, 2, 3}
+    p = producer(cluster.bootstrap, acks="all")
+    for i in range(30):
+        p.produce(topic, value=f"{i}".encode(), partition=i % 3)
+    flush_all(p)
+    group = unique_topic("rf1g")
+    conf = {"bootstrap.servers": cluster.bootstrap, "group.id": group,
+            "auto.offset.reset": "earliest", "enable.auto.commit": False}
+    cons = Consumer(conf)
+    cons.subscribe([topic])
+    consume_n(cons, 30, timeout=40)
+    committed = cons.commit(asynchronous=False)
+    cons.close()
+    assert {(tp.partition, tp.offset, tp.error) for tp in committed} == \
+        {(i, 10, None) for i in range(3)}
+    cons = Consumer(conf)
+    fetched = cons.committed([TopicPartition(topic, i) for i in range(3)], timeout=30)
+    # OffsetDelete: the partitions the coordinator does not host are deleted as well.
+    kp = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=15000)
+    try:
+        deleted = kp.delete_group_offsets(group, [KTopicPartition(topic, i) for i in range(3)])
+    finally:
+        kp.close()
+    after = cons.committed([TopicPartition(topic, i) for i in range(3)], timeout=30)
+    cons.close()
+    assert [tp.offset for tp in fetched] == [10, 10, 10]
+    assert deleted == {KTopicPartition(topic, i): kerrors.NoError for i in range(3)}
+    assert [tp.offset for tp in after] == [OFFSET_INVALID] * 3
 
 
 def test_controller_failover_and_rejoin(cluster_factory):
