@@ -134,7 +134,10 @@ class Controller:
             for info in self.live.values():
                 self._sender(info)
             await self._init_new_partitions(list(self.topics))
+            # A broker that died while no controller was watching (the old controller itself,
+            # or any broker during the handover) is treated as if its death had been seen.
             await self._elect_offline(set(self.live))
+            await self._remove_dead_replicas()
             self._send_update_metadata(list(self.live), self._all_partitions())
             by_broker = {}
             for tp, a in self._assignments().items():
@@ -349,6 +352,21 @@ class Controller:
         await self._publish(written)
         return written
 
+    async def _remove_dead_replicas(self) -> list:
+        """Replicas on brokers that are not alive leave the ISR of the partitions they follow
+        (Kafka's OfflineReplica transition), so acks=all writes wait for live replicas only."""
+        changes = {}
+        assignments = self._assignments()
+        for tp, st in self.states.items():
+            if tp not in assignments or st.leader == election.NO_LEADER:
+                continue
+            isr = [r for r in st.isr if r in self.live]
+            if isr != st.isr and isr:
+                changes[tp] = self._new_state(tp, st.leader, isr)
+        written = await self._commit(changes)
+        await self._publish(written)
+        return written
+
     # -- events -----------------------------------------------------------------------------------------
     async def _on_brokers(self, _children):
         fresh = await self.zk.run(zs.read_brokers, self.broker.inter_broker.listener)
@@ -365,16 +383,7 @@ class Controller:
                 s.close()
         if gone:
             await self._elect_offline(set(self.live))
-            # Followers on the gone brokers leave the ISR (Kafka's OfflineReplica transition).
-            changes = {}
-            assignments = self._assignments()
-            for tp, st in self.states.items():
-                if tp not in assignments or st.leader == election.NO_LEADER:
-                    continue
-                isr = [r for r in st.isr if r not in gone]
-                if isr != st.isr and isr:
-                    changes[tp] = self._new_state(tp, st.leader, isr)
-            await self._publish(await self._commit(changes))
+            await self._remove_dead_replicas()
         self.live = fresh
         for b in new:
             self._sender(fresh[b])
