@@ -377,3 +377,36 @@ def test_topic_deleted_while_a_broker_is_down_disappears_when_it_returns(cluster
     c.wait_for_brokers(3)
     c.wait_for(lambda: not any((away.data_dir / f"{topic}-{i}").exists() for i in range(2)),
                30, "stray logs removed")
+
+
+def test_a_short_zookeeper_outage_keeps_every_session(tmp_path):
+    """ZooKeeper down for 10 s (longer than the 6 s session timeout): the brokers reconnect
+    within their sessions once it is back (the reconnect backoff stays near a second), so no
+    broker re-registers and no ISR shrinks."""
+    from compat_tests.cluster import Cluster
+    from compat_tests.zookeeper import new_chroot
+    from zk.local_server import LocalZooKeeper
+
+    zk = LocalZooKeeper(tmp_path / "zk", fsync=False).start(timeout=60)
+    c = None
+    try:
+        c = Cluster(new_chroot(zk, "outage"), tmp_path / "cluster").start()
+        topic = create(c, unique_topic("zkout"), 3)
+        epochs = {i: zk_json(c.zk_connect, f"/brokers/ids/{i}")[1].czxid for i in c.brokers}
+        zk.stop()
+        time.sleep(10)
+        zk.start(timeout=60)
+        time.sleep(8)  # past a session timeout after ZooKeeper's return
+        assert {i: zk_json(c.zk_connect, f"/brokers/ids/{i}")[1].czxid
+                for i in c.brokers} == epochs
+        for i, b in c.brokers.items():
+            assert "session expired" not in b.log_path.read_text(), f"broker {i} lost its session"
+        isrs = {p: sorted(pm.isrs) for p, pm in c.metadata(1).topics[topic].partitions.items()}
+        assert isrs == {p: [1, 2, 3] for p in range(3)}
+        p = producer(c.bootstrap, acks="all")
+        p.produce(topic, value=b"after the outage", partition=0)
+        flush_all(p)
+    finally:
+        if c is not None:
+            c.stop()
+        zk.stop()

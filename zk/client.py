@@ -11,8 +11,14 @@ import functools
 import logging
 
 from kazoo.client import KazooClient, KazooState
+from kazoo.retry import KazooRetry
 
 log = logging.getLogger("josefk.zk")
+
+# Reconnecting to ZooKeeper backs off to at most about a second between attempts, as ZooKeeper's
+# own client does: kazoo's default doubles without bound, so after an outage of a few seconds
+# the next attempt came later than the session timeout and every broker lost its session.
+RECONNECT_MAX_DELAY_S = 1.0
 
 
 def split_chroot(connect: str) -> tuple[str, str]:
@@ -36,7 +42,11 @@ class ZkClient:
             # kazoo needs the chroot to exist before it can be used as one.
             plain = KazooClient(hosts=self.hosts, timeout=self.session_timeout_s)
             await self.loop.run_in_executor(None, self._ensure_chroot, plain)
-        self.kazoo = KazooClient(hosts=self.hosts + self.chroot, timeout=self.session_timeout_s)
+        self.kazoo = KazooClient(hosts=self.hosts + self.chroot, timeout=self.session_timeout_s,
+                                 connection_retry=KazooRetry(
+                                     max_tries=-1, delay=0.1, backoff=2, max_jitter=0.2,
+                                     max_delay=min(RECONNECT_MAX_DELAY_S,
+                                                   self.session_timeout_s / 6)))
         self.kazoo.add_listener(self._on_state)
         await self.loop.run_in_executor(
             None, functools.partial(self.kazoo.start, timeout=self.connect_timeout_s))
