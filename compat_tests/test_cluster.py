@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import os
+import signal
 import time
 
 import pytest
@@ -410,3 +411,19 @@ def test_a_short_zookeeper_outage_keeps_every_session(tmp_path):
         if c is not None:
             c.stop()
         zk.stop()
+
+
+def test_stopping_every_broker_at_once_is_clean(cluster_factory):
+    """SIGTERM to all brokers together: each one may become controller while the others leave
+    and its own ZooKeeper client closes; every one stops within its time, with no traceback
+    and no warning about its session (closing it is on purpose)."""
+    c = cluster_factory()
+    for n in range(3):
+        create(c, unique_topic(f"stopall{n}"), 6)
+    for b in c.brokers.values():
+        b.proc.send_signal(signal.SIGTERM)
+    for i, b in c.brokers.items():
+        assert b.stop(timeout=30) == 0 and not b.needed_sigkill, f"broker {i}"
+        text = b.log_path.read_text()
+        for bad in ("Traceback", "Task exception was never retrieved", "session expired"):
+            assert bad not in text, f"broker {i}: {bad}\n{b.log_tail()}"

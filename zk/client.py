@@ -21,6 +21,10 @@ log = logging.getLogger("josefk.zk")
 RECONNECT_MAX_DELAY_S = 1.0
 
 
+class ZkClosed(RuntimeError):
+    """The client was stopped (the broker is shutting down)."""
+
+
 def split_chroot(connect: str) -> tuple[str, str]:
     """``"h1:2181,h2:2181/josefk"`` -> ``("h1:2181,h2:2181", "/josefk")`` (chroot may be "")."""
     hosts, slash, chroot = connect.partition("/")
@@ -61,6 +65,7 @@ class ZkClient:
 
     async def stop(self) -> None:
         if self.kazoo is not None:
+            self._session_listeners.clear()  # closing the session on purpose is no news
             k, self.kazoo = self.kazoo, None
             await self.loop.run_in_executor(None, self._stop, k)
 
@@ -70,7 +75,10 @@ class ZkClient:
         k.close()
 
     async def run(self, fn, *args):
-        """Run ``fn(kazoo, *args)`` (one or several calls in a row) on a worker thread."""
+        """Run ``fn(kazoo, *args)`` (one or several calls in a row) on a worker thread. Raises
+        ZkClosed once the client is stopped."""
+        if self.kazoo is None:
+            raise ZkClosed("the ZooKeeper client is closed")
         return await self.loop.run_in_executor(None, fn, self.kazoo, *args)
 
     # -- session and watches: callbacks run on the event loop ------------------------------------

@@ -55,6 +55,16 @@ def try_create_controller(k, node_id: int) -> bool:
         return False
 
 
+def resign_controller(k, node_id: int) -> None:
+    """Delete ``/controller`` if ``node_id`` holds it, so that another broker is elected."""
+    try:
+        data, stat = k.get(CONTROLLER)
+        if decode_controller(data) == node_id:
+            k.delete(CONTROLLER, version=stat.version)
+    except (NoNodeError, BadVersionError):
+        pass
+
+
 def increment_controller_epoch(k) -> tuple[int, int]:
     """Bump ``/controller_epoch`` (created at 1); returns (epoch, znode version)."""
     while True:
