@@ -133,12 +133,13 @@ class Broker:
         self.producer_ids = ProducerIdManager(
             ZkBlocks(self.zk, config.node_id) if self.zk is not None
             else FileBlocks(Path(dirs[0]) / "producer-id-block"))
+        may_serve = self.cluster.session.trusted if self.cluster is not None else None
         self.groups = GroupCoordinator(config.props, OffsetStore(OffsetsTopicLog(
             self.replicas, config.int("offsets.commit.required.acks"),
-            config.int("offsets.commit.timeout.ms"))))
+            config.int("offsets.commit.timeout.ms"))), may_serve=may_serve)
         self.txn = TransactionCoordinator(
             config.props, OffsetsTopicLog(self.replicas, -1, TXN_LOG_TIMEOUT_MS, TXN_TOPIC),
-            self.producer_ids, TxnMarkerWriter(self))
+            self.producer_ids, TxnMarkerWriter(self), may_serve=may_serve)
         self.cleaner = LogCleaner(self.logs, config.int("log.cleaner.backoff.ms"))
         self.dynamic = DynamicConfigs(self)
 

@@ -102,6 +102,13 @@ def register_broker(k, node_id: int, data: bytes) -> int | None:
     return k.get(path)[1].czxid
 
 
+def session_owns_registration(k, node_id: int) -> bool:
+    """Whether this client's session holds ``/brokers/ids/<id>`` (a round trip that proves the
+    session alive)."""
+    stat = k.exists(zn.broker_path(node_id))
+    return stat is not None and stat.ephemeralOwner == k.client_id[0]
+
+
 def read_brokers(k, listener: str = "PLAINTEXT") -> dict[int, LiveBroker]:
     """The live brokers, each reached at its ``listener`` (the inter-broker listener)."""
     out = {}
