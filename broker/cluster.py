@@ -142,6 +142,16 @@ class ClusterMember:
             ch.retarget(host, port)
         return ch
 
+    def log_dir_failed(self, _log_dir) -> None:
+        """Tell the controller, through ZooKeeper as Kafka does, so it moves the leadership of
+        the replicas this broker can no longer serve."""
+        async def notify():
+            try:
+                await self.broker.zk.run(zs.notify_log_dir_failure, self.node_id)
+            except Exception:  # noqa: BLE001 - without ZooKeeper nobody can act on it anyway
+                log.exception("cannot tell the controller that a log dir failed")
+        asyncio.ensure_future(notify())
+
     def controller_channel(self) -> BrokerChannel:
         cid = self.metadata.controller_id
         if cid < 0:
