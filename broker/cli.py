@@ -36,6 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
     from broker import admin_cli
 
     admin_cli.add_commands(sub)
+    from registry import main as registry_main
+
+    registry_main.add_commands(sub, _kv)
     return p
 
 
