@@ -37,8 +37,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     admin_cli.add_commands(sub)
     from registry import main as registry_main
+    from rest import main as rest_main
 
     registry_main.add_commands(sub, _kv)
+    rest_main.add_commands(sub, _kv)
     return p
 
 

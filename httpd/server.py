@@ -27,9 +27,9 @@ DEFAULT_MAX_REQUEST_BYTES = 64 << 20
 class HttpError(Exception):
     """An answer with Confluent's error body: HTTP ``status`` and Confluent's ``code``."""
 
-    def __init__(self, status: int, code: int, message: str):
+    def __init__(self, status: int, code: int, message: str, headers: dict | None = None):
         super().__init__(message)
-        self.status, self.code, self.message = status, code, message
+        self.status, self.code, self.message, self.headers = status, code, message, headers
 
 
 def json_response(body, status: int = 200, content_type: str = "application/json",
@@ -53,12 +53,15 @@ async def read_json(request: web.Request):
     return parse_json(await request.read())
 
 
-def error_middleware(content_type: str, body_types: tuple[str, ...]):
-    """Every error as Confluent's JSON body in ``content_type``; request bodies of another
-    content type than ``body_types`` get 415, as Confluent's services answer."""
+def error_middleware(content_type, body_types: tuple[str, ...]):
+    """Every error as Confluent's JSON body in ``content_type`` (or ``content_type(request)``);
+    request bodies of another content type than ``body_types`` get 415, as Confluent's
+    services answer."""
+    pick = content_type if callable(content_type) else (lambda _request: content_type)
 
     @web.middleware
     async def errors(request: web.Request, handler):
+        content_type = pick(request)
         try:
             if request.method in ("POST", "PUT", "PATCH") and request.body_exists:
                 ctype = request.headers.get("Content-Type", "").split(";")[0].strip().lower()
@@ -67,7 +70,7 @@ def error_middleware(content_type: str, body_types: tuple[str, ...]):
             return await handler(request)
         except HttpError as e:
             return json_response({"error_code": e.code, "message": e.message}, e.status,
-                                 content_type)
+                                 content_type, headers=e.headers)
         except web.HTTPException as e:
             if e.status < 400:
                 raise
@@ -152,15 +155,14 @@ class BasicAuth:
             return False
         return "*" in self.roles or bool(self.roles & stored[1])
 
-    def middleware(self, content_type: str):
+    def middleware(self):
         challenge = {"WWW-Authenticate": f'Basic realm="{self.realm}"'}
 
         @web.middleware
         async def authenticate(request: web.Request, handler):
             if request.path not in self.skip and not self.check(
                     request.headers.get("Authorization")):
-                return json_response({"error_code": 401, "message": "Unauthorized"}, 401,
-                                     content_type, headers=challenge)
+                raise HttpError(401, 401, "Unauthorized", headers=challenge)
             return await handler(request)
 
         return authenticate
@@ -181,11 +183,12 @@ def _system_property(env: str, name: str) -> str | None:
     return m.group(1) if m else None
 
 
-def middlewares(config: ServiceConfig, content_type: str, body_types, opts_env: str) -> list:
+def middlewares(config: ServiceConfig, content_type, body_types, opts_env: str) -> list:
+    """Errors first (so that they wrap everything after), then authentication."""
     out = [error_middleware(content_type, tuple(body_types))]
     method = (config.get("authentication.method") or "NONE").upper()
     if method == "BASIC":
-        out.append(BasicAuth(config, opts_env).middleware(content_type))
+        out.append(BasicAuth(config, opts_env).middleware())
     elif method != "NONE":
         raise ConfigError(f"authentication.method {method} is not supported (NONE or BASIC)")
     return out
