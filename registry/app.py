@@ -417,7 +417,8 @@ class Registry:
     async def delete_version(self, request, raw: bytes):
         subject = request.match_info["subject"]
         permanent = _flag(request, "permanent")
-        v = self._version(subject, request.match_info["version"], deleted=permanent)
+        version = request.match_info["version"]
+        v = self._version(subject, version, deleted=permanent or version not in ("latest", "-1"))
         self._check_writable(subject)
         self._check_unreferenced(v)
         if permanent:
