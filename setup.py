@@ -3,7 +3,8 @@
 In the repository each concern is a top-level folder (wire/, storage/, broker/, ...); installed,
 they all live under one ``josefk`` package (josefk.wire, josefk.storage, ...), so a user's own
 ``storage`` or ``broker`` module never collides with ours. wire/_recscan.c walks records for
-produce validation."""
+produce validation; it is optional: without a C compiler the install goes on and josefk walks
+records in plain Python (wire/_recscan_py.py, the same results, slower)."""
 from pathlib import Path
 
 from setuptools import Extension, setup
@@ -19,5 +20,5 @@ setup(
         for top in TOP for init in (HERE / top).rglob("__init__.py")),
     package_dir={"josefk": "josefk", **{f"josefk.{top}": top for top in TOP}},
     ext_modules=[Extension("josefk.wire._recscan", ["wire/_recscan.c"],
-                           extra_compile_args=["-O2"])],
+                           extra_compile_args=["-O2"], optional=True)],
 )

@@ -36,7 +36,7 @@ from josefk.coordinator.txn_coordinator import TransactionCoordinator
 from josefk.storage.cleaner import LogCleaner
 from josefk.storage.config import LogConfig
 from josefk.storage.manager import LogManager
-from josefk.wire import errors
+from josefk.wire import errors, recscan
 from josefk.wire.types import uuid_to_base64
 from josefk.wire.apis import API_BY_KEY, API_VERSIONS
 from josefk.zk.client import ZkClient
@@ -198,6 +198,9 @@ class Broker:
                              (cfg.int("log.flush.offset.checkpoint.interval.ms"), self._checkpoint)):
             self._tasks.append(asyncio.ensure_future(self._periodic(interval, fn)))
         log.info("josefk broker %d listening on %s", self.config.node_id, cfg.get("listeners"))
+        if not recscan.NATIVE:
+            log.info("records are walked in plain Python (the C helper was not built): produce "
+                     "validation costs more CPU")
 
     async def stop(self):
         if self.cluster is not None and self.config.bool("controlled.shutdown.enable"):
