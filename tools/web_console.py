@@ -30,7 +30,7 @@ from josefk.tools.groups_cli import (commit_offsets, committed_offsets, decode_a
 from josefk.tools.ops_cli import SOURCES
 from josefk.tools.tool_client import EARLIEST, LATEST, ClusterClient
 from josefk.tools.web_schemas import (PROTOBUF, Decoder, RegistryClient, RegistryError,
-                                      registry_settings)
+                                      registry_settings, schema_type)
 from josefk.wire import errors
 from josefk.wire.apis import (CREATE_TOPICS, DELETE_RECORDS, DESCRIBE_CONFIGS, DESCRIBE_LOG_DIRS,
                               INCREMENTAL_ALTER_CONFIGS, LIST_GROUPS)
@@ -264,10 +264,9 @@ def topic_schemas(data: ConsoleData, topic: str) -> str:
             if err.code == 40401:
                 continue
             return f"<p class='muted' id='topic-schemas'>{h.e(err)}</p>"
-        kind = v.get("schemaType", "AVRO")
         rows.append((part, h.link(f"/schemas/{h.q(subject)}", subject),
                      h.link(f"/schemas/{h.q(subject)}/versions/{v['version']}", v["version"]),
-                     h.badge(kind, kind), h.link(f"/schemas/ids/{v['id']}", v["id"])))
+                     type_badge(v), h.link(f"/schemas/ids/{v['id']}", v["id"])))
     if not rows:
         return (f"<p class='muted' id='topic-schemas'>No schemas registered under "
                 f"{h.e(topic)}-key or {h.e(topic)}-value.</p>")
@@ -403,8 +402,13 @@ def _level(registry: RegistryClient, own: str | None, overall: str | None = None
     return f"{h.e(overall or registry.global_level())} <span class='muted'>(global)</span>"
 
 
+def type_badge(answer: dict) -> str:
+    kind = schema_type(answer)
+    return h.badge(kind, kind)
+
+
 def _schema_html(version: dict) -> str:
-    if version.get("schemaType") == PROTOBUF:
+    if schema_type(version) == PROTOBUF:
         return h.proto_block(version["schema"])
     try:
         return h.json_block(json.loads(version["schema"]), "block")
@@ -420,7 +424,7 @@ def schemas_page(data: ConsoleData, registry: RegistryClient, query) -> str:
     with ThreadPoolExecutor(8) as pool:
         levels = list(pool.map(registry.subject_level, [s["subject"] for s in latest]))
     rows = [(h.link(f"/schemas/{h.q(s['subject'])}", s["subject"]),
-             h.badge(s.get("schemaType", "AVRO"), s.get("schemaType", "AVRO")),
+             type_badge(s),
              h.link(f"/schemas/{h.q(s['subject'])}/versions/{s['version']}", s["version"]),
              h.link(f"/schemas/ids/{s['id']}", s["id"]), _level(registry, own, overall))
             for s, own in zip(latest, levels)]
@@ -440,13 +444,12 @@ def subject_page(data: ConsoleData, registry: RegistryClient, query, subject) ->
     with ThreadPoolExecutor(8) as pool:
         versions = list(pool.map(lambda n: registry.version(subject, n), numbers))
     latest = versions[-1]
-    kind = latest.get("schemaType", "AVRO")
     rows = [(h.link(f"/schemas/{h.q(subject)}/versions/{v['version']}", v["version"]),
              h.link(f"/schemas/ids/{v['id']}", v["id"]),
-             h.badge(v.get("schemaType", "AVRO"), v.get("schemaType", "AVRO")),
+             type_badge(v),
              h.e(", ".join(r["name"] for r in v.get("references", []))))
             for v in reversed(versions)]
-    tiles = [("type", h.badge(kind, kind)), ("latest version", latest["version"]),
+    tiles = [("type", type_badge(latest)), ("latest version", latest["version"]),
              ("versions", len(versions)),
              ("compatibility", _level(registry, registry.subject_level(subject)))]
     return h.page(subject, h.stats(tiles) + h.card("Versions", h.table(
@@ -458,7 +461,6 @@ def subject_page(data: ConsoleData, registry: RegistryClient, query, subject) ->
 @registry_page
 def version_page(data: ConsoleData, registry: RegistryClient, query, subject, version) -> str:
     v = registry.version(subject, version)
-    kind = v.get("schemaType", "AVRO")
     pager = " ".join(f"<b>{n}</b>" if n == v["version"] else
                      h.link(f"/schemas/{h.q(subject)}/versions/{n}", n)
                      for n in registry.versions(subject))
@@ -469,7 +471,7 @@ def version_page(data: ConsoleData, registry: RegistryClient, query, subject, ve
         "<p class='muted'>This schema references no other.</p>"
     users = ", ".join(h.link(f"/schemas/ids/{i}", i)
                       for i in registry.referenced_by(subject, v["version"])) or "none"
-    tiles = [("type", h.badge(kind, kind)), ("version", v["version"]),
+    tiles = [("type", type_badge(v)), ("version", v["version"]),
              ("id", h.link(f"/schemas/ids/{v['id']}", v["id"])),
              ("compatibility", _level(registry, registry.subject_level(subject)))]
     return h.page(f"{subject} version {v['version']}", h.stats(tiles) +
@@ -485,12 +487,11 @@ def version_page(data: ConsoleData, registry: RegistryClient, query, subject, ve
 def schema_id_page(data: ConsoleData, registry: RegistryClient, query, schema_id) -> str:
     schema_id = int(schema_id)
     schema = registry.schema(schema_id)
-    kind = schema.get("schemaType", "AVRO")
     uses = h.table(["Subject", "Version"], [
         (h.link(f"/schemas/{h.q(u['subject'])}", u["subject"]),
          h.link(f"/schemas/{h.q(u['subject'])}/versions/{u['version']}", u["version"]))
         for u in registry.uses(schema_id)], "uses")
-    return h.page(f"Schema id {schema_id}", h.stats([("type", h.badge(kind, kind))]) +
+    return h.page(f"Schema id {schema_id}", h.stats([("type", type_badge(schema))]) +
                   h.card("Registered as", uses) + h.card("Schema", _schema_html(schema)),
                   "schemas", [("Schema Registry", "/schemas")])
 

@@ -44,7 +44,7 @@ padding:7px 10px;border-bottom:1px solid #e5e7eb;white-space:nowrap}
 td{padding:7px 10px;border-bottom:1px solid #f0f1f3;vertical-align:top}
 tr:hover td{background:#f9fafb}
 #messages td:nth-child(-n+2),#messages td:nth-child(4){width:1%;white-space:nowrap}
-#messages td:nth-child(3){max-width:28em}td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
+#messages td:nth-child(3){max-width:28em}
 pre,code{font:12.5px/1.45 ui-monospace,"DejaVu Sans Mono",Menlo,Consolas,monospace}
 pre{margin:0;white-space:pre-wrap;word-break:break-all;max-width:80em}
 pre.block{background:#f9fafb;border:1px solid #e5e7eb;border-radius:6px;padding:10px 12px;
@@ -148,17 +148,18 @@ def stats(items, ident: str = "stats") -> str:
     return f"<div class='stats' id='{e(ident)}'>{tiles}</div>"
 
 
-def table(headers, rows, table_id: str = "", num=()) -> str:
+def table(headers, rows, table_id: str, num=()) -> str:
     """``rows`` hold already-escaped HTML cells; columns whose index is in ``num`` are
-    numbers (right-aligned)."""
-    def cls(i):
-        return " class='num'" if i in num else ""
-    head = "".join(f"<th{cls(i)}>{h if h.startswith('<') else e(h)}</th>"
-                   for i, h in enumerate(headers))
-    body = "".join("<tr>" + "".join(f"<td{cls(i)}>{c}</td>" for i, c in enumerate(r)) + "</tr>"
-                   for r in rows)
-    ident = f" id='{e(table_id)}'" if table_id else ""
-    return f"<table{ident}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    numbers (right-aligned, by one rule for the table rather than a class on every cell)."""
+    head = "".join(f"<th>{h if h.startswith('<') else e(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
+    style = ""
+    if num:
+        cols = ",".join(f"#{table_id} {c}:nth-child({i + 1})" for i in sorted(num)
+                        for c in ("td", "th"))
+        style = f"<style>{cols}{{text-align:right;font-variant-numeric:tabular-nums}}</style>"
+    return f"{style}<table id='{e(table_id)}'><thead><tr>{head}</tr></thead><tbody>{body}" \
+           f"</tbody></table>"
 
 
 def link(href: str | None, text) -> str:

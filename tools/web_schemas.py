@@ -27,6 +27,11 @@ TIMEOUT = 5.0
 AVRO, JSON, PROTOBUF = "AVRO", "JSON", "PROTOBUF"
 
 
+def schema_type(answer: dict) -> str:
+    """The type of a schema in a registry answer (Confluent leaves it out for Avro)."""
+    return answer.get("schemaType", AVRO)
+
+
 class RegistryError(Exception):
     """The registry's error answer (HTTP ``status``, Confluent's ``code``), or no answer
     (``status`` None)."""
@@ -204,7 +209,7 @@ class Decoder:
         """(schema type, function: the bytes after the id -> (JSON value, message type))."""
         if schema_id not in self._readers:
             schema = self.client.schema(schema_id)
-            kind = schema.get("schemaType", AVRO)
+            kind = schema_type(schema)
             if kind == AVRO:
                 reader = self._avro(schema)
             elif kind == JSON:
