@@ -74,7 +74,7 @@ def console(broker, schema_registry, tmp_path_factory):
     """One console on the shared broker, showing the shared registry."""
     proc, url = _start_console(broker.bootstrap,
                                tmp_path_factory.mktemp("console") / "console.log",
-                               "--schema-registry", schema_registry.url, "--lag-interval", "1")
+                               "--schema-registry", schema_registry.url, "--lag-interval", "2")
     yield url
     proc.terminate()
     proc.wait(10)
@@ -324,7 +324,7 @@ def test_console_pages_browsing_and_actions(broker, console, browser, shots):
     c.close()
     assert [tp.offset for tp in committed] == [0, 0]
     # The lag chart: samples before (0) and after (7) the reset, its axes in messages and time.
-    time.sleep(2.2)  # the console samples lag every second in this test
+    time.sleep(2.2)  # a span of time for the axis (the console also samples every 2 s)
     browser.refresh()
     chart = browser.find_element(By.ID, "lag-chart")
     assert chart.tag_name == "svg"

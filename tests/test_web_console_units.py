@@ -1,19 +1,25 @@
-"""The web console's pure pieces: Confluent's Protobuf message indexes (against the bytes
+"""The web console's small pieces: Confluent's Protobuf message indexes (against the bytes
 confluent-kafka's serializer writes), the registry settings taken from the console's options,
-JSON and raw renderings, and the lag chart's axes."""
+JSON and raw renderings, the lag chart's axes, and its registry client's authentication,
+fail-over and errors (against a local HTTP server)."""
 from __future__ import annotations
 
+import base64
 import html
 import io
 import json
 import re
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
 from google.protobuf import descriptor_pb2
 
 from josefk.tools import web_html as h
-from josefk.tools.web_schemas import message_indexes, message_name, registry_settings
+from josefk.tools.web_schemas import (RegistryClient, RegistryError, message_indexes,
+                                      message_name, registry_settings)
 
 
 @pytest.mark.parametrize("indexes", [[0], [1], [0, 0], [1, 0], [3, 2, 1], [70, 200], [5000]])
@@ -88,3 +94,47 @@ def test_lag_chart_axes():
     assert [int(t) for t in ticks] == [1_000_000_000 + i * 5000 for i in range(7)]
     assert "4 samples over 30 s; now 40 messages behind" in svg
     assert h.lag_chart(samples[:1]).startswith("<p id='lag-chart'>")
+
+
+class _Registry(BaseHTTPRequestHandler):
+    """Answers GET /subjects to user:secret only, as Confluent's registry answers errors."""
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        ok = self.headers.get("Authorization") == "Basic " + base64.b64encode(
+            b"user:secret").decode()
+        status, body = (200, ["a", "b"]) if ok else (401, {"error_code": 401,
+                                                            "message": "Unauthorized"})
+        raw = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/vnd.schemaregistry.v1+json")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+
+@pytest.fixture
+def registry_url():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Registry)
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_registry_client_authenticates_fails_over_and_reports_errors(registry_url):
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    dead = f"http://127.0.0.1:{closed.getsockname()[1]}"  # bound, not listening: refused
+    client = RegistryClient({"url": f"{dead},{registry_url}", "basic.auth.user.info":
+                             "user:secret"})
+    assert client.subjects() == ["a", "b"]
+    with pytest.raises(RegistryError) as err:
+        RegistryClient({"url": registry_url}).subjects()
+    assert (err.value.status, err.value.code, str(err.value)) == (401, 401, "Unauthorized")
+    with pytest.raises(RegistryError) as err:
+        RegistryClient({"url": dead}).subjects()
+    assert err.value.status is None and f"Schema Registry at {dead} unreachable" in str(err.value)
+    closed.close()
