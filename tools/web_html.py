@@ -152,7 +152,8 @@ def table(headers, rows, table_id: str, num=()) -> str:
     """``rows`` hold already-escaped HTML cells; columns whose index is in ``num`` are
     numbers (right-aligned, by one rule for the table rather than a class on every cell)."""
     head = "".join(f"<th>{h if h.startswith('<') else e(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows) or \
+        f"<tr><td class='muted' colspan='{len(headers)}'>none</td></tr>"
     style = ""
     if num:
         cols = ",".join(f"#{table_id} {c}:nth-child({i + 1})" for i in sorted(num)
