@@ -30,7 +30,7 @@ from josefk.wire import records as wire_records
 
 from . import errors
 from .clock import AsyncioClock
-from .group_coordinator import partition_for
+from .group_catalog import partition_for
 from .offset_store import RecordFormatError
 from .producer_ids import ProducerIdsUnavailable
 from .txn_log import (COMPLETE_ABORT, COMPLETE_COMMIT, DEAD, EMPTY, ONGOING, PREPARE_ABORT,
