@@ -127,7 +127,8 @@ def group_metadata_value(rec: GroupRecord) -> bytes:
 
 
 def read_key(key) -> OffsetKey | GroupKey:
-    """Raises DecodeError for a key that is not one of ``__consumer_offsets``."""
+    """A key as a plain record (for tools and tests; the replay reads the declared struct).
+    Raises DecodeError for a key that is not one of ``__consumer_offsets``."""
     record, k = CONSUMER_OFFSETS.read_key(key)
     if record is OFFSET_COMMIT:
         return OffsetKey(k.group, k.topic, k.partition)
@@ -266,8 +267,9 @@ class _Replay:
     def apply(self, raw_key, raw_value, base_offset: int, producer_id: int) -> None:
         """One record (``producer_id`` >= 0: of a transactional batch)."""
         try:
-            key = read_key(raw_key)
-            if isinstance(key, OffsetKey):
+            record, key = CONSUMER_OFFSETS.read_key(raw_key)
+            is_offset = record is OFFSET_COMMIT
+            if is_offset:
                 om = read_offset_value(raw_value)
             else:
                 g = read_group_value(raw_value)
@@ -276,7 +278,7 @@ class _Replay:
             log.warning("skipping an undecodable record of a batch at offset %d of "
                         "__consumer_offsets-%d: %s", base_offset, self.partition, e)
             return
-        if isinstance(key, OffsetKey):
+        if is_offset:
             k = (key.group, key.topic, key.partition)
             cr = None if om is None else CommitRecord(base_offset, om)
             if producer_id >= 0:

@@ -205,9 +205,9 @@ class CoordinatorTopic:
         type or bytes that do not hold its key."""
         if data is None or len(data) < 2:
             raise DecodeError(f"{self.name} record without a key")
-        record_type = int.from_bytes(data[:2], "big", signed=True)
-        record = self.records.get(record_type)
+        record = self.records.get(data[0] << 8 | data[1])
         if record is None:
+            record_type = int.from_bytes(data[:2], "big", signed=True)
             raise DecodeError(f"unknown {self.name} record type {record_type}")
         return record, record.Key.decode(data, 0, 2)[0]
 
