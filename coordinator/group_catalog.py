@@ -58,10 +58,6 @@ class GroupCatalog:
     def partition_for(self, group_id: str) -> int:
         return partition_for(group_id, self.num_partitions)
 
-    def owns(self, group_id: str) -> bool:
-        """True when this coordinator owns the group's partition (loaded or loading)."""
-        return self.partition_for(group_id) in self.owned_partitions
-
     def validate(self, group_id, api: str) -> int | None:
         """The error a group API answers before looking at the group, or None."""
         if group_id is None or (group_id == "" and api not in _EMPTY_ID_OK):

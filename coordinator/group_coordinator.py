@@ -62,7 +62,6 @@ class GroupCoordinator:
                 if v is not None:
                     cfg[k] = int(v)
         self.config = cfg
-        self.store = offset_store
         self.catalog = GroupCatalog(cfg["offsets.topic.num.partitions"],
                                     clock if clock is not None else AsyncioClock(), may_serve)
         self.group_store = GroupStore(self.catalog, offset_store)
@@ -90,15 +89,10 @@ class GroupCoordinator:
         self.expire_offsets = self.offsets.expire_offsets
         self.drain = self.catalog.drain
         self.partition_for = self.catalog.partition_for
-        self.is_coordinator_for = self.catalog.owns
 
     @property
     def groups(self):
         return self.catalog.groups
-
-    @property
-    def owned_partitions(self) -> set[int]:
-        return self.catalog.owned_partitions
 
     @property
     def loading_partitions(self) -> set[int]:

@@ -45,7 +45,6 @@ class _JoinOp:
         self.remaining_ms = remaining_ms
 
 
-
 class Membership:
     """Membership and rebalancing of the classic groups in ``catalog``; implements
     :class:`coordinator.seams.MemberSessions` for the offset manager."""
