@@ -105,8 +105,8 @@ def test_samples_decode_back():
 
 
 def test_undeclared_types_and_versions_are_decode_errors():
-    with pytest.raises(DecodeError, match="record type 3"):
-        read_key(b"\x00\x03\x00\x01g")
+    with pytest.raises(DecodeError, match="record type 200"):
+        read_key(b"\x00\xc8\x00\x01g")
     with pytest.raises(DecodeError, match="OffsetCommitValue version 5"):
         read_offset_value(b"\x00\x05" + bytes(30))
     with pytest.raises(DecodeError):

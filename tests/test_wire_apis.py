@@ -19,7 +19,8 @@ from josefk.wire.schema import (BOOL, BYTES, FLOAT64, INT8, INT16, INT32, INT64,
 
 # Apache Kafka 3.9's validVersions for every API josefk implements (name: (key, lo, hi)), written
 # down from the 3.9 message schemas (clients/src/main/resources/common/message/*.json at 3.9).
-# Kafka 4.0 dropped the oldest of them (KIP-896); josefk keeps serving them, as 3.9 does.
+# Kafka 4.0 dropped the oldest of them (KIP-896); josefk keeps serving them, as 3.9 does. KIP-848's
+# APIs and versions are Kafka 4.x's: ConsumerGroupHeartbeat/Describe 0-1, OffsetCommit/Fetch v10.
 KAFKA_3_9_RANGES = {
     "ApiVersions": (18, 0, 4), "Metadata": (3, 0, 12), "Produce": (0, 0, 11), "Fetch": (1, 0, 17),
     "ListOffsets": (2, 0, 9), "CreateTopics": (19, 0, 7), "DeleteTopics": (20, 0, 6),
@@ -29,8 +30,9 @@ KAFKA_3_9_RANGES = {
     # 3.9 served v0 as ListClientMetricsResources; 4.1 renamed it and added v1 (KIP-1142)
     "ListConfigResources": (74, 0, 1),
     "FindCoordinator": (10, 0, 6), "JoinGroup": (11, 0, 9), "SyncGroup": (14, 0, 5),
-    "Heartbeat": (12, 0, 4), "LeaveGroup": (13, 0, 5), "OffsetCommit": (8, 0, 9),
-    "OffsetFetch": (9, 0, 9), "DescribeGroups": (15, 0, 5), "ListGroups": (16, 0, 5),
+    "Heartbeat": (12, 0, 4), "LeaveGroup": (13, 0, 5), "OffsetCommit": (8, 0, 10),
+    "OffsetFetch": (9, 0, 10), "ConsumerGroupHeartbeat": (68, 0, 1),
+    "ConsumerGroupDescribe": (69, 0, 1), "DescribeGroups": (15, 0, 5), "ListGroups": (16, 0, 5),
     "DeleteGroups": (42, 0, 2), "OffsetDelete": (47, 0, 0),
     "LeaderAndIsr": (4, 0, 7), "StopReplica": (5, 0, 4), "UpdateMetadata": (6, 0, 8),
     "ControlledShutdown": (7, 0, 3), "OffsetForLeaderEpoch": (23, 0, 4), "ElectLeaders": (43, 0, 2),
@@ -200,10 +202,12 @@ def _has_schema(api):
     return _SCHEMAS.joinpath(api.name + "Request.json").is_file()
 
 
-# kafka-python's copy lacks the schemas Kafka 4.0 deleted (the ZooKeeper-era inter-broker APIs) and
-# KIP-714's telemetry pair; those layouts are pinned byte for byte below and in test_vectors.py.
+# kafka-python's copy lacks the schemas Kafka 4.0 deleted (the ZooKeeper-era inter-broker APIs),
+# KIP-714's telemetry pair and KIP-848's two APIs; those layouts are pinned byte for byte below and
+# in test_vectors.py.
 PINNED_BY_HAND = {"LeaderAndIsr", "StopReplica", "UpdateMetadata", "ControlledShutdown",
-                  "AlterPartition", "GetTelemetrySubscriptions", "PushTelemetry"}
+                  "AlterPartition", "GetTelemetrySubscriptions", "PushTelemetry",
+                  "ConsumerGroupHeartbeat", "ConsumerGroupDescribe"}
 WITH_SCHEMA = [api for api in ALL_APIS if _has_schema(api)]
 
 
@@ -655,3 +659,95 @@ def test_encoded_struct_stands_in_for_itself(version):
     assert mixed.to_bytes(version) == plain
     back, _ = R.decode(plain, version)
     assert [t.name for t in back.topics] == ["t0", "t1", "t2"]
+
+
+# -- KIP-848 (Kafka 4.x): kafka-python vendors neither ConsumerGroupHeartbeat nor
+# ConsumerGroupDescribe; the layouts below are derived from Kafka 4.1's schemas by hand ----------
+
+def _cstr(s):
+    return bytes([len(s) + 1]) + s.encode()
+
+
+TID = uuid.UUID("3f1b8e0c-5a6d-4c3b-9d8e-7f6a5b4c3d2e")
+
+
+def test_consumer_group_heartbeat_v1_request_bytes():
+    from josefk.wire.apis import CONSUMER_GROUP_HEARTBEAT as CGH
+
+    Q = CGH.Request
+    join = Q(group_id="g", member_id="m1", member_epoch=0, rebalance_timeout_ms=300000,
+             subscribed_topic_names=["orders"], subscribed_topic_regex=None,
+             topic_partitions=[])
+    expected = (_cstr("g") + _cstr("m1") + _i32(0)
+                + b"\x00" + b"\x00"                   # instance id, rack id: null
+                + _i32(300000)
+                + b"\x02" + _cstr("orders")           # subscribed topic names
+                + b"\x00"                             # regex: null (v1+)
+                + b"\x00"                             # server assignor: null
+                + b"\x01"                             # topic partitions: empty
+                + b"\x00")
+    _check(Q, join, 1, expected)
+    # v0 has no regex field
+    assert join.to_bytes(0) == expected[:-4] + expected[-3:]
+    steady = Q(group_id="g", member_id="m1", member_epoch=4, topic_partitions=[
+        Q.TopicPartitions(topic_id=TID, partitions=[0, 2])])
+    assert steady.to_bytes(1) == (_cstr("g") + _cstr("m1") + _i32(4) + b"\x00\x00" + _i32(-1)
+                                  + b"\x00\x00\x00" + b"\x02" + TID.bytes + b"\x03" + _i32(0)
+                                  + _i32(2) + b"\x00" + b"\x00")
+
+
+def test_consumer_group_heartbeat_response_bytes():
+    from josefk.wire.apis import CONSUMER_GROUP_HEARTBEAT as CGH
+
+    R = CGH.Response
+    resp = R(error_code=0, member_id="m1", member_epoch=5, heartbeat_interval_ms=5000,
+             assignment=R.Assignment(topic_partitions=[
+                 R.TopicPartitions(topic_id=TID, partitions=[1])]))
+    _check(R, resp, 1, _i32(0) + _i16(0) + b"\x00" + _cstr("m1") + _i32(5) + _i32(5000)
+           + b"\x01" + b"\x02" + TID.bytes + b"\x02" + _i32(1) + b"\x00" + b"\x00" + b"\x00")
+    fenced = R(error_code=110, error_message="stale", member_epoch=0, heartbeat_interval_ms=0)
+    _check(R, fenced, 0, _i32(0) + _i16(110) + _cstr("stale") + b"\x00" + _i32(0) + _i32(0)
+           + b"\xff" + b"\x00")
+
+
+def test_consumer_group_describe_bytes():
+    from josefk.wire.apis import CONSUMER_GROUP_DESCRIBE as CGD
+
+    Q = CGD.Request
+    _check(Q, Q(group_ids=["g"], include_authorized_operations=True), 0,
+           b"\x02" + _cstr("g") + b"\x01" + b"\x00")
+    R = CGD.Response
+    A = R.Assignment
+    member = R.Member(member_id="m1", member_epoch=3, client_id="c", client_host="/h",
+                      subscribed_topic_names=["t"],
+                      assignment=A(topic_partitions=[A.TopicPartitions(
+                          topic_id=TID, topic_name="t", partitions=[0])]),
+                      target_assignment=A(), member_type=1)
+    resp = R(groups=[R.DescribedGroup(group_id="g", group_state="Stable", group_epoch=3,
+                                      assignment_epoch=3, assignor_name="uniform",
+                                      members=[member])])
+    assignment = b"\x02" + TID.bytes + _cstr("t") + b"\x02" + _i32(0) + b"\x00" + b"\x00"
+    member_v0 = (_cstr("m1") + b"\x00\x00" + _i32(3) + _cstr("c") + _cstr("/h")
+                 + b"\x02" + _cstr("t") + b"\x00" + assignment + b"\x01\x00")
+    group = (_i16(0) + b"\x00" + _cstr("g") + _cstr("Stable") + _i32(3) + _i32(3)
+             + _cstr("uniform") + b"\x02")
+    ops = _i32(-2147483648) + b"\x00"
+    _check(R, resp, 0, _i32(0) + b"\x02" + group + member_v0 + b"\x00" + ops + b"\x00")
+    _check(R, resp, 1, _i32(0) + b"\x02" + group + member_v0 + b"\x01" + b"\x00" + ops + b"\x00")
+
+
+def test_offset_commit_and_fetch_v10_name_topics_by_id():
+    from josefk.wire.apis import OFFSET_COMMIT, OFFSET_FETCH
+
+    Q = OFFSET_COMMIT.Request
+    req = Q(group_id="g", generation_id_or_member_epoch=4, member_id="m", topics=[
+        Q.OffsetCommitRequestTopic(topic_id=TID, partitions=[Q.OffsetCommitRequestPartition(
+            partition_index=0, committed_offset=7, committed_metadata="")])])
+    _check(Q, req, 10, _cstr("g") + _i32(4) + _cstr("m") + b"\x00" + b"\x02" + TID.bytes
+           + b"\x02" + _i32(0) + _i64(7) + _i32(-1) + _cstr("") + b"\x00" + b"\x00" + b"\x00")
+    F = OFFSET_FETCH.Request
+    fetch = F(groups=[F.OffsetFetchRequestGroup(group_id="g", member_id="m", member_epoch=4,
+                                                topics=[F.OffsetFetchRequestTopics(
+                                                    topic_id=TID, partition_indexes=[1])])])
+    _check(F, fetch, 10, b"\x02" + _cstr("g") + _cstr("m") + _i32(4) + b"\x02" + TID.bytes
+           + b"\x02" + _i32(1) + b"\x00" + b"\x00" + b"\x00" + b"\x00")

@@ -1,7 +1,9 @@
 """OffsetCommit, OffsetFetch (single group, and several groups per request in v8+), OffsetDelete.
 
 OffsetCommit v0 (which Kafka kept in ZooKeeper) is stored in ``__consumer_offsets`` like the
-rest, as a commit outside group management; v1 carries a commit timestamp per partition."""
+rest, as a commit outside group management; v1 carries a commit timestamp per partition. v10 of
+OffsetCommit and OffsetFetch name topics by id: an id this broker does not know is answered
+UNKNOWN_TOPIC_ID."""
 from __future__ import annotations
 
 from josefk.broker.security import acl
@@ -13,17 +15,28 @@ from josefk.wire.apis import OFFSET_COMMIT, OFFSET_DELETE, OFFSET_FETCH
 NO_OFFSET = -1
 
 
+def _by_name(broker, topics, by_id: bool) -> list:
+    """[(topic entry, its topic's name or None for an unknown id)] of a request's topics."""
+    if not by_id:
+        return [(t, t.name) for t in topics]
+    known = broker.metadata.topics_by_id
+    return [(t, known[t.topic_id].name if t.topic_id in known else None) for t in topics]
+
+
 async def handle_offset_commit(broker, ctx, req):
     R = OFFSET_COMMIT.Response
     v = ctx.version
     offsets = {}
     codes = {}
     may_commit = allowed(broker, ctx, GROUP, req.group_id, acl.READ)
-    for t in req.topics:
-        may_read = allowed(broker, ctx, TOPIC, t.name, acl.READ)
+    topics = _by_name(broker, req.topics, v >= 10)
+    for t, name in topics:
+        may_read = name is not None and allowed(broker, ctx, TOPIC, name, acl.READ)
         for p in t.partitions:
-            tp = (t.name, p.partition_index)
-            if not may_commit:
+            tp = (name, p.partition_index)
+            if name is None:
+                codes[tp] = errors.UNKNOWN_TOPIC_ID
+            elif not may_commit:
                 codes[tp] = errors.GROUP_AUTHORIZATION_FAILED
             elif not may_read:
                 codes[tp] = errors.TOPIC_AUTHORIZATION_FAILED
@@ -39,21 +52,25 @@ async def handle_offset_commit(broker, ctx, req):
             req.group_id, req.generation_id_or_member_epoch, req.member_id,
             req.group_instance_id if v >= 7 else None,
             req.retention_time_ms if v <= 4 else -1, offsets))
-    return R(topics=[R.OffsetCommitResponseTopic(name=t.name, partitions=[
+    return R(topics=[R.OffsetCommitResponseTopic(name=t.name, topic_id=t.topic_id, partitions=[
         R.OffsetCommitResponsePartition(partition_index=p.partition_index,
-                                        error_code=codes[(t.name, p.partition_index)])
-        for p in t.partitions]) for t in req.topics])
+                                        error_code=codes[(name, p.partition_index)])
+        for p in t.partitions]) for t, name in topics])
 
 
-def _fetch_group(broker, ctx, group_id, topics, require_stable):
+def _fetch_group(broker, ctx, group_id, topics, require_stable, by_id=False):
     """(error, [(topic, [(partition, offset, epoch, metadata, error)])]) for one group. The
     group needs Describe; topics the client may not describe are refused when named, left out
-    when all are asked for."""
+    when all are asked for. With ``by_id`` (v10) topics are named by id, and each ``topic`` of
+    the answer is a topic id."""
     if not allowed(broker, ctx, GROUP, group_id, acl.DESCRIBE):
         return errors.GROUP_AUTHORIZATION_FAILED, []
-    wanted = None
+    wanted = unknown = None
     if topics is not None:
-        wanted = [(t.name, p) for t in topics for p in t.partition_indexes]
+        named = _by_name(broker, topics, by_id)
+        wanted = [(name, p) for t, name in named if name is not None for p in t.partition_indexes]
+        unknown = [(t.topic_id, [(p, NO_OFFSET, -1, "", errors.UNKNOWN_TOPIC_ID)
+                                 for p in t.partition_indexes]) for t, name in named if name is None]
     code, found = broker.groups.fetch_offsets(group_id, wanted, require_stable)
     if code:
         return code, []
@@ -69,7 +86,15 @@ def _fetch_group(broker, ctx, group_id, topics, require_stable):
         elif r is None:
             r = (NO_OFFSET, -1, "", errors.NONE)
         by_topic.setdefault(tp[0], []).append((tp[1], *r))
-    return errors.NONE, list(by_topic.items())
+    if not by_id:
+        return errors.NONE, list(by_topic.items())
+    ids = broker.metadata.topics
+    return errors.NONE, [(ids[name].topic_id, parts) for name, parts in by_topic.items()
+                         if name in ids] + (unknown or [])
+
+
+def _topic_field(version, topic) -> dict:
+    return {"topic_id": topic} if version >= 10 else {"name": topic}
 
 
 def handle_offset_fetch(broker, ctx, req):
@@ -78,13 +103,14 @@ def handle_offset_fetch(broker, ctx, req):
     if v >= 8:
         groups = []
         for g in req.groups:
-            code, topics = _fetch_group(broker, ctx, g.group_id, g.topics, req.require_stable)
+            code, topics = _fetch_group(broker, ctx, g.group_id, g.topics, req.require_stable,
+                                        by_id=v >= 10)
             groups.append(R.OffsetFetchResponseGroup(group_id=g.group_id, error_code=code, topics=[
-                R.OffsetFetchResponseTopics(name=name, partitions=[
+                R.OffsetFetchResponseTopics(**_topic_field(v, topic), partitions=[
                     R.OffsetFetchResponsePartitions(partition_index=p, committed_offset=o,
                                                     committed_leader_epoch=e, metadata=m,
                                                     error_code=err)
-                    for p, o, e, m, err in parts]) for name, parts in topics]))
+                    for p, o, e, m, err in parts]) for topic, parts in topics]))
         return R(groups=groups)
     code, topics = _fetch_group(broker, ctx, req.group_id, req.topics,
                                 req.require_stable if v >= 7 else False)

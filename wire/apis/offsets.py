@@ -1,19 +1,21 @@
 """Committed offsets. Mirror Kafka's <Name>Request.json / <Name>Response.json.
 
-OffsetCommit (8) 0-9, OffsetFetch (9) 0-9, OffsetDelete (47) 0. OffsetCommit v9 (KIP-848) renames
-GenerationId to GenerationIdOrMemberEpoch without changing the wire; OffsetFetch v9 adds MemberId
-and MemberEpoch per group. Topic ids in these APIs arrive only in v10 and are not declared.
+OffsetCommit (8) 0-10, OffsetFetch (9) 0-10, OffsetDelete (47) 0. OffsetCommit v9 (KIP-848)
+renames GenerationId to GenerationIdOrMemberEpoch without changing the wire; OffsetFetch v9 adds
+MemberId and MemberEpoch per group. v10 of both (Kafka 4.2, KIP-848) names topics by their ids
+instead of their names.
 """
-from josefk.wire.schema import BOOL, INT16, INT32, INT64, STRING, Api, Array, Field
+from josefk.wire.schema import BOOL, INT16, INT32, INT64, STRING, UUID, Api, Array, Field
 
-OFFSET_COMMIT = Api(8, "OffsetCommit", versions="0-9", flexible="8+", request=[
+OFFSET_COMMIT = Api(8, "OffsetCommit", versions="0-10", flexible="8+", request=[
     Field("group_id", STRING),
     Field("generation_id_or_member_epoch", INT32, "1+", default=-1),
     Field("member_id", STRING, "1+"),
     Field("group_instance_id", STRING, "7+", nullable="7+", default=None),
     Field("retention_time_ms", INT64, "2-4", default=-1),
     Field("topics", [
-        Field("name", STRING),
+        Field("name", STRING, "0-9"),
+        Field("topic_id", UUID, "10+"),
         Field("partitions", [
             Field("partition_index", INT32),
             Field("committed_offset", INT64),
@@ -25,7 +27,8 @@ OFFSET_COMMIT = Api(8, "OffsetCommit", versions="0-9", flexible="8+", request=[
 ], response=[
     Field("throttle_time_ms", INT32, "3+"),
     Field("topics", [
-        Field("name", STRING),
+        Field("name", STRING, "0-9"),
+        Field("topic_id", UUID, "10+"),
         Field("partitions", [
             Field("partition_index", INT32),
             Field("error_code", INT16),
@@ -33,7 +36,7 @@ OFFSET_COMMIT = Api(8, "OffsetCommit", versions="0-9", flexible="8+", request=[
     ], struct="OffsetCommitResponseTopic"),
 ])
 
-OFFSET_FETCH = Api(9, "OffsetFetch", versions="0-9", flexible="6+", request=[
+OFFSET_FETCH = Api(9, "OffsetFetch", versions="0-10", flexible="6+", request=[
     Field("group_id", STRING, "0-7"),
     Field("topics", [
         Field("name", STRING, "0-7"),
@@ -44,7 +47,8 @@ OFFSET_FETCH = Api(9, "OffsetFetch", versions="0-9", flexible="6+", request=[
         Field("member_id", STRING, "9+", nullable="9+", default=None),
         Field("member_epoch", INT32, "9+", default=-1),
         Field("topics", [
-            Field("name", STRING, "8+"),
+            Field("name", STRING, "8-9"),
+            Field("topic_id", UUID, "10+"),
             Field("partition_indexes", Array(INT32), "8+"),
         ], "8+", nullable="8+", struct="OffsetFetchRequestTopics"),
     ], "8+", struct="OffsetFetchRequestGroup"),
@@ -65,7 +69,8 @@ OFFSET_FETCH = Api(9, "OffsetFetch", versions="0-9", flexible="6+", request=[
     Field("groups", [
         Field("group_id", STRING, "8+"),
         Field("topics", [
-            Field("name", STRING, "8+"),
+            Field("name", STRING, "8-9"),
+            Field("topic_id", UUID, "10+"),
             Field("partitions", [
                 Field("partition_index", INT32, "8+"),
                 Field("committed_offset", INT64, "8+"),
