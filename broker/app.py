@@ -11,8 +11,8 @@ from pathlib import Path
 
 from josefk.broker.config import BrokerConfig, ConfigError, parse_properties
 from josefk.broker.client_metrics import ClientMetricsManager
-from josefk.broker.dispatch import served
-from josefk.broker.group_log import OFFSETS_TOPIC, OffsetsTopicLog
+from josefk.broker.dispatch import features, served
+from josefk.broker.group_log import OFFSETS_TOPIC, GroupTopics, OffsetsTopicLog
 from josefk.broker.metrics import BrokerMetrics
 from josefk.broker.control.metadata import (BrokerInfo, LocalMetadataStore, MetadataError,
                                             partition_exists, topic_name_error)
@@ -140,7 +140,8 @@ class Broker:
         may_serve = self.cluster.session.trusted if self.cluster is not None else None
         self.groups = GroupCoordinator(config.props, OffsetStore(OffsetsTopicLog(
             self.replicas, config.int("offsets.commit.required.acks"),
-            config.int("offsets.commit.timeout.ms"))), may_serve=may_serve)
+            config.int("offsets.commit.timeout.ms"))), may_serve=may_serve,
+            topics=GroupTopics(self.metadata))
         self.txn = TransactionCoordinator(
             config.props, OffsetsTopicLog(self.replicas, -1, TXN_LOG_TIMEOUT_MS, TXN_TOPIC),
             self.producer_ids, TxnMarkerWriter(self), may_serve=may_serve)
@@ -265,6 +266,18 @@ class Broker:
         R = API_VERSIONS.Response
         return [R.ApiVersion(api_key=k, min_version=api.min_version, max_version=api.max_version)
                 for k, api in sorted(API_BY_KEY.items()) if k in self.handlers]
+
+    @functools.cached_property
+    def features(self) -> tuple[list, list, int]:
+        """What ApiVersions v3+ reports of features (KIP-584): supported, finalized, and the
+        finalized features' epoch (-1 when none is finalized)."""
+        R = API_VERSIONS.Response
+        supported, finalized = features(self.config)
+        return ([R.SupportedFeatureKey(name=n, min_version=lo, max_version=hi)
+                 for n, lo, hi in supported],
+                [R.FinalizedFeatureKey(name=n, max_version_level=level, min_version_level=level)
+                 for n, level in finalized],
+                1 if finalized else -1)
 
     def auto_create_topic(self, name):
         """Create ``name`` with the broker defaults if auto creation is enabled; else None."""

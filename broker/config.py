@@ -67,6 +67,18 @@ DEFAULTS = {
     "group.min.session.timeout.ms": "6000",
     "group.max.session.timeout.ms": "1800000",
     "group.max.size": "2147483647",
+    # KIP-848: the consumer group protocol beside the classic one
+    "group.coordinator.rebalance.protocols": "classic,consumer",
+    "group.consumer.session.timeout.ms": "45000",
+    "group.consumer.min.session.timeout.ms": "45000",
+    "group.consumer.max.session.timeout.ms": "60000",
+    "group.consumer.heartbeat.interval.ms": "5000",
+    "group.consumer.min.heartbeat.interval.ms": "5000",
+    "group.consumer.max.heartbeat.interval.ms": "15000",
+    "group.consumer.max.size": "2147483647",
+    "group.consumer.assignors": "uniform,range",
+    "group.consumer.migration.policy": "bidirectional",
+    "group.consumer.regex.refresh.interval.ms": "600000",
     "transaction.max.timeout.ms": "900000",
     "transaction.state.log.num.partitions": "50",
     "transaction.state.log.replication.factor": "3",
@@ -212,10 +224,28 @@ class BrokerConfig:
     def bool(self, name: str) -> bool:
         return str(self.props.get(name, "")).strip().lower() == "true"
 
+    def list(self, name: str) -> list[str]:
+        """A comma-separated list setting, its items stripped, in lower case."""
+        return [v.strip().lower() for v in str(self.props.get(name, "")).split(",") if v.strip()]
+
     def _validate(self):
         for name in ("node.id", "num.partitions", "socket.request.max.bytes", "message.max.bytes"):
             self.int(name)
         self.listener()
+        self._validate_groups()
+
+    def _validate_groups(self):
+        from josefk.coordinator.consumer_groups import ConsumerGroupConfig
+
+        protocols = self.list("group.coordinator.rebalance.protocols")
+        unknown = sorted(set(protocols) - {"classic", "consumer"})
+        if unknown or "classic" not in protocols:
+            raise ConfigError("group.coordinator.rebalance.protocols must list classic, and "
+                              f"may list consumer; got {self.props.get('group.coordinator.rebalance.protocols')!r}")
+        try:
+            ConsumerGroupConfig.from_config(self.get)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
 
     @property
     def node_id(self) -> int:

@@ -1,12 +1,15 @@
-"""The API dispatch table: api key -> handler(broker, ctx, request)."""
+"""The API dispatch table: api key -> handler(broker, ctx, request), and the APIs and features a
+broker config turns off."""
 from __future__ import annotations
+
+from typing import Callable, NamedTuple
 
 from josefk.broker.security import acl
 from josefk.broker.security.authorizer import requires_cluster, requires_group
-from josefk.broker.handlers import (acls, alter_configs, api_versions, cluster, configs, fetch,
-                                    groups, list_offsets, log_admin, metadata, offsets, produce,
-                                    producer, quotas, replication, sasl, scram, telemetry, topics,
-                                    txn)
+from josefk.broker.handlers import (acls, alter_configs, api_versions, cluster, configs,
+                                    consumer_groups, fetch, groups, list_offsets, log_admin,
+                                    metadata, offsets, produce, producer, quotas, replication,
+                                    sasl, scram, telemetry, topics, txn)
 from josefk.broker.security.quotas import fetch_quota, produce_quota
 from josefk.wire import apis
 
@@ -39,6 +42,9 @@ HANDLERS = {
     apis.DESCRIBE_GROUPS.key: groups.handle_describe_groups,
     apis.LIST_GROUPS.key: groups.handle_list_groups,
     apis.DELETE_GROUPS.key: groups.handle_delete_groups,
+    apis.CONSUMER_GROUP_HEARTBEAT.key: requires_group(
+        acl.READ, consumer_groups.handle_consumer_group_heartbeat),
+    apis.CONSUMER_GROUP_DESCRIBE.key: consumer_groups.handle_consumer_group_describe,
     apis.OFFSET_COMMIT.key: offsets.handle_offset_commit,
     apis.OFFSET_FETCH.key: offsets.handle_offset_fetch,
     apis.OFFSET_DELETE.key: offsets.handle_offset_delete,
@@ -73,15 +79,34 @@ HANDLERS = {
     apis.LIST_TRANSACTIONS.key: txn.handle_list_transactions,
 }
 
-# APIs a broker config turns off: ApiVersions does not advertise them and requests for them are
-# answered as for any API the broker does not serve.
-SWITCHES = {
-    "josefk.client.telemetry.enable": (apis.GET_TELEMETRY_SUBSCRIPTIONS.key,
-                                       apis.PUSH_TELEMETRY.key),
-}
+class Switch(NamedTuple):
+    """APIs a broker config turns off: ApiVersions does not advertise them and requests for them
+    are answered as for any API the broker does not serve. ``feature``: the feature (KIP-584)
+    ApiVersions reports for them, supported at levels 0-1 and finalized at level 1 while on."""
+    on: Callable
+    api_keys: tuple
+    feature: str | None = None
+
+
+SWITCHES = (
+    Switch(lambda config: config.bool("josefk.client.telemetry.enable"),
+           (apis.GET_TELEMETRY_SUBSCRIPTIONS.key, apis.PUSH_TELEMETRY.key)),
+    # KIP-848: Kafka 4's group.version level 1 is the consumer group protocol
+    Switch(lambda config: "consumer" in config.list("group.coordinator.rebalance.protocols"),
+           (apis.CONSUMER_GROUP_HEARTBEAT.key, apis.CONSUMER_GROUP_DESCRIBE.key),
+           "group.version"),
+)
 
 
 def served(config) -> dict:
     """The handlers of the APIs this broker serves with ``config``."""
-    off = {key for name, keys in SWITCHES.items() if not config.bool(name) for key in keys}
+    off = {key for s in SWITCHES if not s.on(config) for key in s.api_keys}
     return {key: h for key, h in HANDLERS.items() if key not in off}
+
+
+def features(config) -> tuple[list, list]:
+    """ApiVersions' features with ``config``: ([(name, min, max level)] this broker supports,
+    [(name, level)] finalized, levels above 0 only, as Kafka reports them)."""
+    named = [s for s in SWITCHES if s.feature]
+    return ([(s.feature, 0, 1) for s in named],
+            [(s.feature, 1) for s in named if s.on(config)])

@@ -54,6 +54,31 @@ class OffsetsTopicLog:
         return part.log.iter_batches() if part is not None else ()
 
 
+class GroupTopics:
+    """The topics the group coordinator assigns to consumer groups, as this broker's metadata
+    knows them (``coordinator.seams.TopicsView``)."""
+
+    def __init__(self, metadata):
+        self.metadata = metadata
+        self.version = 0
+        metadata.listeners.append(self._changed)
+
+    def _changed(self, event, topic) -> None:
+        if event in ("created", "deleted"):
+            self.version += 1
+
+    def get(self, name):
+        t = self.metadata.topics.get(name)
+        return None if t is None else (t.topic_id, len(t.partitions))
+
+    def name_of(self, topic_id):
+        t = self.metadata.topics_by_id.get(topic_id)
+        return None if t is None else t.name
+
+    def names(self):
+        return [name for name, t in self.metadata.topics.items() if not t.internal]
+
+
 def ensure_offsets_topic(broker):
     """``__consumer_offsets``' metadata, asking for its creation if needed (None until it
     exists; the caller answers COORDINATOR_NOT_AVAILABLE and the client retries). The group

@@ -1,4 +1,5 @@
-"""In-memory state of one classic consumer group (Kafka's GroupMetadata / MemberMetadata).
+"""In-memory state of one classic consumer group (Kafka's GroupMetadata / MemberMetadata), and
+the committed offsets every group keeps whatever its protocol (:class:`CommittedOffsets`).
 
 Pure data and bookkeeping: no timers, no I/O. The state machine that drives it lives in
 ``coordinator.membership``, its offsets are managed by ``coordinator.offset_manager``.
@@ -159,10 +160,101 @@ def parse_subscription_topics(metadata: bytes) -> set[str]:
         raise ValueError(str(e)) from None
 
 
-class GroupMetadata:
-    """Membership, generation, protocol and committed offsets of one group."""
+class CommittedOffsets:
+    """The committed offsets of a group, whichever its protocol: materialised commits, commits
+    whose append is in flight, and transactional commits waiting for their marker. Kafka keeps
+    them apart from the groups (its OffsetMetadataManager), so they survive a group changing
+    protocol (:meth:`take_offsets`)."""
+
+    def __init__(self):
+        self.offsets: dict[tuple[str, int], CommitRecord] = {}
+        self.pending_offset_commits: dict[tuple[str, int], OffsetAndMetadata] = {}
+        # TxnOffsetCommit: producer id -> {(topic, partition): CommitRecord} until its marker
+        self.pending_txn_offsets: dict[int, dict[tuple[str, int], CommitRecord]] = {}
+
+    def has_offsets(self) -> bool:
+        return bool(self.offsets or self.pending_offset_commits or self.pending_txn_offsets)
+
+    def take_offsets(self, other: "CommittedOffsets") -> None:
+        """Adopt the offsets of ``other``, the group this one replaces under the same id."""
+        self.offsets = other.offsets
+        self.pending_offset_commits = other.pending_offset_commits
+        self.pending_txn_offsets = other.pending_txn_offsets
+
+    def prepare_offset_commit(self, offsets: dict) -> None:
+        self.pending_offset_commits.update(offsets)
+
+    def on_offset_commit_append(self, tp, record: CommitRecord) -> None:
+        if tp in self.pending_offset_commits:
+            cur = self.offsets.get(tp)
+            if cur is None or cur.appended_batch_offset is None or cur.older_than(record):
+                self.offsets[tp] = record
+        staged = self.pending_offset_commits.get(tp)
+        om = record.offset_and_metadata
+        if staged is not None and (staged is om or staged == om):  # is: no field comparisons
+            del self.pending_offset_commits[tp]
+
+    def fail_pending_offset_write(self, tp, offset: OffsetAndMetadata) -> None:
+        if self.pending_offset_commits.get(tp) == offset:
+            del self.pending_offset_commits[tp]
+
+    def has_pending_offset_commits_for(self, tp) -> bool:
+        return tp in self.pending_offset_commits or any(
+            tp in txn for txn in self.pending_txn_offsets.values())
+
+    def add_txn_offsets(self, producer_id: int, records: dict) -> None:
+        self.pending_txn_offsets.setdefault(producer_id, {}).update(records)
+
+    def complete_txn_offsets(self, producer_id: int, commit: bool) -> None:
+        """The producer's transaction ended: its offsets become committed, or are dropped."""
+        txn = self.pending_txn_offsets.pop(producer_id, {})
+        if commit:
+            for tp, rec in txn.items():
+                cur = self.offsets.get(tp)
+                if cur is None or cur.appended_batch_offset is None or cur.older_than(rec):
+                    self.offsets[tp] = rec
+
+    def remove_offsets(self, tps) -> dict:
+        removed = {}
+        for tp in tps:
+            self.pending_offset_commits.pop(tp, None)
+            rec = self.offsets.pop(tp, None)
+            if rec is not None:
+                removed[tp] = rec.offset_and_metadata
+        return removed
+
+    def remove_all_offsets(self) -> dict:
+        return self.remove_offsets(list(self.offsets))
+
+    def all_offsets(self) -> dict:
+        return {tp: rec.offset_and_metadata for tp, rec in self.offsets.items()}
+
+    def _expire(self, now_ms, retention_ms, base_of, subscribed=frozenset()) -> dict:
+        """Drop and return the offsets older than ``retention_ms`` (measured from
+        ``base_of(offset)``, or their explicit expire timestamp) of topics not in
+        ``subscribed``; commits still in flight stay."""
+        out = {}
+        for tp, rec in self.offsets.items():
+            if tp[0] in subscribed or tp in self.pending_offset_commits:
+                continue
+            om = rec.offset_and_metadata
+            if om.expire_timestamp is not None:
+                if now_ms >= om.expire_timestamp:
+                    out[tp] = om
+            elif now_ms - base_of(om) >= retention_ms:
+                out[tp] = om
+        for tp in out:
+            del self.offsets[tp]
+        return out
+
+
+class GroupMetadata(CommittedOffsets):
+    """Membership, generation and protocol of one classic group, and its committed offsets."""
+
+    group_type = "classic"
 
     def __init__(self, group_id: str, initial_state: str, now_ms: int):
+        super().__init__()
         self.group_id = group_id
         self.state = initial_state
         self.current_state_timestamp: int | None = now_ms
@@ -176,10 +268,6 @@ class GroupMetadata:
         self.pending_sync_members: set[str] = set()
         self.num_members_awaiting_join = 0
         self.supported_protocols: Counter[str] = Counter()
-        self.offsets: dict[tuple[str, int], CommitRecord] = {}
-        self.pending_offset_commits: dict[tuple[str, int], OffsetAndMetadata] = {}
-        # TxnOffsetCommit: producer id -> {(topic, partition): CommitRecord} until its marker
-        self.pending_txn_offsets: dict[int, dict[tuple[str, int], CommitRecord]] = {}
         self.subscribed_topics: set[str] | None = None
         self.new_member_added = False
         # timers owned by the coordinator
@@ -231,9 +319,6 @@ class GroupMetadata:
 
     def has_received_sync_from_all_members(self) -> bool:
         return not self.pending_sync_members
-
-    def has_offsets(self) -> bool:
-        return bool(self.offsets or self.pending_offset_commits or self.pending_txn_offsets)
 
     def validate_member(self, member_id: str, group_instance_id: str | None) -> int | None:
         """The error a request naming this member gets (unknown, or a static member fenced by
@@ -412,86 +497,22 @@ class GroupMetadata:
         return [(mid, m.group_instance_id, m.metadata(self.protocol_name))
                 for mid, m in self.members.items()]
 
-    # -- offsets -------------------------------------------------------------------------
-    def prepare_offset_commit(self, offsets: dict) -> None:
-        self.pending_offset_commits.update(offsets)
-
-    def on_offset_commit_append(self, tp, record: CommitRecord) -> None:
-        if tp in self.pending_offset_commits:
-            cur = self.offsets.get(tp)
-            if cur is None or cur.appended_batch_offset is None or cur.older_than(record):
-                self.offsets[tp] = record
-        staged = self.pending_offset_commits.get(tp)
-        om = record.offset_and_metadata
-        if staged is not None and (staged is om or staged == om):  # is: no field comparisons
-            del self.pending_offset_commits[tp]
-
-    def fail_pending_offset_write(self, tp, offset: OffsetAndMetadata) -> None:
-        if self.pending_offset_commits.get(tp) == offset:
-            del self.pending_offset_commits[tp]
-
-    def has_pending_offset_commits_for(self, tp) -> bool:
-        return tp in self.pending_offset_commits or any(
-            tp in txn for txn in self.pending_txn_offsets.values())
-
-    def add_txn_offsets(self, producer_id: int, records: dict) -> None:
-        self.pending_txn_offsets.setdefault(producer_id, {}).update(records)
-
-    def complete_txn_offsets(self, producer_id: int, commit: bool) -> None:
-        """The producer's transaction ended: its offsets become committed, or are dropped."""
-        txn = self.pending_txn_offsets.pop(producer_id, {})
-        if commit:
-            for tp, rec in txn.items():
-                cur = self.offsets.get(tp)
-                if cur is None or cur.appended_batch_offset is None or cur.older_than(rec):
-                    self.offsets[tp] = rec
-
-    def remove_offsets(self, tps) -> dict:
-        removed = {}
-        for tp in tps:
-            self.pending_offset_commits.pop(tp, None)
-            rec = self.offsets.pop(tp, None)
-            if rec is not None:
-                removed[tp] = rec.offset_and_metadata
-        return removed
-
-    def remove_all_offsets(self) -> dict:
-        return self.remove_offsets(list(self.offsets))
-
     def remove_expired_offsets(self, now_ms: int, retention_ms: int) -> dict:
         """Kafka's expiry rule: an Empty group's offsets expire ``retention_ms`` after the group
         became Empty; a Stable consumer group's offsets of topics nobody subscribes to expire
         ``retention_ms`` after their commit; a standalone group's (no protocol type) likewise;
         an explicit v1 expire timestamp overrides."""
-        def expired(base_of, subscribed=frozenset()):
-            out = {}
-            for tp, rec in self.offsets.items():
-                if tp[0] in subscribed or tp in self.pending_offset_commits:
-                    continue
-                om = rec.offset_and_metadata
-                if om.expire_timestamp is not None:
-                    if now_ms >= om.expire_timestamp:
-                        out[tp] = om
-                elif now_ms - base_of(om) >= retention_ms:
-                    out[tp] = om
-            return out
-
         if self.protocol_type is not None and self.is_state(EMPTY):
             ts = self.current_state_timestamp
-            result = expired(lambda om: ts if ts is not None else om.commit_timestamp)
-        elif (self.protocol_type == CONSUMER_PROTOCOL_TYPE and self.subscribed_topics is not None
-              and self.is_state(STABLE)):
-            result = expired(lambda om: om.commit_timestamp, self.subscribed_topics)
-        elif self.protocol_type is None:
-            result = expired(lambda om: om.commit_timestamp)
-        else:
-            result = {}
-        for tp in result:
-            del self.offsets[tp]
-        return result
-
-    def all_offsets(self) -> dict:
-        return {tp: rec.offset_and_metadata for tp, rec in self.offsets.items()}
+            return self._expire(now_ms, retention_ms,
+                                lambda om: ts if ts is not None else om.commit_timestamp)
+        if (self.protocol_type == CONSUMER_PROTOCOL_TYPE and self.subscribed_topics is not None
+                and self.is_state(STABLE)):
+            return self._expire(now_ms, retention_ms, lambda om: om.commit_timestamp,
+                                self.subscribed_topics)
+        if self.protocol_type is None:
+            return self._expire(now_ms, retention_ms, lambda om: om.commit_timestamp)
+        return {}
 
     def __repr__(self):
         return (f"GroupMetadata({self.group_id!r}, state={self.state}, "

@@ -2,8 +2,9 @@
 
 Owns: turning a group into its GroupMetadata record and appending it (mapping a failed append
 to the error JoinGroup/SyncGroup answer), and replaying a ``__consumer_offsets`` partition into
-the catalog when this broker becomes its leader: groups with their members, committed offsets,
-and transactional offsets still waiting for their marker.
+the catalog when this broker becomes its leader: classic groups with their members, consumer
+groups (KIP-848) from their records, committed offsets, and transactional offsets still waiting
+for their marker.
 
 Must not know: the record layout (``coordinator.offset_store`` and the declarations in
 ``wire.internal_topics`` own it), nor timers: a loaded group's sessions are restarted by the
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import logging
 
-from . import errors
+from . import consumer_records, errors
 from .group import EMPTY, STABLE, GroupMetadata, MemberMetadata
 from .group_catalog import GroupCatalog
 from .offset_store import GroupMemberRecord, GroupRecord
@@ -62,12 +63,26 @@ class GroupStore:
                 log.error("error loading offsets from __consumer_offsets-%d", partition, exc_info=e)
                 return cached
             now = catalog.now()
+            made = set()
+            for gid, records in loaded.consumer_groups.items():
+                group = consumer_records.replay(gid, records, now)
+                if group is None:
+                    continue
+                if gid in loaded.groups:
+                    log.warning("group %s has classic and consumer group records; loading it as "
+                                "a consumer group", gid)
+                group.offsets.update(loaded.offsets.get(gid, {}))
+                cached += self._cache(group)
+                made.add(gid)
             for gid, rec in loaded.groups.items():
+                if gid in made:
+                    continue
                 group = group_from_record(gid, rec, now)
                 group.offsets.update(loaded.offsets.get(gid, {}))
                 cached += self._cache(group)
+                made.add(gid)
             for gid, offsets in loaded.offsets.items():
-                if gid in loaded.groups:
+                if gid in made:
                     continue
                 group = GroupMetadata(gid, EMPTY, now)
                 group.offsets.update(offsets)

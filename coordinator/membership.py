@@ -673,6 +673,24 @@ class Membership:
         for m in list(group.members.values()):
             self.extend_session(group, m)
 
+    def hand_over(self, group: GroupMetadata) -> None:
+        """``group`` became a consumer group (``coordinator.consumer_groups``): requests parked
+        in JoinGroup or SyncGroup are answered REBALANCE_IN_PROGRESS (their members join the
+        consumer group) and its timers stop."""
+        for m in list(group.members.values()):
+            group.maybe_invoke_join_callback(m, JoinResult.error_result(
+                m.member_id, errors.REBALANCE_IN_PROGRESS))
+            group.maybe_invoke_sync_callback(m, SyncResult.error_result(
+                errors.REBALANCE_IN_PROGRESS))
+        self.cancel_timers(group)
+
+    def take_over(self, group: GroupMetadata, reason: str | None) -> None:
+        """``group`` was a consumer group and is a classic group again: its members' sessions
+        start, and with a ``reason`` (a member left) it rebalances."""
+        self.resume(group)
+        if reason is not None:
+            self._maybe_prepare_rebalance(group, reason)
+
     def unload(self, group: GroupMetadata) -> None:
         """The group's partition moved away: it goes Dead, parked requests are answered
         NOT_COORDINATOR and its timers stop."""

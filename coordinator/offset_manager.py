@@ -1,20 +1,20 @@
-"""Committed offsets of the classic groups: Kafka's offset half of GroupMetadataManager.
+"""Committed offsets of every group: Kafka's OffsetMetadataManager.
 
 Owns: OffsetCommit, TxnOffsetCommit (staged until the transaction's marker), OffsetFetch,
 OffsetDelete, offset expiry (offsets.retention.minutes, checked every
 offsets.retention.check.interval.ms) and the clean-up that writes tombstones and retires groups
 left Empty without offsets.
 
-Must not know: how members join or rebalance (an offset commit keeps a member's session alive
-and a retired group's timers stop through :class:`coordinator.seams.MemberSessions`), nor the
-record layout of ``__consumer_offsets`` (the :class:`coordinator.offset_store.OffsetStore`
-writes it).
+Must not know: how members join or rebalance (an offset commit keeps a classic member's session
+alive and a retired group's timers stop through :class:`coordinator.seams.MemberSessions`; a
+consumer group (KIP-848) checks its members' epochs itself), nor the record layout of
+``__consumer_offsets`` (the :class:`coordinator.offset_store.OffsetStore` writes it).
 """
 from __future__ import annotations
 
 import logging
 
-from . import errors
+from . import consumer_records, errors
 from .group import (COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE,
                     UNKNOWN_MEMBER_ID, CommitRecord, GroupMetadata, OffsetAndMetadata)
 from .group_catalog import GroupCatalog
@@ -56,12 +56,13 @@ class OffsetManager:
             expire_timestamp=expire)
 
     async def commit_offsets(self, group_id, generation_id, member_id, group_instance_id,
-                             retention_time_ms, offsets) -> dict:
+                             retention_time_ms, offsets, api_version=None) -> dict:
         """OffsetCommit. ``offsets``: {(topic, partition): (offset, leader_epoch|-1|None,
         metadata|None[, commit_timestamp])} (the 4th item only for v1 requests).
         ``retention_time_ms`` -1/None is the default (broker retention); other values (v2-4)
-        set an explicit expire timestamp like Kafka. Returns {(topic, partition): error}.
-        Topic existence/authorization (UNKNOWN_TOPIC_OR_PARTITION) is the handler's check."""
+        set an explicit expire timestamp like Kafka. ``generation_id`` is a consumer group
+        member's epoch. Returns {(topic, partition): error}. Topic existence/authorization
+        (UNKNOWN_TOPIC_OR_PARTITION) is the handler's check."""
         member_id = member_id or UNKNOWN_MEMBER_ID
         err = self.catalog.validate(group_id, "OffsetCommit")
         if err is not None:
@@ -71,18 +72,26 @@ class OffsetManager:
             if generation_id < 0:
                 # not using Kafka group management: a standalone ("simple") commit
                 group = self.catalog.add(GroupMetadata(group_id, EMPTY, self.catalog.now()))
+            elif api_version is not None and api_version >= 9:
+                return {tp: errors.GROUP_ID_NOT_FOUND for tp in offsets}
             else:
                 return {tp: errors.ILLEGAL_GENERATION for tp in offsets}
-        err = self._validate_offset_commit(group, generation_id, member_id, group_instance_id)
-        if err is not None:
-            return {tp: err for tp in offsets}
-        state = group.state
-        if state == COMPLETING_REBALANCE:
-            # a valid member that has not synced yet: let it finish the rebalance first
-            return {tp: errors.REBALANCE_IN_PROGRESS for tp in offsets}
-        if state in (STABLE, PREPARING_REBALANCE):
-            # commits are allowed while preparing; the heartbeat tells the member to rejoin
-            self.sessions.extend_session(group, group.get(member_id))
+        if group.group_type == "consumer":
+            err = group.validate_offset_commit(member_id, group_instance_id, generation_id,
+                                               api_version)
+            if err is not None:
+                return {tp: err for tp in offsets}
+        else:
+            err = self._validate_offset_commit(group, generation_id, member_id, group_instance_id)
+            if err is not None:
+                return {tp: err for tp in offsets}
+            state = group.state
+            if state == COMPLETING_REBALANCE:
+                # a valid member that has not synced yet: let it finish the rebalance first
+                return {tp: errors.REBALANCE_IN_PROGRESS for tp in offsets}
+            if state in (STABLE, PREPARING_REBALANCE):
+                # commits are allowed while preparing; the heartbeat tells the member to rejoin
+                self.sessions.extend_session(group, group.get(member_id))
         now = self.catalog.now()
         expire = (min(now + retention_time_ms, INT64_MAX)  # a huge retention never overflows
                   if retention_time_ms is not None and retention_time_ms != -1 else None)
@@ -151,7 +160,12 @@ class OffsetManager:
             group = self.catalog.add(GroupMetadata(group_id, EMPTY, self.catalog.now()))
         if group.is_state(DEAD):
             return {tp: errors.COORDINATOR_NOT_AVAILABLE for tp in offsets}
-        if generation_id >= 0 or member_id or group_instance_id is not None:
+        if group.group_type == "consumer":
+            err = group.validate_offset_commit(member_id or UNKNOWN_MEMBER_ID, group_instance_id,
+                                               generation_id, transactional=True)
+            if err is not None:
+                return {tp: err for tp in offsets}
+        elif generation_id >= 0 or member_id or group_instance_id is not None:
             err = group.validate_member(member_id or UNKNOWN_MEMBER_ID,
                                                 group_instance_id)
             if err is None and generation_id != group.generation_id:
@@ -187,10 +201,13 @@ class OffsetManager:
             if producer_id in group.pending_txn_offsets and catalog.partition_for(gid) == partition:
                 group.complete_txn_offsets(producer_id, commit)
 
-    def fetch_offsets(self, group_id, partitions=None, require_stable=False):
+    def fetch_offsets(self, group_id, partitions=None, require_stable=False, member_id=None,
+                      member_epoch=-1):
         """OffsetFetch. ``partitions``: list of (topic, partition), or None for all committed.
-        Returns (error, {(topic, partition): OffsetFetchPartition(offset, leader_epoch,
-        metadata, error)}); unknown partitions give offset -1, epoch -1, metadata ""."""
+        ``member_id``/``member_epoch`` (v9+) name the consumer group member asking (its epoch
+        must be current). Returns (error, {(topic, partition): OffsetFetchPartition(offset,
+        leader_epoch, metadata, error)}); unknown partitions give offset -1, epoch -1,
+        metadata ""."""
         err = self.catalog.validate(group_id, "OffsetFetch")
         if err is not None:
             return err, {}
@@ -199,6 +216,10 @@ class OffsetManager:
         if group is None or group.is_state(DEAD):
             return errors.NONE, {tp: OffsetFetchPartition(-1, -1, "", errors.NONE)
                                  for tp in (wanted or [])}
+        if group.group_type == "consumer":
+            err = group.validate_offset_fetch(member_id, member_epoch)
+            if err is not None:
+                return err, {}
         if wanted is None:
             wanted = list(group.offsets)
         out = {}
@@ -303,8 +324,11 @@ class OffsetManager:
             if is_dead and self.catalog.groups.get(group.group_id) is group:
                 del self.catalog.groups[group.group_id]
                 self.sessions.cancel_timers(group)
-                # generation 0 groups only stored offsets: no metadata record to delete
-                delete_group = generation > 0
+                if group.group_type == "consumer":
+                    delete_group = consumer_records.group_tombstones(group)
+                else:
+                    # generation 0 groups only stored offsets: no metadata record to delete
+                    delete_group = generation > 0
             if removed or delete_group:
                 try:
                     await self.store.store_tombstones(partition, group.group_id, list(removed),

@@ -7,6 +7,8 @@ Records are written exactly as Apache Kafka writes them, so Kafka's own tools
 GroupMetadataKey/Value); this module maps them to the coordinator's plain records. We write key
 type 1 with value v3 (v1 for offsets with an explicit expire timestamp) and group metadata
 value v3, like Kafka 2.3+; we read value versions 0-4. A null value (tombstone) deletes the key.
+The records of KIP-848 consumer groups are mapped by ``coordinator.consumer_records``; a replay
+hands them over per group.
 
 The log interface the broker provides (duck-typed, see :class:`InMemoryOffsetsLog`)::
 
@@ -32,6 +34,7 @@ from josefk.wire.internal_topics.consumer_offsets import (CONSUMER_OFFSETS, GROU
                                                          OFFSET_COMMIT)
 from josefk.wire.types import DecodeError
 
+from . import consumer_records
 from .group import CommitRecord, OffsetAndMetadata
 
 log = logging.getLogger("josefk.coordinator")
@@ -88,6 +91,8 @@ class LoadedPartition:
     removed_groups: set = field(default_factory=set)
     # producer id -> {(group, topic, partition): CommitRecord} of transactions not yet ended
     pending_txn: dict = field(default_factory=dict)
+    # group id -> the latest consumer group Record of each of its keys (tombstones included)
+    consumer_groups: dict = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -132,7 +137,9 @@ def read_key(key) -> OffsetKey | GroupKey:
     record, k = CONSUMER_OFFSETS.read_key(key)
     if record is OFFSET_COMMIT:
         return OffsetKey(k.group, k.topic, k.partition)
-    return GroupKey(k.group)
+    if record is GROUP_METADATA:
+        return GroupKey(k.group)
+    return GroupKey(k.group_id)  # a consumer group's record
 
 
 def read_offset_value(value) -> OffsetAndMetadata | None:
@@ -196,13 +203,24 @@ class OffsetStore:
             partition, [(group_metadata_key(group_id), group_metadata_value(record), None, now_ms)],
             now_ms)
 
+    async def store_records(self, partition: int, records, now_ms: int) -> int:
+        """Append consumer group Records (``coordinator.consumer_group.Record``) and raw
+        (key, value) pairs, in that order, as one batch: all of them or none."""
+        pairs = [consumer_records.encode(r) if not isinstance(r, tuple) or len(r) != 2 else r
+                 for r in records]
+        return await self._append(partition, [(k, v, None, now_ms) for k, v in pairs], now_ms)
+
     async def store_tombstones(self, partition: int, group_id: str, partitions,
-                               delete_group: bool, now_ms: int) -> int | None:
-        """Tombstones for the given (topic, partition) offsets, and for the group metadata when
-        ``delete_group``. Returns the base offset, or None when there was nothing to write."""
+                               delete_group, now_ms: int) -> int | None:
+        """Tombstones for the given (topic, partition) offsets, and for the group itself:
+        ``delete_group`` True deletes its classic group metadata, a list of consumer group
+        Records its KIP-848 state. Returns the base offset, or None when there was nothing to
+        write."""
         records = [(offset_commit_key(group_id, t, p), None, None, now_ms) for t, p in partitions]
-        if delete_group:
+        if delete_group is True:
             records.append((group_metadata_key(group_id), None, None, now_ms))
+        elif delete_group:
+            records += [(*consumer_records.encode(r), None, now_ms) for r in delete_group]
         if not records:
             return None
         return await self._append(partition, records, now_ms)
@@ -242,7 +260,7 @@ class OffsetStore:
 class _Replay:
     """The state a replay of one __consumer_offsets partition builds, record by record."""
 
-    __slots__ = ("partition", "offsets", "pending", "groups", "removed")
+    __slots__ = ("partition", "offsets", "pending", "groups", "removed", "consumer")
 
     def __init__(self, partition: int):
         self.partition = partition
@@ -250,6 +268,7 @@ class _Replay:
         self.pending: dict[int, dict[tuple, CommitRecord]] = {}   # producer id -> uncommitted
         self.groups: dict[str, GroupRecord] = {}
         self.removed: set[str] = set()
+        self.consumer: dict[str, dict] = {}   # group id -> {(record type, key): Record}
 
     def apply_latest(self, latest: dict) -> None:
         for key, (value, base_offset) in latest.items():
@@ -271,8 +290,12 @@ class _Replay:
             is_offset = record is OFFSET_COMMIT
             if is_offset:
                 om = read_offset_value(raw_value)
-            else:
+            elif record is GROUP_METADATA:
                 g = read_group_value(raw_value)
+            else:
+                r = consumer_records.decode(record, key, raw_value)
+                self.consumer.setdefault(r.group_id, {})[r.type, r.key] = r
+                return
         except DecodeError as e:
             # Kafka would abort the whole load; skipping one bad record is kinder
             log.warning("skipping an undecodable record of a batch at offset %d of "
@@ -300,7 +323,9 @@ class _Replay:
 
     def result(self) -> LoadedPartition:
         loaded = LoadedPartition(groups=self.groups, removed_groups=self.removed,
-                                 pending_txn={pid: t for pid, t in self.pending.items() if t})
+                                 pending_txn={pid: t for pid, t in self.pending.items() if t},
+                                 consumer_groups={g: list(rs.values())
+                                                  for g, rs in self.consumer.items()})
         for (g, t, p), cr in self.offsets.items():
             loaded.offsets.setdefault(g, {})[(t, p)] = cr
         return loaded

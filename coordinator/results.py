@@ -73,6 +73,7 @@ class GroupOverview:
     group_id: str
     protocol_type: str
     state: str
+    group_type: str = "classic"   # "consumer": a KIP-848 consumer group
 
 
 class OffsetFetchPartition(NamedTuple):
@@ -81,3 +82,44 @@ class OffsetFetchPartition(NamedTuple):
     leader_epoch: int
     metadata: str
     error: int
+
+
+
+@dataclass(slots=True)
+class ConsumerHeartbeatResult:
+    """ConsumerGroupHeartbeat answer; ``assignment`` {topic id: partitions} only when the
+    member must be told its assignment (None otherwise)."""
+    error: int
+    message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    assignment: dict | None = None
+
+
+@dataclass(slots=True)
+class ConsumerMemberDescription:
+    member_id: str
+    instance_id: str | None
+    rack_id: str | None
+    member_epoch: int
+    client_id: str
+    client_host: str
+    topic_names: list
+    topic_regex: str | None
+    assignment: list          # [(topic id, topic name, sorted partitions)]
+    target_assignment: list   # likewise
+    classic: bool             # joined with JoinGroup (the classic protocol)
+
+
+@dataclass(slots=True)
+class ConsumerGroupDescription:
+    """ConsumerGroupDescribe entry."""
+    group_id: str
+    error: int
+    message: str | None = None
+    state: str = ""
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    assignor: str = ""
+    members: list = field(default_factory=list)   # list[ConsumerMemberDescription]

@@ -7,7 +7,9 @@
       │      └── needs a GroupMetadataWriter ........ implemented by GroupStore
       ├── OffsetManager (offset_manager)   commit / fetch / delete / expire offsets
       │      └── needs MemberSessions ............... implemented by Membership
-      └── GroupStore (group_store)         group metadata records; loads partitions
+      ├── GroupStore (group_store)         group metadata records; loads partitions
+      └── ConsumerGroups (consumer_groups) the consumer group protocol (KIP-848)
+             └── needs a TopicsView ..................... implemented by the broker
     all of them share one GroupCatalog (group_catalog): groups, ownership, clock, tasks
 """
 from __future__ import annotations
@@ -35,4 +37,22 @@ class MemberSessions(Protocol):
 
     def cancel_timers(self, group: GroupMetadata) -> None:
         """Stop every timer of a group that is going away (deleted, expired to Dead)."""
+        ...
+
+
+class TopicsView(Protocol):
+    """The cluster's topics, as the consumer group protocol assigns them (by id)."""
+
+    version: int
+    """Goes up whenever a topic is created or deleted (regular expressions resolve again)."""
+
+    def get(self, name: str):
+        """(topic id, partition count) of topic ``name``, None when it does not exist."""
+        ...
+
+    def name_of(self, topic_id) -> str | None:
+        ...
+
+    def names(self):
+        """The names of every topic a regular expression may match (no internal topic)."""
         ...

@@ -155,7 +155,7 @@ async def test_invalid_group_ids():
     h = H()
     assert (await h.join(group=None)).error == errors.INVALID_GROUP_ID
     assert h.coord.heartbeat("", 0, "m") == errors.INVALID_GROUP_ID
-    assert h.coord.leave_group("", [("m", None)])[0] == errors.INVALID_GROUP_ID
+    assert (await h.coord.leave_group("", [("m", None)]))[0] == errors.INVALID_GROUP_ID
     assert h.coord.fetch_offsets(None)[0] == errors.INVALID_GROUP_ID
     # the empty group id stays valid for offset commit/fetch (Kafka's backwards compatibility)
     res = await h.coord.commit_offsets("", -1, "", None, -1, {("t", 0): (5, -1, "")})
@@ -478,7 +478,7 @@ async def test_group_max_size_with_member_id_required():
 async def test_member_leaving_triggers_rebalance():
     h = H()
     a, b = await h.stable(2)
-    err, per = h.coord.leave_group("g", [(b.member_id, None, "bye")])
+    err, per = await h.coord.leave_group("g", [(b.member_id, None, "bye")])
     assert err == errors.NONE and [(p.member_id, p.error) for p in per] == [(b.member_id, 0)]
     assert h.state() == PREPARING_REBALANCE
     assert h.coord.heartbeat("g", 1, a.member_id) == errors.REBALANCE_IN_PROGRESS
@@ -490,15 +490,15 @@ async def test_member_leaving_triggers_rebalance():
 @async_test
 async def test_leave_group_errors():
     h = H()
-    err, per = h.coord.leave_group("nope", [("m", None)])
+    err, per = await h.coord.leave_group("nope", [("m", None)])
     assert err == errors.NONE and per[0].error == errors.UNKNOWN_MEMBER_ID
     a, b = await h.stable(2, instances=["ia", "ib"])
-    err, per = h.coord.leave_group("g", [("who", None), (b.member_id, "ia"), ("", "ix")])
+    err, per = await h.coord.leave_group("g", [("who", None), (b.member_id, "ia"), ("", "ix")])
     assert [p.error for p in per] == [errors.UNKNOWN_MEMBER_ID, errors.FENCED_INSTANCE_ID,
                                       errors.UNKNOWN_MEMBER_ID]
     assert h.state() == STABLE
     # KIP-345 admin removal: member id "" and the instance id
-    err, per = h.coord.leave_group("g", [("", "ib")])
+    err, per = await h.coord.leave_group("g", [("", "ib")])
     assert per[0].error == errors.NONE and per[0].group_instance_id == "ib"
     assert b.member_id not in h.group().members and h.state() == PREPARING_REBALANCE
 
@@ -507,7 +507,7 @@ async def test_leave_group_errors():
 async def test_leave_of_pending_member():
     h = H()
     r = await h.join(require_known=True)
-    err, per = h.coord.leave_group("g", [(r.member_id, None)])
+    err, per = await h.coord.leave_group("g", [(r.member_id, None)])
     assert per[0].error == errors.NONE and not h.group().pending_members
 
 
@@ -515,7 +515,7 @@ async def test_leave_of_pending_member():
 async def test_all_members_leave_group_becomes_empty():
     h = H()
     a, b = await h.stable(2)
-    h.coord.leave_group("g", [(a.member_id, None), (b.member_id, None)])
+    await h.coord.leave_group("g", [(a.member_id, None), (b.member_id, None)])
     await h.settle()
     g = h.group()
     assert g.state == EMPTY and g.generation_id == 2 and g.protocol_name is None
@@ -639,7 +639,7 @@ async def test_heartbeat_and_sync_errors():
     assert (await sb).assignment == b"b"
     assert h.coord.heartbeat("g", 1, b.member_id) == errors.NONE
     # sync while preparing a rebalance
-    h.coord.leave_group("g", [(a.member_id, None)])
+    await h.coord.leave_group("g", [(a.member_id, None)])
     assert (await h.sync(b.member_id, 1)).error == errors.REBALANCE_IN_PROGRESS
 
 
@@ -996,7 +996,7 @@ async def test_delete_groups():
                   if v is None and not isinstance(read_key(k), GroupKey)}
     assert tombstoned == {0, 1}
     # a group with a generation also gets its metadata tombstoned
-    h.coord.leave_group("g", [(a.member_id, None), (b.member_id, None)])
+    await h.coord.leave_group("g", [(a.member_id, None), (b.member_id, None)])
     await h.coord.drain()
     assert (await h.coord.delete_groups(["g"])) == {"g": errors.NONE}
     recs = h.log.records(h.coord.partition_for("g"))
@@ -1018,7 +1018,7 @@ async def test_delete_offsets():
     assert set(offs) == {("t1", 0)}
     assert (await h.coord.delete_offsets("nope", [("t1", 0)])) == (errors.GROUP_ID_NOT_FOUND, {})
     # once Empty, anything can go
-    h.coord.leave_group("g", [(a.member_id, None), (b.member_id, None)])
+    await h.coord.leave_group("g", [(a.member_id, None), (b.member_id, None)])
     err, per = await h.coord.delete_offsets("g", [("t1", 0)])
     assert per == {("t1", 0): errors.NONE} and h.coord.fetch_offsets("g", None)[1] == {}
 

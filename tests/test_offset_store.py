@@ -251,7 +251,7 @@ async def test_restarted_consumer_resumes_from_committed_offsets():
     env = Env()
     (a, b) = await env.stable()
     await env.coord.commit_offsets("g", 1, a.member_id, None, -1, {("t1", 0): (41, -1, "")})
-    env.coord.leave_group("g", [(a.member_id, None), (b.member_id, None)])
+    await env.coord.leave_group("g", [(a.member_id, None), (b.member_id, None)])
     await env.coord.drain()
     env2 = env.restart()
     g = env2.coord.groups["g"]
@@ -287,7 +287,7 @@ async def test_last_write_wins_and_tombstones_delete():
 async def test_deleted_group_metadata_stays_deleted_after_reload():
     env = Env()
     a, b = await env.stable()
-    env.coord.leave_group("g", [(a.member_id, None), (b.member_id, None)])
+    await env.coord.leave_group("g", [(a.member_id, None), (b.member_id, None)])
     await env.coord.drain()
     assert (await env.coord.delete_groups(["g"])) == {"g": errors.NONE}
     p = partition_for("g", 50)
@@ -397,7 +397,7 @@ async def test_empty_consumer_group_expires_from_when_it_became_empty():
         env.clock.advance(5_000)
         env.coord.heartbeat("g", 1, a.member_id)
         env.coord.heartbeat("g", 1, b.member_id)
-    env.coord.leave_group("g", [(a.member_id, None), (b.member_id, None)])
+    await env.coord.leave_group("g", [(a.member_id, None), (b.member_id, None)])
     await env.coord.drain()
     assert env.coord.groups["g"].state == EMPTY
     env.clock.advance(RETENTION_MS - 1)           # retention counts from becoming Empty
@@ -443,7 +443,7 @@ async def test_group_in_rebalance_keeps_offsets():
     env = Env()
     a, b = await env.stable()
     await env.coord.commit_offsets("g", 1, a.member_id, None, -1, {("t9", 0): (1, -1, "")})
-    env.coord.leave_group("g", [(b.member_id, None)])
+    await env.coord.leave_group("g", [(b.member_id, None)])
     assert env.coord.groups["g"].state == PREPARING_REBALANCE
     g = env.coord.groups["g"]
     env.coord.membership.cancel_timers(g)   # freeze the rebalance

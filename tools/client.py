@@ -8,8 +8,12 @@ from josefk.broker.config import parse_properties
 from josefk.broker.security.sasl import ClientExchange, client_credentials
 from josefk.broker.security.listeners import SASL_PROTOCOLS, TLS_PROTOCOLS, client_ssl_context
 from josefk.wire import headers
-from josefk.wire.apis import API_VERSIONS, SASL_AUTHENTICATE, SASL_HANDSHAKE
+from josefk.wire.apis import (API_VERSIONS, OFFSET_COMMIT, OFFSET_FETCH, SASL_AUTHENTICATE,
+                              SASL_HANDSHAKE)
 from josefk.wire.types import i32
+
+# The tools name topics by name: OffsetCommit/OffsetFetch v10 would need their ids
+HIGHEST = {OFFSET_COMMIT.key: 9, OFFSET_FETCH.key: 9}
 
 
 class KafkaError(Exception):
@@ -86,7 +90,7 @@ class Client:
         lo, hi = self.versions.get(api.key, (None, None))
         if lo is None:
             raise KafkaError(35, f"broker does not support {api.name}")
-        return min(hi, api.max_version)
+        return min(hi, api.max_version, HIGHEST.get(api.key, api.max_version))
 
     def request(self, api, **fields):
         return self._call(api, self.version_for(api), api.Request(**fields))

@@ -5,8 +5,9 @@ import sys
 
 from josefk.tools.client import Client, KafkaError
 from josefk.wire import errors
-from josefk.wire.apis import (DELETE_GROUPS, DESCRIBE_GROUPS, FIND_COORDINATOR, LIST_GROUPS,
-                              LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH)
+from josefk.wire.apis import (CONSUMER_GROUP_DESCRIBE, DELETE_GROUPS, DESCRIBE_GROUPS,
+                              FIND_COORDINATOR, LIST_GROUPS, LIST_OFFSETS, METADATA,
+                              OFFSET_COMMIT, OFFSET_FETCH)
 from josefk.wire.apis.consumer_protocol import ASSIGNMENT
 
 LATEST, EARLIEST = -1, -2
@@ -15,9 +16,16 @@ LATEST, EARLIEST = -1, -2
 def add_commands(sub, common):
     g = sub.add_parser("groups", help="list, describe, delete consumer groups, reset offsets")
     gsub = g.add_subparsers(dest="action", required=True)
-    common(gsub.add_parser("list")).set_defaults(func=groups_list)
+    ls = common(gsub.add_parser("list"))
+    ls.add_argument("--type", nargs="*", metavar="TYPE", help="show each group's type "
+                    "(classic, consumer); with types, only groups of those")
+    ls.set_defaults(func=groups_list)
     d = common(gsub.add_parser("describe"))
     d.add_argument("--group", required=True)
+    view = d.add_mutually_exclusive_group()
+    view.add_argument("--members", action="store_true",
+                      help="the members (epochs and target assignments of consumer groups)")
+    view.add_argument("--state", action="store_true", help="the group's state and epochs")
     d.set_defaults(func=groups_describe)
     x = common(gsub.add_parser("delete"))
     x.add_argument("--group", required=True)
@@ -49,15 +57,21 @@ def _coordinator_ready(c, group):
 
 
 def groups_list(args) -> int:
+    types = [t.lower() for t in args.type or []]
     try:
         with Client.from_args(args) as c:
-            resp = c.request(LIST_GROUPS, states_filter=[], types_filter=[])
+            resp = c.request(LIST_GROUPS, states_filter=[], types_filter=types)
             if resp.error_code:
                 raise KafkaError(resp.error_code)
     except (KafkaError, OSError) as e:
         return _fail(str(e))
-    for g in sorted(resp.groups, key=lambda g: g.group_id):
-        print(g.group_id)
+    listed = sorted(resp.groups, key=lambda g: g.group_id)
+    if args.type is None:
+        for g in listed:
+            print(g.group_id)
+        return 0
+    _table([("GROUP", "TYPE", "PROTOCOL")] +
+           [(g.group_id, g.group_type.capitalize(), g.protocol_type or "-") for g in listed])
     return 0
 
 
@@ -76,6 +90,36 @@ def describe_group(c, group):
     if d.error_code:
         raise KafkaError(d.error_code, errors.name(d.error_code))
     return d
+
+
+def describe_consumer_group(c, group):
+    """The ConsumerGroupDescribe of a KIP-848 group; None for a classic group (or a broker that
+    has no consumer groups)."""
+    try:
+        resp = c.request(CONSUMER_GROUP_DESCRIBE, group_ids=[group],
+                         include_authorized_operations=False)
+    except KafkaError as e:
+        if e.code == errors.UNSUPPORTED_VERSION:
+            return None
+        raise
+    d = resp.groups[0]
+    if d.error_code == errors.GROUP_ID_NOT_FOUND:
+        return None
+    if d.error_code:
+        raise KafkaError(d.error_code, d.error_message or errors.name(d.error_code))
+    return d
+
+
+def _partitions(assignment) -> list[tuple[str, int]]:
+    return [(tp.topic_name, p) for tp in assignment.topic_partitions for p in tp.partitions]
+
+
+def _assignment_text(tps) -> str:
+    """Kafka's way of showing an assignment: ``topic:0,1;other:2``, or ``-``."""
+    by_topic: dict = {}
+    for t, p in sorted(tps):
+        by_topic.setdefault(t, []).append(str(p))
+    return ";".join(f"{t}:{','.join(ps)}" for t, ps in by_topic.items()) or "-"
 
 
 def committed_offsets(c, group) -> dict:
@@ -107,22 +151,33 @@ def _list_offsets(c, tps, timestamp) -> dict:
 
 
 def groups_describe(args) -> int:
+    """Like kafka-consumer-groups.sh --describe: the offsets and lag (default), ``--members``
+    or ``--state``; a KIP-848 group is described with ConsumerGroupDescribe (member epochs,
+    target assignments), a classic one with DescribeGroups."""
     try:
         with Client.from_args(args) as c:
             _coordinator_ready(c, args.group)
-            d = describe_group(c, args.group)
-            if d.group_state == "Dead":
+            cg = describe_consumer_group(c, args.group)
+            d = describe_group(c, args.group) if cg is None else None
+            if d is not None and d.group_state == "Dead":
                 return _fail(f"Consumer group '{args.group}' does not exist.")
+            if cg is not None:   # (member id, host, client id, [(topic, partition)])
+                members = [(m.member_id, m.client_host, m.client_id, _partitions(m.assignment))
+                           for m in cg.members]
+            else:
+                members = [(m.member_id, m.client_host, m.client_id,
+                            decode_assignment(m.member_assignment)) for m in d.members]
+            if args.state:
+                return _print_state(args.group, c, cg, d, len(members))
+            if args.members:
+                return _print_members(args.group, cg, members)
             committed = committed_offsets(c, args.group)
-            owner = {}
-            for m in d.members:
-                for tp in decode_assignment(m.member_assignment):
-                    owner[tp] = m
+            owner = {tp: m for m in members for tp in m[3]}
             tps = sorted(set(committed) | set(owner))
             ends = _list_offsets(c, tps, LATEST) if tps else {}
     except (KafkaError, OSError) as e:
         return _fail(str(e))
-    if not d.members:
+    if not members:
         print(f"\nConsumer group '{args.group}' has no active members.")
     rows = [("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
              "CONSUMER-ID", "HOST", "CLIENT-ID")]
@@ -132,8 +187,44 @@ def groups_describe(args) -> int:
         lag = end - cur if cur is not None and end is not None else None
         m = owner.get(tp)
         rows.append((args.group, tp[0], tp[1], _dash(cur), _dash(end), _dash(lag),
-                     m.member_id if m else "-", m.client_host if m else "-",
-                     m.client_id if m else "-"))
+                     *(m[:3] if m else ("-", "-", "-"))))
+    print()
+    _table(rows)
+    return 0
+
+
+def _print_members(group, cg, members) -> int:
+    if not members:
+        print(f"\nConsumer group '{group}' has no active members.")
+        return 0
+    if cg is None:
+        rows = [("GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "ASSIGNMENT")]
+        rows += [(group, mid, host, cid, len(tps), _assignment_text(tps))
+                 for mid, host, cid, tps in members]
+    else:
+        rows = [("GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "CURRENT-EPOCH",
+                 "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT")]
+        rows += [(group, m.member_id, m.client_host, m.client_id, len(_partitions(m.assignment)),
+                  m.member_epoch, _assignment_text(_partitions(m.assignment)),
+                  cg.assignment_epoch, _assignment_text(_partitions(m.target_assignment)))
+                 for m in cg.members]
+    print()
+    _table(rows)
+    return 0
+
+
+def _print_state(group, c, cg, d, n_members) -> int:
+    resp = c.request(FIND_COORDINATOR, key=group, coordinator_keys=[group], key_type=0)
+    co = resp.coordinators[0] if resp.coordinators else resp
+    coordinator = f"{co.host}:{co.port} ({co.node_id})"
+    if cg is None:
+        rows = [("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"),
+                (group, coordinator, d.protocol_data or "-", d.group_state, n_members)]
+    else:
+        rows = [("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "GROUP-EPOCH",
+                 "TARGET-ASSIGNMENT-EPOCH", "#MEMBERS"),
+                (group, coordinator, cg.assignor_name, cg.group_state, cg.group_epoch,
+                 cg.assignment_epoch, n_members)]
     print()
     _table(rows)
     return 0

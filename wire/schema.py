@@ -113,7 +113,7 @@ class Data:
     def is_flexible(self, version: int) -> bool:
         return False
 
-    def to_bytes(self, version: int, **fields) -> bytes:
+    def to_bytes(self, version: int, /, **fields) -> bytes:
         return version.to_bytes(2, "big") + self.Struct(**fields).to_bytes(version)
 
     def from_bytes(self, data: bytes):
@@ -156,7 +156,7 @@ class CoordinatorRecord:
         self.Key(**fields).encode(0, out)  # no records fields: everything lands in ``out``
         return bytes(out)
 
-    def value(self, version: int, **fields) -> bytes:
+    def value(self, version: int, /, **fields) -> bytes:
         """The value's bytes at ``version``."""
         head = self._value_heads.get(version)
         if head is None:

@@ -95,13 +95,13 @@ def handle_heartbeat(broker, ctx, req):
     return HEARTBEAT.Response(error_code=code)
 
 
-def handle_leave_group(broker, ctx, req):
+async def handle_leave_group(broker, ctx, req):
     R = LEAVE_GROUP.Response
     if ctx.version >= 3:
         members = [(m.member_id, m.group_instance_id, m.reason) for m in req.members]
     else:
         members = [(req.member_id, None, None)]
-    code, results = broker.groups.leave_group(req.group_id, members)
+    code, results = await broker.groups.leave_group(req.group_id, members)
     if ctx.version < 3 and not code and results:
         code = results[0].error
     return R(error_code=code, members=[
@@ -132,16 +132,17 @@ def handle_describe_groups(broker, ctx, req):
 def handle_list_groups(broker, ctx, req):
     R = LIST_GROUPS.Response
     v = ctx.version
-    types = {t.lower() for t in req.types_filter} if v >= 5 and req.types_filter else None
-    if types is not None and "classic" not in types:  # the only group type this broker has
-        return R(groups=[])
+    types = {t.strip().lower() for t in req.types_filter} if v >= 5 and req.types_filter \
+        else None
     code, groups = broker.groups.list_groups(req.states_filter if v >= 4 and req.states_filter
                                              else None)
+    if types is not None:   # "classic" or "consumer" (an unknown type matches nothing)
+        groups = [g for g in groups if g.group_type in types]
     if not allowed(broker, ctx, CLUSTER, CLUSTER_NAME, acl.DESCRIBE):  # only the describable
         groups = [g for g in groups if allowed(broker, ctx, GROUP, g.group_id, acl.DESCRIBE)]
     return R(error_code=code, groups=[
         R.ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.state,
-                      group_type="classic") for g in groups])
+                      group_type=g.group_type) for g in groups])
 
 
 async def handle_delete_groups(broker, ctx, req):

@@ -51,18 +51,20 @@ async def handle_offset_commit(broker, ctx, req):
         codes.update(await broker.groups.commit_offsets(
             req.group_id, req.generation_id_or_member_epoch, req.member_id,
             req.group_instance_id if v >= 7 else None,
-            req.retention_time_ms if v <= 4 else -1, offsets))
+            req.retention_time_ms if v <= 4 else -1, offsets, api_version=v))
     return R(topics=[R.OffsetCommitResponseTopic(name=t.name, topic_id=t.topic_id, partitions=[
         R.OffsetCommitResponsePartition(partition_index=p.partition_index,
                                         error_code=codes[(name, p.partition_index)])
         for p in t.partitions]) for t, name in topics])
 
 
-def _fetch_group(broker, ctx, group_id, topics, require_stable, by_id=False):
+def _fetch_group(broker, ctx, group_id, topics, require_stable, by_id=False, member_id=None,
+                 member_epoch=-1):
     """(error, [(topic, [(partition, offset, epoch, metadata, error)])]) for one group. The
     group needs Describe; topics the client may not describe are refused when named, left out
     when all are asked for. With ``by_id`` (v10) topics are named by id, and each ``topic`` of
-    the answer is a topic id."""
+    the answer is a topic id. ``member_id``/``member_epoch`` (v9+): the consumer group member
+    asking."""
     if not allowed(broker, ctx, GROUP, group_id, acl.DESCRIBE):
         return errors.GROUP_AUTHORIZATION_FAILED, []
     wanted = unknown = None
@@ -71,7 +73,8 @@ def _fetch_group(broker, ctx, group_id, topics, require_stable, by_id=False):
         wanted = [(name, p) for t, name in named if name is not None for p in t.partition_indexes]
         unknown = [(t.topic_id, [(p, NO_OFFSET, -1, "", errors.UNKNOWN_TOPIC_ID)
                                  for p in t.partition_indexes]) for t, name in named if name is None]
-    code, found = broker.groups.fetch_offsets(group_id, wanted, require_stable)
+    code, found = broker.groups.fetch_offsets(group_id, wanted, require_stable, member_id,
+                                              member_epoch)
     if code:
         return code, []
     by_topic = {}
@@ -104,7 +107,7 @@ def handle_offset_fetch(broker, ctx, req):
         groups = []
         for g in req.groups:
             code, topics = _fetch_group(broker, ctx, g.group_id, g.topics, req.require_stable,
-                                        by_id=v >= 10)
+                                        v >= 10, g.member_id, g.member_epoch)
             groups.append(R.OffsetFetchResponseGroup(group_id=g.group_id, error_code=code, topics=[
                 R.OffsetFetchResponseTopics(**_topic_field(v, topic), partitions=[
                     R.OffsetFetchResponsePartitions(partition_index=p, committed_offset=o,
