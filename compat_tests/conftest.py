@@ -10,9 +10,14 @@ from compat_tests.helpers import create_topic, unique_topic
 from compat_tests.zookeeper import new_chroot, zk_chroot, zk_connect, zookeeper  # noqa: F401
 
 # Settings every test broker gets: a single node, so internal topics have one replica,
-# and no rebalance delay so group tests don't sit idle.
+# and no rebalance delay so group tests don't sit idle (nor, with the consumer group protocol,
+# 45 s sessions and 5 s heartbeats).
 BASE_OVERRIDES = {
     "group.initial.rebalance.delay.ms": 0,
+    "group.consumer.session.timeout.ms": 6000,
+    "group.consumer.min.session.timeout.ms": 6000,
+    "group.consumer.heartbeat.interval.ms": 500,
+    "group.consumer.min.heartbeat.interval.ms": 500,
     "offsets.topic.replication.factor": 1,
     "offsets.topic.num.partitions": 3,
     "transaction.state.log.replication.factor": 1,

@@ -200,6 +200,11 @@ def roundtrip_check(bootstrap: str, topic: str, timeout: float = 20.0) -> None:
 # synchronous commit queued behind the member's own JoinGroup waits for the other members
 # to rejoin, which they cannot do while nobody polls them).
 
+# Commits a careful application makes again: the classic group is rebalancing, or (KIP-848) its
+# member epoch moved on while the commit was on its way.
+RETRIED_COMMIT_ERRORS = (KafkaError.REBALANCE_IN_PROGRESS, KafkaError.STALE_MEMBER_EPOCH)
+
+
 def produce_values(bootstrap: str, topic: str, partitions: int, start: int, n: int,
                    tag: str = "m") -> dict:
     """Produce values f"{tag}{i}" for i in [start, start+n) to partition i % partitions.
@@ -220,9 +225,11 @@ class GroupMember:
     its rebalance callbacks and the messages it got.
 
     `commit_each`: commit every message synchronously (a commit refused with
-    REBALANCE_IN_PROGRESS is retried, and pending commits are made on revocation, as a
-    careful application does).  `tolerate_errors`: record consumer errors in `errors`
-    instead of failing.  Other keyword arguments are Kafka properties, dotted."""
+    REBALANCE_IN_PROGRESS, or STALE_MEMBER_EPOCH under the consumer group protocol, is retried,
+    and pending commits are made on revocation, as a careful application does).
+    `tolerate_errors`: record consumer errors in `errors` instead of failing.  Other keyword
+    arguments are Kafka properties, dotted; with ``group.protocol=consumer`` (KIP-848) the
+    session and heartbeat settings are the broker's."""
 
     def __init__(self, bootstrap: str, group: str, topics, name: str = "member",
                  commit_each: bool = False, tolerate_errors: bool = False, **conf):
@@ -236,6 +243,7 @@ class GroupMember:
         self.failure = None       # what stopped the polling thread
         self.events = []          # (monotonic time, "assign"|"revoke"|"lost", sorted [(t, p)])
         self.messages = []        # confluent Message objects, in poll order
+        self.received_at = []     # monotonic time each of them was polled
         self.commit_errors = []   # (partition, offset, KafkaError) of commits given up
         self.commit_retries = []  # (partition, offset, KafkaError) of commits retried later
         self.pending = {}         # (topic, partition) -> next offset, not yet committed
@@ -253,6 +261,8 @@ class GroupMember:
             "socket.timeout.ms": 10000,
         }
         base.update(conf)
+        if base.get("group.protocol") == "consumer":
+            del base["session.timeout.ms"], base["heartbeat.interval.ms"]
         self.conf = base
         self.c = Consumer(base)
         self.closed = False
@@ -330,7 +340,7 @@ class GroupMember:
             if tp not in bad:
                 self.pending.pop(tp, None)
         for tp, err in failed:
-            if err.code() == KafkaError.REBALANCE_IN_PROGRESS and not final:
+            if err.code() in RETRIED_COMMIT_ERRORS and not final:
                 self.commit_retries.append((tp.partition, tp.offset, err))
             else:
                 self.commit_errors.append((tp.partition, tp.offset, err))
@@ -351,6 +361,7 @@ class GroupMember:
                 return None
             raise AssertionError(f"{self.name}: consumer error {m.error()!r}")
         self.messages.append(m)
+        self.received_at.append(time.monotonic())
         if self.commit_each:
             self.pending[(m.topic(), m.partition())] = m.offset() + 1
             self._commit_pending()

@@ -286,6 +286,41 @@ def api_versions(conn: RawConnection) -> dict[int, tuple[int, int]]:
     return out
 
 
+def api_versions_v3(conn: RawConnection) -> tuple[dict, dict, int, dict]:
+    """ApiVersions v3 (KIP-511, with KIP-584's features): ({api_key: (min, max)},
+    {feature: (min, max)} supported, the finalized features' epoch, {feature: (min level,
+    max level)} finalized)."""
+    body = compact_string("compat-raw") + compact_string("1.0") + EMPTY_TAGS
+    r = conn.request(API_VERSIONS, 3, body, flexible_request=True, flexible_response=False)
+    err = r.int16()
+    if err:
+        raise AssertionError(f"ApiVersions v3 error {err}")
+    ranges = {}
+    for _ in range(r.array_len(True)):
+        k, lo, hi = r.int16(), r.int16(), r.int16()
+        r.skip_tags()
+        ranges[k] = (lo, hi)
+    r.int32()  # throttle time
+    supported, epoch, finalized = {}, -1, {}
+    for _ in range(r.uvarint()):
+        tag, size = r.uvarint(), r.uvarint()
+        if tag == 0:
+            for _ in range(r.array_len(True)):
+                name, lo, hi = r.compact_string(), r.int16(), r.int16()
+                r.skip_tags()
+                supported[name] = (lo, hi)
+        elif tag == 1:
+            epoch = r.int64()
+        elif tag == 2:
+            for _ in range(r.array_len(True)):
+                name, hi, lo = r.compact_string(), r.int16(), r.int16()
+                r.skip_tags()
+                finalized[name] = (lo, hi)
+        else:
+            r.raw(size)
+    return ranges, supported, epoch, finalized
+
+
 def pick_version(ranges: dict, api_key: int, candidates) -> int | None:
     lo, hi = ranges.get(api_key, (None, None))
     if lo is None:

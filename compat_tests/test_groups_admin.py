@@ -285,7 +285,7 @@ def test_remove_static_member_by_instance_id(broker):
 
 
 def test_list_groups_type_filter_and_describe_type(broker):
-    """ListGroups v5 types filter (KIP-848): every group here is a classic group."""
+    """ListGroups v5 types filter (KIP-848): a group of classic members is a classic group."""
     from confluent_kafka import ConsumerGroupType
 
     topic = create_topic(broker.bootstrap, unique_topic("admtype"), 1)
@@ -302,7 +302,9 @@ def test_list_groups_type_filter_and_describe_type(broker):
             [(ConsumerGroupType.CLASSIC, ConsumerGroupState.STABLE)]
         consumer_type = admin.list_consumer_groups(
             types={ConsumerGroupType.CONSUMER}, request_timeout=10).result(15)
-        assert (consumer_type.valid, consumer_type.errors) == ([], [])
+        assert consumer_type.errors == []
+        assert all(g.type == ConsumerGroupType.CONSUMER for g in consumer_type.valid)
+        assert group not in {g.group_id for g in consumer_type.valid}
         d = admin.describe_consumer_groups([group], request_timeout=10)[group].result(15)
         assert d.type == ConsumerGroupType.CLASSIC
     finally:
