@@ -16,15 +16,17 @@ second (an application's work), so the group's throughput is what its members ma
 not what the machine can read. Each member reports every 100 ms the records it got and the
 partitions it holds. Three events are timed:
 
-* *form*: from the three ``subscribe()`` calls until the group holds the 6 partitions, each
-  once, spread evenly (sizes differ by at most one);
+* *form*: from the first of three ``subscribe()`` calls (0.37 s apart, so that the members'
+  heartbeats are not in step) until the group holds the 6 partitions, each once, spread evenly
+  (sizes differ by at most one);
 * *join*: a fourth member subscribes; until the four hold them so;
 * *leave*: one member closes (it leaves the group); until the three left hold them so.
 
-and for *join* and *leave*: the records the group consumed per second in the 3 s before and in
-the 5 s from the event, and the longest time (100 ms buckets) nobody consumed anything from the
-event until 1 s after it settled: a stop-the-world rebalance shows there. Medians over the
-rounds. Every wait is capped (``--cap-seconds``); members are told to stop and killed if they
+and for *join* and *leave*: how many partitions changed owner (at least 1 and 1 here; the
+assignors' stickiness), the records the group consumed per second in the 3 s before and in
+the 5 s from the event, and *idle*: the member-seconds the members that were there before and
+stay consumed nothing (100 ms reports without a record), from the event until 1 s after it
+settled: a stop-the-world rebalance shows there. Medians over the rounds. Every wait is capped (``--cap-seconds``); members are told to stop and killed if they
 do not.
 """
 from __future__ import annotations
@@ -46,6 +48,7 @@ from bench.brokers import Josefk, cleanup_dir
 
 PARTITIONS = 6
 BUCKET_S = 0.1
+STAGGER_S = 0.37
 CLASSIC_CLIENT = {"session.timeout.ms": 10000, "heartbeat.interval.ms": 1000}
 MODES = {
     "consumer 5s": ({}, {"group.protocol": "consumer"}),
@@ -60,8 +63,9 @@ MODES = {
 # -- a member (its own process) -----------------------------------------------------------------
 
 def member(spec: dict) -> None:
-    """Consume, at most ``rate`` records a second, reporting [time, records, partitions] every
-    100 ms on stdout until SIGTERM, then close (leaving the group)."""
+    """Consume, at most ``rate`` records a second (in 50 ms ticks: the application's own pace,
+    never a burst to catch up), reporting [time, records, partitions] every 100 ms on stdout
+    until SIGTERM, then close (leaving the group)."""
     from confluent_kafka import Consumer
 
     stop = []
@@ -70,23 +74,21 @@ def member(spec: dict) -> None:
                   "auto.offset.reset": "earliest", "enable.auto.commit": True,
                   "fetch.queue.backoff.ms": 10, **spec["client"]})
     c.subscribe([spec["topic"]])
-    rate, got, since = spec["rate"], 0, time.monotonic()
-    budget_start, budget_used = since, 0
+    tick = 0.05
+    per_tick = max(1, int(spec["rate"] * tick))
+    got, since = 0, time.monotonic()
+    next_tick = since + tick
     while not stop:
-        for m in c.consume(200, 0.05):
-            if m.error() is None:
-                got += 1
-                budget_used += 1
-        ahead = budget_used / rate - (time.monotonic() - budget_start)
-        if ahead > 0:                      # the application's own pace
-            time.sleep(min(ahead, 0.05))
+        got += sum(1 for m in c.consume(per_tick, tick) if m.error() is None)
         now = time.monotonic()
+        if next_tick > now:
+            time.sleep(next_tick - now)
+            now = next_tick
+        next_tick = max(next_tick + tick, now)
         if now - since >= BUCKET_S:
             parts = sorted(tp.partition for tp in c.assignment())
             print(json.dumps([now, got, parts]), flush=True)
             got, since = 0, now
-        if now - budget_start > 1.0:       # a sliding second
-            budget_start, budget_used = now, 0
     c.close()
 
 
@@ -97,9 +99,18 @@ class Member:
         self.proc = subprocess.Popen([sys.executable, "-m", "bench.consumer_protocol",
                                       "--member", json.dumps(spec)],
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     text=True, cwd=str(Path(__file__).parent.parent))
+                                     cwd=str(Path(__file__).parent.parent))
         self.reports: list = []    # [time, records, partitions]
         self.gone = False
+        self._partial = b""
+
+    def read(self) -> bool:
+        """Take the reports that arrived; False once the member closed its output."""
+        data = os.read(self.proc.stdout.fileno(), 1 << 16)
+        lines = (self._partial + data).split(b"\n")
+        self._partial = lines.pop()
+        self.reports += [json.loads(line) for line in lines if line]
+        return bool(data)
 
     @property
     def partitions(self) -> set:
@@ -130,16 +141,14 @@ class Round:
     def add(self) -> None:
         m = Member(self.spec)
         self.members.append(m)
-        os.set_blocking(m.proc.stdout.fileno(), False)
         self.sel.register(m.proc.stdout, selectors.EVENT_READ, m)
 
     def pump(self, seconds: float) -> None:
         end = time.monotonic() + seconds
         while (left := end - time.monotonic()) > 0:
             for key, _ in self.sel.select(min(left, 0.05)):
-                m = key.data
-                for line in key.fileobj.readlines():
-                    m.reports.append(json.loads(line))
+                if not key.data.read():
+                    self.sel.unregister(key.fileobj)
 
     def settled(self) -> bool:
         live = [m for m in self.members if not m.gone]
@@ -157,16 +166,18 @@ class Round:
                 return time.monotonic() - start
         return None
 
+    def owners(self) -> dict:
+        """{partition: member} as the live members last reported."""
+        return {p: m for m in self.members if not m.gone for p in m.partitions}
+
     def rate(self, t0: float, t1: float) -> float:
         n = sum(r[1] for m in self.members for r in m.reports if t0 <= r[0] < t1)
         return n / (t1 - t0)
 
-    def longest_stall(self, t0: float, t1: float) -> float:
-        """The longest time between t0 and t1 in which no member reported a record."""
-        times = sorted(r[0] for m in self.members for r in m.reports
-                       if t0 <= r[0] <= t1 and r[1])
-        edges = [t0] + times + [t1]
-        return max(b - a for a, b in zip(edges, edges[1:]))
+    def idle(self, members, t0: float, t1: float) -> float:
+        """Member-seconds ``members`` spent without a record between t0 and t1 (100 ms
+        reports that carry none)."""
+        return sum(BUCKET_S for m in members for r in m.reports if t0 <= r[0] < t1 and not r[1])
 
     def stop(self) -> None:
         for m in self.members:
@@ -199,26 +210,35 @@ def one_round(broker: Josefk, client: dict, args) -> dict:
                "topic": topic, "client": client, "rate": args.rate})
     out = {}
     try:
-        for _ in range(3):
+        start = time.monotonic()
+        for _ in range(3):   # a little apart, so their heartbeats are not in step
             r.add()
-        out["form"] = r.until_settled(args.cap_seconds)
+            r.pump(STAGGER_S)
+        settled = r.until_settled(args.cap_seconds)
+        out["form"] = None if settled is None else time.monotonic() - start
         r.pump(3)
         for event in ("join", "leave"):
             t = time.monotonic()
-            r.add() if event == "join" else r.members[0].leave()
+            live = [m for m in r.members if not m.gone]
+            leaving = live[0] if event == "leave" else None
+            staying = [m for m in live if m is not leaving]
+            before = r.owners()
+            r.add() if leaving is None else leaving.leave()
             took = out[event] = r.until_settled(args.cap_seconds)
+            out[f"{event} moved"] = sum(before.get(p) is not m for p, m in r.owners().items())
             r.pump(max(6 - (time.monotonic() - t), 0) + 1)
             out[f"{event} before"] = r.rate(t - 3, t)
             out[f"{event} after"] = r.rate(t, t + 5)
-            out[f"{event} stall"] = r.longest_stall(t, t + (took or args.cap_seconds) + 1)
+            out[f"{event} idle"] = r.idle(staying, t, t + (took or args.cap_seconds) + 1)
     finally:
         r.stop()
     return out
 
 
-FIGURES = [("form", "s"), ("join", "s"), ("leave", "s"), ("join before", "rec/s"),
-           ("join after", "rec/s"), ("join stall", "s"), ("leave before", "rec/s"),
-           ("leave after", "rec/s"), ("leave stall", "s")]
+FIGURES = [("form", "s"), ("join", "s"), ("leave", "s"), ("join moved", "partitions"),
+           ("leave moved", "partitions"), ("join before", "rec/s"), ("join after", "rec/s"),
+           ("join idle", "member-s"), ("leave before", "rec/s"), ("leave after", "rec/s"),
+           ("leave idle", "member-s")]
 
 
 def main() -> int:
@@ -271,7 +291,7 @@ def main() -> int:
 def _fmt(v) -> str:
     if v is None:
         return "capped"
-    return f"{v:.0f}" if v >= 100 else f"{v:.2f}"
+    return f"{v:.0f}" if v >= 100 or float(v).is_integer() else f"{v:.2f}"
 
 
 if __name__ == "__main__":

@@ -211,6 +211,15 @@ def test_committed_offsets_resume_in_a_new_consumer(broker):
         b.close()
 
 
+def consuming_pair(bootstrap, topic, group, members):
+    """Once the two ``members`` share ``topic``'s 4 partitions and consumed 80 records:
+    ({(partition, offset)}, the group's description, their rebalance events so far)."""
+    poll_until(members, lambda: balanced(members, _all(topic, 4)), 40, "2 members sharing")
+    sent = produce_values(bootstrap, topic, 4, 0, 80, "a")
+    poll_until(members, lambda: sum(len(m.messages) for m in members) >= 80, 30, "first batch")
+    return sent, describe(bootstrap, group), [list(m.events) for m in members]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("how", ["stop", "kill"])
 def test_live_group_survives_a_broker_restart(broker_factory, how):
@@ -220,15 +229,9 @@ def test_live_group_survives_a_broker_restart(broker_factory, how):
     b = broker_factory()
     topic = create_topic(b.bootstrap, unique_topic("k848live"), 4)
     group = unique_topic("k848g")
-    everything = _all(topic, 4)
     members = members848(b.bootstrap, group, [topic], 2, commit_each=True, tolerate_errors=True)
     try:
-        poll_until(members, lambda: balanced(members, everything), 30, "2 members sharing")
-        sent = produce_values(b.bootstrap, topic, 4, 0, 80, "a")
-        poll_until(members, lambda: sum(len(m.messages) for m in members) >= 80, 30,
-                   "first batch")
-        before = describe(b.bootstrap, group)
-        rebalances = [list(m.events) for m in members]
+        sent, before, rebalances = consuming_pair(b.bootstrap, topic, group, members)
         b.stop() if how == "stop" else b.kill()
         b.start()
         wait_for_topic(admin_client(b.bootstrap), topic, 4, timeout=20)
@@ -437,15 +440,9 @@ def test_coordinator_failover_keeps_the_group(cluster_factory):
     admin.create_topics([NewTopic(topic, 4, 3)])[topic].result(30)
     c.wait_for_topic(topic, 4)
     group = unique_topic("k848g")
-    everything = _all(topic, 4)
     members = members848(c.bootstrap, group, [topic], 2, commit_each=True, tolerate_errors=True)
     try:
-        poll_until(members, lambda: balanced(members, everything), 40, "2 members sharing")
-        sent = produce_values(c.bootstrap, topic, 4, 0, 80, "a")
-        poll_until(members, lambda: sum(len(m.messages) for m in members) >= 80, 30,
-                   "first batch")
-        before = describe(c.bootstrap, group)
-        rebalances = [list(m.events) for m in members]
+        sent, before, rebalances = consuming_pair(c.bootstrap, topic, group, members)
         coordinator = before.coordinator.id
         c.brokers[coordinator].kill()
         survivor = next(i for i in c.brokers if i != coordinator)
@@ -461,7 +458,7 @@ def test_coordinator_failover_keeps_the_group(cluster_factory):
         poll_until(members, lambda: {(x.partition(), x.offset()) for m in members
                                      for x in m.messages} >= set(sent), 60,
                    "every record after the failover")
-        assert balanced(members, everything)
+        assert balanced(members, _all(topic, 4))
         # nobody was fenced nor lost a partition: the group went on as it was
         assert [m.events for m in members] == rebalances
     finally:

@@ -415,8 +415,10 @@ class ConsumerGroups:
             raise ApiError(errors.UNRELEASED_INSTANCE_ID, f"Static member {member_id} with "
                            f"instance id {instance_id} cannot join the group because the "
                            f"instance id is owned by {existing.member_id} member.")
-        copy = ConsumerGroupMember(member_id, existing.meta,
-                                   replace(existing.current, epoch=0, previous_epoch=0))
+        back = replace(existing.current, epoch=0, previous_epoch=0)
+        if existing.member_id == member_id:   # the same member, back after leaving with -2
+            return replace(existing, current=back), None
+        copy = ConsumerGroupMember(member_id, existing.meta, back)
         gid = group.group_id
         for r in consumer_records.member_tombstones(gid, existing.member_id):
             change.add(r)
@@ -1028,8 +1030,8 @@ class _Change:
         nothing changed)."""
         catalog = owner.catalog
         gid = self.group_id
+        partition = catalog.partition_for(gid)
         if self.records or self.raw:
-            partition = catalog.partition_for(gid)
             if partition not in catalog.owned_partitions:
                 return errors.NOT_COORDINATOR
             try:
@@ -1040,6 +1042,8 @@ class _Change:
                     log.error("consumer group %s: append failed", gid, exc_info=e)
                     return errors.UNKNOWN_SERVER_ERROR
                 return errors.append_error_for_write(code)
+            if partition not in catalog.owned_partitions:
+                return errors.NOT_COORDINATOR   # the partition moved away meanwhile
         if self.downgrade is not None:
             self._swap_to_classic(owner, now)
             return errors.NONE

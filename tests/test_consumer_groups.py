@@ -568,3 +568,42 @@ def test_config_bounds():
         ConsumerGroupConfig.from_config({"group.consumer.migration.policy": "sideways"}.get)
     cfg = ConsumerGroupConfig.from_config({"group.consumer.assignors": "range"}.get)
     assert cfg.assignors == ("range",) and cfg.upgrade_enabled and cfg.downgrade_enabled
+
+
+@async_test
+async def test_an_empty_consumer_group_without_offsets_expires():
+    h = H({"offsets.retention.minutes": 1})
+    h.topics.create("t", 1)
+    a = Member(h, "a")
+    await a.heartbeat()
+    await a.heartbeat(epoch=-1)
+    assert h.group().state == "Empty"
+    await h.coord.expire_offsets()
+    assert "g" not in h.coord.groups
+    assert "g" not in H(log=h.log, topics=h.topics).coord.groups
+
+
+@async_test
+async def test_a_static_member_back_with_its_own_id_keeps_its_partitions():
+    h = H()
+    h.topics.create("t", 2)
+    a, b = Member(h, "a", instance="ia"), Member(h, "b")
+    await h.converge([a, b])
+    held = a.partitions()
+    await a.heartbeat(epoch=-2)
+    a.epoch, a.owned = 0, {}
+    await h.converge([a, b])
+    assert a.partitions() == held and h.group().members["a"].epoch > 0
+
+
+def test_broker_config_checks_the_group_settings():
+    from josefk.broker.config import BrokerConfig, ConfigError
+
+    for bad in ({"group.coordinator.rebalance.protocols": "consumer"},
+                {"group.coordinator.rebalance.protocols": "classic,streams"},
+                {"group.consumer.heartbeat.interval.ms": "90000"},
+                {"group.consumer.assignors": "sticky"}):
+        with pytest.raises(ConfigError):
+            BrokerConfig(bad)
+    assert BrokerConfig({"group.coordinator.rebalance.protocols": " Classic "}).list(
+        "group.coordinator.rebalance.protocols") == ["classic"]

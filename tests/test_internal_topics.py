@@ -185,3 +185,42 @@ def test_an_old_transaction_state_log_loads_unchanged():
         "tx-c": (1002, 32767, 1000, COMPLETE_ABORT, set(), T0 + 3, T0),
         "ünï": (1004, 2, 30000, COMPLETE_COMMIT, set(), T0 + 4, T0 + 3),
     }
+
+
+# ------------------------------------------------------------------------------------------
+# KIP-848 consumer groups: Kafka 4's record types 3-8 and 16, bytes derived by hand from
+# group-coordinator/src/main/resources/common/message/ConsumerGroup*.json (flexible values v0)
+
+def test_consumer_group_records_in_kafkas_bytes():
+    import uuid
+
+    from josefk.coordinator import consumer_records
+    from josefk.coordinator.consumer_group import (CURRENT_ASSIGNMENT, GROUP_EPOCH,
+                                                   MEMBER_METADATA, REGULAR_EXPRESSION,
+                                                   ClassicMetadata, MemberAssignment,
+                                                   MemberMetadata, Record, ResolvedRegex)
+
+    tid = uuid.UUID(int=5)
+    cases = [
+        (Record(GROUP_EPOCH, "g", None, 7), "0003000167", "00000000000700"),
+        (Record(MEMBER_METADATA, "g", "m", MemberMetadata(
+            None, None, "c", "/h", ("a", "b"), None, 300000, None,
+            ClassicMetadata(45000, (("range", b"xy"),)))),
+         "0005000167" "00016d",
+         "0000" "00" "00" "0263" "032f68" "03" "0261" "0262" "00" "000493e0" "00"
+         "01" "00" "10" "0000afc8" "02" "0672616e6765" "037879" "00" "00"),
+        (Record(CURRENT_ASSIGNMENT, "g", "m", MemberAssignment(3, 2, 0, {tid: frozenset({0, 1})},
+                                                               {})),
+         "000800016700016d",
+         "0000" "00000003" "00000002" "00" "02" + tid.bytes.hex() + "03" "00000000" "00000001"
+         "00" "01" "00"),
+        (Record(REGULAR_EXPRESSION, "g", "t.*", ResolvedRegex(frozenset({"tx"}), 4, 9)),
+         "0010000167" "0003742e2a",
+         "0000" "02" "037478" "0000000000000004" "0000000000000009" "00"),
+        (Record(MEMBER_METADATA, "g", "m", None), "0005000167" "00016d", None),
+    ]
+    for record, key, value in cases:
+        k, v = consumer_records.encode(record)
+        assert (k.hex(), v.hex() if v is not None else None) == (key, value)
+        declared, decoded_key = CONSUMER_OFFSETS.read_key(k)
+        assert consumer_records.decode(declared, decoded_key, v) == record
