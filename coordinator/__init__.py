@@ -1,5 +1,5 @@
-"""Coordinators: the classic consumer group coordinator and its offset store, the transaction
-coordinator and producer ids.
+"""Coordinators: the group coordinator (classic groups and KIP-848 consumer groups) and its
+offset store, the transaction coordinator and producer ids.
 
 Public entry points::
 

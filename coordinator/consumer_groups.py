@@ -796,7 +796,10 @@ class ConsumerGroups:
         epoch = classic.generation_id
         try:
             for m in classic.members.values():
-                sub = SUBSCRIPTION.from_bytes(m.metadata(classic.protocol_name))
+                # a group still forming has no protocol yet: every protocol carries the same
+                sub = SUBSCRIPTION.from_bytes(m.metadata(classic.protocol_name)
+                                              if classic.protocol_name
+                                              else m.supported_protocols[0][1])
                 got = ASSIGNMENT.from_bytes(m.assignment) if m.assignment else None
                 assigned = self._ids({tp.topic: tp.partitions
                                       for tp in (got.assigned_partitions if got else [])})
@@ -823,6 +826,9 @@ class ConsumerGroups:
         change.raw.append((group_metadata_key(gid), None))
         for r in consumer_records.group_records(group):
             change.add(r)
+        sessions = {m.member_id: m.session_timeout_ms for m in classic.members.values()}
+        change.after(lambda g: [self._schedule_session(g, mid, ms)
+                                for mid, ms in sessions.items()])
         return group, change
 
     def _may_downgrade(self, group, member_id, replacing=False) -> bool:

@@ -607,3 +607,18 @@ def test_broker_config_checks_the_group_settings():
             BrokerConfig(bad)
     assert BrokerConfig({"group.coordinator.rebalance.protocols": " Classic "}).list(
         "group.coordinator.rebalance.protocols") == ["classic"]
+
+
+@async_test
+async def test_a_classic_group_still_forming_upgrades_and_its_parked_joins_are_answered():
+    h = H()
+    h.topics.create("t", 2)
+    parked = asyncio.ensure_future(classic_join(h))
+    await h.settle()                                  # waiting out the initial delay
+    assert (await Member(h, "c").heartbeat()).error == errors.NONE
+    await h.settle()
+    assert parked.done() and parked.result().error == errors.REBALANCE_IN_PROGRESS
+    g = h.group()
+    assert isinstance(g, ConsumerGroup) and g.size == 2 and g.classic_members == 1
+    assert set(g.timers) == {("session", m) for m in g.members}
+    assert h.clock.pending() == len(g.timers) + 1     # + offset expiry: no classic timer left
