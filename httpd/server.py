@@ -7,9 +7,11 @@ import asyncio
 import base64
 import hashlib
 import logging
+import os
 import re
 import signal
 import ssl
+import sys
 from pathlib import Path
 
 import orjson
@@ -177,8 +179,6 @@ def _password_matches(stored: str, given: str) -> bool:
 
 
 def _system_property(env: str, name: str) -> str | None:
-    import os
-
     m = re.search(rf"-D{re.escape(name)}=(\S+)", os.environ.get(env, ""))
     return m.group(1) if m else None
 
@@ -242,11 +242,23 @@ async def serve(app: web.Application, config: ServiceConfig, name: str,
     return 0
 
 
-def run(main_coro_factory) -> int:
-    """Run the service's coroutine on uvloop where available (as the broker does)."""
+def run_service(args, name: str, defaults: dict, required: str, serve_config) -> int:
+    """A service process: its properties (``required`` must be set; 2 and a one-line message
+    on a bad configuration), then ``serve_config(config)`` on uvloop where available (as the
+    broker runs) until SIGTERM or Ctrl-C."""
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        config = ServiceConfig.load(args.config, dict(args.override), defaults)
+        if not config.get(required):
+            raise ConfigError(f"{required} is required")
+        config.listeners()
+    except (ConfigError, OSError) as e:
+        print(f"josefk {name}: bad configuration: {e}", file=sys.stderr)
+        return 2
     try:
         import uvloop
     except ImportError:
         uvloop = None
     with asyncio.Runner(loop_factory=uvloop.new_event_loop if uvloop else None) as runner:
-        return runner.run(main_coro_factory())
+        return runner.run(serve_config(config))

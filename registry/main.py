@@ -2,7 +2,6 @@
 Confluent's property names."""
 from __future__ import annotations
 
-import logging
 import sys
 
 from broker.config import ConfigError
@@ -25,34 +24,21 @@ DEFAULTS = {
 
 
 def add_commands(sub, kv):
-    r = sub.add_parser("registry", help="run a Confluent-compatible Schema Registry")
-    r.add_argument("config", nargs="?", help="schema-registry.properties file")
-    r.add_argument("--override", action="append", type=kv, default=[], metavar="KEY=VALUE",
-                   help="set any Schema Registry property (repeatable)")
-    r.add_argument("--log-level", default="INFO")
-    r.set_defaults(func=run)
+    from httpd.config import add_service_command
+
+    add_service_command(sub, kv, "registry", "run a Confluent-compatible Schema Registry",
+                        "schema-registry.properties", run)
+
+
+def run(args) -> int:
+    from httpd.server import run_service
+
+    return run_service(args, "registry", DEFAULTS, "kafkastore.bootstrap.servers", serve)
 
 
 def bootstrap_servers(value: str) -> str:
     """Kafka's bootstrap list without Confluent's optional ``PROTOCOL://`` prefixes."""
     return ",".join(s.strip().rpartition("://")[2] for s in value.split(",") if s.strip())
-
-
-def run(args) -> int:
-    from httpd.config import ServiceConfig
-    from httpd.server import run as run_loop
-
-    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    try:
-        config = ServiceConfig.load(args.config, dict(args.override), DEFAULTS)
-        if not config.get("kafkastore.bootstrap.servers"):
-            raise ConfigError("kafkastore.bootstrap.servers is required")
-        config.listeners()
-    except (ConfigError, OSError) as e:
-        print(f"josefk registry: bad configuration: {e}", file=sys.stderr)
-        return 2
-    return run_loop(lambda: serve(config))
 
 
 async def serve(config) -> int:
