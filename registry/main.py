@@ -10,7 +10,7 @@ DEFAULTS = {
     "listeners": "http://0.0.0.0:8081",
     "kafkastore.topic": "_schemas",
     "kafkastore.topic.replication.factor": "3",
-    "kafkastore.timeout.ms": "10000",
+    "kafkastore.timeout.ms": "500",
     "kafkastore.init.timeout.ms": "60000",
     "schema.registry.group.id": "schema-registry",
     "leader.eligibility": "true",
@@ -68,7 +68,8 @@ async def serve(config) -> int:
     state = State()
     store = KafkaStore(kafka, config.get("kafkastore.topic"),
                        config.int("kafkastore.topic.replication.factor"),
-                       config.int("kafkastore.timeout.ms"), state)
+                       config.int("kafkastore.timeout.ms"),
+                       config.int("kafkastore.init.timeout.ms"), state)
     scheme = config.get("inter.instance.protocol").lower()
     listener = next((l for l in config.listeners() if l.scheme == scheme),
                     config.listeners()[0])
@@ -84,7 +85,7 @@ async def serve(config) -> int:
     registry = Registry(store, state, identity, forward_ssl)
     app.add_routes(registry.routes())
     try:
-        await store.start(config.int("kafkastore.init.timeout.ms"))
+        await store.start()
     except (StoreError, Exception) as e:  # noqa: BLE001 - any failure to reach the cluster
         print(f"josefk registry: cannot use {config.get('kafkastore.topic')} on {bootstrap}: "
               f"{e}", file=sys.stderr, flush=True)
