@@ -101,6 +101,11 @@ class ProtobufSchema:
         self.fdp = fdp
         self.canonical = to_text(fdp)
 
+    def normalized(self) -> str:
+        """As Confluent normalizes: imports sorted (types are fully qualified and options
+        ordered in the canonical text already)."""
+        return to_text(self.fdp, sort_imports=True)
+
     def serialized(self) -> str:
         return base64.standard_b64encode(self.fdp.SerializeToString()).decode()
 
@@ -399,14 +404,16 @@ def _options(msg) -> list[str]:
             if fd.name not in ("map_entry", "uninterpreted_option")]
 
 
-def to_text(fdp: descriptor_pb2.FileDescriptorProto) -> str:
+def to_text(fdp: descriptor_pb2.FileDescriptorProto, sort_imports: bool = False) -> str:
     out = [f'syntax = "{fdp.syntax or "proto2"}";']
     if fdp.package:
         out.append(f"package {fdp.package};")
+    imports = []
     for i, dep in enumerate(fdp.dependency):
         kind = ("public " if i in fdp.public_dependency else
                 "weak " if i in fdp.weak_dependency else "")
-        out.append(f'import {kind}"{dep}";')
+        imports.append((dep, f'import {kind}"{dep}";'))
+    out += [line for _dep, line in (sorted(imports) if sort_imports else imports)]
     out += [f"option {o};" for o in _options(fdp.options)]
     proto3 = fdp.syntax == "proto3"
     for m in fdp.message_type:
