@@ -2,6 +2,7 @@
 for Confluent's API and error codes, and two instances sharing one _schemas topic."""
 from __future__ import annotations
 
+import base64
 import json
 import uuid
 
@@ -370,6 +371,36 @@ def test_normalize_as_confluent_defines_it(schema_registry):
     assert http.put(f"/config/{subject}", json={"compatibility": "NONE"}).json()[
         "error_code"] == 42205
     assert http.delete(f"/mode/{subject}").json() == {"mode": "READONLY"}
+
+
+def test_protobuf_references(schema_registry):
+    """A .proto importing others by reference (which import their own): registered, checked
+    for compatibility against its earlier version, served serialized."""
+    http = httpx.Client(base_url=schema_registry.url, headers={"Content-Type": SR}, timeout=20)
+    tag = uuid.uuid4().hex[:6]
+
+    def register(subject, text, refs=()):
+        r = http.post(f"/subjects/{subject}/versions", json={
+            "schemaType": "PROTOBUF", "schema": _proto(text, f"p{tag}"),
+            "references": [{"name": n, "subject": s, "version": 1} for n, s in refs]})
+        return r
+
+    assert register(f"geo-{tag}", "message Point { double lat = 1; }").status_code == 200
+    geo = ("geo.proto", f"geo-{tag}")
+    assert register(f"addr-{tag}", 'import "geo.proto";\nmessage Address { Point at = 1; }',
+                    [geo]).status_code == 200
+    addr = ("address.proto", f"addr-{tag}")
+    v1 = 'import "address.proto";\nmessage Customer { Address home = 1; }'
+    r = register(f"cust-{tag}", v1, [addr])
+    assert r.status_code == 200, r.text
+    v2 = 'import "address.proto";\nmessage Customer { Address home = 1; string name = 2; }'
+    assert register(f"cust-{tag}", v2, [addr]).status_code == 200
+    bad = 'import "address.proto";\nmessage Customer { string home = 1; string name = 2; }'
+    assert register(f"cust-{tag}", bad, [addr]).json()["error_code"] == 409
+    assert register(f"cust-{tag}", v1).json()["error_code"] == 42201  # the import unresolved
+    fdp = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(
+        http.get(f"/schemas/ids/{r.json()['id']}?format=serialized").json()["schema"]))
+    assert list(fdp.dependency) == ["address.proto"]
 
 
 def test_bad_input_gets_confluent_errors(schema_registry):
