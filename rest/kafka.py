@@ -1,9 +1,9 @@
-"""The proxy's Kafka clients (confluent-kafka): one producer shared by every produce request,
-an admin client, a small metadata cache, and a thread pool for the clients' blocking calls."""
+"""The proxy's Kafka clients (confluent-kafka): one producer shared by every produce request
+(its delivery reports served on the event loop, ``rest/produce.py``), an admin client, a
+small metadata cache, and a thread pool for the clients' blocking calls."""
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
@@ -12,8 +12,12 @@ from confluent_kafka import KafkaException, Producer, TopicCollection
 from confluent_kafka.admin import AdminClient
 
 from httpd.server import HttpError
+from rest.produce import Reports, produce
 
 METADATA_MAX_AGE = 5.0
+# Java's partitioning (murmur2 of the key; a partition of the partitioner's choosing for records
+# without one); a request's records wait for each other only 1 ms, as an answer waits for all.
+PRODUCER_DEFAULTS = {"partitioner": "murmur2_random", "linger.ms": 1}
 
 
 def topic_not_found() -> HttpError:
@@ -34,19 +38,16 @@ class Kafka:
     def __init__(self, client: dict, producer: dict, admin: dict, timeout_ms: int):
         self.client = client
         self.timeout = timeout_ms / 1000
-        self.producer = Producer({**client, "partitioner": "murmur2_random", "linger.ms": 5,
-                                  **producer})
+        self.producer = Producer({**client, **PRODUCER_DEFAULTS, **producer})
+        self.reports = Reports(self.producer)
         self.admin = AdminClient({**client, **admin})
         self.pool = ThreadPoolExecutor(8, thread_name_prefix="kafka")
         self.topics: dict[str, tuple[float, object]] = {}
-        self.stopping = threading.Event()
-        self.poller = threading.Thread(target=self._poll, daemon=True, name="deliveries")
-        self.poller.start()
         self._cluster = None
 
-    def _poll(self):
-        while not self.stopping.is_set():
-            self.producer.poll(0.05)
+    async def produce(self, topic: str, records: list) -> list:
+        """See ``rest.produce.produce``."""
+        return await produce(self.producer, self.reports, topic, records, self.timeout)
 
     async def call(self, fn, *args):
         """A blocking client call on the pool; Kafka failures as Confluent's 5000x errors."""
@@ -105,46 +106,5 @@ class Kafka:
         return await self.call(collect)
 
     def close(self):
-        self.stopping.set()
-        self.poller.join(timeout=2)
         self.producer.flush(5)
         self.pool.shutdown(wait=False, cancel_futures=True)
-
-
-class Deliveries:
-    """The delivery reports of one request's records: ``callback(i)`` for record ``i``;
-    ``await done`` once every report is in (one hand-off to the loop per request)."""
-
-    def __init__(self, count: int, loop):
-        self.results: list = [None] * count
-        self.left = count
-        self.lock = threading.Lock()
-        self.loop = loop
-        self.done = loop.create_future()
-        if count == 0:
-            self.done.set_result(None)
-
-    def callback(self, i: int):
-        def delivered(err, msg):
-            self.results[i] = (err, msg.partition(), msg.offset(), msg.timestamp()[1])
-            with self.lock:
-                self.left -= 1
-                last = self.left == 0
-            if last:
-                self.loop.call_soon_threadsafe(_finish, self.done)
-
-        return delivered
-
-    def fail(self, i: int, err):
-        """Record ``i`` never reached the producer."""
-        self.results[i] = (err, None, None, None)
-        with self.lock:
-            self.left -= 1
-            last = self.left == 0
-        if last:
-            _finish(self.done)
-
-
-def _finish(fut):
-    if not fut.done():
-        fut.set_result(None)

@@ -12,7 +12,7 @@ from httpd.server import HttpError, json_response, parse_json
 from rest import formats as f
 from rest.consumers import Instances
 from rest.kafka import Kafka, partition_not_found
-from rest.produce import error_fields, produce
+from rest.produce import error_fields
 
 CONTENT_TYPE = "application/vnd.kafka.v2+json"
 _FORMAT = re.compile(r"application/vnd\.kafka\.(binary|json|avro|jsonschema|protobuf)\.v2\+json")
@@ -143,7 +143,7 @@ class V2:
         else:
             encode = f.encode_binary if fmt == f.BINARY else f.encode_json
             encoded = [(encode(r.get("key")), encode(r.get("value"))) for r in records]
-        results = await produce(self.kafka, topic, [
+        results = await self.kafka.produce(topic, [
             (fixed if fixed is not None else r.get("partition"), k, v, None, None)
             for r, (k, v) in zip(records, encoded)])
         offsets = []

@@ -17,7 +17,6 @@ from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, A
 from httpd.server import HttpError, json_response, parse_json
 from rest import formats as f
 from rest.kafka import Kafka
-from rest.produce import produce
 
 TOPIC = ConfigResource.Type.TOPIC
 
@@ -439,7 +438,7 @@ class V3:
                 prepared.append((i, await self._record(topic, t, r)))
             except HttpError as e:
                 answers[i] = {"error_code": e.status, "message": e.message}
-        results = await produce(self.kafka, topic, [rec for _, (rec, _k, _v) in prepared])
+        results = await self.kafka.produce(topic, [rec for _, (rec, _k, _v) in prepared])
         for (i, (_rec, key_info, value_info)), (err, part, offset, ts) in zip(prepared, results):
             if err is not None:
                 answers[i] = {"error_code": 500, "message": str(getattr(err, "str", lambda: err)())}
