@@ -220,3 +220,20 @@ def test_bad_input_gets_confluent_errors(rest_proxy, new_topic):
     for t in threads:
         t.join(60)
     assert len(good) == 40 and not errors
+
+
+
+def test_v3_kafka_errors_as_confluent_answers_them(rest_proxy):
+    http = httpx.Client(base_url=rest_proxy.url, timeout=30)
+    c = f"/v3/clusters/{http.get('/v3/clusters').json()['data'][0]['cluster_id']}"
+    topic = f"v3e-{uuid.uuid4().hex[:8]}"
+    r = http.post(f"{c}/topics", json={"topic_name": topic, "replication_factor": 3})
+    assert (r.status_code, r.json()["error_code"]) == (400, 40002), r.text
+    for path in (f"{c}/topics/{topic}", f"{c}/topics/{topic}/partitions",
+                 f"{c}/topics/{topic}/configs"):
+        r = http.get(path)
+        assert (r.status_code, r.json()) == (404, {
+            "error_code": 40403, "message": "This server does not host this topic-partition."})
+    r = http.post(f"{c}/topics/{topic}/records", json={"value": {"type": "JSON", "data": 1}})
+    assert (r.status_code, r.json()["error_code"]) == (404, 40403)
+    assert http.get("/v3/clusters/nope").json()["error_code"] == 404

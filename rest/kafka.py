@@ -28,10 +28,33 @@ def partition_not_found() -> HttpError:
     return HttpError(404, 40402, "Partition not found.")
 
 
+# Kafka's errors as Confluent's services answer them (rest-utils' KafkaExceptionMapper):
+# (HTTP status, error code) by librdkafka's error name.
+_BAD_REQUEST = (400, 40002)
+KAFKA_ERRORS = {
+    **dict.fromkeys(("TOPIC_ALREADY_EXISTS", "INVALID_REPLICATION_FACTOR", "SECURITY_DISABLED",
+                     "UNSUPPORTED_VERSION", "INVALID_PARTITIONS", "INVALID_REQUEST", "UNKNOWN",
+                     "POLICY_VIOLATION", "INVALID_CONFIG", "TOPIC_DELETION_DISABLED",
+                     "TOPIC_EXCEPTION"), _BAD_REQUEST),
+    "UNKNOWN_TOPIC_OR_PART": (404, 40403), "UNKNOWN_TOPIC_ID": (404, 40403),
+    "BROKER_NOT_AVAILABLE": (503, 50302), "MSG_SIZE_TOO_LARGE": (413, 413),
+    "THROTTLING_QUOTA_EXCEEDED": (429, 42901),
+    "SASL_AUTHENTICATION_FAILED": (401, 40101), "_AUTHENTICATION": (401, 40101),
+}
+
+
 def kafka_error(e) -> HttpError:
+    """A Kafka client's failure (a KafkaException or KafkaError) as Confluent's answer:
+    authorization failures 403/40301, other retriable errors 500/50003, the rest 500/50002."""
     err = e.args[0] if isinstance(e, KafkaException) and e.args else e
-    retriable = getattr(err, "retriable", lambda: False)()
-    return HttpError(500, 50003 if retriable else 50002, f"Kafka error: {err}")
+    name = err.name() if hasattr(err, "name") else ""
+    if name in KAFKA_ERRORS:
+        status, code = KAFKA_ERRORS[name]
+    elif name.endswith("_AUTHORIZATION_FAILED"):
+        status, code = 403, 40301
+    else:
+        status, code = 500, 50003 if getattr(err, "retriable", lambda: False)() else 50002
+    return HttpError(status, code, err.str() if hasattr(err, "str") else str(err))
 
 
 class Kafka:
