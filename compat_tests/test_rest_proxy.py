@@ -11,6 +11,7 @@ import threading
 import uuid
 
 import httpx
+from confluent_kafka import Producer
 
 from compat_tests.http_services import ServiceProcess, wait_until
 
@@ -220,6 +221,69 @@ def test_bad_input_gets_confluent_errors(rest_proxy, new_topic):
     for t in threads:
         t.join(60)
     assert len(good) == 40 and not errors
+
+
+def test_json_consumer_never_skips_a_record_it_cannot_read(rest_proxy, broker, new_topic):
+    """A record that is not JSON ends the answer before it; alone, it is Confluent's 50002, at
+    every read until the consumer seeks past it. Commits cover only records answered."""
+    topic = new_topic()
+    p = Producer({"bootstrap.servers": broker.bootstrap})
+    for value in (b'{"n": 0}', b'{"n": 1}', b"\x00not json", b'{"n": 3}'):
+        p.produce(topic, value, partition=0)
+    assert p.flush(15) == 0
+    http = httpx.Client(base_url=rest_proxy.url, timeout=30)
+    base = _consumer(http, f"g-{topic}", "json", **{"auto.commit.enable": "false"})
+    part = {"partitions": [{"topic": topic, "partition": 0}]}
+    assert http.post(f"{base}/assignments", headers={"Content-Type": V2},
+                     json=part).status_code == 204
+    accept = {"Accept": "application/vnd.kafka.json.v2+json"}
+    got = _read_all(http, base, "json", 2)
+    assert [(m["offset"], m["value"]) for m in got] == [(0, {"n": 0}), (1, {"n": 1})]
+    assert http.post(f"{base}/offsets", headers={"Content-Type": V2}).status_code == 200
+    for _ in range(2):  # not skipped: the same answer again
+        r = http.get(f"{base}/records?timeout=1000", headers=accept)
+        assert (r.status_code, r.json()["error_code"]) == (500, 50002), r.text
+        assert "offset 2" in r.json()["message"]
+    committed = http.request("GET", f"{base}/offsets", headers={"Content-Type": V2},
+                             json=part).json()["offsets"]
+    assert committed[0]["offset"] == 2  # the commit covered what was answered, nothing more
+    assert http.post(f"{base}/positions", headers={"Content-Type": V2}, json={
+        "offsets": [{"topic": topic, "partition": 0, "offset": 3}]}).status_code == 204
+    assert [m["value"] for m in _read_all(http, base, "json", 1)] == [{"n": 3}]
+    # Confluent's commit of given offsets: "consumed up to" the offset, with its metadata
+    assert http.post(f"{base}/offsets", headers={"Content-Type": V2}, json={"offsets": [
+        {"topic": topic, "partition": 0, "offset": 3, "metadata": "checkpoint"}]}).status_code \
+        == 200
+    committed = http.request("GET", f"{base}/offsets", headers={"Content-Type": V2},
+                             json=part).json()["offsets"]
+    assert (committed[0]["offset"], committed[0]["metadata"]) == (4, "checkpoint")
+    assert http.delete(base).status_code == 204
+
+
+
+def test_small_max_bytes_reads_every_record_once(rest_proxy, new_topic):
+    """Records fetched beyond max_bytes, of any partition, are read by the next requests."""
+    http = httpx.Client(base_url=rest_proxy.url, timeout=30)
+    topic = new_topic(partitions=2)
+    for partition in (0, 1):
+        r = http.post(f"/topics/{topic}/partitions/{partition}", headers=_ctype("json"),
+                      json={"records": [{"value": [partition, i]} for i in range(8)]})
+        assert r.status_code == 200, r.text
+    base = _consumer(http, f"g-{topic}", "json")
+    assert http.post(f"{base}/subscription", headers={"Content-Type": V2},
+                     json={"topics": [topic]}).status_code == 204
+    got = []
+
+    def read():
+        r = http.get(f"{base}/records?timeout=1000&max_bytes=10",
+                     headers={"Accept": "application/vnd.kafka.json.v2+json"})
+        assert len(r.json()) <= 1, r.text
+        got.extend(r.json())
+        return len(got) >= 16
+
+    wait_until(read, 60, interval=0)
+    assert sorted(tuple(m["value"]) for m in got) == [(p, i) for p in (0, 1) for i in range(8)]
+    assert http.delete(base).status_code == 204
 
 
 

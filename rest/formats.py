@@ -48,12 +48,7 @@ def decode_binary(data: bytes | None):
 
 
 def decode_json(data: bytes | None):
-    if data is None:
-        return None
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        raise HttpError(500, 50002, "Cannot deserialize the record as JSON") from None
+    return None if data is None else orjson.loads(data)
 
 
 class SchemaFormats:
