@@ -11,9 +11,9 @@ import threading
 import uuid
 
 import httpx
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer
 
-from compat_tests.http_services import ServiceProcess, wait_until
+from compat_tests.http_services import SR, ServiceProcess, wait_until
 
 V2 = "application/vnd.kafka.v2+json"
 
@@ -260,7 +260,6 @@ def test_json_consumer_never_skips_a_record_it_cannot_read(rest_proxy, broker, n
     assert http.delete(base).status_code == 204
 
 
-
 def test_small_max_bytes_reads_every_record_once(rest_proxy, new_topic):
     """Records fetched beyond max_bytes, of any partition, are read by the next requests."""
     http = httpx.Client(base_url=rest_proxy.url, timeout=30)
@@ -286,7 +285,6 @@ def test_small_max_bytes_reads_every_record_once(rest_proxy, new_topic):
     assert http.delete(base).status_code == 204
 
 
-
 def test_v3_kafka_errors_as_confluent_answers_them(rest_proxy):
     http = httpx.Client(base_url=rest_proxy.url, timeout=30)
     c = f"/v3/clusters/{http.get('/v3/clusters').json()['data'][0]['cluster_id']}"
@@ -301,3 +299,46 @@ def test_v3_kafka_errors_as_confluent_answers_them(rest_proxy):
     r = http.post(f"{c}/topics/{topic}/records", json={"value": {"type": "JSON", "data": 1}})
     assert (r.status_code, r.json()["error_code"]) == (404, 40403)
     assert http.get("/v3/clusters/nope").json()["error_code"] == 404
+
+
+def test_protobuf_with_references_and_the_first_message(rest_proxy, schema_registry, new_topic):
+    """A Protobuf schema importing another by reference: the proxy builds it with its
+    references and produces its first message type (a request cannot name another, as with
+    Confluent's proxy); a consumer instance reads it back."""
+    http = httpx.Client(base_url=rest_proxy.url, timeout=30)
+    sr = httpx.Client(base_url=schema_registry.url, headers={"Content-Type": SR}, timeout=20)
+    tag = uuid.uuid4().hex[:6]
+    dep_subject = f"address-{tag}"
+    r = sr.post(f"/subjects/{dep_subject}/versions", json={"schemaType": "PROTOBUF", "schema": (
+        f'syntax = "proto3";\npackage p{tag};\nmessage Address {{ string city = 1; }}\n')})
+    assert r.status_code == 200, r.text
+    main = (f'syntax = "proto3";\npackage p{tag};\nimport "address.proto";\n'
+            f'message Customer {{ string name = 1; Address home = 2; }}\n'
+            f'message Other {{ int64 n = 1; }}\n')
+    r = sr.post(f"/subjects/customer-{tag}/versions", json={
+        "schemaType": "PROTOBUF", "schema": main,
+        "references": [{"name": "address.proto", "subject": dep_subject, "version": 1}]})
+    assert r.status_code == 200, r.text
+    schema_id = r.json()["id"]
+    topic = new_topic()
+    value = {"name": "ann", "home": {"city": "Oslo"}}
+    r = http.post(f"/topics/{topic}", headers=_ctype("protobuf"),
+                  json={"value_schema_id": schema_id, "records": [{"value": value}]})
+    assert r.status_code == 200 and r.json()["offsets"][0]["error_code"] is None, r.text
+    r = http.post(f"/topics/{topic}", headers=_ctype("protobuf"), json={
+        "value_schema_id": schema_id, "records": [{"value": {"n": 5}}]})  # Other's field
+    assert (r.status_code, r.json()["error_code"]) == (422, 42203), r.text
+    base = _consumer(http, f"g-{topic}", "protobuf")
+    http.post(f"{base}/subscription", headers={"Content-Type": V2}, json={"topics": [topic]})
+    got = _read_all(http, base, "protobuf", 1)
+    assert [m["value"] for m in got] == [value]
+    assert http.delete(base).status_code == 204
+    c = Consumer({"bootstrap.servers": rest_proxy.props["bootstrap.servers"],
+                  "group.id": f"raw-{topic}", "auto.offset.reset": "earliest"})
+    try:  # Confluent's wire format: magic 0, the id, message indexes [0] (written as 0)
+        c.subscribe([topic])
+        raw = wait_until(lambda: next((m.value() for m in c.consume(1, 1.0) if not m.error()),
+                                      None), 30)
+    finally:
+        c.close()
+    assert raw[:6] == b"\0" + schema_id.to_bytes(4, "big") + b"\0"
