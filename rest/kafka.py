@@ -8,7 +8,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
 
-from confluent_kafka import KafkaException, Producer, TopicCollection
+from confluent_kafka import KafkaError, KafkaException, Producer, TopicCollection
 from confluent_kafka.admin import AdminClient
 
 from httpd.server import HttpError
@@ -43,6 +43,10 @@ KAFKA_ERRORS = {
 }
 
 
+# A call's failure to reach the cluster at all.
+UNREACHED = {KafkaError._TRANSPORT, KafkaError._TIMED_OUT, KafkaError._ALL_BROKERS_DOWN}
+
+
 def kafka_error(e) -> HttpError:
     """A Kafka client's failure (a KafkaException or KafkaError) as Confluent's answer:
     authorization failures 403/40301, other retriable errors 500/50003, the rest 500/50002."""
@@ -61,23 +65,42 @@ class Kafka:
     def __init__(self, client: dict, producer: dict, admin: dict, timeout_ms: int):
         self.client = client
         self.timeout = timeout_ms / 1000
-        self.producer = Producer({**client, **PRODUCER_DEFAULTS, **producer})
+        self.auth_failure = None  # the cluster's last refusal of our credentials (error_cb)
+        reported = {"error_cb": self._client_error}
+        self.producer = Producer({**client, **PRODUCER_DEFAULTS, **producer, **reported})
         self.reports = Reports(self.producer)
-        self.admin = AdminClient({**client, **admin})
+        self.admin = AdminClient({**client, **admin, **reported})
         self.pool = ThreadPoolExecutor(8, thread_name_prefix="kafka")
         self.topics: dict[str, tuple[float, object]] = {}
-        self._cluster = None
+
+    def _client_error(self, err) -> None:
+        """librdkafka's errors outside any one request (served by poll)."""
+        if err.code() == KafkaError._AUTHENTICATION:
+            self.auth_failure = err
+
+    def error(self, e) -> HttpError:
+        """A failed call's answer (``kafka_error``). librdkafka reports a refused SASL login
+        on the side and fails the call as a transport failure or a timeout; that call is
+        answered as the refusal, 401/40101, as Confluent's proxy answers the Java client's
+        SaslAuthenticationException."""
+        self.admin.poll(0)
+        err = e.args[0] if isinstance(e, KafkaException) and e.args else e
+        if self.auth_failure is not None and getattr(err, "code", lambda: None)() in UNREACHED:
+            return kafka_error(self.auth_failure)
+        return kafka_error(err)
 
     async def produce(self, topic: str, records: list) -> list:
         """See ``rest.produce.produce``."""
         return await produce(self.producer, self.reports, topic, records, self.timeout)
 
     async def call(self, fn, *args):
-        """A blocking client call on the pool; Kafka failures as Confluent's 5000x errors."""
+        """A blocking client call on the pool; Kafka failures as Confluent's errors."""
         try:
-            return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
+            result = await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
         except KafkaException as e:
-            raise kafka_error(e) from None
+            raise self.error(e) from None
+        self.auth_failure = None
+        return result
 
     async def topic(self, name: str, refresh: bool = False):
         """The topic (``.topic``, ``.partitions``: {id: ``.id .leader .replicas .isrs``}),
@@ -93,12 +116,12 @@ class Kafka:
             return fut.result(self.timeout)
 
         try:
-            d = await asyncio.get_running_loop().run_in_executor(self.pool, describe)
-        except KafkaException as e:
-            if e.args and getattr(e.args[0], "code", lambda: None)() == 3:
+            d = await self.call(describe)
+        except HttpError as e:
+            if e.code == KAFKA_ERRORS["UNKNOWN_TOPIC_OR_PART"][1]:
                 self.topics.pop(name, None)
                 raise topic_not_found() from None
-            raise kafka_error(e) from None
+            raise
         t = SimpleNamespace(topic=name, partitions={p.id: SimpleNamespace(
             id=p.id, leader=p.leader.id if p.leader else -1,
             replicas=[r.id for r in p.replicas], isrs=[r.id for r in p.isr])

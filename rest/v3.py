@@ -16,7 +16,7 @@ from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, A
 
 from httpd.server import HttpError, json_response, parse_json
 from rest import formats as f
-from rest.kafka import Kafka, kafka_error
+from rest.kafka import Kafka
 
 TOPIC = ConfigResource.Type.TOPIC
 
@@ -156,7 +156,7 @@ class V3:
                        int(body.get("replication_factor", -1)), config=configs)
         result = (await self.kafka.wait(self.kafka.admin.create_topics([new])))[name]
         if isinstance(result, Exception):
-            raise kafka_error(result)
+            raise self.kafka.error(result)
         t = await self.kafka.topic(name, refresh=True)
         return _ok(self._topic_json(request, info.cluster_id, t), 201)
 
@@ -164,7 +164,7 @@ class V3:
         _cid, t = await self._topic(request)
         result = (await self.kafka.wait(self.kafka.admin.delete_topics([t.topic])))[t.topic]
         if isinstance(result, Exception):
-            raise kafka_error(result)
+            raise self.kafka.error(result)
         self.kafka.topics.pop(t.topic, None)
         return web.Response(status=204)
 
@@ -208,7 +208,7 @@ class V3:
         res = ConfigResource(TOPIC, t.topic)
         result = (await self.kafka.wait(self.kafka.admin.describe_configs([res])))[res]
         if isinstance(result, Exception):
-            raise kafka_error(result)
+            raise self.kafka.error(result)
         return cid, t.topic, result
 
     async def list_configs(self, request):
@@ -232,7 +232,7 @@ class V3:
             ConfigEntry(name, value, incremental_operation=op) for name, value, op in changes])
         result = (await self.kafka.wait(self.kafka.admin.incremental_alter_configs([res])))[res]
         if isinstance(result, Exception):
-            raise kafka_error(result)
+            raise self.kafka.error(result)
         return web.Response(status=204)
 
     async def update_config(self, request):
@@ -315,7 +315,7 @@ class V3:
         committed = (await self.kafka.wait(self.kafka.admin.list_consumer_group_offsets(
             [ConsumerGroupTopicPartitions(group)])))[group]
         if isinstance(committed, Exception):
-            raise kafka_error(committed)
+            raise self.kafka.error(committed)
         parts = [tp for tp in committed.topic_partitions if tp.offset >= 0]
         ends = {}
         if parts:
@@ -410,7 +410,7 @@ class V3:
         binding = AclBinding(*self._acl_fields(body, False))
         result = (await self.kafka.wait(self.kafka.admin.create_acls([binding])))[binding]
         if isinstance(result, Exception):
-            raise kafka_error(result)
+            raise self.kafka.error(result)
         return web.Response(status=201)
 
     async def delete_acls(self, request):
@@ -418,7 +418,7 @@ class V3:
         flt = AclBindingFilter(*self._acl_fields(request.query, True))
         result = (await self.kafka.wait(self.kafka.admin.delete_acls([flt])))[flt]
         if isinstance(result, Exception):
-            raise kafka_error(result)
+            raise self.kafka.error(result)
         return _ok({"data": [self._acl_json(request, info.cluster_id, b) for b in result]})
 
     # -- records ---------------------------------------------------------------------------
