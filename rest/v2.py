@@ -305,21 +305,25 @@ class V2:
             inst.consumer.seek(retry[0])  # raises the client's own error
 
     async def commit(self, request):
+        """Confluent's answer is an empty list; ``?async`` commits without waiting."""
         inst = self._instance(request)
         body = parse_json(await request.read())
+        wait = "async" not in request.query
+        offsets = None
         if isinstance(body, dict) and body.get("offsets"):
             offsets = _partitions_of(body, "offsets")
             for p in offsets:  # Confluent's proxy commits "consumed up to offset": offset + 1
                 p.offset += 1
-            await inst.run(lambda: inst.consumer.commit(offsets=offsets, asynchronous=False))
-        else:
-            await inst.run(self._commit_consumed, inst)
-        return _ok({})
+        await inst.run(self._commit, inst, offsets, wait)
+        return _ok([])
 
     @staticmethod
-    def _commit_consumed(inst):
+    def _commit(inst, offsets, wait: bool):
         try:
-            inst.consumer.commit(asynchronous=False)
+            if offsets is None:  # the records answered so far
+                inst.consumer.commit(asynchronous=not wait)
+            else:
+                inst.consumer.commit(offsets=offsets, asynchronous=not wait)
         except KafkaException as e:
             if e.args[0].code() != KafkaError._NO_OFFSET:  # nothing consumed: nothing to commit
                 raise
