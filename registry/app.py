@@ -321,13 +321,14 @@ class Registry:
     def _same(self, v: Version, wanted: Version, normalize: bool) -> bool:
         """Whether registered version ``v`` is the schema ``wanted``; with ``normalize``, also
         when their normalized forms are the same."""
-        if v.identity() == wanted.identity():
-            return True
-        if not normalize or v.schema_type != wanted.schema_type:
+        if v.schema_type != wanted.schema_type:
             return False
-        parsed = self.parse(v.schema_type, v.schema, v.references)
-        return Version("", 0, 0, v.schema_type, parsed.normalized(), _normalized_references(
-            v.references)).identity() == wanted.identity()
+        if v.schema == wanted.schema and v.references == wanted.references:
+            return True
+        if not normalize:
+            return False
+        return self.parse(v.schema_type, v.schema, v.references).normalized() == \
+            wanted.schema and _normalized_references(v.references) == wanted.references
 
     def _own_setting(self, request, table: dict, code: int, what: str) -> str | None:
         """The subject a GET of /config or /mode names (None: the global setting), which must
