@@ -6,7 +6,6 @@ PropertyFileLoginModule and its password file, ``authentication.realm``,
 (``kafkastore.*`` for the registry, ``client.*`` for the proxy), with stock clients."""
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import ssl
@@ -20,7 +19,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives.serialization import (BestAvailableEncryption,
                                                           load_pem_private_key, pkcs12)
 
-from compat_tests.http_services import SR, ServiceProcess, wait_primary, wait_until
+from compat_tests.broker_process import free_port
+from compat_tests.http_services import ServiceProcess, wait_until
 from compat_tests.security_setup import (PLAIN_USERS, SCRAM_USERS, add_scram_users,
                                          listener_address, module_broker, secure_overrides)
 
@@ -81,7 +81,7 @@ def secure_registry(pki, secure_broker, auth_files, tmp_path_factory):
     SASL_SSL."""
     root = tmp_path_factory.mktemp("secure-registry")
     sr = ServiceProcess("registry", {
-        "listeners": f"https://127.0.0.1:{_port()}", **registry_kafka(pki, secure_broker),
+        "listeners": f"https://127.0.0.1:{free_port()}", **registry_kafka(pki, secure_broker),
         "kafkastore.topic": "_schemas_secure", "kafkastore.topic.replication.factor": 1,
         "ssl.keystore.type": "PEM", "ssl.keystore.location": pki.server,
         "authentication.method": "BASIC", "authentication.roles": ROLES,
@@ -89,12 +89,6 @@ def secure_registry(pki, secure_broker, auth_files, tmp_path_factory):
         env={"SCHEMA_REGISTRY_OPTS": f"-Djava.security.auth.login.config={auth_files}"}).start()
     yield sr
     sr.stop()
-
-
-def _port() -> int:
-    from compat_tests.broker_process import free_port
-
-    return free_port()
 
 
 def tls(pki, client_cert: bool = False, rogue: bool = False) -> ssl.SSLContext:
@@ -169,7 +163,7 @@ def secure_proxy(pki, secure_broker, secure_registry, auth_files, tmp_path_facto
         b"proxy", load_pem_private_key(pem, None), certs[0], certs[1:],
         BestAvailableEncryption(b"store-pw")))
     proxy = ServiceProcess("rest", {
-        "listeners": f"https://127.0.0.1:{_port()}",
+        "listeners": f"https://127.0.0.1:{free_port()}",
         "bootstrap.servers": listener_address(secure_broker, "SASL_SSL"),
         "client.security.protocol": "SASL_SSL", "client.sasl.mechanism": "PLAIN",
         "client.sasl.jaas.config": kafka_jaas("plain.PlainLoginModule", "alice",
@@ -276,7 +270,7 @@ def test_bad_security_configuration_is_refused(pki, auth_files, tmp_path, props,
         env = {"KAFKAREST_OPTS": f"-Djava.security.auth.login.config={auth_files}"}
     if "listeners" in props:
         props = {"ssl.keystore.location": pki.server, **props,
-                 "listeners": props["listeners"].format(port=_port())}
+                 "listeners": props["listeners"].format(port=free_port())}
     proxy = ServiceProcess("rest", {"bootstrap.servers": "127.0.0.1:1", **props},
                            tmp_path / "rest.log", env=env)
     with pytest.raises(RuntimeError, match="exited"):
