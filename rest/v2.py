@@ -376,16 +376,16 @@ class V2:
             size += len(key or b"") + len(value or b"")
             if out and size >= max_bytes:  # Confluent's bound (it answers at least one here)
                 break
+            topic, partition, offset = m.topic(), m.partition(), m.offset()
             try:
-                record = {"topic": m.topic(), "key": decode(key), "value": decode(value),
-                          "partition": m.partition(), "offset": m.offset()}
+                out.append({"topic": topic, "key": decode(key), "value": decode(value),
+                            "partition": partition, "offset": offset})
             except Exception as e:  # noqa: BLE001 - any decoder's complaint about the bytes
                 failure = HttpError(500, 50002, f"Error deserializing the record at "
-                                                f"{m.topic()}-{m.partition()} offset "
-                                                f"{m.offset()} as {inst.format}: {e}")
+                                                f"{topic}-{partition} offset {offset} as "
+                                                f"{inst.format}: {e}")
                 break
-            out.append(record)
-            consumed[(m.topic(), m.partition())] = m.offset() + 1
+            consumed[topic, partition] = offset + 1
         else:
             i = len(msgs)
         unread: dict = {}
