@@ -324,8 +324,8 @@ def test_auto_leader_rebalance_brings_leadership_back(cluster_factory):
 
 
 def test_stale_controller_and_non_controller_requests_are_refused(cluster):
-    from broker.client import Client
-    from wire.apis import ALTER_PARTITION, LEADER_AND_ISR, UPDATE_METADATA
+    from josefk.tools.client import Client
+    from josefk.wire.apis import ALTER_PARTITION, LEADER_AND_ISR, UPDATE_METADATA
 
     controller = cluster.controller_id(1)
     other = next(i for i in cluster.brokers if i != controller)
@@ -341,8 +341,8 @@ def test_stale_controller_and_non_controller_requests_are_refused(cluster):
 
 
 def test_offset_for_leader_epoch(cluster):
-    from broker.client import Client
-    from wire.apis import OFFSET_FOR_LEADER_EPOCH
+    from josefk.tools.client import Client
+    from josefk.wire.apis import OFFSET_FOR_LEADER_EPOCH
 
     topic = create(cluster, unique_topic("ofle"), 1)
     p = producer(cluster.bootstrap, acks="all")
@@ -386,7 +386,7 @@ def test_a_short_zookeeper_outage_keeps_every_session(tmp_path):
     broker re-registers and no ISR shrinks."""
     from compat_tests.cluster import Cluster
     from compat_tests.zookeeper import new_chroot
-    from zk.local_server import LocalZooKeeper
+    from josefk.zk.local_server import LocalZooKeeper
 
     zk = LocalZooKeeper(tmp_path / "zk", fsync=False).start(timeout=60)
     c = None

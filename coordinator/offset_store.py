@@ -40,9 +40,9 @@ import logging
 import struct
 from dataclasses import dataclass, field
 
-from wire import _recscan
-from wire import batch as wire_batch
-from wire import records as wire_records
+from josefk.wire import _recscan
+from josefk.wire import batch as wire_batch
+from josefk.wire import records as wire_records
 
 from .group import CommitRecord, OffsetAndMetadata
 

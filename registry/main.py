@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from broker.config import ConfigError
+from josefk.broker.config import ConfigError
 
 DEFAULTS = {
     "listeners": "http://0.0.0.0:8081",
@@ -24,14 +24,14 @@ DEFAULTS = {
 
 
 def add_commands(sub, kv):
-    from httpd.config import add_service_command
+    from josefk.httpd.config import add_service_command
 
     add_service_command(sub, kv, "registry", "run a Confluent-compatible Schema Registry",
                         "schema-registry.properties", run)
 
 
 def run(args) -> int:
-    from httpd.server import run_service
+    from josefk.httpd.server import run_service
 
     return run_service(args, "registry", DEFAULTS, "kafkastore.bootstrap.servers", serve)
 
@@ -47,12 +47,12 @@ async def serve(config) -> int:
     import aiohttp
     from aiohttp import web
 
-    from httpd.config import kafka_security, librdkafka_settings
-    from httpd.server import middlewares, serve as serve_http
-    from registry.app import BODY_TYPES, CONTENT_TYPE, Registry
-    from registry.election import Election
-    from registry.kafkastore import KafkaStore, StoreError
-    from registry.state import State
+    from josefk.httpd.config import kafka_security, librdkafka_settings
+    from josefk.httpd.server import middlewares, serve as serve_http
+    from josefk.registry.app import BODY_TYPES, CONTENT_TYPE, Registry
+    from josefk.registry.election import Election
+    from josefk.registry.kafkastore import KafkaStore, StoreError
+    from josefk.registry.state import State
 
     loop = asyncio.get_running_loop()
     security = kafka_security(config, "kafkastore.")
@@ -79,7 +79,7 @@ async def serve(config) -> int:
                     "leader.eligibility", config.bool("master.eligibility", True))}
     forward_ssl = None
     if listener.scheme == "https":
-        from broker.security import client_ssl_context
+        from josefk.broker.security.listeners import client_ssl_context
 
         forward_ssl = client_ssl_context(config.get)
     registry = Registry(store, state, identity, forward_ssl)

@@ -13,7 +13,7 @@ import threading
 
 import orjson
 
-from httpd.server import HttpError
+from josefk.httpd.server import HttpError
 
 BINARY, JSON, AVRO, JSONSCHEMA, PROTOBUF = "binary", "json", "avro", "jsonschema", "protobuf"
 SCHEMA_FORMATS = {AVRO: "AVRO", JSONSCHEMA: "JSON", PROTOBUF: "PROTOBUF"}
@@ -183,7 +183,7 @@ class SchemaFormats:
         (fetched from the registry, by the names it imports them by) and the well-known types."""
         from google.protobuf import descriptor_pb2, descriptor_pool
 
-        from registry.protobuf_schema import builtin_files
+        from josefk.registry.protobuf_schema import builtin_files
 
         def file(schema, name: str):
             fdp = descriptor_pb2.FileDescriptorProto.FromString(

@@ -11,8 +11,8 @@ from types import SimpleNamespace
 from confluent_kafka import KafkaError, KafkaException, Producer, TopicCollection
 from confluent_kafka.admin import AdminClient
 
-from httpd.server import HttpError
-from rest.produce import Reports, produce
+from josefk.httpd.server import HttpError
+from josefk.rest.produce import Reports, produce
 
 METADATA_MAX_AGE = 5.0
 # Java's partitioning (murmur2 of the key; a partition of the partitioner's choosing for records

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from broker.config import ConfigError
+from josefk.broker.config import ConfigError
 
 DEFAULTS = {
     "listeners": "http://0.0.0.0:8082",
@@ -26,14 +26,14 @@ _CLIENT_PREFIXES = ("producer.", "consumer.", "admin.")
 
 
 def add_commands(sub, kv):
-    from httpd.config import add_service_command
+    from josefk.httpd.config import add_service_command
 
     add_service_command(sub, kv, "rest", "run a Confluent-compatible REST Proxy",
                         "kafka-rest.properties", run)
 
 
 def run(args) -> int:
-    from httpd.server import run_service
+    from josefk.httpd.server import run_service
 
     return run_service(args, "rest", DEFAULTS, "bootstrap.servers", serve)
 
@@ -57,14 +57,14 @@ def registry_settings(config) -> dict | None:
 async def serve(config) -> int:
     from aiohttp import web
 
-    from httpd.config import kafka_security, librdkafka_settings
-    from httpd.server import middlewares, serve as serve_http
-    from registry.main import bootstrap_servers
-    from rest.consumers import Instances
-    from rest.formats import SchemaFormats
-    from rest.kafka import Kafka
-    from rest.v2 import CONTENT_TYPE, V2
-    from rest.v3 import V3
+    from josefk.httpd.config import kafka_security, librdkafka_settings
+    from josefk.httpd.server import middlewares, serve as serve_http
+    from josefk.registry.main import bootstrap_servers
+    from josefk.rest.consumers import Instances
+    from josefk.rest.formats import SchemaFormats
+    from josefk.rest.kafka import Kafka
+    from josefk.rest.v2 import CONTENT_TYPE, V2
+    from josefk.rest.v3 import V3
 
     try:
         client = {"bootstrap.servers": bootstrap_servers(config.get("bootstrap.servers")),

@@ -10,11 +10,11 @@ from aiohttp import web
 from confluent_kafka import (OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, KafkaError,
                              KafkaException, TopicPartition)
 
-from httpd.server import HttpError, json_response, parse_json
-from rest import formats as f
-from rest.consumers import Instances
-from rest.kafka import Kafka, kafka_error, partition_not_found
-from rest.produce import error_fields
+from josefk.httpd.server import HttpError, json_response, parse_json
+from josefk.rest import formats as f
+from josefk.rest.consumers import Instances
+from josefk.rest.kafka import Kafka, kafka_error, partition_not_found
+from josefk.rest.produce import error_fields
 
 CONTENT_TYPE = "application/vnd.kafka.v2+json"
 _FORMAT = re.compile(r"application/vnd\.kafka\.(binary|json|avro|jsonschema|protobuf)\.v2\+json")

@@ -8,12 +8,12 @@ import struct
 
 import pytest
 
-from coordinator import offset_store
-from coordinator.group import OffsetAndMetadata
-from coordinator.offset_store import (GroupRecord, InMemoryOffsetsLog, OffsetStore,
-                                      group_metadata_key, group_metadata_value,
-                                      offset_commit_key, offset_commit_value)
-from wire import records as wire_records
+from josefk.coordinator import offset_store
+from josefk.coordinator.group import OffsetAndMetadata
+from josefk.coordinator.offset_store import (GroupRecord, InMemoryOffsetsLog, OffsetStore,
+                                             group_metadata_key, group_metadata_value,
+                                             offset_commit_key, offset_commit_value)
+from josefk.wire import records as wire_records
 
 
 def _commit(group, topic, part, offset):

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import time
 
-from wire import _recscan
-from wire.batch import (HEADER_SIZE, TIMESTAMP_TYPE_FLAG, BatchHeader, InvalidRecord,
-                        InvalidTimestamp, set_max_timestamp, validate_batches)
-from wire.records import CODEC_NAMES, NONE, UnsupportedCodec, decompress
+from josefk.wire import _recscan
+from josefk.wire.batch import (HEADER_SIZE, TIMESTAMP_TYPE_FLAG, BatchHeader, InvalidRecord,
+                               InvalidTimestamp, set_max_timestamp, validate_batches)
+from josefk.wire.records import CODEC_NAMES, NONE, UnsupportedCodec, decompress
 
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 # Records of one batch may decompress to this much at most: a small compressed batch cannot

@@ -29,7 +29,7 @@ import uuid as _uuid
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
-from wire.types import uuid_from_base64, uuid_to_base64
+from josefk.wire.types import uuid_from_base64, uuid_to_base64
 
 
 class ZNodeError(ValueError):
