@@ -10,7 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from josefk.broker.config import BrokerConfig, ConfigError, parse_properties
-from josefk.broker.dispatch import HANDLERS
+from josefk.broker.client_metrics import ClientMetricsManager
+from josefk.broker.dispatch import served
 from josefk.broker.group_log import OFFSETS_TOPIC, OffsetsTopicLog
 from josefk.broker.metrics import BrokerMetrics
 from josefk.broker.control.metadata import (BrokerInfo, LocalMetadataStore, MetadataError,
@@ -36,7 +37,7 @@ from josefk.coordinator.txn_coordinator import TransactionCoordinator
 from josefk.storage.cleaner import LogCleaner
 from josefk.storage.config import LogConfig
 from josefk.storage.manager import LogManager
-from josefk.wire import errors
+from josefk.wire import errors, recscan
 from josefk.wire.types import uuid_to_base64
 from josefk.wire.apis import API_BY_KEY, API_VERSIONS
 from josefk.zk.client import ZkClient
@@ -84,7 +85,9 @@ class Broker:
         self.config = config
         self.connections = set()
         self.metrics = BrokerMetrics(self) if config.get("josefk.metrics.port") else None
-        self.handlers = self.metrics.instrument(HANDLERS) if self.metrics else HANDLERS
+        handlers = served(config)
+        self.handlers = self.metrics.instrument(handlers) if self.metrics else handlers
+        self.client_metrics = ClientMetricsManager(config.int("telemetry.max.bytes"))
         self.servers = []
         self._tasks = []
         self._housekeeping = ThreadPoolExecutor(1, thread_name_prefix="josefk-housekeeping")
@@ -198,6 +201,9 @@ class Broker:
                              (cfg.int("log.flush.offset.checkpoint.interval.ms"), self._checkpoint)):
             self._tasks.append(asyncio.ensure_future(self._periodic(interval, fn)))
         log.info("josefk broker %d listening on %s", self.config.node_id, cfg.get("listeners"))
+        if not recscan.NATIVE:
+            log.info("records are walked in plain Python (the C helper was not built): produce "
+                     "validation costs more CPU")
 
     async def stop(self):
         if self.cluster is not None and self.config.bool("controlled.shutdown.enable"):

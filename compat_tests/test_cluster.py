@@ -472,3 +472,16 @@ def test_paused_coordinator_never_answers_stale_offsets(cluster_factory):
             pass
         time.sleep(0.05)
     assert answers <= {(rk.NOT_COORDINATOR, -1), (rk.NONE, 50)}, answers
+
+
+def test_a_stopped_broker_leaves_every_brokers_metadata(cluster_factory):
+    """A broker that shuts down (SIGTERM: controlled shutdown first, so no partition state
+    changes when it goes) is no longer offered to clients as a live broker: the controller
+    tells every broker, as Kafka's does on any broker failure."""
+    c = cluster_factory(overrides={"zookeeper.session.timeout.ms": 3000})
+    create(c, unique_topic("leave"), 3)
+    victim = next(i for i in c.brokers if i != c.controller_id(1))
+    c.brokers[victim].stop()
+    c.wait_for(lambda: all(victim not in c.metadata(i).brokers
+                           for i, b in c.brokers.items() if b.is_running()),
+               10, f"broker {victim} gone from every broker's metadata")

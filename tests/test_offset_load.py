@@ -15,6 +15,8 @@ from josefk.coordinator.offset_store import (GroupRecord, InMemoryOffsetsLog, Of
                                              offset_commit_key, offset_commit_value)
 from josefk.wire import records as wire_records
 
+pytestmark = pytest.mark.usefixtures("record_walk")
+
 
 def _commit(group, topic, part, offset):
     return (offset_commit_key(group, topic, part),
@@ -108,4 +110,4 @@ def test_a_malformed_batch_is_skipped_not_fatal():
 @pytest.mark.parametrize("data", [b"", b"\x02", b"\x0a\x00\x00\x00\x02"])
 def test_latest_rejects_truncated_records(data):
     with pytest.raises(ValueError):
-        offset_store._recscan.latest(data, 1, {}, 0)
+        offset_store.recscan.latest(data, 1, {}, 0)

@@ -13,6 +13,8 @@ from josefk.wire.records import build_batch
 from josefk.wire.types import write_varint
 from josefk.wire.validate import validate_records
 
+pytestmark = pytest.mark.usefixtures("record_walk")
+
 TS = 1_700_000_000_000
 
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from josefk.wire import types as T
-from josefk.wire._recscan import buffer
+from josefk.wire.recscan import buffer
 
 
 class FrameTooLarge(T.DecodeError):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 
-from josefk.wire import _recscan
+from josefk.wire import recscan
 from josefk.wire.batch import (HEADER_SIZE, TIMESTAMP_TYPE_FLAG, BatchHeader, InvalidRecord,
                                InvalidTimestamp, set_max_timestamp, validate_batches)
 from josefk.wire.records import CODEC_NAMES, NONE, UnsupportedCodec, decompress
@@ -50,7 +50,7 @@ def validate_records(buf, compacted: bool = False, timestamp_window=None,
             hi = min(_I64_MAX, now_ms + after - h.base_timestamp)
         section = mv[h.pos + HEADER_SIZE:h.pos + h.size]
         data = section if codec == NONE else decompress(codec, section, MAX_DECOMPRESSED)
-        max_delta, bad, structural = _recscan.scan(data, h.count, compacted, lo, hi)
+        max_delta, bad, structural = recscan.scan(data, h.count, compacted, lo, hi)
         if bad:
             _refuse(h, bad, structural)
         if (max_delta is not None and not h.attributes & TIMESTAMP_TYPE_FLAG

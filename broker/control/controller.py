@@ -418,8 +418,10 @@ class Controller:
             if s is not None:
                 s.close()
         if gone:
-            await self._elect_offline(set(self.live))
-            await self._remove_dead_replicas()
+            changed = await self._elect_offline(set(self.live))
+            changed += await self._remove_dead_replicas()
+            if not changed:  # after a controlled shutdown, say: the live brokers changed anyway
+                self._send_update_metadata(list(self.live), [])
         self.live = fresh
         for b in new:
             self._sender(fresh[b])

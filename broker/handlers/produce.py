@@ -58,7 +58,8 @@ def handle_produce(broker, ctx, req):
                         err = res.error
             if not err:
                 out = R.PartitionProduceResponse(
-                    index=pd.index, base_offset=res.base_offset, log_append_time_ms=-1,
+                    index=pd.index, base_offset=res.base_offset,
+                    log_append_time_ms=res.log_append_time,
                     log_start_offset=res.log_start_offset)
                 if acks == -1 and not part.replicated(res.next_offset):
                     waits.append((out, part, res.next_offset))

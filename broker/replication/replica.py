@@ -35,16 +35,17 @@ def _now_ms() -> int:
 
 class AppendResult:
     __slots__ = ("error", "base_offset", "log_start_offset", "message", "next_offset",
-                 "record_errors")
+                 "record_errors", "log_append_time")
 
     def __init__(self, error, base_offset=-1, log_start_offset=-1, message=None, next_offset=-1,
-                 record_errors=()):
+                 record_errors=(), log_append_time=-1):
         self.error = error
         self.base_offset = base_offset
         self.log_start_offset = log_start_offset
         self.message = message
         self.next_offset = next_offset  # the offset the high watermark must pass for acks=all
         self.record_errors = record_errors  # (index in batch, message) pairs
+        self.log_append_time = log_append_time  # the time stamped in, on a LogAppendTime topic
 
 
 class ReadResult:
@@ -237,7 +238,9 @@ class Partition:
         if self._advance_hwm() and self.acks_waiters:
             self._complete_acks_waiters()
         self.wake()
-        return AppendResult(errors.NONE, first, lg.log_start_offset, next_offset=last + 1)
+        return AppendResult(errors.NONE, first, lg.log_start_offset, next_offset=last + 1,
+                            log_append_time=h.max_timestamp
+                            if self.config.message_timestamp_type == "LogAppendTime" else -1)
 
     def write_marker(self, producer_id: int, producer_epoch: int, commit: bool,
                      coordinator_epoch: int) -> AppendResult:
