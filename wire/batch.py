@@ -45,6 +45,8 @@ _attributes = struct.Struct(">h")
 _timestamp = struct.Struct(">q")
 _crc = struct.Struct(">I")
 MAX_TIMESTAMP_OFFSET = 35
+_LENGTH_OFFSET = 8
+RECORDS_COUNT_OFFSET = 57
 
 
 class CorruptRecord(ValueError):
@@ -158,6 +160,14 @@ def iter_headers(buf, pos: int = 0, end: int | None = None):
             return
         yield h
         pos += h.size
+
+
+def record_count(buf) -> int:
+    """Records in a record set, from its batch headers: two ints for the usual single batch."""
+    n = len(buf)
+    if n >= HEADER_SIZE and _length.unpack_from(buf, _LENGTH_OFFSET)[0] + LOG_OVERHEAD == n:
+        return _length.unpack_from(buf, RECORDS_COUNT_OFFSET)[0]
+    return sum(h.count for h in iter_headers(buf))
 
 
 def crc_ok(buf, h: BatchHeader) -> bool:
