@@ -1,0 +1,31 @@
+"""The operator tools' subcommands of the `josefk` command (josefk/cli.py), with the options
+every client tool shares."""
+from __future__ import annotations
+
+from josefk.tools import (acls_cli, admin_cli, cluster_cli, console_cli, dump_log_cli, groups_cli,
+                          ops_cli, quotas_cli, transactions_cli, users_cli, web_console)
+
+DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+
+
+def common(p):
+    """The options of a tool that talks to a cluster."""
+    p.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP)
+    p.add_argument("--command-config", help="client properties: security.protocol, ssl.*, "
+                   "sasl.mechanism, sasl.jaas.config")
+    return p
+
+
+def add_commands(sub, kv):
+    """Every tool's subcommands (``kv`` parses KEY=VALUE options; the tools parse their own)."""
+    admin_cli.add_commands(sub, common)
+    groups_cli.add_commands(sub, common)
+    transactions_cli.add_commands(sub, common)
+    ops_cli.add_commands(sub, common)
+    dump_log_cli.add_commands(sub)
+    console_cli.add_commands(sub, common)
+    web_console.add_commands(sub, common)
+    users_cli.add_commands(sub, common)
+    acls_cli.add_commands(sub, common)
+    quotas_cli.add_commands(sub, common)
+    cluster_cli.add_commands(sub)
