@@ -1,4 +1,7 @@
-"""Coordinators: the classic consumer group coordinator and its offset store.
+"""Coordinators: the classic consumer group coordinator and its offset store, producer ids and
+the transaction coordinator, each deciding on plain state with a clock and a log interface
+(append, read batches) that the broker implements over its partitions. They must not know
+sockets, the broker's objects, storage's files or ZooKeeper (imports ``josefk.wire`` only).
 
 Public entry points::
 
