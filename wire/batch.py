@@ -37,7 +37,8 @@ NO_PRODUCER_ID = -1
 NO_SEQUENCE = -1
 
 _prefix = struct.Struct(">qiib")
-_header = struct.Struct(">qiibIhiqqqhii")
+# The whole header, for code that unpacks many headers without building BatchHeaders.
+HEADER = struct.Struct(">qiibIhiqqqhii")
 _offset = struct.Struct(">q")
 _epoch = struct.Struct(">i")
 _length = struct.Struct(">i")
@@ -114,7 +115,7 @@ class BatchHeader:
 
 def read_header(buf, pos: int = 0) -> BatchHeader:
     """Parse the header at ``pos`` without validating it (for data the broker wrote itself)."""
-    fields = _header.unpack_from(buf, pos)
+    fields = HEADER.unpack_from(buf, pos)
     return BatchHeader(pos, fields[1] + LOG_OVERHEAD, fields)
 
 
@@ -133,7 +134,7 @@ def validate_batches(buf) -> list[BatchHeader]:
             if end - pos >= 17 and buf[pos + MAGIC_OFFSET] != 2:
                 raise InvalidRecord(f"record batch magic {buf[pos + MAGIC_OFFSET]} is not 2")
             raise CorruptRecord("record batch truncated")
-        fields = _header.unpack_from(buf, pos)
+        fields = HEADER.unpack_from(buf, pos)
         size = fields[1] + LOG_OVERHEAD
         magic = fields[3]
         if magic != 2:
