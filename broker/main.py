@@ -91,12 +91,16 @@ def _start_http_services(args, config) -> list:
 async def _serve(config) -> int:
     from josefk.broker.app import Broker
     from josefk.broker.control.zk_metadata import BrokerIdInUse
+    from josefk.storage.errors import InvalidConfig
 
-    broker = Broker(config)
     try:
+        broker = Broker(config)
         await broker.start()
-    except (BrokerIdInUse, ConfigError) as e:
+    except (BrokerIdInUse, ConfigError, InvalidConfig) as e:
         print(f"josefk: {e}", file=sys.stderr, flush=True)
+        return 1
+    except OSError as e:  # a port in use, a log dir not writable
+        print(f"josefk: cannot start: {e}", file=sys.stderr, flush=True)
         return 1
     print("josefk broker started", file=sys.stderr, flush=True)
     stop = asyncio.Event()

@@ -15,6 +15,33 @@ SERVICES = {"broker": "josefk.broker.main", "registry": "josefk.registry.main",
 TOOLS = "josefk.tools.commands"
 
 
+class ReaderGone(Exception):
+    """stdout's reader went away (``josefk dump-log ... | head``)."""
+
+
+class _Stdout:
+    """sys.stdout, with a closed pipe raised as `ReaderGone`: not an OSError, which a tool
+    would take for a broker's failure."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text):
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            raise ReaderGone from None
+
+    def flush(self):
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            raise ReaderGone from None
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
 def _kv(text: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
     if not sep:
@@ -22,36 +49,53 @@ def _kv(text: str) -> tuple[str, str]:
     return key.strip(), value.strip()
 
 
-def _parser(modules) -> tuple[argparse.ArgumentParser, dict]:
+def _parser(modules) -> tuple[argparse.ArgumentParser, dict, tuple]:
+    """The parser of the subcommands ``modules`` declare, and the exceptions they report as one
+    line (a module's ``REPORTED``: failures the user fixes, not bugs)."""
     p = argparse.ArgumentParser(prog="josefk", description="A Kafka-compatible broker")
     sub = p.add_subparsers(dest="command", required=True)
+    reported = ()
     for name in modules:
-        importlib.import_module(name).add_commands(sub, _kv)
-    return p, sub.choices
+        module = importlib.import_module(name)
+        module.add_commands(sub, _kv)
+        reported += getattr(module, "REPORTED", ())
+    return p, sub.choices, reported
 
 
-def build_parser(argv=()) -> argparse.ArgumentParser:
-    """The parser of the subcommand ``argv`` names (of every subcommand for help or a typo)."""
+def build_parser(argv=()) -> tuple[argparse.ArgumentParser, tuple]:
+    """The parser of the subcommand ``argv`` names (of every subcommand for help or a typo),
+    and the exceptions that subcommand reports as one line."""
     command = next((a for a in argv if not a.startswith("-")), None)
     if command in SERVICES:
-        return _parser([SERVICES[command]])[0]
-    parser, commands = _parser([TOOLS])
+        parser, _commands, reported = _parser([SERVICES[command]])
+        return parser, reported
+    parser, commands, reported = _parser([TOOLS])
     if command in commands:
-        return parser
-    return _parser([SERVICES["broker"], TOOLS, SERVICES["registry"], SERVICES["rest"]])[0]
+        return parser, reported
+    parser, _commands, reported = _parser([SERVICES["broker"], TOOLS, SERVICES["registry"],
+                                           SERVICES["rest"]])
+    return parser, reported
 
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = build_parser(argv).parse_args(argv)
+    parser, reported = build_parser(argv)
+    args = parser.parse_args(argv)
+    stdout, sys.stdout = sys.stdout, _Stdout(sys.stdout)
     try:
-        return args.func(args)
-    except BrokenPipeError:
-        # The reader went away (`josefk dump-log ... | head`): stop quietly, as Unix tools do.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = args.func(args)
+        sys.stdout.flush()
+        return code
+    except ReaderGone:  # stop quietly, as Unix tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stdout.fileno())
         return 1
     except KeyboardInterrupt:
         return 130
+    except reported as e:
+        print(f"Error: {e}", file=sys.stderr)
+        return 1
+    finally:
+        sys.stdout = stdout
 
 
 if __name__ == "__main__":

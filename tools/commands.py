@@ -2,15 +2,30 @@
 every client tool shares."""
 from __future__ import annotations
 
+import argparse
+
+from josefk.broker.config import ConfigError
 from josefk.tools import (acls_cli, admin_cli, cluster_cli, console_cli, dump_log_cli, groups_cli,
                           ops_cli, quotas_cli, transactions_cli, users_cli, web_console)
+from josefk.tools.client import KafkaError, bootstrap_address
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+# What a tool's failure may be that the user fixes, reported as one line (josefk/cli.py): a
+# broker out of reach or a file missing, an error code in an answer, bad client properties.
+REPORTED = (OSError, KafkaError, ConfigError)
+
+
+def _bootstrap(text: str) -> str:
+    try:
+        bootstrap_address(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
 
 
 def common(p):
     """The options of a tool that talks to a cluster."""
-    p.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP)
+    p.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP, type=_bootstrap)
     p.add_argument("--command-config", help="client properties: security.protocol, ssl.*, "
                    "sasl.mechanism, sasl.jaas.config")
     return p

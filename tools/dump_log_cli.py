@@ -5,7 +5,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from josefk.storage.segment import offset_index_entries, time_index_entries
 from josefk.wire.batch import TIMESTAMP_TYPE_FLAG, CorruptRecord, crc_ok, iter_headers
 from josefk.wire.records import CODEC_NAMES, CONTROL_COMMIT, iter_records, parse_control_record
 
@@ -22,6 +21,9 @@ def add_commands(sub):
 
 
 def dump_log(args) -> int:
+    # storage's own readers of the index files (imported here: other tools never load storage)
+    from josefk.storage.segment import offset_index_entries, time_index_entries
+
     for name in args.files:
         path = Path(name)
         print(f"Dumping {path}")
