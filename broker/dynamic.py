@@ -144,15 +144,8 @@ class DynamicConfigs:
         os.replace(tmp, self._path)
 
     async def alter_topic(self, name: str, configs: dict) -> None:
-        md = self.broker.metadata
-        if self._zk is None:
-            md.alter_topic_configs(name, configs)  # its listeners reconfigure the partitions
-            return
-        await self._zk.run(zc.write_entity, zn.CONFIG_TOPICS, name, configs)
-        t = md.topics.get(name)
-        if t is not None:
-            t.configs = dict(configs)
-            self._reconfigure(name)
+        await self.broker.metadata.alter_topic_configs(name, configs)
+        self._reconfigure(name)
 
     # -- applying ---------------------------------------------------------------------------------
     def _apply_broker_layers(self) -> None:

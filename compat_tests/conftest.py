@@ -7,7 +7,7 @@ import pytest
 from compat_tests.broker_process import BrokerProcess
 from compat_tests.cluster import Cluster
 from compat_tests.helpers import create_topic, unique_topic
-from compat_tests.zookeeper import new_chroot, zk_chroot, zk_connect, zookeeper  # noqa: F401
+from testkit.zookeeper import new_chroot, zk_chroot, zk_connect, zookeeper  # noqa: F401
 
 # Settings every test broker gets: a single node, so internal topics have one replica,
 # and no rebalance delay so group tests don't sit idle.

@@ -437,17 +437,16 @@ def wait_group_state(admin: AdminClient, group: str, state, timeout: float = 15.
         time.sleep(0.1)
 
 
-def josefk_cli(broker, command: str, action: str, *args, check=True) -> subprocess.CompletedProcess:
-    """Run ``python -m josefk COMMAND ACTION --bootstrap-server B ARGS...`` against ``broker``;
-    with ``check``, fail the test unless it exits 0."""
+def josefk_cli(broker, *args, check=True) -> subprocess.CompletedProcess:
+    """Run ``python -m josefk ARGS... --bootstrap-server B`` against ``broker``; with ``check``,
+    fail the test unless it exits 0."""
     proc = subprocess.run(
-        [BROKER_PYTHON, "-m", "josefk", command, action,
-         "--bootstrap-server", broker.bootstrap, *args],
+        [BROKER_PYTHON, "-m", "josefk", *args, "--bootstrap-server", broker.bootstrap],
         cwd=str(REPO_ROOT), capture_output=True, text=True, timeout=30,
     )
     if check:
         assert proc.returncode == 0, (
-            f"{command} {action} {' '.join(args)} exited {proc.returncode}\n"
+            f"{' '.join(args)} exited {proc.returncode}\n"
             f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
         )
     return proc

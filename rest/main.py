@@ -38,27 +38,12 @@ def run(args) -> int:
     return run_service(args, "rest", DEFAULTS, "bootstrap.servers", serve)
 
 
-def registry_settings(config) -> dict | None:
-    """confluent-kafka's SchemaRegistryClient settings from ``schema.registry.*``."""
-    url = config.get("schema.registry.url")
-    if not url:
-        return None
-    conf = {"url": url}
-    sr = config.prefixed("schema.registry.")
-    if sr.get("basic.auth.user.info"):
-        conf["basic.auth.user.info"] = sr["basic.auth.user.info"]
-    if sr.get("ssl.truststore.location"):
-        conf["ssl.ca.location"] = sr["ssl.truststore.location"]
-    if sr.get("ssl.keystore.location"):
-        conf["ssl.certificate.location"] = conf["ssl.key.location"] = sr["ssl.keystore.location"]
-    return conf
-
-
 async def serve(config) -> int:
     from aiohttp import web
 
     from josefk.httpd.config import kafka_security, librdkafka_settings
     from josefk.httpd.server import middlewares, serve as serve_http
+    from josefk.registry.client import registry_client_settings
     from josefk.registry.main import bootstrap_servers
     from josefk.rest.consumers import Instances
     from josefk.rest.formats import SchemaFormats
@@ -80,7 +65,7 @@ async def serve(config) -> int:
     except (ConfigError, OSError, ValueError) as e:
         print(f"josefk rest: bad configuration: {e}", file=sys.stderr)
         return 2
-    schemas = SchemaFormats(registry_settings(config))
+    schemas = SchemaFormats(registry_client_settings(config.props))
     instances = Instances(client, per_client["consumer."],
                           config.int("consumer.instance.timeout.ms"))
     app.add_routes(V2(kafka, schemas, instances, config.int("consumer.request.timeout.ms"),
