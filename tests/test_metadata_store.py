@@ -24,7 +24,7 @@ def _stores(tmp_path):
 
 def test_the_interface_is_what_the_broker_uses():
     assert METHODS == ["request_topic", "create_topic", "delete_topic", "create_partitions",
-                       "alter_topic_configs", "topic_configs"]
+                       "alter_topic_configs", "topic_configs", "topics_exist"]
     assert ATTRIBUTES == ["local", "brokers", "controller_id", "cluster_id", "topics",
                           "topics_by_id", "listeners"]
 

@@ -147,6 +147,10 @@ class MetadataStore(Protocol):
     async def topic_configs(self, name) -> dict:
         """The topic's config overrides ({} for none, or an unknown topic)."""
 
+    async def topics_exist(self, names) -> dict[str, bool]:
+        """Whether each topic exists in the cluster now, asked of the source of truth (the
+        cache may not have heard of a topic yet)."""
+
 
 def partition_exists(store: MetadataStore, topic: str | None, index: int) -> bool:
     """Whether ``topic`` has partition ``index`` in the cluster (hosted here or not)."""
@@ -324,3 +328,6 @@ class LocalMetadataStore:
     async def topic_configs(self, name) -> dict:
         t = self.topics.get(name)
         return t.configs if t is not None else {}
+
+    async def topics_exist(self, names) -> dict[str, bool]:
+        return {n: n in self.topics for n in names}

@@ -125,16 +125,25 @@ class ZkMetadataStore:
         self._changed.set()
 
     async def _load_configs(self, t):
+        """A new topic's configs, read after the topic arrived: its partitions, made with the
+        defaults meanwhile if they were, take them ("configured")."""
         try:
             t.configs = await self.zk.run(zs.read_topic_config, t.name)
         except Exception:  # noqa: BLE001 - keep the defaults; the next change reloads
             log.exception("cannot read the configs of topic %s", t.name)
+            return
+        if t.configs:
+            for fn in self.listeners:
+                fn("configured", t)
 
     async def topic_configs(self, name) -> dict:
         t = self.topics.get(name)
         if t is not None and t.configs:
             return t.configs
         return await self.zk.run(zs.read_topic_config, name)
+
+    async def topics_exist(self, names) -> dict[str, bool]:
+        return await self.zk.run(zs.topics_exist, list(names))
 
     async def wait_for(self, ready, timeout_ms: int) -> bool:
         """Wait until ``ready()`` holds (checked at every metadata change) or the timeout."""
