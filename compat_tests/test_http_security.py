@@ -260,7 +260,7 @@ def test_wrong_kafka_credentials_are_reported(pki, secure_broker, tmp_path):
      "has no section 'Nowhere'"),
     ({"authentication.method": "DIGEST"}, {}, "not supported"),
     ({"listeners": "https://127.0.0.1:{port}", "ssl.keystore.location": "/nonexistent.pem"},
-     {}, "cannot load TLS keys"),
+     {}, "ssl.keystore.location /nonexistent.pem: No such file or directory"),
     ({"listeners": "https://127.0.0.1:{port}", "ssl.client.authentication": "SOMETIMES"}, {},
      "ssl.client.authentication"),
 ], ids=["no-jaas", "no-section", "method", "keystore", "client-auth"])
