@@ -82,12 +82,12 @@ class Target:
         return name
 
     def wait_for_topic(self, name: str, partitions: int | None = None, timeout: float = 30):
-        """Until every running broker knows ``name`` with a leader for every partition."""
-        if self.cluster is None:
-            return wait_for_topic(self.admin(), name, partitions, timeout)
-        if partitions is None:
-            partitions = len(wait_for_topic(self.admin(), name, None, timeout).partitions)
-        return self.cluster.wait_for_topic(name, partitions, timeout)
+        """Until every running broker knows ``name`` with a leader for every partition; returns
+        its TopicMetadata."""
+        t = wait_for_topic(self.admin(), name, partitions, timeout)
+        if self.cluster is not None:
+            self.cluster.wait_for_topic(name, len(t.partitions), timeout)
+        return t
 
     def partitions(self, topic: str) -> dict:
         """{partition: PartitionMetadata} of ``topic`` as the cluster describes it."""
@@ -125,16 +125,14 @@ class Target:
     # -- restarts ---------------------------------------------------------------------------------
     def restart(self, *node_ids: int, how: str = "stop") -> None:
         """Stop (SIGTERM) or kill (SIGKILL) the brokers ``node_ids`` and start them again. In a
-        cluster the others fail over first (leaderships move where another replica lives), as
-        when brokers are down for good, then they rejoin; the target is ready again once every
-        partition has a leader."""
+        cluster the others fail over first (leaderships move where another replica lives, the
+        ISRs shrink), as when brokers are down for good, then they rejoin; the target is ready
+        again once every partition has a leader and a full ISR."""
         victims = {i: self.brokers[i] for i in node_ids}
         for b in victims.values():
             b.stop() if how == "stop" else b.kill()
         if self.cluster is not None:
-            survivor = next(i for i, b in self.brokers.items() if b.is_running())
-            self.cluster.wait_for(lambda: self._gone(victims, survivor), 30,
-                                  f"failover away from brokers {sorted(victims)}")
+            self._wait_failed_over(set(victims))
         for b in victims.values():
             b.start()
         self.wait_ready()
@@ -150,28 +148,44 @@ class Target:
             b.start()
         self.wait_ready()
 
-    def _gone(self, node_ids, survivor: int) -> bool:
-        md = self.cluster.metadata(survivor)
-        return not set(node_ids) & set(md.brokers) and all(
-            p.leader not in node_ids for t in md.topics.values() for p in t.partitions.values())
+    def _wait_failed_over(self, victims: set, timeout: float = 30) -> None:
+        """Until, as a surviving broker sees it, ``victims`` lead no partition and are out of
+        the ISR of every partition that has a replica elsewhere (an offline partition keeps its
+        last ISR member, as in Kafka)."""
+        survivor = next(i for i, b in self.brokers.items() if b.is_running())
+        deadline = time.monotonic() + timeout
+        while True:
+            left = [f"{name}-{i} (leader {p.leader}, replicas {p.replicas}, isr {p.isrs})"
+                    for name, t in self.cluster.metadata(survivor).topics.items()
+                    for i, p in t.partitions.items()
+                    if p.leader in victims
+                    or (victims & set(p.isrs) and set(p.replicas) - victims)]
+            if not left:
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"broker {survivor} still shows, {timeout}s after brokers "
+                                     f"{sorted(victims)} went away: {left[:10]}")
+            time.sleep(0.2)
 
     def wait_ready(self, timeout: float = 60) -> None:
-        """Until every broker runs, knows all the others and sees a leader for every partition."""
+        """Until every broker runs, knows all the others, and sees a leader and every replica
+        in the ISR of every partition."""
         deadline = time.monotonic() + timeout
         if self.cluster is not None:
             self.cluster.wait_for_brokers(len(self.brokers), timeout)
         while True:
             try:
-                led = all(p.leader >= 0
-                          for i in self.brokers
-                          for t in self.admin(i).list_topics(timeout=10).topics.values()
-                          for p in t.partitions.values())
+                ready = all(p.leader >= 0 and sorted(p.isrs) == sorted(p.replicas)
+                            for i in self.brokers
+                            for t in self.admin(i).list_topics(timeout=10).topics.values()
+                            for p in t.partitions.values())
             except Exception:  # noqa: BLE001 - still starting
-                led = False
-            if led:
+                ready = False
+            if ready:
                 return
             if time.monotonic() > deadline:
-                raise AssertionError(f"{self}: partitions without a leader after {timeout}s")
+                raise AssertionError(f"{self}: partitions without a leader or a full ISR "
+                                     f"{timeout}s after a restart")
             time.sleep(0.2)
 
     # -- failure evidence -------------------------------------------------------------------------

@@ -427,3 +427,18 @@ def test_stopping_every_broker_at_once_is_clean(cluster_factory):
         text = b.log_path.read_text()
         for bad in ("Traceback", "Task exception was never retrieved", "session expired"):
             assert bad not in text, f"broker {i}: {bad}\n{b.log_tail()}"
+
+
+@pytest.mark.xfail(strict=True, reason="issue 19: after a controlled shutdown that changes no "
+                   "partition state the controller sends no UpdateMetadata, so every broker "
+                   "keeps listing the stopped broker as live")
+def test_a_stopped_broker_leaves_every_brokers_metadata(cluster_factory):
+    """A broker that shuts down (SIGTERM: controlled shutdown first) is no longer offered to
+    clients as a live broker, as Kafka's controller tells every broker on a broker failure."""
+    c = cluster_factory(overrides={"zookeeper.session.timeout.ms": 3000})
+    create(c, unique_topic("leave"), 3)
+    victim = next(i for i in c.brokers if i != c.controller_id(1))
+    c.brokers[victim].stop()
+    c.wait_for(lambda: all(victim not in c.metadata(i).brokers
+                           for i, b in c.brokers.items() if b.is_running()),
+               10, f"broker {victim} gone from every broker's metadata")
