@@ -200,6 +200,9 @@ def target_factory(request):
         ports = [free_port() for _ in c.brokers] if metrics else []
         for b, port in zip(c.brokers.values(), ports):
             b.overrides["josefk.metrics.port"] = port
+        # Thrown away with kill -9 when the test ends, before cluster_factory's one by one
+        # controlled shutdowns (seconds each where no other replica can take over).
+        request.node.addfinalizer(lambda: [b.kill() for b in c.brokers.values()])
         c.start()
         return Target(name, c.brokers, c, metrics_ports=ports)
 
