@@ -125,6 +125,7 @@ class Broker:
         if self.cluster is not None:
             self.replicas.fetchers = FetcherManager(
                 config.node_id, lambda b: self.cluster.channel("fetch", b), config)
+            self.replicas.dir_failure_listeners.append(self.cluster.log_dir_failed)
         self.replicas.role_listeners.append(self._on_role_change)
         self.topic_metadata = TopicMetadataCache(self.metadata)
         self.fetch_sessions = FetchSessionCache(
@@ -133,12 +134,13 @@ class Broker:
         self.producer_ids = ProducerIdManager(
             ZkBlocks(self.zk, config.node_id) if self.zk is not None
             else FileBlocks(Path(dirs[0]) / "producer-id-block"))
+        may_serve = self.cluster.session.trusted if self.cluster is not None else None
         self.groups = GroupCoordinator(config.props, OffsetStore(OffsetsTopicLog(
             self.replicas, config.int("offsets.commit.required.acks"),
-            config.int("offsets.commit.timeout.ms"))))
+            config.int("offsets.commit.timeout.ms"))), may_serve=may_serve)
         self.txn = TransactionCoordinator(
             config.props, OffsetsTopicLog(self.replicas, -1, TXN_LOG_TIMEOUT_MS, TXN_TOPIC),
-            self.producer_ids, TxnMarkerWriter(self))
+            self.producer_ids, TxnMarkerWriter(self), may_serve=may_serve)
         self.cleaner = LogCleaner(self.logs, config.int("log.cleaner.backoff.ms"))
         self.dynamic = DynamicConfigs(self)
 
@@ -270,8 +272,11 @@ class Broker:
             return None
 
     def not_hosted_error(self, topic, index) -> int:
-        """What a request for a partition this broker does not lead gets: NOT_LEADER_OR_FOLLOWER
-        if the partition exists in the cluster, else UNKNOWN_TOPIC_OR_PARTITION."""
+        """What a request for a partition this broker does not lead gets: KAFKA_STORAGE_ERROR
+        if its replica here is offline (its log dir failed), NOT_LEADER_OR_FOLLOWER if the
+        partition exists in the cluster, else UNKNOWN_TOPIC_OR_PARTITION."""
+        if (topic, index) in self.replicas.offline:
+            return errors.KAFKA_STORAGE_ERROR
         if partition_exists(self.metadata, topic, index):
             return errors.NOT_LEADER_OR_FOLLOWER
         return errors.UNKNOWN_TOPIC_OR_PARTITION

@@ -32,10 +32,19 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--node-id", type=int)
     b.add_argument("--zookeeper-connect")
     b.add_argument("--log-level", default="INFO")
+    b.add_argument("--with-registry", type=int, metavar="PORT",
+                   help="also run josefk registry on this port, for development")
+    b.add_argument("--with-rest", type=int, metavar="PORT",
+                   help="also run josefk rest on this port, for development")
 
     from broker import admin_cli
 
     admin_cli.add_commands(sub)
+    from registry import main as registry_main
+    from rest import main as rest_main
+
+    registry_main.add_commands(sub, _kv)
+    rest_main.add_commands(sub, _kv)
     return p
 
 
@@ -62,8 +71,41 @@ def run_broker(args) -> int:
     except ImportError:
         uvloop = None
     runner = asyncio.Runner(loop_factory=uvloop.new_event_loop if uvloop else None)
-    with runner:
-        return runner.run(_serve(config))
+    helpers = _start_http_services(args, config)
+    try:
+        with runner:
+            return runner.run(_serve(config))
+    finally:
+        for proc in helpers:
+            proc.terminate()
+            proc.wait(15)
+
+
+def _start_http_services(args, config) -> list:
+    """``--with-registry`` / ``--with-rest``: the HTTP services beside this broker (their
+    output goes to this terminal), stopped with it."""
+    import subprocess
+
+    from broker.security import listeners
+
+    if not (args.with_registry or args.with_rest):
+        return []
+    ep = listeners(config)[0]
+    bootstrap = f"{ep.host if ep.host not in (None, '', '0.0.0.0') else '127.0.0.1'}:{ep.port}"
+    procs = []
+    if args.with_registry:
+        procs.append(subprocess.Popen([sys.executable, "-m", "broker", "registry", "--override",
+                                       f"listeners=http://127.0.0.1:{args.with_registry}",
+                                       "--override", f"kafkastore.bootstrap.servers={bootstrap}",
+                                       "--override", "kafkastore.topic.replication.factor=1"]))
+    if args.with_rest:
+        cmd = [sys.executable, "-m", "broker", "rest", "--override",
+               f"listeners=http://127.0.0.1:{args.with_rest}", "--override",
+               f"bootstrap.servers={bootstrap}"]
+        if args.with_registry:
+            cmd += ["--override", f"schema.registry.url=http://127.0.0.1:{args.with_registry}"]
+        procs.append(subprocess.Popen(cmd))
+    return procs
 
 
 async def _serve(config) -> int:

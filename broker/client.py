@@ -24,20 +24,28 @@ class Client:
 
     def __init__(self, bootstrap: str, client_id: str = "josefk-cli", timeout: float = 30.0,
                  props: dict | None = None):
-        props = props or {}
-        protocol = props.get("security.protocol", "PLAINTEXT").upper()
+        self.props = props or {}
+        self.protocol = self.props.get("security.protocol", "PLAINTEXT").upper()
         host, _, port = bootstrap.split(",")[0].strip().rpartition(":")
-        host = host or "127.0.0.1"
-        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
-        if protocol in TLS_PROTOCOLS:
-            self.sock = client_ssl_context(props.get).wrap_socket(self.sock, server_hostname=host)
+        self.address = (host or "127.0.0.1", int(port))
+        self.timeout = timeout
         self.client_id = client_id
         self.correlation_id = 0
         self.versions = {}
-        resp = self._call(API_VERSIONS, 0, API_VERSIONS.Request())
-        self.versions = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
-        if protocol in SASL_PROTOCOLS:
-            self._authenticate(props)
+        self.sock = None
+        self._connect()
+
+    def _connect(self):
+        host = self.address[0]
+        sock = socket.create_connection(self.address, timeout=self.timeout)
+        if self.protocol in TLS_PROTOCOLS:
+            sock = client_ssl_context(self.props.get).wrap_socket(sock, server_hostname=host)
+        self.sock = sock
+        if not self.versions:
+            resp = self._call(API_VERSIONS, 0, API_VERSIONS.Request())
+            self.versions = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
+        if self.protocol in SASL_PROTOCOLS:
+            self._authenticate(self.props)
 
     @classmethod
     def from_args(cls, args) -> "Client":
@@ -64,7 +72,9 @@ class Client:
             token = exchange.next(resp.auth_bytes)
 
     def close(self):
-        self.sock.close()
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
 
     def __enter__(self):
         return self
@@ -82,15 +92,24 @@ class Client:
         return self._call(api, self.version_for(api), api.Request(**fields))
 
     def _call(self, api, version, req):
+        """One request and its answer. A connection that failed, or was interrupted (Ctrl-C)
+        between a request and its whole answer, is dropped, so that no later answer is read
+        out of step; the next request connects again."""
+        if self.sock is None:
+            self._connect()
         self.correlation_id += 1
         out = bytearray()
         headers.write_request_header(
             out, headers.RequestHeader(api.key, version, self.correlation_id, self.client_id),
             api.request_header_version(version))
         body = b"".join(bytes(c) for c in req.encode(version, out))
-        self.sock.sendall(i32.pack(len(body)) + body)
-        size = i32.unpack(self._recv(4))[0]
-        data = self._recv(size)
+        try:
+            self.sock.sendall(i32.pack(len(body)) + body)
+            size = i32.unpack(self._recv(4))[0]
+            data = self._recv(size)
+        except BaseException:
+            self.close()
+            raise
         corr, pos = headers.read_response_header(data, api.response_header_version(version))
         if corr != self.correlation_id:
             raise KafkaError(-1, f"correlation id {corr} != {self.correlation_id}")

@@ -42,18 +42,21 @@ class BrokerSender:
         self.backoff_s = backoff_s
         self.task = asyncio.ensure_future(self._run())
 
-    def send(self, api, version, req) -> None:
-        self.queue.put_nowait((api, version, req))
+    def send(self, api, version, req, on_response=None) -> None:
+        """Queue ``req``; ``on_response(resp)`` is called with the broker's answer."""
+        self.queue.put_nowait((api, version, req, on_response))
 
     async def _run(self):
         while True:
-            api, version, req = await self.queue.get()
+            api, version, req, on_response = await self.queue.get()
             while True:
                 try:
                     resp = await self.channel.request(api, version, req, timeout=30)
                     if getattr(resp, "error_code", 0):
                         log.warning("%s to broker %d answered error %d", api.name,
                                     self.info.node_id, resp.error_code)
+                    elif on_response is not None:
+                        on_response(resp)
                     break
                 except ChannelError as e:
                     log.debug("%s to broker %d failed (%s); retrying", api.name,
@@ -80,6 +83,9 @@ class Controller:
         self.states: dict[tuple[str, int], zs.PartitionState] = {}
         self.deleting: set[str] = set()
         self.shutting_down: set[int] = set()
+        # replicas a live broker cannot serve (their log dir failed), learnt from its answers
+        # to LeaderAndIsr, until it registers again
+        self.offline_replicas: dict[int, set[tuple[str, int]]] = {}
         self.senders: dict[int, BrokerSender] = {}
         self._lock = asyncio.Lock()
         self._watched_topics: set[str] = set()
@@ -143,6 +149,7 @@ class Controller:
             self.states = await self.zk.run(zs.read_partition_states, self.topics)
             self.deleting = set()
             self.shutting_down = set()
+            self.offline_replicas = {}
             for info in self.live.values():
                 self._sender(info)
             await self._init_new_partitions(list(self.topics))
@@ -163,16 +170,18 @@ class Controller:
             await self.zk.watch_children(zs.BROKER_IDS, self._event(self._on_brokers))
             await self.zk.watch_children(zs.TOPICS, self._event(self._on_topics))
             await self.zk.watch_children(zs.DELETE_TOPICS, self._event(self._on_delete_topics))
+            await self.zk.watch_children(zs.LOG_DIR_EVENT_NOTIFICATION,
+                                         self._event(self._on_log_dir_events))
         for t in list(self.topics):
             await self._watch_topic(t)
         interval = self.config.int("leader.imbalance.check.interval.seconds")
         if self.config.bool("auto.leader.rebalance.enable") and interval > 0:
             self._rebalance_task = asyncio.ensure_future(self._auto_rebalance(interval))
 
-    def _event(self, fn):
-        """A watch callback that runs ``fn`` as a serialized controller event."""
+    def _event(self, fn, *bound):
+        """A callback that runs ``fn(*bound, *args)`` as a serialized controller event."""
         def fire(*args):
-            asyncio.ensure_future(self._run_event(fn, *args))
+            asyncio.ensure_future(self._run_event(fn, *bound, *args))
         return fire
 
     async def _run_event(self, fn, *args):
@@ -204,6 +213,10 @@ class Controller:
 
     def _all_partitions(self):
         return [tp for tp in self._assignments() if tp in self.states]
+
+    def _serving(self, tp, brokers) -> set[int]:
+        """Those of ``brokers`` that can serve ``tp`` (its log dir on them is not offline)."""
+        return {b for b in brokers if tp not in self.offline_replicas.get(b, ())}
 
     def _unclean(self, topic: str) -> bool:
         ta = self.topics.get(topic)
@@ -244,13 +257,14 @@ class Controller:
 
     # -- requests to brokers ----------------------------------------------------------------------
     def _states_by_topic(self, tps, make) -> dict[str, list]:
-        """``make(partition, state, replicas)`` for each of ``tps`` with a state, by topic."""
+        """``make(topic, partition, state, replicas)`` for each of ``tps`` with a state, by
+        topic."""
         by_topic: dict[str, list] = {}
         assignments = self._assignments()
         for t, p in tps:
             st = self.states.get((t, p))
             if st is not None:
-                by_topic.setdefault(t, []).append(make(p, st, assignments.get((t, p), [])))
+                by_topic.setdefault(t, []).append(make(t, p, st, assignments.get((t, p), [])))
         return by_topic
 
     def _send_leader_and_isr(self, broker_id, tps, full=False, is_new=False):
@@ -258,12 +272,13 @@ class Controller:
         if info is None:
             return
         Q = LEADER_AND_ISR.Request
-        by_topic = self._states_by_topic(tps, lambda p, st, replicas: (
+        by_topic = self._states_by_topic(tps, lambda t, p, st, replicas: (
             Q.LeaderAndIsrTopicState.LeaderAndIsrPartitionState(
                 partition_index=p, controller_epoch=st.controller_epoch, leader=st.leader,
                 leader_epoch=st.leader_epoch, isr=st.isr, partition_epoch=st.zk_version,
                 replicas=replicas, adding_replicas=[], removing_replicas=[], is_new=is_new)))
         leaders = {self.states[tp].leader for tp in tps if tp in self.states}
+        on_response = self._event(self._on_leader_and_isr_response, broker_id, info.epoch)
         req = Q(controller_id=self.node_id, controller_epoch=self.epoch,
                 broker_epoch=info.epoch, type=1 if full else 0,
                 topic_states=[Q.LeaderAndIsrTopicState(topic_name=t,
@@ -273,16 +288,17 @@ class Controller:
                 live_leaders=[Q.LeaderAndIsrLiveLeader(broker_id=b, host_name=self.live[b].host,
                                                        port=self.live[b].port)
                               for b in sorted(leaders) if b in self.live])
-        self._sender(info).send(LEADER_AND_ISR, LEADER_AND_ISR_VERSION, req)
+        self._sender(info).send(LEADER_AND_ISR, LEADER_AND_ISR_VERSION, req, on_response)
 
     def _send_update_metadata(self, broker_ids, tps, deleted=()):
         Q = UPDATE_METADATA.Request
-        by_topic = self._states_by_topic(tps, lambda p, st, replicas: (
+        by_topic = self._states_by_topic(tps, lambda t, p, st, replicas: (
             Q.UpdateMetadataTopicState.UpdateMetadataPartitionState(
                 partition_index=p, controller_epoch=st.controller_epoch,
                 leader=st.leader, leader_epoch=st.leader_epoch, isr=st.isr,
                 zk_version=st.zk_version, replicas=replicas,
-                offline_replicas=[r for r in replicas if r not in self.live])))
+                offline_replicas=[r for r in replicas
+                                  if r not in self._serving((t, p), self.live)])))
         for t in deleted:
             for ps in by_topic.get(t, ()):
                 ps.leader = LEADER_DURING_DELETE
@@ -348,13 +364,15 @@ class Controller:
     async def _elect_offline(self, live) -> list:
         """Elect leaders for partitions whose leader is not alive (or that have none)."""
         changes = {}
+        candidates = set(live) - self.shutting_down
         for tp, a in self._assignments().items():
             st = self.states.get(tp)
-            if st is None or (st.leader in live and st.leader not in self.shutting_down):
+            if st is None:
                 continue
-            chosen = election.offline_leader(a, st.isr, {b for b in live
-                                                         if b not in self.shutting_down},
-                                             self._unclean(tp[0]))
+            alive = self._serving(tp, candidates)
+            if st.leader in alive:
+                continue
+            chosen = election.offline_leader(a, st.isr, alive, self._unclean(tp[0]))
             if chosen is None:
                 if st.leader != election.NO_LEADER:
                     # Offline: no leader; the ISR keeps its last member so it can come back.
@@ -367,14 +385,16 @@ class Controller:
         return written
 
     async def _remove_dead_replicas(self) -> list:
-        """Replicas on brokers that are not alive leave the ISR of the partitions they follow
-        (Kafka's OfflineReplica transition), so acks=all writes wait for live replicas only."""
+        """Replicas on brokers that are not alive, or whose log dir failed, leave the ISR of the
+        partitions they follow (Kafka's OfflineReplica transition), so acks=all writes wait for
+        live replicas only."""
         changes = {}
         assignments = self._assignments()
         for tp, st in self.states.items():
             if tp not in assignments or st.leader == election.NO_LEADER:
                 continue
-            isr = [r for r in st.isr if r in self.live]
+            serving = self._serving(tp, self.live)
+            isr = [r for r in st.isr if r in serving]
             if isr != st.isr and isr:
                 changes[tp] = self._new_state(tp, st.leader, isr)
         written = await self._commit(changes)
@@ -392,6 +412,8 @@ class Controller:
         self.live = {b: i for b, i in fresh.items() if b not in gone}
         self.shutting_down -= gone
         for b in gone:
+            self.offline_replicas.pop(b, None)  # it comes back with its log dirs reloaded
+        for b in gone:
             s = self.senders.pop(b, None)
             if s is not None:
                 s.close()
@@ -408,6 +430,37 @@ class Controller:
                 self._send_leader_and_isr(b, mine, full=True)
             await self._init_new_partitions(list(self.topics))
             await self._elect_offline(set(self.live))
+
+    async def _on_log_dir_events(self, children):
+        """A broker's log dir failed: it is asked (LeaderAndIsr for every replica it has) which
+        replicas it can no longer serve, as Kafka's controller asks; it answers
+        KAFKA_STORAGE_ERROR for those (`_on_leader_and_isr_response`)."""
+        if not children:
+            return
+        for b in await self.zk.run(zs.take_log_dir_events, children):
+            if b in self.live:
+                log.info("controller: a log dir of broker %d failed", b)
+                self._send_leader_and_isr(b, [tp for tp, a in self._assignments().items()
+                                              if b in a])
+
+    async def _on_leader_and_isr_response(self, broker_id, broker_epoch, resp):
+        """Replicas answered KAFKA_STORAGE_ERROR are offline: their leadership moves to other
+        in-sync replicas and they leave the ISR."""
+        info = self.live.get(broker_id)
+        if info is None or info.epoch != broker_epoch:
+            return
+        names = {t.topic_id: name for name, t in self.topics.items()}
+        failed = {(names[t.topic_id], p.partition_index) for t in resp.topics
+                  if t.topic_id in names for p in t.partition_errors
+                  if p.error_code == errors.KAFKA_STORAGE_ERROR}
+        offline = self.offline_replicas.setdefault(broker_id, set())
+        if failed <= offline:
+            return
+        log.warning("controller: %d replicas on broker %d are offline (log dir failure)",
+                    len(failed - offline), broker_id)
+        offline |= failed
+        await self._elect_offline(set(self.live))
+        await self._remove_dead_replicas()
 
     async def _on_topics(self, children):
         new = [t for t in children if t not in self.topics]
@@ -487,7 +540,8 @@ class Controller:
                     out.append((t, p, errors.FENCED_LEADER_EPOCH, st))
                 elif partition_epoch != st.zk_version:
                     out.append((t, p, errors.INVALID_UPDATE_VERSION, st))
-                elif any(r not in self.live for r in new_isr if r != broker_id):
+                elif any(r not in self._serving((t, p), self.live)
+                         for r in new_isr if r != broker_id):
                     out.append((t, p, errors.INELIGIBLE_REPLICA, st))
                 else:
                     changes[(t, p)] = zs.leader_isr(st.leader, st.leader_epoch, list(new_isr),

@@ -145,6 +145,9 @@ class ReplicaFetcher:
                     continue  # no longer fetched from here
                 try:
                     self._handle_partition(key, part, pd)
+                except OSError as e:  # its log dir failed
+                    part.manager.storage_failed(part, e)
+                    self.delayed[key] = time.monotonic() + self.manager.backoff_s
                 except Exception:  # noqa: BLE001 - one bad partition must not stop the others
                     log.exception("replicating %s-%d from broker %d failed", key[0], key[1],
                                   self.source_id)

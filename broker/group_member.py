@@ -1,7 +1,10 @@
 """A member of a classic consumer group for the data tools (what the Java consumer's
 ``subscribe`` does): JoinGroup with protocol type ``consumer`` and the ``range`` assignor, the
 leader's range assignment sent in SyncGroup, heartbeats on a thread, a rejoin when the
-coordinator asks for one, commits under the member's generation and LeaveGroup on close."""
+coordinator asks for one, commits under the member's generation and LeaveGroup on close.
+
+Other group protocols (the schema registry's ``sr`` election) subclass it and replace the
+protocol: ``protocol_type``, ``protocol_name``, ``_metadata``, ``_assign`` and ``_decode``."""
 from __future__ import annotations
 
 import threading
@@ -47,6 +50,8 @@ class GroupMember:
     coordinator (shared by the heartbeat thread under a lock). ``join()`` when ``needs_join()``
     says so; it returns the member's partitions."""
 
+    protocol_type, protocol_name = PROTOCOL_TYPE, ASSIGNOR
+
     def __init__(self, cc, group: str, topics: list[str], session_timeout_ms: int = 45000,
                  rebalance_timeout_ms: int = 300000, heartbeat_interval_ms: int = 3000):
         self.cc, self.group, self.topics = cc, group, sorted(topics)
@@ -57,7 +62,7 @@ class GroupMember:
         host, port = cc.brokers[cc.coordinator_id(group)]
         # A JoinGroup waits for the whole rebalance: the socket must wait as long.
         self.conn = Client(f"{host}:{port}", cc.client_id,
-                           timeout=rebalance_timeout_ms / 1000 + 10)
+                           timeout=rebalance_timeout_ms / 1000 + 10, props=cc.props)
         self.lock = threading.Lock()
         self.rejoin = threading.Event()
         self.rejoin.set()
@@ -75,18 +80,24 @@ class GroupMember:
     def _reset(self):
         self.member_id, self.generation = "", -1
 
-    def join(self) -> list[tuple[str, int]]:
+    def _metadata(self) -> bytes:
+        return SUBSCRIPTION.to_bytes(SUBSCRIPTION_VERSION, topics=self.topics)
+
+    def _decode(self, assignment: bytes):
+        return sorted(decode_assignment(assignment))
+
+    def join(self):
         """JoinGroup then SyncGroup until a generation is complete; the new assignment."""
         R = JOIN_GROUP.Request
-        metadata = SUBSCRIPTION.to_bytes(SUBSCRIPTION_VERSION, topics=self.topics)
+        metadata = self._metadata()
         with self.lock:
             for _ in range(MAX_JOIN_ATTEMPTS):
                 self.rejoin.clear()
                 resp = self.conn.request(
                     JOIN_GROUP, group_id=self.group, session_timeout_ms=self.session_timeout_ms,
                     rebalance_timeout_ms=self.rebalance_timeout_ms, member_id=self.member_id,
-                    protocol_type=PROTOCOL_TYPE, protocols=[R.JoinGroupRequestProtocol(
-                        name=ASSIGNOR, metadata=metadata)])
+                    protocol_type=self.protocol_type, protocols=[R.JoinGroupRequestProtocol(
+                        name=self.protocol_name, metadata=metadata)])
                 code = resp.error_code
                 if code == errors.MEMBER_ID_REQUIRED:  # KIP-394: join again with this id
                     self.member_id = resp.member_id
@@ -102,7 +113,7 @@ class GroupMember:
                 assignments = self._assign(resp.members) if resp.leader == self.member_id else []
                 sync = self.conn.request(
                     SYNC_GROUP, group_id=self.group, generation_id=self.generation,
-                    member_id=self.member_id, protocol_type=PROTOCOL_TYPE,
+                    member_id=self.member_id, protocol_type=self.protocol_type,
                     protocol_name=resp.protocol_name, assignments=assignments)
                 if sync.error_code in REJOIN:
                     if sync.error_code == errors.UNKNOWN_MEMBER_ID:
@@ -111,14 +122,15 @@ class GroupMember:
                 if sync.error_code:
                     raise KafkaError(sync.error_code,
                                      f"SyncGroup {self.group}: {errors.name(sync.error_code)}")
-                self.assignment = sorted(decode_assignment(sync.assignment))
+                self.assignment = self._decode(sync.assignment)
                 return self.assignment
         raise KafkaError(errors.REBALANCE_IN_PROGRESS,
                          f"group {self.group}: no stable generation after "
                          f"{MAX_JOIN_ATTEMPTS} joins")
 
     def _assign(self, members) -> list:
-        """The leader's part: a range assignment of every member's subscribed topics."""
+        """The leader's part (SyncGroup's assignments): a range assignment of every member's
+        subscribed topics."""
         subscriptions = {m.member_id: set(SUBSCRIPTION.from_bytes(m.metadata).topics)
                          for m in members}
         partitions = {}

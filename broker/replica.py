@@ -231,9 +231,7 @@ class Partition:
         except RecordTooLarge as e:
             return AppendResult(errors.MESSAGE_TOO_LARGE, message=str(e))
         except OSError as e:  # disk full, file too large, I/O error: nothing was appended
-            log.warning("append to %s-%d failed: %s", self.topic, self.index, e)
-            return AppendResult(errors.KAFKA_STORAGE_ERROR, message=f"Disk error when trying "
-                                f"to access log file on disk: {e.strerror or e}")
+            return self._storage_error(e)
         if idempotent:
             self.producers.update(h, first, last)
         if self._advance_hwm() and self.acks_waiters:
@@ -253,12 +251,21 @@ class Partition:
         buf = build_batch([control_record(kind, coordinator_epoch)], producer_id=producer_id,
                           producer_epoch=producer_epoch, transactional=True, control=True)
         h = read_header(buf, 0)
-        first, _last = self.log.append(buf, [h], leader_epoch=self.leader_epoch)
+        try:
+            first, _last = self.log.append(buf, [h], leader_epoch=self.leader_epoch)
+        except OSError as e:
+            return self._storage_error(e)
         self.producers.end_txn(producer_id, producer_epoch, kind, first, coordinator_epoch,
                                h.max_timestamp)
         self.maybe_advance_hwm()
         self.wake()
         return AppendResult(errors.NONE, first, self.log.log_start_offset, next_offset=first + 1)
+
+    def _storage_error(self, e: OSError) -> AppendResult:
+        log.warning("append to %s-%d failed: %s", self.topic, self.index, e)
+        self.manager.storage_failed(self, e)
+        return AppendResult(errors.KAFKA_STORAGE_ERROR, message=f"Disk error when trying "
+                            f"to access log file on disk: {e.strerror or e}")
 
     def replicated(self, next_offset: int) -> bool:
         return self.log.high_watermark >= next_offset
@@ -496,8 +503,11 @@ class ReplicaManager:
         self.logs = log_manager
         self.node_id = node_id
         self.partitions: dict[tuple[str, int], Partition] = {}
-        self.offline: set[tuple[str, int]] = set()  # replicas whose log could not be loaded
+        self.offline: set[tuple[str, int]] = set()  # replicas whose log cannot be served
         self.isr_changes = isr_changes
+        # In a cluster: callables(log dir) told when a log dir goes offline (the controller must
+        # move its partitions); alone, a broker keeps its dirs and retries (a full disk recovers)
+        self.dir_failure_listeners = []
         self.fetchers = None  # a broker.fetcher.FetcherManager in cluster mode
         self.lag_max_ms = broker_config.int("replica.lag.time.max.ms")
         self.role_listeners = []  # callables(partition, became_leader) e.g. group coordinator
@@ -542,6 +552,9 @@ class ReplicaManager:
             if self.fetchers is not None and st.leader >= 0:
                 self.fetchers.add(part, st.leader)
         if was_leader != part.is_leader:
+            log.info("%s-%d: %s at leader epoch %d, ISR %s", st.topic, st.index,
+                     "leader" if part.is_leader else f"follower of {st.leader}", st.leader_epoch,
+                     st.isr)
             for fn in self.role_listeners:
                 fn(part, part.is_leader)
         return part
@@ -556,6 +569,23 @@ class ReplicaManager:
             if was_leader:
                 for fn in self.role_listeners:
                     fn(part, False)
+
+    def storage_failed(self, part: Partition, error: OSError) -> None:
+        """An I/O error in ``part``'s log. In a cluster its log dir goes offline as in Kafka:
+        every replica in it stops (answering KAFKA_STORAGE_ERROR) and the listeners tell the
+        controller, which moves their leadership to other in-sync replicas."""
+        if not self.dir_failure_listeners:
+            return
+        d = self.logs.log_dir_of(part.topic, part.index)
+        if d is None:
+            return  # its dir is offline already
+        log.error("log dir %s failed (%s): its replicas go offline until this broker restarts",
+                  d, error)
+        for topic, index in self.logs.fail_dir(d, str(error)):
+            self._stop(topic, index)
+            self.offline.add((topic, index))
+        for fn in self.dir_failure_listeners:
+            fn(d)
 
     def stop_replicas(self, items) -> None:
         """Stop serving each ``(topic, index, delete)``; the logs to delete are detached

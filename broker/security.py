@@ -166,7 +166,7 @@ def load_keystore(ctx: ssl.SSLContext, get, required: bool = True) -> None:
         raise ConfigError("TLS needs ssl.keystore.location or ssl.keystore.key")
 
 
-def _load_truststore(ctx: ssl.SSLContext, get) -> None:
+def load_truststore(ctx: ssl.SSLContext, get) -> None:
     if _store_type(get, "truststore") == "PKCS12":
         from cryptography.hazmat.primitives.serialization import Encoding
 
@@ -184,7 +184,7 @@ def server_ssl_context(config, listener: str) -> ssl.SSLContext:
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     try:
         load_keystore(ctx, get)
-        _load_truststore(ctx, get)
+        load_truststore(ctx, get)
     except (OSError, ssl.SSLError, ConfigError) as e:
         raise ConfigError(f"listener {listener}: cannot load TLS keys or certificates: {e}") \
             from None
@@ -214,7 +214,7 @@ def client_ssl_context(get) -> ssl.SSLContext:
     ``ssl.endpoint.identification.algorithm`` is empty."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     ctx.check_hostname = (get("ssl.endpoint.identification.algorithm") or "https") == "https"
-    _load_truststore(ctx, get)
+    load_truststore(ctx, get)
     load_keystore(ctx, get, required=False)
     return ctx
 

@@ -43,9 +43,9 @@ def partition_for_key(key: bytes, partitions: int) -> int:
 class ClusterClient:
     """Connections to every broker of the cluster behind ``bootstrap``, opened on demand."""
 
-    def __init__(self, bootstrap: str, client_id: str = "josefk-cli"):
-        self.client_id = client_id
-        self.bootstrap = Client(bootstrap, client_id)
+    def __init__(self, bootstrap: str, client_id: str = "josefk-cli", props: dict | None = None):
+        self.client_id, self.props = client_id, props
+        self.bootstrap = Client(bootstrap, client_id, props=props)
         self.clients: dict[int, Client] = {}
         self.brokers: dict[int, tuple[str, int]] = {}
         self.topics: dict = {}
@@ -83,7 +83,7 @@ class ClusterClient:
         c = self.clients.get(node_id)
         if c is None:
             host, port = self.brokers[node_id]
-            c = self.clients[node_id] = Client(f"{host}:{port}", self.client_id)
+            c = self.clients[node_id] = Client(f"{host}:{port}", self.client_id, props=self.props)
         return c
 
     def leader(self, topic: str, partition: int) -> Client:

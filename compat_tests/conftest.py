@@ -134,6 +134,36 @@ def _untrack_cluster(c):
 
 
 @pytest.fixture(scope="session")
+def schema_registry(broker, tmp_path_factory):
+    """One ``josefk registry`` on the shared broker (its own _schemas topic)."""
+    from compat_tests.http_services import ServiceProcess, wait_primary
+
+    root = tmp_path_factory.mktemp("registry")
+    sr = ServiceProcess("registry", {"kafkastore.bootstrap.servers": broker.bootstrap,
+                                     "kafkastore.topic": "_schemas_shared",
+                                     "schema.registry.group.id": "registry-shared",
+                                     "kafkastore.topic.replication.factor": 1},
+                        root / "registry.log").start()
+    wait_primary(sr.url)
+    yield sr
+    sr.stop()
+
+
+@pytest.fixture(scope="session")
+def rest_proxy(broker, schema_registry, tmp_path_factory):
+    """One ``josefk rest`` on the shared broker, using the shared registry."""
+    from compat_tests.http_services import ServiceProcess
+
+    root = tmp_path_factory.mktemp("rest")
+    proxy = ServiceProcess("rest", {"bootstrap.servers": broker.bootstrap,
+                                    "schema.registry.url": schema_registry.url,
+                                    "request.max.bytes": 1 << 20},
+                           root / "rest.log").start()
+    yield proxy
+    proxy.stop()
+
+
+@pytest.fixture(scope="session")
 def pki(tmp_path_factory):
     """Test certificates (compat_tests/security_setup.py): a CA, server and client ones."""
     from compat_tests.security_setup import Pki

@@ -429,6 +429,51 @@ def test_stopping_every_broker_at_once_is_clean(cluster_factory):
             assert bad not in text, f"broker {i}: {bad}\n{b.log_tail()}"
 
 
+def test_paused_coordinator_never_answers_stale_offsets(cluster_factory):
+    """The group's coordinator is paused past its session timeout: another broker takes over
+    and acknowledges newer commits. Resumed, the old coordinator answers OffsetFetch with
+    NOT_COORDINATOR until it has learnt that it lost the partition, never with the offsets it
+    remembers from before."""
+    c = cluster_factory()
+    topic = create(c, unique_topic("pausecoord"), 3)
+    group = unique_topic("pauseg")
+
+    def commit(bootstrap, offset):
+        cons = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                         "enable.auto.commit": False})
+        try:
+            cons.commit(offsets=[TopicPartition(topic, p, offset) for p in range(3)],
+                        asynchronous=False)
+        finally:
+            cons.close()
+
+    def coordinator_seen_by(broker_id):
+        admin = c.admin(broker_id)  # kept alive until the future is answered
+        return admin.describe_consumer_groups([group])[group].result(10).coordinator.id
+
+    commit(c.bootstrap, 5)
+    coordinator = coordinator_seen_by(1)
+    paused = c.brokers[coordinator]
+    survivor = next(i for i in c.brokers if i != coordinator)
+    others = ",".join(b.bootstrap for i, b in c.brokers.items() if i != coordinator)
+    paused.proc.send_signal(signal.SIGSTOP)
+    try:
+        c.wait_for(lambda: coordinator_seen_by(survivor) != coordinator, 30, "a new coordinator")
+        commit(others, 50)
+    finally:
+        paused.proc.send_signal(signal.SIGCONT)
+    answers = set()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            with rk.RawConnection(paused.bootstrap) as conn:
+                answers.update(rk.offset_fetch_v1(conn, group, topic, [0, 1, 2]).values())
+        except (OSError, rk.ConnectionClosed):
+            pass
+        time.sleep(0.05)
+    assert answers <= {(rk.NOT_COORDINATOR, -1), (rk.NONE, 50)}, answers
+
+
 @pytest.mark.xfail(strict=True, reason="issue 19: after a controlled shutdown that changes no "
                    "partition state the controller sends no UpdateMetadata, so every broker "
                    "keeps listing the stopped broker as live")

@@ -52,12 +52,15 @@ async def handle_leader_and_isr(broker, ctx, req):
                 results[(topic, ps.partition_index)] = errors.UNKNOWN_TOPIC_OR_PARTITION
                 continue
             configs = await broker.metadata.topic_configs(topic)
-            broker.replicas.apply(PartitionState(
+            served = broker.replicas.apply(PartitionState(
                 topic, ps.partition_index, ps.leader, ps.leader_epoch, ps.isr, ps.replicas,
                 ps.partition_epoch, topic_id), configs)
-            results[(topic, ps.partition_index)] = errors.NONE
+            results[(topic, ps.partition_index)] = (errors.NONE if served is not None
+                                                    else errors.KAFKA_STORAGE_ERROR)
         if v >= 5 and req.type == FULL:
             _delete_strays(broker, {(t, ps.partition_index) for t, _i, ps in items})
+        if v >= 2:
+            cluster.session.roles_received(req.broker_epoch)
     if v >= 5:
         by_id: dict = {}
         for topic, topic_id, ps in items:
