@@ -210,31 +210,35 @@ def target(request, tmp_path_factory):
     _untrack_cluster(c)
 
 
-@pytest.fixture(params=TARGETS)
+@pytest.fixture(params=[pytest.param(t, marks=pytest.mark.slow) if t == "rf3" else t
+                        for t in TARGETS])
 def target_factory(request):
     """Targets of one's own in the shape the param names (a new broker, or a new cluster that
     fails over in seconds), for scenarios that restart brokers or need other settings:
     ``target_factory(overrides, metrics=True)``; with ``metrics`` every broker serves
-    Prometheus metrics on a port of its own (``Target.metrics_ports``)."""
+    Prometheus metrics on a port of its own (``Target.metrics_ports``). These scenarios are
+    the costly ones: on ``rf3`` they are marked slow, ``spread`` stands for the clusters in a
+    short run (``-m "not slow"``)."""
     name = request.param
 
     def make(overrides: dict | None = None, metrics: bool = False) -> Target:
         if name == "single":
-            ports = [free_port()] if metrics else []
-            extra = {"josefk.metrics.port": ports[0]} if metrics else {}
-            b = request.getfixturevalue("broker_factory")({**(overrides or {}), **extra})
-            return Target(name, {1: b}, metrics_ports=ports)
-        c = request.getfixturevalue("cluster_factory")(
-            overrides={**CLUSTER_SHAPES[name], **FAST_FAILOVER, **(overrides or {})},
-            start=False)
-        ports = [free_port() for _ in c.brokers] if metrics else []
-        for b, port in zip(c.brokers.values(), ports):
-            b.overrides["josefk.metrics.port"] = port
-        # Thrown away with kill -9 when the test ends, before cluster_factory's one by one
-        # controlled shutdowns (seconds each where no other replica can take over).
-        request.node.addfinalizer(lambda: [b.kill() for b in c.brokers.values()])
-        c.start()
-        return Target(name, c.brokers, c, metrics_ports=ports)
+            b = request.getfixturevalue("broker_factory")(overrides, start=False)
+            t, start = Target(name, {1: b}), b.start
+        else:
+            c = request.getfixturevalue("cluster_factory")(
+                overrides={**CLUSTER_SHAPES[name], **FAST_FAILOVER, **(overrides or {})},
+                start=False)
+            # Thrown away with kill -9 when the test ends, before cluster_factory's one by one
+            # controlled shutdowns (seconds each where no other replica can take over).
+            request.node.addfinalizer(lambda: [b.kill() for b in c.brokers.values()])
+            t, start = Target(name, c.brokers, c), c.start
+        if metrics:
+            t.metrics_ports = [free_port() for _ in t.brokers]
+            for b, port in zip(t.brokers.values(), t.metrics_ports):
+                b.overrides["josefk.metrics.port"] = port
+        start()
+        return t
 
     return make
 

@@ -52,13 +52,13 @@ class Target:
     """A broker or a cluster as the scenarios see it: bootstrap servers, its brokers by node id,
     the topics created through it and where their partitions and coordinators are."""
 
-    def __init__(self, name: str, brokers: dict, cluster=None, metrics_ports=()):
+    def __init__(self, name: str, brokers: dict, cluster=None):
         self.name = name
-        self.brokers = brokers                    # node id -> BrokerProcess
-        self.cluster = cluster                    # the compat_tests.cluster.Cluster, if any
-        self.metrics_ports = list(metrics_ports)  # josefk.metrics.port of each broker, if set
+        self.brokers = brokers             # node id -> BrokerProcess
+        self.cluster = cluster             # the compat_tests.cluster.Cluster, if any
+        self.metrics_ports: list[int] = []  # josefk.metrics.port of each broker, if set
         self._rfs = itertools.cycle(REPLICATION_FACTORS[name])
-        self.created: dict[str, int] = {}         # topic -> replication factor, this test's
+        self.created: dict[str, int] = {}  # topic -> replication factor, this test's
 
     def __repr__(self) -> str:
         return f"<Target {self.name} {self.bootstrap}>"
@@ -72,7 +72,7 @@ class Target:
         return next(self._rfs)
 
     def admin(self, node_id: int | None = None) -> AdminClient:
-        return admin_client(self.brokers[node_id].bootstrap if node_id else self.bootstrap)
+        return admin_client(self.bootstrap if node_id is None else self.brokers[node_id].bootstrap)
 
     def create_topic(self, name: str, partitions: int = 1, config: dict | None = None) -> str:
         rf = self.replication_factor()
