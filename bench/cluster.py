@@ -27,10 +27,10 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.brokers import free_port, port_accepts
-from broker.client import Client
-from broker.cluster_cli import broker_command
-from wire.apis import METADATA
-from zk.local_server import LocalZooKeeper
+from josefk.tools.client import Client
+from josefk.tools.cluster_cli import broker_command
+from josefk.wire.apis import METADATA
+from josefk.zk.local_server import LocalZooKeeper
 
 now = time.monotonic
 REPO = Path(__file__).resolve().parent.parent
@@ -110,7 +110,7 @@ def startup_time(root: Path) -> float:
     """`josefk cluster --brokers 3` to the first acknowledged produce."""
     port, zk_port = free_port(), free_port()
     t0 = now()
-    proc = subprocess.Popen([sys.executable, "-m", "broker", "cluster", "--brokers", "3",
+    proc = subprocess.Popen([sys.executable, "-m", "josefk", "cluster", "--brokers", "3",
                              "--dir", str(root / "cli-cluster"), "--port", str(port),
                              "--zookeeper-port", str(zk_port)], cwd=REPO,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

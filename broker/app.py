@@ -9,40 +9,41 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from broker.config import BrokerConfig, ConfigError, parse_properties
-from broker.dispatch import HANDLERS
-from broker.group_log import OFFSETS_TOPIC, OffsetsTopicLog
-from broker.metrics import BrokerMetrics
-from broker.metadata import (BrokerInfo, LocalMetadataStore, MetadataError,
-                             partition_exists, topic_name_error)
-from broker.quotas import LocalQuotaStore, QuotaManager
-from broker.replica import ReplicaManager, topic_log_config
-from broker.authorizer import AclAuthorizer, LocalAclStore
-from broker.cluster import ClusterMember
-from broker.dynamic import DynamicConfigs
-from broker.fetch_sessions import FetchSessionCache
-from broker.fetcher import FetcherManager
-from broker.handlers.metadata import TopicMetadataCache
-from broker import security
-from broker.sasl import InterBrokerSecurity, LocalCredentialStore, check_mechanisms
-from broker.security import ListenerSecurity
-from broker.limits import ConnectionLimits
-from broker.server import serve
-from broker.txn import TXN_TOPIC, TxnMarkerWriter
-from coordinator import GroupCoordinator, OffsetStore
-from broker.producer_id_blocks import ZkBlocks
-from coordinator.producer_ids import FileBlocks, ProducerIdManager
-from coordinator.txn_coordinator import TransactionCoordinator
-from storage.cleaner import LogCleaner
-from storage.config import LogConfig
-from storage.manager import LogManager
-from wire import errors
-from wire.types import uuid_to_base64
-from wire.apis import API_BY_KEY, API_VERSIONS
-from zk.client import ZkClient
-from zk.acls import ZkAclStore
-from zk.credentials import ZkCredentialStore, ZkQuotaStore
-from zk.metadata import ZkMetadataStore
+from josefk.broker.config import BrokerConfig, ConfigError, parse_properties
+from josefk.broker.client_metrics import ClientMetricsManager
+from josefk.broker.dispatch import served
+from josefk.broker.group_log import OFFSETS_TOPIC, OffsetsTopicLog
+from josefk.broker.metrics import BrokerMetrics
+from josefk.broker.control.metadata import (BrokerInfo, LocalMetadataStore, MetadataError,
+                                            partition_exists, topic_name_error)
+from josefk.broker.security.quotas import LocalQuotaStore, QuotaManager
+from josefk.broker.replication.replica import ReplicaManager, topic_log_config
+from josefk.broker.security.authorizer import AclAuthorizer, LocalAclStore
+from josefk.broker.control.cluster import ClusterMember
+from josefk.broker.dynamic import DynamicConfigs
+from josefk.broker.fetch_sessions import FetchSessionCache
+from josefk.broker.replication.fetcher import FetcherManager
+from josefk.broker.handlers.metadata import TopicMetadataCache
+from josefk.broker.security import listeners as security
+from josefk.broker.security.sasl import InterBrokerSecurity, LocalCredentialStore, check_mechanisms
+from josefk.broker.security.listeners import ListenerSecurity
+from josefk.broker.limits import ConnectionLimits
+from josefk.broker.server import serve
+from josefk.broker.txn import TXN_TOPIC, TxnMarkerWriter
+from josefk.coordinator import GroupCoordinator, OffsetStore
+from josefk.broker.control.producer_id_blocks import ZkBlocks
+from josefk.coordinator.producer_ids import FileBlocks, ProducerIdManager
+from josefk.coordinator.txn_coordinator import TransactionCoordinator
+from josefk.storage.cleaner import LogCleaner
+from josefk.storage.config import LogConfig
+from josefk.storage.manager import LogManager
+from josefk.wire import errors, recscan
+from josefk.wire.types import uuid_to_base64
+from josefk.wire.apis import API_BY_KEY, API_VERSIONS
+from josefk.zk.client import ZkClient
+from josefk.broker.security.zk_acls import ZkAclStore
+from josefk.broker.security.zk_credentials import ZkCredentialStore, ZkQuotaStore
+from josefk.broker.control.zk_metadata import ZkMetadataStore
 
 log = logging.getLogger("josefk")
 TXN_LOG_TIMEOUT_MS = 30000  # Kafka waits request.timeout.ms for __transaction_state appends
@@ -84,7 +85,9 @@ class Broker:
         self.config = config
         self.connections = set()
         self.metrics = BrokerMetrics(self) if config.get("josefk.metrics.port") else None
-        self.handlers = self.metrics.instrument(HANDLERS) if self.metrics else HANDLERS
+        handlers = served(config)
+        self.handlers = self.metrics.instrument(handlers) if self.metrics else handlers
+        self.client_metrics = ClientMetricsManager(config.int("telemetry.max.bytes"))
         self.servers = []
         self._tasks = []
         self._housekeeping = ThreadPoolExecutor(1, thread_name_prefix="josefk-housekeeping")
@@ -198,6 +201,9 @@ class Broker:
                              (cfg.int("log.flush.offset.checkpoint.interval.ms"), self._checkpoint)):
             self._tasks.append(asyncio.ensure_future(self._periodic(interval, fn)))
         log.info("josefk broker %d listening on %s", self.config.node_id, cfg.get("listeners"))
+        if not recscan.NATIVE:
+            log.info("records are walked in plain Python (the C helper was not built): produce "
+                     "validation costs more CPU")
 
     async def stop(self):
         if self.cluster is not None and self.config.bool("controlled.shutdown.enable"):

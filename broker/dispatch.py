@@ -1,13 +1,14 @@
 """The API dispatch table: api key -> handler(broker, ctx, request)."""
 from __future__ import annotations
 
-from broker import acl
-from broker.authorizer import requires_cluster, requires_group
-from broker.handlers import (acls, alter_configs, api_versions, cluster, configs, fetch, groups,
-                             list_offsets, log_admin, metadata, offsets, produce, producer, quotas,
-                             replication, sasl, scram, telemetry, topics, txn)
-from broker.quotas import fetch_quota, produce_quota
-from wire import apis
+from josefk.broker.security import acl
+from josefk.broker.security.authorizer import requires_cluster, requires_group
+from josefk.broker.handlers import (acls, alter_configs, api_versions, cluster, configs, fetch,
+                                    groups, list_offsets, log_admin, metadata, offsets, produce,
+                                    producer, quotas, replication, sasl, scram, telemetry, topics,
+                                    txn)
+from josefk.broker.security.quotas import fetch_quota, produce_quota
+from josefk.wire import apis
 
 def for_brokers(handler):
     """Inter-broker APIs need ClusterAction on the cluster."""
@@ -25,6 +26,7 @@ HANDLERS = {
     apis.CREATE_PARTITIONS.key: topics.handle_create_partitions,
     apis.INIT_PRODUCER_ID.key: producer.handle_init_producer_id,
     apis.DESCRIBE_CONFIGS.key: configs.handle_describe_configs,
+    apis.LIST_CONFIG_RESOURCES.key: configs.handle_list_config_resources,
     apis.DESCRIBE_CLUSTER.key: requires_cluster(acl.DESCRIBE, cluster.handle_describe_cluster),
     apis.DESCRIBE_TOPIC_PARTITIONS.key: cluster.handle_describe_topic_partitions,
     apis.GET_TELEMETRY_SUBSCRIPTIONS.key: telemetry.handle_get_telemetry_subscriptions,
@@ -70,3 +72,16 @@ HANDLERS = {
     apis.DESCRIBE_TRANSACTIONS.key: txn.handle_describe_transactions,
     apis.LIST_TRANSACTIONS.key: txn.handle_list_transactions,
 }
+
+# APIs a broker config turns off: ApiVersions does not advertise them and requests for them are
+# answered as for any API the broker does not serve.
+SWITCHES = {
+    "josefk.client.telemetry.enable": (apis.GET_TELEMETRY_SUBSCRIPTIONS.key,
+                                       apis.PUSH_TELEMETRY.key),
+}
+
+
+def served(config) -> dict:
+    """The handlers of the APIs this broker serves with ``config``."""
+    off = {key for name, keys in SWITCHES.items() if not config.bool(name) for key in keys}
+    return {key: h for key, h in HANDLERS.items() if key not in off}

@@ -24,11 +24,11 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.core import (CollectorRegistry, CounterMetricFamily, GaugeMetricFamily,
                                     HistogramMetricFamily)
 
-from broker.handlers.fetch import fetching_replica_id
-from broker.server import NO_RESPONSE
-from wire import errors
-from wire.apis import API_BY_KEY, FETCH, PRODUCE
-from wire.batch import HEADER_SIZE, LOG_OVERHEAD, iter_headers
+from josefk.broker.handlers.fetch import fetching_replica_id
+from josefk.broker.server import NO_RESPONSE
+from josefk.wire import errors
+from josefk.wire.apis import API_BY_KEY, FETCH, PRODUCE
+from josefk.wire.batch import HEADER_SIZE, LOG_OVERHEAD, iter_headers
 
 log = logging.getLogger("josefk.metrics")
 
@@ -238,10 +238,21 @@ class BrokerMetrics:
         yield from self._partition_metrics()
         yield from self._group_metrics()
         yield from self._quota_metrics()
+        yield from self._client_metrics()
         idle = GaugeMetricFamily("kafka_network_socketserver_networkprocessoravgidlepercent",
                                  "Share of time the event loop was idle (last second)")
         idle.add_metric([], self.idle_ratio)
         yield idle
+
+    def _client_metrics(self):
+        """What clients pushed (KIP-714), labelled by client; a counter's name ends _total."""
+        for name, kind, help_, series in self.broker.client_metrics.families():
+            family = CounterMetricFamily if kind == "counter" else GaugeMetricFamily
+            labels = sorted({k for lab, _v in series for k in lab})
+            fam = family(name, help_, labels=labels)
+            for lab, value in series:
+                fam.add_metric([lab.get(k, "") for k in labels], value)
+            yield fam
 
     def _request_metrics(self):
         reqs = CounterMetricFamily("kafka_network_requestmetrics_requests",
@@ -278,7 +289,7 @@ class BrokerMetrics:
     def _quota_metrics(self):
         """Each throttled client's measured rate, as Kafka's per-client quota sensors show it
         (type=Produce/Fetch byte-rate, type=Request request-time in percent of a thread)."""
-        from broker.quotas import CLIENT, FETCH, PRODUCE, REQUEST, USER
+        from josefk.broker.security.quotas import CLIENT, FETCH, PRODUCE, REQUEST, USER
 
         names = {PRODUCE: ("kafka_server_produce_byte_rate", "Bytes produced per second"),
                  FETCH: ("kafka_server_fetch_byte_rate", "Bytes fetched per second"),

@@ -13,16 +13,16 @@ import os
 import time
 from types import CoroutineType
 
-from broker import eager
-from broker.handlers.sasl import sasl_token
-from broker.limits import ConnectionLimits
-from broker.quotas import TimedCoroutine, request_time
-from broker.security import ConnectionSecurity
-from storage.log import FileRegion
-from wire import errors, headers
-from wire.apis import API_BY_KEY
-from wire.framing import FrameReader, frame
-from wire.types import DecodeError
+from josefk.broker import eager
+from josefk.broker.handlers.sasl import sasl_token
+from josefk.broker.limits import ConnectionLimits
+from josefk.broker.security.quotas import TimedCoroutine, request_time
+from josefk.broker.security.listeners import ConnectionSecurity
+from josefk.storage.log import FileRegion
+from josefk.wire import errors, headers
+from josefk.wire.apis import API_BY_KEY
+from josefk.wire.framing import FrameReader, frame
+from josefk.wire.types import DecodeError
 
 log = logging.getLogger("josefk.server")
 
@@ -81,6 +81,8 @@ class Connection(asyncio.BufferedProtocol):
         self.loop = None  # asyncio.get_running_loop() costs a getpid() system call per use
         self.sock_fd = -1
         self.client_host = ""
+        self.client_port = ""
+        self.client_software = ("", "")  # name and version, from ApiVersions v3+ (KIP-511)
         self.pending = collections.deque()
         self.unsent = collections.deque()  # chunks of answers waiting for the socket (`_write`)
         self.draining = False  # waiting for the transport to drain before sending ``unsent``
@@ -101,6 +103,7 @@ class Connection(asyncio.BufferedProtocol):
         self.loop = asyncio.get_running_loop()
         peer = transport.get_extra_info("peername")
         self.client_host = peer[0] if peer else ""
+        self.client_port = str(peer[1]) if peer and len(peer) > 1 else ""
         refused = self.limits.admit(self.client_host)
         if refused:
             return self.abort(refused)

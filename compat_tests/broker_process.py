@@ -94,7 +94,7 @@ class BrokerProcess:
 
     def command(self) -> list[str]:
         cmd = [
-            BROKER_PYTHON, "-m", "broker", "broker",
+            BROKER_PYTHON, "-m", "josefk", "broker",
             "--listeners", self.overrides.get("listeners", f"PLAINTEXT://{self.host}:{self.port}"),
             "--log-dirs", str(self.data_dir),
             "--node-id", str(self.node_id),

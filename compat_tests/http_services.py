@@ -33,7 +33,7 @@ class ServiceProcess:
 
     def start(self) -> "ServiceProcess":
         seen = self.log_path.stat().st_size if self.log_path.exists() else 0
-        cmd = [BROKER_PYTHON, "-m", "broker", self.kind]
+        cmd = [BROKER_PYTHON, "-m", "josefk", self.kind]
         for k, v in self.props.items():
             cmd += ["--override", f"{k}={v}"]
         log = open(self.log_path, "ab")

@@ -108,8 +108,8 @@ class Target:
     def transaction_coordinator(self, transactional_id: str, timeout: float = 15) -> int:
         """The broker coordinating ``transactional_id`` (FindCoordinator; the first asking may
         create ``__transaction_state``, answered COORDINATOR_NOT_AVAILABLE meanwhile)."""
-        from broker.client import Client
-        from wire.apis import FIND_COORDINATOR
+        from josefk.tools.client import Client
+        from josefk.wire.apis import FIND_COORDINATOR
 
         deadline = time.monotonic() + timeout
         while True:

@@ -370,9 +370,6 @@ def test_log_append_time_replaces_the_producers_timestamps(target, new_topic):
         c.close()
 
 
-@pytest.mark.xfail(strict=True, reason="issue 19 (found by the compat run, one broker too): "
-                   "ProduceResponse log_append_time_ms is always -1; Kafka answers the time "
-                   "it stamped on a LogAppendTime topic")
 def test_log_append_time_reaches_the_producer(target, new_topic):
     """The produce response carries the time the leader stamped (log_append_time_ms): the
     delivery report shows the same log-append timestamp as the consumers read."""

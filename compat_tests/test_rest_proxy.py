@@ -123,7 +123,7 @@ def test_commit_and_resume_after_restart(broker, schema_registry, new_topic, tmp
         lags = http.get(f"/v3/clusters/{cid}/consumer-groups/{group}/lags").json()["data"]
         assert [(x["topic_name"], x["current_offset"], x["log_end_offset"], x["lag"])
                 for x in lags] == [(topic, 6, 6, 0)]
-        out = subprocess.run([sys.executable, "-m", "broker", "groups", "describe",
+        out = subprocess.run([sys.executable, "-m", "josefk", "groups", "describe",
                               "--bootstrap-server", broker.bootstrap, "--group", group],
                              capture_output=True, text=True, timeout=60).stdout
         assert topic in out and " 6 " in f" {out.replace(chr(10), ' ')} "
@@ -141,7 +141,7 @@ def test_v3_admin_matches_the_cli(rest_proxy, broker):
     assert r.status_code == 201, r.text
     assert r.json()["partitions_count"] == 3
     assert http.post(f"{c}/topics", json={"topic_name": topic}).json()["error_code"] == 40002
-    out = subprocess.run([sys.executable, "-m", "broker", "topics", "describe",
+    out = subprocess.run([sys.executable, "-m", "josefk", "topics", "describe",
                           "--bootstrap-server", broker.bootstrap, "--topic", topic],
                          capture_output=True, text=True, timeout=60).stdout
     assert "PartitionCount: 3" in out or "PartitionCount:3" in out.replace(" ", "")

@@ -561,8 +561,8 @@ def test_compaction_removes_aborted_data_and_keeps_committed_state(target_factor
 def test_add_partitions_with_an_unknown_topic_fails_the_request(target):
     """Kafka's answer: UNKNOWN_TOPIC_OR_PARTITION for the unknown partition, and
     OPERATION_NOT_ATTEMPTED for the others; the transaction goes on without them."""
-    from broker.client import Client
-    from wire.apis import ADD_PARTITIONS_TO_TXN, INIT_PRODUCER_ID
+    from josefk.tools.client import Client
+    from josefk.wire.apis import ADD_PARTITIONS_TO_TXN, INIT_PRODUCER_ID
 
     topic = target.create_topic(unique_topic("apt"), 1)
     tid = "apt-" + uuid.uuid4().hex[:6]

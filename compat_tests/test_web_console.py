@@ -30,7 +30,7 @@ def console(broker_factory, tmp_path):
     b = broker_factory()
     port = free_port()
     log = open(tmp_path / "console.log", "w")
-    proc = subprocess.Popen([BROKER_PYTHON, "-m", "broker", "console", "--bootstrap-server",
+    proc = subprocess.Popen([BROKER_PYTHON, "-m", "josefk", "console", "--bootstrap-server",
                              b.bootstrap, "--port", str(port), "--lag-interval", "0.5"],
                             cwd=str(REPO_ROOT), stdout=log, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 20

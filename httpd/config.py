@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from broker.config import ConfigError, parse_properties
-from broker.sasl import client_credentials
-from broker.security import pkcs12_store
+from josefk.broker.config import ConfigError, parse_properties
+from josefk.broker.security.sasl import client_credentials
+from josefk.broker.security.listeners import pkcs12_store
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,9 @@ from pathlib import Path
 import orjson
 from aiohttp import web
 
-from broker.config import ConfigError
-from broker.security import load_keystore, load_truststore
-from httpd.config import ServiceConfig
+from josefk.broker.config import ConfigError
+from josefk.broker.security.listeners import load_keystore, load_truststore
+from josefk.httpd.config import ServiceConfig
 
 log = logging.getLogger("josefk.http")
 

@@ -9,14 +9,14 @@ import logging
 import aiohttp
 from aiohttp import web
 
-from httpd.server import HttpError, json_response, parse_json, read_json
-from registry import state as records
-from registry.avro_schema import AvroSchema
-from registry.json_schema import JsonSchema
-from registry.kafkastore import KafkaStore, StoreError
-from registry.protobuf_schema import ProtobufSchema
-from registry.schema import AVRO, JSON, LEVELS, PROTOBUF, InvalidSchema, incompatibilities
-from registry.state import State, Version
+from josefk.httpd.server import HttpError, json_response, parse_json, read_json
+from josefk.registry import state as records
+from josefk.registry.avro_schema import AvroSchema
+from josefk.registry.json_schema import JsonSchema
+from josefk.registry.kafkastore import KafkaStore, StoreError
+from josefk.registry.protobuf_schema import ProtobufSchema
+from josefk.registry.schema import AVRO, JSON, LEVELS, PROTOBUF, InvalidSchema, incompatibilities
+from josefk.registry.state import State, Version
 
 log = logging.getLogger("josefk.registry")
 
@@ -85,7 +85,7 @@ class Registry:
             log.info("this instance is the primary")
 
     async def _forward(self, request: web.Request, body: bytes) -> web.Response:
-        from registry.election import identity_url
+        from josefk.registry.election import identity_url
 
         primary = self.primary
         if primary is None or primary == self.identity:

@@ -10,7 +10,7 @@ import avro.name
 import avro.schema
 from avro.compatibility import ReaderWriterCompatibilityChecker, SchemaCompatibilityType
 
-from registry.schema import AVRO, InvalidSchema
+from josefk.registry.schema import AVRO, InvalidSchema
 
 
 class AvroSchema:

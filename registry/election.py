@@ -12,10 +12,10 @@ import json
 import logging
 import threading
 
-from broker.client import KafkaError
-from broker.group_member import GroupMember
-from broker.tool_client import ClusterClient
-from wire.apis import SYNC_GROUP
+from josefk.tools.client import KafkaError
+from josefk.tools.group_member import GroupMember
+from josefk.tools.tool_client import ClusterClient
+from josefk.wire.apis import SYNC_GROUP
 
 log = logging.getLogger("josefk.registry.election")
 DUPLICATE_URLS = 1

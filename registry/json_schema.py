@@ -12,7 +12,7 @@ import json
 import jsonschema
 import jsonschema.exceptions
 
-from registry.schema import JSON, InvalidSchema
+from josefk.registry.schema import JSON, InvalidSchema
 
 _BOUNDS_LOW = ("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties")
 _BOUNDS_HIGH = ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties")

@@ -10,7 +10,7 @@ import threading
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from registry.state import State
+from josefk.registry.state import State
 
 log = logging.getLogger("josefk.registry.store")
 

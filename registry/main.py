@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import sys
 
-from broker.config import ConfigError
+from josefk.broker.config import ConfigError
 
 DEFAULTS = {
     "listeners": "http://0.0.0.0:8081",
@@ -39,8 +39,8 @@ def bootstrap_servers(value: str) -> str:
 
 
 def run(args) -> int:
-    from httpd.config import ServiceConfig
-    from httpd.server import run as run_loop
+    from josefk.httpd.config import ServiceConfig
+    from josefk.httpd.server import run as run_loop
 
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -61,12 +61,12 @@ async def serve(config) -> int:
     import aiohttp
     from aiohttp import web
 
-    from httpd.config import kafka_security, librdkafka_settings
-    from httpd.server import middlewares, serve as serve_http
-    from registry.app import BODY_TYPES, CONTENT_TYPE, Registry
-    from registry.election import Election
-    from registry.kafkastore import KafkaStore, StoreError
-    from registry.state import State
+    from josefk.httpd.config import kafka_security, librdkafka_settings
+    from josefk.httpd.server import middlewares, serve as serve_http
+    from josefk.registry.app import BODY_TYPES, CONTENT_TYPE, Registry
+    from josefk.registry.election import Election
+    from josefk.registry.kafkastore import KafkaStore, StoreError
+    from josefk.registry.state import State
 
     loop = asyncio.get_running_loop()
     security = kafka_security(config, "kafkastore.")
@@ -92,7 +92,7 @@ async def serve(config) -> int:
                     "leader.eligibility", config.bool("master.eligibility", True))}
     forward_ssl = None
     if listener.scheme == "https":
-        from broker.security import client_ssl_context
+        from josefk.broker.security.listeners import client_ssl_context
 
         forward_ssl = client_ssl_context(config.get)
     registry = Registry(store, state, identity, forward_ssl)

@@ -24,7 +24,7 @@ from google.protobuf.message import DecodeError
 from proto_schema_parser import ast
 from proto_schema_parser.parser import Parser
 
-from registry.schema import PROTOBUF, InvalidSchema
+from josefk.registry.schema import PROTOBUF, InvalidSchema
 
 F = descriptor_pb2.FieldDescriptorProto
 SCALARS = {"double": F.TYPE_DOUBLE, "float": F.TYPE_FLOAT, "int64": F.TYPE_INT64,

@@ -9,8 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from confluent_kafka import Consumer, KafkaException
 
-from httpd.server import HttpError
-from rest.kafka import kafka_error
+from josefk.httpd.server import HttpError
+from josefk.rest.kafka import kafka_error
 
 log = logging.getLogger("josefk.rest.consumers")
 

@@ -13,7 +13,7 @@ import threading
 
 import orjson
 
-from httpd.server import HttpError
+from josefk.httpd.server import HttpError
 
 BINARY, JSON, AVRO, JSONSCHEMA, PROTOBUF = "binary", "json", "avro", "jsonschema", "protobuf"
 SCHEMA_FORMATS = {AVRO: "AVRO", JSONSCHEMA: "JSON", PROTOBUF: "PROTOBUF"}
@@ -187,7 +187,7 @@ class SchemaFormats:
         """The schema's file in a pool of its own (with the well-known types it may import)."""
         from google.protobuf import descriptor_pb2, descriptor_pool
 
-        from registry.protobuf_schema import builtin_files
+        from josefk.registry.protobuf_schema import builtin_files
 
         schema = self._schema(schema_id, "serialized")
         if schema.references:

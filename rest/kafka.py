@@ -11,7 +11,7 @@ from types import SimpleNamespace
 from confluent_kafka import KafkaException, Producer, TopicCollection
 from confluent_kafka.admin import AdminClient
 
-from httpd.server import HttpError
+from josefk.httpd.server import HttpError
 
 METADATA_MAX_AGE = 5.0
 

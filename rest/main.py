@@ -7,7 +7,7 @@ import asyncio
 import logging
 import sys
 
-from broker.config import ConfigError
+from josefk.broker.config import ConfigError
 
 DEFAULTS = {
     "listeners": "http://0.0.0.0:8082",
@@ -36,8 +36,8 @@ def add_commands(sub, kv):
 
 
 def run(args) -> int:
-    from httpd.config import ServiceConfig
-    from httpd.server import run as run_loop
+    from josefk.httpd.config import ServiceConfig
+    from josefk.httpd.server import run as run_loop
 
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -71,14 +71,14 @@ def registry_settings(config) -> dict | None:
 async def serve(config) -> int:
     from aiohttp import web
 
-    from httpd.config import kafka_security, librdkafka_settings
-    from httpd.server import middlewares, serve as serve_http
-    from registry.main import bootstrap_servers
-    from rest.consumers import Instances
-    from rest.formats import SchemaFormats
-    from rest.kafka import Kafka
-    from rest.v2 import CONTENT_TYPE, V2
-    from rest.v3 import V3
+    from josefk.httpd.config import kafka_security, librdkafka_settings
+    from josefk.httpd.server import middlewares, serve as serve_http
+    from josefk.registry.main import bootstrap_servers
+    from josefk.rest.consumers import Instances
+    from josefk.rest.formats import SchemaFormats
+    from josefk.rest.kafka import Kafka
+    from josefk.rest.v2 import CONTENT_TYPE, V2
+    from josefk.rest.v3 import V3
 
     try:
         client = {"bootstrap.servers": bootstrap_servers(config.get("bootstrap.servers")),

@@ -7,7 +7,7 @@ import time
 
 from confluent_kafka import KafkaException
 
-from rest.kafka import Deliveries, Kafka
+from josefk.rest.kafka import Deliveries, Kafka
 
 QUEUE_FULL_WAIT = 0.005
 

@@ -8,11 +8,11 @@ import re
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, TopicPartition
 from aiohttp import web
 
-from httpd.server import HttpError, json_response, parse_json
-from rest import formats as f
-from rest.consumers import Instances
-from rest.kafka import Kafka, partition_not_found
-from rest.produce import error_fields, produce
+from josefk.httpd.server import HttpError, json_response, parse_json
+from josefk.rest import formats as f
+from josefk.rest.consumers import Instances
+from josefk.rest.kafka import Kafka, partition_not_found
+from josefk.rest.produce import error_fields, produce
 
 CONTENT_TYPE = "application/vnd.kafka.v2+json"
 _FORMAT = re.compile(r"application/vnd\.kafka\.(binary|json|avro|jsonschema|protobuf)\.v2\+json")

@@ -14,10 +14,10 @@ from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, A
                                    AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic,
                                    OffsetSpec, ResourcePatternType, ResourceType)
 
-from httpd.server import HttpError, json_response, parse_json
-from rest import formats as f
-from rest.kafka import Kafka
-from rest.produce import produce
+from josefk.httpd.server import HttpError, json_response, parse_json
+from josefk.rest import formats as f
+from josefk.rest.kafka import Kafka
+from josefk.rest.produce import produce
 
 TOPIC = ConfigResource.Type.TOPIC
 

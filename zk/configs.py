@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from kazoo.exceptions import NoNodeError, NodeExistsError
 
-from zk import znodes as zn
+from josefk.zk import znodes as zn
 
 DEFAULT_BROKER = "<default>"
 
@@ -16,6 +16,15 @@ def read_entity(k, entity_type: str, name: str) -> dict:
         return zn.decode_config(k.get(zn.config_entity_path(entity_type, name))[0])
     except NoNodeError:
         return {}
+
+
+def read_entities(k, entity_type: str) -> dict[str, dict]:
+    """Every entity of ``entity_type``: {name: overrides}."""
+    try:
+        names = k.get_children(zn.config_entity_type_path(entity_type))
+    except NoNodeError:
+        return {}
+    return {name: read_entity(k, entity_type, name) for name in names}
 
 
 def write_entity(k, entity_type: str, name: str, configs: dict) -> None:

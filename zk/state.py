@@ -11,9 +11,9 @@ from dataclasses import dataclass, field, replace
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
-from zk import znodes as zn
-from zk.znodes import (BROKER_IDS, CLUSTER_ID, CONTROLLER, CONTROLLER_EPOCH, DELETE_TOPICS,
-                       LOG_DIR_EVENT_NOTIFICATION, TOPICS, PartitionState, topic_path)
+from josefk.zk import znodes as zn
+from josefk.zk.znodes import (BROKER_IDS, CLUSTER_ID, CONTROLLER, CONTROLLER_EPOCH, DELETE_TOPICS,
+                              LOG_DIR_EVENT_NOTIFICATION, TOPICS, PartitionState, topic_path)
 
 __all__ = ["BROKER_IDS", "CONTROLLER", "DELETE_TOPICS", "LOG_DIR_EVENT_NOTIFICATION", "TOPICS",
            "topic_path", "LiveBroker", "Topic", "PartitionState"]

@@ -1,11 +1,11 @@
 """Metadata: brokers, controller, topics with partitions (auto-creating topics if allowed)."""
 from __future__ import annotations
 
-from broker import acl, authorizer
-from broker.authorizer import CLUSTER, CLUSTER_NAME, TOPIC
-from broker.metadata import topic_name_error
-from wire import errors
-from wire.apis import METADATA
+from josefk.broker.security import acl, authorizer
+from josefk.broker.security.authorizer import CLUSTER, CLUSTER_NAME, TOPIC
+from josefk.broker.control.metadata import topic_name_error
+from josefk.wire import errors
+from josefk.wire.apis import METADATA
 
 R = METADATA.Response
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import logging
 
-from broker import acl
-from broker.authorizer import CLUSTER, CLUSTER_NAME, TOPIC, allowed
-from broker.replica import PartitionState
-from storage.errors import StorageError
-from wire import errors
-from wire.apis import (ALTER_PARTITION, CONTROLLED_SHUTDOWN, ELECT_LEADERS, LEADER_AND_ISR,
-                       OFFSET_FOR_LEADER_EPOCH, STOP_REPLICA, UPDATE_METADATA)
+from josefk.broker.security import acl
+from josefk.broker.security.authorizer import CLUSTER, CLUSTER_NAME, TOPIC, allowed
+from josefk.broker.replication.replica import PartitionState
+from josefk.storage.errors import StorageError
+from josefk.wire import errors
+from josefk.wire.apis import (ALTER_PARTITION, CONTROLLED_SHUTDOWN, ELECT_LEADERS, LEADER_AND_ISR,
+                              OFFSET_FOR_LEADER_EPOCH, STOP_REPLICA, UPDATE_METADATA)
 
 
 log = logging.getLogger("josefk.replication")
