@@ -15,6 +15,7 @@ from confluent_kafka import TopicPartition
 
 from compat_tests import rawkafka as rk
 from compat_tests.helpers import consumer, create_topic, read_partition, unique_topic
+from compat_tests.targets import Target
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -157,15 +158,16 @@ def test_a_broker_without_the_c_helper_validates_and_loads_the_same(broker_facto
     rewritten max timestamp, and committed offsets loaded back after a restart."""
     monkeypatch.setenv("JOSEFK_PURE_PYTHON", "1")
     b = broker_factory()
+    t = Target("single", {1: b})  # what the raw produce helpers speak to
     assert "records are walked in plain Python" in b.log_path.read_text()
     compacted = create_topic(b.bootstrap, unique_topic("pure"), 1,
                              config={"cleanup.policy": "compact"})
     data = rk.record(0, b"k", b"a") + rk.record(1, None, b"b") + rk.record(2, None, b"c")
-    r = _refused(b, compacted, batch(data, 3), rk.INVALID_RECORD)
+    r = _refused(t, compacted, batch(data, 3), rk.INVALID_RECORD)
     assert [i for i, _m in r["record_errors"]] == [1, 2]
     plain = create_topic(b.bootstrap, unique_topic("pure-ts"), 1)
     stamped = b"".join(rk.record(i, b"k", b"s%d" % i, timestamp_delta=10 * i) for i in range(3))
-    assert produce(b, plain, batch(stamped, 3, max_timestamp=-1))["error_code"] == rk.NONE
+    assert produce(t, plain, batch(stamped, 3, max_timestamp=-1))["error_code"] == rk.NONE
     group = unique_topic("pure-g")
     c = consumer(b.bootstrap, **{"group.id": group})
     try:

@@ -164,15 +164,19 @@ def _group_offsets(bootstrap, group, topic, partitions):
 
 def _run_pipeline(bootstrap, src, dst, group, tid, kill_after=None):
     """Run compat_tests.txn_pipeline; with ``kill_after`` SIGKILL it once it has committed
-    that many records (mid-transaction: it is writing the next one)."""
+    that many records, as soon as a record of its next transaction is in the log (so the open
+    transaction leaves records behind, for the coordinator to abort)."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "compat_tests.txn_pipeline", bootstrap, src, dst, group, tid],
         cwd=str(REPO_ROOT), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
         env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
     try:
+        committed = 0
         for line in proc.stdout:
-            if kill_after is not None and int(line.split()[1]) >= kill_after:
-                time.sleep(0.03)  # inside the next transaction's produce calls
+            kind, *count = line.split()
+            if kind == "committed":
+                committed = int(count[0])
+            elif kill_after is not None and committed >= kill_after:
                 proc.send_signal(signal.SIGKILL)
                 break
         assert proc.wait(60) in (0, -signal.SIGKILL)

@@ -112,9 +112,14 @@ def test_broker_kill9_in_prepare_commit_and_prepare_abort(target_factory):
 
 def _control_batches(t, topic) -> list[int]:
     """How many control batches the log of ``topic``-0 holds, on each broker that has one."""
-    return [sum(h.is_control for f in sorted((b.data_dir / f"{topic}-0").glob("*.log"))
-                for h in iter_headers(f.read_bytes()))
-            for b in t.brokers.values() if (b.data_dir / f"{topic}-0").exists()]
+    for _ in range(20):
+        try:
+            return [sum(h.is_control for f in sorted((b.data_dir / f"{topic}-0").glob("*.log"))
+                        for h in iter_headers(f.read_bytes()))
+                    for b in t.brokers.values() if (b.data_dir / f"{topic}-0").exists()]
+        except FileNotFoundError:  # a cleaner swapped a segment while we listed them
+            time.sleep(0.05)
+    raise AssertionError(f"the segments of {topic}-0 kept changing under the reader")
 
 
 def test_compaction_with_transactions_then_markers_go_after_delete_retention(target_factory):
