@@ -4,7 +4,6 @@ clients' security, ``producer.*`` / ``consumer.*`` / ``admin.*`` for one client'
 from __future__ import annotations
 
 import asyncio
-import logging
 import sys
 
 from josefk.broker.config import ConfigError
@@ -27,29 +26,16 @@ _CLIENT_PREFIXES = ("producer.", "consumer.", "admin.")
 
 
 def add_commands(sub, kv):
-    r = sub.add_parser("rest", help="run a Confluent-compatible REST Proxy")
-    r.add_argument("config", nargs="?", help="kafka-rest.properties file")
-    r.add_argument("--override", action="append", type=kv, default=[], metavar="KEY=VALUE",
-                   help="set any REST Proxy property (repeatable)")
-    r.add_argument("--log-level", default="INFO")
-    r.set_defaults(func=run)
+    from josefk.httpd.config import add_service_command
+
+    add_service_command(sub, kv, "rest", "run a Confluent-compatible REST Proxy",
+                        "kafka-rest.properties", run)
 
 
 def run(args) -> int:
-    from josefk.httpd.config import ServiceConfig
-    from josefk.httpd.server import run as run_loop
+    from josefk.httpd.server import run_service
 
-    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    try:
-        config = ServiceConfig.load(args.config, dict(args.override), DEFAULTS)
-        if not config.get("bootstrap.servers"):
-            raise ConfigError("bootstrap.servers is required")
-        config.listeners()
-    except (ConfigError, OSError) as e:
-        print(f"josefk rest: bad configuration: {e}", file=sys.stderr)
-        return 2
-    return run_loop(lambda: serve(config))
+    return run_service(args, "rest", DEFAULTS, "bootstrap.servers", serve)
 
 
 def registry_settings(config) -> dict | None:
