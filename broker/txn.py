@@ -15,6 +15,7 @@ import logging
 
 from josefk.broker.channel import ChannelError
 from josefk.broker.group_log import OFFSETS_TOPIC, ensure_internal_topic
+from josefk.broker.replication.purgatory import wait_replicated
 from josefk.wire import errors
 from josefk.wire.apis import WRITE_TXN_MARKERS
 
@@ -58,7 +59,7 @@ async def write_markers_locally(broker, producer_id, producer_epoch, commit, coo
         out[(t, p)] = res.error
         if not res.error:
             written.append(((t, p), part, res.next_offset))
-    codes = await asyncio.gather(*(part.wait_replicated(nxt, 30000)
+    codes = await asyncio.gather(*(wait_replicated(part, nxt, 30000)
                                    for _tp, part, nxt in written))
     for (tp, _part, _nxt), code in zip(written, codes):
         out[tp] = code

@@ -3,6 +3,7 @@ import asyncio
 
 import pytest
 
+from josefk.broker.replication.purgatory import wait_replicated
 from josefk.broker.replication.replica import Partition, PartitionState
 from josefk.storage.config import LogConfig
 from josefk.storage.log import Log
@@ -51,7 +52,7 @@ def test_acks_all_waits_for_the_isr(tmp_path):
     async def run():
         p, _ = leader(tmp_path)
         res = p.append(records(), acks=-1)
-        waiting = asyncio.ensure_future(p.wait_replicated(res.next_offset, 5000))
+        waiting = asyncio.ensure_future(wait_replicated(p, res.next_offset, 5000))
         await asyncio.sleep(0.01)
         assert not waiting.done()
         p.update_follower(2, 1, 1000)
@@ -64,8 +65,8 @@ def test_acks_all_times_out_and_fails_when_leadership_moves(tmp_path):
     async def run():
         p, _ = leader(tmp_path)
         res = p.append(records(), acks=-1)
-        assert await p.wait_replicated(res.next_offset, 50) == errors.REQUEST_TIMED_OUT
-        waiting = asyncio.ensure_future(p.wait_replicated(res.next_offset, 5000))
+        assert await wait_replicated(p, res.next_offset, 50) == errors.REQUEST_TIMED_OUT
+        waiting = asyncio.ensure_future(wait_replicated(p, res.next_offset, 5000))
         await asyncio.sleep(0.01)
         p.make_follower(PartitionState("t", 0, 2, 6, [2, 3], [1, 2, 3]))
         return await waiting

@@ -58,7 +58,7 @@ async def _wait_for_replicas(broker, part, offset, deadline, res) -> None:
         if remaining <= 0:
             res.error_code = errors.REQUEST_TIMED_OUT
             return
-        await part.low_watermark_moved(remaining)
+        await part.deletes_waiting.wait(remaining)
 
 
 def handle_describe_log_dirs(broker, ctx, req):

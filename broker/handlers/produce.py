@@ -13,6 +13,7 @@ import asyncio
 from josefk.broker.security import acl
 from josefk.broker.security.authorizer import TOPIC, TRANSACTIONAL_ID, allowed
 from josefk.broker.guards import produce_topic_error
+from josefk.broker.replication.purgatory import wait_replicated
 from josefk.broker.replication.replica import AppendResult
 from josefk.broker.handlers import NO_RESPONSE
 from josefk.wire import errors, legacy
@@ -84,7 +85,7 @@ def handle_produce(broker, ctx, req):
 
 
 async def _await_replication(resp, waits, timeout_ms):
-    codes = await asyncio.gather(*(part.wait_replicated(off, timeout_ms)
+    codes = await asyncio.gather(*(wait_replicated(part, off, timeout_ms)
                                    for _out, part, off in waits))
     for (out, _part, _off), code in zip(waits, codes):
         if code:

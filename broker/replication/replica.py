@@ -1,5 +1,6 @@
 """Partitions this broker hosts, as leader or follower: appends (acks, idempotence,
-min.insync.replicas), reads, the high watermark, the ISR and delayed fetch/produce.
+min.insync.replicas), reads, the high watermark and the ISR; the requests waiting on them
+park in ``purgatory.py``.
 
 A `Partition` wraps a storage `Log`. Its role comes from the controller (LeaderAndIsr) or, on
 a single broker without ZooKeeper, from the local metadata store (leader of everything, the ISR
@@ -17,6 +18,7 @@ import time
 
 from josefk.broker.control.metadata import MetadataError
 from josefk.broker.replication.producer_state import ProducerStateTable
+from josefk.broker.replication.purgatory import AcksWatchers, DelayedFetch, Watchers
 from josefk.storage.config import LogConfig
 from josefk.storage.errors import InvalidConfig, OffsetOutOfRange, RecordTooLarge, StorageError
 from josefk.storage.manager import remove_dirs
@@ -93,8 +95,8 @@ class PartitionState:
 class Partition:
     __slots__ = ("topic", "index", "topic_id", "log", "node_id", "leader", "leader_epoch",
                  "partition_epoch", "replicas", "isr", "pending_isr", "followers", "producers",
-                 "waiters", "acks_waiters", "config", "min_insync", "manager",
-                 "epoch_start_offset", "low_waiters")
+                 "fetches_waiting", "acks_waiting", "config", "min_insync", "manager",
+                 "epoch_start_offset", "deletes_waiting")
 
     def __init__(self, manager, topic, index, log_, config: LogConfig):
         self.manager = manager
@@ -115,9 +117,9 @@ class Partition:
         self.epoch_start_offset = 0
         self.producers = ProducerStateTable()
         self.producers.load(log_)
-        self.waiters: list[asyncio.Future] = []  # fetches waiting for data
-        self.acks_waiters: list[tuple[int, asyncio.Future]] = []  # acks=all produces
-        self.low_waiters: list[asyncio.Future] = []  # DeleteRecords waiting for the followers
+        self.fetches_waiting = Watchers()  # fetches waiting for data
+        self.acks_waiting = AcksWatchers()  # acks=all produces
+        self.deletes_waiting = Watchers()  # DeleteRecords waiting for the followers
 
     @property
     def is_leader(self) -> bool:
@@ -150,9 +152,7 @@ class Partition:
         self._apply(st)
         self.followers = {}
         self.pending_isr = None
-        self._fail_acks_waiters(errors.NOT_LEADER_OR_FOLLOWER)
-        self.wake()
-        self._wake_low_waiters()
+        self._release_waiting()
 
     def _apply(self, st: PartitionState):
         self.leader = st.leader
@@ -165,9 +165,14 @@ class Partition:
 
     def stop(self) -> None:
         self.leader = -1
-        self._fail_acks_waiters(errors.NOT_LEADER_OR_FOLLOWER)
-        self.wake()
-        self._wake_low_waiters()
+        self._release_waiting()
+
+    def _release_waiting(self) -> None:
+        """Not the leader any more: acks=all appends fail, fetches and DeleteRecords look
+        again."""
+        self.acks_waiting.fail(errors.NOT_LEADER_OR_FOLLOWER)
+        self.fetches_waiting.wake()
+        self.deletes_waiting.wake()
 
     # -- leader: append -------------------------------------------------------------------------
     def append(self, records, acks: int) -> AppendResult:
@@ -235,9 +240,9 @@ class Partition:
             return self._storage_error(e)
         if idempotent:
             self.producers.update(h, first, last)
-        if self._advance_hwm() and self.acks_waiters:
-            self._complete_acks_waiters()
-        self.wake()
+        if self._advance_hwm() and self.acks_waiting.waiting:
+            self.acks_waiting.complete(lg.high_watermark)
+        self.fetches_waiting.wake()
         return AppendResult(errors.NONE, first, lg.log_start_offset, next_offset=last + 1,
                             log_append_time=h.max_timestamp
                             if self.config.message_timestamp_type == "LogAppendTime" else -1)
@@ -263,7 +268,7 @@ class Partition:
         self.producers.end_txn(producer_id, producer_epoch, kind, first, coordinator_epoch,
                                h.max_timestamp)
         self.maybe_advance_hwm()
-        self.wake()
+        self.fetches_waiting.wake()
         return AppendResult(errors.NONE, first, self.log.log_start_offset, next_offset=first + 1)
 
     def _storage_error(self, e: OSError) -> AppendResult:
@@ -274,30 +279,6 @@ class Partition:
 
     def replicated(self, next_offset: int) -> bool:
         return self.log.high_watermark >= next_offset
-
-    async def wait_replicated(self, next_offset: int, timeout_ms: int) -> int:
-        """acks=all: wait until the high watermark passes ``next_offset``. Returns the error
-        code to answer (NONE, NOT_ENOUGH_REPLICAS_AFTER_APPEND, REQUEST_TIMED_OUT...)."""
-        if not self.replicated(next_offset):
-            fut = asyncio.get_running_loop().create_future()
-            self.acks_waiters.append((next_offset, fut))
-            try:
-                code = await asyncio.wait_for(fut, timeout_ms / 1000)
-            except asyncio.TimeoutError:
-                return errors.REQUEST_TIMED_OUT
-            finally:
-                self.acks_waiters = [w for w in self.acks_waiters if w[1] is not fut]
-            if code:
-                return code
-        if len(self.isr) < self.min_insync:
-            return errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND
-        return errors.NONE
-
-    def _fail_acks_waiters(self, code):
-        waiters, self.acks_waiters = self.acks_waiters, []
-        for _, fut in waiters:
-            if not fut.done():
-                fut.set_result(code)
 
     # -- leader: followers, high watermark, ISR -----------------------------------------------------
     def update_follower(self, replica_id: int, fetch_offset: int, now_ms: int,
@@ -310,7 +291,7 @@ class Partition:
             return False
         if log_start_offset != st.log_start:
             st.log_start = log_start_offset
-            self._wake_low_waiters()
+            self.deletes_waiting.wake()
         leo = self.log.log_end_offset
         if fetch_offset >= leo:
             st.caught_up_ms = now_ms
@@ -337,29 +318,10 @@ class Partition:
                 low = min(low, st.log_start if st is not None else -1)
         return low
 
-    async def low_watermark_moved(self, timeout_s: float) -> None:
-        """Wait (at most ``timeout_s``) until a follower reports another log start offset or
-        this replica stops leading."""
-        fut = asyncio.get_running_loop().create_future()
-        self.low_waiters.append(fut)
-        try:
-            await asyncio.wait_for(fut, timeout_s)
-        except asyncio.TimeoutError:
-            pass
-        finally:
-            if fut in self.low_waiters:
-                self.low_waiters.remove(fut)
-
-    def _wake_low_waiters(self):
-        waiters, self.low_waiters = self.low_waiters, []
-        for f in waiters:
-            if not f.done():
-                f.set_result(None)
-
     def maybe_advance_hwm(self) -> None:
         if self._advance_hwm():
-            self._complete_acks_waiters()
-            self.wake()
+            self.acks_waiting.complete(self.log.high_watermark)
+            self.fetches_waiting.wake()
 
     def _advance_hwm(self) -> bool:
         """Move the high watermark up to the smallest log end offset over the ISR (counting a
@@ -379,17 +341,6 @@ class Partition:
             lg.high_watermark = new
             return True
         return False
-
-    def _complete_acks_waiters(self):
-        hwm = self.log.high_watermark
-        keep = []
-        for off, fut in self.acks_waiters:
-            if off <= hwm:
-                if not fut.done():
-                    fut.set_result(errors.NONE)
-            else:
-                keep.append((off, fut))
-        self.acks_waiters = keep
 
     def maybe_shrink_isr(self, now_ms: int, lag_max_ms: int) -> None:
         if not self.is_leader or self.pending_isr is not None:
@@ -418,14 +369,6 @@ class Partition:
         self.pending_isr = None
 
     # -- reads --------------------------------------------------------------------------------------
-    def wake(self):
-        waiters = self.waiters
-        if waiters:
-            self.waiters = []
-            for f in waiters:
-                if not f.done():
-                    f.set_result(None)
-
     def read(self, offset: int, max_bytes: int, min_one: bool,
              replica_id: int = -1, last_fetched_epoch: int = -1,
              zero_copy_min: int = 0, read_committed: bool = False) -> ReadResult:
@@ -493,7 +436,7 @@ class Partition:
             for h in batches:
                 self.producers.apply(h, records)
         lg.high_watermark = min(leader_hwm, lg.log_end_offset)
-        self.wake()
+        self.fetches_waiting.wake()
 
 
 def topic_log_config(broker_config, topic_configs: dict) -> LogConfig:
@@ -671,33 +614,6 @@ class ReplicaManager:
             if part.followers:
                 part.maybe_shrink_isr(now, self.lag_max_ms)
 
-    def watch(self, partitions) -> "DataWaiter":
-        """Start watching ``partitions`` for appends (see `DataWaiter`)."""
-        return DataWaiter(partitions)
-
-
-class DataWaiter:
-    """A future woken by the next append to any of the watched partitions. Registering happens
-    at construction, synchronously, so no append can slip in before the wait begins."""
-
-    __slots__ = ("partitions", "future")
-
-    def __init__(self, partitions):
-        self.partitions = partitions
-        self.future = asyncio.get_running_loop().create_future()
-        for p in partitions:
-            p.waiters.append(self.future)
-
-    async def wait(self, timeout_s: float) -> None:
-        """Sleep until an append or ``timeout_s`` passes, then stop watching."""
-        try:
-            if timeout_s > 0:
-                await asyncio.wait_for(self.future, timeout_s)
-        except asyncio.TimeoutError:
-            pass
-        finally:
-            for p in self.partitions:
-                try:
-                    p.waiters.remove(self.future)
-                except ValueError:
-                    pass
+    def watch(self, partitions) -> DelayedFetch:
+        """Start watching ``partitions`` for appends (see `DelayedFetch`)."""
+        return DelayedFetch(partitions)
