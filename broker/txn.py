@@ -53,7 +53,7 @@ async def write_markers_locally(broker, producer_id, producer_epoch, commit, coo
     for t, p in partitions:
         part = broker.replicas.leader_partition(t, p)
         if part is None:
-            out[(t, p)] = broker.not_hosted_error(t, p)
+            out[(t, p)] = broker.replicas.not_hosted_error(t, p)
             continue
         res = part.write_marker(producer_id, producer_epoch, commit, coordinator_epoch)
         out[(t, p)] = res.error

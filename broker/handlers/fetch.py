@@ -168,7 +168,7 @@ def _read(broker, req, v, topics, denied):
                 code = errors.TOPIC_AUTHORIZATION_FAILED
             elif part is None or not part.is_leader:
                 ready = True
-                code = broker.not_hosted_error(name, fp.partition)
+                code = broker.replicas.not_hosted_error(name, fp.partition)
                 if code == errors.UNKNOWN_TOPIC_OR_PARTITION:
                     code = missing
             if code:

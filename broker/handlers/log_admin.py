@@ -27,7 +27,7 @@ async def handle_delete_records(broker, ctx, req):
             parts.append(res)
             part = broker.replicas.leader_partition(t.name, p.partition_index)
             if part is None:
-                res.error_code = broker.not_hosted_error(t.name, p.partition_index)
+                res.error_code = broker.replicas.not_hosted_error(t.name, p.partition_index)
                 continue
             lg = part.log
             offset = lg.high_watermark if p.offset == HIGH_WATERMARK else p.offset

@@ -49,7 +49,7 @@ def handle_produce(broker, ctx, req):
             else:
                 part = broker.replicas.leader_partition(name, pd.index)
                 if part is None:
-                    err = broker.not_hosted_error(name, pd.index)
+                    err = broker.replicas.not_hosted_error(name, pd.index)
                 else:
                     if pd.records is None:
                         err = errors.CORRUPT_MESSAGE

@@ -16,7 +16,7 @@ import asyncio
 import logging
 import time
 
-from josefk.broker.control.metadata import MetadataError
+from josefk.broker.control.metadata import MetadataError, partition_exists
 from josefk.broker.replication.producer_state import ProducerStateTable
 from josefk.broker.replication.purgatory import AcksWatchers, DelayedFetch, Watchers
 from josefk.storage.config import LogConfig
@@ -446,9 +446,10 @@ def topic_log_config(broker_config, topic_configs: dict) -> LogConfig:
 class ReplicaManager:
     """Every partition replica on this broker, keyed by (topic, partition)."""
 
-    def __init__(self, broker_config, log_manager, node_id: int, isr_changes=None):
+    def __init__(self, broker_config, log_manager, metadata, node_id: int, isr_changes=None):
         self.config = broker_config
         self.logs = log_manager
+        self.metadata = metadata  # the cluster's topics, to tell unknown from led elsewhere
         self.node_id = node_id
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.offline: set[tuple[str, int]] = set()  # replicas whose log cannot be served
@@ -613,6 +614,16 @@ class ReplicaManager:
         for part in self.partitions.values():
             if part.followers:
                 part.maybe_shrink_isr(now, self.lag_max_ms)
+
+    def not_hosted_error(self, topic, index) -> int:
+        """What a request for a partition this broker does not lead gets: KAFKA_STORAGE_ERROR
+        if its replica here is offline (its log dir failed), NOT_LEADER_OR_FOLLOWER if the
+        partition exists in the cluster, else UNKNOWN_TOPIC_OR_PARTITION."""
+        if (topic, index) in self.offline:
+            return errors.KAFKA_STORAGE_ERROR
+        if partition_exists(self.metadata, topic, index):
+            return errors.NOT_LEADER_OR_FOLLOWER
+        return errors.UNKNOWN_TOPIC_OR_PARTITION
 
     def watch(self, partitions) -> DelayedFetch:
         """Start watching ``partitions`` for appends (see `DelayedFetch`)."""
