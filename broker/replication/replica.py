@@ -1,6 +1,6 @@
-"""Partitions this broker hosts, as leader or follower: appends (acks, idempotence,
-min.insync.replicas), reads, the high watermark and the ISR; the requests waiting on them
-park in ``purgatory.py``.
+"""Partitions this broker hosts, as leader or follower, and the replica manager that answers
+for them: appends (acks, idempotence, min.insync.replicas), reads, the high watermark, the ISR
+and the requests that wait on them.
 
 A `Partition` wraps a storage `Log`. Its role comes from the controller (LeaderAndIsr) or, on
 a single broker without ZooKeeper, from the local metadata store (leader of everything, the ISR
@@ -8,7 +8,11 @@ is itself). As leader it tracks every follower's log end offset from their fetch
 watermark is the smallest log end offset over the ISR and never moves back; followers that fall
 behind for replica.lag.time.max.ms leave the ISR and come back once caught up, through
 AlterPartition requests to the controller (`isr_changes`). As follower it is appended to by a
-replica fetcher (`broker.fetcher`).
+replica fetcher (`fetcher.py`).
+
+The `ReplicaManager` is what the Produce handler calls, as Kafka's: ``append_records``
+(acks=all waits in a delayed produce until the ISR has the batches). The waits park in
+``purgatory.py``. The handler maps the wire to the call and its results back.
 """
 from __future__ import annotations
 
@@ -18,13 +22,14 @@ import time
 
 from josefk.broker.control.metadata import MetadataError, partition_exists
 from josefk.broker.replication.producer_state import ProducerStateTable
-from josefk.broker.replication.purgatory import AcksWatchers, DelayedFetch, Watchers
+from josefk.broker.replication.purgatory import (AcksWatchers, DelayedFetch, Watchers,
+                                                 wait_replicated)
 from josefk.storage.config import LogConfig
 from josefk.storage.errors import InvalidConfig, OffsetOutOfRange, RecordTooLarge, StorageError
 from josefk.storage.manager import remove_dirs
-from josefk.wire import errors
-from josefk.wire.batch import (CorruptRecord, InvalidRecord, crc_ok, iter_headers, read_header,
-                               validate_batches)
+from josefk.wire import errors, legacy
+from josefk.wire.batch import (MAGIC_OFFSET, CorruptRecord, InvalidRecord, crc_ok, iter_headers,
+                               read_header, validate_batches)
 from josefk.wire.records import CONTROL_ABORT, CONTROL_COMMIT, build_batch, control_record
 from josefk.wire.validate import validate_records
 
@@ -48,6 +53,12 @@ class AppendResult:
         self.next_offset = next_offset  # the offset the high watermark must pass for acks=all
         self.record_errors = record_errors  # (index in batch, message) pairs
         self.log_append_time = log_append_time  # the time stamped in, on a LogAppendTime topic
+
+    @property
+    def appended(self) -> bool:
+        """The records are in the log (or were already: a duplicate), whatever the acks=all
+        wait answered after; False when the append was refused."""
+        return self.next_offset >= 0
 
 
 class ReadResult:
@@ -175,10 +186,16 @@ class Partition:
         self.deletes_waiting.wake()
 
     # -- leader: append -------------------------------------------------------------------------
-    def append(self, records, acks: int) -> AppendResult:
+    def append(self, records, acks: int, old_formats: bool = False) -> AppendResult:
+        """Append a client's batches. ``old_formats`` (Produce v0-2): message formats v0/v1
+        are stored as one v2 batch, as Kafka converts them to the log's format; Kafka does not
+        check the magic for these versions, so v2 batches sent with them are taken as they
+        are."""
         if not self.is_leader:
             return AppendResult(errors.NOT_LEADER_OR_FOLLOWER)
         try:
+            if old_formats and not (len(records) > MAGIC_OFFSET and records[MAGIC_OFFSET] == 2):
+                records = legacy.to_batch(records)
             batches = validate_batches(records)
             # Kafka refuses an oversized batch before it looks at its records.
             oversized = self._oversized(batches)
@@ -444,7 +461,8 @@ def topic_log_config(broker_config, topic_configs: dict) -> LogConfig:
 
 
 class ReplicaManager:
-    """Every partition replica on this broker, keyed by (topic, partition)."""
+    """Every partition replica on this broker, keyed by (topic, partition), and the requests
+    that read and write them."""
 
     def __init__(self, broker_config, log_manager, metadata, node_id: int, isr_changes=None):
         self.config = broker_config
@@ -624,6 +642,46 @@ class ReplicaManager:
         if partition_exists(self.metadata, topic, index):
             return errors.NOT_LEADER_OR_FOLLOWER
         return errors.UNKNOWN_TOPIC_OR_PARTITION
+
+    # -- produce -------------------------------------------------------------------------------
+    def append_records(self, topics, acks: int, timeout_ms: int, respond,
+                       old_formats: bool = False):
+        """Append clients' batches, in order: ``topics`` is [(topic, [partition data: .index,
+        .records])]. With acks=all the answer waits (a delayed produce) until the ISR has
+        every batch appended, at most ``timeout_ms``. ``respond`` maps the results, [[an
+        `AppendResult` per partition] per topic], to the answer: returned at once when nothing
+        waits, else by the coroutine returned. ``old_formats``: see `Partition.append`."""
+        partitions = self.partitions
+        results = []
+        waits = []  # (partition, result) of acks=all appends the ISR does not have yet
+        for topic, partition_data in topics:
+            out = []
+            for pd in partition_data:
+                part = partitions.get((topic, pd.index))
+                if part is None or not part.is_leader:
+                    res = AppendResult(self.not_hosted_error(topic, pd.index))
+                elif pd.records is None:
+                    res = AppendResult(errors.CORRUPT_MESSAGE)
+                else:
+                    res = part.append(pd.records, acks, old_formats)
+                    if acks == -1 and not res.error and not part.replicated(res.next_offset):
+                        waits.append((part, res))
+                out.append(res)
+            results.append(out)
+        if not waits:
+            return respond(results)
+        return self._respond_replicated(waits, timeout_ms, results, respond)
+
+    @staticmethod
+    async def _respond_replicated(waits, timeout_ms, results, respond):
+        codes = await asyncio.gather(*(wait_replicated(part, res.next_offset, timeout_ms)
+                                       for part, res in waits))
+        for (_part, res), code in zip(waits, codes):
+            if code:
+                res.error = code
+                if code != errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND:
+                    res.base_offset = -1
+        return respond(results)
 
     def watch(self, partitions) -> DelayedFetch:
         """Start watching ``partitions`` for appends (see `DelayedFetch`)."""
