@@ -10,9 +10,13 @@ behind for replica.lag.time.max.ms leave the ISR and come back once caught up, t
 AlterPartition requests to the controller (`isr_changes`). As follower it is appended to by a
 replica fetcher (`fetcher.py`).
 
-The `ReplicaManager` is what the Produce handler calls, as Kafka's: ``append_records``
-(acks=all waits in a delayed produce until the ISR has the batches). The waits park in
-``purgatory.py``. The handler maps the wire to the call and its results back.
+The `ReplicaManager` is what the Produce and Fetch handlers call, as Kafka's:
+``append_records`` (acks=all waits in a delayed produce until the ISR has the batches),
+``fetch_messages`` (a follower's fetch moves its state, the ISR and the high watermark; a
+consumer's reads up to the high watermark or, read_committed, the last stable offset with the
+aborted transactions to drop; a fetch short of min_bytes waits in a delayed fetch, woken by
+appends). The waits park in ``purgatory.py``. The handlers map the wire to these calls and
+their results back; nothing here knows the wire's versions.
 """
 from __future__ import annotations
 
@@ -34,6 +38,10 @@ from josefk.wire.records import CONTROL_ABORT, CONTROL_COMMIT, build_batch, cont
 from josefk.wire.validate import validate_records
 
 log = logging.getLogger("josefk.replica")
+
+# Record ranges at least this long are sent from the segment file with sendfile; shorter ones
+# are cheaper to copy.
+ZERO_COPY_MIN = 16 * 1024
 
 
 def _now_ms() -> int:
@@ -74,6 +82,20 @@ class ReadResult:
         self.log_start_offset = log_start_offset
         self.diverging_epoch = diverging_epoch  # (epoch, end offset) for a follower to truncate to
         self.aborted = aborted  # read_committed: [(producer id, first offset)] in the range
+
+
+class FetchParams:
+    """What a fetch asks of every partition it reads (Kafka's FetchParams)."""
+
+    __slots__ = ("replica_id", "max_wait_ms", "min_bytes", "max_bytes", "read_committed",
+                 "magic")
+
+    def __init__(self, replica_id, max_wait_ms, min_bytes, max_bytes, read_committed=False,
+                 magic=2):
+        self.replica_id = replica_id  # the fetching follower's broker id; -1 for a consumer
+        self.max_wait_ms, self.min_bytes, self.max_bytes = max_wait_ms, min_bytes, max_bytes
+        self.read_committed = read_committed
+        self.magic = magic  # 0 or 1: the records converted down to that message format
 
 
 class FollowerState:
@@ -683,6 +705,110 @@ class ReplicaManager:
                     res.base_offset = -1
         return respond(results)
 
-    def watch(self, partitions) -> DelayedFetch:
-        """Start watching ``partitions`` for appends (see `DelayedFetch`)."""
-        return DelayedFetch(partitions)
+    # -- fetch ---------------------------------------------------------------------------------
+    def fetch_messages(self, params: FetchParams, reads, respond):
+        """Read ``reads``, [(topic, [fetch partition], last answers)]: each fetch partition has
+        Kafka's fields (.partition, .fetch_offset, .partition_max_bytes, .current_leader_epoch,
+        .last_fetched_epoch, .log_start_offset); ``last answers`` is None or, for a consumer's
+        incremental fetch session (KIP-227), what the session last answered for each partition
+        (.high_watermark, .last_stable_offset, .log_start_offset). ``respond`` maps the results,
+        [[(fetch partition, `ReadResult`)] per read], to the answer: returned at once when the
+        fetch has min_bytes, an error or divergence to tell, or may not wait; else by the
+        coroutine returned, which waits (a delayed fetch) up to max_wait_ms for appends to the
+        partitions read, reading again each time one comes."""
+        results, size, ready, watch = self._read(params, reads)
+        if ready or size >= params.min_bytes or params.max_wait_ms <= 0 or not watch:
+            return respond(results)
+        # Register before returning: an append handled before the coroutine first runs must
+        # wake it.
+        return self._respond_fetched(params, reads, respond, DelayedFetch(watch))
+
+    async def _respond_fetched(self, params, reads, respond, waiter):
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + params.max_wait_ms / 1000
+        while True:
+            await waiter.wait(deadline - loop.time())
+            results, size, ready, watch = self._read(params, reads)
+            if ready or size >= params.min_bytes or loop.time() >= deadline or not watch:
+                return respond(results)
+            waiter = DelayedFetch(watch)
+
+    def _read(self, params: FetchParams, reads):
+        """One pass over ``reads``: (results, bytes, ready, partitions to watch); ``ready`` when
+        an error or a divergence must be answered at once. A follower's fetch reads up to the
+        log end and moves its state first (`Partition.update_follower`). With last answers, a
+        partition the consumer is caught up on (fetch offset at the high watermark, or the last
+        stable offset for read_committed) whose high watermark, last stable offset and log
+        start offset are those last answered, with no fencing or divergence now, would be left
+        out of the answer, so it is only watched for new data: a few comparisons instead of a
+        read and a result."""
+        partitions = self.partitions
+        replica_id = params.replica_id
+        follower = replica_id >= 0
+        now_ms = _now_ms() if follower else 0
+        read_committed = params.read_committed
+        magic = params.magic
+        zero_copy_min = ZERO_COPY_MIN if magic == 2 else 0
+        remaining = params.max_bytes
+        size = 0
+        ready = False
+        watch = []
+        results = []
+        for topic, fps, last in reads:
+            if follower:
+                last = None  # a follower's every fetch moves its state
+            out = []
+            results.append(out)
+            for k, fp in enumerate(fps):
+                part = partitions.get((topic, fp.partition))
+                if part is None or not part.is_leader:
+                    ready = True
+                    out.append((fp, ReadResult(self.not_hosted_error(topic, fp.partition))))
+                    continue
+                if last is not None:
+                    c = last[k]
+                    lg = part.log
+                    hwm = lg.high_watermark
+                    # The last stable offset is the high watermark unless a transaction is open.
+                    lso = part.last_stable_offset if part.producers.ongoing else hwm
+                    if (hwm == c.high_watermark and lso == c.last_stable_offset
+                            and lg.log_start_offset == c.log_start_offset
+                            and fp.fetch_offset == (lso if read_committed else hwm)
+                            and fp.fetch_offset >= c.log_start_offset
+                            and (fp.current_leader_epoch < 0
+                                 or fp.current_leader_epoch == part.leader_epoch)
+                            and (fp.last_fetched_epoch < 0
+                                 or fp.last_fetched_epoch == lg.epochs.latest_epoch)):
+                        watch.append(part)
+                        continue
+                err = part.check_leader_epoch(fp.current_leader_epoch)
+                if not err and magic < 2 and not part.config.message_downconversion_enable:
+                    err = errors.UNSUPPORTED_VERSION
+                if not err and follower and not part.update_follower(
+                        replica_id, fp.fetch_offset, now_ms, fp.log_start_offset):
+                    err = errors.NOT_LEADER_OR_FOLLOWER  # not a replica of this partition
+                if err:
+                    ready = True
+                    out.append((fp, ReadResult(err)))
+                    continue
+                res = part.read(fp.fetch_offset, min(fp.partition_max_bytes, remaining),
+                                min_one=size == 0, replica_id=replica_id,
+                                last_fetched_epoch=fp.last_fetched_epoch,
+                                zero_copy_min=zero_copy_min, read_committed=read_committed)
+                if res.error or res.diverging_epoch is not None:
+                    ready = True
+                else:
+                    n = len(res.records)
+                    if magic < 2:
+                        try:
+                            res.records = legacy.down_convert(res.records, magic,
+                                                              fp.fetch_offset)
+                        except legacy.UnsupportedDownConversion:
+                            ready = True
+                            out.append((fp, ReadResult(errors.UNSUPPORTED_COMPRESSION_TYPE)))
+                            continue
+                    size += n
+                    remaining = max(0, remaining - n)
+                    watch.append(part)
+                out.append((fp, res))
+        return results, size, ready, watch
