@@ -10,13 +10,13 @@ behind for replica.lag.time.max.ms leave the ISR and come back once caught up, t
 AlterPartition requests to the controller (`isr_changes`). As follower it is appended to by a
 replica fetcher (`fetcher.py`).
 
-The `ReplicaManager` is what the Produce and Fetch handlers call, as Kafka's:
+The `ReplicaManager` is what the Produce, Fetch and DeleteRecords handlers call, as Kafka's:
 ``append_records`` (acks=all waits in a delayed produce until the ISR has the batches),
 ``fetch_messages`` (a follower's fetch moves its state, the ISR and the high watermark; a
 consumer's reads up to the high watermark or, read_committed, the last stable offset with the
 aborted transactions to drop; a fetch short of min_bytes waits in a delayed fetch, woken by
-appends). The waits park in ``purgatory.py``. The handlers map the wire to these calls and
-their results back; nothing here knows the wire's versions.
+appends) and ``delete_records``. The waits park in ``purgatory.py``. The handlers map the wire
+to these calls and their results back; nothing here knows the wire's versions.
 """
 from __future__ import annotations
 
@@ -42,6 +42,7 @@ log = logging.getLogger("josefk.replica")
 # Record ranges at least this long are sent from the segment file with sendfile; shorter ones
 # are cheaper to copy.
 ZERO_COPY_MIN = 16 * 1024
+HIGH_WATERMARK = -1  # DeleteRecords offset meaning "everything below the high watermark"
 
 
 def _now_ms() -> int:
@@ -812,3 +813,41 @@ class ReplicaManager:
                     watch.append(part)
                 out.append((fp, res))
         return results, size, ready, watch
+
+    # -- DeleteRecords ---------------------------------------------------------------------------
+    async def delete_records(self, requests, timeout_ms: int) -> list[tuple[int, int]]:
+        """Move the log start offsets of ``requests``, [(topic, index, offset or
+        HIGH_WATERMARK)], one after the other, then wait (a delayed DeleteRecords) until every
+        live replica's log starts there (the followers move theirs from the leader's in fetch
+        responses), at most ``timeout_ms``. Returns (error, low watermark) per request."""
+        deadline = asyncio.get_running_loop().time() + timeout_ms / 1000
+        answers = []  # (error, low watermark), or the coroutine waiting for it
+        for topic, index, offset in requests:
+            part = self.leader_partition(topic, index)
+            if part is None:
+                answers.append((self.not_hosted_error(topic, index), -1))
+                continue
+            lg = part.log
+            offset = lg.high_watermark if offset == HIGH_WATERMARK else offset
+            try:
+                # Dropping whole segments unlinks files: off the event loop (the log locks).
+                await asyncio.to_thread(lg.delete_records_before, offset)
+            except OffsetOutOfRange:
+                answers.append((errors.OFFSET_OUT_OF_RANGE, -1))
+                continue
+            answers.append(self._low_watermark_reached(part, offset, deadline))
+        waited = iter(await asyncio.gather(*(a for a in answers if type(a) is not tuple)))
+        return [a if type(a) is tuple else next(waited) for a in answers]
+
+    async def _low_watermark_reached(self, part, offset, deadline) -> tuple[int, int]:
+        loop = asyncio.get_running_loop()
+        while True:
+            if not part.is_leader:
+                return errors.NOT_LEADER_OR_FOLLOWER, -1
+            low = part.low_watermark(self.metadata.brokers)
+            if low >= offset:
+                return errors.NONE, low
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return errors.REQUEST_TIMED_OUT, -1
+            await part.deletes_waiting.wait(remaining)
