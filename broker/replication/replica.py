@@ -96,7 +96,9 @@ class FetchParams:
         self.replica_id = replica_id  # the fetching follower's broker id; -1 for a consumer
         self.max_wait_ms, self.min_bytes, self.max_bytes = max_wait_ms, min_bytes, max_bytes
         self.read_committed = read_committed
-        self.magic = magic  # 0 or 1: the records converted down to that message format
+        # the message format read: 2 the stored batches as they are, 0 or 1 converted down
+        # (where the topic allows it)
+        self.magic = magic
 
 
 class FollowerState:
