@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from compat_tests.broker_process import BrokerProcess
+from faults.processes import BrokerProcess
 from compat_tests.cluster import Cluster
 from compat_tests.helpers import create_topic, unique_topic
 from compat_tests.zookeeper import new_chroot, zk_chroot, zk_connect, zookeeper  # noqa: F401
@@ -110,8 +110,7 @@ def cluster_factory(zookeeper, tmp_path, request):
 
     yield make
     for c in mine:
-        for b in c.brokers.values():
-            b.stop(timeout=10)
+        c.stop(timeout=10)
         _untrack_cluster(c)
 
 

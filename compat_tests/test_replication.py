@@ -3,7 +3,6 @@ kills, the high watermark, min.insync.replicas, a zombie leader, controlled shut
 election and preferred leader election."""
 from __future__ import annotations
 
-import signal
 import threading
 import time
 
@@ -139,7 +138,7 @@ def test_consumers_never_read_past_the_high_watermark(cluster_factory):
     p = Producer({"bootstrap.servers": boot, "acks": "all"})
     p.produce(topic, value=b"replicated")
     p.flush(20)
-    c.brokers[follower]._signal(signal.SIGSTOP)
+    c.brokers[follower].pause()
     try:
         p = Producer({"bootstrap.servers": boot, "acks": 1})
         p.produce(topic, value=b"leader-only")
@@ -161,7 +160,7 @@ def test_consumers_never_read_past_the_high_watermark(cluster_factory):
         assert seen[1][1] >= 3.0 * 0.9, f"read a record the follower lacked after {seen[1][1]}s"
         c.wait_for(lambda: c.partition(topic, 0, leader).isrs == [leader], 10, "ISR shrunk")
     finally:
-        c.brokers[follower]._signal(signal.SIGCONT)
+        c.brokers[follower].resume()
 
 
 def test_min_insync_replicas(cluster_factory):
@@ -195,7 +194,7 @@ def test_zombie_leader_cannot_acknowledge_and_truncates(cluster_factory):
     assert p.flush(20) == 0
     zombie = c.partition(topic, 0).leader
     others = [i for i in c.brokers if i != zombie]
-    c.brokers[zombie]._signal(signal.SIGSTOP)
+    c.brokers[zombie].pause()
     new = c.wait_for(lambda: c.partition(topic, 0, others[0]).leader in others and
                      c.partition(topic, 0, others[0]).leader, 30, "a new leader")
     p = Producer({"bootstrap.servers": c.brokers[new].bootstrap, "acks": "all"})
@@ -210,7 +209,7 @@ def test_zombie_leader_cannot_acknowledge_and_truncates(cluster_factory):
         rk.produce_v9(conn, topic, 0, batch, acks=-1)))
     writer.start()
     time.sleep(0.5)
-    c.brokers[zombie]._signal(signal.SIGCONT)
+    c.brokers[zombie].resume()
     writer.join(60)
     conn.sock.close()
     assert reply and reply[(topic, 0)]["error_code"] != 0, reply
