@@ -13,7 +13,8 @@ from broker.config import BrokerConfig, ConfigError, parse_properties
 from broker.dispatch import HANDLERS
 from broker.group_log import OFFSETS_TOPIC, OffsetsTopicLog
 from broker.metrics import BrokerMetrics
-from broker.metadata import BrokerInfo, LocalMetadataStore, MetadataError, topic_name_error
+from broker.metadata import (BrokerInfo, LocalMetadataStore, MetadataError,
+                             partition_exists, topic_name_error)
 from broker.quotas import LocalQuotaStore, QuotaManager
 from broker.replica import ReplicaManager, topic_log_config
 from broker.authorizer import AclAuthorizer, LocalAclStore
@@ -132,12 +133,13 @@ class Broker:
         self.producer_ids = ProducerIdManager(
             ZkBlocks(self.zk, config.node_id) if self.zk is not None
             else FileBlocks(Path(dirs[0]) / "producer-id-block"))
+        may_serve = self.cluster.session.trusted if self.cluster is not None else None
         self.groups = GroupCoordinator(config.props, OffsetStore(OffsetsTopicLog(
             self.replicas, config.int("offsets.commit.required.acks"),
-            config.int("offsets.commit.timeout.ms"))))
+            config.int("offsets.commit.timeout.ms"))), may_serve=may_serve)
         self.txn = TransactionCoordinator(
             config.props, OffsetsTopicLog(self.replicas, -1, TXN_LOG_TIMEOUT_MS, TXN_TOPIC),
-            self.producer_ids, TxnMarkerWriter(self))
+            self.producer_ids, TxnMarkerWriter(self), may_serve=may_serve)
         self.cleaner = LogCleaner(self.logs, config.int("log.cleaner.backoff.ms"))
         self.dynamic = DynamicConfigs(self)
 
@@ -271,8 +273,7 @@ class Broker:
     def not_hosted_error(self, topic, index) -> int:
         """What a request for a partition this broker does not lead gets: NOT_LEADER_OR_FOLLOWER
         if the partition exists in the cluster, else UNKNOWN_TOPIC_OR_PARTITION."""
-        t = self.metadata.topics.get(topic) if topic is not None else None
-        if t is not None and 0 <= index < len(t.partitions):
+        if partition_exists(self.metadata, topic, index):
             return errors.NOT_LEADER_OR_FOLLOWER
         return errors.UNKNOWN_TOPIC_OR_PARTITION
 

@@ -3,16 +3,24 @@ to other brokers, ISR change requests and controlled shutdown.
 
 A broker whose ZooKeeper session expires stops acting as controller at once (it can no longer
 prove it is one), registers again with a new session and stands for election again.
+
+While its session is in doubt (ZooKeeper out of reach, or the process stood still long enough
+for the session to have expired, e.g. paused by SIGSTOP) the broker may have lost partitions to
+another leader without having heard of it yet: `SessionGuard` then keeps its coordinators from
+serving group and transaction state until the session is confirmed, or, for a new session,
+until the controller has told it its roles again.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 from broker.channel import BrokerChannel, ChannelError
 from broker.controller import Controller
 from wire import errors
 from wire.apis import ALTER_PARTITION, CONTROLLED_SHUTDOWN
+from zk import state as zs
 
 log = logging.getLogger("josefk.cluster")
 
@@ -21,11 +29,90 @@ ALTER_PARTITION_TIMEOUT_S = 3
 CONTROLLED_SHUTDOWN_VERSION = 3
 
 
+class SessionGuard:
+    """Whether this broker's ZooKeeper session is known to be alive, so that what it believes it
+    leads is still true. In doubt from a "suspended" or "lost" session, or once the event loop
+    stood still for a third of the session timeout (before the session could have expired
+    unseen); trusted again when the same session reconnects or is confirmed by a round trip, or,
+    after a new session, when the first LeaderAndIsr for the new registration arrives."""
+
+    CHECK_INTERVAL_S = 0.25
+
+    def __init__(self, zk, node_id: int):
+        self.zk = zk
+        self.node_id = node_id
+        self.stall_limit_s = zk.session_timeout_s / 3
+        self.doubt: str | None = None  # why the session is in doubt, None when trusted
+        self.awaiting_epoch: int | None = None  # a new session's broker epoch, until its roles
+        self._roles_epoch = -1  # the broker epoch of the last LeaderAndIsr
+        self._changes = 0  # bumped at every new doubt, so a stale confirmation lifts nothing
+        self._last_tick = time.monotonic()
+        self._task = None
+
+    def trusted(self) -> bool:
+        return self.doubt is None and time.monotonic() - self._last_tick < self.stall_limit_s
+
+    def start(self) -> None:
+        self._task = asyncio.ensure_future(self._watch_stalls())
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+
+    def distrust(self, why: str) -> None:
+        if self.doubt is None:
+            log.warning("serving no group or transaction state until ZooKeeper confirms this "
+                        "broker's session: %s", why)
+        self.doubt = why
+        self._changes += 1
+
+    def _trust(self) -> None:
+        if self.doubt is not None:
+            log.info("ZooKeeper session confirmed: serving group and transaction state again")
+        self.doubt = None
+        self.awaiting_epoch = None
+
+    def session_resumed(self) -> None:
+        """The same session reconnected: nothing was decided without this broker."""
+        if self.awaiting_epoch is None:
+            self._trust()
+
+    def new_session(self, broker_epoch: int) -> None:
+        self.awaiting_epoch = broker_epoch
+        if self._roles_epoch == broker_epoch:  # the controller was quicker than the register
+            self._trust()
+
+    def roles_received(self, broker_epoch: int) -> None:
+        """A LeaderAndIsr from the controller for this registration: roles are current."""
+        self._roles_epoch = broker_epoch
+        if self.awaiting_epoch is not None and broker_epoch == self.awaiting_epoch:
+            self._trust()
+
+    async def _watch_stalls(self) -> None:
+        while True:
+            await asyncio.sleep(self.CHECK_INTERVAL_S)
+            now = time.monotonic()
+            stood_still = now - self._last_tick
+            self._last_tick = now
+            if stood_still >= self.stall_limit_s:
+                self.distrust(f"the process stood still for {stood_still:.1f} s")
+                asyncio.ensure_future(self._confirm(self._changes))
+
+    async def _confirm(self, changes: int) -> None:
+        try:
+            alive = await self.zk.run(zs.session_owns_registration, self.node_id)
+        except Exception:  # noqa: BLE001 - lost or unreachable: the session events say which
+            return
+        if alive and changes == self._changes and self.awaiting_epoch is None:
+            self._trust()
+
+
 class ClusterMember:
     def __init__(self, broker):
         self.broker = broker
         self.metadata = broker.metadata
         self.node_id = broker.config.node_id
+        self.session = SessionGuard(broker.zk, self.node_id)
         self.controller = Controller(broker)
         self.controller_epoch = 0  # the newest controller epoch seen in its requests
         self.leader_endpoints: dict[int, tuple[str, int]] = {}  # from LeaderAndIsr live_leaders
@@ -36,6 +123,7 @@ class ClusterMember:
 
     async def start(self) -> None:
         await self.metadata.register()
+        self.session.start()
         await self.controller.start()
 
     def channel(self, purpose: str, node_id: int) -> BrokerChannel:
@@ -71,15 +159,20 @@ class ClusterMember:
         if state == "lost":
             log.warning("ZooKeeper session expired: resigning any controller role")
             self._lost = True
+            self.session.distrust("the ZooKeeper session expired")
             asyncio.ensure_future(self.controller.resign())
+        elif state == "suspended":
+            self.session.distrust("the connection to ZooKeeper is lost")
         elif state == "connected" and self._lost:
             self._lost = False
             log.info("new ZooKeeper session: registering again")
             asyncio.ensure_future(self._reregister())
+        elif state == "connected":
+            self.session.session_resumed()
 
     async def _reregister(self):
         try:
-            await self.metadata.register()
+            self.session.new_session(await self.metadata.register())
             await self.controller.start()
         except Exception:  # noqa: BLE001
             log.exception("re-registration after session expiry failed")
@@ -106,6 +199,7 @@ class ClusterMember:
         return False
 
     async def stop(self) -> None:
+        self.session.stop()
         self.isr_changes.close()
         await self.controller.stop()
         for ch in self._channels.values():

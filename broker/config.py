@@ -45,6 +45,8 @@ DEFAULTS = {
     "log.message.timestamp.before.max.ms": "9223372036854775807",
     "log.message.timestamp.after.max.ms": "9223372036854775807",
     "log.message.downconversion.enable": "true",
+    # Deprecated in Kafka 3.0 and ignored since (the log is always v2); accepted for old tools.
+    "log.message.format.version": "3.0-IV1",
     "log.cleaner.max.compaction.lag.ms": "9223372036854775807",
     "log.cleaner.min.cleanable.ratio": "0.5",
     "log.segment.delete.delay.ms": "60000",
@@ -129,6 +131,7 @@ TOPIC_DEFAULTS = {
     "message.timestamp.before.max.ms": "log.message.timestamp.before.max.ms",
     "message.timestamp.after.max.ms": "log.message.timestamp.after.max.ms",
     "message.downconversion.enable": "log.message.downconversion.enable",
+    "message.format.version": "log.message.format.version",
     "max.compaction.lag.ms": "log.cleaner.max.compaction.lag.ms",
     "min.cleanable.dirty.ratio": "log.cleaner.min.cleanable.ratio",
     "file.delete.delay.ms": "log.segment.delete.delay.ms",

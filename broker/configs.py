@@ -51,6 +51,10 @@ _CHOICES = {
 }
 
 
+# Kafka's MetadataVersion names (0.8.0 ... 3.9-IV0): message.format.version takes any of them.
+_MESSAGE_FORMAT_VERSION = re.compile(r"(0\.(8|9|10|11)\.[0-9]+|[1-3]\.[0-9]+)(-IV[0-9]+)?")
+
+
 def config_type(name: str) -> int:
     if name in _LONGS:
         return ConfigType.LONG
@@ -89,6 +93,10 @@ def validate_topic_configs(configs: dict, defaults: dict) -> None:
             raise MetadataError(errors.INVALID_CONFIG,
                                 f"Invalid value {value} for configuration {name}: "
                                 f"String must be one of: {', '.join(sorted(allowed))}")
+        if name == "message.format.version" and not _MESSAGE_FORMAT_VERSION.fullmatch(value):
+            raise MetadataError(errors.INVALID_CONFIG,
+                                f"Invalid value {value} for configuration {name}: Version "
+                                f"{value} is not a valid version")
         if name.endswith("throttled.replicas") and not _throttled_replicas_ok(value):
             raise MetadataError(errors.INVALID_CONFIG,
                                 f"Invalid value {value} for configuration {name}: {name} must "

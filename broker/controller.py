@@ -20,6 +20,7 @@ from broker.channel import BrokerChannel, ChannelError
 from wire import errors
 from wire.apis import LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA
 from zk import state as zs
+from zk.client import ZkClosed
 
 log = logging.getLogger("josefk.controller")
 
@@ -71,6 +72,7 @@ class Controller:
         self.node_id = broker.config.node_id
         self.config = broker.config
         self.active = False
+        self.stopped = False
         self.epoch = 0
         self.epoch_zk_version = -1
         self.live: dict[int, zs.LiveBroker] = {}
@@ -99,13 +101,21 @@ class Controller:
             asyncio.ensure_future(self.resign())
 
     async def _try_elect(self):
-        try:
-            won = await self.zk.run(zs.try_create_controller, self.node_id)
-        except Exception:  # noqa: BLE001 - the session is gone; the watch will fire again
-            log.exception("controller election failed")
+        if self.stopped:
             return
-        if won:
-            await self._become_controller()
+        try:
+            if await self.zk.run(zs.try_create_controller, self.node_id):
+                await self._become_controller()
+        except ZkClosed:
+            return  # this broker is stopping
+        except Exception:  # noqa: BLE001 - no controller may be left half taken over
+            log.exception("controller election or takeover failed; resigning")
+            await self.resign()
+            if not self.stopped:
+                try:
+                    await self.zk.run(zs.resign_controller, self.node_id)
+                except Exception:  # noqa: BLE001 - the session is gone: so is /controller
+                    log.warning("could not delete /controller after a failed takeover")
 
     async def resign(self) -> None:
         async with self._lock:
@@ -122,6 +132,8 @@ class Controller:
 
     async def _become_controller(self):
         async with self._lock:
+            if self.stopped:
+                return
             self.epoch, self.epoch_zk_version = await self.zk.run(zs.increment_controller_epoch)
             log.info("broker %d is the controller (epoch %d)", self.node_id, self.epoch)
             self.active = True
@@ -134,7 +146,10 @@ class Controller:
             for info in self.live.values():
                 self._sender(info)
             await self._init_new_partitions(list(self.topics))
+            # A broker that died while no controller was watching (the old controller itself,
+            # or any broker during the handover) is treated as if its death had been seen.
             await self._elect_offline(set(self.live))
+            await self._remove_dead_replicas()
             self._send_update_metadata(list(self.live), self._all_partitions())
             by_broker = {}
             for tp, a in self._assignments().items():
@@ -166,6 +181,8 @@ class Controller:
                 return
             try:
                 await fn(*args)
+            except ZkClosed:
+                pass  # this broker is stopping
             except Exception:  # noqa: BLE001 - one failed event must not kill the controller
                 log.exception("controller event %s failed", fn.__name__)
 
@@ -349,6 +366,21 @@ class Controller:
         await self._publish(written)
         return written
 
+    async def _remove_dead_replicas(self) -> list:
+        """Replicas on brokers that are not alive leave the ISR of the partitions they follow
+        (Kafka's OfflineReplica transition), so acks=all writes wait for live replicas only."""
+        changes = {}
+        assignments = self._assignments()
+        for tp, st in self.states.items():
+            if tp not in assignments or st.leader == election.NO_LEADER:
+                continue
+            isr = [r for r in st.isr if r in self.live]
+            if isr != st.isr and isr:
+                changes[tp] = self._new_state(tp, st.leader, isr)
+        written = await self._commit(changes)
+        await self._publish(written)
+        return written
+
     # -- events -----------------------------------------------------------------------------------------
     async def _on_brokers(self, _children):
         fresh = await self.zk.run(zs.read_brokers, self.broker.inter_broker.listener)
@@ -365,16 +397,7 @@ class Controller:
                 s.close()
         if gone:
             await self._elect_offline(set(self.live))
-            # Followers on the gone brokers leave the ISR (Kafka's OfflineReplica transition).
-            changes = {}
-            assignments = self._assignments()
-            for tp, st in self.states.items():
-                if tp not in assignments or st.leader == election.NO_LEADER:
-                    continue
-                isr = [r for r in st.isr if r not in gone]
-                if isr != st.isr and isr:
-                    changes[tp] = self._new_state(tp, st.leader, isr)
-            await self._publish(await self._commit(changes))
+            await self._remove_dead_replicas()
         self.live = fresh
         for b in new:
             self._sender(fresh[b])
@@ -578,4 +601,5 @@ class Controller:
                 await self.elect_leaders(0, todo)
 
     async def stop(self) -> None:
+        self.stopped = True
         await self.resign()

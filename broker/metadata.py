@@ -102,6 +102,12 @@ class BrokerInfo:
         return None if ep is None else BrokerInfo(self.node_id, *ep, self.rack, self.endpoints)
 
 
+def partition_exists(store, topic: str | None, index: int) -> bool:
+    """Whether ``topic`` has partition ``index`` in the cluster (hosted here or not)."""
+    t = store.topics.get(topic) if topic is not None else None
+    return t is not None and 0 <= index < len(t.partitions)
+
+
 def plan_topic(name, num_partitions, replication_factor, assignments, brokers: dict,
                existing) -> dict[int, list[int]]:
     """Check a new topic as Kafka's CreateTopics does and place its replicas over ``brokers``

@@ -19,6 +19,7 @@ OFFSET_OUT_OF_RANGE = 1
 CORRUPT_MESSAGE = 2
 UNKNOWN_TOPIC_OR_PARTITION = 3
 INVALID_TOPIC_EXCEPTION = 17
+NOT_COORDINATOR = 16
 UNSUPPORTED_VERSION = 35
 INVALID_RECORD = 87
 
@@ -27,6 +28,7 @@ PRODUCE = 0
 FETCH = 1
 LIST_OFFSETS = 2
 METADATA = 3
+OFFSET_FETCH = 9
 API_VERSIONS = 18
 
 SOCKET_REQUEST_MAX_BYTES = 104857600
@@ -408,6 +410,22 @@ def list_offsets_v1(conn: RawConnection, topic: str, partition: int, timestamp: 
     err = r.int16()
     r.int64()  # timestamp
     return err, r.int64()
+
+
+def offset_fetch_v1(conn: RawConnection, group: str, topic: str,
+                    partitions: list[int]) -> dict[int, tuple[int, int]]:
+    """A group's committed offsets as this broker answers them: {partition: (error, offset)}."""
+    body = (string(group) + int32(1) + string(topic) + int32(len(partitions))
+            + b"".join(int32(p) for p in partitions))
+    r = conn.request(OFFSET_FETCH, 1, body, flexible_request=False, flexible_response=False)
+    out = {}
+    for _t in range(r.int32()):
+        r.string()
+        for _p in range(r.int32()):
+            partition, offset = r.int32(), r.int64()
+            r.string()  # metadata
+            out[partition] = (r.int16(), offset)
+    return out
 
 
 # ---------------------------------------------------------------- Metadata v9

@@ -94,6 +94,23 @@ def test_alter_configs_replaces_the_whole_override_set(broker):
     assert got["segment.ms"].value == str(168 * 3600 * 1000)
 
 
+def test_deprecated_message_format_version_is_accepted(broker):
+    """Kafka 3.x keeps message.format.version as a deprecated topic config it ignores: tools
+    that read all configs and write them back with AlterConfigs (librdkafka's test 0092)
+    must not be refused; a string that is no Kafka version is."""
+    admin = admin_client(broker.bootstrap)
+    topic = create_topic(broker.bootstrap, unique_topic("mfv"))
+    got = describe(admin, "topic", topic)["message.format.version"]
+    assert (got.value, got.source) == ("3.0-IV1", ConfigSource.DEFAULT_CONFIG.value)
+    res = ConfigResource("topic", topic, set_config={"message.format.version": "0.10.0",
+                                                     "retention.ms": "60000"})
+    admin.alter_configs([res], request_timeout=15)[res].result(15)
+    assert describe(admin, "topic", topic)["message.format.version"].value == "0.10.0"
+    err = alter_error(lambda: incremental(admin, "topic", topic,
+                                          ("message.format.version", "newest", SET)))
+    assert err.code() == KafkaError.INVALID_CONFIG and "message.format.version" in err.str()
+
+
 def test_validation_errors_name_the_key_and_change_nothing(broker):
     admin = admin_client(broker.bootstrap)
     topic = create_topic(broker.bootstrap, unique_topic("bad"))

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import collections
 import os
+import signal
 import time
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, TopicCollection, TopicPartition
+from confluent_kafka import OFFSET_INVALID, Consumer, KafkaError, TopicCollection, TopicPartition
 from confluent_kafka.admin import NewPartitions, NewTopic
-from kafka import KafkaConsumer, KafkaProducer
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
+from kafka import errors as kerrors
+from kafka.structs import TopicPartition as KTopicPartition
 
 from compat_tests import rawkafka as rk
 from compat_tests.cluster import zk_json
@@ -180,6 +183,42 @@ def test_group_coordinated_by_another_broker_keeps_offsets(cluster_factory):
     assert sum(max(tp.offset, 0) for tp in committed) == len(got)
 
 
+def test_group_commits_partitions_its_coordinator_does_not_host(cluster):
+    """Replication factor 1 spreads a topic's partitions over the brokers; the group's
+    coordinator hosts one of them at most, and commits every one (Kafka checks that a
+    partition exists in the cluster, not on the coordinator)."""
+    topic = create(cluster, unique_topic("rf1"), 3, rf=1)
+    leaders = {p.leader for p in cluster.metadata(1).topics[topic].partitions.values()}
+    assert leaders == {1, 2, 3}
+    p = producer(cluster.bootstrap, acks="all")
+    for i in range(30):
+        p.produce(topic, value=f"{i}".encode(), partition=i % 3)
+    flush_all(p)
+    group = unique_topic("rf1g")
+    conf = {"bootstrap.servers": cluster.bootstrap, "group.id": group,
+            "auto.offset.reset": "earliest", "enable.auto.commit": False}
+    cons = Consumer(conf)
+    cons.subscribe([topic])
+    consume_n(cons, 30, timeout=40)
+    committed = cons.commit(asynchronous=False)
+    cons.close()
+    assert {(tp.partition, tp.offset, tp.error) for tp in committed} == \
+        {(i, 10, None) for i in range(3)}
+    cons = Consumer(conf)
+    fetched = cons.committed([TopicPartition(topic, i) for i in range(3)], timeout=30)
+    # OffsetDelete: the partitions the coordinator does not host are deleted as well.
+    kp = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=15000)
+    try:
+        deleted = kp.delete_group_offsets(group, [KTopicPartition(topic, i) for i in range(3)])
+    finally:
+        kp.close()
+    after = cons.committed([TopicPartition(topic, i) for i in range(3)], timeout=30)
+    cons.close()
+    assert [tp.offset for tp in fetched] == [10, 10, 10]
+    assert deleted == {KTopicPartition(topic, i): kerrors.NoError for i in range(3)}
+    assert [tp.offset for tp in after] == [OFFSET_INVALID] * 3
+
+
 def test_controller_failover_and_rejoin(cluster_factory):
     c = cluster_factory()
     old = c.controller_id(1)
@@ -339,3 +378,97 @@ def test_topic_deleted_while_a_broker_is_down_disappears_when_it_returns(cluster
     c.wait_for_brokers(3)
     c.wait_for(lambda: not any((away.data_dir / f"{topic}-{i}").exists() for i in range(2)),
                30, "stray logs removed")
+
+
+def test_a_short_zookeeper_outage_keeps_every_session(tmp_path):
+    """ZooKeeper down for 10 s (longer than the 6 s session timeout): the brokers reconnect
+    within their sessions once it is back (the reconnect backoff stays near a second), so no
+    broker re-registers and no ISR shrinks."""
+    from compat_tests.cluster import Cluster
+    from compat_tests.zookeeper import new_chroot
+    from zk.local_server import LocalZooKeeper
+
+    zk = LocalZooKeeper(tmp_path / "zk", fsync=False).start(timeout=60)
+    c = None
+    try:
+        c = Cluster(new_chroot(zk, "outage"), tmp_path / "cluster").start()
+        topic = create(c, unique_topic("zkout"), 3)
+        epochs = {i: zk_json(c.zk_connect, f"/brokers/ids/{i}")[1].czxid for i in c.brokers}
+        zk.stop()
+        time.sleep(10)
+        zk.start(timeout=60)
+        time.sleep(8)  # past a session timeout after ZooKeeper's return
+        assert {i: zk_json(c.zk_connect, f"/brokers/ids/{i}")[1].czxid
+                for i in c.brokers} == epochs
+        for i, b in c.brokers.items():
+            assert "session expired" not in b.log_path.read_text(), f"broker {i} lost its session"
+        isrs = {p: sorted(pm.isrs) for p, pm in c.metadata(1).topics[topic].partitions.items()}
+        assert isrs == {p: [1, 2, 3] for p in range(3)}
+        p = producer(c.bootstrap, acks="all")
+        p.produce(topic, value=b"after the outage", partition=0)
+        flush_all(p)
+    finally:
+        if c is not None:
+            c.stop()
+        zk.stop()
+
+
+def test_stopping_every_broker_at_once_is_clean(cluster_factory):
+    """SIGTERM to all brokers together: each one may become controller while the others leave
+    and its own ZooKeeper client closes; every one stops within its time, with no traceback
+    and no warning about its session (closing it is on purpose)."""
+    c = cluster_factory()
+    for n in range(3):
+        create(c, unique_topic(f"stopall{n}"), 6)
+    for b in c.brokers.values():
+        b.proc.send_signal(signal.SIGTERM)
+    for i, b in c.brokers.items():
+        assert b.stop(timeout=30) == 0 and not b.needed_sigkill, f"broker {i}"
+        text = b.log_path.read_text()
+        for bad in ("Traceback", "Task exception was never retrieved", "session expired"):
+            assert bad not in text, f"broker {i}: {bad}\n{b.log_tail()}"
+
+
+def test_paused_coordinator_never_answers_stale_offsets(cluster_factory):
+    """The group's coordinator is paused past its session timeout: another broker takes over
+    and acknowledges newer commits. Resumed, the old coordinator answers OffsetFetch with
+    NOT_COORDINATOR until it has learnt that it lost the partition, never with the offsets it
+    remembers from before."""
+    c = cluster_factory()
+    topic = create(c, unique_topic("pausecoord"), 3)
+    group = unique_topic("pauseg")
+
+    def commit(bootstrap, offset):
+        cons = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                         "enable.auto.commit": False})
+        try:
+            cons.commit(offsets=[TopicPartition(topic, p, offset) for p in range(3)],
+                        asynchronous=False)
+        finally:
+            cons.close()
+
+    def coordinator_seen_by(broker_id):
+        admin = c.admin(broker_id)  # kept alive until the future is answered
+        return admin.describe_consumer_groups([group])[group].result(10).coordinator.id
+
+    commit(c.bootstrap, 5)
+    coordinator = coordinator_seen_by(1)
+    paused = c.brokers[coordinator]
+    survivor = next(i for i in c.brokers if i != coordinator)
+    others = ",".join(b.bootstrap for i, b in c.brokers.items() if i != coordinator)
+    paused.proc.send_signal(signal.SIGSTOP)
+    try:
+        c.wait_for(lambda: coordinator_seen_by(survivor) != coordinator, 30, "a new coordinator")
+        commit(others, 50)
+    finally:
+        paused.proc.send_signal(signal.SIGCONT)
+    answers = set()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            with rk.RawConnection(paused.bootstrap) as conn:
+                answers.update(rk.offset_fetch_v1(conn, group, topic, [0, 1, 2]).values())
+        except (OSError, rk.ConnectionClosed):
+            pass
+        time.sleep(0.05)
+    assert answers <= {(rk.NOT_COORDINATOR, -1), (rk.NONE, 50)}, answers

@@ -21,9 +21,10 @@ pytestmark = pytest.mark.timeout(60)
 TS = 1_700_000_000_000
 
 
-def batch(records: bytes, count: int, attributes: int = 0) -> bytes:
+def batch(records: bytes, count: int, attributes: int = 0, max_timestamp: int = TS) -> bytes:
     """A magic-2 batch of already encoded ``records`` whose header claims ``count`` records."""
-    after_crc = (rk.int16(attributes) + rk.int32(count - 1) + rk.int64(TS) + rk.int64(TS)
+    after_crc = (rk.int16(attributes) + rk.int32(count - 1) + rk.int64(TS)
+                 + rk.int64(max_timestamp)
                  + rk.int64(-1) + rk.int16(-1) + rk.int32(-1) + rk.int32(count) + records)
     after_length = rk.int32(0) + rk.int8(2) + rk.uint32(rk.crc32c(after_crc)) + after_crc
     return rk.int64(0) + rk.int32(len(after_length)) + after_length
@@ -133,3 +134,17 @@ def test_decompression_bomb_is_refused(broker, topic):
     r = _refused(broker, topic, batch(bomb, 1, attributes=4), rk.CORRUPT_MESSAGE)
     assert "more than" in r["error_message"]
     assert produce(broker, topic, batch(records(1), 1))["error_code"] == rk.NONE
+
+
+def test_a_batch_without_max_timestamp_is_found_by_time(broker, topic):
+    """Sarama 1.22 sends maxTimestamp -1: the broker sets it from the records (as Kafka's log
+    validator does), so ListOffsets by timestamp finds them."""
+    data = b"".join(rk.record(i, b"k", b"s%d" % i, timestamp_delta=10 * i) for i in range(3))
+    assert produce(broker, topic, batch(data, 3, max_timestamp=-1))["error_code"] == rk.NONE
+    c = consumer(broker.bootstrap)
+    try:
+        found = [c.offsets_for_times([TopicPartition(topic, 0, ts)], timeout=10)[0].offset
+                 for ts in (TS, TS + 11, TS + 20, TS + 21)]
+    finally:
+        c.close()
+    assert found == [0, 2, 2, -1]

@@ -53,6 +53,7 @@ class LoadProducer:
                            "message.timeout.ms": 120000, "retry.backoff.ms": 100})
         self.topic, self.partitions = topic, partitions
         self.acked: dict[int, list[int]] = {p: [] for p in range(partitions)}
+        self.ack_times: dict[int, list[float]] = {p: [] for p in range(partitions)}
         self.errors = []
         self.sent = 0
         self.stop = threading.Event()
@@ -63,6 +64,7 @@ class LoadProducer:
             self.errors.append(err)
         else:
             self.acked[msg.partition()].append(int(msg.value()))
+            self.ack_times[msg.partition()].append(time.monotonic())
 
     def _run(self):
         while not self.stop.is_set() and self.sent < 2_000_000:
@@ -89,6 +91,11 @@ class LoadProducer:
     def total_acked(self):
         return sum(len(v) for v in self.acked.values())
 
+    def longest_gap(self, partition, since: float) -> float:
+        """The longest time without an acknowledgement on ``partition`` from ``since`` on."""
+        times = [since] + [t for t in self.ack_times[partition] if t > since]
+        return max(b - a for a, b in zip(times, times[1:])) if len(times) > 1 else float("inf")
+
 
 def check_nothing_lost(c, load, partitions):
     acked = load.total_acked()
@@ -105,6 +112,37 @@ def check_nothing_lost(c, load, partitions):
           f"errors={len(load.errors)}")
     assert lost == 0 and duplicated == 0
     return acked
+
+
+@pytest.mark.parametrize("fault", ["kill", "pause"])
+def test_controller_death_takes_it_out_of_every_isr(cluster_factory, fault):
+    """The broker that dies (or pauses past its session) is the controller: the new controller
+    takes it out of the ISR of the partitions it followed at once, so acks=all writes led by
+    the others stall no longer than a session timeout (6 s) plus 2 s."""
+    c = cluster_factory()
+    topic = create(c, unique_topic("ctlisr"), 3, config={"min.insync.replicas": "2"})
+    controller = c.controller_id(1)
+    followed = [i for i, p in c.metadata(1).topics[topic].partitions.items()
+                if p.leader != controller]
+    with LoadProducer(c.bootstrap, topic, 3) as load:
+        time.sleep(1)
+        killed_at = time.monotonic()
+        if fault == "kill":
+            c.brokers[controller].kill()
+        else:
+            c.brokers[controller].proc.send_signal(signal.SIGSTOP)
+        try:
+            time.sleep(12)
+            gaps = {p: load.longest_gap(p, killed_at) for p in followed}
+        finally:
+            if fault == "pause":
+                c.brokers[controller].proc.send_signal(signal.SIGCONT)
+    survivor = next(i for i in c.brokers if i != controller)
+    isrs = {i: p.isrs for i, p in c.metadata(survivor).topics[topic].partitions.items()}
+    assert all(gap < 8 for gap in gaps.values()), gaps
+    if fault == "kill":
+        assert all(controller not in isr for isr in isrs.values()), isrs
+    check_nothing_lost(c, load, 3)
 
 
 @pytest.mark.slow

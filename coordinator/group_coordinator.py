@@ -91,7 +91,7 @@ class GroupCoordinator:
     leadership changes of ``__consumer_offsets`` partitions; :meth:`shutdown` stops timers.
     """
 
-    def __init__(self, config, offset_store, clock=None):
+    def __init__(self, config, offset_store, clock=None, may_serve=None):
         cfg = dict(DEFAULTS)
         if config is not None:
             for k in DEFAULTS:
@@ -109,6 +109,9 @@ class GroupCoordinator:
         self.num_partitions = cfg["offsets.topic.num.partitions"]
         self.store = offset_store
         self.clock = clock if clock is not None else AsyncioClock()
+        # False while this broker cannot be sure it still leads its partitions (a cluster
+        # member whose ZooKeeper session is in doubt): it then answers NOT_COORDINATOR
+        self.may_serve = may_serve or (lambda: True)
         self.groups: dict[str, GroupMetadata] = {}
         self.owned_partitions: set[int] = set()
         self.loading_partitions: set[int] = set()
@@ -170,7 +173,7 @@ class GroupCoordinator:
         p = self.partition_for(group_id)
         if p in self.loading_partitions:
             return errors.COORDINATOR_LOAD_IN_PROGRESS
-        if p not in self.owned_partitions:
+        if p not in self.owned_partitions or not self.may_serve():
             return errors.NOT_COORDINATOR
         return None
 

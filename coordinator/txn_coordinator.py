@@ -82,7 +82,7 @@ class TxnMetadata:
 
 
 class TransactionCoordinator:
-    def __init__(self, config, log_, producer_ids, write_markers, clock=None):
+    def __init__(self, config, log_, producer_ids, write_markers, clock=None, may_serve=None):
         cfg = dict(DEFAULTS)
         for k in DEFAULTS:
             v = config.get(k) if config is not None else None
@@ -100,6 +100,7 @@ class TransactionCoordinator:
         # leader fenced this coordinator epoch
         self.write_markers = write_markers
         self.clock = clock if clock is not None else AsyncioClock()
+        self.may_serve = may_serve or (lambda: True)  # as the group coordinator's
         self.txns: dict[str, TxnMetadata] = {}
         self.owned: dict[int, int] = {}  # partition -> coordinator epoch
         self._tasks: set = set()
@@ -163,7 +164,7 @@ class TransactionCoordinator:
     def _coordinator_error(self, transactional_id) -> int | None:
         if not transactional_id:
             return errors.INVALID_REQUEST
-        if self.partition_for(transactional_id) not in self.owned:
+        if self.partition_for(transactional_id) not in self.owned or not self.may_serve():
             return errors.NOT_COORDINATOR
         return None
 

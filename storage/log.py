@@ -21,10 +21,8 @@ import time
 from bisect import bisect_left, bisect_right
 from pathlib import Path
 
-from crc32c import crc32c
-
-from wire.batch import (ATTRIBUTES_OFFSET, HEADER_SIZE, TIMESTAMP_TYPE_FLAG,
-                        TRANSACTIONAL_FLAG, read_header)
+from wire.batch import (HEADER_SIZE, TIMESTAMP_TYPE_FLAG, TRANSACTIONAL_FLAG, read_header,
+                        set_max_timestamp)
 from wire.records import CONTROL_ABORT, build_batch, iter_records, parse_control_record
 
 from .config import LONG_MAX, LogConfig
@@ -39,9 +37,6 @@ log = logging.getLogger(__name__)
 CLEAN_SHUTDOWN_FILE = ".clean_shutdown"
 _offset = struct.Struct(">q")
 _epoch = struct.Struct(">i")
-_attrs = struct.Struct(">h")
-_ts = struct.Struct(">q")
-_crc = struct.Struct(">I")
 
 
 def _now_ms() -> int:
@@ -335,7 +330,7 @@ class Log:
                 h.base_offset = off
                 h.leader_epoch = leader_epoch
                 if log_append_time:
-                    _stamp_log_append_time(buf, h, now_ms)
+                    set_max_timestamp(buf, h, now_ms, log_append_time=True)
                 off += h.last_offset_delta + 1
             seg.append(buf, headers, now_ms)
             self.epochs.assign(leader_epoch, first)
@@ -1089,18 +1084,6 @@ class _TxnCleaning:
         t = since + self.retention_ms + 1
         self.due = t if self.due is None else min(self.due, t)
         return False
-
-
-def _stamp_log_append_time(buf, h, now_ms: int) -> None:
-    """Set maxTimestamp = now and the LogAppendTime bit, then recompute the CRC."""
-    attrs = h.attributes | TIMESTAMP_TYPE_FLAG
-    _attrs.pack_into(buf, h.pos + ATTRIBUTES_OFFSET, attrs)
-    _ts.pack_into(buf, h.pos + 35, now_ms)
-    crc = crc32c(memoryview(buf)[h.pos + ATTRIBUTES_OFFSET:h.pos + h.size])
-    _crc.pack_into(buf, h.pos + 17, crc)
-    h.attributes = attrs
-    h.max_timestamp = now_ms
-    h.crc = crc
 
 
 def _read_marker(path: Path) -> dict:

@@ -113,10 +113,36 @@ def test_overlong_varint_is_refused():
 
 
 def test_compacted_topics_need_keys():
-    buf = batch(3, key=None)
+    buf = batch(1, key=None)
     validate_records(buf, compacted=False)
     assert record_error(buf, compacted=True) == (
         0, "Compacted topic cannot accept message without key")
+
+
+def test_every_bad_record_of_a_batch_is_listed():
+    """KIP-467: the produce answer lists each refused record (librdkafka fails exactly those
+    with INVALID_RECORD and the rest of the batch with _INVALID_DIFFERENT_RECORD)."""
+    buf = build_batch([(None if i % 10 == 0 else b"k", b"v", None, TS) for i in range(100)])
+    with pytest.raises(InvalidRecord) as e:
+        validate_records(buf, compacted=True)
+    assert [i for i, _m in e.value.record_errors] == list(range(0, 100, 10))
+    assert str(e.value).startswith("One or more records have been rejected due to 10 record "
+                                   "errors in total, and only showing the first three errors at "
+                                   "most: [RecordError(batchIndex=0, message='Compacted topic")
+
+
+def test_a_wrong_max_timestamp_is_rewritten():
+    """Sarama 1.22 sends maxTimestamp -1: Kafka rewrites it from the records (CreateTime)."""
+    buf = build_batch([(b"k", b"v", None, TS + d) for d in (5, 30, 10)])
+    struct.pack_into(">q", buf, 35, -1)
+    buf = refit(buf)
+    (h,) = validate_records(buf)
+    assert h.max_timestamp == TS + 30
+    assert struct.unpack_from(">q", buf, 35)[0] == TS + 30
+    assert struct.unpack_from(">I", buf, 17)[0] == compute_crc(buf, 0, len(buf))
+    untouched = bytes(buf)
+    validate_records(buf)
+    assert bytes(buf) == untouched
 
 
 def test_compressed_payload_must_decompress():

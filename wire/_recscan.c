@@ -5,9 +5,13 @@
  *   keyLength varint, key | valueLength varint, value | headerCount varint,
  *   headers (keyLength varint >= 0, key, valueLength varint, value)
  *
- * scan(data, count, need_key, min_ts_delta, max_ts_delta) -> None when the data holds exactly
- * `count` well-formed records with offset deltas 0..count-1, keys if need_key, and timestamp
- * deltas within [min_ts_delta, max_ts_delta]; else (record_index, message, is_timestamp_error).
+ * scan(data, count, need_key, min_ts_delta, max_ts_delta) -> (max timestamp delta or None,
+ * [(record_index, message, is_timestamp_error)], structural). A record that cannot be read,
+ * or data that does not hold exactly `count` records with offset deltas 0..count-1, stops the
+ * walk: one error, structural True. Records without a key (when need_key) or with a timestamp
+ * delta outside [min_ts_delta, max_ts_delta] are each reported and the walk goes on, as
+ * Kafka's LogValidator collects record errors (KIP-467). The max timestamp delta is over every
+ * record (None for no records).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -55,17 +59,28 @@ static inline int skip_sized(cursor *c, int nullable, int64_t *len)
     return 1;
 }
 
-/* (index, message, timestamp) describing the first bad record. */
-static PyObject *error(Py_ssize_t index, int timestamp, const char *fmt, ...)
+/* Appends (index, message, timestamp) to the list `errors`; 0 when out of memory. */
+static int add_error(PyObject *errors, Py_ssize_t index, int timestamp, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     PyObject *msg = PyUnicode_FromFormatV(fmt, ap);
     va_end(ap);
     if (msg == NULL)
-        return NULL;
-    return Py_BuildValue("(nNO)", index, msg, timestamp ? Py_True : Py_False);
+        return 0;
+    PyObject *item = Py_BuildValue("(nNO)", index, msg, timestamp ? Py_True : Py_False);
+    if (item == NULL)
+        return 0;
+    int ok = PyList_Append(errors, item) == 0;
+    Py_DECREF(item);
+    return ok;
 }
+
+#define STRUCTURAL(...) do { \
+        structural = 1; \
+        if (!add_error(errors, __VA_ARGS__)) goto fail; \
+        goto done; \
+    } while (0)
 
 static PyObject *scan(PyObject *self, PyObject *args)
 {
@@ -75,68 +90,67 @@ static PyObject *scan(PyObject *self, PyObject *args)
     long long min_ts, max_ts;
     if (!PyArg_ParseTuple(args, "y*npLL", &view, &count, &need_key, &min_ts, &max_ts))
         return NULL;
+    PyObject *errors = PyList_New(0);
+    if (errors == NULL) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
     cursor all = {(const uint8_t *)view.buf, (const uint8_t *)view.buf + view.len};
-    PyObject *result = NULL;
+    int structural = 0;
+    int64_t max_delta = INT64_MIN;
     for (Py_ssize_t i = 0; i < count; i++) {
         int64_t length, ts_delta, offset_delta, klen, vlen, hcount, hlen;
-        if (!read_varint(&all, 5, &length) || length < 0 || length > all.end - all.p) {
-            result = error(i, 0, "Found invalid record structure: record %zd of %zd does not fit "
-                                 "in the batch", i, count);
-            goto done;
-        }
+        if (!read_varint(&all, 5, &length) || length < 0 || length > all.end - all.p)
+            STRUCTURAL(i, 0, "Found invalid record structure: record %zd of %zd does not fit "
+                             "in the batch", i, count);
         cursor rec = {all.p, all.p + length};
         all.p += length;
-        if (rec.p >= rec.end) {
-            result = error(i, 0, "Found invalid record structure: empty record");
-            goto done;
-        }
+        if (rec.p >= rec.end)
+            STRUCTURAL(i, 0, "Found invalid record structure: empty record");
         rec.p++; /* attributes: unused in v2 */
-        if (!read_varint(&rec, 10, &ts_delta) || !read_varint(&rec, 5, &offset_delta)) {
-            result = error(i, 0, "Found invalid record structure");
-            goto done;
-        }
-        if (offset_delta != i) {
-            result = error(i, 0, "Invalid offset delta %lld of record %zd (expected %zd)",
-                           (long long)offset_delta, i, i);
-            goto done;
-        }
+        if (!read_varint(&rec, 10, &ts_delta) || !read_varint(&rec, 5, &offset_delta))
+            STRUCTURAL(i, 0, "Found invalid record structure");
+        if (offset_delta != i)
+            STRUCTURAL(i, 0, "Invalid offset delta %lld of record %zd (expected %zd)",
+                       (long long)offset_delta, i, i);
         if (!skip_sized(&rec, 1, &klen) || !skip_sized(&rec, 1, &vlen)
-            || !read_varint(&rec, 5, &hcount) || hcount < 0) {
-            result = error(i, 0, "Found invalid record structure: bad key, value or header count");
-            goto done;
-        }
-        if (need_key && klen < 0) {
-            result = error(i, 0, "Compacted topic cannot accept message without key");
-            goto done;
-        }
+            || !read_varint(&rec, 5, &hcount) || hcount < 0)
+            STRUCTURAL(i, 0, "Found invalid record structure: bad key, value or header count");
         for (int64_t h = 0; h < hcount; h++) {
-            if (!skip_sized(&rec, 0, &hlen) || !skip_sized(&rec, 1, &hlen)) {
-                result = error(i, 0, "Found invalid record structure: bad header %lld",
-                               (long long)h);
-                goto done;
-            }
+            if (!skip_sized(&rec, 0, &hlen) || !skip_sized(&rec, 1, &hlen))
+                STRUCTURAL(i, 0, "Found invalid record structure: bad header %lld",
+                           (long long)h);
         }
-        if (rec.p != rec.end) {
-            result = error(i, 0, "Invalid record size: expected to read %lld bytes in record "
-                                 "payload, but instead read %lld", (long long)length,
-                           (long long)(rec.p - (rec.end - length)));
-            goto done;
-        }
-        if (ts_delta < min_ts || ts_delta > max_ts) {
-            result = error(i, 1, "Timestamp delta %lld of record %zd is out of the range "
-                                 "[%lld, %lld] the topic accepts", (long long)ts_delta, i,
-                           min_ts, max_ts);
-            goto done;
-        }
+        if (rec.p != rec.end)
+            STRUCTURAL(i, 0, "Invalid record size: expected to read %lld bytes in record "
+                             "payload, but instead read %lld", (long long)length,
+                       (long long)(rec.p - (rec.end - length)));
+        if (need_key && klen < 0
+            && !add_error(errors, i, 0, "Compacted topic cannot accept message without key"))
+            goto fail;
+        if ((ts_delta < min_ts || ts_delta > max_ts)
+            && !add_error(errors, i, 1, "Timestamp delta %lld of record %zd is out of the range "
+                                        "[%lld, %lld] the topic accepts", (long long)ts_delta, i,
+                          min_ts, max_ts))
+            goto fail;
+        if (ts_delta > max_delta)
+            max_delta = ts_delta;
     }
-    if (all.p != all.end) {
-        result = error(count, 0, "Incorrect declared batch size, records still remaining in file");
-        goto done;
-    }
-    result = Py_NewRef(Py_None);
+    if (all.p != all.end)
+        STRUCTURAL(count, 0, "Incorrect declared batch size, records still remaining in file");
 done:
     PyBuffer_Release(&view);
-    return result;
+    PyObject *delta = (structural || count == 0) ? Py_NewRef(Py_None)
+                                                 : PyLong_FromLongLong(max_delta);
+    if (delta == NULL) {
+        Py_DECREF(errors);
+        return NULL;
+    }
+    return Py_BuildValue("(NNO)", delta, errors, structural ? Py_True : Py_False);
+fail:
+    PyBuffer_Release(&view);
+    Py_DECREF(errors);
+    return NULL;
 }
 
 /* latest(data, count, into, tag): for each of the `count` records of `data` that has a key,

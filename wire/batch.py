@@ -41,6 +41,10 @@ _header = struct.Struct(">qiibIhiqqqhii")
 _offset = struct.Struct(">q")
 _epoch = struct.Struct(">i")
 _length = struct.Struct(">i")
+_attributes = struct.Struct(">h")
+_timestamp = struct.Struct(">q")
+_crc = struct.Struct(">I")
+MAX_TIMESTAMP_OFFSET = 35
 
 
 class CorruptRecord(ValueError):
@@ -170,3 +174,17 @@ def set_leader_epoch(buf, pos: int, epoch: int) -> None:
 
 def compute_crc(buf, pos: int, size: int) -> int:
     return crc32c(memoryview(buf)[pos + ATTRIBUTES_OFFSET:pos + size])
+
+
+def set_max_timestamp(buf, h: BatchHeader, timestamp: int, log_append_time: bool) -> None:
+    """Rewrite the batch's maxTimestamp (and its timestamp type) in place and recompute the CRC,
+    as Kafka's LogValidator does; ``h`` follows."""
+    attrs = (h.attributes | TIMESTAMP_TYPE_FLAG if log_append_time
+             else h.attributes & ~TIMESTAMP_TYPE_FLAG)
+    _attributes.pack_into(buf, h.pos + ATTRIBUTES_OFFSET, attrs)
+    _timestamp.pack_into(buf, h.pos + MAX_TIMESTAMP_OFFSET, timestamp)
+    crc = compute_crc(buf, h.pos, h.size)
+    _crc.pack_into(buf, h.pos + CRC_OFFSET, crc)
+    h.attributes = attrs
+    h.max_timestamp = timestamp
+    h.crc = crc

@@ -9,16 +9,16 @@ topic, timestamps within the topic's window (``message.timestamp.before.max.ms``
 (``wire/_recscan.c``), so the hot path does no Python work per record.
 
 Raises CorruptRecord (CORRUPT_MESSAGE) for framing, CRC, codec and decompression failures and
-InvalidRecord (INVALID_RECORD) or InvalidTimestamp (INVALID_TIMESTAMP), with the offending
-record's index, for bad records.
+InvalidRecord (INVALID_RECORD) or InvalidTimestamp (INVALID_TIMESTAMP), with the index and
+message of every bad record of the batch (KIP-467), for bad records.
 """
 from __future__ import annotations
 
 import time
 
 from wire import _recscan
-from wire.batch import (HEADER_SIZE, BatchHeader, InvalidRecord, InvalidTimestamp,
-                        validate_batches)
+from wire.batch import (HEADER_SIZE, TIMESTAMP_TYPE_FLAG, BatchHeader, InvalidRecord,
+                        InvalidTimestamp, set_max_timestamp, validate_batches)
 from wire.records import CODEC_NAMES, NONE, UnsupportedCodec, decompress
 
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
@@ -31,7 +31,9 @@ def validate_records(buf, compacted: bool = False, timestamp_window=None,
                      now_ms: int | None = None, headers=None) -> list[BatchHeader]:
     """Check every batch and record of ``buf``; returns the batch headers (``headers``: those
     `validate_batches` already returned for it). ``timestamp_window`` is ``(before_ms,
-    after_ms)`` around ``now_ms``, or None (no bound)."""
+    after_ms)`` around ``now_ms``, or None (no bound). A CreateTime batch whose maxTimestamp is
+    not its records' largest timestamp (Sarama 1.22 sends -1) gets it rewritten, as Kafka's
+    LogValidator does, so that lookups by timestamp find it."""
     if headers is None:
         headers = validate_batches(buf)
     mv = memoryview(buf)
@@ -48,10 +50,28 @@ def validate_records(buf, compacted: bool = False, timestamp_window=None,
             hi = min(_I64_MAX, now_ms + after - h.base_timestamp)
         section = mv[h.pos + HEADER_SIZE:h.pos + h.size]
         data = section if codec == NONE else decompress(codec, section, MAX_DECOMPRESSED)
-        bad = _recscan.scan(data, h.count, compacted, lo, hi)
-        if bad is not None:
-            index, message, timestamp = bad
-            error = InvalidTimestamp if timestamp else InvalidRecord
-            raise error(f"batch at offset {h.pos} of the request: record {index}: {message}",
-                        [(index, message)])
+        max_delta, bad, structural = _recscan.scan(data, h.count, compacted, lo, hi)
+        if bad:
+            _refuse(h, bad, structural)
+        if (max_delta is not None and not h.attributes & TIMESTAMP_TYPE_FLAG
+                and h.max_timestamp != h.base_timestamp + max_delta):
+            set_max_timestamp(buf, h, h.base_timestamp + max_delta, log_append_time=False)
     return headers
+
+
+def _refuse(h: BatchHeader, bad, structural: bool):
+    """Raise what Kafka answers for the record errors ``bad`` [(index, message, timestamp)] of
+    one batch: every bad record is listed; the partition's error is INVALID_TIMESTAMP if one of
+    them has a timestamp out of range, else INVALID_RECORD."""
+    record_errors = [(index, message) for index, message, _ts in bad]
+    if structural:
+        index, message = record_errors[0]
+        raise InvalidRecord(f"batch at offset {h.pos} of the request: record {index}: {message}",
+                            record_errors)
+    if any(ts for _i, _m, ts in bad):
+        raise InvalidTimestamp("One or more records have been rejected due to invalid timestamp",
+                               record_errors)
+    shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in record_errors[:3])
+    raise InvalidRecord(f"One or more records have been rejected due to {len(bad)} record "
+                        "errors in total, and only showing the first three errors at most: "
+                        f"[{shown}]", record_errors)

@@ -11,8 +11,18 @@ import functools
 import logging
 
 from kazoo.client import KazooClient, KazooState
+from kazoo.retry import KazooRetry
 
 log = logging.getLogger("josefk.zk")
+
+# Reconnecting to ZooKeeper backs off to at most about a second between attempts, as ZooKeeper's
+# own client does: kazoo's default doubles without bound, so after an outage of a few seconds
+# the next attempt came later than the session timeout and every broker lost its session.
+RECONNECT_MAX_DELAY_S = 1.0
+
+
+class ZkClosed(RuntimeError):
+    """The client was stopped (the broker is shutting down)."""
 
 
 def split_chroot(connect: str) -> tuple[str, str]:
@@ -36,7 +46,11 @@ class ZkClient:
             # kazoo needs the chroot to exist before it can be used as one.
             plain = KazooClient(hosts=self.hosts, timeout=self.session_timeout_s)
             await self.loop.run_in_executor(None, self._ensure_chroot, plain)
-        self.kazoo = KazooClient(hosts=self.hosts + self.chroot, timeout=self.session_timeout_s)
+        self.kazoo = KazooClient(hosts=self.hosts + self.chroot, timeout=self.session_timeout_s,
+                                 connection_retry=KazooRetry(
+                                     max_tries=-1, delay=0.1, backoff=2, max_jitter=0.2,
+                                     max_delay=min(RECONNECT_MAX_DELAY_S,
+                                                   self.session_timeout_s / 6)))
         self.kazoo.add_listener(self._on_state)
         await self.loop.run_in_executor(
             None, functools.partial(self.kazoo.start, timeout=self.connect_timeout_s))
@@ -51,6 +65,7 @@ class ZkClient:
 
     async def stop(self) -> None:
         if self.kazoo is not None:
+            self._session_listeners.clear()  # closing the session on purpose is no news
             k, self.kazoo = self.kazoo, None
             await self.loop.run_in_executor(None, self._stop, k)
 
@@ -60,7 +75,10 @@ class ZkClient:
         k.close()
 
     async def run(self, fn, *args):
-        """Run ``fn(kazoo, *args)`` (one or several calls in a row) on a worker thread."""
+        """Run ``fn(kazoo, *args)`` (one or several calls in a row) on a worker thread. Raises
+        ZkClosed once the client is stopped."""
+        if self.kazoo is None:
+            raise ZkClosed("the ZooKeeper client is closed")
         return await self.loop.run_in_executor(None, fn, self.kazoo, *args)
 
     # -- session and watches: callbacks run on the event loop ------------------------------------

@@ -55,6 +55,16 @@ def try_create_controller(k, node_id: int) -> bool:
         return False
 
 
+def resign_controller(k, node_id: int) -> None:
+    """Delete ``/controller`` if ``node_id`` holds it, so that another broker is elected."""
+    try:
+        data, stat = k.get(CONTROLLER)
+        if decode_controller(data) == node_id:
+            k.delete(CONTROLLER, version=stat.version)
+    except (NoNodeError, BadVersionError):
+        pass
+
+
 def increment_controller_epoch(k) -> tuple[int, int]:
     """Bump ``/controller_epoch`` (created at 1); returns (epoch, znode version)."""
     while True:
@@ -90,6 +100,13 @@ def register_broker(k, node_id: int, data: bytes) -> int | None:
         if stat.ephemeralOwner != k.client_id[0]:
             return None
     return k.get(path)[1].czxid
+
+
+def session_owns_registration(k, node_id: int) -> bool:
+    """Whether this client's session holds ``/brokers/ids/<id>`` (a round trip that proves the
+    session alive)."""
+    stat = k.exists(zn.broker_path(node_id))
+    return stat is not None and stat.ephemeralOwner == k.client_id[0]
 
 
 def read_brokers(k, listener: str = "PLAINTEXT") -> dict[int, LiveBroker]:

@@ -6,14 +6,11 @@ from __future__ import annotations
 
 from broker import acl
 from broker.authorizer import GROUP, TOPIC, allowed
+from broker.metadata import partition_exists
 from wire import errors
 from wire.apis import OFFSET_COMMIT, OFFSET_DELETE, OFFSET_FETCH
 
 NO_OFFSET = -1
-
-
-def _known(broker, topic, partition) -> bool:
-    return broker.replicas.get(topic, partition) is not None
 
 
 async def handle_offset_commit(broker, ctx, req):
@@ -30,7 +27,7 @@ async def handle_offset_commit(broker, ctx, req):
                 codes[tp] = errors.GROUP_AUTHORIZATION_FAILED
             elif not may_read:
                 codes[tp] = errors.TOPIC_AUTHORIZATION_FAILED
-            elif not _known(broker, *tp):
+            elif not partition_exists(broker.metadata, *tp):
                 codes[tp] = errors.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 offsets[tp] = (p.committed_offset,
@@ -108,7 +105,8 @@ async def handle_offset_delete(broker, ctx, req):
         return R(error_code=errors.GROUP_AUTHORIZATION_FAILED)
     wanted = [(t.name, p.partition_index) for t in req.topics for p in t.partitions]
     denied = {t.name for t in req.topics if not allowed(broker, ctx, TOPIC, t.name, acl.READ)}
-    known = [tp for tp in wanted if tp[0] not in denied and _known(broker, *tp)]
+    known = [tp for tp in wanted
+             if tp[0] not in denied and partition_exists(broker.metadata, *tp)]
     code, results = await broker.groups.delete_offsets(req.group_id, known)
     if code:
         return R(error_code=code)

@@ -58,6 +58,8 @@ async def handle_leader_and_isr(broker, ctx, req):
             results[(topic, ps.partition_index)] = errors.NONE
         if v >= 5 and req.type == FULL:
             _delete_strays(broker, {(t, ps.partition_index) for t, _i, ps in items})
+        if v >= 2:
+            cluster.session.roles_received(req.broker_epoch)
     if v >= 5:
         by_id: dict = {}
         for topic, topic_id, ps in items:

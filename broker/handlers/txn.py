@@ -10,7 +10,7 @@ from __future__ import annotations
 from broker import acl
 from broker.authorizer import CLUSTER, CLUSTER_NAME, GROUP, TOPIC, TRANSACTIONAL_ID, allowed
 from broker.group_log import OFFSETS_TOPIC, ensure_offsets_topic
-from broker.metadata import INTERNAL_TOPICS
+from broker.metadata import INTERNAL_TOPICS, partition_exists
 from broker.txn import write_markers_locally
 from coordinator.txn_log import STATE_NAMES
 from wire import errors
@@ -42,8 +42,7 @@ async def _add_partitions(broker, ctx, tid, pid, epoch, topics, verify_only=Fals
               if t in INTERNAL_TOPICS or not allowed(broker, ctx, TOPIC, t, acl.WRITE)}
     failed = {tp: errors.TOPIC_AUTHORIZATION_FAILED if tp[0] in denied
               else errors.UNKNOWN_TOPIC_OR_PARTITION for tp in wanted
-              if tp[0] in denied or broker.not_hosted_error(*tp) ==
-              errors.UNKNOWN_TOPIC_OR_PARTITION}
+              if tp[0] in denied or not partition_exists(broker.metadata, *tp)}
     if failed:
         return {tp: failed.get(tp, errors.OPERATION_NOT_ATTEMPTED) for tp in wanted}
     if verify_only:
@@ -113,7 +112,7 @@ async def handle_txn_offset_commit(broker, ctx, req):
             tp = (t.name, p.partition_index)
             if denied or not may_read:
                 codes[tp] = denied or errors.TOPIC_AUTHORIZATION_FAILED
-            elif broker.not_hosted_error(*tp) == errors.UNKNOWN_TOPIC_OR_PARTITION:
+            elif not partition_exists(broker.metadata, *tp):
                 codes[tp] = errors.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 offsets[tp] = (p.committed_offset, p.committed_leader_epoch if v >= 2 else -1,
