@@ -130,13 +130,13 @@ def test_controller_death_takes_it_out_of_every_isr(cluster_factory, fault):
         if fault == "kill":
             c.brokers[controller].kill()
         else:
-            c.brokers[controller].proc.send_signal(signal.SIGSTOP)
+            c.brokers[controller].pause()
         try:
             time.sleep(12)
             gaps = {p: load.longest_gap(p, killed_at) for p in followed}
         finally:
             if fault == "pause":
-                c.brokers[controller].proc.send_signal(signal.SIGCONT)
+                c.brokers[controller].resume()
     survivor = next(i for i in c.brokers if i != controller)
     isrs = {i: p.isrs for i, p in c.metadata(survivor).topics[topic].partitions.items()}
     assert all(gap < 8 for gap in gaps.values()), gaps
