@@ -193,7 +193,7 @@ class Josefk(Broker):
         self.data_dir.mkdir(parents=True, exist_ok=True)
 
     def command(self) -> list[str]:
-        cmd = [self.python, "-m", "broker", "broker",
+        cmd = [self.python, "-m", "josefk", "broker",
                "--listeners", f"PLAINTEXT://127.0.0.1:{self.port}",
                "--log-dirs", str(self.data_dir), "--node-id", "1", "--log-level", "WARNING"]
         for k, v in self.overrides.items():

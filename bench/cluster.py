@@ -27,10 +27,10 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from broker.client import Client
-from faults.harness import Options, run
-from faults.processes import LocalCluster, free_port, port_accepts
-from wire.apis import METADATA
+from josefk.faults.harness import Options, run
+from josefk.faults.processes import LocalCluster, free_port, port_accepts
+from josefk.tools.client import Client
+from josefk.wire.apis import METADATA
 
 now = time.monotonic
 REPO = Path(__file__).resolve().parent.parent
@@ -70,7 +70,7 @@ def startup_time(root: Path) -> float:
     """`josefk cluster --brokers 3` to the first acknowledged produce."""
     port, zk_port = free_port(), free_port()
     t0 = now()
-    proc = subprocess.Popen([sys.executable, "-m", "broker", "cluster", "--brokers", "3",
+    proc = subprocess.Popen([sys.executable, "-m", "josefk", "cluster", "--brokers", "3",
                              "--dir", str(root / "cli-cluster"), "--port", str(port),
                              "--zookeeper-port", str(zk_port)], cwd=REPO,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

@@ -49,7 +49,7 @@ def main(argv=None) -> int:
             prod.produce(topic, key=str(i).encode(), value=b'{"n": %d}' % i, partition=i)
         assert prod.flush(60) == 0
         port = free_port()
-        console = subprocess.Popen([sys.executable, "-m", "broker", "console",
+        console = subprocess.Popen([sys.executable, "-m", "josefk", "console",
                                     "--bootstrap-server", broker.bootstrap, "--port", str(port)],
                                    cwd=str(REPO_ROOT), stdout=subprocess.DEVNULL,
                                    stderr=subprocess.STDOUT)

@@ -135,14 +135,14 @@ def _record(results, workload, broker, n, elapsed, cpu_ns, reqs) -> None:
 def wrapper_cost_us(blocks: int = 15, per_block: int = 5000) -> dict:
     """In process: the added us per Produce and Fetch of the metrics wrapper (median over
     alternating blocks of a stub handler returning a real response, wrapped and not)."""
-    from broker.app import Broker
-    from broker.config import BrokerConfig
-    from broker.dispatch import HANDLERS
-    from broker.metrics import BrokerMetrics
-    from broker.server import RequestContext
-    from wire import headers
-    from wire.apis import FETCH, PRODUCE as PRODUCE_API
-    from wire.records import build_batch
+    from josefk.broker.app import Broker
+    from josefk.broker.config import BrokerConfig
+    from josefk.broker.dispatch import HANDLERS
+    from josefk.broker.metrics import BrokerMetrics
+    from josefk.broker.server import RequestContext
+    from josefk.wire import headers
+    from josefk.wire.apis import FETCH, PRODUCE as PRODUCE_API
+    from josefk.wire.records import build_batch
 
     class Conn:
         received_at = 0.0

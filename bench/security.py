@@ -27,7 +27,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.brokers import Josefk, cleanup_dir, free_port
-from broker.client import Client
+from josefk.tools.client import Client
 
 PROTOCOLS = ["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
 USER, PASSWORD = "bench", "bench-secret"
@@ -87,7 +87,7 @@ def client_props(conf: dict) -> dict:
 def add_user(broker: SecureJosefk) -> None:
     import subprocess
 
-    subprocess.run([sys.executable, "-m", "broker", "users", "alter", "--bootstrap-server",
+    subprocess.run([sys.executable, "-m", "josefk", "users", "alter", "--bootstrap-server",
                     broker.bootstrap, "--user", USER, "--add-config",
                     f"SCRAM-SHA-256=[password={PASSWORD}]"], check=True, timeout=60,
                    capture_output=True)

@@ -13,14 +13,14 @@ import statistics
 import tempfile
 import time
 
-from broker.app import Broker
-from broker.config import BrokerConfig
-from broker.dispatch import HANDLERS
-from broker.handlers.fetch import handle_fetch
-from broker.server import RequestContext
-from wire import headers
-from wire.apis import FETCH, PRODUCE
-from wire.records import build_batch
+from josefk.broker.app import Broker
+from josefk.broker.config import BrokerConfig
+from josefk.broker.dispatch import HANDLERS
+from josefk.broker.handlers.fetch import handle_fetch
+from josefk.broker.server import RequestContext
+from josefk.wire import headers
+from josefk.wire.apis import FETCH, PRODUCE
+from josefk.wire.records import build_batch
 
 F = FETCH.Request
 

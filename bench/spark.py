@@ -24,10 +24,10 @@ from pathlib import Path
 from confluent_kafka import KafkaError, Producer, TopicPartition
 
 from bench.brokers import Josefk
-from pipelines import clickstream
-from pipelines.demo import create_topics, generate_events, produce_events
-from pipelines.kafka_source import NAME, client, kafka_format
-from pipelines.session import local_session
+from josefk.pipelines import clickstream
+from josefk.pipelines.demo import create_topics, generate_events, produce_events
+from josefk.pipelines.kafka_source import NAME, client, kafka_format
+from josefk.pipelines.session import local_session
 
 PARTITIONS = 8
 VALUE = b"x" * 100

@@ -9,40 +9,40 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from broker.config import BrokerConfig, ConfigError, parse_properties
-from broker.dispatch import HANDLERS
-from broker.group_log import OFFSETS_TOPIC, OffsetsTopicLog
-from broker.metrics import BrokerMetrics
-from broker.metadata import (BrokerInfo, LocalMetadataStore, MetadataError,
-                             partition_exists, topic_name_error)
-from broker.quotas import LocalQuotaStore, QuotaManager
-from broker.replica import ReplicaManager, topic_log_config
-from broker.authorizer import AclAuthorizer, LocalAclStore
-from broker.cluster import ClusterMember
-from broker.dynamic import DynamicConfigs
-from broker.fetch_sessions import FetchSessionCache
-from broker.fetcher import FetcherManager
-from broker.handlers.metadata import TopicMetadataCache
-from broker import security
-from broker.sasl import InterBrokerSecurity, LocalCredentialStore, check_mechanisms
-from broker.security import ListenerSecurity
-from broker.limits import ConnectionLimits
-from broker.server import serve
-from broker.txn import TXN_TOPIC, TxnMarkerWriter
-from coordinator import GroupCoordinator, OffsetStore
-from broker.producer_id_blocks import ZkBlocks
-from coordinator.producer_ids import FileBlocks, ProducerIdManager
-from coordinator.txn_coordinator import TransactionCoordinator
-from storage.cleaner import LogCleaner
-from storage.config import LogConfig
-from storage.manager import LogManager
-from wire import errors
-from wire.types import uuid_to_base64
-from wire.apis import API_BY_KEY, API_VERSIONS
-from zk.client import ZkClient
-from zk.acls import ZkAclStore
-from zk.credentials import ZkCredentialStore, ZkQuotaStore
-from zk.metadata import ZkMetadataStore
+from josefk.broker.config import BrokerConfig, ConfigError, parse_properties
+from josefk.broker.dispatch import HANDLERS
+from josefk.broker.group_log import OFFSETS_TOPIC, OffsetsTopicLog
+from josefk.broker.metrics import BrokerMetrics
+from josefk.broker.control.metadata import (BrokerInfo, LocalMetadataStore, MetadataError,
+                                            partition_exists, topic_name_error)
+from josefk.broker.security.quotas import LocalQuotaStore, QuotaManager
+from josefk.broker.replication.replica import ReplicaManager, topic_log_config
+from josefk.broker.security.authorizer import AclAuthorizer, LocalAclStore
+from josefk.broker.control.cluster import ClusterMember
+from josefk.broker.dynamic import DynamicConfigs
+from josefk.broker.fetch_sessions import FetchSessionCache
+from josefk.broker.replication.fetcher import FetcherManager
+from josefk.broker.handlers.metadata import TopicMetadataCache
+from josefk.broker.security import listeners as security
+from josefk.broker.security.sasl import InterBrokerSecurity, LocalCredentialStore, check_mechanisms
+from josefk.broker.security.listeners import ListenerSecurity
+from josefk.broker.limits import ConnectionLimits
+from josefk.broker.server import serve
+from josefk.broker.txn import TXN_TOPIC, TxnMarkerWriter
+from josefk.coordinator import GroupCoordinator, OffsetStore
+from josefk.broker.control.producer_id_blocks import ZkBlocks
+from josefk.coordinator.producer_ids import FileBlocks, ProducerIdManager
+from josefk.coordinator.txn_coordinator import TransactionCoordinator
+from josefk.storage.cleaner import LogCleaner
+from josefk.storage.config import LogConfig
+from josefk.storage.manager import LogManager
+from josefk.wire import errors, recscan
+from josefk.wire.types import uuid_to_base64
+from josefk.wire.apis import API_BY_KEY, API_VERSIONS
+from josefk.zk.client import ZkClient
+from josefk.broker.security.zk_acls import ZkAclStore
+from josefk.broker.security.zk_credentials import ZkCredentialStore, ZkQuotaStore
+from josefk.broker.control.zk_metadata import ZkMetadataStore
 
 log = logging.getLogger("josefk")
 TXN_LOG_TIMEOUT_MS = 30000  # Kafka waits request.timeout.ms for __transaction_state appends
@@ -125,6 +125,7 @@ class Broker:
         if self.cluster is not None:
             self.replicas.fetchers = FetcherManager(
                 config.node_id, lambda b: self.cluster.channel("fetch", b), config)
+            self.replicas.dir_failure_listeners.append(self.cluster.log_dir_failed)
         self.replicas.role_listeners.append(self._on_role_change)
         self.topic_metadata = TopicMetadataCache(self.metadata)
         self.fetch_sessions = FetchSessionCache(
@@ -197,6 +198,9 @@ class Broker:
                              (cfg.int("log.flush.offset.checkpoint.interval.ms"), self._checkpoint)):
             self._tasks.append(asyncio.ensure_future(self._periodic(interval, fn)))
         log.info("josefk broker %d listening on %s", self.config.node_id, cfg.get("listeners"))
+        if not recscan.NATIVE:
+            log.info("records are walked in plain Python (the C helper was not built): produce "
+                     "validation costs more CPU")
 
     async def stop(self):
         if self.cluster is not None and self.config.bool("controlled.shutdown.enable"):
@@ -271,8 +275,11 @@ class Broker:
             return None
 
     def not_hosted_error(self, topic, index) -> int:
-        """What a request for a partition this broker does not lead gets: NOT_LEADER_OR_FOLLOWER
-        if the partition exists in the cluster, else UNKNOWN_TOPIC_OR_PARTITION."""
+        """What a request for a partition this broker does not lead gets: KAFKA_STORAGE_ERROR
+        if its replica here is offline (its log dir failed), NOT_LEADER_OR_FOLLOWER if the
+        partition exists in the cluster, else UNKNOWN_TOPIC_OR_PARTITION."""
+        if (topic, index) in self.replicas.offline:
+            return errors.KAFKA_STORAGE_ERROR
         if partition_exists(self.metadata, topic, index):
             return errors.NOT_LEADER_OR_FOLLOWER
         return errors.UNKNOWN_TOPIC_OR_PARTITION

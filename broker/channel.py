@@ -11,10 +11,10 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from broker.sasl import ClientExchange
-from wire import headers
-from wire.apis import SASL_AUTHENTICATE, SASL_HANDSHAKE
-from wire.types import i32
+from josefk.broker.security.sasl import ClientExchange
+from josefk.wire import headers
+from josefk.wire.apis import SASL_AUTHENTICATE, SASL_HANDSHAKE
+from josefk.wire.types import i32
 
 log = logging.getLogger("josefk.channel")
 

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import re
 
-from broker.config import DEFAULTS, TOPIC_CONFIG_NAMES, TOPIC_DEFAULTS
-from broker.metadata import MetadataError
-from storage.config import BROKER_SYNONYMS as BROKER_KEYS
-from storage.config import LogConfig
-from storage.errors import InvalidConfig
-from wire import errors
+from josefk.broker.config import DEFAULTS, TOPIC_CONFIG_NAMES, TOPIC_DEFAULTS
+from josefk.broker.control.metadata import MetadataError
+from josefk.storage.config import BROKER_SYNONYMS as BROKER_KEYS
+from josefk.storage.config import LogConfig
+from josefk.storage.errors import InvalidConfig
+from josefk.wire import errors
 
 
 class ConfigSource:

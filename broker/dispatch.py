@@ -1,13 +1,14 @@
 """The API dispatch table: api key -> handler(broker, ctx, request)."""
 from __future__ import annotations
 
-from broker import acl
-from broker.authorizer import requires_cluster, requires_group
-from broker.handlers import (acls, alter_configs, api_versions, cluster, configs, fetch, groups,
-                             list_offsets, log_admin, metadata, offsets, produce, producer, quotas,
-                             replication, sasl, scram, telemetry, topics, txn)
-from broker.quotas import fetch_quota, produce_quota
-from wire import apis
+from josefk.broker.security import acl
+from josefk.broker.security.authorizer import requires_cluster, requires_group
+from josefk.broker.handlers import (acls, alter_configs, api_versions, cluster, configs, fetch,
+                                    groups, list_offsets, log_admin, metadata, offsets, produce,
+                                    producer, quotas, replication, sasl, scram, telemetry, topics,
+                                    txn)
+from josefk.broker.security.quotas import fetch_quota, produce_quota
+from josefk.wire import apis
 
 def for_brokers(handler):
     """Inter-broker APIs need ClusterAction on the cluster."""

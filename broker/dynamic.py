@@ -18,15 +18,15 @@ import logging
 import os
 from pathlib import Path
 
-from broker import tls_reload
-from broker.config import DEFAULTS, TOPIC_DEFAULTS
-from broker.configs import BROKER_TO_TOPIC, validate_topic_configs
-from broker.metadata import MetadataError
-from broker.replica import ReplicaManager, topic_log_config
-from storage.config import LogConfig
-from wire import errors
-from zk import configs as zc
-from zk import znodes as zn
+from josefk.broker.security import tls_reload
+from josefk.broker.config import DEFAULTS, TOPIC_DEFAULTS
+from josefk.broker.configs import BROKER_TO_TOPIC, validate_topic_configs
+from josefk.broker.control.metadata import MetadataError
+from josefk.broker.replication.replica import ReplicaManager, topic_log_config
+from josefk.storage.config import LogConfig
+from josefk.wire import errors
+from josefk.zk import configs as zc
+from josefk.zk import znodes as zn
 
 log = logging.getLogger("josefk.dynamic")
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 import time
 
-from wire import errors
+from josefk.wire import errors
 
 INITIAL_EPOCH = 0
 FINAL_EPOCH = -1

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import logging
 
-from broker.metadata import MetadataError
-from coordinator.errors import CoordinatorLogError
-from wire import errors
+from josefk.broker.control.metadata import MetadataError
+from josefk.coordinator.errors import CoordinatorLogError
+from josefk.wire import errors
 
 log = logging.getLogger("josefk.groups")
 

@@ -11,8 +11,8 @@
 """
 from __future__ import annotations
 
-from broker.metadata import INTERNAL_TOPICS, MetadataError
-from wire import errors
+from josefk.broker.control.metadata import INTERNAL_TOPICS, MetadataError
+from josefk.wire import errors
 
 
 def produce_topic_error(name: str) -> int:

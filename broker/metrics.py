@@ -24,11 +24,11 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.core import (CollectorRegistry, CounterMetricFamily, GaugeMetricFamily,
                                     HistogramMetricFamily)
 
-from broker.handlers.fetch import fetching_replica_id
-from broker.server import NO_RESPONSE
-from wire import errors
-from wire.apis import API_BY_KEY, FETCH, PRODUCE
-from wire.batch import HEADER_SIZE, LOG_OVERHEAD, iter_headers
+from josefk.broker.handlers.fetch import fetching_replica_id
+from josefk.broker.server import NO_RESPONSE
+from josefk.wire import errors
+from josefk.wire.apis import API_BY_KEY, FETCH, PRODUCE
+from josefk.wire.batch import HEADER_SIZE, LOG_OVERHEAD, iter_headers
 
 log = logging.getLogger("josefk.metrics")
 
@@ -278,7 +278,7 @@ class BrokerMetrics:
     def _quota_metrics(self):
         """Each throttled client's measured rate, as Kafka's per-client quota sensors show it
         (type=Produce/Fetch byte-rate, type=Request request-time in percent of a thread)."""
-        from broker.quotas import CLIENT, FETCH, PRODUCE, REQUEST, USER
+        from josefk.broker.security.quotas import CLIENT, FETCH, PRODUCE, REQUEST, USER
 
         names = {PRODUCE: ("kafka_server_produce_byte_rate", "Bytes produced per second"),
                  FETCH: ("kafka_server_fetch_byte_rate", "Bytes fetched per second"),

@@ -13,16 +13,16 @@ import os
 import time
 from types import CoroutineType
 
-from broker import eager
-from broker.handlers.sasl import sasl_token
-from broker.limits import ConnectionLimits
-from broker.quotas import TimedCoroutine, request_time
-from broker.security import ConnectionSecurity
-from storage.log import FileRegion
-from wire import errors, headers
-from wire.apis import API_BY_KEY
-from wire.framing import FrameReader, frame
-from wire.types import DecodeError
+from josefk.broker import eager
+from josefk.broker.handlers.sasl import sasl_token
+from josefk.broker.limits import ConnectionLimits
+from josefk.broker.security.quotas import TimedCoroutine, request_time
+from josefk.broker.security.listeners import ConnectionSecurity
+from josefk.storage.log import FileRegion
+from josefk.wire import errors, headers
+from josefk.wire.apis import API_BY_KEY
+from josefk.wire.framing import FrameReader, frame
+from josefk.wire.types import DecodeError
 
 log = logging.getLogger("josefk.server")
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from broker.channel import ChannelError
-from broker.group_log import OFFSETS_TOPIC, ensure_internal_topic
-from wire import errors
-from wire.apis import WRITE_TXN_MARKERS
+from josefk.broker.channel import ChannelError
+from josefk.broker.group_log import OFFSETS_TOPIC, ensure_internal_topic
+from josefk.wire import errors
+from josefk.wire.apis import WRITE_TXN_MARKERS
 
 log = logging.getLogger("josefk.txn")
 

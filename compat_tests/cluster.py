@@ -9,7 +9,7 @@ import time
 
 from confluent_kafka.admin import AdminClient
 
-from faults.processes import QUICK_FAILOVER, LocalCluster
+from josefk.faults.processes import QUICK_FAILOVER, LocalCluster
 
 
 class Cluster(LocalCluster):

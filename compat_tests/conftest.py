@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from faults.processes import BrokerProcess
+from josefk.faults.processes import BrokerProcess
 from compat_tests.cluster import Cluster
 from compat_tests.helpers import create_topic, unique_topic
 from compat_tests.zookeeper import new_chroot, zk_chroot, zk_connect, zookeeper  # noqa: F401
@@ -124,6 +124,36 @@ def _untrack_cluster(c):
     for b in c.brokers.values():
         if b in _brokers:
             _brokers.remove(b)
+
+
+@pytest.fixture(scope="session")
+def schema_registry(broker, tmp_path_factory):
+    """One ``josefk registry`` on the shared broker (its own _schemas topic)."""
+    from compat_tests.http_services import ServiceProcess, wait_primary
+
+    root = tmp_path_factory.mktemp("registry")
+    sr = ServiceProcess("registry", {"kafkastore.bootstrap.servers": broker.bootstrap,
+                                     "kafkastore.topic": "_schemas_shared",
+                                     "schema.registry.group.id": "registry-shared",
+                                     "kafkastore.topic.replication.factor": 1},
+                        root / "registry.log").start()
+    wait_primary(sr.url)
+    yield sr
+    sr.stop()
+
+
+@pytest.fixture(scope="session")
+def rest_proxy(broker, schema_registry, tmp_path_factory):
+    """One ``josefk rest`` on the shared broker, using the shared registry."""
+    from compat_tests.http_services import ServiceProcess
+
+    root = tmp_path_factory.mktemp("rest")
+    proxy = ServiceProcess("rest", {"bootstrap.servers": broker.bootstrap,
+                                    "schema.registry.url": schema_registry.url,
+                                    "request.max.bytes": 1 << 20},
+                           root / "rest.log").start()
+    yield proxy
+    proxy.stop()
 
 
 @pytest.fixture(scope="session")

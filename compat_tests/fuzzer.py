@@ -24,11 +24,11 @@ import time
 import uuid
 from pathlib import Path
 
-from storage.config import PROPS
-from wire import headers
-from wire.apis import API_BY_KEY
-from wire.records import build_batch
-from wire.schema import BOOL, BYTES, FLOAT64, RECORDS, STRING, UUID, Array, Prim, Struct
+from josefk.storage.config import PROPS
+from josefk.wire import headers
+from josefk.wire.apis import API_BY_KEY
+from josefk.wire.records import build_batch
+from josefk.wire.schema import BOOL, BYTES, FLOAT64, RECORDS, STRING, UUID, Array, Prim, Struct
 
 VECTORS = Path(os.environ.get("JOSEFK_VECTORS", Path(__file__).resolve().parents[2] / "shared"
                               / "vectors" / "java"))

@@ -10,7 +10,7 @@ import uuid
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from faults.processes import BROKER_PYTHON, REPO_ROOT
+from josefk.faults.processes import BROKER_PYTHON, REPO_ROOT
 
 
 def unique_topic(prefix: str = "t") -> str:
@@ -438,10 +438,10 @@ def wait_group_state(admin: AdminClient, group: str, state, timeout: float = 15.
 
 
 def josefk_cli(broker, command: str, action: str, *args, check=True) -> subprocess.CompletedProcess:
-    """Run ``python -m broker COMMAND ACTION --bootstrap-server B ARGS...`` against ``broker``;
+    """Run ``python -m josefk COMMAND ACTION --bootstrap-server B ARGS...`` against ``broker``;
     with ``check``, fail the test unless it exits 0."""
     proc = subprocess.run(
-        [BROKER_PYTHON, "-m", "broker", command, action,
+        [BROKER_PYTHON, "-m", "josefk", command, action,
          "--bootstrap-server", broker.bootstrap, *args],
         cwd=str(REPO_ROOT), capture_output=True, text=True, timeout=30,
     )

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import trustme
 
-from faults.processes import BROKER_PYTHON, REPO_ROOT, BrokerProcess, free_port
+from josefk.faults.processes import BROKER_PYTHON, REPO_ROOT, BrokerProcess, free_port
 
 PLAIN_USERS = {"admin": "admin-secret", "alice": "alice-secret"}
 SCRAM_USERS = {"bob": "bob-secret", "carol": "carol-secret"}
@@ -83,7 +83,7 @@ def listener_address(broker, name: str) -> str:
 
 
 def josefk(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run([BROKER_PYTHON, "-m", "broker", *args], cwd=str(REPO_ROOT),
+    return subprocess.run([BROKER_PYTHON, "-m", "josefk", *args], cwd=str(REPO_ROOT),
                           capture_output=True, text=True, timeout=60, check=check)
 
 

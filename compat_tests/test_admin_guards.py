@@ -20,9 +20,9 @@ from confluent_kafka.admin import NewPartitions, NewTopic
 from compat_tests.helpers import (DeliveryLog, admin_client, consumer, create_topic, flush_all,
                                   producer, read_partition, roundtrip_check, unique_topic,
                                   wait_for_topic_gone)
-from coordinator import partition_for
-from coordinator.group import OffsetAndMetadata
-from coordinator.offset_store import offset_commit_key, offset_commit_value
+from josefk.coordinator import partition_for
+from josefk.coordinator.group import OffsetAndMetadata
+from josefk.coordinator.offset_store import offset_commit_key, offset_commit_value
 
 pytestmark = pytest.mark.timeout(120)
 

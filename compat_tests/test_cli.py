@@ -1,4 +1,4 @@
-"""`python -m broker topics ...` (kafka-topics.sh style) against the running broker.
+"""`python -m josefk topics ...` (kafka-topics.sh style) against the running broker.
 
 Results are cross-checked with confluent-kafka's AdminClient, an independent client.
 """

@@ -239,7 +239,7 @@ def test_controller_failover_and_rejoin(cluster_factory):
 
 
 def test_duplicate_broker_id_is_refused(cluster, tmp_path):
-    from faults.processes import BrokerProcess, BrokerStartError
+    from josefk.faults.processes import BrokerProcess, BrokerStartError
 
     dup = BrokerProcess(data_dir=tmp_path / "dup", node_id=2, log_dir=tmp_path,
                         overrides={"zookeeper.connect": cluster.zk_connect,
@@ -324,8 +324,8 @@ def test_auto_leader_rebalance_brings_leadership_back(cluster_factory):
 
 
 def test_stale_controller_and_non_controller_requests_are_refused(cluster):
-    from broker.client import Client
-    from wire.apis import ALTER_PARTITION, LEADER_AND_ISR, UPDATE_METADATA
+    from josefk.tools.client import Client
+    from josefk.wire.apis import ALTER_PARTITION, LEADER_AND_ISR, UPDATE_METADATA
 
     controller = cluster.controller_id(1)
     other = next(i for i in cluster.brokers if i != controller)
@@ -341,8 +341,8 @@ def test_stale_controller_and_non_controller_requests_are_refused(cluster):
 
 
 def test_offset_for_leader_epoch(cluster):
-    from broker.client import Client
-    from wire.apis import OFFSET_FOR_LEADER_EPOCH
+    from josefk.tools.client import Client
+    from josefk.wire.apis import OFFSET_FOR_LEADER_EPOCH
 
     topic = create(cluster, unique_topic("ofle"), 1)
     p = producer(cluster.bootstrap, acks="all")
@@ -386,7 +386,7 @@ def test_a_short_zookeeper_outage_keeps_every_session(tmp_path):
     broker re-registers and no ISR shrinks."""
     from compat_tests.cluster import Cluster
     from compat_tests.zookeeper import new_chroot
-    from zk.local_server import LocalZooKeeper
+    from josefk.zk.local_server import LocalZooKeeper
 
     zk = LocalZooKeeper(tmp_path / "zk", fsync=False).start(timeout=60)
     c = None
@@ -472,3 +472,16 @@ def test_paused_coordinator_never_answers_stale_offsets(cluster_factory):
             pass
         time.sleep(0.05)
     assert answers <= {(rk.NOT_COORDINATOR, -1), (rk.NONE, 50)}, answers
+
+
+def test_a_stopped_broker_leaves_every_brokers_metadata(cluster_factory):
+    """A broker that shuts down (SIGTERM: controlled shutdown first, so no partition state
+    changes when it goes) is no longer offered to clients as a live broker: the controller
+    tells every broker, as Kafka's does on any broker failure."""
+    c = cluster_factory(overrides={"zookeeper.session.timeout.ms": 3000})
+    create(c, unique_topic("leave"), 3)
+    victim = next(i for i in c.brokers if i != c.controller_id(1))
+    c.brokers[victim].stop()
+    c.wait_for(lambda: all(victim not in c.metadata(i).brokers
+                           for i, b in c.brokers.items() if b.is_running()),
+               10, f"broker {victim} gone from every broker's metadata")

@@ -15,7 +15,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from faults.processes import BROKER_PYTHON, REPO_ROOT, free_port, port_accepts
+from josefk.faults.processes import BROKER_PYTHON, REPO_ROOT, free_port, port_accepts
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -29,7 +29,7 @@ class ClusterCli:
                                             for i in (1, 2)):
             self.port = free_port()  # three ports in a row
         self.proc = subprocess.Popen(
-            [BROKER_PYTHON, "-m", "broker", "cluster", "--brokers", "3", "--dir",
+            [BROKER_PYTHON, "-m", "josefk", "cluster", "--brokers", "3", "--dir",
              str(tmp_path / "cluster"), "--port", str(self.port), "--zookeeper-port",
              str(self.zk_port), "--override", "zookeeper.session.timeout.ms=6000", *args],
             cwd=str(REPO_ROOT), stdin=subprocess.PIPE, stdout=subprocess.PIPE,

@@ -10,6 +10,7 @@ from confluent_kafka import (
     OFFSET_BEGINNING,
     OFFSET_END,
     TIMESTAMP_CREATE_TIME,
+    TIMESTAMP_LOG_APPEND_TIME,
     KafkaError,
     KafkaException,
     TopicPartition,
@@ -330,6 +331,23 @@ def test_list_offsets_max_timestamp(broker, new_topic):
     admin = admin_client(broker.bootstrap)
     res = admin.list_offsets({tp: OffsetSpec.max_timestamp()}, request_timeout=15)[tp].result(15)
     assert (res.offset, res.timestamp) == (1, BASE_TS + 50_000)
+
+
+def test_log_append_time_reaches_the_producer_and_the_consumer(broker, new_topic):
+    """message.timestamp.type=LogAppendTime: the broker's append time replaces the producer's,
+    and the produce answer carries it (log_append_time_ms), so the delivery report has it."""
+    topic = new_topic(partitions=1, config={"message.timestamp.type": "LogAppendTime"})
+    delivered = []
+    p = producer(broker.bootstrap, acks="all")
+    before = int(time.time() * 1000)
+    p.produce(topic, value=b"x", partition=0, timestamp=BASE_TS,
+              on_delivery=lambda err, msg: delivered.append((err, msg.timestamp())))
+    flush_all(p)
+    after = int(time.time() * 1000)
+    ((err, (kind, ts)),) = delivered
+    assert err is None and kind == TIMESTAMP_LOG_APPEND_TIME and before <= ts <= after
+    (m,) = read_partition(broker.bootstrap, topic, 0, 1)
+    assert m.timestamp() == (TIMESTAMP_LOG_APPEND_TIME, ts)
 
 
 def test_metadata_unknown_topic_auto_created(broker):

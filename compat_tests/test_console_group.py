@@ -13,7 +13,7 @@ import time
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka import ConsumerGroupState
 
-from faults.processes import BROKER_PYTHON, REPO_ROOT
+from josefk.faults.processes import BROKER_PYTHON, REPO_ROOT
 from compat_tests.helpers import (admin_client, create_topic, flush_all, josefk_cli, producer,
                                   unique_topic, wait_group_state)
 
@@ -24,7 +24,7 @@ class ConsoleConsumer:
 
     def __init__(self, broker, topic, group, *extra):
         self.proc = subprocess.Popen(
-            [BROKER_PYTHON, "-m", "broker", "console-consumer", "--bootstrap-server",
+            [BROKER_PYTHON, "-m", "josefk", "console-consumer", "--bootstrap-server",
              broker.bootstrap, "--topic", topic, "--group", group, "--property",
              "print.partition=true", "--consumer-property", "heartbeat.interval.ms=500", *extra],
             cwd=str(REPO_ROOT), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -229,7 +229,7 @@ def test_perf_consumer_group_commits_and_leaves(broker):
     group = unique_topic("cg-perf-group")
     produce_each(broker.bootstrap, topic, 2, 500)
     def perf(*args):
-        return subprocess.run([BROKER_PYTHON, "-m", "broker", "perf-consumer", "--bootstrap-server",
+        return subprocess.run([BROKER_PYTHON, "-m", "josefk", "perf-consumer", "--bootstrap-server",
                                broker.bootstrap, "--topic", topic, "--group", group, *args],
                               cwd=str(REPO_ROOT), capture_output=True, text=True, timeout=60)
     out = perf("--messages", "1000")

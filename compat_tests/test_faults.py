@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from faults.nemesis import KINDS
-from faults.network import CGROUP_PREFIX, CHAIN_PREFIX, cgroup2_root
-from faults.processes import BROKER_PYTHON, REPO_ROOT
+from josefk.faults.nemesis import KINDS
+from josefk.faults.network import CGROUP_PREFIX, CHAIN_PREFIX, cgroup2_root
+from josefk.faults.processes import BROKER_PYTHON, REPO_ROOT
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -44,7 +44,7 @@ def leftovers(run_dir: Path, pid: int) -> list[str]:
 def test_every_fault_kind_once_without_anomalies(tmp_path):
     seed = random.randrange(1 << 31)
     run_dir = tmp_path / "run"
-    proc = subprocess.Popen([BROKER_PYTHON, "-m", "faults", "--rounds", "1", "--seed", str(seed),
+    proc = subprocess.Popen([BROKER_PYTHON, "-m", "josefk.faults", "--rounds", "1", "--seed", str(seed),
                              "--dir", str(run_dir)], cwd=str(REPO_ROOT),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})

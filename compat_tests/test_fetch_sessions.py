@@ -9,10 +9,10 @@ import uuid
 from confluent_kafka import TopicPartition
 from kafka import KafkaConsumer, TopicPartition as KTP
 
-from broker.client import Client
+from josefk.tools.client import Client
 from compat_tests.helpers import admin_client, flush_all, producer
-from wire import errors
-from wire.apis import FETCH
+from josefk.wire import errors
+from josefk.wire.apis import FETCH
 
 Q = FETCH.Request
 V = 12

@@ -11,7 +11,7 @@ import pytest
 
 from compat_tests.fuzzer import BROKER_OVERRIDES, FuzzRun, check_broker_log
 from compat_tests.helpers import create_topic, roundtrip_check, unique_topic
-from wire.apis import API_BY_KEY
+from josefk.wire.apis import API_BY_KEY
 
 pytestmark = pytest.mark.timeout(300)
 

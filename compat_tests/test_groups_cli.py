@@ -1,4 +1,4 @@
-"""`python -m broker groups ...` (kafka-consumer-groups.sh style) against the running broker,
+"""`python -m josefk groups ...` (kafka-consumer-groups.sh style) against the running broker,
 cross-checked with real confluent-kafka clients."""
 
 from __future__ import annotations

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from wire import errors
-from wire.apis import API_BY_KEY
-from wire.compiler import Message
-from wire.headers import peek_request_header, read_request_header, read_response_header
+from josefk.wire import errors
+from josefk.wire.apis import API_BY_KEY
+from josefk.wire.compiler import Message
+from josefk.wire.headers import peek_request_header, read_request_header, read_response_header
 
 VECTORS = Path(os.environ.get("JOSEFK_VECTORS",
                               Path(__file__).resolve().parents[2] / "shared" / "vectors" / "java"))

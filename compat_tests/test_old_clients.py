@@ -23,7 +23,7 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from faults.processes import free_port
+from josefk.faults.processes import free_port
 from compat_tests.helpers import (create_topic, flush_all, read_partition, requests_by_version,
                                   unique_topic, versions_sent)
 

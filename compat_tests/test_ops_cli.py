@@ -10,14 +10,14 @@ import time
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import ConfigResource, ConfigSource, NewTopic
 
-from faults.processes import BROKER_PYTHON, REPO_ROOT
+from josefk.faults.processes import BROKER_PYTHON, REPO_ROOT
 from compat_tests.helpers import (admin_client, consume_n, consumer, create_topic, flush_all,
                                   producer, unique_topic)
-from wire.records import CONTROL_COMMIT, build_batch, control_record
+from josefk.wire.records import CONTROL_COMMIT, build_batch, control_record
 
 
 def josefk(*args, broker=None, input=None, check=True) -> subprocess.CompletedProcess:
-    cmd = [BROKER_PYTHON, "-m", "broker", *args]
+    cmd = [BROKER_PYTHON, "-m", "josefk", *args]
     if broker is not None:
         cmd += ["--bootstrap-server", broker.bootstrap]
     proc = subprocess.run(cmd, cwd=str(REPO_ROOT), capture_output=True, text=True, timeout=60,

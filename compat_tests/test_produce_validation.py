@@ -14,7 +14,7 @@ import pytest
 from confluent_kafka import TopicPartition
 
 from compat_tests import rawkafka as rk
-from compat_tests.helpers import consumer, read_partition
+from compat_tests.helpers import consumer, create_topic, read_partition, unique_topic
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -148,3 +148,33 @@ def test_a_batch_without_max_timestamp_is_found_by_time(broker, topic):
     finally:
         c.close()
     assert found == [0, 2, 2, -1]
+
+
+def test_a_broker_without_the_c_helper_validates_and_loads_the_same(broker_factory, monkeypatch):
+    """JOSEFK_PURE_PYTHON=1: the broker walks records in plain Python (as installed where no C
+    compiler was at hand) and answers exactly as with the native walk: per-record errors, a
+    rewritten max timestamp, and committed offsets loaded back after a restart."""
+    monkeypatch.setenv("JOSEFK_PURE_PYTHON", "1")
+    b = broker_factory()
+    assert "records are walked in plain Python" in b.log_path.read_text()
+    compacted = create_topic(b.bootstrap, unique_topic("pure"), 1,
+                             config={"cleanup.policy": "compact"})
+    data = rk.record(0, b"k", b"a") + rk.record(1, None, b"b") + rk.record(2, None, b"c")
+    r = _refused(b, compacted, batch(data, 3), rk.INVALID_RECORD)
+    assert [i for i, _m in r["record_errors"]] == [1, 2]
+    plain = create_topic(b.bootstrap, unique_topic("pure-ts"), 1)
+    stamped = b"".join(rk.record(i, b"k", b"s%d" % i, timestamp_delta=10 * i) for i in range(3))
+    assert produce(b, plain, batch(stamped, 3, max_timestamp=-1))["error_code"] == rk.NONE
+    group = unique_topic("pure-g")
+    c = consumer(b.bootstrap, **{"group.id": group})
+    try:
+        assert c.offsets_for_times([TopicPartition(plain, 0, TS + 11)], timeout=10)[0].offset == 2
+        c.commit(offsets=[TopicPartition(plain, 0, 3)], asynchronous=False)
+    finally:
+        c.close()
+    b.restart()
+    c = consumer(b.bootstrap, **{"group.id": group})
+    try:
+        assert c.committed([TopicPartition(plain, 0)], timeout=20)[0].offset == 3
+    finally:
+        c.close()

@@ -3,6 +3,8 @@ kills, the high watermark, min.insync.replicas, a zombie leader, controlled shut
 election and preferred leader election."""
 from __future__ import annotations
 
+import collections
+import resource
 import threading
 import time
 
@@ -92,9 +94,10 @@ class LoadProducer:
         return sum(len(v) for v in self.acked.values())
 
     def longest_gap(self, partition, since: float) -> float:
-        """The longest time without an acknowledgement on ``partition`` from ``since`` on."""
-        times = [since] + [t for t in self.ack_times[partition] if t > since]
-        return max(b - a for a, b in zip(times, times[1:])) if len(times) > 1 else float("inf")
+        """The longest time without an acknowledgement on ``partition`` from ``since`` until
+        now."""
+        times = [since] + [t for t in self.ack_times[partition] if t > since] + [time.monotonic()]
+        return max(b - a for a, b in zip(times, times[1:]))
 
 
 def check_nothing_lost(c, load, partitions):
@@ -109,7 +112,7 @@ def check_nothing_lost(c, load, partitions):
         assert values == sorted(values), f"partition {p} out of order"
     read = sum(len(v) for v in got.values())
     print(f"acked={acked} read={read} lost={lost} duplicated={duplicated} "
-          f"errors={len(load.errors)}")
+          f"errors={len(load.errors)} {collections.Counter(str(e) for e in load.errors)}")
     assert lost == 0 and duplicated == 0
     return acked
 
@@ -143,6 +146,34 @@ def test_controller_death_takes_it_out_of_every_isr(cluster_factory, fault):
     if fault == "kill":
         assert all(controller not in isr for isr in isrs.values()), isrs
     check_nothing_lost(c, load, 3)
+
+
+def test_a_failed_log_dir_moves_leadership_to_the_in_sync_replicas(cluster_factory):
+    """The leader's disk fails under acks=all load (a file-size limit makes its next writes fail
+    as a full disk does): its log dir goes offline, the controller moves leadership to another
+    in-sync replica within a session timeout plus 2 s, nothing acknowledged is lost; restarted,
+    the broker serves the partition again."""
+    c = cluster_factory()
+    topic = create(c, unique_topic("diskfail"), 1, config={"min.insync.replicas": "2"})
+    leader = c.partition(topic, 0).leader
+    segment = c.brokers[leader].data_dir / f"{topic}-0" / "00000000000000000000.log"
+    with LoadProducer(c.bootstrap, topic, 1) as load:
+        c.wait_for(lambda: segment.stat().st_size > 0, 10, "records on the leader")
+        failed_at = time.monotonic()
+        resource.prlimit(c.brokers[leader].proc.pid, resource.RLIMIT_FSIZE,
+                         (segment.stat().st_size + 50_000, resource.RLIM_INFINITY))
+        survivor = next(i for i in c.brokers if i != leader)
+        c.wait_for(lambda: c.partition(topic, 0, survivor).leader not in (leader, -1), 15,
+                   "leadership moved")
+        time.sleep(3)
+        gap = load.longest_gap(0, failed_at)
+    assert gap < 8, gap
+    moved = c.partition(topic, 0, survivor)
+    assert leader not in moved.isrs and leader in moved.replicas
+    assert c.brokers[leader].is_running()
+    check_nothing_lost(c, load, 1)
+    c.brokers[leader].restart()
+    c.wait_for(lambda: leader in c.partition(topic, 0, survivor).isrs, 30, "back in the ISR")
 
 
 @pytest.mark.slow

@@ -15,10 +15,10 @@ import pytest
 from pyspark.errors import PySparkException
 
 from compat_tests.helpers import produce_values, producer, read_from_beginning
-from pipelines import clickstream
-from pipelines.demo import generate_events, produce_events
-from pipelines.kafka_source import NAME, kafka_format
-from pipelines.session import local_session
+from josefk.pipelines import clickstream
+from josefk.pipelines.demo import generate_events, produce_events
+from josefk.pipelines.kafka_source import NAME, kafka_format
+from josefk.pipelines.session import local_session
 
 pytestmark = pytest.mark.slow
 

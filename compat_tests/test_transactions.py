@@ -16,7 +16,7 @@ import pytest
 from confluent_kafka import (OFFSET_BEGINNING, Consumer, KafkaError, KafkaException,
                              TopicPartition)
 
-from faults.processes import REPO_ROOT
+from josefk.faults.processes import REPO_ROOT
 from compat_tests.helpers import consumer, create_topic, producer, unique_topic
 
 TXN_TIMEOUTS = {"transaction.abort.timed.out.transaction.cleanup.interval.ms": 500}
@@ -558,8 +558,8 @@ def test_compaction_removes_aborted_data_and_keeps_committed_state(broker_factor
 def test_add_partitions_with_an_unknown_topic_fails_the_request(broker):
     """Kafka's answer: UNKNOWN_TOPIC_OR_PARTITION for the unknown partition, and
     OPERATION_NOT_ATTEMPTED for the others; the transaction goes on without them."""
-    from broker.client import Client
-    from wire.apis import ADD_PARTITIONS_TO_TXN, FIND_COORDINATOR, INIT_PRODUCER_ID
+    from josefk.tools.client import Client
+    from josefk.wire.apis import ADD_PARTITIONS_TO_TXN, FIND_COORDINATOR, INIT_PRODUCER_ID
 
     topic = create_topic(broker.bootstrap, unique_topic("apt"), 1)
     tid = "apt-" + uuid.uuid4().hex[:6]

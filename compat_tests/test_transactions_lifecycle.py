@@ -6,14 +6,14 @@ from __future__ import annotations
 import time
 import uuid
 
-from broker.client import Client
+from josefk.tools.client import Client
 from compat_tests import rawkafka as rk
 from compat_tests.helpers import create_topic, producer, unique_topic
 from compat_tests.test_transactions import (commit_and_abort_in_turn, committed_in_txn,
                                             key_values, open_txn, read_values, txn_producer)
-from wire import errors
-from wire.apis import DESCRIBE_TRANSACTIONS, WRITE_TXN_MARKERS
-from wire.batch import iter_headers
+from josefk.wire import errors
+from josefk.wire.apis import DESCRIBE_TRANSACTIONS, WRITE_TXN_MARKERS
+from josefk.wire.batch import iter_headers
 
 
 def _raw_txn_batch(bootstrap, topic, pid, value):

@@ -17,7 +17,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from faults.processes import BROKER_PYTHON, REPO_ROOT, free_port, port_accepts
+from josefk.faults.processes import BROKER_PYTHON, REPO_ROOT, free_port, port_accepts
 from compat_tests.helpers import (admin_client, consume_n, consumer, create_topic, flush_all,
                                   producer, unique_topic, wait_for_topic)
 
@@ -30,7 +30,7 @@ def console(broker_factory, tmp_path):
     b = broker_factory()
     port = free_port()
     log = open(tmp_path / "console.log", "w")
-    proc = subprocess.Popen([BROKER_PYTHON, "-m", "broker", "console", "--bootstrap-server",
+    proc = subprocess.Popen([BROKER_PYTHON, "-m", "josefk", "console", "--bootstrap-server",
                              b.bootstrap, "--port", str(port), "--lag-interval", "0.5"],
                             cwd=str(REPO_ROOT), stdout=log, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 20

@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-from broker.client import Client
+from josefk.tools.client import Client
 from compat_tests import rawkafka as rk
 from compat_tests.helpers import flush_all, producer
-from wire.apis import FETCH, METADATA
+from josefk.wire.apis import FETCH, METADATA
 
 Q = FETCH.Request
 

@@ -17,7 +17,7 @@ import uuid
 
 import pytest
 
-from zk.local_server import LocalZooKeeper, ZooKeeperNotInstalled
+from josefk.zk.local_server import LocalZooKeeper, ZooKeeperNotInstalled
 
 
 def new_chroot(zk: LocalZooKeeper, name: str | None = None, create: bool = True) -> str:

@@ -1,8 +1,8 @@
 """Kafka error codes the group coordinator answers with, and how failed appends to its log
 translate into them. The codes themselves are the protocol's table in ``wire.errors``."""
 
-from wire.errors import *  # noqa: F401,F403  (re-exported: coordinator code says errors.X)
-from wire.errors import name
+from josefk.wire.errors import *  # noqa: F401,F403  (re-exported: coordinator code says errors.X)
+from josefk.wire.errors import name
 
 
 class CoordinatorLogError(Exception):

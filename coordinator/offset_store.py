@@ -40,9 +40,9 @@ import logging
 import struct
 from dataclasses import dataclass, field
 
-from wire import _recscan
-from wire import batch as wire_batch
-from wire import records as wire_records
+from josefk.wire import recscan
+from josefk.wire import batch as wire_batch
+from josefk.wire import records as wire_records
 
 from .group import CommitRecord, OffsetAndMetadata
 
@@ -404,7 +404,7 @@ class OffsetStore:
         """Replay the partition: last write wins, tombstones delete. Transactional offset
         commits (TxnOffsetCommit) count only once their producer's COMMIT marker is read.
 
-        Plain batches are reduced in bulk, natively (``_recscan.latest``), to each key's last
+        Plain batches are reduced in bulk, natively (``recscan.latest``), to each key's last
         write, and only those are decoded: replaying a million commits of a few thousand keys
         decodes a few thousand records. A transaction marker first applies what was reduced so
         far, so the order of events is the log's."""
@@ -423,7 +423,7 @@ class OffsetStore:
                     r.apply(rec.key, rec.value, header.base_offset, header.producer_id)
                 continue
             try:
-                _recscan.latest(wire_records.records_section(buf, header), header.count, latest,
+                recscan.latest(wire_records.records_section(buf, header), header.count, latest,
                                 header.base_offset)
             except ValueError as e:
                 log.warning("skipping a malformed batch at offset %d of __consumer_offsets-%d: "

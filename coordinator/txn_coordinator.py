@@ -26,7 +26,7 @@ import asyncio
 import inspect
 import logging
 
-from wire import records as wire_records
+from josefk.wire import records as wire_records
 
 from . import errors
 from .clock import AsyncioClock

@@ -7,8 +7,8 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from faults.harness import Options, run
-from faults.nemesis import DESCRIPTIONS, KINDS
+from josefk.faults.harness import Options, run
+from josefk.faults.nemesis import DESCRIPTIONS, KINDS
 
 
 def parse_kinds(text: str) -> tuple[str, ...]:

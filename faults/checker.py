@@ -27,7 +27,7 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 
-from faults.history import Commit, Fault, History, OffsetRead, Resume, Txn, Write
+from josefk.faults.history import Commit, Fault, History, OffsetRead, Resume, Txn, Write
 
 CLASSES = ("lost", "moved", "duplicated", "reordered", "aborted-read", "txn-lost",
            "offsets-back", "stale-offset", "skip", "replay", "crashed")

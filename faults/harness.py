@@ -23,10 +23,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from faults import checker, network
-from faults.history import History
-from faults.nemesis import KINDS, Nemesis
-from faults.processes import (QUICK_FAILOVER, REPO_ROOT, BrokerStartError, LocalCluster,
+from josefk.faults import checker, network
+from josefk.faults.history import History
+from josefk.faults.nemesis import KINDS, Nemesis
+from josefk.faults.processes import (QUICK_FAILOVER, REPO_ROOT, BrokerStartError, LocalCluster,
                               describe_exit)
 
 now = time.time
@@ -214,7 +214,7 @@ class Run:
         log = open(self.root / "workload.log", "ab")
         try:
             self.workload = subprocess.Popen(
-                [*launcher, sys.executable, "-m", "faults.workload", self.cluster.bootstrap,
+                [*launcher, sys.executable, "-m", "josefk.faults.workload", self.cluster.bootstrap,
                  str(self.root), str(self.rng.randrange(1 << 31)), str(seconds)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True,
                 start_new_session=True, cwd=str(REPO_ROOT),

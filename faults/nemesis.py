@@ -7,8 +7,8 @@ from __future__ import annotations
 import random
 import time
 
-from faults.history import Fault
-from faults.processes import LocalCluster, describe_exit
+from josefk.faults.history import Fault
+from josefk.faults.processes import LocalCluster, describe_exit
 
 now = time.time
 

@@ -19,8 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from faults import disk, network
-from zk.local_server import LocalZooKeeper
+from josefk.faults import disk, network
+from josefk.zk.local_server import LocalZooKeeper
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -143,7 +143,7 @@ class BrokerProcess:
 
     def command(self) -> list[str]:
         cmd = [
-            BROKER_PYTHON, "-m", "broker", "broker",
+            BROKER_PYTHON, "-m", "josefk", "broker",
             "--listeners", self.overrides.get("listeners", f"PLAINTEXT://{self.host}:{self.port}"),
             "--log-dirs", str(self.data_dir),
             "--node-id", str(self.node_id),
@@ -529,7 +529,7 @@ class LocalCluster:
     # -- asking the cluster (josefk's own client) ------------------------------------------------
     def client(self, b: int | None = None, timeout: float = 5.0):
         """A ``broker.client.Client`` to broker ``b`` (or to a live one)."""
-        from broker.client import Client
+        from josefk.tools.client import Client
 
         if b is None:
             live = self.live()
@@ -540,7 +540,7 @@ class LocalCluster:
 
     def metadata_from(self, b: int | None = None, topics=None, timeout: float = 5.0):
         """What broker ``b`` (or a live one) answers to Metadata (``topics``: None for all)."""
-        from wire.apis import METADATA
+        from josefk.wire.apis import METADATA
 
         request = None if topics is None else [METADATA.Request.MetadataRequestTopic(name=t)
                                                for t in topics]
@@ -566,7 +566,7 @@ class LocalCluster:
     def coordinator(self, key: str, key_type: int = 0) -> int:
         """The node id of the coordinator of group ``key`` (``key_type`` 1: of transactional
         id ``key``), as FindCoordinator answers it."""
-        from wire.apis import FIND_COORDINATOR
+        from josefk.wire.apis import FIND_COORDINATOR
 
         with self.client() as c:
             resp = c.request(FIND_COORDINATOR, key=key, key_type=key_type,

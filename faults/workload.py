@@ -24,8 +24,8 @@ from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 
-from faults.harness import GROUP, TOPICS, WRITE_INTERVAL, partitions
-from faults.history import Commit, History, OffsetRead, Read, Resume, Txn, Write
+from josefk.faults.harness import GROUP, TOPICS, WRITE_INTERVAL, partitions
+from josefk.faults.history import Commit, History, OffsetRead, Read, Resume, Txn, Write
 
 now = time.time
 CLIENT_TIMEOUTS = {"socket.timeout.ms": 5000, "request.timeout.ms": 5000}

@@ -17,7 +17,7 @@ import json
 
 from pyspark.sql import functions as F
 
-from pipelines.kafka_source import kafka_format
+from josefk.pipelines.kafka_source import kafka_format
 
 EVENT_SCHEMA = "user STRING, page STRING, ts LONG"
 WINDOW = "1 minute"

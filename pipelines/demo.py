@@ -1,6 +1,6 @@
 """Run the clickstream pipeline end to end and print what it produced.
 
-    python -m pipelines.demo [--bootstrap HOST:PORT] [--events N]
+    python -m josefk.pipelines.demo [--bootstrap HOST:PORT] [--events N]
 
 Without ``--bootstrap`` it starts a josefk broker of its own (127.0.0.1, a free port, a
 temporary data directory) and stops it at the end. It generates click events, runs the
@@ -37,7 +37,7 @@ def generate_events(n: int, minutes: int = 10, seed: int = 7) -> list[dict]:
 def produce_events(bootstrap: str, topic: str, events) -> None:
     from confluent_kafka import Producer
 
-    from pipelines.kafka_source.client import produce_waiting
+    from josefk.pipelines.kafka_source.client import produce_waiting
 
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     for e in events:
@@ -92,7 +92,7 @@ def free_port() -> int:
 def local_broker(data_dir: Path):
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "broker", "broker", "--listeners", f"PLAINTEXT://127.0.0.1:{port}",
+        [sys.executable, "-m", "josefk", "broker", "--listeners", f"PLAINTEXT://127.0.0.1:{port}",
          "--log-dirs", str(data_dir), "--override", "offsets.topic.replication.factor=1"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -112,8 +112,8 @@ def local_broker(data_dir: Path):
 
 
 def run(bootstrap: str, n_events: int, work: Path, keep: bool) -> None:
-    from pipelines import clickstream
-    from pipelines.session import local_session
+    from josefk.pipelines import clickstream
+    from josefk.pipelines.session import local_session
 
     run_id = uuid.uuid4().hex[:6]
     clicks, live, backfilled = (f"clicks-{run_id}", f"page-views-{run_id}",

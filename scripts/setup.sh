@@ -3,7 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 extras="${1:-}"
-# wire/_recscan.c (produce-side record validation) is compiled at install: it needs a C compiler.
+# wire/_recscan.c (the native record walk) is compiled at install when a C compiler is there;
+# without one josefk walks records in plain Python, slower: the project installs gcc for speed.
 scripts/debian-deps.sh cc=gcc
 if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv

@@ -21,9 +21,9 @@ import time
 from bisect import bisect_left, bisect_right
 from pathlib import Path
 
-from wire.batch import (HEADER_SIZE, TIMESTAMP_TYPE_FLAG, TRANSACTIONAL_FLAG, read_header,
-                        set_max_timestamp)
-from wire.records import CONTROL_ABORT, build_batch, iter_records, parse_control_record
+from josefk.wire.batch import (HEADER_SIZE, TIMESTAMP_TYPE_FLAG, TRANSACTIONAL_FLAG, read_header,
+                               set_max_timestamp)
+from josefk.wire.records import CONTROL_ABORT, build_batch, iter_records, parse_control_record
 
 from .config import LONG_MAX, LogConfig
 from .epochs import LeaderEpochCache

@@ -129,7 +129,8 @@ class LogManager:
         self._config_for = config_for
         self._logs: dict[tuple[str, int], Log] = {}
         self._dir_of: dict[tuple[str, int], Path] = {}
-        self.failed: dict[tuple[str, int], str] = {}  # logs found but not loadable, and why
+        self.failed: dict[tuple[str, int], str] = {}  # logs that cannot be served, and why
+        self.offline_dirs: set[Path] = set()  # dirs taken offline after an I/O error
         self._lock = threading.RLock()
         for d in self.log_dirs:
             d.mkdir(parents=True, exist_ok=True)
@@ -204,12 +205,34 @@ class LogManager:
             return lg
 
     def _least_loaded_dir(self) -> Path:
-        if len(self.log_dirs) == 1:  # no count over every partition per new partition
-            return self.log_dirs[0]
-        counts = {d: 0 for d in self.log_dirs}
+        dirs = [d for d in self.log_dirs if d not in self.offline_dirs]
+        if not dirs:
+            raise StorageError("every log dir is offline")
+        if len(dirs) == 1:  # no count over every partition per new partition
+            return dirs[0]
+        counts = {d: 0 for d in dirs}
         for d in self._dir_of.values():
-            counts[d] += 1
-        return min(self.log_dirs, key=lambda x: counts[x])
+            if d in counts:
+                counts[d] += 1
+        return min(dirs, key=lambda x: counts[x])
+
+    def fail_dir(self, d: Path, reason: str) -> list[tuple[str, int]]:
+        """Take log dir ``d`` offline after an I/O error, as Kafka does: its logs are closed
+        without writing anything more to it and stay unavailable (``failed``) until the broker
+        restarts; no new log is made there. Returns the partitions it held."""
+        with self._lock:
+            self.offline_dirs.add(d)
+            lost = [tp for tp, where in self._dir_of.items() if where == d]
+            for tp in lost:
+                del self._dir_of[tp]
+                lg = self._logs.pop(tp, None)
+                self.failed[tp] = f"log dir {d} is offline: {reason}"
+                if lg is not None:
+                    try:
+                        lg.close(clean_marker=False)
+                    except OSError:
+                        pass  # the disk is failing: recovery at the next start sorts it out
+            return lost
 
     def all_logs(self) -> dict[tuple[str, int], Log]:
         return dict(self._logs)
@@ -262,10 +285,11 @@ class LogManager:
                 lg.flush_closed()
 
     def checkpoint(self) -> None:
-        """Write the three checkpoint files of every log dir (atomically)."""
+        """Write the three checkpoint files of every log dir that is online (atomically)."""
         with self._lock:
             for d in self.log_dirs:
-                self._checkpoint_dir(d)
+                if d not in self.offline_dirs:
+                    self._checkpoint_dir(d)
 
     def _checkpoint_dir(self, d: Path) -> None:
         logs = {tp: lg for tp, lg in self._logs.items() if self._dir_of[tp] == d}

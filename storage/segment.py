@@ -27,7 +27,7 @@ from bisect import bisect_left, bisect_right
 
 from crc32c import crc32c
 
-from wire.batch import ATTRIBUTES_OFFSET, HEADER_SIZE, LOG_OVERHEAD, BatchHeader
+from josefk.wire.batch import ATTRIBUTES_OFFSET, HEADER_SIZE, LOG_OVERHEAD, BatchHeader
 
 from .open_files import OPEN_SEGMENTS
 

@@ -6,12 +6,13 @@ import asyncio
 
 import pytest
 
-from broker import acl
-from broker.authorizer import (ALL, ALLOW, ANY_OPERATION, ANY_PATTERN, ANY_PERMISSION,
-                               ANY_RESOURCE, CLUSTER, DENY, GROUP, LITERAL, MATCH, PREFIXED,
-                               TOPIC, AclAuthorizer, AclBinding, AclFilter, LocalAclStore,
-                               binding_problem)
-from broker.config import BrokerConfig
+from josefk.broker.security import acl
+from josefk.broker.security.authorizer import (ALL, ALLOW, ANY_OPERATION, ANY_PATTERN,
+                                               ANY_PERMISSION, ANY_RESOURCE, CLUSTER, DENY, GROUP,
+                                               LITERAL, MATCH, PREFIXED, TOPIC, AclAuthorizer,
+                                               AclBinding, AclFilter, LocalAclStore,
+                                               binding_problem)
+from josefk.broker.config import BrokerConfig
 
 
 def authorizer(tmp_path, bindings=(), **props):

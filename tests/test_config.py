@@ -1,6 +1,6 @@
 import pytest
 
-from broker.config import BrokerConfig, ConfigError, parse_properties
+from josefk.broker.config import BrokerConfig, ConfigError, parse_properties
 
 
 def test_parse_properties_forms():

@@ -13,9 +13,9 @@ import pytest
 
 from compat_tests.fuzzer import (RequestGenerator, api_versions, encode_frame, mutate,
                                  null_in_non_nullable)
-from wire.apis import API_BY_KEY
-from wire.headers import read_request_header
-from wire.types import DecodeError
+from josefk.wire.apis import API_BY_KEY
+from josefk.wire.headers import read_request_header
+from josefk.wire.types import DecodeError
 
 MUTATIONS_PER_VERSION = 400
 

@@ -4,7 +4,7 @@ import asyncio
 
 import pytest
 
-from broker import eager
+from josefk.broker import eager
 
 
 def run(coro_fn):

@@ -1,5 +1,5 @@
 """The controller's leader election rules, as plain functions."""
-from broker import election as e
+from josefk.broker.control import election as e
 
 
 def test_offline_leader_picks_first_live_isr_member_in_assignment_order():

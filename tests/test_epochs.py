@@ -1,5 +1,5 @@
 """The leader-epoch cache (Kafka's leader-epoch-checkpoint) and its answers."""
-from storage.epochs import FILE, LeaderEpochCache
+from josefk.storage.epochs import FILE, LeaderEpochCache
 
 
 def test_assign_and_end_offsets(tmp_path):
@@ -43,9 +43,9 @@ def test_new_epoch_overrides_entries_it_starts_before(tmp_path):
 
 
 def test_log_follows_epochs_through_appends_and_truncation(tmp_path):
-    from storage.log import Log
-    from wire.batch import validate_batches
-    from wire.records import build_batch
+    from josefk.storage.log import Log
+    from josefk.wire.batch import validate_batches
+    from josefk.wire.records import build_batch
 
     lg = Log(tmp_path / "t-0")
 

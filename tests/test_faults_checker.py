@@ -1,10 +1,10 @@
 """The fault harness's checker (faults/checker.py): pure functions over recorded histories."""
 from __future__ import annotations
 
-from faults.checker import (CLASSES, check, format_table, kind_at, lost_moved_duplicated,
+from josefk.faults.checker import (CLASSES, check, format_table, kind_at, lost_moved_duplicated,
                             offset_anomalies, reordered, resume_anomalies, summarize,
                             txn_anomalies, write_gaps)
-from faults.history import Commit, Fault, History, OffsetRead, Read, Resume, Txn, Write
+from josefk.faults.history import Commit, Fault, History, OffsetRead, Read, Resume, Txn, Write
 
 
 def w(seq, offset, partition=0, acked=True, producer="w1", sent=None):

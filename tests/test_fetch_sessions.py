@@ -1,8 +1,8 @@
 """Fetch session cache (KIP-227): epochs, updates, forgotten partitions, eviction."""
 from types import SimpleNamespace
 
-from broker.fetch_sessions import FetchSessionCache, next_epoch
-from wire import errors
+from josefk.broker.fetch_sessions import FetchSessionCache, next_epoch
+from josefk.wire import errors
 
 
 def fp(partition, offset=0):

@@ -2,7 +2,7 @@ import struct
 
 import pytest
 
-from wire.framing import FrameReader, FrameTooLarge, frame
+from josefk.wire.framing import FrameReader, FrameTooLarge, frame
 
 
 def test_frames_split_across_reads():
@@ -77,8 +77,8 @@ def test_frame_prefixes_total_size():
 
 
 def test_controlled_shutdown_v0_request_header_has_no_client_id():
-    from wire import headers
-    from wire.apis import CONTROLLED_SHUTDOWN
+    from josefk.wire import headers
+    from josefk.wire.apis import CONTROLLED_SHUTDOWN
 
     assert CONTROLLED_SHUTDOWN.request_header_version(0) == 0
     assert CONTROLLED_SHUTDOWN.request_header_version(1) == 1

@@ -5,13 +5,13 @@ import asyncio
 import functools
 import struct
 
-from coordinator import errors
-from coordinator.clock import FakeClock
-from coordinator.group import (COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE)
-from coordinator.group_coordinator import (NEW_MEMBER_JOIN_TIMEOUT_MS, GroupCoordinator,
-                                           java_string_hash, partition_for)
-from coordinator.offset_store import (InMemoryOffsetsLog, OffsetStore, read_group_value, read_key,
-                                      GroupKey)
+from josefk.coordinator import errors
+from josefk.coordinator.clock import FakeClock
+from josefk.coordinator.group import COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE
+from josefk.coordinator.group_coordinator import (NEW_MEMBER_JOIN_TIMEOUT_MS, GroupCoordinator,
+                                                  java_string_hash, partition_for)
+from josefk.coordinator.offset_store import (InMemoryOffsetsLog, OffsetStore, read_group_value,
+                                             read_key, GroupKey)
 
 SESSION = 10_000
 REBALANCE = 30_000
@@ -1050,7 +1050,7 @@ async def test_unload_partition_answers_parked_requests():
 
 @async_test
 async def test_real_asyncio_clock_drives_timers():
-    from coordinator.clock import AsyncioClock
+    from josefk.coordinator.clock import AsyncioClock
     coord = GroupCoordinator({"group.initial.rebalance.delay.ms": "20",   # strings, like a
                               "group.min.session.timeout.ms": "50"},      # properties file
                              OffsetStore(InMemoryOffsetsLog()), AsyncioClock())

@@ -2,9 +2,9 @@
 and the consumer protocol's Subscription / Assignment bytes."""
 import pytest
 
-from broker.group_member import range_assign
-from broker.groups_cli import decode_assignment
-from wire.apis.consumer_protocol import ASSIGNMENT, SUBSCRIPTION
+from josefk.tools.group_member import range_assign
+from josefk.tools.groups_cli import decode_assignment
+from josefk.wire.apis.consumer_protocol import ASSIGNMENT, SUBSCRIPTION
 
 
 def test_range_assign_gives_contiguous_ranges_first_members_one_more():

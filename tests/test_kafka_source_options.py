@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines.kafka_source import options as opt
-from pipelines.kafka_source.options import KafkaOptionError
-from pipelines.kafka_source.source import Settings, _cap, _from_json, _to_json, split
+from josefk.pipelines.kafka_source import options as opt
+from josefk.pipelines.kafka_source.options import KafkaOptionError
+from josefk.pipelines.kafka_source.source import Settings, _cap, _from_json, _to_json, split
 
 BOOT = {"kafka.bootstrap.servers": "127.0.0.1:9092"}
 

@@ -9,9 +9,10 @@ import lz4.frame
 import pytest
 from kafka.record.memory_records import MemoryRecords, MemoryRecordsBuilder
 
-from wire import legacy
-from wire.batch import CorruptRecord, InvalidRecord, read_header, validate_batches
-from wire.records import GZIP, LZ4, NONE, SNAPPY, ZSTD, build_batch, control_record, iter_records
+from josefk.wire import legacy
+from josefk.wire.batch import CorruptRecord, InvalidRecord, read_header, validate_batches
+from josefk.wire.records import (GZIP, LZ4, NONE, SNAPPY, ZSTD, build_batch, control_record,
+                                 iter_records)
 
 CODECS = [NONE, GZIP, SNAPPY, LZ4]
 ROWS = [(b"k0", b"v0", 1_700_000_000_000), (None, b"v1", 1_700_000_000_005),
@@ -147,8 +148,8 @@ def test_lz4_header_checksum_fix():
 def test_negative_magic_is_refused_not_a_crash():
     import struct
 
-    from wire import legacy
-    from wire.batch import InvalidRecord
+    from josefk.wire import legacy
+    from josefk.wire.batch import InvalidRecord
 
     msg = struct.pack(">qiIbb", 0, 14, 0, -119, 0) + struct.pack(">ii", -1, -1)
     with pytest.raises(InvalidRecord):

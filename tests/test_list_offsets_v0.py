@@ -2,9 +2,9 @@
 segment base offsets by last-modified time, plus the log end offset, newest first."""
 import os
 
-from broker.handlers.list_offsets import EARLIEST, LATEST, _offsets_before
+from josefk.broker.handlers.list_offsets import EARLIEST, LATEST, _offsets_before
 from tests.test_storage import append, cfg, mk
-from storage import Log
+from josefk.storage import Log
 
 
 def _three_segments(tmp_path):

@@ -4,8 +4,8 @@ import socket
 
 import pytest
 
-from zk.local_server import (LocalZooKeeper, ZooKeeperNotInstalled, ZooKeeperStartError, find_classpath,
-                             find_java, four_letter_word)
+from josefk.zk.local_server import (LocalZooKeeper, ZooKeeperNotInstalled, ZooKeeperStartError,
+                                    find_classpath, find_java, four_letter_word)
 
 
 def _installed() -> str | None:

@@ -1,5 +1,5 @@
 """broker.limits.MemoryPool: Kafka's SimpleMemoryPool in non-strict mode."""
-from broker.limits import MemoryPool
+from josefk.broker.limits import MemoryPool
 
 
 def test_non_strict_allocation_and_waiters():

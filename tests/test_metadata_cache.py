@@ -7,13 +7,13 @@ import asyncio
 
 import pytest
 
-from broker.app import Broker
-from broker.config import BrokerConfig
-from broker.handlers.metadata import handle_metadata
-from broker.metadata import PartitionMeta
-from broker.server import RequestContext
-from wire import headers
-from wire.apis import METADATA
+from josefk.broker.app import Broker
+from josefk.broker.config import BrokerConfig
+from josefk.broker.handlers.metadata import handle_metadata
+from josefk.broker.control.metadata import PartitionMeta
+from josefk.broker.server import RequestContext
+from josefk.wire import headers
+from josefk.wire.apis import METADATA
 
 
 class _Listener:

@@ -8,12 +8,14 @@ import struct
 
 import pytest
 
-from coordinator import offset_store
-from coordinator.group import OffsetAndMetadata
-from coordinator.offset_store import (GroupRecord, InMemoryOffsetsLog, OffsetStore,
-                                      group_metadata_key, group_metadata_value,
-                                      offset_commit_key, offset_commit_value)
-from wire import records as wire_records
+from josefk.coordinator import offset_store
+from josefk.coordinator.group import OffsetAndMetadata
+from josefk.coordinator.offset_store import (GroupRecord, InMemoryOffsetsLog, OffsetStore,
+                                             group_metadata_key, group_metadata_value,
+                                             offset_commit_key, offset_commit_value)
+from josefk.wire import records as wire_records
+
+pytestmark = pytest.mark.usefixtures("record_walk")
 
 
 def _commit(group, topic, part, offset):
@@ -108,4 +110,4 @@ def test_a_malformed_batch_is_skipped_not_fatal():
 @pytest.mark.parametrize("data", [b"", b"\x02", b"\x0a\x00\x00\x00\x02"])
 def test_latest_rejects_truncated_records(data):
     with pytest.raises(ValueError):
-        offset_store._recscan.latest(data, 1, {}, 0)
+        offset_store.recscan.latest(data, 1, {}, 0)

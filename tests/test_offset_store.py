@@ -5,16 +5,16 @@ import asyncio
 import functools
 import struct
 
-from coordinator import errors
-from coordinator.clock import FakeClock
-from coordinator.group import EMPTY, PREPARING_REBALANCE, STABLE, OffsetAndMetadata
-from coordinator.group_coordinator import GroupCoordinator, partition_for
-from coordinator.offset_store import (GroupKey, GroupMemberRecord, GroupRecord,
-                                      InMemoryOffsetsLog, OffsetKey, OffsetStore,
-                                      group_metadata_key, group_metadata_value,
-                                      offset_commit_key, offset_commit_value, read_group_value,
-                                      read_key, read_offset_value)
-from wire import records as wire_records
+from josefk.coordinator import errors
+from josefk.coordinator.clock import FakeClock
+from josefk.coordinator.group import EMPTY, PREPARING_REBALANCE, STABLE, OffsetAndMetadata
+from josefk.coordinator.group_coordinator import GroupCoordinator, partition_for
+from josefk.coordinator.offset_store import (GroupKey, GroupMemberRecord, GroupRecord,
+                                             InMemoryOffsetsLog, OffsetKey, OffsetStore,
+                                             group_metadata_key, group_metadata_value,
+                                             offset_commit_key, offset_commit_value,
+                                             read_group_value, read_key, read_offset_value)
+from josefk.wire import records as wire_records
 
 SESSION = 10_000
 REBALANCE = 30_000

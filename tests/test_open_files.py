@@ -5,10 +5,10 @@ import threading
 
 import pytest
 
-from storage.manager import LogManager
-from storage.open_files import OPEN_SEGMENTS, OpenSegments
-from wire.batch import validate_batches
-from wire.records import build_batch
+from josefk.storage.manager import LogManager
+from josefk.storage.open_files import OPEN_SEGMENTS, OpenSegments
+from josefk.wire.batch import validate_batches
+from josefk.wire.records import build_batch
 
 
 def _fds() -> int:

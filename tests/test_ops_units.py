@@ -7,13 +7,13 @@ import json
 
 import pytest
 
-from broker.console_cli import Formatter, LineReader
-from broker.dynamic import validate_broker_configs
-from broker.metadata import MetadataError
-from broker.metrics import BUCKETS_MS, Histogram, _record_count
-from broker.ops_cli import parse_add_config
-from wire import errors
-from wire.records import Record, build_batch
+from josefk.tools.console_cli import Formatter, LineReader
+from josefk.broker.dynamic import validate_broker_configs
+from josefk.broker.control.metadata import MetadataError
+from josefk.broker.metrics import BUCKETS_MS, Histogram, _record_count
+from josefk.tools.ops_cli import parse_add_config
+from josefk.wire import errors
+from josefk.wire.records import Record, build_batch
 
 
 def test_add_config_syntax():
@@ -47,7 +47,7 @@ def test_formatter_default_and_json():
 
 
 def test_broker_config_validation_names_the_key():
-    from broker.config import BrokerConfig
+    from josefk.broker.config import BrokerConfig
 
     defaults = BrokerConfig({}).topic_defaults()
     validate_broker_configs({"log.retention.ms": "1000", "log.cleanup.policy": "compact",
@@ -63,7 +63,7 @@ def test_broker_config_validation_names_the_key():
 
 
 def test_cleaner_threads_move_within_half_and_double():
-    from broker.config import BrokerConfig
+    from josefk.broker.config import BrokerConfig
 
     defaults = BrokerConfig({}).topic_defaults()
     for ok in ("2", "4", "8"):
@@ -92,8 +92,8 @@ def test_record_count_of_one_and_several_batches():
 
 
 def test_throttled_replicas_lists_are_validated_as_kafka_does():
-    from broker.config import BrokerConfig
-    from broker.configs import validate_topic_configs
+    from josefk.broker.config import BrokerConfig
+    from josefk.broker.configs import validate_topic_configs
 
     defaults = BrokerConfig({}).topic_defaults()
     for ok in ("*", "", "0:1,1:2", " 0:1 , 3:3"):

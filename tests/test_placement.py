@@ -4,9 +4,10 @@ from collections import Counter
 
 import pytest
 
-from broker.placement import (PlacementError, assign_additional_partitions, assign_replicas,
-                              rack_alternated_brokers, validate_manual_assignment)
-from wire import errors
+from josefk.broker.control.placement import (PlacementError, assign_additional_partitions,
+                                             assign_replicas, rack_alternated_brokers,
+                                             validate_manual_assignment)
+from josefk.wire import errors
 
 
 def leaders(assignment):

@@ -5,10 +5,10 @@ import threading
 
 import pytest
 
-from coordinator.producer_ids import BLOCK_SIZE, FileBlocks, ProducerIdManager, \
-    ProducerIdsUnavailable
+from josefk.coordinator.producer_ids import (BLOCK_SIZE, FileBlocks, ProducerIdManager,
+                                             ProducerIdsUnavailable)
 from compat_tests.zookeeper import zookeeper  # noqa: F401 - the session's one ZooKeeper
-from zk import znodes as zn
+from josefk.zk import znodes as zn
 
 
 def test_file_blocks_survive_a_restart(tmp_path):
@@ -40,7 +40,7 @@ def _kazoo(zk):
 
 @pytest.mark.slow
 def test_concurrent_brokers_claim_disjoint_blocks(zookeeper):
-    from zk.producer_ids import claim_block
+    from josefk.zk.producer_ids import claim_block
 
     clients = [_kazoo(zookeeper) for _ in range(3)]
     claimed = {i: [] for i in range(3)}
@@ -66,8 +66,8 @@ def test_concurrent_brokers_claim_disjoint_blocks(zookeeper):
 
 @pytest.mark.slow
 def test_zk_blocks_claim_ahead_and_answer_unavailable_meanwhile(zookeeper):
-    from broker.producer_id_blocks import ZkBlocks
-    from zk.client import ZkClient
+    from josefk.broker.control.producer_id_blocks import ZkBlocks
+    from josefk.zk.client import ZkClient
 
     async def main():
         zk = ZkClient(zookeeper.connect_string + "/zkblocks", 10000)

@@ -1,10 +1,10 @@
 import json
 
-from broker.producer_state import ProducerStateTable
-from storage import Log, LogConfig
-from wire import errors
-from wire.batch import validate_batches
-from wire.records import CONTROL_ABORT, CONTROL_COMMIT, build_batch, control_record
+from josefk.broker.replication.producer_state import ProducerStateTable
+from josefk.storage import Log, LogConfig
+from josefk.wire import errors
+from josefk.wire.batch import validate_batches
+from josefk.wire.records import CONTROL_ABORT, CONTROL_COMMIT, build_batch, control_record
 
 
 def header(pid, epoch, seq, count=1):

@@ -5,9 +5,9 @@ import asyncio
 
 import pytest
 
-from broker.config import BrokerConfig
-from broker.quotas import (CLIENT, DEFAULT, FETCH, PRODUCE, USER, LocalQuotaStore,
-                           QuotaManager, Rate, TimedCoroutine)
+from josefk.broker.config import BrokerConfig
+from josefk.broker.security.quotas import (CLIENT, DEFAULT, FETCH, PRODUCE, USER, LocalQuotaStore,
+                                           QuotaManager, Rate, TimedCoroutine)
 
 
 def manager(tmp_path, quotas, **props):

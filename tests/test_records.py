@@ -6,10 +6,10 @@ import cramjam
 import pytest
 from crc32c import crc32c
 
-from wire.batch import CorruptRecord, read_header, validate_batches
-from wire import records as R
-from wire.records import (CONTROL_ABORT, CONTROL_COMMIT, Record, build_batch, compress,
-                          control_record, decompress, iter_records, parse_control_record)
+from josefk.wire.batch import CorruptRecord, read_header, validate_batches
+from josefk.wire import records as R
+from josefk.wire.records import (CONTROL_ABORT, CONTROL_COMMIT, Record, build_batch, compress,
+                                 control_record, decompress, iter_records, parse_control_record)
 
 CODECS = [R.NONE, R.GZIP, R.SNAPPY, R.LZ4, R.ZSTD]
 

@@ -3,11 +3,11 @@ import asyncio
 
 import pytest
 
-from broker.replica import Partition, PartitionState
-from storage.config import LogConfig
-from storage.log import Log
-from wire import errors
-from wire.records import build_batch
+from josefk.broker.replication.replica import Partition, PartitionState
+from josefk.storage.config import LogConfig
+from josefk.storage.log import Log
+from josefk.wire import errors
+from josefk.wire.records import build_batch
 
 
 class FakeManager:

@@ -6,8 +6,8 @@ import asyncio
 import pytest
 import scramp
 
-from broker import sasl, security
-from broker.config import BrokerConfig, ConfigError
+from josefk.broker.security import sasl, listeners as security
+from josefk.broker.config import BrokerConfig, ConfigError
 
 
 

@@ -5,12 +5,13 @@ from pathlib import Path
 
 import pytest
 
-from storage import (FetchData, InvalidConfig, Log, LogConfig, LogManager, OffsetOutOfRange,
-                     RecordTooLarge, UnexpectedAppendOffset)
-from storage.manager import read_checkpoint, write_checkpoint
-from wire import records as R
-from wire.batch import iter_headers, read_header, validate_batches
-from wire.records import CONTROL_ABORT, CONTROL_COMMIT, build_batch, control_record, iter_records
+from josefk.storage import (FetchData, InvalidConfig, Log, LogConfig, LogManager, OffsetOutOfRange,
+                            RecordTooLarge, UnexpectedAppendOffset)
+from josefk.storage.manager import read_checkpoint, write_checkpoint
+from josefk.wire import records as R
+from josefk.wire.batch import iter_headers, read_header, validate_batches
+from josefk.wire.records import (CONTROL_ABORT, CONTROL_COMMIT, build_batch, control_record,
+                                 iter_records)
 
 
 def cfg(**kw):
@@ -826,7 +827,7 @@ def _wait(predicate, what, timeout=10.0):
 
 
 def test_cleaner_threads_compact_and_resize(tmp_path):
-    from storage.cleaner import LogCleaner
+    from josefk.storage.cleaner import LogCleaner
 
     m = LogManager([str(tmp_path / "d")], cfg(segment_bytes=200, cleanup_policy="compact"))
     logs = [m.get_or_create("c", i) for i in range(4)]

@@ -1,4 +1,4 @@
-from broker.tool_client import murmur2, partition_for_key
+from josefk.tools.tool_client import murmur2, partition_for_key
 
 
 def test_murmur2_matches_kafka():

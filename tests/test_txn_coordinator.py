@@ -5,14 +5,14 @@ from __future__ import annotations
 import asyncio
 import functools
 
-from coordinator import errors
-from coordinator.clock import FakeClock
-from coordinator.offset_store import InMemoryOffsetsLog
-from coordinator.txn_coordinator import MAX_EPOCH, TransactionCoordinator
-from coordinator.txn_log import (COMPLETE_ABORT, COMPLETE_COMMIT, EMPTY, ONGOING, PREPARE_ABORT,
-                                 PREPARE_COMMIT, TxnRecord, read_txn_key, read_txn_value, txn_key,
-                                 txn_value)
-from wire.records import build_batch
+from josefk.coordinator import errors
+from josefk.coordinator.clock import FakeClock
+from josefk.coordinator.offset_store import InMemoryOffsetsLog
+from josefk.coordinator.txn_coordinator import MAX_EPOCH, TransactionCoordinator
+from josefk.coordinator.txn_log import (COMPLETE_ABORT, COMPLETE_COMMIT, EMPTY, ONGOING,
+                                        PREPARE_ABORT, PREPARE_COMMIT, TxnRecord, read_txn_key,
+                                        read_txn_value, txn_key, txn_value)
+from josefk.wire.records import build_batch
 
 TID = "tx-1"
 TIMEOUT = 60_000

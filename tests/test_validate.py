@@ -6,12 +6,14 @@ import struct
 
 import pytest
 
-from storage.config import LONG_MAX, LogConfig
-from wire import records as R
-from wire.batch import CorruptRecord, InvalidRecord, InvalidTimestamp, compute_crc
-from wire.records import build_batch
-from wire.types import write_varint
-from wire.validate import validate_records
+from josefk.storage.config import LONG_MAX, LogConfig
+from josefk.wire import records as R
+from josefk.wire.batch import CorruptRecord, InvalidRecord, InvalidTimestamp, compute_crc
+from josefk.wire.records import build_batch
+from josefk.wire.types import write_varint
+from josefk.wire.validate import validate_records
+
+pytestmark = pytest.mark.usefixtures("record_walk")
 
 TS = 1_700_000_000_000
 

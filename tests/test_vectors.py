@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from wire.apis import API_BY_KEY
-from wire.headers import peek_request_header, read_request_header
+from josefk.wire.apis import API_BY_KEY
+from josefk.wire.headers import peek_request_header, read_request_header
 
 
 def _vectors_dir() -> Path:

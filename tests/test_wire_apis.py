@@ -8,13 +8,14 @@ import uuid
 
 import pytest
 
-from wire import types as T
-from wire.apis import (ALL_APIS, ALTER_PARTITION, API_BY_KEY, API_VERSIONS, CONTROLLED_SHUTDOWN,
-                       DESCRIBE_TOPIC_PARTITIONS, ELECT_LEADERS, FETCH, LEADER_AND_ISR, METADATA,
-                       OFFSET_FOR_LEADER_EPOCH, PRODUCE, STOP_REPLICA, UPDATE_METADATA)
-from wire.compiler import _default_value
-from wire.schema import (BOOL, BYTES, FLOAT64, INT8, INT16, INT32, INT64, RECORDS, STRING, UINT16,
-                         UUID, Array, Struct, Versions)
+from josefk.wire import types as T
+from josefk.wire.apis import (ALL_APIS, ALTER_PARTITION, API_BY_KEY, API_VERSIONS,
+                              CONTROLLED_SHUTDOWN, DESCRIBE_TOPIC_PARTITIONS, ELECT_LEADERS, FETCH,
+                              LEADER_AND_ISR, METADATA, OFFSET_FOR_LEADER_EPOCH, PRODUCE,
+                              STOP_REPLICA, UPDATE_METADATA)
+from josefk.wire.compiler import _default_value
+from josefk.wire.schema import (BOOL, BYTES, FLOAT64, INT8, INT16, INT32, INT64, RECORDS, STRING,
+                                UINT16, UUID, Array, Struct, Versions)
 
 # Apache Kafka 3.9's validVersions for every API josefk implements (name: (key, lo, hi)), written
 # down from the 3.9 message schemas (clients/src/main/resources/common/message/*.json at 3.9).
@@ -448,7 +449,7 @@ def _check(klass, obj, version, expected):
 
 
 def test_shared_structs_are_one_field_list():
-    from wire.apis import replication as r
+    from josefk.wire.apis import replication as r
 
     def field(fields, name):
         return next(f for f in fields if f.name == name)

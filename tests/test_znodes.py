@@ -5,8 +5,8 @@ import uuid
 
 import pytest
 
-from wire.types import uuid_from_base64, uuid_to_base64
-from zk import znodes as z
+from josefk.wire.types import uuid_from_base64, uuid_to_base64
+from josefk.zk import znodes as z
 
 
 def as_dict(data: bytes) -> dict:

@@ -76,9 +76,11 @@ static int add_error(PyObject *errors, Py_ssize_t index, int timestamp, const ch
     return ok;
 }
 
+/* A record that cannot be read: it alone is reported (the record errors before it are not). */
 #define STRUCTURAL(...) do { \
         structural = 1; \
-        if (!add_error(errors, __VA_ARGS__)) goto fail; \
+        if (PyList_SetSlice(errors, 0, PY_SSIZE_T_MAX, NULL) < 0 \
+            || !add_error(errors, __VA_ARGS__)) goto fail; \
         goto done; \
     } while (0)
 

@@ -20,7 +20,7 @@ import struct
 
 from crc32c import crc32c
 
-from wire.errors import INVALID_RECORD, INVALID_TIMESTAMP
+from josefk.wire.errors import INVALID_RECORD, INVALID_TIMESTAMP
 
 HEADER_SIZE = 61
 LOG_OVERHEAD = 12  # baseOffset + batchLength: the bytes not counted by batchLength

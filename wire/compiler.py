@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import struct
 
-from wire import types as T
-from wire.schema import BOOL, BYTES, RECORDS, STRING, UUID, Array, Field, Prim, Struct, camel
+from josefk.wire import types as T
+from josefk.wire.schema import BOOL, BYTES, RECORDS, STRING, UUID, Array, Field, Prim, Struct, camel
 
 _MISSING = object()
 _DECODE_ERRORS = (struct.error, IndexError, UnicodeDecodeError, ValueError, TypeError)

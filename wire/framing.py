@@ -1,8 +1,8 @@
 """Sans-IO framing: a 4-byte big-endian size followed by that many bytes."""
 from __future__ import annotations
 
-from wire import types as T
-from wire._recscan import buffer
+from josefk.wire import types as T
+from josefk.wire.recscan import buffer
 
 
 class FrameTooLarge(T.DecodeError):

@@ -4,7 +4,7 @@ The client id stays a classic (non-compact) nullable string even in header v2.
 """
 from __future__ import annotations
 
-from wire import types as T
+from josefk.wire import types as T
 
 _hdr = T.struct.Struct(">hhi")
 

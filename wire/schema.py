@@ -103,7 +103,7 @@ class Data:
     def __init__(self, name: str, versions: str, fields):
         self.name = name
         self.versions = Versions(versions)
-        from wire.compiler import Message  # local: the compiler depends on this module
+        from josefk.wire.compiler import Message  # local: the compiler depends on this module
 
         self.Struct = Message.build(self, name, fields)
 
@@ -134,7 +134,7 @@ class Api:
         self.flexible = Versions(flexible)
         self.request_fields = request
         self.response_fields = response
-        from wire.compiler import Message  # local: the compiler depends on this module
+        from josefk.wire.compiler import Message  # local: the compiler depends on this module
 
         self.Request = Message.build(self, camel(name) + "Request", request)
         self.Response = Message.build(self, camel(name) + "Response", response)

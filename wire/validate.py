@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import time
 
-from wire import _recscan
-from wire.batch import (HEADER_SIZE, TIMESTAMP_TYPE_FLAG, BatchHeader, InvalidRecord,
-                        InvalidTimestamp, set_max_timestamp, validate_batches)
-from wire.records import CODEC_NAMES, NONE, UnsupportedCodec, decompress
+from josefk.wire import recscan
+from josefk.wire.batch import (HEADER_SIZE, TIMESTAMP_TYPE_FLAG, BatchHeader, InvalidRecord,
+                               InvalidTimestamp, set_max_timestamp, validate_batches)
+from josefk.wire.records import CODEC_NAMES, NONE, UnsupportedCodec, decompress
 
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 # Records of one batch may decompress to this much at most: a small compressed batch cannot
@@ -50,7 +50,7 @@ def validate_records(buf, compacted: bool = False, timestamp_window=None,
             hi = min(_I64_MAX, now_ms + after - h.base_timestamp)
         section = mv[h.pos + HEADER_SIZE:h.pos + h.size]
         data = section if codec == NONE else decompress(codec, section, MAX_DECOMPRESSED)
-        max_delta, bad, structural = _recscan.scan(data, h.count, compacted, lo, hi)
+        max_delta, bad, structural = recscan.scan(data, h.count, compacted, lo, hi)
         if bad:
             _refuse(h, bad, structural)
         if (max_delta is not None and not h.attributes & TIMESTAMP_TYPE_FLAG

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from kazoo.exceptions import NoNodeError, NodeExistsError
 
-from zk import znodes as zn
+from josefk.zk import znodes as zn
 
 DEFAULT_BROKER = "<default>"
 

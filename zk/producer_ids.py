@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
-from zk import znodes as zn
+from josefk.zk import znodes as zn
 
 
 def claim_block(k, broker_id: int, size: int) -> tuple[int, int]:

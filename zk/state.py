@@ -11,12 +11,12 @@ from dataclasses import dataclass, field, replace
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
-from zk import znodes as zn
-from zk.znodes import (BROKER_IDS, CLUSTER_ID, CONTROLLER, CONTROLLER_EPOCH, DELETE_TOPICS,
-                       TOPICS, PartitionState, topic_path)
+from josefk.zk import znodes as zn
+from josefk.zk.znodes import (BROKER_IDS, CLUSTER_ID, CONTROLLER, CONTROLLER_EPOCH, DELETE_TOPICS,
+                              LOG_DIR_EVENT_NOTIFICATION, TOPICS, PartitionState, topic_path)
 
-__all__ = ["BROKER_IDS", "CONTROLLER", "DELETE_TOPICS", "TOPICS", "topic_path", "LiveBroker",
-           "Topic", "PartitionState"]
+__all__ = ["BROKER_IDS", "CONTROLLER", "DELETE_TOPICS", "LOG_DIR_EVENT_NOTIFICATION", "TOPICS",
+           "topic_path", "LiveBroker", "Topic", "PartitionState"]
 
 
 @dataclass(frozen=True)
@@ -228,6 +228,26 @@ def mark_topic_for_deletion(k, name: str) -> None:
         k.create(zn.delete_topic_path(name), makepath=True)
     except NodeExistsError:
         pass
+
+
+def notify_log_dir_failure(k, node_id: int) -> None:
+    """Tell the controller that a log dir of ``node_id`` failed (Kafka's notification)."""
+    k.create(zn.log_dir_event_path(), zn.encode_log_dir_event(node_id), sequence=True)
+
+
+def take_log_dir_events(k, children) -> list[int]:
+    """The brokers named by the ``/log_dir_event_notification`` children, which are deleted."""
+    brokers = []
+    for child in children:
+        path = zn.log_dir_event_path(child)
+        try:
+            brokers.append(zn.decode_log_dir_event(k.get(path)[0]))
+            k.delete(path)
+        except NoNodeError:
+            continue
+        except zn.ZNodeError:
+            k.delete(path)  # not Kafka's layout: nothing to act on
+    return brokers
 
 
 def delete_topic_znodes(k, name: str) -> None:

@@ -29,7 +29,7 @@ import uuid as _uuid
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
-from wire.types import uuid_from_base64, uuid_to_base64
+from josefk.wire.types import uuid_from_base64, uuid_to_base64
 
 
 class ZNodeError(ValueError):
@@ -641,3 +641,27 @@ def decode_producer_id_block(data) -> ProducerIdBlock | None:
     except ValueError:
         raise ZNodeError(f"{what}: block bounds are not integers: {js!r}") from None
     return ProducerIdBlock(_get_int(js, "broker", what), first, last)
+
+
+# ---------------------------------------------------------------------------------------------
+# /log_dir_event_notification/log_dir_event_<seq>: a broker's log dir failed
+# ---------------------------------------------------------------------------------------------
+LOG_DIR_EVENT_PREFIX = "log_dir_event_"
+LOG_DIR_FAILURE = 1
+
+
+def log_dir_event_path(child: str = "") -> str:
+    """A child of ``/log_dir_event_notification``; without ``child`` the prefix to create a
+    persistent sequential node with."""
+    return f"{LOG_DIR_EVENT_NOTIFICATION}/{child or LOG_DIR_EVENT_PREFIX}"
+
+
+def encode_log_dir_event(broker_id: int) -> bytes:
+    """``{"version":1,"broker":1,"event":1}`` (event 1: a log dir failed)."""
+    return _dumps({"version": 1, "broker": int(broker_id), "event": LOG_DIR_FAILURE})
+
+
+def decode_log_dir_event(data) -> int:
+    """The broker whose log dir failed."""
+    js = _object(data, LOG_DIR_EVENT_NOTIFICATION)
+    return _get_int(js, "broker", LOG_DIR_EVENT_NOTIFICATION)

@@ -2,11 +2,11 @@
 creating and deleting needs Alter on the cluster, describing needs Describe (as in Kafka)."""
 from __future__ import annotations
 
-from broker import acl
-from broker.authorizer import (CLUSTER, CLUSTER_NAME, AclBinding, AclFilter, allowed,
-                               binding_problem)
-from wire import errors
-from wire.apis import CREATE_ACLS, DELETE_ACLS, DESCRIBE_ACLS
+from josefk.broker.security import acl
+from josefk.broker.security.authorizer import (CLUSTER, CLUSTER_NAME, AclBinding, AclFilter,
+                                               allowed, binding_problem)
+from josefk.wire import errors
+from josefk.wire.apis import CREATE_ACLS, DELETE_ACLS, DESCRIBE_ACLS
 
 NO_AUTHORIZER = "No Authorizer is configured on the broker"
 

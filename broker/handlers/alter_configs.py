@@ -3,12 +3,12 @@ SUBTRACT) for topic and broker resources. Both build the resource's new override
 through one check-and-apply path; validate_only stops after the checks."""
 from __future__ import annotations
 
-from broker import tls_reload
-from broker.configs import BROKER_TO_TOPIC, ConfigType, config_type, validate_topic_configs
-from broker.dynamic import validate_broker_configs
-from broker.metadata import MetadataError
-from wire import errors
-from wire.apis import ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS
+from josefk.broker.security import tls_reload
+from josefk.broker.configs import BROKER_TO_TOPIC, ConfigType, config_type, validate_topic_configs
+from josefk.broker.dynamic import validate_broker_configs
+from josefk.broker.control.metadata import MetadataError
+from josefk.wire import errors
+from josefk.wire.apis import ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS
 
 TOPIC, BROKER = 2, 4
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3

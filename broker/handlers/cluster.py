@@ -1,10 +1,10 @@
 """DescribeCluster and DescribeTopicPartitions (KIP-966), used by Kafka 3.7+ admin tools."""
 from __future__ import annotations
 
-from broker import acl
-from broker.authorizer import CLUSTER, CLUSTER_NAME, TOPIC, allowed, operations
-from wire import errors
-from wire.apis import DESCRIBE_CLUSTER, DESCRIBE_TOPIC_PARTITIONS
+from josefk.broker.security import acl
+from josefk.broker.security.authorizer import CLUSTER, CLUSTER_NAME, TOPIC, allowed, operations
+from josefk.wire import errors
+from josefk.wire.apis import DESCRIBE_CLUSTER, DESCRIBE_TOPIC_PARTITIONS
 
 
 def handle_describe_cluster(broker, ctx, req):

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import re
 
-from broker import acl, authorizer, tls_reload
-from broker.authorizer import allowed
-from broker.configs import (BROKER_TO_TOPIC, ConfigSource, broker_config_entries, config_type,
-                            default_broker_config_entries, topic_config_entries)
-from broker.dynamic import DYNAMIC_BROKER_CONFIGS
-from wire import errors
-from wire.apis import DESCRIBE_CONFIGS
+from josefk.broker.security import acl, authorizer, tls_reload
+from josefk.broker.security.authorizer import allowed
+from josefk.broker.configs import (BROKER_TO_TOPIC, ConfigSource, broker_config_entries,
+                                   config_type, default_broker_config_entries, topic_config_entries)
+from josefk.broker.dynamic import DYNAMIC_BROKER_CONFIGS
+from josefk.wire import errors
+from josefk.wire.apis import DESCRIBE_CONFIGS
 
 R = DESCRIBE_CONFIGS.Response
 TOPIC, BROKER = 2, 4

@@ -12,11 +12,11 @@ from __future__ import annotations
 import asyncio
 import time
 
-from broker import acl
-from broker.authorizer import CLUSTER, CLUSTER_NAME, TOPIC, allowed
-from broker.fetch_sessions import FetchContext
-from wire import errors, legacy
-from wire.apis import FETCH
+from josefk.broker.security import acl
+from josefk.broker.security.authorizer import CLUSTER, CLUSTER_NAME, TOPIC, allowed
+from josefk.broker.fetch_sessions import FetchContext
+from josefk.wire import errors, legacy
+from josefk.wire.apis import FETCH
 
 R = FETCH.Response
 _INT32_MAX = 0x7FFFFFFF

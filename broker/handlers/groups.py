@@ -1,13 +1,14 @@
 """Consumer group APIs: translate requests to `coordinator.GroupCoordinator` calls and back."""
 from __future__ import annotations
 
-from broker import acl
-from broker.authorizer import CLUSTER, CLUSTER_NAME, GROUP, TRANSACTIONAL_ID, allowed, operations
-from broker.group_log import ensure_offsets_topic
-from broker.txn import ensure_txn_topic
-from wire import errors
-from wire.apis import (DELETE_GROUPS, DESCRIBE_GROUPS, FIND_COORDINATOR, HEARTBEAT, JOIN_GROUP,
-                       LEAVE_GROUP, LIST_GROUPS, SYNC_GROUP)
+from josefk.broker.security import acl
+from josefk.broker.security.authorizer import (CLUSTER, CLUSTER_NAME, GROUP, TRANSACTIONAL_ID,
+                                               allowed, operations)
+from josefk.broker.group_log import ensure_offsets_topic
+from josefk.broker.txn import ensure_txn_topic
+from josefk.wire import errors
+from josefk.wire.apis import (DELETE_GROUPS, DESCRIBE_GROUPS, FIND_COORDINATOR, HEARTBEAT,
+                              JOIN_GROUP, LEAVE_GROUP, LIST_GROUPS, SYNC_GROUP)
 
 GROUP_KEY, TRANSACTION_KEY = 0, 1
 

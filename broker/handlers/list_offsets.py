@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import time
 
-from broker import acl
-from broker.authorizer import TOPIC, allowed
-from wire import errors
-from wire.apis import LIST_OFFSETS
+from josefk.broker.security import acl
+from josefk.broker.security.authorizer import TOPIC, allowed
+from josefk.wire import errors
+from josefk.wire.apis import LIST_OFFSETS
 
 R = LIST_OFFSETS.Response
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5

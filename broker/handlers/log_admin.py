@@ -6,9 +6,9 @@ import asyncio
 import os
 from pathlib import Path
 
-from storage.errors import OffsetOutOfRange
-from wire import errors
-from wire.apis import DELETE_RECORDS, DESCRIBE_LOG_DIRS
+from josefk.storage.errors import OffsetOutOfRange
+from josefk.wire import errors
+from josefk.wire.apis import DELETE_RECORDS, DESCRIBE_LOG_DIRS
 
 HIGH_WATERMARK = -1  # DeleteRecords offset meaning "everything below the high watermark"
 

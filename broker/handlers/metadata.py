@@ -1,11 +1,11 @@
 """Metadata: brokers, controller, topics with partitions (auto-creating topics if allowed)."""
 from __future__ import annotations
 
-from broker import acl, authorizer
-from broker.authorizer import CLUSTER, CLUSTER_NAME, TOPIC
-from broker.metadata import topic_name_error
-from wire import errors
-from wire.apis import METADATA
+from josefk.broker.security import acl, authorizer
+from josefk.broker.security.authorizer import CLUSTER, CLUSTER_NAME, TOPIC
+from josefk.broker.control.metadata import topic_name_error
+from josefk.wire import errors
+from josefk.wire.apis import METADATA
 
 R = METADATA.Response
 
@@ -106,9 +106,9 @@ class TopicMetadataCache:
 
 
 def _partition(broker, name, p):
-    if (name, p.index) in broker.replicas.offline:
-        # Its log could not be loaded: no leader, this broker's replica offline (as Kafka
-        # reports a partition whose only log dir failed).
+    if p.leader == broker.metadata.local.node_id and (name, p.index) in broker.replicas.offline:
+        # Its log here cannot be served and no other replica took over (yet): no leader, this
+        # broker's replica offline (as Kafka reports a partition whose only log dir failed).
         return R.MetadataResponsePartition(
             error_code=errors.LEADER_NOT_AVAILABLE, partition_index=p.index, leader_id=-1,
             leader_epoch=p.leader_epoch, replica_nodes=p.replicas, isr_nodes=[],

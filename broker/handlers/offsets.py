@@ -4,11 +4,11 @@ OffsetCommit v0 (which Kafka kept in ZooKeeper) is stored in ``__consumer_offset
 rest, as a commit outside group management; v1 carries a commit timestamp per partition."""
 from __future__ import annotations
 
-from broker import acl
-from broker.authorizer import GROUP, TOPIC, allowed
-from broker.metadata import partition_exists
-from wire import errors
-from wire.apis import OFFSET_COMMIT, OFFSET_DELETE, OFFSET_FETCH
+from josefk.broker.security import acl
+from josefk.broker.security.authorizer import GROUP, TOPIC, allowed
+from josefk.broker.control.metadata import partition_exists
+from josefk.wire import errors
+from josefk.wire.apis import OFFSET_COMMIT, OFFSET_DELETE, OFFSET_FETCH
 
 NO_OFFSET = -1
 

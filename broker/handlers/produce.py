@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import asyncio
 
-from broker import acl
-from broker.authorizer import TOPIC, TRANSACTIONAL_ID, allowed
-from broker.guards import produce_topic_error
-from broker.replica import AppendResult
-from broker.server import NO_RESPONSE
-from wire import errors, legacy
-from wire.batch import MAGIC_OFFSET, CorruptRecord, InvalidRecord
-from wire.apis import PRODUCE
+from josefk.broker.security import acl
+from josefk.broker.security.authorizer import TOPIC, TRANSACTIONAL_ID, allowed
+from josefk.broker.guards import produce_topic_error
+from josefk.broker.replication.replica import AppendResult
+from josefk.broker.server import NO_RESPONSE
+from josefk.wire import errors, legacy
+from josefk.wire.batch import MAGIC_OFFSET, CorruptRecord, InvalidRecord
+from josefk.wire.apis import PRODUCE
 
 R = PRODUCE.Response
 _VALID_ACKS = (0, 1, -1)
@@ -58,7 +58,8 @@ def handle_produce(broker, ctx, req):
                         err = res.error
             if not err:
                 out = R.PartitionProduceResponse(
-                    index=pd.index, base_offset=res.base_offset, log_append_time_ms=-1,
+                    index=pd.index, base_offset=res.base_offset,
+                    log_append_time_ms=res.log_append_time,
                     log_start_offset=res.log_start_offset)
                 if acks == -1 and not part.replicated(res.next_offset):
                     waits.append((out, part, res.next_offset))

@@ -2,12 +2,12 @@
 coordinator."""
 from __future__ import annotations
 
-from broker import acl
-from broker.authorizer import (CLUSTER, CLUSTER_NAME, TOPIC, TRANSACTIONAL_ID, allowed,
-                               allowed_on_any)
-from coordinator.producer_ids import ProducerIdsUnavailable
-from wire import errors
-from wire.apis import INIT_PRODUCER_ID
+from josefk.broker.security import acl
+from josefk.broker.security.authorizer import (CLUSTER, CLUSTER_NAME, TOPIC, TRANSACTIONAL_ID,
+                                               allowed, allowed_on_any)
+from josefk.coordinator.producer_ids import ProducerIdsUnavailable
+from josefk.wire import errors
+from josefk.wire.apis import INIT_PRODUCER_ID
 
 R = INIT_PRODUCER_ID.Response
 

@@ -2,11 +2,11 @@
 Describing needs DescribeConfigs on the cluster, altering AlterConfigs (as in Kafka)."""
 from __future__ import annotations
 
-from broker import acl
-from broker.authorizer import CLUSTER, CLUSTER_NAME, allowed
-from broker.quotas import CLIENT, DEFAULT, KEYS, USER
-from wire import errors
-from wire.apis import ALTER_CLIENT_QUOTAS, DESCRIBE_CLIENT_QUOTAS
+from josefk.broker.security import acl
+from josefk.broker.security.authorizer import CLUSTER, CLUSTER_NAME, allowed
+from josefk.broker.security.quotas import CLIENT, DEFAULT, KEYS, USER
+from josefk.wire import errors
+from josefk.wire.apis import ALTER_CLIENT_QUOTAS, DESCRIBE_CLIENT_QUOTAS
 
 EXACT, DEFAULT_MATCH, SPECIFIED = 0, 1, 2
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import logging
 
-from broker import acl
-from broker.authorizer import CLUSTER, CLUSTER_NAME, TOPIC, allowed
-from broker.replica import PartitionState
-from storage.errors import StorageError
-from wire import errors
-from wire.apis import (ALTER_PARTITION, CONTROLLED_SHUTDOWN, ELECT_LEADERS, LEADER_AND_ISR,
-                       OFFSET_FOR_LEADER_EPOCH, STOP_REPLICA, UPDATE_METADATA)
+from josefk.broker.security import acl
+from josefk.broker.security.authorizer import CLUSTER, CLUSTER_NAME, TOPIC, allowed
+from josefk.broker.replication.replica import PartitionState
+from josefk.storage.errors import StorageError
+from josefk.wire import errors
+from josefk.wire.apis import (ALTER_PARTITION, CONTROLLED_SHUTDOWN, ELECT_LEADERS, LEADER_AND_ISR,
+                              OFFSET_FOR_LEADER_EPOCH, STOP_REPLICA, UPDATE_METADATA)
 
 
 log = logging.getLogger("josefk.replication")
@@ -52,10 +52,11 @@ async def handle_leader_and_isr(broker, ctx, req):
                 results[(topic, ps.partition_index)] = errors.UNKNOWN_TOPIC_OR_PARTITION
                 continue
             configs = await broker.metadata.topic_configs(topic)
-            broker.replicas.apply(PartitionState(
+            served = broker.replicas.apply(PartitionState(
                 topic, ps.partition_index, ps.leader, ps.leader_epoch, ps.isr, ps.replicas,
                 ps.partition_epoch, topic_id), configs)
-            results[(topic, ps.partition_index)] = errors.NONE
+            results[(topic, ps.partition_index)] = (errors.NONE if served is not None
+                                                    else errors.KAFKA_STORAGE_ERROR)
         if v >= 5 and req.type == FULL:
             _delete_strays(broker, {(t, ps.partition_index) for t, _i, ps in items})
         if v >= 2:

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import time
 
-from broker.sasl import AuthenticationFailed, new_exchange
-from wire import errors
-from wire.apis import SASL_AUTHENTICATE, SASL_HANDSHAKE
+from josefk.broker.security.sasl import AuthenticationFailed, new_exchange
+from josefk.wire import errors
+from josefk.wire.apis import SASL_AUTHENTICATE, SASL_HANDSHAKE
 
 AFTER_SUCCESS = "SaslAuthenticate request received after successful authentication"
 

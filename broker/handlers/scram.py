@@ -2,12 +2,12 @@
 salted password; the broker stores only the salt, stored key, server key and iterations."""
 from __future__ import annotations
 
-from broker import acl
-from broker.authorizer import CLUSTER, CLUSTER_NAME, allowed
-from broker.sasl import (MAX_ITERATIONS, MIN_ITERATIONS, SCRAM_CODES, SCRAM_MECHANISMS,
-                         parse_credential, scram_credential)
-from wire import errors
-from wire.apis import ALTER_USER_SCRAM_CREDENTIALS, DESCRIBE_USER_SCRAM_CREDENTIALS
+from josefk.broker.security import acl
+from josefk.broker.security.authorizer import CLUSTER, CLUSTER_NAME, allowed
+from josefk.broker.security.sasl import (MAX_ITERATIONS, MIN_ITERATIONS, SCRAM_CODES,
+                                         SCRAM_MECHANISMS, parse_credential, scram_credential)
+from josefk.wire import errors
+from josefk.wire.apis import ALTER_USER_SCRAM_CREDENTIALS, DESCRIBE_USER_SCRAM_CREDENTIALS
 
 
 async def handle_describe_user_scram_credentials(broker, ctx, req):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from wire.apis import GET_TELEMETRY_SUBSCRIPTIONS, PUSH_TELEMETRY
+from josefk.wire.apis import GET_TELEMETRY_SUBSCRIPTIONS, PUSH_TELEMETRY
 
 PUSH_INTERVAL_MS = 300_000
 

@@ -1,13 +1,13 @@
 """CreateTopics, DeleteTopics, CreatePartitions."""
 from __future__ import annotations
 
-from broker import acl
-from broker.authorizer import CLUSTER, CLUSTER_NAME, TOPIC, allowed
-from broker.configs import topic_config_entries, validate_topic_configs
-from broker.guards import check_not_internal, check_partition_budget
-from broker.metadata import MetadataError
-from wire import errors
-from wire.apis import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS
+from josefk.broker.security import acl
+from josefk.broker.security.authorizer import CLUSTER, CLUSTER_NAME, TOPIC, allowed
+from josefk.broker.configs import topic_config_entries, validate_topic_configs
+from josefk.broker.guards import check_not_internal, check_partition_budget
+from josefk.broker.control.metadata import MetadataError
+from josefk.wire import errors
+from josefk.wire.apis import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS
 
 
 async def handle_create_topics(broker, ctx, req):

@@ -7,16 +7,17 @@ DescribeTransactions and ListTransactions (which lists only those), Read on the 
 DescribeProducers, ClusterAction for the broker-to-broker forms."""
 from __future__ import annotations
 
-from broker import acl
-from broker.authorizer import CLUSTER, CLUSTER_NAME, GROUP, TOPIC, TRANSACTIONAL_ID, allowed
-from broker.group_log import OFFSETS_TOPIC, ensure_offsets_topic
-from broker.metadata import INTERNAL_TOPICS, partition_exists
-from broker.txn import write_markers_locally
-from coordinator.txn_log import STATE_NAMES
-from wire import errors
-from wire.apis import (ADD_OFFSETS_TO_TXN, ADD_PARTITIONS_TO_TXN, DESCRIBE_PRODUCERS,
-                       DESCRIBE_TRANSACTIONS, END_TXN, LIST_TRANSACTIONS, TXN_OFFSET_COMMIT,
-                       WRITE_TXN_MARKERS)
+from josefk.broker.security import acl
+from josefk.broker.security.authorizer import (CLUSTER, CLUSTER_NAME, GROUP, TOPIC,
+                                               TRANSACTIONAL_ID, allowed)
+from josefk.broker.group_log import OFFSETS_TOPIC, ensure_offsets_topic
+from josefk.broker.control.metadata import INTERNAL_TOPICS, partition_exists
+from josefk.broker.txn import write_markers_locally
+from josefk.coordinator.txn_log import STATE_NAMES
+from josefk.wire import errors
+from josefk.wire.apis import (ADD_OFFSETS_TO_TXN, ADD_PARTITIONS_TO_TXN, DESCRIBE_PRODUCERS,
+                              DESCRIBE_TRANSACTIONS, END_TXN, LIST_TRANSACTIONS, TXN_OFFSET_COMMIT,
+                              WRITE_TXN_MARKERS)
 
 _CLIENT_VERSIONS = 3  # AddPartitionsToTxn v0-3 come from producers, v4+ from brokers
 

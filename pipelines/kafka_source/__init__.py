@@ -8,7 +8,7 @@ connector), so this is the closest working form.
 """
 from __future__ import annotations
 
-from pipelines.kafka_source.source import NAME, KafkaDataSource
+from josefk.pipelines.kafka_source.source import NAME, KafkaDataSource
 
 JVM_PROVIDER = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
 

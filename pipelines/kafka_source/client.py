@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 from confluent_kafka import (Consumer, KafkaError, KafkaException, Message, Producer,
                              TopicPartition)
 
-from pipelines.kafka_source.options import group_id
+from josefk.pipelines.kafka_source.options import group_id
 
 # Arrow types as Spark expects them back from a Python source (timestamps in µs, UTC).
 HEADERS_TYPE = pa.list_(pa.field("element", pa.struct([("key", pa.string()),

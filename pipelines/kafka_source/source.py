@@ -16,9 +16,9 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadMaxRows,
 from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, LongType, StringType,
                                StructField, StructType, TimestampType)
 
-from pipelines.kafka_source import client
-from pipelines.kafka_source import options as opt
-from pipelines.kafka_source.options import EARLIEST, LATEST, KafkaOptionError
+from josefk.pipelines.kafka_source import client
+from josefk.pipelines.kafka_source import options as opt
+from josefk.pipelines.kafka_source.options import EARLIEST, LATEST, KafkaOptionError
 
 NAME = "pykafka"
 

@@ -1,29 +1,30 @@
 """Every declared API. ``ALL_APIS`` is ordered by key; ``API_BY_KEY`` maps key -> Api."""
-from wire.apis.acls import CREATE_ACLS, DELETE_ACLS, DESCRIBE_ACLS
-from wire.apis.admin import (ALTER_CONFIGS, DELETE_RECORDS, DESCRIBE_LOG_DIRS,
-                             INCREMENTAL_ALTER_CONFIGS)
-from wire.apis.api_versions import API_VERSIONS
-from wire.apis.cluster import DESCRIBE_CLUSTER, DESCRIBE_TOPIC_PARTITIONS
-from wire.apis.configs import DESCRIBE_CONFIGS
-from wire.apis.fetch import FETCH
-from wire.apis.groups import (DELETE_GROUPS, DESCRIBE_GROUPS, FIND_COORDINATOR, HEARTBEAT,
-                              JOIN_GROUP, LEAVE_GROUP, LIST_GROUPS, SYNC_GROUP)
-from wire.apis.list_offsets import LIST_OFFSETS
-from wire.apis.metadata import METADATA
-from wire.apis.offsets import OFFSET_COMMIT, OFFSET_DELETE, OFFSET_FETCH
-from wire.apis.produce import PRODUCE
-from wire.apis.producer import INIT_PRODUCER_ID
-from wire.apis.quotas import ALTER_CLIENT_QUOTAS, DESCRIBE_CLIENT_QUOTAS
-from wire.apis.replication import (ALTER_PARTITION, CONTROLLED_SHUTDOWN, ELECT_LEADERS,
-                                    LEADER_AND_ISR, OFFSET_FOR_LEADER_EPOCH, STOP_REPLICA,
-                                    UPDATE_METADATA)
-from wire.apis.security import (ALTER_USER_SCRAM_CREDENTIALS, DESCRIBE_USER_SCRAM_CREDENTIALS,
-                                 SASL_AUTHENTICATE, SASL_HANDSHAKE)
-from wire.apis.telemetry import GET_TELEMETRY_SUBSCRIPTIONS, PUSH_TELEMETRY
-from wire.apis.topics import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS
-from wire.apis.txn import (ADD_OFFSETS_TO_TXN, ADD_PARTITIONS_TO_TXN, DESCRIBE_PRODUCERS,
-                           DESCRIBE_TRANSACTIONS, END_TXN, LIST_TRANSACTIONS, TXN_OFFSET_COMMIT,
-                           WRITE_TXN_MARKERS)
+from josefk.wire.apis.acls import CREATE_ACLS, DELETE_ACLS, DESCRIBE_ACLS
+from josefk.wire.apis.admin import (ALTER_CONFIGS, DELETE_RECORDS, DESCRIBE_LOG_DIRS,
+                                    INCREMENTAL_ALTER_CONFIGS)
+from josefk.wire.apis.api_versions import API_VERSIONS
+from josefk.wire.apis.cluster import DESCRIBE_CLUSTER, DESCRIBE_TOPIC_PARTITIONS
+from josefk.wire.apis.configs import DESCRIBE_CONFIGS
+from josefk.wire.apis.fetch import FETCH
+from josefk.wire.apis.groups import (DELETE_GROUPS, DESCRIBE_GROUPS, FIND_COORDINATOR, HEARTBEAT,
+                                     JOIN_GROUP, LEAVE_GROUP, LIST_GROUPS, SYNC_GROUP)
+from josefk.wire.apis.list_offsets import LIST_OFFSETS
+from josefk.wire.apis.metadata import METADATA
+from josefk.wire.apis.offsets import OFFSET_COMMIT, OFFSET_DELETE, OFFSET_FETCH
+from josefk.wire.apis.produce import PRODUCE
+from josefk.wire.apis.producer import INIT_PRODUCER_ID
+from josefk.wire.apis.quotas import ALTER_CLIENT_QUOTAS, DESCRIBE_CLIENT_QUOTAS
+from josefk.wire.apis.replication import (ALTER_PARTITION, CONTROLLED_SHUTDOWN, ELECT_LEADERS,
+                                          LEADER_AND_ISR, OFFSET_FOR_LEADER_EPOCH, STOP_REPLICA,
+                                          UPDATE_METADATA)
+from josefk.wire.apis.security import (ALTER_USER_SCRAM_CREDENTIALS,
+                                       DESCRIBE_USER_SCRAM_CREDENTIALS, SASL_AUTHENTICATE,
+                                       SASL_HANDSHAKE)
+from josefk.wire.apis.telemetry import GET_TELEMETRY_SUBSCRIPTIONS, PUSH_TELEMETRY
+from josefk.wire.apis.topics import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS
+from josefk.wire.apis.txn import (ADD_OFFSETS_TO_TXN, ADD_PARTITIONS_TO_TXN, DESCRIBE_PRODUCERS,
+                                  DESCRIBE_TRANSACTIONS, END_TXN, LIST_TRANSACTIONS,
+                                  TXN_OFFSET_COMMIT, WRITE_TXN_MARKERS)
 
 ALL_APIS = sorted([
     PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR,

@@ -1,7 +1,7 @@
 """ACL APIs, versions 0-3 as Kafka 3.9 serves them (4.0 dropped v0, KIP-896; v0 knows only
 literal resource patterns). Mirror Kafka's DescribeAcls*.json (key 29), CreateAcls*.json
 (key 30) and DeleteAcls*.json (key 31)."""
-from wire.schema import INT8, INT16, INT32, STRING, Api, Field
+from josefk.wire.schema import INT8, INT16, INT32, STRING, Api, Field
 
 
 def _filter():

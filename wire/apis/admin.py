@@ -2,7 +2,7 @@
 IncrementalAlterConfigs*.json, DeleteRecords*.json, DescribeLogDirs*.json):
 AlterConfigs (33) 0-2, IncrementalAlterConfigs (44) 0-1, DeleteRecords (21) 0-2,
 DescribeLogDirs (35) 0-4 (v0 as Kafka 3.9 still serves it; 4.0 dropped it)."""
-from wire.schema import BOOL, INT8, INT16, INT32, INT64, STRING, Api, Array, Field
+from josefk.wire.schema import BOOL, INT8, INT16, INT32, INT64, STRING, Api, Array, Field
 
 
 def _alter_response():

@@ -1,4 +1,4 @@
-from wire.schema import BOOL, INT16, INT32, INT64, STRING, Api, Field
+from josefk.wire.schema import BOOL, INT16, INT32, INT64, STRING, Api, Field
 
 API_VERSIONS = Api(18, "ApiVersions", versions="0-4", flexible="3+", request=[
     Field("client_software_name", STRING, "3+"),

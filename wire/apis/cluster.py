@@ -3,7 +3,7 @@
 Mirror Kafka's DescribeCluster*.json and DescribeTopicPartitions*.json. The Cursor/NextCursor
 fields are nullable structs (an int8 -1/1 presence marker precedes them on the wire).
 """
-from wire.schema import BOOL, INT8, INT16, INT32, STRING, UUID, Api, Array, Field, Struct
+from josefk.wire.schema import BOOL, INT8, INT16, INT32, STRING, UUID, Api, Array, Field, Struct
 
 DESCRIBE_CLUSTER = Api(60, "DescribeCluster", versions="0-1", flexible="0+", request=[
     Field("include_cluster_authorized_operations", BOOL),

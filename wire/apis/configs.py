@@ -2,7 +2,7 @@
 
 v0 reports IsDefault per config; v1 replaces it with ConfigSource and adds synonyms.
 """
-from wire.schema import BOOL, INT8, INT16, INT32, STRING, Api, Array, Field
+from josefk.wire.schema import BOOL, INT8, INT16, INT32, STRING, Api, Array, Field
 
 DESCRIBE_CONFIGS = Api(32, "DescribeConfigs", versions="0-4", flexible="4+", request=[
     Field("resources", [

@@ -1,6 +1,6 @@
 """The ``consumer`` protocol type's member metadata (JoinGroup) and assignment (SyncGroup).
 Mirror Kafka's ConsumerProtocolSubscription.json and ConsumerProtocolAssignment.json."""
-from wire.schema import BYTES, INT32, STRING, Array, Data, Field
+from josefk.wire.schema import BYTES, INT32, STRING, Array, Data, Field
 
 _TOPIC_PARTITION = [
     Field("topic", STRING),

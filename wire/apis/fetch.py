@@ -5,7 +5,8 @@ v7 adds fetch sessions (KIP-227), v12 goes flexible, v13 switches topic names to
 v15 moves the replica id into the tagged ReplicaState (KIP-903), v16 adds NodeEndpoints
 (KIP-951), v17 adds the tagged ReplicaDirectoryId (KIP-853).
 """
-from wire.schema import INT8, INT16, INT32, INT64, RECORDS, STRING, UUID, Api, Array, Field, Struct
+from josefk.wire.schema import (INT8, INT16, INT32, INT64, RECORDS, STRING, UUID, Api, Array, Field,
+                                Struct)
 
 FETCH = Api(1, "Fetch", versions="0-17", flexible="12+", request=[
     Field("cluster_id", STRING, "12+", nullable="12+", tag=0, default=None),

@@ -3,7 +3,7 @@
 FindCoordinator (10) 0-6, JoinGroup (11) 0-9, Heartbeat (12) 0-4, LeaveGroup (13) 0-5,
 SyncGroup (14) 0-5, DescribeGroups (15) 0-5, ListGroups (16) 0-5, DeleteGroups (42) 0-2.
 """
-from wire.schema import BOOL, BYTES, INT8, INT16, INT32, STRING, Api, Array, Field
+from josefk.wire.schema import BOOL, BYTES, INT8, INT16, INT32, STRING, Api, Array, Field
 
 # v4 batches keys (KIP-699); v5 (TRANSACTION_ABORTABLE) and v6 (share groups) add no fields.
 FIND_COORDINATOR = Api(10, "FindCoordinator", versions="0-6", flexible="3+", request=[

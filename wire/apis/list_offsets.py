@@ -4,7 +4,7 @@ v0 asks for up to MaxNumOffsets offsets and answers them in OldStyleOffsets. Spe
 -1 latest, -2 earliest, -3 max timestamp (v7+), -4 local log start (v8+), -5 last tiered offset
 (v9+).
 """
-from wire.schema import INT8, INT16, INT32, INT64, STRING, Api, Array, Field
+from josefk.wire.schema import INT8, INT16, INT32, INT64, STRING, Api, Array, Field
 
 LIST_OFFSETS = Api(2, "ListOffsets", versions="0-9", flexible="6+", request=[
     Field("replica_id", INT32),

@@ -1,5 +1,5 @@
 """Metadata (key 3), versions 0-12. Mirrors Kafka's MetadataRequest.json / MetadataResponse.json."""
-from wire.schema import BOOL, INT16, INT32, STRING, UUID, Api, Array, Field
+from josefk.wire.schema import BOOL, INT16, INT32, STRING, UUID, Api, Array, Field
 
 METADATA = Api(3, "Metadata", versions="0-12", flexible="9+", request=[
     # v0: an empty array means "all topics"; v1+: null means all topics, empty means none.

@@ -4,7 +4,7 @@ OffsetCommit (8) 0-9, OffsetFetch (9) 0-9, OffsetDelete (47) 0. OffsetCommit v9 
 GenerationId to GenerationIdOrMemberEpoch without changing the wire; OffsetFetch v9 adds MemberId
 and MemberEpoch per group. Topic ids in these APIs arrive only in v10 and are not declared.
 """
-from wire.schema import BOOL, INT16, INT32, INT64, STRING, Api, Array, Field
+from josefk.wire.schema import BOOL, INT16, INT32, INT64, STRING, Api, Array, Field
 
 OFFSET_COMMIT = Api(8, "OffsetCommit", versions="0-9", flexible="8+", request=[
     Field("group_id", STRING),

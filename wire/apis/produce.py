@@ -3,7 +3,7 @@
 v0-2 carry message sets of format v0/v1 (magic 0 and 1; v2 adds LogAppendTimeMs); v3 brings
 record batches (magic 2). v10 adds the tagged CurrentLeader / NodeEndpoints (KIP-951); v11 only adds an error code (KIP-890).
 """
-from wire.schema import INT16, INT32, INT64, RECORDS, STRING, Api, Field, Struct
+from josefk.wire.schema import INT16, INT32, INT64, RECORDS, STRING, Api, Field, Struct
 
 PRODUCE = Api(0, "Produce", versions="0-11", flexible="9+", request=[
     Field("transactional_id", STRING, "3+", nullable="3+", default=None),

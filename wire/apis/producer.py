@@ -3,7 +3,7 @@
 v3 adds ProducerId/ProducerEpoch to the request (KIP-360); v4 (PRODUCER_FENCED) and
 v5 (TRANSACTION_ABORTABLE, KIP-890) only add error codes.
 """
-from wire.schema import INT16, INT32, INT64, STRING, Api, Field
+from josefk.wire.schema import INT16, INT32, INT64, STRING, Api, Field
 
 INIT_PRODUCER_ID = Api(22, "InitProducerId", versions="0-5", flexible="2+", request=[
     Field("transactional_id", STRING, nullable="0+"),

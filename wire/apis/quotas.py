@@ -1,6 +1,6 @@
 """Client quota APIs (KIP-546). Mirror Kafka's DescribeClientQuotas*.json (key 48, 0-1) and
 AlterClientQuotas*.json (key 49, 0-1)."""
-from wire.schema import BOOL, FLOAT64, INT8, INT16, INT32, STRING, Api, Field
+from josefk.wire.schema import BOOL, FLOAT64, INT8, INT16, INT32, STRING, Api, Field
 
 
 def _entity():

@@ -25,7 +25,7 @@ is one field list below, but the compiler builds one class per use; both have th
 and encode alike. ControlledShutdown v0 requests carry a non-standard header (request header v0,
 without client id), which ``Api.request_header_version`` does not express.
 """
-from wire.schema import BOOL, INT8, INT16, INT32, INT64, STRING, UUID, Api, Array, Field
+from josefk.wire.schema import BOOL, INT8, INT16, INT32, INT64, STRING, UUID, Api, Array, Field
 
 # -- LeaderAndIsr (4) ---------------------------------------------------------------------------
 

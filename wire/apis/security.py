@@ -2,7 +2,7 @@
 SASL tokens follow as bare size-prefixed frames, after v1 inside SaslAuthenticate),
 SaslAuthenticate*.json (key 36, 0-2), DescribeUserScramCredentials*.json (key 50, 0) and
 AlterUserScramCredentials*.json (key 51, 0)."""
-from wire.schema import BYTES, INT8, INT16, INT32, INT64, STRING, Api, Array, Field
+from josefk.wire.schema import BYTES, INT8, INT16, INT32, INT64, STRING, Api, Array, Field
 
 SASL_HANDSHAKE = Api(17, "SaslHandshake", versions="0-1", flexible="none", request=[
     Field("mechanism", STRING),

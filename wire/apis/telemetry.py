@@ -2,7 +2,7 @@
 
 Mirror Kafka's GetTelemetrySubscriptions*.json and PushTelemetry*.json.
 """
-from wire.schema import BOOL, BYTES, INT8, INT16, INT32, STRING, UUID, Api, Array, Field
+from josefk.wire.schema import BOOL, BYTES, INT8, INT16, INT32, STRING, UUID, Api, Array, Field
 
 GET_TELEMETRY_SUBSCRIPTIONS = Api(71, "GetTelemetrySubscriptions", versions="0", flexible="0+",
                                   request=[

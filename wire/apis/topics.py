@@ -2,7 +2,7 @@
 
 Mirror Kafka's CreateTopics*/DeleteTopics*/CreatePartitions* JSON schemas.
 """
-from wire.schema import BOOL, INT8, INT16, INT32, STRING, UUID, Api, Array, Field
+from josefk.wire.schema import BOOL, INT8, INT16, INT32, STRING, UUID, Api, Array, Field
 
 CREATE_TOPICS = Api(19, "CreateTopics", versions="0-7", flexible="5+", request=[
     Field("topics", [

@@ -6,7 +6,7 @@ client's. AddOffsetsToTxn (25) 0-4, EndTxn (26) 0-4, WriteTxnMarkers (27) 0-1 (b
 TxnOffsetCommit (28) 0-4, DescribeProducers (61) 0, DescribeTransactions (65) 0,
 ListTransactions (66) 0-1 (v1 adds DurationFilter, KIP-994).
 """
-from wire.schema import BOOL, INT16, INT32, INT64, STRING, Api, Array, Field
+from josefk.wire.schema import BOOL, INT16, INT32, INT64, STRING, Api, Array, Field
 
 _TOPIC = [
     Field("name", STRING),

@@ -1,0 +1,280 @@
+"""This broker's membership of a ZooKeeper cluster: registration, the controller role, channels
+to other brokers, ISR change requests and controlled shutdown.
+
+A broker whose ZooKeeper session expires stops acting as controller at once (it can no longer
+prove it is one), registers again with a new session and stands for election again.
+
+While its session is in doubt (ZooKeeper out of reach, or the process stood still long enough
+for the session to have expired, e.g. paused by SIGSTOP) the broker may have lost partitions to
+another leader without having heard of it yet: `SessionGuard` then keeps its coordinators from
+serving group and transaction state until the session is confirmed, or, for a new session,
+until the controller has told it its roles again.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from josefk.broker.channel import BrokerChannel, ChannelError
+from josefk.broker.control.controller import Controller
+from josefk.wire import errors
+from josefk.wire.apis import ALTER_PARTITION, CONTROLLED_SHUTDOWN
+from josefk.zk import state as zs
+
+log = logging.getLogger("josefk.cluster")
+
+ALTER_PARTITION_VERSION = 1
+ALTER_PARTITION_TIMEOUT_S = 3
+CONTROLLED_SHUTDOWN_VERSION = 3
+
+
+class SessionGuard:
+    """Whether this broker's ZooKeeper session is known to be alive, so that what it believes it
+    leads is still true. In doubt from a "suspended" or "lost" session, or once the event loop
+    stood still for a third of the session timeout (before the session could have expired
+    unseen); trusted again when the same session reconnects or is confirmed by a round trip, or,
+    after a new session, when the first LeaderAndIsr for the new registration arrives."""
+
+    CHECK_INTERVAL_S = 0.25
+
+    def __init__(self, zk, node_id: int):
+        self.zk = zk
+        self.node_id = node_id
+        self.stall_limit_s = zk.session_timeout_s / 3
+        self.doubt: str | None = None  # why the session is in doubt, None when trusted
+        self.awaiting_epoch: int | None = None  # a new session's broker epoch, until its roles
+        self._roles_epoch = -1  # the broker epoch of the last LeaderAndIsr
+        self._changes = 0  # bumped at every new doubt, so a stale confirmation lifts nothing
+        self._last_tick = time.monotonic()
+        self._task = None
+
+    def trusted(self) -> bool:
+        return self.doubt is None and time.monotonic() - self._last_tick < self.stall_limit_s
+
+    def start(self) -> None:
+        self._task = asyncio.ensure_future(self._watch_stalls())
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+
+    def distrust(self, why: str) -> None:
+        if self.doubt is None:
+            log.warning("serving no group or transaction state until ZooKeeper confirms this "
+                        "broker's session: %s", why)
+        self.doubt = why
+        self._changes += 1
+
+    def _trust(self) -> None:
+        if self.doubt is not None:
+            log.info("ZooKeeper session confirmed: serving group and transaction state again")
+        self.doubt = None
+        self.awaiting_epoch = None
+
+    def session_resumed(self) -> None:
+        """The same session reconnected: nothing was decided without this broker."""
+        if self.awaiting_epoch is None:
+            self._trust()
+
+    def new_session(self, broker_epoch: int) -> None:
+        self.awaiting_epoch = broker_epoch
+        if self._roles_epoch == broker_epoch:  # the controller was quicker than the register
+            self._trust()
+
+    def roles_received(self, broker_epoch: int) -> None:
+        """A LeaderAndIsr from the controller for this registration: roles are current."""
+        self._roles_epoch = broker_epoch
+        if self.awaiting_epoch is not None and broker_epoch == self.awaiting_epoch:
+            self._trust()
+
+    async def _watch_stalls(self) -> None:
+        while True:
+            await asyncio.sleep(self.CHECK_INTERVAL_S)
+            now = time.monotonic()
+            stood_still = now - self._last_tick
+            self._last_tick = now
+            if stood_still >= self.stall_limit_s:
+                self.distrust(f"the process stood still for {stood_still:.1f} s")
+                asyncio.ensure_future(self._confirm(self._changes))
+
+    async def _confirm(self, changes: int) -> None:
+        try:
+            alive = await self.zk.run(zs.session_owns_registration, self.node_id)
+        except Exception:  # noqa: BLE001 - lost or unreachable: the session events say which
+            return
+        if alive and changes == self._changes and self.awaiting_epoch is None:
+            self._trust()
+
+
+class ClusterMember:
+    def __init__(self, broker):
+        self.broker = broker
+        self.metadata = broker.metadata
+        self.node_id = broker.config.node_id
+        self.session = SessionGuard(broker.zk, self.node_id)
+        self.controller = Controller(broker)
+        self.controller_epoch = 0  # the newest controller epoch seen in its requests
+        self.leader_endpoints: dict[int, tuple[str, int]] = {}  # from LeaderAndIsr live_leaders
+        self._channels: dict[tuple[str, int], BrokerChannel] = {}
+        self.isr_changes = IsrChangeSender(self)
+        self._lost = False
+        broker.zk.on_session(self._on_session)
+
+    async def start(self) -> None:
+        await self.metadata.register()
+        self.session.start()
+        await self.controller.start()
+
+    def channel(self, purpose: str, node_id: int) -> BrokerChannel:
+        """A channel to ``node_id`` kept for one purpose, so a long-polling fetch never holds up
+        a controller request on the same connection."""
+        b = self.metadata.brokers.get(node_id)
+        host, port = (b.host, b.port) if b else self.leader_endpoints.get(node_id, (None, None))
+        if host is None:
+            raise ChannelError(f"no endpoint known for broker {node_id}")
+        ch = self._channels.get((purpose, node_id))
+        if ch is None:
+            ch = self._channels[(purpose, node_id)] = BrokerChannel(
+                node_id, host, port, f"broker-{self.node_id}-{purpose}",
+                self.broker.inter_broker)
+        else:
+            ch.retarget(host, port)
+        return ch
+
+    def log_dir_failed(self, _log_dir) -> None:
+        """Tell the controller, through ZooKeeper as Kafka does, so it moves the leadership of
+        the replicas this broker can no longer serve."""
+        async def notify():
+            try:
+                await self.broker.zk.run(zs.notify_log_dir_failure, self.node_id)
+            except Exception:  # noqa: BLE001 - without ZooKeeper nobody can act on it anyway
+                log.exception("cannot tell the controller that a log dir failed")
+        asyncio.ensure_future(notify())
+
+    def controller_channel(self) -> BrokerChannel:
+        cid = self.metadata.controller_id
+        if cid < 0:
+            raise ChannelError("no controller known")
+        return self.channel("controller", cid)
+
+    def check_controller_epoch(self, epoch: int) -> int:
+        """Requests from a controller older than the newest one seen are refused."""
+        if epoch < self.controller_epoch:
+            return errors.STALE_CONTROLLER_EPOCH
+        self.controller_epoch = epoch
+        return errors.NONE
+
+    def _on_session(self, state: str) -> None:
+        if state == "lost":
+            log.warning("ZooKeeper session expired: resigning any controller role")
+            self._lost = True
+            self.session.distrust("the ZooKeeper session expired")
+            asyncio.ensure_future(self.controller.resign())
+        elif state == "suspended":
+            self.session.distrust("the connection to ZooKeeper is lost")
+        elif state == "connected" and self._lost:
+            self._lost = False
+            log.info("new ZooKeeper session: registering again")
+            asyncio.ensure_future(self._reregister())
+        elif state == "connected":
+            self.session.session_resumed()
+
+    async def _reregister(self):
+        try:
+            self.session.new_session(await self.metadata.register())
+            await self.controller.start()
+        except Exception:  # noqa: BLE001
+            log.exception("re-registration after session expiry failed")
+
+    async def controlled_shutdown(self, retries: int, backoff_s: float) -> bool:
+        """Ask the controller to move leadership away (Kafka's ControlledShutdown), retrying
+        while partitions remain. Returns True once none remain."""
+        Q = CONTROLLED_SHUTDOWN.Request
+        for attempt in range(retries):
+            try:
+                resp = await self.controller_channel().request(
+                    CONTROLLED_SHUTDOWN, CONTROLLED_SHUTDOWN_VERSION,
+                    Q(broker_id=self.node_id, broker_epoch=self.metadata.broker_epoch),
+                    timeout=30)
+            except ChannelError as e:
+                log.warning("controlled shutdown attempt %d failed: %s", attempt + 1, e)
+            else:
+                if resp.error_code == errors.NONE and not resp.remaining_partitions:
+                    log.info("controlled shutdown succeeded")
+                    return True
+                log.info("controlled shutdown: error %d, %d partitions remaining",
+                         resp.error_code, len(resp.remaining_partitions))
+            await asyncio.sleep(backoff_s)
+        return False
+
+    async def stop(self) -> None:
+        self.session.stop()
+        self.isr_changes.close()
+        await self.controller.stop()
+        for ch in self._channels.values():
+            ch.close()
+        await self.broker.zk.stop()
+
+
+class IsrChangeSender:
+    """Leader side of AlterPartition: collects ISR proposals and sends them to the controller,
+    one request for all that arrived together."""
+
+    def __init__(self, cluster: ClusterMember):
+        self.cluster = cluster
+        self.pending: dict[tuple[str, int], tuple] = {}
+        self._task = None
+
+    def propose(self, part, new_isr) -> None:
+        self.pending[(part.topic, part.index)] = (part, new_isr)
+        if self._task is None or self._task.done():
+            self._task = asyncio.ensure_future(self._send())
+
+    async def _send(self):
+        await asyncio.sleep(0)  # let proposals from the same pass join this request
+        batch, self.pending = self.pending, {}
+        Q = ALTER_PARTITION.Request
+        by_topic: dict[str, list] = {}
+        for (topic, index), (part, isr) in batch.items():
+            by_topic.setdefault(topic, []).append(Q.TopicData.PartitionData(
+                partition_index=index, leader_epoch=part.leader_epoch, new_isr=isr,
+                leader_recovery_state=0, partition_epoch=part.partition_epoch))
+        req = Q(broker_id=self.cluster.node_id, broker_epoch=self.cluster.metadata.broker_epoch,
+                topics=[Q.TopicData(topic_name=t, partitions=ps) for t, ps in by_topic.items()])
+        try:
+            # A short timeout: a controller that stopped answering is replaced within the
+            # ZooKeeper session timeout, and the proposal then goes to the new one.
+            resp = await self.cluster.controller_channel().request(
+                ALTER_PARTITION, ALTER_PARTITION_VERSION, req, timeout=ALTER_PARTITION_TIMEOUT_S)
+        except ChannelError as e:
+            log.warning("AlterPartition failed: %s", e)
+            resp = None
+        answered = set()
+        if resp is not None and not resp.error_code:
+            for t in resp.topics:
+                for p in t.partitions:
+                    entry = batch.get((t.topic_name, p.partition_index))
+                    if entry is None:
+                        continue
+                    answered.add((t.topic_name, p.partition_index))
+                    part = entry[0]
+                    if p.error_code == errors.NONE:
+                        part.isr_committed(p.isr, p.leader_epoch, p.partition_epoch)
+                    else:
+                        log.info("AlterPartition for %s-%d refused: error %d", t.topic_name,
+                                 p.partition_index, p.error_code)
+                        part.isr_rejected()
+        elif resp is not None:
+            log.warning("AlterPartition answered error %d", resp.error_code)
+        for key, (part, _isr) in batch.items():
+            if key not in answered:
+                part.isr_rejected()  # proposed again at the next fetch or ISR check
+        if resp is None:
+            await asyncio.sleep(0.5)
+        if self.pending:
+            self._task = asyncio.ensure_future(self._send())
+
+    def close(self):
+        if self._task is not None:
+            self._task.cancel()

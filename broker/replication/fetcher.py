@@ -1,0 +1,194 @@
+"""Replica fetchers: a follower's long-lived tasks that copy its leaders' logs.
+
+One `ReplicaFetcher` per source broker, over one connection, fetching every partition this broker
+follows on that leader in each request (Fetch v12: topic names, the replica id, and the last
+fetched epoch, so the leader answers a diverging epoch when the logs split, KIP-320). Batches are
+appended unchanged (`Partition.append_as_follower`); the follower's high watermark comes from the
+leader's answer.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from josefk.wire import errors
+from josefk.wire.apis import FETCH
+
+log = logging.getLogger("josefk.fetcher")
+
+FETCH_VERSION = 12
+_RETRY_LATER = frozenset({errors.NOT_LEADER_OR_FOLLOWER, errors.FENCED_LEADER_EPOCH,
+                          errors.UNKNOWN_LEADER_EPOCH, errors.UNKNOWN_TOPIC_OR_PARTITION,
+                          errors.KAFKA_STORAGE_ERROR})
+
+
+class FetcherManager:
+    def __init__(self, node_id: int, channel_for, config):
+        self.node_id = node_id
+        self.channel_for = channel_for  # broker id -> BrokerChannel
+        self.max_wait_ms = config.int("replica.fetch.wait.max.ms")
+        self.min_bytes = config.int("replica.fetch.min.bytes")
+        self.max_bytes = config.int("replica.fetch.response.max.bytes")
+        self.partition_max_bytes = config.int("replica.fetch.max.bytes")
+        self.backoff_s = config.int("replica.fetch.backoff.ms") / 1000
+        self.fetchers: dict[int, ReplicaFetcher] = {}
+        self.source_of: dict[tuple[str, int], int] = {}
+
+    def add(self, part, leader_id: int) -> None:
+        key = (part.topic, part.index)
+        old = self.source_of.get(key)
+        if old is not None and old != leader_id:
+            self.fetchers[old].remove(key)
+        self.source_of[key] = leader_id
+        f = self.fetchers.get(leader_id)
+        if f is None:
+            f = self.fetchers[leader_id] = ReplicaFetcher(self, leader_id)
+        f.add(part)
+
+    def remove(self, part) -> None:
+        key = (part.topic, part.index)
+        src = self.source_of.pop(key, None)
+        if src is not None:
+            self.fetchers[src].remove(key)
+
+    def close(self) -> None:
+        for f in self.fetchers.values():
+            f.close()
+        self.fetchers.clear()
+
+
+class ReplicaFetcher:
+    def __init__(self, manager: FetcherManager, source_id: int):
+        self.manager = manager
+        self.source_id = source_id
+        self.partitions: dict[tuple[str, int], object] = {}
+        self.delayed: dict[tuple[str, int], float] = {}  # key -> monotonic time to retry at
+        self.wakeup = asyncio.Event()
+        self.task = asyncio.ensure_future(self._run())
+
+    def add(self, part) -> None:
+        key = (part.topic, part.index)
+        self.partitions[key] = part
+        self.delayed.pop(key, None)
+        self.wakeup.set()
+
+    def remove(self, key) -> None:
+        self.partitions.pop(key, None)
+        self.delayed.pop(key, None)
+
+    def close(self) -> None:
+        self.task.cancel()
+
+    async def _run(self):
+        m = self.manager
+        while True:
+            try:
+                ready = self._ready()
+                if not ready:
+                    self.wakeup.clear()
+                    timeout = None
+                    if self.delayed:
+                        timeout = max(0.0, min(self.delayed.values()) - time.monotonic())
+                    try:
+                        await asyncio.wait_for(self.wakeup.wait(), timeout)
+                    except asyncio.TimeoutError:
+                        pass
+                    continue
+                try:
+                    resp = await m.channel_for(self.source_id).request(
+                        FETCH, FETCH_VERSION, self._request(ready),
+                        timeout=m.max_wait_ms / 1000 + 30)
+                except Exception as e:  # noqa: BLE001 - the leader is away: retry later
+                    log.debug("fetch from broker %d failed: %s", self.source_id, e)
+                    await asyncio.sleep(m.backoff_s)
+                    continue
+                if resp.error_code:
+                    log.warning("fetch from broker %d: error %d", self.source_id, resp.error_code)
+                    await asyncio.sleep(m.backoff_s)
+                    continue
+                self._handle(resp, ready)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - never let the fetcher die
+                log.exception("replica fetcher for broker %d failed; retrying", self.source_id)
+                await asyncio.sleep(self.manager.backoff_s)
+
+    def _ready(self):
+        now = time.monotonic()
+        for key, at in list(self.delayed.items()):
+            if at <= now:
+                del self.delayed[key]
+        return {k: p for k, p in self.partitions.items() if k not in self.delayed}
+
+    def _request(self, ready):
+        m = self.manager
+        Q = FETCH.Request
+        by_topic: dict[str, list] = {}
+        for (topic, index), part in ready.items():
+            lg = part.log
+            by_topic.setdefault(topic, []).append(Q.FetchPartition(
+                partition=index, current_leader_epoch=part.leader_epoch,
+                fetch_offset=lg.log_end_offset, last_fetched_epoch=lg.epochs.latest_epoch,
+                log_start_offset=lg.log_start_offset, partition_max_bytes=m.partition_max_bytes))
+        return Q(replica_id=m.node_id, max_wait_ms=m.max_wait_ms, min_bytes=m.min_bytes,
+                 max_bytes=m.max_bytes, isolation_level=0, session_id=0, session_epoch=-1,
+                 topics=[Q.FetchTopic(topic=t, partitions=ps) for t, ps in by_topic.items()],
+                 forgotten_topics_data=[], rack_id="")
+
+    def _handle(self, resp, asked):
+        for t in resp.responses:
+            for pd in t.partitions:
+                key = (t.topic, pd.partition_index)
+                part = self.partitions.get(key)
+                if part is None or part is not asked.get(key):
+                    continue  # no longer fetched from here
+                try:
+                    self._handle_partition(key, part, pd)
+                except OSError as e:  # its log dir failed
+                    part.manager.storage_failed(part, e)
+                    self.delayed[key] = time.monotonic() + self.manager.backoff_s
+                except Exception:  # noqa: BLE001 - one bad partition must not stop the others
+                    log.exception("replicating %s-%d from broker %d failed", key[0], key[1],
+                                  self.source_id)
+                    self.delayed[key] = time.monotonic() + self.manager.backoff_s
+
+    def _handle_partition(self, key, part, pd):
+        lg = part.log
+        err = pd.error_code
+        if err == errors.NONE:
+            div = pd.diverging_epoch
+            if div is not None and (div.epoch >= 0 or div.end_offset >= 0):
+                self._truncate_diverging(part, div.epoch, div.end_offset)
+                return
+            part.append_as_follower(pd.records or b"", pd.high_watermark)
+            if pd.log_start_offset > lg.log_start_offset:  # the leader deleted records
+                lg.delete_records_before(min(pd.log_start_offset, lg.high_watermark))
+        elif err == errors.OFFSET_OUT_OF_RANGE:
+            if lg.log_end_offset < pd.log_start_offset:
+                log.warning("%s-%d: fetch offset %d below the leader's log start %d: restarting "
+                            "the log there", *key, lg.log_end_offset, pd.log_start_offset)
+                part.restart_at(pd.log_start_offset)
+            else:
+                log.warning("%s-%d: fetch offset %d past the leader's end: truncating to its "
+                            "high watermark %d", *key, lg.log_end_offset, pd.high_watermark)
+                part.truncate_to(max(pd.high_watermark, 0))
+        elif err in _RETRY_LATER:
+            self.delayed[key] = time.monotonic() + self.manager.backoff_s
+        else:
+            log.warning("%s-%d: fetch from broker %d answered error %d", *key, self.source_id,
+                        err)
+            self.delayed[key] = time.monotonic() + self.manager.backoff_s
+
+    @staticmethod
+    def _truncate_diverging(part, epoch, end_offset):
+        """KIP-320: the leader's log ends epoch ``epoch`` at ``end_offset``; cut ours there."""
+        lg = part.log
+        if epoch < 0:
+            target = lg.high_watermark
+        else:
+            mine, my_end = lg.end_offset_for_epoch(epoch)
+            target = min(end_offset, my_end) if mine >= 0 else lg.high_watermark
+        log.info("%s-%d: truncating to %d (diverging at leader epoch %d, end offset %d)",
+                 part.topic, part.index, target, epoch, end_offset)
+        part.truncate_to(target)

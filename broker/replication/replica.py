@@ -1,0 +1,701 @@
+"""Partitions this broker hosts, as leader or follower: appends (acks, idempotence,
+min.insync.replicas), reads, the high watermark, the ISR and delayed fetch/produce.
+
+A `Partition` wraps a storage `Log`. Its role comes from the controller (LeaderAndIsr) or, on
+a single broker without ZooKeeper, from the local metadata store (leader of everything, the ISR
+is itself). As leader it tracks every follower's log end offset from their fetches; the high
+watermark is the smallest log end offset over the ISR and never moves back; followers that fall
+behind for replica.lag.time.max.ms leave the ISR and come back once caught up, through
+AlterPartition requests to the controller (`isr_changes`). As follower it is appended to by a
+replica fetcher (`broker.fetcher`).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from josefk.broker.control.metadata import MetadataError
+from josefk.broker.replication.producer_state import ProducerStateTable
+from josefk.storage.config import LogConfig
+from josefk.storage.errors import InvalidConfig, OffsetOutOfRange, RecordTooLarge, StorageError
+from josefk.storage.manager import remove_dirs
+from josefk.wire import errors
+from josefk.wire.batch import (CorruptRecord, InvalidRecord, crc_ok, iter_headers, read_header,
+                               validate_batches)
+from josefk.wire.records import CONTROL_ABORT, CONTROL_COMMIT, build_batch, control_record
+from josefk.wire.validate import validate_records
+
+log = logging.getLogger("josefk.replica")
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class AppendResult:
+    __slots__ = ("error", "base_offset", "log_start_offset", "message", "next_offset",
+                 "record_errors", "log_append_time")
+
+    def __init__(self, error, base_offset=-1, log_start_offset=-1, message=None, next_offset=-1,
+                 record_errors=(), log_append_time=-1):
+        self.error = error
+        self.base_offset = base_offset
+        self.log_start_offset = log_start_offset
+        self.message = message
+        self.next_offset = next_offset  # the offset the high watermark must pass for acks=all
+        self.record_errors = record_errors  # (index in batch, message) pairs
+        self.log_append_time = log_append_time  # the time stamped in, on a LogAppendTime topic
+
+
+class ReadResult:
+    __slots__ = ("error", "records", "high_watermark", "last_stable_offset", "log_start_offset",
+                 "diverging_epoch", "aborted")
+
+    def __init__(self, error, records=None, high_watermark=-1, log_start_offset=-1,
+                 diverging_epoch=None, last_stable_offset=-1, aborted=None):
+        self.error = error
+        self.records = records
+        self.high_watermark = high_watermark
+        self.last_stable_offset = last_stable_offset
+        self.log_start_offset = log_start_offset
+        self.diverging_epoch = diverging_epoch  # (epoch, end offset) for a follower to truncate to
+        self.aborted = aborted  # read_committed: [(producer id, first offset)] in the range
+
+
+class FollowerState:
+    """What the leader knows of one follower, from its fetches (Kafka's Replica)."""
+
+    __slots__ = ("leo", "log_start", "caught_up_ms", "last_fetch_ms", "leader_leo_at_last_fetch")
+
+    def __init__(self, now_ms):
+        self.leo = -1
+        self.log_start = -1  # unknown until the follower's first fetch (Fetch v5+ reports it)
+        self.caught_up_ms = now_ms  # a new leader gives every follower a full lag window
+        self.last_fetch_ms = now_ms
+        self.leader_leo_at_last_fetch = -1
+
+
+class PartitionState:
+    """One partition's role as LeaderAndIsr (or the local store) describes it."""
+
+    __slots__ = ("topic", "index", "topic_id", "leader", "leader_epoch", "isr", "replicas",
+                 "partition_epoch")
+
+    def __init__(self, topic, index, leader, leader_epoch, isr, replicas, partition_epoch=0,
+                 topic_id=None):
+        self.topic, self.index, self.topic_id = topic, index, topic_id
+        self.leader, self.leader_epoch = leader, leader_epoch
+        self.isr, self.replicas = list(isr), list(replicas)
+        self.partition_epoch = partition_epoch
+
+
+class Partition:
+    __slots__ = ("topic", "index", "topic_id", "log", "node_id", "leader", "leader_epoch",
+                 "partition_epoch", "replicas", "isr", "pending_isr", "followers", "producers",
+                 "waiters", "acks_waiters", "config", "min_insync", "manager",
+                 "epoch_start_offset", "low_waiters")
+
+    def __init__(self, manager, topic, index, log_, config: LogConfig):
+        self.manager = manager
+        self.node_id = manager.node_id
+        self.topic = topic
+        self.index = index
+        self.topic_id = None
+        self.log = log_
+        self.config = config
+        self.min_insync = config.min_insync_replicas
+        self.leader = -1
+        self.leader_epoch = -1
+        self.partition_epoch = -1
+        self.replicas: list[int] = []
+        self.isr: list[int] = []
+        self.pending_isr = None  # an ISR change sent to the controller and not yet answered
+        self.followers: dict[int, FollowerState] = {}
+        self.epoch_start_offset = 0
+        self.producers = ProducerStateTable()
+        self.producers.load(log_)
+        self.waiters: list[asyncio.Future] = []  # fetches waiting for data
+        self.acks_waiters: list[tuple[int, asyncio.Future]] = []  # acks=all produces
+        self.low_waiters: list[asyncio.Future] = []  # DeleteRecords waiting for the followers
+
+    @property
+    def is_leader(self) -> bool:
+        return self.leader == self.node_id
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The high watermark, or the first offset of the oldest open transaction below it."""
+        hwm = self.log.high_watermark
+        first = self.producers.first_unstable_offset()
+        return hwm if first is None else min(hwm, first)
+
+    # -- role changes -----------------------------------------------------------------------------
+    def make_leader(self, st: PartitionState) -> None:
+        was_leader = self.is_leader
+        new_epoch = st.leader_epoch != self.leader_epoch
+        self._apply(st)
+        now = _now_ms()
+        if new_epoch or not was_leader:
+            self.epoch_start_offset = self.log.log_end_offset
+            self.followers = {r: FollowerState(now) for r in st.replicas if r != self.node_id}
+        else:
+            for r in st.replicas:
+                if r != self.node_id and r not in self.followers:
+                    self.followers[r] = FollowerState(now)
+        self.pending_isr = None
+        self.maybe_advance_hwm()
+
+    def make_follower(self, st: PartitionState) -> None:
+        self._apply(st)
+        self.followers = {}
+        self.pending_isr = None
+        self._fail_acks_waiters(errors.NOT_LEADER_OR_FOLLOWER)
+        self.wake()
+        self._wake_low_waiters()
+
+    def _apply(self, st: PartitionState):
+        self.leader = st.leader
+        self.leader_epoch = st.leader_epoch
+        self.partition_epoch = st.partition_epoch
+        self.isr = list(st.isr)
+        self.replicas = list(st.replicas)
+        if st.topic_id is not None:
+            self.topic_id = st.topic_id
+
+    def stop(self) -> None:
+        self.leader = -1
+        self._fail_acks_waiters(errors.NOT_LEADER_OR_FOLLOWER)
+        self.wake()
+        self._wake_low_waiters()
+
+    # -- leader: append -------------------------------------------------------------------------
+    def append(self, records, acks: int) -> AppendResult:
+        if not self.is_leader:
+            return AppendResult(errors.NOT_LEADER_OR_FOLLOWER)
+        try:
+            batches = validate_batches(records)
+            # Kafka refuses an oversized batch before it looks at its records.
+            oversized = self._oversized(batches)
+            if oversized is not None:
+                return oversized
+            validate_records(records, self.config.compact, self.config.timestamp_window(),
+                             headers=batches)
+        except CorruptRecord as e:
+            return AppendResult(errors.CORRUPT_MESSAGE, message=str(e))
+        except InvalidRecord as e:
+            return AppendResult(e.error_code, message=str(e), record_errors=e.record_errors)
+        return self._append_valid(records, batches, acks)
+
+    def append_own(self, batch, acks: int) -> AppendResult:
+        """Append one batch the broker built itself (the coordinators' records): it is well
+        formed by construction, so its framing, CRC and records are not checked again."""
+        if not self.is_leader:
+            return AppendResult(errors.NOT_LEADER_OR_FOLLOWER)
+        batches = [read_header(batch, 0)]
+        oversized = self._oversized(batches)
+        if oversized is not None:
+            return oversized
+        return self._append_valid(batch, batches, acks)
+
+    def _oversized(self, batches) -> AppendResult | None:
+        limit = self.config.max_message_bytes
+        for h in batches:
+            if h.size > limit:
+                return AppendResult(errors.MESSAGE_TOO_LARGE, message=(
+                    f"batch of {h.size} bytes exceeds max.message.bytes {limit}"))
+        return None
+
+    def _append_valid(self, records, batches, acks: int) -> AppendResult:
+        lg = self.log
+        if acks == -1 and len(self.isr) < self.min_insync:
+            return AppendResult(errors.NOT_ENOUGH_REPLICAS, message=(
+                f"The size of the current ISR {self.isr} is insufficient to satisfy the min.isr "
+                f"requirement of {self.min_insync} for partition {self.topic}-{self.index}"))
+        h = batches[0]
+        if any(b.is_control for b in batches):
+            return AppendResult(errors.INVALID_RECORD,
+                                message="clients may not write control batches")
+        idempotent = h.producer_id >= 0
+        if idempotent:
+            if len(batches) > 1:
+                return AppendResult(errors.INVALID_RECORD,
+                                    message="idempotent produce must carry exactly one batch")
+            err, duplicate = self.producers.check(h)
+            if err:
+                return AppendResult(err, log_start_offset=lg.log_start_offset)
+            if duplicate is not None:
+                return AppendResult(errors.NONE, duplicate[0], lg.log_start_offset,
+                                    next_offset=duplicate[1] + 1)
+        try:
+            first, last = lg.append(records, batches, leader_epoch=self.leader_epoch)
+        except RecordTooLarge as e:
+            return AppendResult(errors.MESSAGE_TOO_LARGE, message=str(e))
+        except OSError as e:  # disk full, file too large, I/O error: nothing was appended
+            return self._storage_error(e)
+        if idempotent:
+            self.producers.update(h, first, last)
+        if self._advance_hwm() and self.acks_waiters:
+            self._complete_acks_waiters()
+        self.wake()
+        return AppendResult(errors.NONE, first, lg.log_start_offset, next_offset=last + 1,
+                            log_append_time=h.max_timestamp
+                            if self.config.message_timestamp_type == "LogAppendTime" else -1)
+
+    def write_marker(self, producer_id: int, producer_epoch: int, commit: bool,
+                     coordinator_epoch: int) -> AppendResult:
+        """Append a transaction's COMMIT or ABORT marker (WriteTxnMarkers) and close it."""
+        if not self.is_leader:
+            return AppendResult(errors.NOT_LEADER_OR_FOLLOWER)
+        err = self.producers.check_marker(producer_id, producer_epoch, coordinator_epoch)
+        if err:
+            return AppendResult(err)
+        kind = CONTROL_COMMIT if commit else CONTROL_ABORT
+        buf = build_batch([control_record(kind, coordinator_epoch)], producer_id=producer_id,
+                          producer_epoch=producer_epoch, transactional=True, control=True)
+        h = read_header(buf, 0)
+        try:
+            first, _last = self.log.append(buf, [h], leader_epoch=self.leader_epoch)
+        except OSError as e:
+            return self._storage_error(e)
+        self.producers.end_txn(producer_id, producer_epoch, kind, first, coordinator_epoch,
+                               h.max_timestamp)
+        self.maybe_advance_hwm()
+        self.wake()
+        return AppendResult(errors.NONE, first, self.log.log_start_offset, next_offset=first + 1)
+
+    def _storage_error(self, e: OSError) -> AppendResult:
+        log.warning("append to %s-%d failed: %s", self.topic, self.index, e)
+        self.manager.storage_failed(self, e)
+        return AppendResult(errors.KAFKA_STORAGE_ERROR, message=f"Disk error when trying "
+                            f"to access log file on disk: {e.strerror or e}")
+
+    def replicated(self, next_offset: int) -> bool:
+        return self.log.high_watermark >= next_offset
+
+    async def wait_replicated(self, next_offset: int, timeout_ms: int) -> int:
+        """acks=all: wait until the high watermark passes ``next_offset``. Returns the error
+        code to answer (NONE, NOT_ENOUGH_REPLICAS_AFTER_APPEND, REQUEST_TIMED_OUT...)."""
+        if not self.replicated(next_offset):
+            fut = asyncio.get_running_loop().create_future()
+            self.acks_waiters.append((next_offset, fut))
+            try:
+                code = await asyncio.wait_for(fut, timeout_ms / 1000)
+            except asyncio.TimeoutError:
+                return errors.REQUEST_TIMED_OUT
+            finally:
+                self.acks_waiters = [w for w in self.acks_waiters if w[1] is not fut]
+            if code:
+                return code
+        if len(self.isr) < self.min_insync:
+            return errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        return errors.NONE
+
+    def _fail_acks_waiters(self, code):
+        waiters, self.acks_waiters = self.acks_waiters, []
+        for _, fut in waiters:
+            if not fut.done():
+                fut.set_result(code)
+
+    # -- leader: followers, high watermark, ISR -----------------------------------------------------
+    def update_follower(self, replica_id: int, fetch_offset: int, now_ms: int,
+                        log_start_offset: int = -1) -> bool:
+        """A follower fetched from ``fetch_offset``: it has everything below, and its log
+        starts at ``log_start_offset``. Returns False if ``replica_id`` is not a replica of
+        this partition."""
+        st = self.followers.get(replica_id)
+        if st is None:
+            return False
+        if log_start_offset != st.log_start:
+            st.log_start = log_start_offset
+            self._wake_low_waiters()
+        leo = self.log.log_end_offset
+        if fetch_offset >= leo:
+            st.caught_up_ms = now_ms
+        elif fetch_offset >= st.leader_leo_at_last_fetch >= 0:
+            st.caught_up_ms = st.last_fetch_ms
+        st.leo = fetch_offset
+        st.last_fetch_ms = now_ms
+        st.leader_leo_at_last_fetch = leo
+        if (replica_id not in self.isr and self.pending_isr is None
+                and fetch_offset >= self.log.high_watermark
+                and fetch_offset >= self.epoch_start_offset):
+            self._propose_isr(self.isr + [replica_id])
+        self.maybe_advance_hwm()
+        return True
+
+    def low_watermark(self, alive) -> int:
+        """Kafka's low watermark: the smallest log start offset over this replica and the
+        followers on live brokers (``alive``), learned from their fetches. DeleteRecords is
+        done when it reaches the requested offset."""
+        low = self.log.log_start_offset
+        for r in self.replicas:
+            if r != self.node_id and r in alive:
+                st = self.followers.get(r)
+                low = min(low, st.log_start if st is not None else -1)
+        return low
+
+    async def low_watermark_moved(self, timeout_s: float) -> None:
+        """Wait (at most ``timeout_s``) until a follower reports another log start offset or
+        this replica stops leading."""
+        fut = asyncio.get_running_loop().create_future()
+        self.low_waiters.append(fut)
+        try:
+            await asyncio.wait_for(fut, timeout_s)
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            if fut in self.low_waiters:
+                self.low_waiters.remove(fut)
+
+    def _wake_low_waiters(self):
+        waiters, self.low_waiters = self.low_waiters, []
+        for f in waiters:
+            if not f.done():
+                f.set_result(None)
+
+    def maybe_advance_hwm(self) -> None:
+        if self._advance_hwm():
+            self._complete_acks_waiters()
+            self.wake()
+
+    def _advance_hwm(self) -> bool:
+        """Move the high watermark up to the smallest log end offset over the ISR (counting a
+        follower being added: Kafka's "maximal ISR"). Returns True if it moved."""
+        if not self.is_leader:
+            return False
+        lg = self.log
+        new = lg.log_end_offset
+        # a list is enough to take a minimum over; the union only while an ISR change is out
+        members = self.isr if self.pending_isr is None else set(self.isr) | set(self.pending_isr)
+        for r in members:
+            if r == self.node_id:
+                continue
+            st = self.followers.get(r)
+            new = min(new, st.leo if st is not None else -1)
+        if new > lg.high_watermark:
+            lg.high_watermark = new
+            return True
+        return False
+
+    def _complete_acks_waiters(self):
+        hwm = self.log.high_watermark
+        keep = []
+        for off, fut in self.acks_waiters:
+            if off <= hwm:
+                if not fut.done():
+                    fut.set_result(errors.NONE)
+            else:
+                keep.append((off, fut))
+        self.acks_waiters = keep
+
+    def maybe_shrink_isr(self, now_ms: int, lag_max_ms: int) -> None:
+        if not self.is_leader or self.pending_isr is not None:
+            return
+        out = [r for r in self.isr if r != self.node_id and
+               (r not in self.followers or now_ms - self.followers[r].caught_up_ms > lag_max_ms)]
+        if out:
+            log.info("shrinking ISR of %s-%d from %s: %s fell behind", self.topic, self.index,
+                     self.isr, out)
+            self._propose_isr([r for r in self.isr if r not in out])
+
+    def _propose_isr(self, new_isr):
+        self.pending_isr = list(new_isr)
+        self.manager.isr_changes.propose(self, list(new_isr))
+
+    def isr_committed(self, isr, leader_epoch, partition_epoch) -> None:
+        """The controller accepted (or reported) the ISR."""
+        self.pending_isr = None
+        if leader_epoch != self.leader_epoch:
+            return
+        self.isr = list(isr)
+        self.partition_epoch = partition_epoch
+        self.maybe_advance_hwm()
+
+    def isr_rejected(self) -> None:
+        self.pending_isr = None
+
+    # -- reads --------------------------------------------------------------------------------------
+    def wake(self):
+        waiters = self.waiters
+        if waiters:
+            self.waiters = []
+            for f in waiters:
+                if not f.done():
+                    f.set_result(None)
+
+    def read(self, offset: int, max_bytes: int, min_one: bool,
+             replica_id: int = -1, last_fetched_epoch: int = -1,
+             zero_copy_min: int = 0, read_committed: bool = False) -> ReadResult:
+        """Batches from ``offset``: up to the log end for a follower, the high watermark for a
+        consumer, the last stable offset for a read_committed one (with the aborted
+        transactions it must drop)."""
+        lg = self.log
+        hwm = lg.high_watermark
+        lso = self.last_stable_offset
+        if last_fetched_epoch >= 0:
+            epoch, end = lg.end_offset_for_epoch(last_fetched_epoch)
+            if epoch != last_fetched_epoch or end < offset:
+                return ReadResult(errors.NONE, b"", hwm, lg.log_start_offset,
+                                  diverging_epoch=(epoch, end), last_stable_offset=lso)
+        limit = lg.log_end_offset if replica_id >= 0 else lso if read_committed else hwm
+        if offset == limit >= lg.log_start_offset:  # caught up (most of a large fetch)
+            return ReadResult(errors.NONE, b"", hwm, lg.log_start_offset, last_stable_offset=lso,
+                              aborted=[] if read_committed else None)
+        try:
+            data = lg.read(offset, max_bytes, max_offset=limit, min_one=min_one,
+                           zero_copy_min=zero_copy_min)
+        except OffsetOutOfRange:
+            return ReadResult(errors.OFFSET_OUT_OF_RANGE, None, hwm, lg.log_start_offset,
+                              last_stable_offset=lso)
+        aborted = None
+        if read_committed:
+            aborted = self.producers.aborted_between(offset, limit) if data.records else []
+        return ReadResult(errors.NONE, data.records, hwm, lg.log_start_offset,
+                          last_stable_offset=lso, aborted=aborted)
+
+    def check_leader_epoch(self, current_leader_epoch: int) -> int:
+        if current_leader_epoch < 0 or current_leader_epoch == self.leader_epoch:
+            return errors.NONE
+        if current_leader_epoch < self.leader_epoch:
+            return errors.FENCED_LEADER_EPOCH
+        return errors.UNKNOWN_LEADER_EPOCH
+
+    # -- follower -----------------------------------------------------------------------------------
+    def truncate_to(self, offset: int) -> None:
+        """Cut the log at ``offset`` (it diverged from the leader's); producer state follows."""
+        self.log.truncate_to(offset)
+        self._reload_producer_state()
+
+    def restart_at(self, offset: int) -> None:
+        """Empty the log and continue at ``offset`` (the leader's log starts past ours)."""
+        self.log.truncate_fully_and_start_at(offset)
+        self._reload_producer_state()
+
+    def _reload_producer_state(self) -> None:
+        self.producers = ProducerStateTable()
+        self.producers.load(self.log)
+
+    def append_as_follower(self, records, leader_hwm: int) -> None:
+        """Append what the leader sent, unchanged. A fetch response may end in a partial
+        batch (cut at the fetch size): only whole batches are kept, the rest comes next time."""
+        lg = self.log
+        batches = list(iter_headers(records)) if records else []
+        if batches:
+            for h in batches:
+                if not crc_ok(records, h):
+                    raise CorruptRecord(f"batch at offset {h.base_offset} from the leader fails "
+                                        "its CRC")
+            end = batches[-1].pos + batches[-1].size
+            lg.append_as_follower(memoryview(records)[:end], batches)
+            for h in batches:
+                self.producers.apply(h, records)
+        lg.high_watermark = min(leader_hwm, lg.log_end_offset)
+        self.wake()
+
+
+def topic_log_config(broker_config, topic_configs: dict) -> LogConfig:
+    return LogConfig.from_props(topic_configs, broker_config.topic_defaults())
+
+
+class ReplicaManager:
+    """Every partition replica on this broker, keyed by (topic, partition)."""
+
+    def __init__(self, broker_config, log_manager, node_id: int, isr_changes=None):
+        self.config = broker_config
+        self.logs = log_manager
+        self.node_id = node_id
+        self.partitions: dict[tuple[str, int], Partition] = {}
+        self.offline: set[tuple[str, int]] = set()  # replicas whose log cannot be served
+        self.isr_changes = isr_changes
+        # In a cluster: callables(log dir) told when a log dir goes offline (the controller must
+        # move its partitions); alone, a broker keeps its dirs and retries (a full disk recovers)
+        self.dir_failure_listeners = []
+        self.fetchers = None  # a broker.fetcher.FetcherManager in cluster mode
+        self.lag_max_ms = broker_config.int("replica.lag.time.max.ms")
+        self.role_listeners = []  # callables(partition, became_leader) e.g. group coordinator
+
+    def _partition(self, topic, index, configs: dict, cfg: LogConfig | None) -> Partition:
+        key = (topic, index)
+        if cfg is None:
+            cfg = topic_log_config(self.config, configs)
+        part = self.partitions.get(key)
+        if part is None:
+            lg = self.logs.get_or_create(topic, index, cfg)
+            part = self.partitions[key] = Partition(self, topic, index, lg, cfg)
+        else:
+            self.reconfigure(part, cfg)
+        return part
+
+    @staticmethod
+    def reconfigure(part: Partition, cfg: LogConfig) -> None:
+        part.config = cfg
+        part.min_insync = cfg.min_insync_replicas
+        part.log.config = cfg
+
+    def apply(self, st: PartitionState, configs: dict,
+              cfg: LogConfig | None = None) -> Partition | None:
+        """Become leader or follower of ``st``'s partition as it says (``cfg``: the log config
+        ``configs`` make, when the caller has it already). A replica whose stored state cannot
+        be loaded is reported offline (None) and the broker serves the others."""
+        try:
+            part = self._partition(st.topic, st.index, configs, cfg)
+        except (InvalidConfig, StorageError, OSError) as e:
+            log.error("partition %s-%d is offline: %s", st.topic, st.index, e)
+            self.offline.add((st.topic, st.index))
+            return None
+        self.offline.discard((st.topic, st.index))
+        was_leader = part.is_leader
+        if st.leader == self.node_id:
+            if self.fetchers is not None:
+                self.fetchers.remove(part)
+            part.make_leader(st)
+        else:
+            part.make_follower(st)
+            if self.fetchers is not None and st.leader >= 0:
+                self.fetchers.add(part, st.leader)
+        if was_leader != part.is_leader:
+            log.info("%s-%d: %s at leader epoch %d, ISR %s", st.topic, st.index,
+                     "leader" if part.is_leader else f"follower of {st.leader}", st.leader_epoch,
+                     st.isr)
+            for fn in self.role_listeners:
+                fn(part, part.is_leader)
+        return part
+
+    def _stop(self, topic: str, index: int) -> None:
+        part = self.partitions.pop((topic, index), None)
+        if part is not None:
+            if self.fetchers is not None:
+                self.fetchers.remove(part)
+            was_leader = part.is_leader
+            part.stop()
+            if was_leader:
+                for fn in self.role_listeners:
+                    fn(part, False)
+
+    def storage_failed(self, part: Partition, error: OSError) -> None:
+        """An I/O error in ``part``'s log. In a cluster its log dir goes offline as in Kafka:
+        every replica in it stops (answering KAFKA_STORAGE_ERROR) and the listeners tell the
+        controller, which moves their leadership to other in-sync replicas."""
+        if not self.dir_failure_listeners:
+            return
+        d = self.logs.log_dir_of(part.topic, part.index)
+        if d is None:
+            return  # its dir is offline already
+        log.error("log dir %s failed (%s): its replicas go offline until this broker restarts",
+                  d, error)
+        for topic, index in self.logs.fail_dir(d, str(error)):
+            self._stop(topic, index)
+            self.offline.add((topic, index))
+        for fn in self.dir_failure_listeners:
+            fn(d)
+
+    def stop_replicas(self, items) -> None:
+        """Stop serving each ``(topic, index, delete)``; the logs to delete are detached
+        in one pass per topic (one checkpoint write, not one per partition) and their files
+        removed in a worker thread."""
+        doomed: dict[str, list[int]] = {}
+        for topic, index, delete in items:
+            self._stop(topic, index)
+            if delete:
+                self.offline.discard((topic, index))
+                doomed.setdefault(topic, []).append(index)
+        dirs = [d for topic, indexes in doomed.items() for d in self.logs.detach(topic, indexes)]
+        if dirs:
+            asyncio.get_running_loop().run_in_executor(None, remove_dirs, dirs)
+
+    def lead_locally(self, metadata) -> None:
+        """Single broker: lead every partition of ``metadata`` and follow its changes."""
+        for t in metadata.topics.values():
+            self._lead_topic(t)
+        metadata.listeners.append(self._on_local_metadata)
+        metadata.preparers.append(self.prepare_logs)
+
+    async def create_logs(self, topic, indexes, configs: dict) -> None:
+        """Create the logs of the partitions ``indexes`` of ``topic`` that have none here, in a
+        worker thread: thousands of directories and files take seconds, and the event loop
+        keeps serving meanwhile. Raises InvalidConfig, StorageError or OSError."""
+        cfg = topic_log_config(self.config, configs)
+        missing = [i for i in indexes if self.logs.get(topic, i) is None]
+
+        def create():
+            for i in missing:
+                self.logs.get_or_create(topic, i, cfg)
+
+        if missing:
+            await asyncio.get_running_loop().run_in_executor(None, create)
+
+    async def prepare_logs(self, t, indexes) -> None:
+        """Make the logs of new partitions before the local store persists them; on a disk
+        error the logs made so far are removed and nothing is persisted
+        (KAFKA_STORAGE_ERROR)."""
+        try:
+            await self.create_logs(t.name, indexes, t.configs)
+        except (StorageError, OSError) as e:
+            log.error("cannot create the logs of %s: %s", t.name, e)
+            fresh = [i for i in indexes if (t.name, i) not in self.partitions]
+            await asyncio.get_running_loop().run_in_executor(None, self.logs.delete, t.name,
+                                                             fresh)
+            raise MetadataError(errors.KAFKA_STORAGE_ERROR,
+                                f"Cannot create the logs of {t.name}: {e}") from None
+
+    def _lead_topic(self, t):
+        me = self.node_id
+        try:
+            cfg = topic_log_config(self.config, t.configs)
+        except InvalidConfig:
+            cfg = None  # every partition reports it offline
+        for p in t.partitions:
+            self.apply(PartitionState(t.name, p.index, me, p.leader_epoch, [me], [me],
+                                      topic_id=t.topic_id), t.configs, cfg)
+
+    def _on_local_metadata(self, event, t):
+        if event == "deleted":
+            self.stop_replicas([(t.name, p.index, True) for p in t.partitions])
+        else:
+            self._lead_topic(t)
+
+    def get(self, topic: str, index: int) -> Partition | None:
+        return self.partitions.get((topic, index))
+
+    def leader_partition(self, topic: str, index: int) -> Partition | None:
+        """The partition if this broker leads it."""
+        part = self.partitions.get((topic, index))
+        return part if part is not None and part.is_leader else None
+
+    def check_isr(self) -> None:
+        now = _now_ms()
+        for part in self.partitions.values():
+            if part.followers:
+                part.maybe_shrink_isr(now, self.lag_max_ms)
+
+    def watch(self, partitions) -> "DataWaiter":
+        """Start watching ``partitions`` for appends (see `DataWaiter`)."""
+        return DataWaiter(partitions)
+
+
+class DataWaiter:
+    """A future woken by the next append to any of the watched partitions. Registering happens
+    at construction, synchronously, so no append can slip in before the wait begins."""
+
+    __slots__ = ("partitions", "future")
+
+    def __init__(self, partitions):
+        self.partitions = partitions
+        self.future = asyncio.get_running_loop().create_future()
+        for p in partitions:
+            p.waiters.append(self.future)
+
+    async def wait(self, timeout_s: float) -> None:
+        """Sleep until an append or ``timeout_s`` passes, then stop watching."""
+        try:
+            if timeout_s > 0:
+                await asyncio.wait_for(self.future, timeout_s)
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            for p in self.partitions:
+                try:
+                    p.waiters.remove(self.future)
+                except ValueError:
+                    pass

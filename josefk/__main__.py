@@ -1,0 +1,5 @@
+import sys
+
+from josefk.cli import main
+
+sys.exit(main())

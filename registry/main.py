@@ -1,0 +1,125 @@
+"""``josefk registry [schema-registry.properties]``: the Schema Registry process, configured with
+Confluent's property names."""
+from __future__ import annotations
+
+import logging
+import sys
+
+from josefk.broker.config import ConfigError
+
+DEFAULTS = {
+    "listeners": "http://0.0.0.0:8081",
+    "kafkastore.topic": "_schemas",
+    "kafkastore.topic.replication.factor": "3",
+    "kafkastore.timeout.ms": "10000",
+    "kafkastore.init.timeout.ms": "60000",
+    "schema.registry.group.id": "schema-registry",
+    "leader.eligibility": "true",
+    "kafkagroup.session.timeout.ms": "10000",
+    "kafkagroup.heartbeat.interval.ms": "3000",
+    "kafkagroup.rebalance.timeout.ms": "30000",
+    "inter.instance.protocol": "http",
+    "authentication.realm": "SchemaRegistry-Props",
+    "request.max.bytes": str(16 << 20),
+}
+
+
+def add_commands(sub, kv):
+    r = sub.add_parser("registry", help="run a Confluent-compatible Schema Registry")
+    r.add_argument("config", nargs="?", help="schema-registry.properties file")
+    r.add_argument("--override", action="append", type=kv, default=[], metavar="KEY=VALUE",
+                   help="set any Schema Registry property (repeatable)")
+    r.add_argument("--log-level", default="INFO")
+    r.set_defaults(func=run)
+
+
+def bootstrap_servers(value: str) -> str:
+    """Kafka's bootstrap list without Confluent's optional ``PROTOCOL://`` prefixes."""
+    return ",".join(s.strip().rpartition("://")[2] for s in value.split(",") if s.strip())
+
+
+def run(args) -> int:
+    from josefk.httpd.config import ServiceConfig
+    from josefk.httpd.server import run as run_loop
+
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        config = ServiceConfig.load(args.config, dict(args.override), DEFAULTS)
+        if not config.get("kafkastore.bootstrap.servers"):
+            raise ConfigError("kafkastore.bootstrap.servers is required")
+        config.listeners()
+    except (ConfigError, OSError) as e:
+        print(f"josefk registry: bad configuration: {e}", file=sys.stderr)
+        return 2
+    return run_loop(lambda: serve(config))
+
+
+async def serve(config) -> int:
+    import asyncio
+
+    import aiohttp
+    from aiohttp import web
+
+    from josefk.httpd.config import kafka_security, librdkafka_settings
+    from josefk.httpd.server import middlewares, serve as serve_http
+    from josefk.registry.app import BODY_TYPES, CONTENT_TYPE, Registry
+    from josefk.registry.election import Election
+    from josefk.registry.kafkastore import KafkaStore, StoreError
+    from josefk.registry.state import State
+
+    loop = asyncio.get_running_loop()
+    security = kafka_security(config, "kafkastore.")
+    bootstrap = bootstrap_servers(config.get("kafkastore.bootstrap.servers"))
+    try:
+        kafka = {"bootstrap.servers": bootstrap, **librdkafka_settings(security)}
+        app = web.Application(middlewares=middlewares(config, CONTENT_TYPE, BODY_TYPES,
+                                                      "SCHEMA_REGISTRY_OPTS"),
+                              client_max_size=config.int("request.max.bytes"))
+    except (ConfigError, OSError) as e:
+        print(f"josefk registry: bad configuration: {e}", file=sys.stderr)
+        return 2
+    state = State()
+    store = KafkaStore(kafka, config.get("kafkastore.topic"),
+                       config.int("kafkastore.topic.replication.factor"),
+                       config.int("kafkastore.timeout.ms"), state)
+    scheme = config.get("inter.instance.protocol").lower()
+    listener = next((l for l in config.listeners() if l.scheme == scheme),
+                    config.listeners()[0])
+    identity = {"version": 1, "host": config.advertised_host(listener), "port": listener.port,
+                "scheme": listener.scheme,
+                "master_eligibility": config.bool(
+                    "leader.eligibility", config.bool("master.eligibility", True))}
+    forward_ssl = None
+    if listener.scheme == "https":
+        from josefk.broker.security.listeners import client_ssl_context
+
+        forward_ssl = client_ssl_context(config.get)
+    registry = Registry(store, state, identity, forward_ssl)
+    app.add_routes(registry.routes())
+    try:
+        await store.start(config.int("kafkastore.init.timeout.ms"))
+    except (StoreError, Exception) as e:  # noqa: BLE001 - any failure to reach the cluster
+        print(f"josefk registry: cannot use {config.get('kafkastore.topic')} on {bootstrap}: "
+              f"{e}", file=sys.stderr, flush=True)
+        store.stop()
+        return 1
+    registry.session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30))
+    election = Election(bootstrap, security, config.get("schema.registry.group.id"), identity,
+                        lambda primary: loop.call_soon_threadsafe(registry.set_primary, primary),
+                        config.int("kafkagroup.session.timeout.ms"),
+                        config.int("kafkagroup.heartbeat.interval.ms"),
+                        config.int("kafkagroup.rebalance.timeout.ms"))
+    try:
+        return await serve_http(app, config, "registry", on_started=_start(election))
+    finally:
+        await loop.run_in_executor(None, election.stop)
+        await registry.session.close()
+        store.stop()
+
+
+def _start(election):
+    async def started():
+        election.start()
+
+    return started

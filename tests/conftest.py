@@ -1,0 +1,16 @@
+"""Fixtures shared by the unit tests."""
+from __future__ import annotations
+
+import pytest
+
+from josefk.wire import _recscan_py, recscan
+
+
+@pytest.fixture(params=["native", "python"])
+def record_walk(request, monkeypatch):
+    """Run the test with the native record walk and again with its plain-Python twin (what a
+    josefk installed without a C compiler uses)."""
+    if request.param == "python":
+        for name in ("scan", "latest", "buffer"):
+            monkeypatch.setattr(recscan, name, getattr(_recscan_py, name))
+    return request.param

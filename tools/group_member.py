@@ -1,0 +1,208 @@
+"""A member of a classic consumer group for the data tools (what the Java consumer's
+``subscribe`` does): JoinGroup with protocol type ``consumer`` and the ``range`` assignor, the
+leader's range assignment sent in SyncGroup, heartbeats on a thread, a rejoin when the
+coordinator asks for one, commits under the member's generation and LeaveGroup on close.
+
+Other group protocols (the schema registry's ``sr`` election) subclass it and replace the
+protocol: ``protocol_type``, ``protocol_name``, ``_metadata``, ``_assign`` and ``_decode``."""
+from __future__ import annotations
+
+import threading
+import time
+
+from josefk.tools.client import Client, KafkaError
+from josefk.tools.groups_cli import commit_offsets, committed_offsets, decode_assignment
+from josefk.wire import errors
+from josefk.wire.apis import HEARTBEAT, JOIN_GROUP, LEAVE_GROUP, SYNC_GROUP
+from josefk.wire.apis.consumer_protocol import ASSIGNMENT, SUBSCRIPTION
+
+PROTOCOL_TYPE, ASSIGNOR = "consumer", "range"
+SUBSCRIPTION_VERSION = ASSIGNMENT_VERSION = 0
+# Errors that end the member's generation: it has to join again.
+REJOIN = {errors.REBALANCE_IN_PROGRESS, errors.ILLEGAL_GENERATION, errors.UNKNOWN_MEMBER_ID}
+# Errors of a coordinator still loading the group: retry the join after a pause. (A coordinator
+# that moved to another broker, NOT_COORDINATOR, is reported: the tool does not follow it.)
+RETRY = {errors.COORDINATOR_LOAD_IN_PROGRESS, errors.COORDINATOR_NOT_AVAILABLE}
+MAX_JOIN_ATTEMPTS = 100
+
+
+def range_assign(subscriptions: dict, partitions: dict) -> dict:
+    """Kafka's RangeAssignor. ``subscriptions``: {member id: topics}; ``partitions``: {topic:
+    sorted partitions}. Per topic, its subscribers in member id order each get a contiguous range,
+    the first ``count % members`` of them one partition more. Returns {member: {topic: [p]}}."""
+    out: dict = {m: {} for m in subscriptions}
+    for topic, parts in sorted(partitions.items()):
+        members = sorted(m for m, topics in subscriptions.items() if topic in topics)
+        if not members:
+            continue
+        each, extra = divmod(len(parts), len(members))
+        start = 0
+        for i, m in enumerate(members):
+            n = each + (i < extra)
+            if n:
+                out[m][topic] = parts[start:start + n]
+            start += n
+    return out
+
+
+class GroupMember:
+    """One member of ``group`` subscribed to ``topics``, on its own connection to the group's
+    coordinator (shared by the heartbeat thread under a lock). ``join()`` when ``needs_join()``
+    says so; it returns the member's partitions."""
+
+    protocol_type, protocol_name = PROTOCOL_TYPE, ASSIGNOR
+
+    def __init__(self, cc, group: str, topics: list[str], session_timeout_ms: int = 45000,
+                 rebalance_timeout_ms: int = 300000, heartbeat_interval_ms: int = 3000):
+        self.cc, self.group, self.topics = cc, group, sorted(topics)
+        self.session_timeout_ms = session_timeout_ms
+        self.rebalance_timeout_ms = rebalance_timeout_ms
+        self.member_id, self.generation = "", -1
+        self.assignment: list[tuple[str, int]] = []
+        host, port = cc.brokers[cc.coordinator_id(group)]
+        # A JoinGroup waits for the whole rebalance: the socket must wait as long.
+        self.conn = Client(f"{host}:{port}", cc.client_id,
+                           timeout=rebalance_timeout_ms / 1000 + 10, props=cc.props)
+        self.lock = threading.Lock()
+        self.rejoin = threading.Event()
+        self.rejoin.set()
+        self.closed = threading.Event()
+        self.heartbeats = threading.Thread(target=self._heartbeat_loop,
+                                           args=(heartbeat_interval_ms / 1000,), daemon=True)
+        self.heartbeats.start()
+
+    def needs_join(self) -> bool:
+        return self.rejoin.is_set()
+
+    def wait_rejoin(self, seconds: float) -> None:
+        self.rejoin.wait(seconds)
+
+    def _reset(self):
+        self.member_id, self.generation = "", -1
+
+    def _metadata(self) -> bytes:
+        return SUBSCRIPTION.to_bytes(SUBSCRIPTION_VERSION, topics=self.topics)
+
+    def _decode(self, assignment: bytes):
+        return sorted(decode_assignment(assignment))
+
+    def join(self):
+        """JoinGroup then SyncGroup until a generation is complete; the new assignment."""
+        R = JOIN_GROUP.Request
+        metadata = self._metadata()
+        with self.lock:
+            for _ in range(MAX_JOIN_ATTEMPTS):
+                self.rejoin.clear()
+                resp = self.conn.request(
+                    JOIN_GROUP, group_id=self.group, session_timeout_ms=self.session_timeout_ms,
+                    rebalance_timeout_ms=self.rebalance_timeout_ms, member_id=self.member_id,
+                    protocol_type=self.protocol_type, protocols=[R.JoinGroupRequestProtocol(
+                        name=self.protocol_name, metadata=metadata)])
+                code = resp.error_code
+                if code == errors.MEMBER_ID_REQUIRED:  # KIP-394: join again with this id
+                    self.member_id = resp.member_id
+                    continue
+                if code in REJOIN or code in RETRY:
+                    if code == errors.UNKNOWN_MEMBER_ID:
+                        self._reset()
+                    time.sleep(0.1)
+                    continue
+                if code:
+                    raise KafkaError(code, f"JoinGroup {self.group}: {errors.name(code)}")
+                self.member_id, self.generation = resp.member_id, resp.generation_id
+                assignments = self._assign(resp.members) if resp.leader == self.member_id else []
+                sync = self.conn.request(
+                    SYNC_GROUP, group_id=self.group, generation_id=self.generation,
+                    member_id=self.member_id, protocol_type=self.protocol_type,
+                    protocol_name=resp.protocol_name, assignments=assignments)
+                if sync.error_code in REJOIN:
+                    if sync.error_code == errors.UNKNOWN_MEMBER_ID:
+                        self._reset()
+                    continue
+                if sync.error_code:
+                    raise KafkaError(sync.error_code,
+                                     f"SyncGroup {self.group}: {errors.name(sync.error_code)}")
+                self.assignment = self._decode(sync.assignment)
+                return self.assignment
+        raise KafkaError(errors.REBALANCE_IN_PROGRESS,
+                         f"group {self.group}: no stable generation after "
+                         f"{MAX_JOIN_ATTEMPTS} joins")
+
+    def _assign(self, members) -> list:
+        """The leader's part (SyncGroup's assignments): a range assignment of every member's
+        subscribed topics."""
+        subscriptions = {m.member_id: set(SUBSCRIPTION.from_bytes(m.metadata).topics)
+                         for m in members}
+        partitions = {}
+        for topic in set().union(*subscriptions.values()):
+            try:
+                self.cc.refresh([topic])
+            except KafkaError:  # a topic that does not exist (yet) gets nobody
+                continue
+            partitions[topic] = self.cc.partitions(topic)
+        TP = ASSIGNMENT.Struct.TopicPartition
+        R = SYNC_GROUP.Request
+        return [R.SyncGroupRequestAssignment(member_id=m, assignment=ASSIGNMENT.to_bytes(
+                    ASSIGNMENT_VERSION, assigned_partitions=[
+                        TP(topic=t, partitions=ps) for t, ps in topics.items()]))
+                for m, topics in range_assign(subscriptions, partitions).items()]
+
+    def committed(self) -> dict:
+        """{(topic, partition): offset} the group has committed for this member's partitions."""
+        with self.lock:
+            offsets = committed_offsets(self.conn, self.group)
+        mine = set(self.assignment)
+        return {tp: off for tp, off in offsets.items() if tp in mine}
+
+    def commit(self, offsets: dict) -> bool:
+        """Commit {(topic, partition): offset} under this member's generation. False (and a
+        rejoin due) when the generation is over, as the Java consumer's failed auto-commit."""
+        if not offsets:
+            return True
+        with self.lock:
+            try:
+                commit_offsets(self.conn, self.group, offsets, self.generation, self.member_id)
+            except KafkaError as e:
+                if e.code not in REJOIN:
+                    raise
+                self.rejoin.set()
+                return False
+        return True
+
+    def _heartbeat_loop(self, interval: float):
+        while not self.closed.wait(interval):
+            # Skipped while a join or commit holds the connection: a member in a rebalance
+            # needs no heartbeat, and a commit is over long before the session is.
+            if self.rejoin.is_set() or not self.lock.acquire(blocking=False):
+                continue
+            try:
+                if self.closed.is_set():
+                    return
+                code = self.conn.request(HEARTBEAT, group_id=self.group,
+                                         generation_id=self.generation,
+                                         member_id=self.member_id).error_code
+            except (KafkaError, OSError):
+                code = errors.COORDINATOR_NOT_AVAILABLE  # the next join reports what broke
+            try:
+                if code == errors.UNKNOWN_MEMBER_ID:
+                    self._reset()
+                if code:
+                    self.rejoin.set()  # under the lock: a join in progress cannot miss it
+            finally:
+                self.lock.release()
+
+    def close(self):
+        """Leave the group (so the others get this member's partitions at once, not after the
+        session timeout) and close the connection."""
+        self.closed.set()
+        with self.lock:
+            try:
+                if self.member_id:
+                    R = LEAVE_GROUP.Request
+                    self.conn.request(LEAVE_GROUP, group_id=self.group, member_id=self.member_id,
+                                      members=[R.MemberIdentity(
+                                          member_id=self.member_id,
+                                          reason="the consumer is being closed")])
+            finally:
+                self.conn.close()
+        self.heartbeats.join(timeout=1)

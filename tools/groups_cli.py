@@ -1,0 +1,228 @@
+"""`josefk groups list|describe|delete|reset-offsets`, modelled on kafka-consumer-groups.sh."""
+from __future__ import annotations
+
+import sys
+
+from josefk.tools.client import Client, KafkaError
+from josefk.wire import errors
+from josefk.wire.apis import (DELETE_GROUPS, DESCRIBE_GROUPS, FIND_COORDINATOR, LIST_GROUPS,
+                              LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH)
+from josefk.wire.apis.consumer_protocol import ASSIGNMENT
+
+LATEST, EARLIEST = -1, -2
+
+
+def add_commands(sub, common):
+    g = sub.add_parser("groups", help="list, describe, delete consumer groups, reset offsets")
+    gsub = g.add_subparsers(dest="action", required=True)
+    common(gsub.add_parser("list")).set_defaults(func=groups_list)
+    d = common(gsub.add_parser("describe"))
+    d.add_argument("--group", required=True)
+    d.set_defaults(func=groups_describe)
+    x = common(gsub.add_parser("delete"))
+    x.add_argument("--group", required=True)
+    x.set_defaults(func=groups_delete)
+    r = common(gsub.add_parser("reset-offsets"))
+    r.add_argument("--group", required=True)
+    r.add_argument("--topic", required=True, help="TOPIC or TOPIC:P1,P2")
+    how = r.add_mutually_exclusive_group(required=True)
+    how.add_argument("--to-earliest", action="store_true")
+    how.add_argument("--to-latest", action="store_true")
+    how.add_argument("--to-offset", type=int)
+    how.add_argument("--shift-by", type=int)
+    mode = r.add_mutually_exclusive_group()
+    mode.add_argument("--execute", action="store_true")
+    mode.add_argument("--dry-run", action="store_true")
+    r.set_defaults(func=groups_reset_offsets)
+
+
+def _fail(message: str) -> int:
+    print(f"Error: {message}", file=sys.stderr)
+    return 1
+
+
+def _coordinator_ready(c, group):
+    resp = c.request(FIND_COORDINATOR, key=group, coordinator_keys=[group], key_type=0)
+    code = resp.coordinators[0].error_code if resp.coordinators else resp.error_code
+    if code:
+        raise KafkaError(code, "cannot find the group coordinator")
+
+
+def groups_list(args) -> int:
+    try:
+        with Client.from_args(args) as c:
+            resp = c.request(LIST_GROUPS, states_filter=[], types_filter=[])
+            if resp.error_code:
+                raise KafkaError(resp.error_code)
+    except (KafkaError, OSError) as e:
+        return _fail(str(e))
+    for g in sorted(resp.groups, key=lambda g: g.group_id):
+        print(g.group_id)
+    return 0
+
+
+def decode_assignment(data: bytes) -> list[tuple[str, int]]:
+    """Partitions in a member's ConsumerProtocolAssignment; none when it is not one."""
+    try:
+        got = ASSIGNMENT.from_bytes(data) if data else None
+    except ValueError:  # includes DecodeError: another protocol type's assignment
+        return []
+    return [(tp.topic, p) for tp in got.assigned_partitions for p in tp.partitions] if got else []
+
+
+def describe_group(c, group):
+    resp = c.request(DESCRIBE_GROUPS, groups=[group], include_authorized_operations=False)
+    d = resp.groups[0]
+    if d.error_code:
+        raise KafkaError(d.error_code, errors.name(d.error_code))
+    return d
+
+
+def committed_offsets(c, group) -> dict:
+    """{(topic, partition): committed offset} of ``group``."""
+    resp = c.request(OFFSET_FETCH, group_id=group, topics=None, groups=[
+        OFFSET_FETCH.Request.OffsetFetchRequestGroup(group_id=group, topics=None)],
+        require_stable=False)
+    if resp.groups:
+        g = resp.groups[0]
+        code, topics = g.error_code, g.topics
+    else:
+        code, topics = resp.error_code, resp.topics
+    if code:
+        raise KafkaError(code, errors.name(code))
+    return {(t.name, p.partition_index): p.committed_offset
+            for t in topics for p in t.partitions if p.committed_offset >= 0}
+
+
+def _list_offsets(c, tps, timestamp) -> dict:
+    R = LIST_OFFSETS.Request
+    by_topic = {}
+    for t, p in tps:
+        by_topic.setdefault(t, []).append(R.ListOffsetsPartition(
+            partition_index=p, timestamp=timestamp, current_leader_epoch=-1))
+    resp = c.request(LIST_OFFSETS, replica_id=-1, topics=[
+        R.ListOffsetsTopic(name=t, partitions=ps) for t, ps in by_topic.items()])
+    return {(t.name, p.partition_index): p.offset for t in resp.topics for p in t.partitions
+            if not p.error_code}
+
+
+def groups_describe(args) -> int:
+    try:
+        with Client.from_args(args) as c:
+            _coordinator_ready(c, args.group)
+            d = describe_group(c, args.group)
+            if d.group_state == "Dead":
+                return _fail(f"Consumer group '{args.group}' does not exist.")
+            committed = committed_offsets(c, args.group)
+            owner = {}
+            for m in d.members:
+                for tp in decode_assignment(m.member_assignment):
+                    owner[tp] = m
+            tps = sorted(set(committed) | set(owner))
+            ends = _list_offsets(c, tps, LATEST) if tps else {}
+    except (KafkaError, OSError) as e:
+        return _fail(str(e))
+    if not d.members:
+        print(f"\nConsumer group '{args.group}' has no active members.")
+    rows = [("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
+             "CONSUMER-ID", "HOST", "CLIENT-ID")]
+    for tp in tps:
+        cur = committed.get(tp)
+        end = ends.get(tp)
+        lag = end - cur if cur is not None and end is not None else None
+        m = owner.get(tp)
+        rows.append((args.group, tp[0], tp[1], _dash(cur), _dash(end), _dash(lag),
+                     m.member_id if m else "-", m.client_host if m else "-",
+                     m.client_id if m else "-"))
+    print()
+    _table(rows)
+    return 0
+
+
+def _dash(v):
+    return "-" if v is None else v
+
+
+def _table(rows):
+    widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print(" ".join(str(v).ljust(w) for v, w in zip(r, widths)).rstrip())
+
+
+def groups_delete(args) -> int:
+    try:
+        with Client.from_args(args) as c:
+            _coordinator_ready(c, args.group)
+            resp = c.request(DELETE_GROUPS, groups_names=[args.group])
+            code = resp.results[0].error_code
+            if code:
+                raise KafkaError(code, errors.name(code))
+    except (KafkaError, OSError) as e:
+        return _fail(f"Deletion of consumer group '{args.group}' failed: {e}")
+    print(f"Deletion of requested consumer groups ('{args.group}') was successful.")
+    return 0
+
+
+def _partitions_of(c, spec) -> list[tuple[str, int]]:
+    topic, _, parts = spec.partition(":")
+    if parts:
+        return [(topic, int(p)) for p in parts.split(",")]
+    md = c.request(METADATA, topics=[METADATA.Request.MetadataRequestTopic(name=topic)],
+                   allow_auto_topic_creation=False)
+    t = md.topics[0]
+    if t.error_code:
+        raise KafkaError(t.error_code, f"topic {topic}: {errors.name(t.error_code)}")
+    return sorted((topic, p.partition_index) for p in t.partitions)
+
+
+def commit_offsets(c, group, offsets: dict, generation: int = -1, member_id: str = "") -> None:
+    """Commit {(topic, partition): offset} for ``group``: by default outside any generation (as
+    kafka-consumer-groups.sh does: the group must have no live members), else as that member."""
+    R = OFFSET_COMMIT.Request
+    by_topic = {}
+    for (t, p), off in offsets.items():
+        by_topic.setdefault(t, []).append(R.OffsetCommitRequestPartition(
+            partition_index=p, committed_offset=off, committed_leader_epoch=-1,
+            committed_metadata=""))
+    resp = c.request(OFFSET_COMMIT, group_id=group, generation_id_or_member_epoch=generation,
+                     member_id=member_id, retention_time_ms=-1, topics=[
+                         R.OffsetCommitRequestTopic(name=t, partitions=ps)
+                         for t, ps in by_topic.items()])
+    for t in resp.topics:
+        for p in t.partitions:
+            if p.error_code:
+                raise KafkaError(p.error_code, errors.name(p.error_code))
+
+
+def groups_reset_offsets(args) -> int:
+    try:
+        with Client.from_args(args) as c:
+            _coordinator_ready(c, args.group)
+            d = describe_group(c, args.group)
+            if d.group_state not in ("Empty", "Dead"):
+                return _fail(f"Assignments can only be reset if the group '{args.group}' is "
+                             f"inactive, but the current state is {d.group_state}.")
+            tps = _partitions_of(c, args.topic)
+            earliest = _list_offsets(c, tps, EARLIEST)
+            latest = _list_offsets(c, tps, LATEST)
+            current = committed_offsets(c, args.group)
+            new = {}
+            for tp in tps:
+                if args.to_earliest:
+                    target = earliest[tp]
+                elif args.to_latest:
+                    target = latest[tp]
+                elif args.to_offset is not None:
+                    target = args.to_offset
+                else:
+                    target = current.get(tp, latest[tp]) + args.shift_by
+                new[tp] = min(max(target, earliest[tp]), latest[tp])
+            if args.execute:
+                commit_offsets(c, args.group, new)
+    except (KafkaError, OSError) as e:
+        return _fail(str(e))
+    rows = [("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET")]
+    rows += [(args.group, t, p, off) for (t, p), off in sorted(new.items())]
+    print()
+    _table(rows)
+    return 0

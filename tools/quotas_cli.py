@@ -1,0 +1,89 @@
+"""``josefk quotas``: client quotas, as ``kafka-configs.sh --entity-type users|clients``
+manages them:
+
+    josefk quotas alter --bootstrap-server B --user alice --client-id app \
+        --add-config producer_byte_rate=1048576,consumer_byte_rate=2097152
+    josefk quotas alter --bootstrap-server B --user-default --delete-config request_percentage
+    josefk quotas describe --bootstrap-server B [--user alice] [--client-id app]
+"""
+from __future__ import annotations
+
+import sys
+
+from josefk.tools.client import Client, KafkaError
+from josefk.broker.security.quotas import CLIENT, USER
+from josefk.wire import errors
+from josefk.wire.apis import ALTER_CLIENT_QUOTAS, DESCRIBE_CLIENT_QUOTAS
+
+EXACT, DEFAULT_MATCH = 0, 1
+
+
+def add_commands(sub, common):
+    q = sub.add_parser("quotas", help="alter and describe client quotas")
+    qsub = q.add_subparsers(dest="action", required=True)
+    for name, func in (("alter", quotas_alter), ("describe", quotas_describe)):
+        p = common(qsub.add_parser(name))
+        p.add_argument("--user")
+        p.add_argument("--user-default", action="store_true")
+        p.add_argument("--client-id")
+        p.add_argument("--client-default", action="store_true")
+        if name == "alter":
+            p.add_argument("--add-config", default="", metavar="KEY=VALUE[,KEY=VALUE]")
+            p.add_argument("--delete-config", default="", metavar="KEY[,KEY]")
+        p.set_defaults(func=func)
+
+
+def _entity(args) -> list[tuple[str, str | None]]:
+    out = []
+    if args.user is not None or args.user_default:
+        out.append((USER, None if args.user_default else args.user))
+    if args.client_id is not None or args.client_default:
+        out.append((CLIENT, None if args.client_default else args.client_id))
+    return out
+
+
+def quotas_alter(args) -> int:
+    R = ALTER_CLIENT_QUOTAS.Request
+    entity = _entity(args)
+    if not entity:
+        print("Error: name a --user/--user-default and/or --client-id/--client-default",
+              file=sys.stderr)
+        return 1
+    ops = []
+    for kv in filter(None, (s.strip() for s in args.add_config.split(","))):
+        k, _, v = kv.partition("=")
+        ops.append(R.EntryData.OpData(key=k.strip(), value=float(v), remove=False))
+    ops += [R.EntryData.OpData(key=k.strip(), value=0.0, remove=True)
+            for k in args.delete_config.split(",") if k.strip()]
+    with Client.from_args(args) as c:
+        resp = c.request(ALTER_CLIENT_QUOTAS, entries=[R.EntryData(
+            entity=[R.EntryData.EntityData(entity_type=t, entity_name=n) for t, n in entity],
+            ops=ops)])
+    e = resp.entries[0]
+    if e.error_code:
+        print(f"Error: {errors.name(e.error_code)}: {e.error_message}", file=sys.stderr)
+        return 1
+    print(f"Completed updating config for {_describe(entity)}.")
+    return 0
+
+
+def quotas_describe(args) -> int:
+    Q = DESCRIBE_CLIENT_QUOTAS.Request
+    components = [Q.ComponentData(entity_type=t, match_type=DEFAULT_MATCH if n is None
+                                  else EXACT, match=n) for t, n in _entity(args)]
+    with Client.from_args(args) as c:
+        resp = c.request(DESCRIBE_CLIENT_QUOTAS, components=components, strict=False)
+    if resp.error_code:
+        raise KafkaError(resp.error_code, resp.error_message)
+    for e in resp.entries or []:
+        values = ", ".join(f"{v.key}={int(v.value) if v.value.is_integer() else v.value}"
+                           for v in e.values)
+        print(f"Quota configs for {_describe([(d.entity_type, d.entity_name) for d in e.entity])}"
+              f" are {values}")
+    return 0
+
+
+def _describe(entity) -> str:
+    label = {USER: "user-principal", CLIENT: "client-id"}
+    return " and ".join(f"the default {label[t]}" if n is None else f"{label[t]} '{n}'"
+                        for t, n in entity)

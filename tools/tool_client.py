@@ -1,0 +1,175 @@
+"""What the data tools (console producer/consumer, perf tests, delete-records, log-dirs) need
+beyond `broker.client.Client`: the cluster's metadata and one connection per broker, so every
+partition request goes to its leader."""
+from __future__ import annotations
+
+from josefk.tools.client import Client, KafkaError
+from josefk.wire import errors
+from josefk.wire.apis import FETCH, FIND_COORDINATOR, LIST_OFFSETS, METADATA, PRODUCE
+
+LATEST, EARLIEST = -1, -2
+
+
+def murmur2(data: bytes) -> int:
+    """Kafka's murmur2 hash of a key (what its default partitioner uses), as a signed int32."""
+    m, r = 0x5BD1E995, 24
+    length = len(data)
+    h = (0x9747B28C ^ length) & 0xFFFFFFFF
+    n4 = length // 4
+    for i in range(n4):
+        k = int.from_bytes(data[i * 4:i * 4 + 4], "little")
+        k = (k * m) & 0xFFFFFFFF
+        k ^= k >> r
+        k = (k * m) & 0xFFFFFFFF
+        h = ((h * m) & 0xFFFFFFFF) ^ k
+    tail = data[n4 * 4:]
+    if len(tail) >= 3:
+        h ^= tail[2] << 16
+    if len(tail) >= 2:
+        h ^= tail[1] << 8
+    if tail:
+        h ^= tail[0]
+        h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 15
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def partition_for_key(key: bytes, partitions: int) -> int:
+    return (murmur2(key) & 0x7FFFFFFF) % partitions
+
+
+class ClusterClient:
+    """Connections to every broker of the cluster behind ``bootstrap``, opened on demand."""
+
+    def __init__(self, bootstrap: str, client_id: str = "josefk-cli", props: dict | None = None):
+        self.client_id, self.props = client_id, props
+        self.bootstrap = Client(bootstrap, client_id, props=props)
+        self.clients: dict[int, Client] = {}
+        self.brokers: dict[int, tuple[str, int]] = {}
+        self.topics: dict = {}
+
+    def close(self):
+        self.bootstrap.close()
+        for c in self.clients.values():
+            c.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def refresh(self, topics=None):
+        """Metadata of ``topics`` (None: all); raises KafkaError for a topic that is missing."""
+        R = METADATA.Request
+        md = self.bootstrap.request(METADATA, allow_auto_topic_creation=False, topics=None if
+                                    topics is None else [R.MetadataRequestTopic(name=t)
+                                                         for t in topics])
+        self.brokers = {b.node_id: (b.host, b.port) for b in md.brokers}
+        for t in md.topics:
+            if t.error_code:
+                raise KafkaError(t.error_code, f"topic {t.name}: {errors.name(t.error_code)}")
+            self.topics[t.name] = t
+        return md
+
+    def partitions(self, topic) -> list[int]:
+        if topic not in self.topics:
+            self.refresh([topic])
+        return sorted(p.partition_index for p in self.topics[topic].partitions)
+
+    def broker(self, node_id: int) -> Client:
+        c = self.clients.get(node_id)
+        if c is None:
+            host, port = self.brokers[node_id]
+            c = self.clients[node_id] = Client(f"{host}:{port}", self.client_id, props=self.props)
+        return c
+
+    def leader(self, topic: str, partition: int) -> Client:
+        if topic not in self.topics:
+            self.refresh([topic])
+        for p in self.topics[topic].partitions:
+            if p.partition_index == partition:
+                if p.leader_id < 0:
+                    raise KafkaError(errors.LEADER_NOT_AVAILABLE, f"{topic}-{partition}")
+                return self.broker(p.leader_id)
+        raise KafkaError(errors.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{partition}")
+
+    def list_offsets(self, topic: str, partitions, timestamp: int) -> dict:
+        """{partition: offset} for ``timestamp`` (LATEST, EARLIEST or a time in ms; -1 where no
+        record is that recent), one ListOffsets per leader."""
+        R = LIST_OFFSETS.Request
+        by_leader: dict[int, tuple] = {}  # id(client) -> (client, [partitions])
+        for p in partitions:
+            leader = self.leader(topic, p)
+            by_leader.setdefault(id(leader), (leader, []))[1].append(R.ListOffsetsPartition(
+                partition_index=p, timestamp=timestamp, current_leader_epoch=-1))
+        out = {}
+        for leader, parts in by_leader.values():
+            resp = leader.request(LIST_OFFSETS, replica_id=-1, isolation_level=0, topics=[
+                R.ListOffsetsTopic(name=topic, partitions=parts)])
+            for p in resp.topics[0].partitions:
+                if p.error_code:
+                    raise KafkaError(p.error_code,
+                                     f"{topic}-{p.partition_index}: {errors.name(p.error_code)}")
+                out[p.partition_index] = p.offset
+        return out
+
+    def coordinator(self, group: str) -> Client:
+        """A connection to ``group``'s coordinator."""
+        return self.broker(self.coordinator_id(group))
+
+    def coordinator_id(self, group: str) -> int:
+        """The node id of ``group``'s coordinator (known in ``brokers``)."""
+        resp = self.bootstrap.request(FIND_COORDINATOR, key=group, key_type=0,
+                                      coordinator_keys=[group])
+        node = resp.coordinators[0] if resp.coordinators else resp
+        if node.error_code:
+            raise KafkaError(node.error_code, f"no coordinator for group {group}")
+        if node.node_id not in self.brokers:
+            self.refresh([])
+        return node.node_id
+
+    def produce(self, topic: str, partition: int, batch, acks: int = 1,
+                timeout_ms: int = 30000):
+        """Send one record batch to the partition's leader; returns its base offset."""
+        R = PRODUCE.Request
+        resp = self.leader(topic, partition).request(
+            PRODUCE, acks=acks, timeout_ms=timeout_ms, topic_data=[R.TopicProduceData(
+                name=topic, partition_data=[R.PartitionProduceData(index=partition,
+                                                                   records=batch)])])
+        if acks == 0:
+            return -1
+        p = resp.responses[0].partition_responses[0]
+        if p.error_code:
+            raise KafkaError(p.error_code, p.error_message or errors.name(p.error_code))
+        return p.base_offset
+
+    def fetch(self, positions: dict, max_wait_ms: int = 500, max_bytes: int = 1 << 20) -> list:
+        """One Fetch per leader for ``positions`` ({(topic, partition): offset}); returns
+        [(topic, partition, records, high watermark)]. Raises KafkaError for a partition error."""
+        R = FETCH.Request
+        by_leader: dict[int, tuple] = {}  # id(client) -> (client, {topic: [partitions]})
+        for (topic, partition), offset in positions.items():
+            leader = self.leader(topic, partition)
+            by_leader.setdefault(id(leader), (leader, {}))[1].setdefault(topic, []).append(
+                R.FetchPartition(partition=partition, fetch_offset=offset,
+                                 partition_max_bytes=max_bytes))
+        names = {t.topic_id: name for name, t in self.topics.items()}
+        out = []
+        for leader, topics in by_leader.values():
+            resp = leader.request(FETCH, max_wait_ms=max_wait_ms, min_bytes=1,
+                                  max_bytes=max_bytes, isolation_level=1, session_id=0,
+                                  session_epoch=-1, forgotten_topics_data=[], rack_id="",
+                                  topics=[R.FetchTopic(topic=t, topic_id=self.topics[t].topic_id,
+                                                       partitions=ps)
+                                          for t, ps in topics.items()])
+            for t in resp.responses:
+                name = t.topic or names.get(t.topic_id)
+                for p in t.partitions:
+                    if p.error_code:
+                        raise KafkaError(p.error_code, f"{name}-{p.partition_index}: "
+                                                       f"{errors.name(p.error_code)}")
+                    out.append((name, p.partition_index, p.records or b"", p.high_watermark))
+        return out
