@@ -23,8 +23,8 @@ DESCRIPTIONS = {
                "exited",
     "pause": "SIGSTOP of a broker for 8-10 s (past the 6 s session timeout), then SIGCONT",
     "partition": "one broker cut off from the other brokers and from ZooKeeper for 10-13 s",
-    "disk": "a partition leader's log dir filled for 10-12 s, then freed (the broker restarted "
-            "if it exited)",
+    "disk": "a partition leader's log dir filled for 10-12 s, then freed and the broker "
+            "restarted",
 }
 
 
@@ -127,6 +127,8 @@ class Nemesis:
         return f
 
     def _disk(self) -> Fault:
+        """Fill a leader's log dir, free it, then restart the broker, as an operator does
+        after a disk failure (Kafka keeps a failed log dir offline until the broker restarts)."""
         b, target = self._leader()
         self.cluster.fill_disk(b)
         f = Fault("disk", target, now())  # from the moment it is full
@@ -135,7 +137,7 @@ class Nemesis:
         broker = self.cluster.brokers[b]
         if not broker.is_running():
             f.notes.append(f"broker {b} {describe_exit(broker.proc.returncode)} while its disk "
-                           f"was full; restarted")
-            self.cluster.restart(b)
+                           f"was full")
+        self.cluster.restart(b)
         f.healed = now()
         return f
