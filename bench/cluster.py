@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -162,9 +163,10 @@ def latency(bootstrap, topic, n=2000, seconds=30.0) -> tuple[float, float]:
     return pct(lat, 0.5), pct(lat, 0.99)
 
 
-def failover(root: Path, rounds: int, seed: int) -> list[tuple[str, str]]:
-    """The fault harness, each kind ``rounds`` times: (label, "median / worst s") per kind."""
-    result = run(Options(rounds=rounds, seed=seed, dir=root / "faults"),
+def failover(rounds: int, seed: int) -> list[tuple[str, str]]:
+    """The fault harness, each kind ``rounds`` times: (label, "median / worst s") per kind (its
+    run dir is removed unless it found anomalies)."""
+    result = run(Options(rounds=rounds, seed=seed),
                  out=lambda line: print(f"  faults: {line}", flush=True))
     rows = []
     for r in result.rows:
@@ -185,11 +187,11 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix="josefk-bench-cluster-"))
     rows = []
-    rows.append(("start-up to first produce (josefk cluster --brokers 3)",
-                 f"{startup_time(root):.2f} s"))
     c = bench_cluster(root / "cluster", args.session_timeout_ms)
-    c.start()
     try:
+        rows.append(("start-up to first produce (josefk cluster --brokers 3)",
+                     f"{startup_time(root):.2f} s"))
+        c.start()
         tc = topic_creation(c)
         rows.append(("create 100 topics x 3 partitions RF 3, one request each",
                      f"total {tc['total_s']:.1f} s, p50 {tc['p50_ms']:.0f} ms, "
@@ -212,8 +214,9 @@ def main(argv=None) -> int:
         rows.append(("end-to-end latency RF 3 acks=all p50 / p99", f"{p50:.2f} / {p99:.2f} ms"))
     finally:
         c.stop()
+        shutil.rmtree(root, ignore_errors=True)
     if not args.skip_failover:
-        rows += failover(root, args.rounds, args.seed)
+        rows += failover(args.rounds, args.seed)
     width = max(len(r[0]) for r in rows)
     for label, value in rows:
         print(f"{label:<{width}}  {value}")
