@@ -174,6 +174,13 @@ class Broker:
         return None
 
 
+def _python_of(root: Path) -> str:
+    """The interpreter that runs ``root``'s code: its own .venv's (scripts/setup.sh) for another
+    checkout, since this one's editable install would serve it ``josefk.<package>`` from here."""
+    own = root / ".venv" / "bin" / "python"
+    return str(own) if root != REPO_ROOT and own.exists() else sys.executable
+
+
 class Josefk(Broker):
     name = "josefk"
 
@@ -183,7 +190,7 @@ class Josefk(Broker):
         self.name = name
         self.root = root  # the checkout whose code runs (another one for before/after runs)
         self.overrides = overrides
-        self.python = python or sys.executable
+        self.python = python or _python_of(root)
         self.data_dir: Path | None = None
 
     def prepare(self) -> None:

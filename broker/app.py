@@ -10,7 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from josefk.broker.config import BrokerConfig, ConfigError, parse_properties
-from josefk.broker.dispatch import HANDLERS
+from josefk.broker.client_metrics import ClientMetricsManager
+from josefk.broker.dispatch import served
 from josefk.broker.group_log import OFFSETS_TOPIC, OffsetsTopicLog
 from josefk.broker.metrics import BrokerMetrics
 from josefk.broker.control.metadata import (BrokerInfo, LocalMetadataStore, MetadataError,
@@ -84,7 +85,9 @@ class Broker:
         self.config = config
         self.connections = set()
         self.metrics = BrokerMetrics(self) if config.get("josefk.metrics.port") else None
-        self.handlers = self.metrics.instrument(HANDLERS) if self.metrics else HANDLERS
+        handlers = served(config)
+        self.handlers = self.metrics.instrument(handlers) if self.metrics else handlers
+        self.client_metrics = ClientMetricsManager(config.int("telemetry.max.bytes"))
         self.servers = []
         self._tasks = []
         self._housekeeping = ThreadPoolExecutor(1, thread_name_prefix="josefk-housekeeping")

@@ -99,6 +99,9 @@ DEFAULTS = {
     "offsets.commit.timeout.ms": "5000",
     "broker.rack": "",
     "josefk.metrics.port": "",  # Prometheus endpoint; off unless set
+    # KIP-714 client metrics: served unless turned off (Kafka serves them with a plug-in only)
+    "josefk.client.telemetry.enable": "true",
+    "telemetry.max.bytes": "1048576",
     "josefk.metrics.host": "127.0.0.1",
     "listener.security.protocol.map":
         "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 
+from josefk.broker.client_metrics import INTERVAL_MS, INTERVAL_MS_DEFAULT, MATCH, METRICS
 from josefk.broker.config import DEFAULTS, TOPIC_CONFIG_NAMES, TOPIC_DEFAULTS
 from josefk.broker.control.metadata import MetadataError
 from josefk.storage.config import BROKER_SYNONYMS as BROKER_KEYS
@@ -18,6 +19,8 @@ class ConfigSource:
     DYNAMIC_DEFAULT_BROKER_CONFIG = 3
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
+    DYNAMIC_BROKER_LOGGER_CONFIG = 6
+    CLIENT_METRICS_CONFIG = 7
 
 
 # A broker config and the names that stand for the same setting, in Kafka's precedence.
@@ -58,13 +61,13 @@ _MESSAGE_FORMAT_VERSION = re.compile(r"(0\.(8|9|10|11)\.[0-9]+|[1-3]\.[0-9]+)(-I
 def config_type(name: str) -> int:
     if name in _LONGS:
         return ConfigType.LONG
-    if name in _INTS:
+    if name in _INTS or name == INTERVAL_MS:
         return ConfigType.INT
     if name in _BOOLS:
         return ConfigType.BOOLEAN
     if name == "min.cleanable.dirty.ratio":
         return ConfigType.DOUBLE
-    if name == "cleanup.policy" or name.endswith("throttled.replicas"):
+    if name in ("cleanup.policy", METRICS, MATCH) or name.endswith("throttled.replicas"):
         return ConfigType.LIST
     return ConfigType.STRING
 
@@ -169,3 +172,12 @@ def default_broker_config_entries(broker) -> list[ConfigEntry]:
     source = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
     return [ConfigEntry(n, v, source, [(n, v, source)])
             for n, v in sorted(broker.dynamic.cluster_default.items())]
+
+
+def client_metrics_config_entries(broker, name: str) -> list[ConfigEntry]:
+    """A client metrics subscription's configs (KIP-714), those not set at their defaults."""
+    mine = broker.dynamic.client_metrics.get(name, {})
+    defaults = {METRICS: "", INTERVAL_MS: str(INTERVAL_MS_DEFAULT), MATCH: ""}
+    return [ConfigEntry(key, mine[key], ConfigSource.CLIENT_METRICS_CONFIG) if key in mine
+            else ConfigEntry(key, default, ConfigSource.DEFAULT_CONFIG)
+            for key, default in defaults.items()]

@@ -26,6 +26,7 @@ HANDLERS = {
     apis.CREATE_PARTITIONS.key: topics.handle_create_partitions,
     apis.INIT_PRODUCER_ID.key: producer.handle_init_producer_id,
     apis.DESCRIBE_CONFIGS.key: configs.handle_describe_configs,
+    apis.LIST_CONFIG_RESOURCES.key: configs.handle_list_config_resources,
     apis.DESCRIBE_CLUSTER.key: requires_cluster(acl.DESCRIBE, cluster.handle_describe_cluster),
     apis.DESCRIBE_TOPIC_PARTITIONS.key: cluster.handle_describe_topic_partitions,
     apis.GET_TELEMETRY_SUBSCRIPTIONS.key: telemetry.handle_get_telemetry_subscriptions,
@@ -71,3 +72,16 @@ HANDLERS = {
     apis.DESCRIBE_TRANSACTIONS.key: txn.handle_describe_transactions,
     apis.LIST_TRANSACTIONS.key: txn.handle_list_transactions,
 }
+
+# APIs a broker config turns off: ApiVersions does not advertise them and requests for them are
+# answered as for any API the broker does not serve.
+SWITCHES = {
+    "josefk.client.telemetry.enable": (apis.GET_TELEMETRY_SUBSCRIPTIONS.key,
+                                       apis.PUSH_TELEMETRY.key),
+}
+
+
+def served(config) -> dict:
+    """The handlers of the APIs this broker serves with ``config``."""
+    off = {key for name, keys in SWITCHES.items() if not config.bool(name) for key in keys}
+    return {key: h for key, h in HANDLERS.items() if key not in off}

@@ -8,7 +8,9 @@ A single broker keeps its dynamic layers in ``josefk-dynamic-configs.json`` in i
 dir; in a cluster they are ZooKeeper's ``/config/brokers/<id>`` and ``/config/brokers/<default>``
 and topic overrides ``/config/topics/<t>``, each write announced under ``/config/changes``,
 which every broker watches. Changing a layer rewrites ``BrokerConfig.props`` and gives every
-live partition its new LogConfig.
+live partition its new LogConfig. Client metrics subscriptions (KIP-714, ``client-metrics``
+resources) are kept the same way (``/config/client-metrics/<name>``) and handed to the broker's
+`ClientMetricsManager`.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ import os
 from pathlib import Path
 
 from josefk.broker.security import tls_reload
+from josefk.broker.client_metrics import InvalidSubscription
 from josefk.broker.config import DEFAULTS, TOPIC_DEFAULTS
 from josefk.broker.configs import BROKER_TO_TOPIC, validate_topic_configs
 from josefk.broker.control.metadata import MetadataError
@@ -83,6 +86,7 @@ class DynamicConfigs:
         self.broker = broker
         self.per_broker: dict[str, str] = {}
         self.cluster_default: dict[str, str] = {}
+        self.client_metrics: dict[str, dict[str, str]] = {}  # subscription name -> configs
         self._path = Path(broker.config.log_dirs[0]) / self.FILE
         self._seen = None  # the last /config/changes sequence handled
         self._lock = asyncio.Lock()
@@ -90,6 +94,7 @@ class DynamicConfigs:
             data = json.loads(self._path.read_text())
             self.per_broker, self.cluster_default = data["broker"], data["default"]
             self._apply_broker_layers()
+            self._apply_client_metrics(data.get(zn.CONFIG_CLIENT_METRICS, {}))
 
     @property
     def _zk(self):
@@ -104,6 +109,8 @@ class DynamicConfigs:
         self.cluster_default = await self._zk.run(zc.read_entity, zn.CONFIG_BROKERS,
                                                   zc.DEFAULT_BROKER)
         self._apply_broker_layers()
+        self._apply_client_metrics(await self._zk.run(zc.read_entities,
+                                                      zn.CONFIG_CLIENT_METRICS))
         await self._zk.watch_children(zn.CONFIG_CHANGES, self._on_changes)
 
     # -- changes ----------------------------------------------------------------------------------
@@ -117,12 +124,24 @@ class DynamicConfigs:
             self.cluster_default = dict(configs)
         else:
             self.per_broker = dict(configs)
-        if self._zk is None:
-            tmp = self._path.with_suffix(".tmp")
-            tmp.write_text(json.dumps({"broker": self.per_broker,
-                                       "default": self.cluster_default}, indent=1))
-            os.replace(tmp, self._path)
+        self._save()
         self._apply_broker_layers()
+
+    async def alter_client_metrics(self, name: str, configs: dict) -> None:
+        """Replace subscription ``name`` (no configs: delete it); validated by the caller."""
+        if self._zk is not None:
+            await self._zk.run(zc.write_entity, zn.CONFIG_CLIENT_METRICS, name, configs)
+        self._apply_client_metrics({name: configs})
+        self._save()
+
+    def _save(self) -> None:
+        """A single broker's layers, in its first log dir."""
+        if self._zk is not None:
+            return
+        tmp = self._path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"broker": self.per_broker, "default": self.cluster_default,
+                                   zn.CONFIG_CLIENT_METRICS: self.client_metrics}, indent=1))
+        os.replace(tmp, self._path)
 
     async def alter_topic(self, name: str, configs: dict) -> None:
         md = self.broker.metadata
@@ -145,6 +164,18 @@ class DynamicConfigs:
         b.cleaner.resize(cfg.int("log.cleaner.threads"))
         self._reconfigure(None)
         tls_reload.apply(b)
+
+    def _apply_client_metrics(self, subscriptions: dict) -> None:
+        for name, configs in subscriptions.items():
+            try:
+                self.broker.client_metrics.update(name, configs)
+            except InvalidSubscription as e:  # written by another tool: keep the others
+                log.error("client metrics subscription %s is invalid: %s", name, e)
+                continue
+            if configs:
+                self.client_metrics[name] = dict(configs)
+            else:
+                self.client_metrics.pop(name, None)
 
     def _reconfigure(self, topic: str | None) -> None:
         """Give the live partitions of ``topic`` (None: all) their current LogConfig."""
@@ -182,6 +213,9 @@ class DynamicConfigs:
             if t is not None:
                 t.configs = await self._zk.run(zc.read_entity, entity_type, name)
                 self._reconfigure(name)
+        elif entity_type == zn.CONFIG_CLIENT_METRICS:
+            self._apply_client_metrics(
+                {name: await self._zk.run(zc.read_entity, entity_type, name)})
         elif entity_type == zn.CONFIG_BROKERS:
             configs = await self._zk.run(zc.read_entity, entity_type, name)
             if name == zc.DEFAULT_BROKER:

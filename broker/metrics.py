@@ -238,10 +238,21 @@ class BrokerMetrics:
         yield from self._partition_metrics()
         yield from self._group_metrics()
         yield from self._quota_metrics()
+        yield from self._client_metrics()
         idle = GaugeMetricFamily("kafka_network_socketserver_networkprocessoravgidlepercent",
                                  "Share of time the event loop was idle (last second)")
         idle.add_metric([], self.idle_ratio)
         yield idle
+
+    def _client_metrics(self):
+        """What clients pushed (KIP-714), labelled by client; a counter's name ends _total."""
+        for name, kind, help_, series in self.broker.client_metrics.families():
+            family = CounterMetricFamily if kind == "counter" else GaugeMetricFamily
+            labels = sorted({k for lab, _v in series for k in lab})
+            fam = family(name, help_, labels=labels)
+            for lab, value in series:
+                fam.add_metric([lab.get(k, "") for k in labels], value)
+            yield fam
 
     def _request_metrics(self):
         reqs = CounterMetricFamily("kafka_network_requestmetrics_requests",

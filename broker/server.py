@@ -81,6 +81,8 @@ class Connection(asyncio.BufferedProtocol):
         self.loop = None  # asyncio.get_running_loop() costs a getpid() system call per use
         self.sock_fd = -1
         self.client_host = ""
+        self.client_port = ""
+        self.client_software = ("", "")  # name and version, from ApiVersions v3+ (KIP-511)
         self.pending = collections.deque()
         self.unsent = collections.deque()  # chunks of answers waiting for the socket (`_write`)
         self.draining = False  # waiting for the transport to drain before sending ``unsent``
@@ -101,6 +103,7 @@ class Connection(asyncio.BufferedProtocol):
         self.loop = asyncio.get_running_loop()
         peer = transport.get_extra_info("peername")
         self.client_host = peer[0] if peer else ""
+        self.client_port = str(peer[1]) if peer and len(peer) > 1 else ""
         refused = self.limits.admit(self.client_host)
         if refused:
             return self.abort(refused)

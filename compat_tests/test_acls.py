@@ -257,3 +257,31 @@ def test_acl_apis_without_authorizer_are_security_disabled(pki, broker_factory):
         list(f.values())[0].result(10)
     assert e.value.args[0].code() == KafkaError.SECURITY_DISABLED
 
+
+
+def test_altering_configs_needs_alter_configs(acl_broker):
+    """AlterConfigs on a topic needs AlterConfigs on it, on a broker AlterConfigs on the
+    cluster, as in Kafka: alice may change the one topic she was granted, nothing else."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+
+    mine, theirs = unique_topic("cfg-mine"), unique_topic("cfg-theirs")
+    create_topics(acl_broker, mine, theirs)
+    admin = AdminClient(sasl(acl_broker, "admin"))
+    for f in admin.create_acls([AclBinding(ResourceType.TOPIC, mine, ResourcePatternType.LITERAL,
+                                           "User:alice", "*", AclOperation.ALTER_CONFIGS,
+                                           AclPermissionType.ALLOW)]).values():
+        f.result(15)
+    alice = AdminClient(sasl(acl_broker, "alice"))
+
+    def alter(rtype, name, key, value):
+        res = ConfigResource(rtype, name, incremental_configs=[
+            ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)])
+        return alice.incremental_alter_configs([res], request_timeout=15)[res]
+
+    alter("topic", mine, "retention.ms", "60000").result(15)
+    for rtype, name, key, code in (
+            ("topic", theirs, "retention.ms", KafkaError.TOPIC_AUTHORIZATION_FAILED),
+            ("broker", "1", "log.retention.ms", KafkaError.CLUSTER_AUTHORIZATION_FAILED)):
+        with pytest.raises(KafkaException) as e:
+            alter(rtype, name, key, "60000").result(15)
+        assert e.value.args[0].code() == code

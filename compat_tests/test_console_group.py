@@ -27,10 +27,16 @@ class ConsoleConsumer:
             [BROKER_PYTHON, "-m", "josefk", "console-consumer", "--bootstrap-server",
              broker.bootstrap, "--topic", topic, "--group", group, "--property",
              "print.partition=true", "--consumer-property", "heartbeat.interval.ms=500", *extra],
-            cwd=str(REPO_ROOT), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            cwd=str(REPO_ROOT), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            # a suite started in the background inherits SIGINT ignored: this test sends it
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         self.lines: list[tuple[int, str]] = []
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
+        self.errors: list[str] = []
+        self.readers = [threading.Thread(target=self._read, daemon=True),
+                        threading.Thread(target=lambda: self.errors.extend(self.proc.stderr),
+                                         daemon=True)]
+        for r in self.readers:
+            r.start()
 
     def _read(self):
         for line in self.proc.stdout:
@@ -39,9 +45,15 @@ class ConsoleConsumer:
 
     def wait(self, timeout=60) -> str:
         """Wait for the exit; its stderr."""
-        err = self.proc.stderr.read()
-        assert self.proc.wait(timeout) == 0, err
-        self.reader.join(5)
+        try:
+            code = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise AssertionError(f"console-consumer still running after {timeout}s") from None
+        for r in self.readers:
+            r.join(5)
+        err = "".join(self.errors)
+        assert code == 0, err
         return err
 
     def kill(self):

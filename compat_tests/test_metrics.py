@@ -156,3 +156,51 @@ def test_grafana_dashboard_shows_exported_metrics(broker_factory):
                for name in re.findall(r"\b((?:kafka|josefk)_[a-z_]+)", t["expr"])}
     assert len(queried) >= 14
     assert queried <= exported, queried - exported
+
+
+def test_client_metrics_pushed_by_librdkafka_reach_prometheus(broker_factory):
+    """KIP-714: an operator subscribes clients to metrics (client-metrics config resources, as
+    kafka-configs.sh --entity-type client-metrics does), librdkafka pushes them, and they appear
+    on the broker's Prometheus endpoint labelled by client; the subscription survives a
+    restart. Kafka would need a plug-in; josefk serves them itself."""
+    from compat_tests.helpers import josefk_cli
+
+    port = free_port()
+    b = broker_factory({"josefk.metrics.port": port})
+    josefk_cli(b, "configs", "--alter", "--entity-type", "client-metrics", "--entity-name",
+               "producers", "--add-config",
+               "metrics=org.apache.kafka.producer.,interval.ms=1000,match=[client_id=telem.*]")
+    topic = create_topic(b.bootstrap, unique_topic("telemetry"))
+    p = producer(b.bootstrap, **{"client.id": "telemetry-test", "enable.metrics.push": True})
+    seen = {}
+    deadline = time.monotonic() + 30
+    while not seen and time.monotonic() < deadline:
+        p.produce(topic, b"x")
+        p.poll(0.5)
+        seen = {name: dict(labels) for (name, labels), _v in scrape(port).items()
+                if name.startswith("org_apache_kafka_producer")
+                and dict(labels).get("client_id") == "telemetry-test"}
+    flush_all(p)
+    assert seen, "no pushed client metrics on /metrics"
+    labels = next(iter(seen.values()))
+    assert labels["client_software_name"] and labels["client_instance_id"]
+    assert not any(name.startswith("org_apache_kafka_consumer") for name in seen)
+    out = josefk_cli(b, "configs", "--describe", "--entity-type", "client-metrics").stdout
+    assert "Dynamic configs for client-metric producers are:" in out
+    assert "interval.ms=1000" in out and "match=client_id=telem.*" in out
+    b.restart()
+    out = josefk_cli(b, "configs", "--describe", "--entity-type", "client-metrics",
+                     "--entity-name", "producers").stdout
+    assert "metrics=org.apache.kafka.producer." in out
+    bad = josefk_cli(b, "configs", "--alter", "--entity-type", "client-metrics",
+                     "--entity-name", "producers", "--add-config", "interval.ms=5", check=False)
+    assert bad.returncode == 1 and "interval must be between 100 and 3600000" in bad.stderr
+
+
+def test_client_telemetry_can_be_turned_off(broker_factory):
+    from compat_tests import rawkafka as rk
+
+    b = broker_factory({"josefk.client.telemetry.enable": "false"})
+    with rk.RawConnection(b.bootstrap) as conn:
+        served = rk.api_versions(conn)
+    assert 71 not in served and 72 not in served and 74 in served

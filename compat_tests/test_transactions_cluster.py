@@ -10,7 +10,7 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
-from josefk.coordinator.group_coordinator import partition_for
+from josefk.coordinator.group_catalog import partition_for
 from compat_tests.helpers import unique_topic
 
 TXN_PARTITIONS = 3

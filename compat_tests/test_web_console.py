@@ -1,17 +1,40 @@
 """The web console (`josefk console`) in a real headless Chromium (Debian's chromium and
-chromedriver, through Selenium): every page, browsing messages a real producer wrote, and the
-confirmed admin actions checked with real clients. Screenshots of the main pages are kept in the
-test's pytest tmp dir."""
+chromedriver, through Selenium), on the shared broker and the shared `josefk registry`: every
+page, browsing messages real producers wrote (plain, and Avro, JSON Schema and Protobuf through
+confluent-kafka's serializers, decoded by the console), the Schema Registry's pages, the
+confirmed admin actions checked with real clients, and the console without a registry.
+
+Pages are checked by DOM and by screenshot: every screenshot must show the dark header, a page
+that is not blank and nothing wider than the window; the lag chart must show its line across
+the plot and its axes; the header and two pretty-printed schemas must match the reference
+images in compat_tests/screenshots/ (a few percent of pixels may differ). After a deliberate
+change of the look, `JOSEFK_UPDATE_SCREENSHOTS=1` rewrites the references. Each test keeps its
+screenshots in its pytest tmp dir (the path is printed)."""
 from __future__ import annotations
 
+import base64
+import datetime
+import decimal
+import io
 import json
+import os
 import shutil
 import subprocess
 import time
+from pathlib import Path
+from zoneinfo import ZoneInfo
 
+import httpx
 import pytest
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import ConfigResource
+from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroSerializer
+from confluent_kafka.schema_registry.json_schema import JSONSerializer
+from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
+from confluent_kafka.serialization import MessageField, SerializationContext
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2
+from PIL import Image, ImageChops
 from selenium import webdriver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions
@@ -23,38 +46,77 @@ from compat_tests.helpers import (admin_client, consume_n, consumer, create_topi
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+ZONE = "Asia/Tokyo"  # the viewer's zone (UTC+09:00), so local and UTC renderings differ
+REFERENCES = Path(__file__).parent / "screenshots"
+UPDATE_REFERENCES = os.environ.get("JOSEFK_UPDATE_SCREENSHOTS") == "1"
+LINE_BLUE = (37, 99, 235)
 
 
-@pytest.fixture
-def console(broker_factory, tmp_path):
-    b = broker_factory()
+def _start_console(bootstrap: str, log_path: Path, *args: str):
     port = free_port()
-    log = open(tmp_path / "console.log", "w")
+    log = open(log_path, "w")
     proc = subprocess.Popen([BROKER_PYTHON, "-m", "josefk", "console", "--bootstrap-server",
-                             b.bootstrap, "--port", str(port), "--lag-interval", "0.5"],
+                             bootstrap, "--port", str(port), *args],
                             cwd=str(REPO_ROOT), stdout=log, stderr=subprocess.STDOUT)
+    log.close()
     deadline = time.monotonic() + 20
     while not port_accepts("127.0.0.1", port):
-        assert proc.poll() is None and time.monotonic() < deadline, "console did not start"
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            proc.wait(5)
+            raise AssertionError(f"console did not start: {log_path.read_text()}")
         time.sleep(0.1)
-    yield b, f"http://127.0.0.1:{port}"
+    return proc, f"http://127.0.0.1:{port}"
+
+
+@pytest.fixture(scope="module")
+def console(broker, schema_registry, tmp_path_factory):
+    """One console on the shared broker, showing the shared registry."""
+    proc, url = _start_console(broker.bootstrap,
+                               tmp_path_factory.mktemp("console") / "console.log",
+                               "--schema-registry", schema_registry.url, "--lag-interval", "2")
+    yield url
     proc.terminate()
     proc.wait(10)
-    log.close()
 
 
 @pytest.fixture
+def console_factory(broker, tmp_path):
+    procs = []
+
+    def start(*args):
+        proc, url = _start_console(broker.bootstrap, tmp_path / f"console{len(procs)}.log",
+                                   *args)
+        procs.append(proc)
+        return url
+    yield start
+    for proc in procs:
+        proc.terminate()
+        proc.wait(10)
+
+
+@pytest.fixture(scope="module")
 def browser():
     opts = webdriver.ChromeOptions()
     opts.binary_location = CHROMIUM
     for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                "--window-size=1400,1000"):
+                "--window-size=1400,1000", "--force-device-scale-factor=1",
+                "--hide-scrollbars"):
         opts.add_argument(arg)
     driver = webdriver.Chrome(service=webdriver.ChromeService(executable_path=CHROMEDRIVER),
                               options=opts)
     driver.set_page_load_timeout(30)
+    driver.execute_cdp_cmd("Emulation.setTimezoneOverride", {"timezoneId": ZONE})
     yield driver
     driver.quit()
+
+
+@pytest.fixture
+def shots(tmp_path):
+    path = tmp_path / "screenshots"
+    path.mkdir()
+    yield path
+    print(f"screenshots in {path}")
 
 
 def cells(driver, table_id):
@@ -83,10 +145,92 @@ def submit_and_confirm(driver, form_id, **fields):
     return text
 
 
-def test_console_pages_browsing_and_actions(console, browser, tmp_path):
-    b, url = console
-    shots = tmp_path / "screenshots"
-    shots.mkdir()
+def local_time(ms: int) -> str:
+    """How the console's script writes ``ms`` in the viewer's zone."""
+    t = datetime.datetime.fromtimestamp(ms / 1000, ZoneInfo(ZONE))
+    return f"{t:%Y-%m-%d %H:%M:%S}.{ms % 1000:03d}"
+
+
+# -- what a screenshot must show -------------------------------------------------------------
+def _mask(img: Image.Image, near, within: int) -> Image.Image:
+    """White where ``img``'s pixel is within ``within`` of the colour ``near`` (per channel)."""
+    bands = [band.point(lambda v, c=c: 255 if abs(v - c) <= within else 0)
+             for band, c in zip(img.split(), near)]
+    return ImageChops.multiply(ImageChops.multiply(bands[0], bands[1]), bands[2])
+
+
+def _share(img: Image.Image, near, within: int) -> float:
+    return _mask(img, near, within).histogram()[255] / (img.width * img.height)
+
+
+def assert_page_drawn(driver, path: Path) -> Image.Image:
+    """A screenshot of the page, which must show the dark header band across the top, white
+    cards on the light background with content drawn in them, nothing wider than the window
+    and nothing loaded from anywhere but the console."""
+    driver.save_screenshot(str(path))
+    img = Image.open(path).convert("RGB")
+    header = driver.find_element(By.TAG_NAME, "header").rect
+    assert header["y"] == 0 and header["width"] == img.width, header
+    band = img.crop((0, 0, img.width, int(header["height"])))
+    assert _share(band, (17, 24, 39), 12) > 0.8, f"{path.name}: the header is not drawn"
+    page = img.crop((0, int(header["height"]), img.width, img.height))
+    background, cards = _share(page, (243, 244, 246), 2), _share(page, (255, 255, 255), 0)
+    assert background > 0.01, f"{path.name}: no page background"
+    assert cards > 0.05, f"{path.name}: no cards"
+    assert 1 - background - cards > 0.005, f"{path.name}: nothing drawn on the page"
+    assert driver.execute_script(
+        "return document.documentElement.scrollWidth <= window.innerWidth"), \
+        f"{path.name}: the page is wider than the window"
+    origin = driver.current_url.split("/", 3)[:3]
+    loaded = driver.execute_script(
+        "return performance.getEntriesByType('resource').map(e => e.name)")
+    assert all(u.split("/", 3)[:3] == origin for u in loaded), loaded
+    return img
+
+
+def assert_chart_drawn(element, path: Path) -> None:
+    """The lag chart: its line runs across the plot, its axes and their labels show."""
+    path.write_bytes(element.screenshot_as_png)
+    img = Image.open(path).convert("RGB")
+    left, right, top, bottom = 64, 20, 14, 46  # the plot's margins (web_html.lag_chart)
+    plot_w, plot_h = img.width - left - right, img.height - top - bottom
+    line = _mask(img, LINE_BLUE, 30).getbbox()
+    assert line and line[2] - line[0] > 0.95 * plot_w, f"the line spans {line} of {plot_w}"
+    y_axis = _mask(img.crop((left - 3, 0, left + 3, img.height)), (107, 114, 128), 30).getbbox()
+    assert y_axis and y_axis[3] - y_axis[1] >= plot_h - 2, f"no lag axis: {y_axis}"
+    x_axis = _mask(img.crop((0, top + plot_h - 3, img.width, top + plot_h + 3)),
+                   (107, 114, 128), 30).getbbox()
+    assert x_axis and x_axis[2] - x_axis[0] >= plot_w - 2, f"no time axis: {x_axis}"
+    text = (75, 85, 99)
+    assert _share(img.crop((0, 0, left - 4, img.height)), text, 60) > 0.005, "no lag labels"
+    assert _share(img.crop((left, img.height - bottom + 6, img.width, img.height)), text,
+                  60) > 0.005, "no time labels"
+
+
+def assert_like_reference(element, name: str, shots: Path, tolerance: float = 0.002) -> None:
+    """``element`` looks like compat_tests/screenshots/``name``: the same size, at most
+    ``tolerance`` of its pixels clearly different (a colour channel off by more than 32;
+    recolouring the keys of a pretty-printed schema changes 0.6% of them)."""
+    got = Image.open(io.BytesIO(element.screenshot_as_png)).convert("RGB")
+    got.save(shots / name)
+    reference = REFERENCES / name
+    if UPDATE_REFERENCES:
+        REFERENCES.mkdir(exist_ok=True)
+        got.save(reference)
+    assert reference.exists(), f"no {reference}: make it with JOSEFK_UPDATE_SCREENSHOTS=1"
+    ref = Image.open(reference).convert("RGB")
+    assert got.size == ref.size, f"{name}: {got.size} != the reference's {ref.size}"
+    r, g, b = ImageChops.difference(got, ref).split()
+    diff = ImageChops.lighter(ImageChops.lighter(r, g), b).point(lambda v: 255 if v > 32 else 0)
+    changed = diff.histogram()[255] / (got.width * got.height)
+    if changed > tolerance:
+        diff.save(shots / f"diff-{name}")
+    assert changed <= tolerance, f"{name}: {changed:.2%} of pixels differ from the reference"
+
+
+# -- the cluster pages, the message browser and the actions ----------------------------------
+def test_console_pages_browsing_and_actions(broker, console, browser, shots):
+    b, url = broker, console
     topic = create_topic(b.bootstrap, unique_topic("web"), partitions=2)
     p = producer(b.bootstrap)
     for i in range(6):
@@ -104,9 +248,11 @@ def test_console_pages_browsing_and_actions(console, browser, tmp_path):
     c.close()
 
     browser.get(url + "/")
-    assert "1 broker(s)" in browser.find_element(By.ID, "cluster").text
+    tiles = browser.find_element(By.ID, "stats").text
+    assert "1\nbrokers" in tiles and "schema subjects" in tiles
     assert cells(browser, "brokers")[0][:3] == [str(b.node_id), "127.0.0.1", str(b.port)]
-    browser.save_screenshot(str(shots / "cluster.png"))
+    assert browser.find_element(By.CSS_SELECTOR, "header nav a.active").text == "Cluster"
+    assert_page_drawn(browser, shots / "cluster.png")
 
     browser.get(url + "/topics")
     click(browser, browser.find_element(By.LINK_TEXT, topic))
@@ -114,24 +260,40 @@ def test_console_pages_browsing_and_actions(console, browser, tmp_path):
     assert [r[:7] for r in rows] == [["0", "1", "1", "1", "0", "6", "6"],
                                      ["1", "1", "1", "1", "0", "1", "1"]]
     assert int(rows[0][7]) > 0
+    assert "7\nmessages" in browser.find_element(By.ID, "stats").text
     assert ["retention.ms", "604800000", "DEFAULT_CONFIG"] in cells(browser, "configs")
-    browser.save_screenshot(str(shots / "topic.png"))
+    assert "No schemas registered" in browser.find_element(By.ID, "topic-schemas").text
+    assert [a.text for a in browser.find_elements(By.CSS_SELECTOR, ".crumbs a")] == ["Topics"]
+    assert_page_drawn(browser, shots / "topic.png")
 
     click(browser, browser.find_element(By.LINK_TEXT, "browse"))
     rows = cells(browser, "messages")
     assert [r[0] for r in rows] == [str(i) for i in range(6)]
     assert rows[0][2] == "key-0" and rows[0][3] == "trace: t0"
-    pretty = browser.find_elements(By.CSS_SELECTOR, "#messages pre.json")[0].text
-    assert json.loads(pretty) == {"n": 0, "tags": ["a", "b"]} and "\n" in pretty
+    pretty = browser.find_elements(By.CSS_SELECTOR, "#messages pre.json")[0]
+    assert json.loads(pretty.text) == {"n": 0, "tags": ["a", "b"]} and "\n" in pretty.text
+    assert pretty.find_element(By.CSS_SELECTOR, ".k").text == '"n"'
     assert rows[1][4] == "plain"
-    browser.save_screenshot(str(shots / "messages.png"))
-    # From an offset, and a key search.
+    # Timestamps in the viewer's zone, written by the page's script.
+    stamps = [int(t.get_attribute("data-ms"))
+              for t in browser.find_elements(By.CSS_SELECTOR, "#messages time")]
+    assert [r[1] for r in rows] == [local_time(ms) for ms in stamps]
+    headers = [th.text for th in browser.find_elements(By.CSS_SELECTOR, "#messages th")]
+    assert headers == ["Offset", f"Timestamp ({ZONE})", "Key", "Headers", "Value"]
+    assert_page_drawn(browser, shots / "messages.png")
+    # From an offset, a key search, and from a time picked in the viewer's zone.
     browser.get(url + f"/topics/{topic}/messages?partition=0&offset=4")
     assert [r[0] for r in cells(browser, "messages")] == ["4", "5"]
     browser.get(url + f"/topics/{topic}/messages?partition=0&key=key-3")
     assert [r[2] for r in cells(browser, "messages")] == ["key-3"]
-    ts = int(cells(browser, "messages")[0][1])
-    browser.get(url + f"/topics/{topic}/messages?partition=0&timestamp={ts}")
+    ts = int(browser.find_element(By.CSS_SELECTOR, "#messages time").get_attribute("data-ms"))
+    picked = datetime.datetime.fromtimestamp(ts // 1000, ZoneInfo(ZONE))
+    browser.get(url + f"/topics/{topic}/messages?partition=0")
+    browser.execute_script(
+        "const i = document.getElementById('from-time'); i.value = arguments[0];"
+        "i.dispatchEvent(new Event('change'));", f"{picked:%Y-%m-%dT%H:%M:%S}")
+    click(browser, browser.find_element(By.CSS_SELECTOR, "#browse button"))
+    assert f"timestamp={ts // 1000 * 1000}" in browser.current_url
     assert cells(browser, "messages")[0][0] in {"0", "1", "2", "3"}
 
     # A live member of another group shows with its assignment.
@@ -140,7 +302,7 @@ def test_console_pages_browsing_and_actions(console, browser, tmp_path):
     live.subscribe([topic])
     consume_n(live, 7)
     browser.get(url + f"/groups/{live_group}")
-    assert "Stable" in browser.find_element(By.ID, "state").text
+    assert browser.find_element(By.ID, "state").text == "Stable"
     (member,) = cells(browser, "members")
     assert member[0].startswith("rdkafka-") and member[3] == f"{topic}-0, {topic}-1"
     assert {r[5] for r in cells(browser, "lag")} == {member[0]}
@@ -148,13 +310,9 @@ def test_console_pages_browsing_and_actions(console, browser, tmp_path):
 
     browser.get(url + "/groups")
     click(browser, browser.find_element(By.LINK_TEXT, group))
-    assert "Empty" in browser.find_element(By.ID, "state").text
+    assert browser.find_element(By.ID, "state").text == "Empty"
     lag = cells(browser, "lag")
     assert [r[:5] for r in lag] == [[topic, "0", "6", "6", "0"], [topic, "1", "1", "1", "0"]]
-    time.sleep(1.2)  # the console samples lag every 0.5 s in this test
-    browser.refresh()
-    assert browser.find_element(By.ID, "lag-chart").tag_name == "svg"
-    browser.save_screenshot(str(shots / "group.png"))
 
     # Reset the group's offsets to the earliest, through the confirmation page.
     text = submit_and_confirm(browser, "reset-offsets", topic=topic, to="earliest")
@@ -165,6 +323,19 @@ def test_console_pages_browsing_and_actions(console, browser, tmp_path):
     committed = c.committed([TopicPartition(topic, 0), TopicPartition(topic, 1)], timeout=10)
     c.close()
     assert [tp.offset for tp in committed] == [0, 0]
+    # The lag chart: samples before (0) and after (7) the reset, its axes in messages and time.
+    time.sleep(2.2)  # a span of time for the axis (the console also samples every 2 s)
+    browser.refresh()
+    chart = browser.find_element(By.ID, "lag-chart")
+    assert chart.tag_name == "svg"
+    labels = [t.text for t in chart.find_elements(By.TAG_NAME, "text")]
+    assert "lag (messages)" in labels and labels[0] == "0"
+    assert any(t.startswith(f"time ({ZONE})") for t in labels)
+    ticks = chart.find_elements(By.CSS_SELECTOR, "text[data-fmt]")
+    assert ticks and all(t.text == local_time(int(t.get_attribute("data-ms")))[11:19]
+                         for t in ticks)
+    assert_page_drawn(browser, shots / "group.png")
+    assert_chart_drawn(chart, shots / "lag-chart.png")
 
     # Alter a topic config and delete records, each confirmed.
     browser.get(url + f"/topics/{topic}")
@@ -181,7 +352,8 @@ def test_console_pages_browsing_and_actions(console, browser, tmp_path):
 
     # Create a topic; an action that fails shows the broker's error.
     created = unique_topic("web-created")
-    browser.get(url + "/create-topic")
+    browser.get(url + "/topics")
+    click(browser, browser.find_element(By.LINK_TEXT, "Create topic"))
     submit_and_confirm(browser, "create-topic", name=created, partitions=3,
                        configs="cleanup.policy=compact")
     assert len(cells(browser, "partitions")) == 3
@@ -189,12 +361,241 @@ def test_console_pages_browsing_and_actions(console, browser, tmp_path):
     browser.get(url + "/create-topic")
     submit_and_confirm(browser, "create-topic", name=created, partitions=1)
     assert "already exists" in browser.find_element(By.ID, "error").text
+    browser.get(url + f"/topics?filter={created}")
+    assert [r[0] for r in cells(browser, "topics")] == [created]
 
     browser.get(url + f"/brokers/{b.node_id}")
     configs = {r[0]: r for r in cells(browser, "configs")}
     assert configs["log.dirs"][2] == "STATIC_BROKER_CONFIG" and configs["log.dirs"][3] == "no"
     assert configs["log.retention.hours"][3] == "yes"
-    browser.save_screenshot(str(shots / "broker.png"))
+    assert_page_drawn(browser, shots / "broker.png")
     assert sorted(p.name for p in shots.iterdir()) == [
-        "broker.png", "cluster.png", "group.png", "messages.png", "topic.png"]
-    print(f"screenshots in {shots}")
+        "broker.png", "cluster.png", "group.png", "lag-chart.png", "messages.png", "topic.png"]
+
+
+# -- the Schema Registry's pages and decoded messages ----------------------------------------
+ADDRESS = {"type": "record", "name": "Address", "namespace": "shop",
+           "fields": [{"name": "city", "type": "string"}]}
+ORDER = {"type": "record", "name": "Order", "namespace": "shop", "fields": [
+    {"name": "id", "type": "long"},
+    {"name": "amount", "type": {"type": "bytes", "logicalType": "decimal", "precision": 9,
+                                "scale": 2}},
+    {"name": "ship_to", "type": "shop.Address"},
+    {"name": "at", "type": {"type": "long", "logicalType": "timestamp-millis"}}]}
+ITEM = {"$schema": "http://json-schema.org/draft-07/schema#", "title": "Item", "type": "object",
+        "properties": {"sku": {"type": "string"}, "qty": {"type": "integer"}},
+        "required": ["sku"]}
+REFERENCE_SCHEMA = {"type": "record", "name": "Payment", "namespace": "reference", "doc":
+                    "A fixed schema whose page is compared with a reference image",
+                    "fields": [{"name": "id", "type": "string"},
+                               {"name": "cents", "type": "long", "default": 0},
+                               {"name": "method", "type": {"type": "enum", "name": "Method",
+                                                           "symbols": ["CARD", "CASH"]}},
+                               {"name": "note", "type": ["null", "string"],
+                                "default": None}]}
+
+
+SHIPMENT_PROTO = """syntax = "proto3";
+package {package};
+import "google/protobuf/timestamp.proto";
+message Unused {{ int32 x = 1; }}
+message Shipment {{
+  message Parcel {{
+    string label = 1;
+    repeated int64 grams = 2;
+    google.protobuf.Timestamp sent = 3;
+  }}
+}}
+"""
+
+
+def _register_parcel(client: SchemaRegistryClient, subject: str, package: str):
+    """Registers ``.proto`` text whose message of interest is nested in the second top-level
+    message (its message indexes are [1, 0]) and imports a well-known type; answers that
+    message's class, built from the descriptor the registry serves."""
+    client.register_schema(subject, Schema(SHIPMENT_PROTO.format(package=package), "PROTOBUF"))
+    fdp = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(
+        client.get_version(subject, 1, fmt="serialized").schema.schema_str))
+    pool = descriptor_pool.DescriptorPool()
+    pool.AddSerializedFile(timestamp_pb2.DESCRIPTOR.serialized_pb)
+    pool.Add(fdp)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName(
+        f"{package}.Shipment.Parcel"))
+
+
+def _produce(bootstrap, topic, items):
+    """``items``: (key bytes, value bytes) produced in order to partition 0."""
+    p = producer(bootstrap)
+    for k, v in items:
+        p.produce(topic, key=k, value=v, partition=0)
+    flush_all(p)
+
+
+def test_schemas_and_decoded_messages(broker, schema_registry, console, browser, shots):
+    url, sr = console, schema_registry.url
+    client = SchemaRegistryClient({"url": sr})
+    avro_topic, json_topic, proto_topic = (
+        create_topic(broker.bootstrap, unique_topic(f"web-{kind}")) for kind in
+        ("avro", "json", "proto"))
+
+    def ctx(topic, field=MessageField.VALUE):
+        return SerializationContext(topic, field)
+
+    # Avro, the value's schema referencing another subject; an Avro string key.
+    address_subject = f"{avro_topic}-address"
+    client.register_schema(address_subject, Schema(json.dumps(ADDRESS), "AVRO"))
+    order_schema = Schema(json.dumps(ORDER), "AVRO",
+                          [SchemaReference("shop.Address", address_subject, 1)])
+    order_id = client.register_schema(f"{avro_topic}-value", order_schema)
+    values = AvroSerializer(client, order_schema, conf={"auto.register.schemas": False,
+                                                        "use.latest.version": True})
+    keys = AvroSerializer(client, json.dumps("string"))
+    at = datetime.datetime(2026, 11, 25, 8, 30, tzinfo=datetime.timezone.utc)
+    _produce(broker.bootstrap, avro_topic, [
+        (keys("order-1", ctx(avro_topic, MessageField.KEY)),
+         values({"id": 1, "amount": decimal.Decimal("12.34"),
+                 "ship_to": {"city": "Pune"}, "at": at}, ctx(avro_topic))),
+        (b"plain-key", b"plain text"),
+        (None, b"\x00\x7f\xff\xff\xf0not a registered schema")])
+    # JSON Schema, two versions.
+    item_v1 = JSONSerializer(json.dumps(ITEM), client)
+    _produce(broker.bootstrap, json_topic, [(None, item_v1({"sku": "a-1", "qty": 2},
+                                                           ctx(json_topic)))])
+    item2 = {**ITEM, "properties": {"sku": {"type": "string"}}}  # qty removed: BACKWARD
+    client.register_schema(f"{json_topic}-value", Schema(json.dumps(item2), "JSON"))
+    # Protobuf: a nested message, a well-known import.
+    Parcel = _register_parcel(client, f"{proto_topic}-value", f"web{proto_topic[-6:]}")
+    parcel = Parcel(label="box", grams=[250, 750])
+    parcel.sent.seconds = 1_780_000_000
+    proto_values = ProtobufSerializer(Parcel, client, {"use.deprecated.format": False})
+    _produce(broker.bootstrap, proto_topic, [(None, proto_values(parcel, ctx(proto_topic)))])
+    # Compatibility: the Avro value subject sets its own level, the others take the global.
+    assert httpx.put(f"{sr}/config/{avro_topic}-value", json={"compatibility": "FULL"},
+                     timeout=10).status_code == 200
+
+    # The message browser decodes each format and names the schema.
+    browser.get(url + f"/topics/{avro_topic}/messages")
+    rows = browser.find_elements(By.CSS_SELECTOR, "#messages tbody tr")
+    key_cell, value_cell = rows[0].find_elements(By.TAG_NAME, "td")[2::2]
+    assert key_cell.find_element(By.CLASS_NAME, "schema-of").text.startswith(
+        f"AVRO {avro_topic}-key v1 · id ")
+    assert json.loads(key_cell.find_element(By.CSS_SELECTOR, "pre.json").text) == "order-1"
+    assert value_cell.find_element(By.CLASS_NAME, "schema-of").text == \
+        f"AVRO {avro_topic}-value v1 · id {order_id}"
+    assert json.loads(value_cell.find_element(By.CSS_SELECTOR, "pre.json").text) == {
+        "id": 1, "amount": "12.34", "ship_to": {"city": "Pune"}, "at": at.isoformat()}
+    plain = rows[1].find_elements(By.TAG_NAME, "td")
+    assert plain[2].text == "plain-key" and plain[4].text == "plain text"
+    unknown = rows[2].find_elements(By.TAG_NAME, "td")[4]
+    assert "Schema 2147483632 not found" in unknown.find_element(By.CLASS_NAME, "note").text
+    assert unknown.find_element(By.CSS_SELECTOR, "pre.hex").text.startswith("00 7f ff ff f0")
+    assert_page_drawn(browser, shots / "messages-avro.png")
+
+    browser.get(url + f"/topics/{json_topic}/messages")
+    value_cell = browser.find_elements(By.CSS_SELECTOR, "#messages td")[4]
+    assert value_cell.find_element(By.CLASS_NAME, "schema-of").text.startswith(
+        f"JSON {json_topic}-value v1 · id ")
+    assert json.loads(value_cell.find_element(By.CSS_SELECTOR, "pre.json").text) == {
+        "sku": "a-1", "qty": 2}
+
+    browser.get(url + f"/topics/{proto_topic}/messages")
+    value_cell = browser.find_elements(By.CSS_SELECTOR, "#messages td")[4]
+    what = value_cell.find_element(By.CLASS_NAME, "schema-of").text
+    assert what.startswith(f"PROTOBUF {proto_topic}-value v1 · id ")
+    assert what.endswith(f"{Parcel.DESCRIPTOR.full_name}")
+    assert json.loads(value_cell.find_element(By.CSS_SELECTOR, "pre.json").text) == {
+        "label": "box", "grams": ["250", "750"], "sent": "2026-05-28T20:26:40Z"}
+    # The schema's id leads to the schema and where it is registered.
+    click(browser, value_cell.find_element(By.PARTIAL_LINK_TEXT, "id "))
+    assert cells(browser, "uses") == [[f"{proto_topic}-value", "1"]]
+    assert "message Shipment" in browser.find_element(By.CSS_SELECTOR, "pre.proto").text
+
+    # The topic names its schemas.
+    browser.get(url + f"/topics/{avro_topic}")
+    assert [r[:4] for r in cells(browser, "topic-schemas")] == [
+        ["key", f"{avro_topic}-key", "1", "AVRO"], ["value", f"{avro_topic}-value", "1", "AVRO"]]
+
+    # The subjects, with their type, latest version and compatibility level.
+    browser.get(url + "/schemas")
+    assert browser.find_element(By.CSS_SELECTOR, "header nav a.active").text == "Schema Registry"
+    subjects = {r[0]: r for r in cells(browser, "subjects")}
+    assert subjects[f"{avro_topic}-value"][1:] == ["AVRO", "1", str(order_id), "FULL"]
+    assert subjects[f"{json_topic}-value"][1:3] == ["JSON", "2"]
+    assert subjects[f"{json_topic}-value"][4] == "BACKWARD (global)"
+    assert subjects[f"{proto_topic}-value"][1] == "PROTOBUF"
+    assert subjects[address_subject][1:3] == ["AVRO", "1"]
+    assert "BACKWARD\nglobal compatibility" in browser.find_element(By.ID, "stats").text
+    assert_page_drawn(browser, shots / "schemas.png")
+    browser.get(url + f"/schemas?filter={json_topic}")
+    assert [r[0] for r in cells(browser, "subjects")] == [f"{json_topic}-value"]
+
+    # A subject: its versions, newest first, and its latest schema pretty-printed.
+    click(browser, browser.find_element(By.LINK_TEXT, f"{json_topic}-value"))
+    assert [r[0] for r in cells(browser, "versions")] == ["2", "1"]
+    assert "2\nlatest version" in browser.find_element(By.ID, "stats").text
+    assert json.loads(browser.find_element(By.CSS_SELECTOR, "pre.json.block").text) == item2
+    assert_page_drawn(browser, shots / "subject.png")
+
+    # A version: its schema, references, and the schemas that reference it.
+    browser.get(url + f"/schemas/{avro_topic}-value/versions/1")
+    assert json.loads(browser.find_element(By.CSS_SELECTOR, "pre.json.block").text) == ORDER
+    assert cells(browser, "references") == [["shop.Address", address_subject, "1"]]
+    assert "FULL\ncompatibility" in browser.find_element(By.ID, "stats").text
+    click(browser, browser.find_elements(By.CSS_SELECTOR, "#references a")[-1])
+    assert browser.find_element(By.ID, "referenced-by").text == \
+        f"Referenced by schema ids: {order_id}"
+    browser.get(url + f"/schemas/{proto_topic}-value/versions/latest")
+    proto = browser.find_element(By.CSS_SELECTOR, "pre.proto")
+    assert "message Parcel" in proto.text and 'import "google/protobuf/timestamp.proto";' in \
+        proto.text
+    assert "message" in [k.text for k in proto.find_elements(By.CLASS_NAME, "kw")]
+    assert_page_drawn(browser, shots / "version-protobuf.png")
+    browser.get(url + "/schemas/no-such-subject")
+    assert "Subject 'no-such-subject' not found" in browser.find_element(By.ID, "error").text
+
+    # A fixed schema's page against the reference images.
+    reference = "console-reference-value"
+    client.register_schema(reference, Schema(json.dumps(REFERENCE_SCHEMA), "AVRO"))
+    browser.get(url + f"/schemas/{reference}/versions/1")
+    assert_page_drawn(browser, shots / "version-avro.png")
+    assert_like_reference(browser.find_element(By.TAG_NAME, "header"), "header.png", shots)
+    assert_like_reference(browser.find_element(By.CSS_SELECTOR, "pre.json.block"),
+                          "avro-schema.png", shots)
+
+
+# -- without a registry, and with one that does not answer -----------------------------------
+def test_console_without_a_registry(broker, console_factory, browser, tmp_path, shots):
+    topic = create_topic(broker.bootstrap, unique_topic("web-noreg"))
+    _produce(broker.bootstrap, topic, [(None, b"\x00\x00\x00\x00\x01\x06abc"),
+                                       (b"k", b'{"a": 1}')])
+
+    plain = console_factory()
+    browser.get(plain + "/schemas")
+    assert "No Schema Registry is configured" in browser.find_element(By.ID, "no-registry").text
+    assert_page_drawn(browser, shots / "no-registry.png")
+    browser.get(plain + f"/topics/{topic}/messages")
+    rows = browser.find_elements(By.CSS_SELECTOR, "#messages tbody tr")
+    assert rows[0].find_element(By.CSS_SELECTOR, "pre.hex").text == "00 00 00 00 01 06 61 62 63"
+    assert not browser.find_elements(By.CLASS_NAME, "schema-of")
+    assert json.loads(rows[1].find_element(By.CSS_SELECTOR, "pre.json").text) == {"a": 1}
+    browser.get(plain + f"/topics/{topic}")
+    assert not browser.find_elements(By.ID, "topic-schemas")
+
+    # schema.registry.url from --command-config, a registry that does not answer.
+    dead = free_port()
+    config = tmp_path / "console.properties"
+    config.write_text(f"schema.registry.url=http://127.0.0.1:{dead}\n")
+    down = console_factory("--command-config", str(config))
+    browser.get(down + "/schemas")
+    assert f"Schema Registry at http://127.0.0.1:{dead} unreachable" in \
+        browser.find_element(By.ID, "error").text
+    browser.get(down + f"/topics/{topic}/messages")
+    rows = browser.find_elements(By.CSS_SELECTOR, "#messages tbody tr")
+    assert "unreachable" in rows[0].find_element(By.CLASS_NAME, "note").text
+    assert rows[0].find_element(By.CSS_SELECTOR, "pre.hex").text.startswith("00 00 00 00 01")
+    assert json.loads(rows[1].find_element(By.CSS_SELECTOR, "pre.json").text) == {"a": 1}
+    browser.get(down + "/")
+    assert "unreachable\nschema subjects" in browser.find_element(By.ID, "stats").text
+    browser.get(down + f"/topics/{topic}")
+    assert "unreachable" in browser.find_element(By.ID, "topic-schemas").text
+    assert cells(browser, "partitions")[0][5] == "2"

@@ -1,4 +1,5 @@
-"""Coordinators: the classic consumer group coordinator and its offset store.
+"""Coordinators: the classic consumer group coordinator and its offset store, the transaction
+coordinator and producer ids.
 
 Public entry points::
 
@@ -6,7 +7,8 @@ Public entry points::
 """
 from . import errors
 from .clock import AsyncioClock, FakeClock
-from .group_coordinator import DEFAULTS, GroupCoordinator, java_string_hash, partition_for
+from .group_catalog import java_string_hash, partition_for
+from .group_coordinator import DEFAULTS, GroupCoordinator
 from .offset_store import InMemoryOffsetsLog, OffsetStore
 from .results import (GroupDescription, GroupOverview, JoinResult, LeaveMemberResult,
                       MemberDescription, OffsetFetchPartition, SyncResult)

@@ -1,7 +1,7 @@
 """In-memory state of one classic consumer group (Kafka's GroupMetadata / MemberMetadata).
 
 Pure data and bookkeeping: no timers, no I/O. The state machine that drives it lives in
-``coordinator.group_coordinator``.
+``coordinator.membership``, its offsets are managed by ``coordinator.offset_manager``.
 """
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ _VALID_PREVIOUS = {
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 NO_LEADER_EPOCH = -1
+UNKNOWN_MEMBER_ID = ""
 
 
 class IllegalStateError(RuntimeError):
@@ -233,6 +234,19 @@ class GroupMetadata:
 
     def has_offsets(self) -> bool:
         return bool(self.offsets or self.pending_offset_commits or self.pending_txn_offsets)
+
+    def validate_member(self, member_id: str, group_instance_id: str | None) -> int | None:
+        """The error a request naming this member gets (unknown, or a static member fenced by
+        a newer instance), or None when the member is current."""
+        if group_instance_id is not None:
+            current = self.current_static_member_id(group_instance_id)
+            if current is None:
+                return errors.UNKNOWN_MEMBER_ID
+            if current != member_id:
+                return errors.FENCED_INSTANCE_ID
+        if not self.has(member_id):
+            return errors.UNKNOWN_MEMBER_ID
+        return None
 
     def generate_member_id(self, client_id: str, group_instance_id: str | None) -> str:
         prefix = group_instance_id if group_instance_id is not None else client_id

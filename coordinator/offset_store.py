@@ -2,25 +2,11 @@
 
 Records are written exactly as Apache Kafka writes them, so Kafka's own tools
 (``kafka-console-consumer --formatter ...OffsetsMessageFormatter``, ``kafka-dump-log
---offsets-decoder``) can read our log, and we can read theirs. Classic (non-flexible) encoding,
-big-endian, STRING = int16 length + UTF-8 (-1 = null), BYTES = int32 length + bytes::
-
-    key   version 0/1  OffsetCommitKey    group STRING, topic STRING, partition INT32
-    key   version 2    GroupMetadataKey   group STRING
-    value OffsetCommitValue   v3: offset INT64, leader_epoch INT32, metadata STRING,
-                                  commit_timestamp INT64
-                              v1: offset INT64, metadata STRING, commit_timestamp INT64,
-                                  expire_timestamp INT64   (written for explicit retention)
-    value GroupMetadataValue  v3: protocol_type STRING, generation INT32,
-                                  protocol STRING?, leader STRING?, current_state_timestamp INT64,
-                                  members [member_id STRING, group_instance_id STRING?,
-                                           client_id STRING, client_host STRING,
-                                           rebalance_timeout INT32, session_timeout INT32,
-                                           subscription BYTES, assignment BYTES]
-    a null value (tombstone) deletes the key.
-
-Every value is prefixed by its int16 version. We write key v1 / value v3 (v1 for offsets with an
-explicit expire timestamp) like Kafka 2.3+; we read value versions 0-3 and the flexible v4.
+--offsets-decoder``) can read our log, and we can read theirs. Their layouts are declared in
+``wire.internal_topics.consumer_offsets`` (Kafka's OffsetCommitKey/Value and
+GroupMetadataKey/Value); this module maps them to the coordinator's plain records. We write key
+type 1 with value v3 (v1 for offsets with an explicit expire timestamp) and group metadata
+value v3, like Kafka 2.3+; we read value versions 0-4. A null value (tombstone) deletes the key.
 
 The log interface the broker provides (duck-typed, see :class:`InMemoryOffsetsLog`)::
 
@@ -37,31 +23,23 @@ The log interface the broker provides (duck-typed, see :class:`InMemoryOffsetsLo
 from __future__ import annotations
 
 import logging
-import struct
 from dataclasses import dataclass, field
 
 from josefk.wire import recscan
 from josefk.wire import batch as wire_batch
 from josefk.wire import records as wire_records
+from josefk.wire.internal_topics.consumer_offsets import (CONSUMER_OFFSETS, GROUP_METADATA,
+                                                         OFFSET_COMMIT)
+from josefk.wire.types import DecodeError
 
 from .group import CommitRecord, OffsetAndMetadata
 
 log = logging.getLogger("josefk.coordinator")
 
-OFFSET_KEY_VERSION = 1
-GROUP_KEY_VERSION = 2
 OFFSET_VALUE_VERSION = 3
 OFFSET_VALUE_VERSION_WITH_EXPIRE = 1
 GROUP_VALUE_VERSION = 3
-
-_i16 = struct.Struct(">h")
-_i32 = struct.Struct(">i")
-_i64 = struct.Struct(">q")
-_offset_epoch = struct.Struct(">qi")
-
-
-class RecordFormatError(ValueError):
-    """A key or value of __consumer_offsets that does not decode."""
+_Member = GROUP_METADATA.Value.MemberMetadata
 
 
 # ---------------------------------------------------------------------------------------------
@@ -113,240 +91,69 @@ class LoadedPartition:
 
 
 # ---------------------------------------------------------------------------------------------
-# Encoding
-
-def _put_string(out: bytearray, s: str | None) -> None:
-    if s is None:
-        out += _i16.pack(-1)
-        return
-    b = s.encode("utf-8")
-    if len(b) > 0x7FFF:
-        raise RecordFormatError("string longer than 32767 bytes")
-    out += _i16.pack(len(b))
-    out += b
-
-
-def _put_bytes(out: bytearray, b: bytes | None) -> None:
-    if b is None:
-        out += _i32.pack(-1)
-        return
-    out += _i32.pack(len(b))
-    out += b
-
+# Keys and values, through the declared records
 
 def offset_commit_key(group: str, topic: str, partition: int) -> bytes:
-    out = bytearray(_i16.pack(OFFSET_KEY_VERSION))
-    _put_string(out, group)
-    _put_string(out, topic)
-    out += _i32.pack(partition)
-    return bytes(out)
+    return OFFSET_COMMIT.key(group=group, topic=topic, partition=partition)
 
 
 def group_metadata_key(group: str) -> bytes:
-    out = bytearray(_i16.pack(GROUP_KEY_VERSION))
-    _put_string(out, group)
-    return bytes(out)
+    return GROUP_METADATA.key(group=group)
 
 
 def offset_commit_value(om: OffsetAndMetadata) -> bytes:
     """Value v3, or v1 when the commit carries an explicit expire timestamp (as Kafka does)."""
     if om.expire_timestamp is not None:
-        out = bytearray(_i16.pack(OFFSET_VALUE_VERSION_WITH_EXPIRE))
-        out += _i64.pack(om.offset)
-        _put_string(out, om.metadata or "")
-        out += _i64.pack(om.commit_timestamp)
-        out += _i64.pack(om.expire_timestamp)
-        return bytes(out)
-    out = bytearray(_i16.pack(OFFSET_VALUE_VERSION))
-    out += _i64.pack(om.offset)
-    out += _i32.pack(om.leader_epoch)
-    _put_string(out, om.metadata or "")
-    out += _i64.pack(om.commit_timestamp)
-    return bytes(out)
+        return OFFSET_COMMIT.value(OFFSET_VALUE_VERSION_WITH_EXPIRE, offset=om.offset,
+                                   metadata=om.metadata or "",
+                                   commit_timestamp=om.commit_timestamp,
+                                   expire_timestamp=om.expire_timestamp)
+    return OFFSET_COMMIT.value(OFFSET_VALUE_VERSION, offset=om.offset,
+                               leader_epoch=om.leader_epoch, metadata=om.metadata or "",
+                               commit_timestamp=om.commit_timestamp)
 
 
 def group_metadata_value(rec: GroupRecord) -> bytes:
-    out = bytearray(_i16.pack(GROUP_VALUE_VERSION))
-    _put_string(out, rec.protocol_type or "")
-    out += _i32.pack(rec.generation)
-    _put_string(out, rec.protocol)
-    _put_string(out, rec.leader)
-    out += _i64.pack(rec.current_state_timestamp)
-    out += _i32.pack(len(rec.members))
-    for m in rec.members:
-        _put_string(out, m.member_id)
-        _put_string(out, m.group_instance_id)
-        _put_string(out, m.client_id)
-        _put_string(out, m.client_host)
-        out += _i32.pack(m.rebalance_timeout)
-        out += _i32.pack(m.session_timeout)
-        _put_bytes(out, m.subscription)
-        _put_bytes(out, m.assignment)
-    return bytes(out)
-
-
-# ---------------------------------------------------------------------------------------------
-# Decoding
-
-class _Reader:
-    """Reads classic or flexible (compact, tagged) fields from a buffer."""
-
-    __slots__ = ("buf", "pos", "flexible")
-
-    def __init__(self, buf, pos=0, flexible=False):
-        self.buf = memoryview(buf)
-        self.pos = pos
-        self.flexible = flexible
-
-    def _take(self, n):
-        if n < 0 or self.pos + n > len(self.buf):
-            raise RecordFormatError("truncated record")
-        b = self.buf[self.pos:self.pos + n]
-        self.pos += n
-        return b
-
-    def int8(self):
-        return int.from_bytes(self._take(1), "big", signed=True)
-
-    def int16(self):
-        return _i16.unpack(self._take(2))[0]
-
-    def int32(self):
-        return _i32.unpack(self._take(4))[0]
-
-    def int64(self):
-        return _i64.unpack(self._take(8))[0]
-
-    def uvarint(self):
-        shift = result = 0
-        while True:
-            b = self._take(1)[0]
-            result |= (b & 0x7F) << shift
-            if b < 0x80:
-                return result
-            shift += 7
-            if shift > 63:
-                raise RecordFormatError("varint too long")
-
-    def string(self, nullable=False):
-        n = self.uvarint() - 1 if self.flexible else self.int16()
-        if n < 0:
-            if not nullable:
-                raise RecordFormatError("null in a non-nullable string")
-            return None
-        try:
-            return str(self._take(n), "utf-8")
-        except UnicodeDecodeError as e:
-            raise RecordFormatError(str(e)) from None
-
-    def bytes_(self):
-        n = self.uvarint() - 1 if self.flexible else self.int32()
-        if n < 0:
-            return b""
-        return bytes(self._take(n))
-
-    def array_len(self):
-        n = self.uvarint() - 1 if self.flexible else self.int32()
-        return max(n, 0)
-
-    def tagged_fields(self):
-        if not self.flexible:
-            return
-        for _ in range(self.uvarint()):
-            self.uvarint()                 # tag
-            self._take(self.uvarint())     # size + data (unknown tags are skipped)
-
-
-def _strings_at(buf, pos: int, n: int):
-    """``n`` non-null classic strings from ``pos``: (list, position after), or None when they
-    are not all well-formed (the caller then takes the reader's path, which says why)."""
-    out = []
-    try:
-        for _ in range(n):
-            (size,) = _i16.unpack_from(buf, pos)
-            pos += 2
-            if size < 0 or pos + size > len(buf):
-                return None
-            out.append(str(buf[pos:pos + size], "utf-8"))
-            pos += size
-    except (struct.error, UnicodeDecodeError):
-        return None
-    return out, pos
+    members = [_Member(member_id=m.member_id, group_instance_id=m.group_instance_id,
+                       client_id=m.client_id, client_host=m.client_host,
+                       rebalance_timeout=m.rebalance_timeout, session_timeout=m.session_timeout,
+                       subscription=m.subscription, assignment=m.assignment)
+               for m in rec.members]
+    return GROUP_METADATA.value(GROUP_VALUE_VERSION, protocol_type=rec.protocol_type or "",
+                                generation=rec.generation, protocol=rec.protocol,
+                                leader=rec.leader,
+                                current_state_timestamp=rec.current_state_timestamp,
+                                members=members)
 
 
 def read_key(key) -> OffsetKey | GroupKey:
-    if key is None:
-        raise RecordFormatError("__consumer_offsets record without a key")
-    if key[:2] in (b"\x00\x00", b"\x00\x01") and len(key) >= 8:  # offset keys: the most
-        got = _strings_at(key, 2, 2)
-        if got is not None and got[1] + 4 <= len(key):
-            (group, topic), pos = got
-            return OffsetKey(group, topic, _i32.unpack_from(key, pos)[0])
-    r = _Reader(key)
-    version = r.int16()
-    if version in (0, 1):
-        return OffsetKey(r.string(), r.string(), r.int32())
-    if version == 2:
-        return GroupKey(r.string())
-    raise RecordFormatError(f"unknown __consumer_offsets key version {version}")
+    """A key as a plain record (for tools and tests; the replay reads the declared struct).
+    Raises DecodeError for a key that is not one of ``__consumer_offsets``."""
+    record, k = CONSUMER_OFFSETS.read_key(key)
+    if record is OFFSET_COMMIT:
+        return OffsetKey(k.group, k.topic, k.partition)
+    return GroupKey(k.group)
 
 
 def read_offset_value(value) -> OffsetAndMetadata | None:
     if value is None:
         return None
-    if value[:2] == b"\x00\x03" and len(value) >= 24:  # what Kafka 2.3+ and we write
-        offset, leader_epoch = _offset_epoch.unpack_from(value, 2)
-        got = _strings_at(value, 14, 1)
-        if got is not None and got[1] + 8 <= len(value):
-            (metadata,), pos = got
-            return OffsetAndMetadata(offset, leader_epoch, metadata,
-                                     _i64.unpack_from(value, pos)[0], None)
-    r = _Reader(value)
-    version = r.int16()
-    if not 0 <= version <= 4:
-        raise RecordFormatError(f"unknown offset commit value version {version}")
-    r.flexible = version >= 4
-    offset = r.int64()
-    leader_epoch = r.int32() if version >= 3 else -1
-    metadata = r.string()
-    commit_ts = r.int64()
-    expire = r.int64() if version == 1 else -1
-    r.tagged_fields()
-    return OffsetAndMetadata(offset, leader_epoch, metadata, commit_ts,
-                             None if expire == -1 else expire)
+    _version, v = OFFSET_COMMIT.read_value(value)
+    return OffsetAndMetadata(v.offset, v.leader_epoch, v.metadata, v.commit_timestamp,
+                             None if v.expire_timestamp == -1 else v.expire_timestamp)
 
 
 def read_group_value(value) -> GroupRecord | None:
     if value is None:
         return None
-    r = _Reader(value)
-    version = r.int16()
-    if not 0 <= version <= 4:
-        raise RecordFormatError(f"unknown group metadata value version {version}")
-    r.flexible = version >= 4
-    protocol_type = r.string()
-    generation = r.int32()
-    protocol = r.string(nullable=True)
-    leader = r.string(nullable=True)
-    state_ts = r.int64() if version >= 2 else -1
-    members = []
-    for _ in range(r.array_len()):
-        member_id = r.string()
-        instance_id = r.string(nullable=True) if version >= 3 else None
-        client_id = r.string()
-        client_host = r.string()
-        rebalance_timeout = r.int32() if version >= 1 else None
-        session_timeout = r.int32()
-        if rebalance_timeout is None:
-            rebalance_timeout = session_timeout
-        subscription = r.bytes_()
-        assignment = r.bytes_()
-        r.tagged_fields()
-        members.append(GroupMemberRecord(member_id, instance_id, client_id, client_host,
-                                         rebalance_timeout, session_timeout, subscription,
-                                         assignment))
-    r.tagged_fields()
-    return GroupRecord(protocol_type, generation, protocol, leader, state_ts, members)
+    version, v = GROUP_METADATA.read_value(value)
+    members = [GroupMemberRecord(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                                 # v0 has no rebalance timeout: Kafka takes the session's
+                                 m.rebalance_timeout if version >= 1 else m.session_timeout,
+                                 m.session_timeout, m.subscription, m.assignment)
+               for m in v.members]
+    return GroupRecord(v.protocol_type, v.generation, v.protocol, v.leader,
+                       v.current_state_timestamp, members)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -460,17 +267,18 @@ class _Replay:
     def apply(self, raw_key, raw_value, base_offset: int, producer_id: int) -> None:
         """One record (``producer_id`` >= 0: of a transactional batch)."""
         try:
-            key = read_key(raw_key)
-            if isinstance(key, OffsetKey):
+            record, key = CONSUMER_OFFSETS.read_key(raw_key)
+            is_offset = record is OFFSET_COMMIT
+            if is_offset:
                 om = read_offset_value(raw_value)
             else:
                 g = read_group_value(raw_value)
-        except RecordFormatError as e:
+        except DecodeError as e:
             # Kafka would abort the whole load; skipping one bad record is kinder
             log.warning("skipping an undecodable record of a batch at offset %d of "
                         "__consumer_offsets-%d: %s", base_offset, self.partition, e)
             return
-        if isinstance(key, OffsetKey):
+        if is_offset:
             k = (key.group, key.topic, key.partition)
             cr = None if om is None else CommitRecord(base_offset, om)
             if producer_id >= 0:

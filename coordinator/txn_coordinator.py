@@ -27,11 +27,11 @@ import inspect
 import logging
 
 from josefk.wire import records as wire_records
+from josefk.wire.types import DecodeError
 
 from . import errors
 from .clock import AsyncioClock
-from .group_coordinator import partition_for
-from .offset_store import RecordFormatError
+from .group_catalog import partition_for
 from .producer_ids import ProducerIdsUnavailable
 from .txn_log import (COMPLETE_ABORT, COMPLETE_COMMIT, DEAD, EMPTY, ONGOING, PREPARE_ABORT,
                       PREPARE_COMMIT, STATE_NAMES, TxnRecord, read_txn_key, read_txn_value,
@@ -139,7 +139,7 @@ class TransactionCoordinator:
             for rec in wire_records.iter_records(buf, header):
                 try:
                     latest[read_txn_key(rec.key)] = read_txn_value(rec.value)
-                except RecordFormatError as e:
+                except DecodeError as e:
                     log.warning("skipping undecodable record at offset %d of "
                                 "__transaction_state-%d: %s", rec.offset, partition, e)
         self.owned[partition] = coordinator_epoch

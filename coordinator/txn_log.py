@@ -1,24 +1,13 @@
-"""Transaction metadata records on the compacted ``__transaction_state`` topic, in Kafka's format
-(TransactionLogKey.json / TransactionLogValue.json), so Kafka's tools can read our log::
-
-    key   version 0   transactional_id STRING
-    value version 0   producer_id INT64, producer_epoch INT16, transaction_timeout_ms INT32,
-                      transaction_status INT8,
-                      transaction_partitions [topic STRING, partition_ids [INT32]] (null: none),
-                      transaction_last_update_timestamp_ms INT64,
-                      transaction_start_timestamp_ms INT64
-          version 1   the same, flexible (compact strings/arrays, tagged fields)
-    a null value (tombstone) removes the transactional id.
-
-We write value v0 as Kafka 3.x does (null partitions in the Empty state); we read v0 and v1.
+"""Transaction metadata records on the compacted ``__transaction_state`` topic, in Kafka's format,
+so Kafka's tools can read our log. The layout is declared in
+``wire.internal_topics.transaction_state`` (Kafka's TransactionLogKey/Value); this module maps it
+to :class:`TxnRecord`. We write value v0 as Kafka 3.x does (null partitions in the Empty state);
+we read v0 and v1. A null value (tombstone) removes the transactional id.
 """
 from __future__ import annotations
 
-import struct
+from josefk.wire.internal_topics.transaction_state import TRANSACTION_LOG, TRANSACTION_STATE
 
-from .offset_store import RecordFormatError, _put_string, _Reader
-
-KEY_VERSION = 0
 VALUE_VERSION = 0
 
 # TransactionState ids as Kafka stores them.
@@ -29,10 +18,7 @@ STATE_NAMES = {EMPTY: "Empty", ONGOING: "Ongoing", PREPARE_COMMIT: "PrepareCommi
                COMPLETE_ABORT: "CompleteAbort", DEAD: "Dead",
                PREPARE_EPOCH_FENCE: "PrepareEpochFence"}
 
-_i16 = struct.Struct(">h")
-_i32 = struct.Struct(">i")
-_head = struct.Struct(">hqhib")
-_tail = struct.Struct(">qq")
+_Partitions = TRANSACTION_LOG.Value.PartitionsSchema
 
 
 class TxnRecord:
@@ -50,56 +36,33 @@ class TxnRecord:
 
 
 def txn_key(transactional_id: str) -> bytes:
-    out = bytearray(_i16.pack(KEY_VERSION))
-    _put_string(out, transactional_id)
-    return bytes(out)
+    return TRANSACTION_LOG.key(transactional_id=transactional_id)
 
 
 def txn_value(rec: TxnRecord) -> bytes:
-    out = bytearray(_head.pack(VALUE_VERSION, rec.producer_id, rec.producer_epoch,
-                               rec.timeout_ms, rec.state))
-    if rec.state == EMPTY:
-        out += _i32.pack(-1)
-    else:
+    partitions = None
+    if rec.state != EMPTY:
         by_topic: dict[str, list[int]] = {}
         for t, p in sorted(rec.partitions):
             by_topic.setdefault(t, []).append(p)
-        out += _i32.pack(len(by_topic))
-        for t, ps in by_topic.items():
-            _put_string(out, t)
-            out += _i32.pack(len(ps))
-            for p in ps:
-                out += _i32.pack(p)
-    out += _tail.pack(rec.update_ms, rec.start_ms)
-    return bytes(out)
+        partitions = [_Partitions(topic=t, partition_ids=ps) for t, ps in by_topic.items()]
+    return TRANSACTION_LOG.value(
+        VALUE_VERSION, producer_id=rec.producer_id, producer_epoch=rec.producer_epoch,
+        transaction_timeout_ms=rec.timeout_ms, transaction_status=rec.state,
+        transaction_partitions=partitions, transaction_last_update_timestamp_ms=rec.update_ms,
+        transaction_start_timestamp_ms=rec.start_ms)
 
 
 def read_txn_key(key) -> str:
-    if key is None:
-        raise RecordFormatError("__transaction_state record without a key")
-    r = _Reader(key)
-    version = r.int16()
-    if version != KEY_VERSION:
-        raise RecordFormatError(f"unknown __transaction_state key version {version}")
-    return r.string()
+    """Raises DecodeError for a key that is not one of ``__transaction_state``."""
+    return TRANSACTION_STATE.read_key(key)[1].transactional_id
 
 
 def read_txn_value(value) -> TxnRecord | None:
     if value is None:
         return None
-    r = _Reader(value)
-    version = r.int16()
-    if version not in (0, 1):
-        raise RecordFormatError(f"unknown __transaction_state value version {version}")
-    r.flexible = version >= 1
-    pid, epoch, timeout, state = r.int64(), r.int16(), r.int32(), r.int8()
-    partitions = set()
-    n = r.uvarint() - 1 if r.flexible else r.int32()
-    for _ in range(max(n, 0)):
-        topic = r.string()
-        for _ in range(r.array_len()):
-            partitions.add((topic, r.int32()))
-        r.tagged_fields()
-    update_ms, start_ms = r.int64(), r.int64()
-    r.tagged_fields()
-    return TxnRecord(pid, epoch, timeout, state, partitions, update_ms, start_ms)
+    _version, v = TRANSACTION_LOG.read_value(value)
+    partitions = {(t.topic, p) for t in v.transaction_partitions or () for p in t.partition_ids}
+    return TxnRecord(v.producer_id, v.producer_epoch, v.transaction_timeout_ms,
+                     v.transaction_status, partitions, v.transaction_last_update_timestamp_ms,
+                     v.transaction_start_timestamp_ms)

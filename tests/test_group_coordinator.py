@@ -8,8 +8,9 @@ import struct
 from josefk.coordinator import errors
 from josefk.coordinator.clock import FakeClock
 from josefk.coordinator.group import COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE
-from josefk.coordinator.group_coordinator import (NEW_MEMBER_JOIN_TIMEOUT_MS, GroupCoordinator,
-                                                  java_string_hash, partition_for)
+from josefk.coordinator.group_catalog import java_string_hash, partition_for
+from josefk.coordinator.group_coordinator import GroupCoordinator
+from josefk.coordinator.membership import NEW_MEMBER_JOIN_TIMEOUT_MS
 from josefk.coordinator.offset_store import (InMemoryOffsetsLog, OffsetStore, read_group_value,
                                              read_key, GroupKey)
 

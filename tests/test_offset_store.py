@@ -8,7 +8,8 @@ import struct
 from josefk.coordinator import errors
 from josefk.coordinator.clock import FakeClock
 from josefk.coordinator.group import EMPTY, PREPARING_REBALANCE, STABLE, OffsetAndMetadata
-from josefk.coordinator.group_coordinator import GroupCoordinator, partition_for
+from josefk.coordinator.group_catalog import partition_for
+from josefk.coordinator.group_coordinator import GroupCoordinator
 from josefk.coordinator.offset_store import (GroupKey, GroupMemberRecord, GroupRecord,
                                              InMemoryOffsetsLog, OffsetKey, OffsetStore,
                                              group_metadata_key, group_metadata_value,
@@ -417,7 +418,7 @@ async def test_stable_consumer_group_keeps_offsets_of_subscribed_topics():
     g = env.coord.groups["g"]
     for m in g.members.values():      # keep the members alive without heartbeating
         m.session_timeout_ms = 10 * RETENTION_MS
-        env.coord._complete_and_schedule_next_heartbeat(g, m)
+        env.coord.membership.extend_session(g, m)
     env.clock.advance(RETENTION_MS)
     assert await env.coord.expire_offsets() == 1
     assert set(env.coord.fetch_offsets("g", None)[1]) == {("t1", 0)}
@@ -445,6 +446,6 @@ async def test_group_in_rebalance_keeps_offsets():
     env.coord.leave_group("g", [(b.member_id, None)])
     assert env.coord.groups["g"].state == PREPARING_REBALANCE
     g = env.coord.groups["g"]
-    env.coord._cancel_group_timers(g)   # freeze the rebalance
+    env.coord.membership.cancel_timers(g)   # freeze the rebalance
     env.clock.advance(2 * RETENTION_MS)
     assert await env.coord.expire_offsets() == 0

@@ -26,6 +26,8 @@ KAFKA_3_9_RANGES = {
     "CreatePartitions": (37, 0, 3), "InitProducerId": (22, 0, 5), "DescribeConfigs": (32, 0, 4),
     "DescribeCluster": (60, 0, 1), "DescribeTopicPartitions": (75, 0, 0),
     "GetTelemetrySubscriptions": (71, 0, 0), "PushTelemetry": (72, 0, 0),
+    # 3.9 served v0 as ListClientMetricsResources; 4.1 renamed it and added v1 (KIP-1142)
+    "ListConfigResources": (74, 0, 1),
     "FindCoordinator": (10, 0, 6), "JoinGroup": (11, 0, 9), "SyncGroup": (14, 0, 5),
     "Heartbeat": (12, 0, 4), "LeaveGroup": (13, 0, 5), "OffsetCommit": (8, 0, 9),
     "OffsetFetch": (9, 0, 9), "DescribeGroups": (15, 0, 5), "ListGroups": (16, 0, 5),

@@ -9,17 +9,21 @@ from josefk.tools.client import KafkaError
 from josefk.tools.tool_client import ClusterClient
 from josefk.wire import errors
 from josefk.wire.apis import (DELETE_RECORDS, DESCRIBE_CONFIGS, DESCRIBE_LOG_DIRS,
-                              INCREMENTAL_ALTER_CONFIGS)
+                              INCREMENTAL_ALTER_CONFIGS, LIST_CONFIG_RESOURCES)
 
-RESOURCE_TYPES = {"topics": 2, "brokers": 4}
+RESOURCE_TYPES = {"topics": 2, "brokers": 4, "client-metrics": 16}
+KINDS = {"topics": "topic", "brokers": "broker", "client-metrics": "client-metric"}
 SOURCES = {1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG",
-           3: "DYNAMIC_DEFAULT_BROKER_CONFIG", 4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG"}
+           3: "DYNAMIC_DEFAULT_BROKER_CONFIG", 4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG",
+           7: "CLIENT_METRICS_CONFIG"}
+DYNAMIC_SOURCES = {1, 2, 7}
 SET, DELETE = 0, 1
 
 
 def add_commands(sub, common):
-    c = common(sub.add_parser("configs", help="describe or alter topic and broker configs "
-                                               "(like kafka-configs.sh)"))
+    c = common(sub.add_parser("configs", help="describe or alter topic and broker configs and "
+                                               "client metrics subscriptions (like "
+                                               "kafka-configs.sh)"))
     c.add_argument("--entity-type", choices=sorted(RESOURCE_TYPES), required=True)
     who = c.add_mutually_exclusive_group()
     who.add_argument("--entity-name")
@@ -61,9 +65,10 @@ def _entity(args) -> tuple[int, str, str | None]:
             raise ValueError("--entity-default is only for --entity-type brokers")
         return rtype, "", None
     if not args.entity_name:
+        if args.entity_type == "client-metrics" and args.describe:
+            return rtype, "", None  # every subscription
         raise ValueError("--entity-name or --entity-default is required")
-    kind = "topic" if args.entity_type == "topics" else "broker"
-    return rtype, args.entity_name, f"{kind} {args.entity_name}"
+    return rtype, args.entity_name, f"{KINDS[args.entity_type]} {args.entity_name}"
 
 
 def parse_add_config(text: str) -> dict:
@@ -94,6 +99,14 @@ def configs(args) -> int:
                 c = cc.broker(int(name))  # a broker answers for its own configs
             if args.alter:
                 return _alter(c, rtype, name, label, args)
+            if rtype == RESOURCE_TYPES["client-metrics"] and not name:
+                resp = c.request(LIST_CONFIG_RESOURCES, resource_types=[rtype])
+                if resp.error_code:
+                    raise KafkaError(resp.error_code, errors.name(resp.error_code))
+                for r in resp.config_resources:
+                    _describe(c, rtype, r.resource_name, f"client-metric {r.resource_name}",
+                              args.all)
+                return 0
             return _describe(c, rtype, name, label, args.all)
     except (KafkaError, OSError, ValueError) as e:
         return _fail(str(e))
@@ -126,7 +139,7 @@ def _describe(c, rtype, name, label, everything) -> int:
     r = resp.results[0]
     if r.error_code:
         raise KafkaError(r.error_code, r.error_message or errors.name(r.error_code))
-    dynamic = {1, 2} if name else {3}
+    dynamic = DYNAMIC_SOURCES if name else {3}
     entries = [e for e in r.configs if everything or e.config_source in dynamic]
     print(f"{'All' if everything else 'Dynamic'} configs for {label} are:" if label else
           "Default configs for brokers in the cluster are:")

@@ -1,22 +1,116 @@
-"""HTML for the web console: small functions that return escaped page fragments."""
+"""HTML for the web console: small functions that return escaped page fragments, one stylesheet
+and one script, both inline (the console serves pages that need nothing from elsewhere).
+
+Times travel as milliseconds since the epoch (``data-ms``) with a UTC rendering; the script
+rewrites them in the viewer's time zone."""
 from __future__ import annotations
 
+import datetime
 import json
+import math
+import re
 from html import escape
 from urllib.parse import quote
 
 CSS = """
-body{font-family:system-ui,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
-nav{background:#1d2330;padding:.6em 1.2em}nav a{color:#fff;margin-right:1.4em;text-decoration:none}
-nav b{color:#7fd1b9;margin-right:2em}main{padding:1em 1.6em}
-table{border-collapse:collapse;background:#fff;margin:.6em 0 1.4em}
-th,td{border:1px solid #d8dce3;padding:.25em .6em;text-align:left;font-size:.92em;vertical-align:top}
-th{background:#eef0f4}pre{margin:0;white-space:pre-wrap;max-width:60em}
-form.inline{display:inline-block;margin:.3em 1em .3em 0;padding:.5em;background:#fff;
-border:1px solid #d8dce3}.flash{background:#e3f6ee;padding:.5em;border:1px solid #7fd1b9}
-.error{background:#fde8e8;padding:.5em;border:1px solid #e08080}
-.confirm{background:#fff4dd;padding:1em;border:1px solid #e0b050}
+*{box-sizing:border-box}
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#1f2937;
+background:#f3f4f6}
+a{color:#1d4ed8;text-decoration:none}a:hover{text-decoration:underline}
+header{background:#111827;display:flex;align-items:stretch;padding:0 24px;height:48px}
+header .brand{color:#fff;font-weight:600;font-size:15px;display:flex;align-items:center;
+gap:8px;margin-right:32px}
+header .brand i{display:inline-block;width:14px;height:14px;border-radius:3px;
+background:linear-gradient(135deg,#34d399,#3b82f6)}
+header nav{display:flex}
+header nav a{color:#d1d5db;padding:0 14px;display:flex;align-items:center;
+border-bottom:3px solid transparent}
+header nav a:hover{color:#fff;text-decoration:none}
+header nav a.active{color:#fff;border-bottom-color:#34d399}
+main{padding:20px 28px 40px}
+.crumbs{color:#6b7280;font-size:13px;margin-bottom:4px}.crumbs a{color:#6b7280}
+.crumbs span+span:before{content:"/";margin:0 6px;color:#9ca3af}
+h1{font-size:22px;font-weight:600;margin:0 0 16px;word-break:break-all}
+h2{font-size:15px;font-weight:600;margin:0 0 12px}
+.card{background:#fff;border:1px solid #e5e7eb;border-radius:8px;padding:16px 18px;
+margin-bottom:18px;overflow-x:auto}
+.stats{display:flex;flex-wrap:wrap;gap:12px;margin-bottom:18px}
+.stat{background:#fff;border:1px solid #e5e7eb;border-radius:8px;padding:10px 16px;
+min-width:140px}
+.stat>b{display:block;font-size:20px;font-weight:600}.stat>span{color:#6b7280;font-size:12px}
+table{border-collapse:collapse;width:100%}
+th{text-align:left;font-size:12px;font-weight:600;color:#4b5563;background:#f9fafb;
+padding:7px 10px;border-bottom:1px solid #e5e7eb;white-space:nowrap}
+td{padding:7px 10px;border-bottom:1px solid #f0f1f3;vertical-align:top}
+tr:hover td{background:#f9fafb}
+#messages td:nth-child(-n+2),#messages td:nth-child(4){width:1%;white-space:nowrap}
+#messages td:nth-child(3){max-width:28em}
+pre,code{font:12.5px/1.45 ui-monospace,"DejaVu Sans Mono",Menlo,Consolas,monospace}
+pre{margin:0;white-space:pre-wrap;word-break:break-all;max-width:80em}
+pre.block{background:#f9fafb;border:1px solid #e5e7eb;border-radius:6px;padding:10px 12px;
+max-height:32em;overflow:auto}
+.json .k{color:#7c3aed}.json .s{color:#047857}.json .n{color:#1d4ed8}.json .b{color:#b45309}
+.proto .kw{color:#7c3aed;font-weight:600}.proto .c{color:#6b7280}
+.badge{display:inline-block;font-size:11px;font-weight:600;border-radius:10px;padding:1px 8px;
+background:#e5e7eb;color:#374151;margin-right:6px}
+.badge.AVRO{background:#dbeafe;color:#1e40af}.badge.JSON{background:#d1fae5;color:#065f46}
+.badge.PROTOBUF{background:#ede9fe;color:#5b21b6}.badge.ok{background:#d1fae5;color:#065f46}
+.schema-of{font-size:12px;color:#4b5563;margin-bottom:4px}
+.muted{color:#6b7280}.note{font-size:12px;color:#92400e;margin-bottom:4px}
+details.raw summary{font-size:12px;color:#6b7280;cursor:pointer;margin-top:4px}
+form.bar{display:flex;flex-wrap:wrap;align-items:flex-end;gap:10px 14px}
+form.bar label{display:flex;flex-direction:column;font-size:12px;color:#4b5563;gap:3px}
+input,select{font:inherit;padding:5px 8px;border:1px solid #d1d5db;border-radius:6px;
+background:#fff}
+button,.button{font:inherit;font-weight:600;padding:6px 14px;border-radius:6px;border:0;
+background:#2563eb;color:#fff;cursor:pointer;display:inline-block}
+.button:hover,button:hover{text-decoration:none;background:#1d4ed8}
+button.danger{background:#dc2626}button.danger:hover{background:#b91c1c}
+.toolbar{display:flex;justify-content:space-between;align-items:flex-end;gap:12px;
+margin-bottom:12px}
+.flash,.error,.confirm{padding:10px 14px;border-radius:8px;margin-bottom:16px}
+.flash{background:#d1fae5;border:1px solid #6ee7b7}
+.error{background:#fee2e2;border:1px solid #fca5a5}
+.confirm{background:#fef3c7;border:1px solid #fcd34d}
+svg.chart text{font:11px system-ui,sans-serif;fill:#4b5563}
+svg.chart .axis{stroke:#6b7280;shape-rendering:crispEdges}
+svg.chart .grid{stroke:#e5e7eb;shape-rendering:crispEdges}
+svg.chart .line{fill:none;stroke:#2563eb;stroke-width:2}
+svg.chart .area{fill:#2563eb;fill-opacity:.12;stroke:none}
 """
+
+# Rewrites every [data-ms] element as a date in the viewer's time zone (data-fmt "time" or
+# "minute" for chart ticks), names that zone in every .tz, and ties each datetime-local input
+# (data-ms-target) to the field that carries its time in milliseconds.
+SCRIPT = """
+(function(){
+const p=(n,w)=>String(n).padStart(w||2,'0');
+function fmt(d,kind){
+  const day=d.getFullYear()+'-'+p(d.getMonth()+1)+'-'+p(d.getDate());
+  const hm=p(d.getHours())+':'+p(d.getMinutes()), hms=hm+':'+p(d.getSeconds());
+  if(kind==='time')return hms;
+  if(kind==='minute')return p(d.getMonth()+1)+'-'+p(d.getDate())+' '+hm;
+  return day+' '+hms+'.'+p(d.getMilliseconds(),3);
+}
+const local=d=>d.getFullYear()+'-'+p(d.getMonth()+1)+'-'+p(d.getDate())+'T'+p(d.getHours())+
+  ':'+p(d.getMinutes())+':'+p(d.getSeconds());
+document.querySelectorAll('[data-ms]').forEach(el=>{
+  const d=new Date(Number(el.dataset.ms));el.textContent=fmt(d,el.dataset.fmt);
+  if(!el.dataset.fmt)el.setAttribute('title',d.toISOString()+' ('+el.dataset.ms+' ms)');
+});
+const zone=Intl.DateTimeFormat().resolvedOptions().timeZone;
+document.querySelectorAll('.tz').forEach(el=>{el.textContent=zone;});
+document.querySelectorAll('input[data-ms-target]').forEach(inp=>{
+  const target=inp.form.elements[inp.dataset.msTarget];
+  if(target.value)inp.value=local(new Date(Number(target.value)));
+  inp.addEventListener('change',()=>{
+    target.value=inp.value?String(new Date(inp.value).getTime()):'';});
+});
+})();
+"""
+
+SECTIONS = (("cluster", "/", "Cluster"), ("topics", "/topics", "Topics"),
+            ("groups", "/groups", "Consumer groups"), ("schemas", "/schemas", "Schema Registry"))
 
 
 def e(v) -> str:
@@ -27,42 +121,72 @@ def q(v) -> str:
     return quote(str(v), safe="")
 
 
-def page(title: str, body: str, flash: str | None = None, error: str | None = None) -> str:
+def page(title: str, body: str, section: str = "", crumbs=(), flash: str | None = None,
+         error: str | None = None) -> str:
+    """A whole page: the navigation (``section`` marked), breadcrumbs ``crumbs`` as
+    (text, href) pairs leading to it, ``title``, notes, then ``body``."""
+    nav = "".join(f"<a href='{href}'{' class=active' if name == section else ''}>{text}</a>"
+                  for name, href, text in SECTIONS)
+    trail = "".join(f"<span>{link(href, text)}</span>" for text, href in crumbs)
     notes = (f'<p class="flash" id="flash">{e(flash)}</p>' if flash else "") + \
             (f'<p class="error" id="error">{e(error)}</p>' if error else "")
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{e(title)} - josefk"
-            f"</title><style>{CSS}</style></head><body><nav><b>josefk console</b>"
-            f"<a href='/'>Cluster</a><a href='/topics'>Topics</a><a href='/groups'>Groups</a>"
-            f"<a href='/create-topic'>Create topic</a></nav><main><h1>{e(title)}</h1>{notes}"
-            f"{body}</main></body></html>")
+    return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+            f"<meta name='viewport' content='width=device-width,initial-scale=1'>"
+            f"<title>{e(title)} - josefk console</title><style>{CSS}</style></head><body>"
+            f"<header><a class='brand' href='/'><i></i>josefk console</a><nav>{nav}</nav>"
+            f"</header><main>{f'<div class=crumbs>{trail}</div>' if trail else ''}"
+            f"<h1>{e(title)}</h1>{notes}{body}</main><script>{SCRIPT}</script></body></html>")
 
 
-def table(headers, rows, table_id: str = "") -> str:
-    """``rows`` hold already-escaped HTML cells."""
-    head = "".join(f"<th>{e(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
-    ident = f" id='{e(table_id)}'" if table_id else ""
-    return f"<table{ident}><tr>{head}</tr>{body}</table>"
+def card(title: str, body: str) -> str:
+    return f"<section class='card'>{f'<h2>{e(title)}</h2>' if title else ''}{body}</section>"
 
 
-def link(href: str, text) -> str:
-    return f"<a href='{e(href)}'>{e(text)}</a>"
+def stats(items, ident: str = "stats") -> str:
+    """Tiles of (label, already-escaped value)."""
+    tiles = "".join(f"<div class='stat'><b>{v}</b><span>{e(k)}</span></div>" for k, v in items)
+    return f"<div class='stats' id='{e(ident)}'>{tiles}</div>"
 
 
-def form(action: str, fields: str, button: str, form_id: str) -> str:
-    return (f"<form class='inline' method='post' action='{e(action)}' id='{e(form_id)}'>"
-            f"{fields} <button type='submit'>{e(button)}</button></form>")
+def table(headers, rows, table_id: str, num=()) -> str:
+    """``rows`` hold already-escaped HTML cells; columns whose index is in ``num`` are
+    numbers (right-aligned, by one rule for the table rather than a class on every cell)."""
+    head = "".join(f"<th>{h if h.startswith('<') else e(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows) or \
+        f"<tr><td class='muted' colspan='{len(headers)}'>none</td></tr>"
+    style = ""
+    if num:
+        cols = ",".join(f"#{table_id} {c}:nth-child({i + 1})" for i in sorted(num)
+                        for c in ("td", "th"))
+        style = f"<style>{cols}{{text-align:right;font-variant-numeric:tabular-nums}}</style>"
+    return f"{style}<table id='{e(table_id)}'><thead><tr>{head}</tr></thead><tbody>{body}" \
+           f"</tbody></table>"
 
 
-def field(name: str, label: str, value="", kind: str = "text") -> str:
-    return (f"<label>{e(label)} <input type='{kind}' name='{e(name)}' value='{e(value)}'>"
-            f"</label> ")
+def link(href: str | None, text) -> str:
+    return f"<a href='{e(href)}'>{e(text)}</a>" if href else e(text)
+
+
+def badge(text: str, kind: str = "") -> str:
+    return f"<span class='badge {e(kind)}'>{e(text)}</span>"
+
+
+def form(action: str, fields: str, button: str, form_id: str, danger: bool = False) -> str:
+    """A form posting ``fields``; ``danger``: what it does cannot be undone."""
+    return (f"<form class='bar' method='post' action='{e(action)}' id='{e(form_id)}'>"
+            f"{fields}<button type='submit'{' class=danger' if danger else ''}>{e(button)}"
+            f"</button></form>")
+
+
+def field(name: str, label: str, value="", kind: str = "text", size: int = 14) -> str:
+    return (f"<label>{e(label)}<input type='{kind}' name='{e(name)}' value='{e(value)}' "
+            f"size='{size}'></label>")
 
 
 def select(name: str, label: str, options, selected=None) -> str:
     opts = "".join(f"<option value='{e(v)}'{' selected' if str(v) == str(selected) else ''}>"
                    f"{e(text)}</option>" for v, text in options)
-    return f"<label>{e(label)} <select name='{e(name)}'>{opts}</select></label> "
+    return f"<label>{e(label)}<select name='{e(name)}'>{opts}</select></label>"
 
 
 def confirmation(action: str, what: str, fields: dict) -> str:
@@ -76,27 +200,160 @@ def confirmation(action: str, what: str, fields: dict) -> str:
             f"<a href='javascript:history.back()'>Cancel</a></form></div>")
 
 
-def pretty(data: bytes | None) -> str:
-    """A record's key or value: JSON pretty-printed when it is JSON, else text."""
+def timestamp(ms: int) -> str:
+    """A record's time: UTC here, the viewer's zone once the script ran."""
+    if ms is None or ms < 0:
+        return "<span class='muted'>none</span>"
+    utc = datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc)
+    return (f"<time data-ms='{ms}' datetime='{utc.isoformat(timespec='milliseconds')}'>"
+            f"{utc:%Y-%m-%d %H:%M:%S}.{ms % 1000:03d} UTC</time>")
+
+
+def size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")
+
+
+_JSON_TOKEN = re.compile(r'("(?:\\.|[^"\\])*")(\s*:)?|(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)'
+                         r'|\b(true|false|null)\b')
+
+
+def json_block(value, css: str = "") -> str:
+    """``value`` (JSON data) indented, keys, strings, numbers and literals coloured."""
+    text = json.dumps(value, indent=2, ensure_ascii=False)
+    out, pos = [], 0
+    for m in _JSON_TOKEN.finditer(text):
+        out.append(e(text[pos:m.start()]))
+        string, colon, number, literal = m.groups()
+        if string:
+            out.append(f"<span class='{'k' if colon else 's'}'>{e(string)}</span>{colon or ''}")
+        elif number:
+            out.append(f"<span class='n'>{number}</span>")
+        else:
+            out.append(f"<span class='b'>{literal}</span>")
+        pos = m.end()
+    out.append(e(text[pos:]))
+    return f"<pre class='json {css}'>{''.join(out)}</pre>"
+
+
+_PROTO_TOKEN = re.compile(r"(//[^\n]*)|\b(syntax|package|import|option|message|enum|oneof|map|"
+                          r"repeated|optional|required|reserved|service|rpc|returns|stream|"
+                          r"extensions|to|max|public|weak)\b")
+
+
+def proto_block(text: str) -> str:
+    """``.proto`` text with its keywords and comments marked."""
+    out, pos = [], 0
+    for m in _PROTO_TOKEN.finditer(text):
+        out.append(e(text[pos:m.start()]))
+        comment, keyword = m.groups()
+        out.append(f"<span class='c'>{e(comment)}</span>" if comment else
+                   f"<span class='kw'>{keyword}</span>")
+        pos = m.end()
+    out.append(e(text[pos:]))
+    return f"<pre class='proto block'>{''.join(out)}</pre>"
+
+
+def raw(data: bytes | None) -> str:
+    """A record's key or value as it is: JSON pretty-printed, other UTF-8 text as text, any
+    other bytes (or text with control characters) in hex."""
     if data is None:
-        return "<i>null</i>"
-    text = bytes(data).decode("utf-8", "replace")
+        return "<i class='muted'>null</i>"
+    data = bytes(data)
     try:
-        return f"<pre class='json'>{e(json.dumps(json.loads(text), indent=2))}</pre>"
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return hexdump(data)
+    if _CONTROL.search(text):
+        return hexdump(data)
+    try:
+        return json_block(json.loads(text))
     except ValueError:
         return f"<pre>{e(text)}</pre>"
 
 
-def lag_chart(samples, width: int = 600, height: int = 160) -> str:
-    """An inline SVG line chart of (unix seconds, total lag) samples."""
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def hexdump(data: bytes) -> str:
+    lines = (data[i:i + 16].hex(" ") for i in range(0, len(data), 16))
+    return (f"<div class='muted'>{len(data)} bytes</div>"
+            f"<pre class='hex'>{e(chr(10).join(lines))}</pre>")
+
+
+# -- the lag chart ---------------------------------------------------------------------------
+TIME_STEPS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600,
+              43200, 86400)
+
+
+def nice_ticks(top: float, count: int = 4) -> list[int]:
+    """0 and whole multiples of a 1, 2 or 5 x 10^k step up to the first at or above ``top``."""
+    raw_step = max(top / count, 1)
+    mag = 10 ** math.floor(math.log10(raw_step))
+    step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw_step)
+    return [i * step for i in range(int(math.ceil(top / step)) + 1)] if top > 0 else [0, 1]
+
+
+def compact(n: float) -> str:
+    for div, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(n) >= div:
+            return f"{n / div:.3g}{unit}"
+    return f"{n:g}"
+
+
+def lag_chart(samples, width: int = 760, height: int = 260) -> str:
+    """An SVG line chart of (unix seconds, total lag) samples, with a lag axis in messages and
+    a time axis in the viewer's zone."""
     if len(samples) < 2:
         return "<p id='lag-chart'>The lag chart fills in as the console samples the group.</p>"
+    left, right, top, bottom = 64, 20, 14, 46
+    pw, ph = width - left - right, height - top - bottom
     t0, t1 = samples[0][0], samples[-1][0]
-    top = max(v for _, v in samples) or 1
-    pts = " ".join(f"{(t - t0) / max(t1 - t0, 1e-9) * width:.1f},"
-                   f"{height - v / top * height:.1f}" for t, v in samples)
-    return (f"<svg id='lag-chart' width='{width}' height='{height + 20}' "
-            f"style='background:#fff;border:1px solid #d8dce3'><polyline fill='none' "
-            f"stroke='#2a7de1' stroke-width='2' points='{pts}'/><text x='4' y='14' "
-            f"font-size='12'>max {top}</text><text x='4' y='{height + 16}' font-size='12'>"
-            f"last {int(t1 - t0)} s, {len(samples)} samples</text></svg>")
+    span = max(t1 - t0, 1e-9)
+    yticks = nice_ticks(max(v for _, v in samples))
+    ymax = yticks[-1]
+
+    def x(t):
+        return left + (t - t0) / span * pw
+
+    def y(v):
+        return top + ph - v / ymax * ph
+
+    parts = []
+    for v in yticks:
+        parts.append(f"<line class='grid' x1='{left}' x2='{left + pw}' y1='{y(v):.1f}' "
+                     f"y2='{y(v):.1f}'/><text x='{left - 8}' y='{y(v) + 4:.1f}' "
+                     f"text-anchor='end'>{compact(v)}</text>")
+    step = next((s for s in TIME_STEPS if s >= span / 6), TIME_STEPS[-1])
+    fmt = "time" if span < 86400 else "minute"
+    for t in range(int(math.ceil(t0 / step) * step), int(t1) + 1, step):
+        utc = datetime.datetime.fromtimestamp(t, datetime.timezone.utc)
+        parts.append(f"<line class='axis' x1='{x(t):.1f}' x2='{x(t):.1f}' y1='{top + ph}' "
+                     f"y2='{top + ph + 5}'/><text x='{x(t):.1f}' y='{top + ph + 18}' "
+                     f"text-anchor='middle' data-ms='{t * 1000}' data-fmt='{fmt}'>"
+                     f"{utc:%H:%M:%S}</text>")
+    pts = " ".join(f"{x(t):.1f},{y(v):.1f}" for t, v in samples)
+    area = f"{x(t0):.1f},{y(0):.1f} {pts} {x(t1):.1f},{y(0):.1f}"
+    last = samples[-1][1]
+    return (f"<svg id='lag-chart' class='chart' width='{width}' height='{height}' "
+            f"viewBox='0 0 {width} {height}' role='img' aria-label='total lag over time'>"
+            f"{''.join(parts)}"
+            f"<line class='axis' x1='{left}' x2='{left}' y1='{top}' y2='{top + ph}'/>"
+            f"<line class='axis' x1='{left}' x2='{left + pw}' y1='{top + ph}' y2='{top + ph}'/>"
+            f"<polygon class='area' points='{area}'/><polyline class='line' points='{pts}'/>"
+            f"<circle cx='{x(t1):.1f}' cy='{y(last):.1f}' r='3.5' fill='#2563eb'/>"
+            f"<text transform='translate(14 {top + ph / 2}) rotate(-90)' text-anchor='middle'>"
+            f"lag (messages)</text><text x='{left + pw / 2}' y='{height - 6}' "
+            f"text-anchor='middle'>time (<tspan class='tz'>UTC</tspan>), {len(samples)} "
+            f"samples over {_duration(span)}; now {last:,} messages behind</text></svg>")
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"

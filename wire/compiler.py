@@ -238,6 +238,16 @@ class _Gen:
         if t.width:
             s = self.const(struct.Struct(">" + t.fmt))
             return [f"{ind}{target}, = {s}.unpack_from(buf, p)", f"{ind}p += {t.width}"]
+        if t is STRING:  # inline: the field read most often (names, ids), no call per string
+            size = (["sn, p = ruv(buf, p)", "sn -= 1"] if fl else
+                    ["sn, = T.i16.unpack_from(buf, p)", "p += 2"])
+            return [ind + line for line in size + [
+                f"if sn < 0: {target} = None",
+                "else:",
+                "    se = p + sn",
+                "    if se > len(buf): raise DecodeError('message truncated')",
+                f"    {target} = str(buf[p:se], 'utf-8')",
+                "    p = se"]]
         fn = {
             "string": "read_compact_string" if fl else "read_string",
             "bytes": "read_compact_bytes" if fl else "read_bytes",

@@ -1,4 +1,5 @@
-"""The vocabulary in which every API's request and response layout is declared.
+"""The vocabulary in which every API's request and response layout is declared, and the records
+of the coordinators' internal topics (``CoordinatorRecord``, ``CoordinatorTopic``).
 
 A declaration mirrors the meaning of Kafka's JSON message schemas: fields with ``versions``,
 ``nullable`` (nullableVersions), ``tag`` (a tagged field; its taggedVersions are its versions),
@@ -8,6 +9,8 @@ from __future__ import annotations
 
 import re
 import uuid
+
+from josefk.wire.types import DecodeError
 
 MAX_VERSION = 0x7FFF
 
@@ -118,6 +121,95 @@ class Data:
         if version < 0:
             raise ValueError(f"{self.name}: bad version {version}")
         return self.Struct.decode(data, min(version, self.versions.hi), 2)[0]
+
+
+class CoordinatorRecord:
+    """One record type of a coordinator's compacted topic, declared as Kafka declares it in a
+    pair of JSON schemas (``"type": "coordinator-key"`` / ``"coordinator-value"`` with the same
+    ``apiKey``, e.g. OffsetCommitKey.json and OffsetCommitValue.json).
+
+    The key is an INT16 record type, then the key's fields (one layout: version 0, never
+    flexible). The value is an INT16 version, then the value's fields at that version, flexible
+    from ``flexible``. A null value (a tombstone) deletes the key. ``Key`` and ``Value`` are
+    the compiled struct classes."""
+
+    def __init__(self, record_type: int, name: str, key, versions: str, flexible: str, value):
+        from josefk.wire.compiler import Message  # local: the compiler depends on this module
+
+        self.type = record_type
+        self.name = name
+        self.versions = Versions(versions)
+        self.flexible = Versions(flexible)
+        self._key_head = record_type.to_bytes(2, "big")
+        # the INT16 that starts a value of each declared version
+        self._value_heads = {v: v.to_bytes(2, "big")
+                             for v in range(self.versions.lo, self.versions.hi + 1)}
+        self.Key = Message.build(_KeyLayout(name + "Key"), name + "Key", key)
+        self.Value = Message.build(self, name + "Value", value)
+
+    def is_flexible(self, version: int) -> bool:
+        return version in self.flexible
+
+    def key(self, **fields) -> bytes:
+        """The key's bytes: this record type, then ``fields``."""
+        out = bytearray(self._key_head)
+        self.Key(**fields).encode(0, out)  # no records fields: everything lands in ``out``
+        return bytes(out)
+
+    def value(self, version: int, **fields) -> bytes:
+        """The value's bytes at ``version``."""
+        head = self._value_heads.get(version)
+        if head is None:
+            raise ValueError(f"{self.name}Value v{version} is not declared")
+        out = bytearray(head)
+        self.Value(**fields).encode(version, out)
+        return bytes(out)
+
+    def read_value(self, data):
+        """``(version, Value)`` from a value's bytes; DecodeError for an undeclared version or
+        bytes that do not hold the value (bytes after the fields are ignored, as Kafka does)."""
+        version = int.from_bytes(data[:2], "big", signed=True)
+        if len(data) < 2 or version not in self._value_heads:
+            raise DecodeError(f"unknown {self.name}Value version {version}")
+        return version, self.Value.decode(data, version, 2)[0]
+
+    def __repr__(self):
+        return f"CoordinatorRecord({self.name}, {self.type})"
+
+
+class _KeyLayout:
+    """What the compiler asks of a key's layout: one version, 0, never flexible."""
+
+    versions = Versions("0")
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def is_flexible(self, version: int) -> bool:
+        return False
+
+
+class CoordinatorTopic:
+    """The record types of one coordinator's compacted topic (``__consumer_offsets``,
+    ``__transaction_state``, ...), by the record type that starts each key. ``aliases`` maps
+    further record types to a declared record whose layout they share."""
+
+    def __init__(self, name: str, records, aliases=None):
+        self.name = name
+        self.records = {r.type: r for r in records}
+        for record_type, record in (aliases or {}).items():
+            self.records[record_type] = record
+
+    def read_key(self, data):
+        """``(CoordinatorRecord, Key)`` from a key's bytes; DecodeError for an unknown record
+        type or bytes that do not hold its key."""
+        if data is None or len(data) < 2:
+            raise DecodeError(f"{self.name} record without a key")
+        record = self.records.get(data[0] << 8 | data[1])
+        if record is None:
+            record_type = int.from_bytes(data[:2], "big", signed=True)
+            raise DecodeError(f"unknown {self.name} record type {record_type}")
+        return record, record.Key.decode(data, 0, 2)[0]
 
 
 def camel(name: str) -> str:

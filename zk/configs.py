@@ -18,6 +18,15 @@ def read_entity(k, entity_type: str, name: str) -> dict:
         return {}
 
 
+def read_entities(k, entity_type: str) -> dict[str, dict]:
+    """Every entity of ``entity_type``: {name: overrides}."""
+    try:
+        names = k.get_children(zn.config_entity_type_path(entity_type))
+    except NoNodeError:
+        return {}
+    return {name: read_entity(k, entity_type, name) for name in names}
+
+
 def write_entity(k, entity_type: str, name: str, configs: dict) -> None:
     """Replace the entity's overrides, then announce the change."""
     path = zn.config_entity_path(entity_type, name)

@@ -1,16 +1,20 @@
 """AlterConfigs (whole override sets) and IncrementalAlterConfigs (SET, DELETE, APPEND,
-SUBTRACT) for topic and broker resources. Both build the resource's new override set and go
-through one check-and-apply path; validate_only stops after the checks."""
+SUBTRACT) for topics, brokers and client metrics subscriptions (KIP-714). Both build the
+resource's new override set and go through one check-and-apply path; validate_only stops after
+the checks. As in Kafka, a topic's configs need AlterConfigs on the topic, the others on the
+cluster."""
 from __future__ import annotations
 
-from josefk.broker.security import tls_reload
+from josefk.broker.client_metrics import InvalidSubscription, Subscription
+from josefk.broker.security import acl, authorizer, tls_reload
+from josefk.broker.security.authorizer import allowed
 from josefk.broker.configs import BROKER_TO_TOPIC, ConfigType, config_type, validate_topic_configs
 from josefk.broker.dynamic import validate_broker_configs
 from josefk.broker.control.metadata import MetadataError
 from josefk.wire import errors
 from josefk.wire.apis import ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS
 
-TOPIC, BROKER = 2, 4
+TOPIC, BROKER, CLIENT_METRICS = 2, 4, 16
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 
@@ -30,10 +34,25 @@ def _overrides(broker, rtype, name) -> dict:
         raise MetadataError(errors.INVALID_REQUEST,
                             f"Unexpected broker id, expected {broker.config.node_id} or empty "
                             f"string, but received {name}")
+    if rtype == CLIENT_METRICS:
+        return dict(broker.dynamic.client_metrics.get(name, {}))
     raise MetadataError(errors.INVALID_REQUEST, f"Unsupported resource type {rtype}")
 
 
-async def _change(broker, res, new_overrides, validate_only) -> tuple[int, str | None]:
+def _may_alter(broker, ctx, res) -> int:
+    if res.resource_type == TOPIC:
+        return (errors.NONE if allowed(broker, ctx, authorizer.TOPIC, res.resource_name,
+                                       acl.ALTER_CONFIGS)
+                else errors.TOPIC_AUTHORIZATION_FAILED)
+    return (errors.NONE if allowed(broker, ctx, authorizer.CLUSTER, authorizer.CLUSTER_NAME,
+                                   acl.ALTER_CONFIGS)
+            else errors.CLUSTER_AUTHORIZATION_FAILED)
+
+
+async def _change(broker, ctx, res, new_overrides, validate_only) -> tuple[int, str | None]:
+    denied = _may_alter(broker, ctx, res)
+    if denied:
+        return denied, "Authorization failed."
     try:
         current = _overrides(broker, res.resource_type, res.resource_name)
         names = [c.name for c in res.configs]
@@ -44,6 +63,11 @@ async def _change(broker, res, new_overrides, validate_only) -> tuple[int, str |
             validate_topic_configs(new, broker.config.topic_defaults())
             if not validate_only:
                 await broker.dynamic.alter_topic(res.resource_name, new)
+        elif res.resource_type == CLIENT_METRICS:
+            if new:
+                Subscription(res.resource_name, new)  # validates
+            if not validate_only:
+                await broker.dynamic.alter_client_metrics(res.resource_name, new)
         else:
             validate_broker_configs(new, broker.config.topic_defaults(),
                                     broker.config.int("log.cleaner.threads"))
@@ -52,6 +76,8 @@ async def _change(broker, res, new_overrides, validate_only) -> tuple[int, str |
                 await broker.dynamic.alter_broker(res.resource_name, new)
     except MetadataError as e:
         return e.code, e.message
+    except InvalidSubscription as e:
+        return e.code, str(e)
     return errors.NONE, None
 
 
@@ -66,7 +92,7 @@ async def handle_alter_configs(broker, ctx, req):
     results = []
     for res in req.resources:
         wanted = {c.name: c.value for c in res.configs}
-        results.append((res, await _change(broker, res, lambda _current: wanted,
+        results.append((res, await _change(broker, ctx, res, lambda _current: wanted,
                                            req.validate_only)))
     return _response(ALTER_CONFIGS, results)
 
@@ -100,6 +126,8 @@ def _list_op(broker, res, c, new) -> str:
         base = new[c.name]
     elif res.resource_type == TOPIC:
         base = broker.config.topic_defaults().get(c.name, "")
+    elif res.resource_type == CLIENT_METRICS:
+        base = ""
     else:
         base = broker.config.props.get(c.name, "")
     items = [v.strip() for v in (base or "").split(",") if v.strip()]
@@ -114,6 +142,6 @@ def _list_op(broker, res, c, new) -> str:
 async def handle_incremental_alter_configs(broker, ctx, req):
     results = []
     for res in req.resources:
-        results.append((res, await _change(broker, res, _incremental(broker, res),
+        results.append((res, await _change(broker, ctx, res, _incremental(broker, res),
                                            req.validate_only)))
     return _response(INCREMENTAL_ALTER_CONFIGS, results)

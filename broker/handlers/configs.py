@@ -1,4 +1,4 @@
-"""DescribeConfigs for topics and brokers. Passwords and keys are described as sensitive,
+"""DescribeConfigs for topics, brokers and client metrics subscriptions (KIP-714). Passwords and keys are described as sensitive,
 without their value, as Kafka describes its PASSWORD configs."""
 from __future__ import annotations
 
@@ -7,13 +7,14 @@ import re
 from josefk.broker.security import acl, authorizer, tls_reload
 from josefk.broker.security.authorizer import allowed
 from josefk.broker.configs import (BROKER_TO_TOPIC, ConfigSource, broker_config_entries,
-                                   config_type, default_broker_config_entries, topic_config_entries)
+                                   client_metrics_config_entries, config_type,
+                                   default_broker_config_entries, topic_config_entries)
 from josefk.broker.dynamic import DYNAMIC_BROKER_CONFIGS
 from josefk.wire import errors
-from josefk.wire.apis import DESCRIBE_CONFIGS
+from josefk.wire.apis import DESCRIBE_CONFIGS, LIST_CONFIG_RESOURCES
 
 R = DESCRIBE_CONFIGS.Response
-TOPIC, BROKER = 2, 4
+TOPIC, BROKER, CLIENT_METRICS = 2, 4, 16
 _SENSITIVE = re.compile(r"(^|\.)(ssl\.key\.password|ssl\.keystore\.password|"
                         r"ssl\.truststore\.password|ssl\.keystore\.key|sasl\.jaas\.config)$")
 
@@ -47,6 +48,8 @@ def handle_describe_configs(broker, ctx, req):
                 continue
             entries = (broker_config_entries(broker) if res.resource_name
                        else default_broker_config_entries(broker))
+        elif res.resource_type == CLIENT_METRICS:
+            entries = client_metrics_config_entries(broker, res.resource_name)
         else:
             out.error_code = errors.INVALID_REQUEST
             out.error_message = f"Unsupported resource type {res.resource_type}"
@@ -72,3 +75,21 @@ def _may_describe(broker, ctx, res) -> bool:
         return allowed(broker, ctx, authorizer.TOPIC, res.resource_name, acl.DESCRIBE_CONFIGS)
     return allowed(broker, ctx, authorizer.CLUSTER, authorizer.CLUSTER_NAME,
                    acl.DESCRIBE_CONFIGS)
+
+
+def handle_list_config_resources(broker, ctx, req):
+    """The config resources that exist: client metrics subscriptions (v0, which was
+    ListClientMetricsResources), and from v1 topics and brokers too, as asked."""
+    R = LIST_CONFIG_RESOURCES.Response
+    if not allowed(broker, ctx, authorizer.CLUSTER, authorizer.CLUSTER_NAME,
+                   acl.DESCRIBE_CONFIGS):
+        return R(error_code=errors.CLUSTER_AUTHORIZATION_FAILED, config_resources=[])
+    wanted = set(req.resource_types or ()) if ctx.version >= 1 else {CLIENT_METRICS}
+    if wanted - {TOPIC, BROKER, CLIENT_METRICS}:
+        return R(error_code=errors.UNSUPPORTED_VERSION, config_resources=[])
+    listing = {TOPIC: lambda: sorted(broker.metadata.topics),
+               BROKER: lambda: [str(b) for b in sorted(broker.metadata.brokers)],
+               CLIENT_METRICS: lambda: sorted(broker.dynamic.client_metrics)}
+    return R(config_resources=[R.ConfigResource(resource_name=name, resource_type=rtype)
+                               for rtype, names in listing.items()
+                               if not wanted or rtype in wanted for name in names()])

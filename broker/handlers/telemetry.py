@@ -1,23 +1,31 @@
-"""Client telemetry (KIP-714): the broker collects no client metrics, so every subscription is
-empty, which tells clients not to push."""
+"""Client telemetry (KIP-714): GetTelemetrySubscriptions and PushTelemetry, answered by the
+broker's `ClientMetricsManager` (broker/client_metrics.py), which keeps what clients push for
+the Prometheus endpoint."""
 from __future__ import annotations
 
-import uuid
-
+from josefk.broker.client_metrics import ACCEPTED_COMPRESSION
 from josefk.wire.apis import GET_TELEMETRY_SUBSCRIPTIONS, PUSH_TELEMETRY
 
-PUSH_INTERVAL_MS = 300_000
+
+def _client(ctx) -> dict:
+    """What a subscription's ``match`` may name of the client behind ``ctx``."""
+    name, version = ctx.connection.client_software
+    return {"client_id": ctx.client_id, "client_software_name": name,
+            "client_software_version": version, "client_source_address": ctx.client_host,
+            "client_source_port": ctx.connection.client_port}
 
 
 def handle_get_telemetry_subscriptions(broker, ctx, req):
     R = GET_TELEMETRY_SUBSCRIPTIONS.Response
-    client_id = req.client_instance_id
-    if client_id is None or client_id.int == 0:
-        client_id = uuid.uuid4()
-    return R(client_instance_id=client_id, subscription_id=0, accepted_compression_types=[],
-             push_interval_ms=PUSH_INTERVAL_MS, telemetry_max_bytes=1024 * 1024,
-             delta_temporality=True, requested_metrics=[])
+    manager = broker.client_metrics
+    code, inst = manager.get_subscriptions(req.client_instance_id, _client(ctx))
+    return R(error_code=code, client_instance_id=inst.id, subscription_id=inst.subscription_id,
+             accepted_compression_types=ACCEPTED_COMPRESSION, push_interval_ms=inst.interval_ms,
+             telemetry_max_bytes=manager.max_bytes, delta_temporality=False,
+             requested_metrics=inst.requested_metrics())
 
 
 def handle_push_telemetry(broker, ctx, req):
-    return PUSH_TELEMETRY.Response()
+    code = broker.client_metrics.push(req.client_instance_id, _client(ctx), req.subscription_id,
+                                      req.terminating, req.compression_type, req.metrics)
+    return PUSH_TELEMETRY.Response(error_code=code)

@@ -1,4 +1,6 @@
-"""DescribeConfigs (key 32), versions 0-4. Mirrors Kafka's DescribeConfigs*.json.
+"""DescribeConfigs (key 32), versions 0-4, and ListConfigResources (key 74), versions 0-1 (v0 was
+ListClientMetricsResources, KIP-714; v1 lists any resource type, KIP-1142). Mirror Kafka's
+DescribeConfigs*.json and ListConfigResources*.json.
 
 v0 reports IsDefault per config; v1 replaces it with ConfigSource and adds synonyms.
 """
@@ -35,4 +37,15 @@ DESCRIBE_CONFIGS = Api(32, "DescribeConfigs", versions="0-4", flexible="4+", req
             Field("documentation", STRING, "3+", nullable="0+"),
         ], struct="DescribeConfigsResourceResult"),
     ], struct="DescribeConfigsResult"),
+])
+
+LIST_CONFIG_RESOURCES = Api(74, "ListConfigResources", versions="0-1", flexible="0+", request=[
+    Field("resource_types", Array(INT8), "1+"),
+], response=[
+    Field("throttle_time_ms", INT32),
+    Field("error_code", INT16),
+    Field("config_resources", [
+        Field("resource_name", STRING),
+        Field("resource_type", INT8, "1+", default=16),
+    ], struct="ConfigResource"),
 ])
