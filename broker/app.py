@@ -15,7 +15,7 @@ from josefk.broker.dispatch import served
 from josefk.broker.group_log import OFFSETS_TOPIC, OffsetsTopicLog
 from josefk.broker.metrics import BrokerMetrics
 from josefk.broker.control.metadata import (BrokerInfo, LocalMetadataStore, MetadataError,
-                                            partition_exists, topic_name_error)
+                                            MetadataStore, partition_exists, topic_name_error)
 from josefk.broker.security.quotas import LocalQuotaStore, QuotaManager
 from josefk.broker.replication.replica import ReplicaManager, topic_log_config
 from josefk.broker.security.authorizer import AclAuthorizer, LocalAclStore
@@ -102,6 +102,7 @@ class Broker:
         host, port = endpoints[security.inter_broker_listener(config)]
         self.info = BrokerInfo(config.node_id, host, port, config.get("broker.rack"), endpoints)
         self.zk = self.cluster = self.inter_broker = None
+        self.metadata: MetadataStore
         if config.get("zookeeper.connect"):
             self.inter_broker = InterBrokerSecurity(config)
             self.zk = ZkClient(config.get("zookeeper.connect"),

@@ -90,6 +90,9 @@ class DynamicConfigs:
         self._path = Path(broker.config.log_dirs[0]) / self.FILE
         self._seen = None  # the last /config/changes sequence handled
         self._lock = asyncio.Lock()
+        # a topic's configs arrive after the topic itself (and change): its partitions follow
+        broker.metadata.listeners.append(
+            lambda event, t: self._reconfigure(t.name) if event == "configured" else None)
         if broker.zk is None and self._path.exists():
             data = json.loads(self._path.read_text())
             self.per_broker, self.cluster_default = data["broker"], data["default"]
@@ -144,15 +147,7 @@ class DynamicConfigs:
         os.replace(tmp, self._path)
 
     async def alter_topic(self, name: str, configs: dict) -> None:
-        md = self.broker.metadata
-        if self._zk is None:
-            md.alter_topic_configs(name, configs)  # its listeners reconfigure the partitions
-            return
-        await self._zk.run(zc.write_entity, zn.CONFIG_TOPICS, name, configs)
-        t = md.topics.get(name)
-        if t is not None:
-            t.configs = dict(configs)
-            self._reconfigure(name)
+        await self.broker.metadata.alter_topic_configs(name, configs)  # "configured" follows
 
     # -- applying ---------------------------------------------------------------------------------
     def _apply_broker_layers(self) -> None:

@@ -430,5 +430,5 @@ def test_kafka_python_pinned_to_0_10_uses_handshake_v0(pki, secure_broker, mecha
     got = [m.value for m in consumer]
     consumer.close()
     assert sorted(got) == sorted(f"v0-{i}".encode() for i in range(5))
-    sent = versions_sent(port, before)
+    sent = versions_sent(before, port)
     assert sent["SaslHandshake"] == [0] and "SaslAuthenticate" not in sent

@@ -17,6 +17,7 @@ from josefk.broker.security.authorizer import CLUSTER, CLUSTER_NAME, TOPIC, allo
 from josefk.broker.fetch_sessions import FetchContext
 from josefk.wire import errors, legacy
 from josefk.wire.apis import FETCH
+from josefk.wire.apis.fetch import fetching_replica_id
 
 R = FETCH.Response
 _INT32_MAX = 0x7FFFFFFF
@@ -81,13 +82,6 @@ def _context(broker, req, v) -> FetchContext:
 
 def _finish(fctx, resp, v):
     return fctx.finish(resp, _key(v)) if v >= 7 else resp
-
-
-def fetching_replica_id(req, v) -> int:
-    """The fetching follower's broker id, or -1 for a consumer."""
-    if v >= 15:
-        return req.replica_state.replica_id if req.replica_state is not None else -1
-    return req.replica_id
 
 
 def _read_session(broker, req, v, fctx, denied):

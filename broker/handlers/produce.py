@@ -14,7 +14,7 @@ from josefk.broker.security import acl
 from josefk.broker.security.authorizer import TOPIC, TRANSACTIONAL_ID, allowed
 from josefk.broker.guards import produce_topic_error
 from josefk.broker.replication.replica import AppendResult
-from josefk.broker.server import NO_RESPONSE
+from josefk.broker.handlers import NO_RESPONSE
 from josefk.wire import errors, legacy
 from josefk.wire.batch import MAGIC_OFFSET, CorruptRecord, InvalidRecord
 from josefk.wire.apis import PRODUCE

@@ -108,7 +108,7 @@ def handle_update_metadata(broker, ctx, req):
     if not err:
         if ctx.version < 5:
             return UPDATE_METADATA.Response(error_code=errors.UNSUPPORTED_VERSION)
-        broker.metadata.apply_update_metadata(req)
+        broker.cluster.metadata.apply_update_metadata(req)  # only a cluster's store has a cache
     return UPDATE_METADATA.Response(error_code=err)
 
 

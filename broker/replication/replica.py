@@ -256,6 +256,8 @@ class Partition:
         h = read_header(buf, 0)
         try:
             first, _last = self.log.append(buf, [h], leader_epoch=self.leader_epoch)
+        except RecordTooLarge as e:  # max.message.bytes below a marker's size: Kafka refuses too
+            return AppendResult(errors.MESSAGE_TOO_LARGE, message=str(e))
         except OSError as e:
             return self._storage_error(e)
         self.producers.end_txn(producer_id, producer_epoch, kind, first, coordinator_epoch,
