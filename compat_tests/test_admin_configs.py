@@ -111,6 +111,21 @@ def test_deprecated_message_format_version_is_accepted(broker):
     assert err.code() == KafkaError.INVALID_CONFIG and "message.format.version" in err.str()
 
 
+def test_message_format_version_takes_kafkas_version_strings(broker):
+    """Kafka reads a version from its leading segments (three for 0.x, two after), so the long
+    forms tools write are versions too: librdkafka's test 0092 sets 0.10.0.0. A release Kafka
+    never had is refused."""
+    admin = admin_client(broker.bootstrap)
+    topic = create_topic(broker.bootstrap, unique_topic("mfv-long"))
+    for value in ("0.10.0.0", "0.8.2.2", "0.11.0-IV2", "2.8.1", "3.9.0", "1.0-IV0"):
+        incremental(admin, "topic", topic, ("message.format.version", value, SET))
+        assert describe(admin, "topic", topic)["message.format.version"].value == value
+    for value in ("0.10.5", "1.5", "4.0", "3", "0.10", ""):
+        err = alter_error(lambda: incremental(admin, "topic", topic,
+                                              ("message.format.version", value, SET)))
+        assert err.code() == KafkaError.INVALID_CONFIG, value
+
+
 def test_validation_errors_name_the_key_and_change_nothing(broker):
     admin = admin_client(broker.bootstrap)
     topic = create_topic(broker.bootstrap, unique_topic("bad"))
