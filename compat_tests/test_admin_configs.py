@@ -303,6 +303,34 @@ def test_dynamic_broker_configs_apply_and_survive_restart(broker_factory):
     assert produce_one(b.bootstrap, topic, 2000) is None
 
 
+def test_kerberos_login_configs_are_dynamic_broker_configs(broker):
+    """Kafka's SASL/Kerberos login settings are dynamic broker configs (its listener configs):
+    an AlterConfigs that sets one on a broker succeeds (librdkafka's test 0081 sets
+    sasl.kerberos.min.time.before.relogin) and DescribeConfigs shows it; a malformed one is
+    refused."""
+    admin = admin_client(broker.bootstrap)
+    me = str(broker.node_id)
+    got = describe(admin, "broker", me)["sasl.kerberos.min.time.before.relogin"]
+    assert (got.value, got.source) == ("60000", ConfigSource.DEFAULT_CONFIG.value)
+    res = ConfigResource("broker", me, set_config={"sasl.kerberos.min.time.before.relogin":
+                                                   "58000"})
+    admin.alter_configs([res], request_timeout=15)[res].result(15)
+    try:
+        got = describe(admin, "broker", me)
+        assert got["sasl.kerberos.min.time.before.relogin"].value == "58000"
+        assert got["sasl.kerberos.min.time.before.relogin"].source == \
+            ConfigSource.DYNAMIC_BROKER_CONFIG.value
+        assert not got["sasl.kerberos.min.time.before.relogin"].is_read_only
+        incremental(admin, "broker", me, ("sasl.kerberos.ticket.renew.window.factor", "0.9", SET))
+        for name, bad in (("sasl.kerberos.min.time.before.relogin", "soon"),
+                          ("sasl.kerberos.ticket.renew.jitter", "a little")):
+            err = alter_error(lambda: incremental(admin, "broker", me, (name, bad, SET)))
+            assert err.code() == KafkaError.INVALID_CONFIG and name in err.str()
+    finally:
+        incremental(admin, "broker", me, ("sasl.kerberos.min.time.before.relogin", None, DELETE),
+                    ("sasl.kerberos.ticket.renew.window.factor", None, DELETE))
+
+
 def test_log_cleaner_threads_change_at_run_time(broker_factory):
     b = broker_factory({"log.cleaner.backoff.ms": "200"})
     admin = admin_client(b.bootstrap)
