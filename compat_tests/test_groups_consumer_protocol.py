@@ -18,8 +18,8 @@ import pytest
 from confluent_kafka import ConsumerGroupState, ConsumerGroupType
 from confluent_kafka.admin import NewTopic
 
+from josefk.faults.processes import REPO_ROOT
 from compat_tests import rawkafka as rk
-from compat_tests.broker_process import REPO_ROOT
 from compat_tests.helpers import (GroupMember, admin_client, balanced, close_all, consumer,
                                   create_topic, josefk_cli, poll_until, produce_values, producer,
                                   settle, unique_topic, wait_for_topic)
@@ -115,23 +115,6 @@ def check_one_owner_and_exactly_once(members, topic, acked):
     assert [m.commit_errors for m in members] == [[] for _ in members]
 
 
-@pytest.fixture(params=["broker", "cluster"])
-def target(request):
-    """(bootstrap, make_topic(name, partitions)) on the shared broker or the shared cluster."""
-    if request.param == "broker":
-        b = request.getfixturevalue("broker")
-        return b.bootstrap, lambda name, n: create_topic(b.bootstrap, name, n)
-    c = request.getfixturevalue("cluster")
-
-    def make(name, n):
-        admin = c.admin()
-        admin.create_topics([NewTopic(name, n, 3)])[name].result(30)
-        c.wait_for_topic(name, n)
-        return name
-
-    return c.bootstrap, make
-
-
 # ------------------------------------------------------------------ the protocol is served
 def test_api_versions_advertise_the_consumer_group_protocol(broker, broker_factory):
     with rk.RawConnection(broker.bootstrap) as conn:
@@ -161,8 +144,8 @@ def test_api_versions_advertise_the_consumer_group_protocol(broker, broker_facto
 
 # ------------------------------------------------------------------ growing and shrinking
 def test_group_grows_to_four_and_shrinks_back_while_a_producer_writes(target):
-    bootstrap, make_topic = target
-    topic = make_topic(unique_topic("k848grow"), 8)
+    bootstrap = target.bootstrap
+    topic = target.create_topic(unique_topic("k848grow"), 8)
     group = unique_topic("k848g")
     everything = _all(topic, 8)
     writer = Writer(bootstrap, topic, 8)

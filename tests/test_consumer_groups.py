@@ -596,7 +596,8 @@ async def test_a_static_member_back_with_its_own_id_keeps_its_partitions():
     assert a.partitions() == held and h.group().members["a"].epoch > 0
 
 
-def test_broker_config_checks_the_group_settings():
+def test_the_broker_refuses_bad_group_settings(tmp_path):
+    from josefk.broker.app import Broker
     from josefk.broker.config import BrokerConfig, ConfigError
 
     for bad in ({"group.coordinator.rebalance.protocols": "consumer"},
@@ -604,7 +605,7 @@ def test_broker_config_checks_the_group_settings():
                 {"group.consumer.heartbeat.interval.ms": "90000"},
                 {"group.consumer.assignors": "sticky"}):
         with pytest.raises(ConfigError):
-            BrokerConfig(bad)
+            Broker(BrokerConfig({"log.dirs": str(tmp_path), **bad}))
     assert BrokerConfig({"group.coordinator.rebalance.protocols": " Classic "}).list(
         "group.coordinator.rebalance.protocols") == ["classic"]
 
