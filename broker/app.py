@@ -15,16 +15,13 @@ from josefk.broker.client_metrics import ClientMetricsManager
 from josefk.broker.dispatch import served
 from josefk.broker.group_log import OFFSETS_TOPIC, OffsetsTopicLog
 from josefk.broker.injection import FaultInjector
-from josefk.broker.metrics import BrokerMetrics
 from josefk.broker.control.metadata import (BrokerInfo, LocalMetadataStore, MetadataError,
                                             MetadataStore, partition_exists, topic_name_error)
 from josefk.broker.security.quotas import LocalQuotaStore, QuotaManager
 from josefk.broker.replication.replica import ReplicaManager, topic_log_config
 from josefk.broker.security.authorizer import AclAuthorizer, LocalAclStore
-from josefk.broker.control.cluster import ClusterMember
 from josefk.broker.dynamic import DynamicConfigs
 from josefk.broker.fetch_sessions import FetchSessionCache
-from josefk.broker.replication.fetcher import FetcherManager
 from josefk.broker.handlers.metadata import TopicMetadataCache
 from josefk.broker.security import listeners as security
 from josefk.broker.security.sasl import InterBrokerSecurity, LocalCredentialStore, check_mechanisms
@@ -86,7 +83,13 @@ class Broker:
     def __init__(self, config: BrokerConfig):
         self.config = config
         self.connections = set()
-        self.metrics = BrokerMetrics(self) if config.get("josefk.metrics.port") else None
+        # The parts only some brokers run are imported by those alone (the Prometheus client,
+        # the controller and the replica fetchers): a single broker starts without them.
+        self.metrics = None
+        if config.get("josefk.metrics.port"):
+            from josefk.broker.metrics import BrokerMetrics
+
+            self.metrics = BrokerMetrics(self)
         handlers = served(config)
         self.handlers = self.metrics.instrument(handlers) if self.metrics else handlers
         self.faults = FaultInjector(self)
@@ -126,10 +129,14 @@ class Broker:
         self.default_log_config = LogConfig.from_props({}, config.topic_defaults())
         self.logs = LogManager(dirs, self.default_log_config, config_for=self._log_config_for)
         if self.zk is not None:
+            from josefk.broker.control.cluster import ClusterMember
+
             self.cluster = ClusterMember(self)
         self.replicas = ReplicaManager(config, self.logs, config.node_id,
                                        self.cluster.isr_changes if self.cluster else None)
         if self.cluster is not None:
+            from josefk.broker.replication.fetcher import FetcherManager
+
             self.replicas.fetchers = FetcherManager(
                 config.node_id, lambda b: self.cluster.channel("fetch", b), config)
             self.replicas.dir_failure_listeners.append(self.cluster.log_dir_failed)

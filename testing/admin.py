@@ -1,6 +1,7 @@
-"""Topics for tests, made with CreateTopics as any admin client makes them, on josefk or on any
-Kafka cluster: sent to the controller, then waited for until every broker leads or follows
-them (so that a client's first Metadata finds the topic ready)."""
+"""Topics for tests, and who leads what, asked as any admin client asks, of josefk or of any
+Kafka cluster: topic changes go to the controller (where Kafka in ZooKeeper mode takes them;
+KRaft brokers forward them from anywhere), and a new topic is waited for until every broker
+knows its leaders (so that a client's first Metadata finds it ready)."""
 from __future__ import annotations
 
 import contextlib
@@ -8,77 +9,10 @@ import time
 
 from josefk.tools.client import Client, KafkaError
 from josefk.wire import errors
-from josefk.wire.apis import CREATE_TOPICS, DELETE_TOPICS, METADATA
+from josefk.wire.apis import CREATE_TOPICS, DELETE_TOPICS, FIND_COORDINATOR, METADATA
 
 CLIENT_ID = "josefk-testing"
-
-
-def metadata(client: Client, topics=None):
-    """The Metadata answer for ``topics`` (None: every topic; [] none)."""
-    R = METADATA.Request
-    wanted = None if topics is None else [R.MetadataRequestTopic(name=t) for t in topics]
-    return client.request(METADATA, topics=wanted, allow_auto_topic_creation=False)
-
-
-def create_topic(bootstrap: str, name: str, partitions: int = 1, config: dict | None = None,
-                 replication_factor: int = -1, timeout: float = 30.0) -> None:
-    """Create ``name`` and wait until every broker knows all its partitions' leaders. Raises
-    ``KafkaError`` (e.g. TOPIC_ALREADY_EXISTS) when the cluster refuses."""
-    deadline = time.monotonic() + timeout
-    R = CREATE_TOPICS.Request
-    configs = [R.CreatableTopicConfig(name=k, value=property_text(v))
-               for k, v in (config or {}).items()]
-    topic = R.CreatableTopic(name=name, num_partitions=partitions,
-                             replication_factor=replication_factor, configs=configs)
-    with _controller(bootstrap, timeout) as (admin, brokers):
-        (answer,) = admin.request(CREATE_TOPICS, topics=[topic],
-                                  timeout_ms=int(timeout * 1000)).topics
-    _check(answer)
-    for address in brokers:
-        _wait_for_leaders(address, name, partitions, deadline)
-
-
-def delete_topic(bootstrap: str, name: str, timeout: float = 30.0) -> None:
-    """Delete ``name`` (the cluster finishes deleting it in its own time)."""
-    with _controller(bootstrap, timeout) as (admin, _brokers):
-        (answer,) = admin.request(DELETE_TOPICS, topic_names=[name],
-                                  topics=[DELETE_TOPICS.Request.DeleteTopicState(name=name)],
-                                  timeout_ms=0).responses
-    _check(answer)
-
-
-@contextlib.contextmanager
-def _controller(bootstrap: str, timeout: float):
-    """A client of the cluster's controller (where Kafka in ZooKeeper mode takes topic
-    changes; KRaft brokers forward them from anywhere), and every broker's address."""
-    with Client(bootstrap, CLIENT_ID, timeout=timeout) as c:
-        md = metadata(c, [])
-        brokers = {b.node_id: f"{b.host}:{b.port}" for b in md.brokers}
-        controller = brokers.get(md.controller_id)
-        if controller is None or len(brokers) == 1:
-            yield c, list(brokers.values())
-            return
-    with Client(controller, CLIENT_ID, timeout=timeout) as admin:
-        yield admin, list(brokers.values())
-
-
-def _check(answer) -> None:
-    if answer.error_code:
-        raise KafkaError(answer.error_code,
-                         answer.error_message or errors.name(answer.error_code))
-
-
-def _wait_for_leaders(address: str, name: str, partitions: int, deadline: float) -> None:
-    with Client(address, CLIENT_ID, timeout=max(deadline - time.monotonic(), 1)) as c:
-        while True:
-            (t,) = metadata(c, [name]).topics
-            if not t.error_code and t.partitions and all(p.leader_id >= 0 for p in t.partitions) \
-                    and (partitions < 0 or len(t.partitions) == partitions):
-                return
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"topic {name!r} has no leader for every partition on "
-                                   f"{address} (error {errors.name(t.error_code)})")
-            time.sleep(0.02)
+TIMEOUT = 30.0
 
 
 def property_text(value) -> str:
@@ -104,17 +38,103 @@ def topic_specs(topics) -> list[tuple[str, int, dict | None]]:
     return specs
 
 
-class Topics:
-    """Topics on the cluster at ``bootstrap_servers`` (a broker or cluster handle's)."""
+def connect(bootstrap: str, timeout: float = TIMEOUT) -> Client:
+    """A client of the first broker of ``bootstrap`` (a comma-separated list) that answers."""
+    failures = []
+    for address in bootstrap.split(","):
+        try:
+            return Client(address.strip(), CLIENT_ID, timeout=timeout)
+        except OSError as e:
+            failures.append(str(e))
+    raise ConnectionError(f"no broker of {bootstrap} answers: {'; '.join(failures)}")
+
+
+def metadata(client: Client, topics=None):
+    """The Metadata answer for ``topics`` (None: every topic; [] none)."""
+    R = METADATA.Request
+    wanted = None if topics is None else [R.MetadataRequestTopic(name=t) for t in topics]
+    return client.request(METADATA, topics=wanted, allow_auto_topic_creation=False)
+
+
+class Admin:
+    """Topics and roles on the cluster at ``bootstrap_servers`` (a broker or cluster handle's)."""
 
     bootstrap_servers: str
 
     def create_topic(self, name: str, partitions: int = 1, config: dict | None = None,
                      replication_factor: int = -1) -> str:
-        """Create topic ``name`` (``config``: Kafka topic configs; -1: the broker's default
-        replication factor) and wait until every broker knows its leaders; returns the name."""
-        create_topic(self.bootstrap_servers, name, partitions, config, replication_factor)
+        """Create topic ``name`` (``config``: Kafka topic configs; -1: the cluster's default
+        replication factor) and wait until every broker knows its leaders; returns the name.
+        Raises ``KafkaError`` (e.g. TOPIC_ALREADY_EXISTS) when the cluster refuses."""
+        deadline = time.monotonic() + TIMEOUT
+        R = CREATE_TOPICS.Request
+        configs = [R.CreatableTopicConfig(name=k, value=property_text(v))
+                   for k, v in (config or {}).items()]
+        topic = R.CreatableTopic(name=name, num_partitions=partitions,
+                                 replication_factor=replication_factor, configs=configs)
+        with self._controller() as (admin, brokers):
+            (answer,) = admin.request(CREATE_TOPICS, topics=[topic],
+                                      timeout_ms=int(TIMEOUT * 1000)).topics
+        _check(answer.error_code, answer.error_message)
+        for address in brokers:
+            _wait_for_leaders(address, name, partitions, deadline)
         return name
 
     def delete_topic(self, name: str) -> None:
-        delete_topic(self.bootstrap_servers, name)
+        """Delete ``name`` (the cluster finishes deleting it in its own time)."""
+        with self._controller() as (admin, _brokers):
+            (answer,) = admin.request(DELETE_TOPICS, topic_names=[name],
+                                      topics=[DELETE_TOPICS.Request.DeleteTopicState(name=name)],
+                                      timeout_ms=0).responses
+        _check(answer.error_code, answer.error_message)
+
+    def leader(self, topic: str, partition: int = 0) -> int:
+        """The node id of the leader of ``topic``'s ``partition`` (-1: none now)."""
+        with connect(self.bootstrap_servers) as c:
+            (t,) = metadata(c, [topic]).topics
+        _check(t.error_code, None)
+        return next((p.leader_id for p in t.partitions if p.partition_index == partition), -1)
+
+    def controller(self) -> int:
+        """The node id of the controller (-1: none now)."""
+        with connect(self.bootstrap_servers) as c:
+            return metadata(c, []).controller_id
+
+    def coordinator(self, group: str) -> int:
+        """The node id of consumer group ``group``'s coordinator."""
+        with connect(self.bootstrap_servers) as c:
+            resp = c.request(FIND_COORDINATOR, key=group, key_type=0, coordinator_keys=[group])
+        answer = resp.coordinators[0] if resp.coordinators else resp
+        _check(answer.error_code, answer.error_message)
+        return answer.node_id
+
+    @contextlib.contextmanager
+    def _controller(self):
+        """A client of the controller, and every broker's address."""
+        with connect(self.bootstrap_servers) as c:
+            md = metadata(c, [])
+            brokers = {b.node_id: f"{b.host}:{b.port}" for b in md.brokers}
+            controller = brokers.get(md.controller_id)
+            if controller is None or controller == f"{c.address[0]}:{c.address[1]}":
+                yield c, list(brokers.values())
+                return
+        with Client(controller, CLIENT_ID, timeout=TIMEOUT) as admin:
+            yield admin, list(brokers.values())
+
+
+def _check(code: int, message: str | None) -> None:
+    if code:
+        raise KafkaError(code, message or errors.name(code))
+
+
+def _wait_for_leaders(address: str, name: str, partitions: int, deadline: float) -> None:
+    with Client(address, CLIENT_ID, timeout=max(deadline - time.monotonic(), 1)) as c:
+        while True:
+            (t,) = metadata(c, [name]).topics
+            if not t.error_code and t.partitions and all(p.leader_id >= 0 for p in t.partitions) \
+                    and (partitions < 0 or len(t.partitions) == partitions):
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"topic {name!r} has no leader for every partition on "
+                                   f"{address} (error {errors.name(t.error_code)})")
+            time.sleep(0.02)

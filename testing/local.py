@@ -15,7 +15,7 @@ import threading
 
 from josefk.broker.config import BrokerConfig
 from josefk.broker.security.listeners import advertised_listeners
-from josefk.testing.admin import Topics, property_text, topic_specs
+from josefk.testing.admin import Admin, property_text, topic_specs
 from josefk.testing.faults import Faults
 
 # What a test broker changes from Kafka's defaults: one broker holds every replica of the
@@ -56,7 +56,7 @@ def broker(properties: dict | None = None, /, *, topics=None, **keywords) -> "Em
     return EmbeddedBroker(kafka_properties(properties, keywords), topics)
 
 
-class EmbeddedBroker(Topics, Faults):
+class EmbeddedBroker(Admin, Faults):
     """A josefk broker served by a thread of this process. ``bootstrap_servers`` is its
     address; `create_topic` makes topics; `inject`, `delay` and `clear_faults` put faults
     on it."""

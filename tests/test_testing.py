@@ -1,0 +1,99 @@
+"""josefk.testing.broker(): a broker in the test's own process that behaves as a guest there
+(no signal handler, no logging set up, no process limit changed, nothing left behind), takes
+Kafka's properties and topics, reports a failed start in the caller, and takes faults."""
+from __future__ import annotations
+
+import logging
+import os
+import resource
+import signal
+import threading
+import time
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+import josefk.testing
+from josefk.broker.config import ConfigError
+from josefk.tools.client import KafkaError
+from josefk.wire import errors
+
+
+def _state():
+    root = logging.getLogger()
+    return ({s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)},
+            list(root.handlers), root.level, resource.getrlimit(resource.RLIMIT_NOFILE))
+
+
+def _threads():
+    return {t for t in threading.enumerate() if t.is_alive()}
+
+
+def test_a_guest_in_the_process_that_leaves_nothing_behind():
+    before, threads = _state(), _threads()
+    with josefk.testing.broker(topics=["guest"]) as b:
+        assert _state() == before
+        log_dir = b.log_dir
+        assert os.path.isdir(log_dir)
+        host, port = b.bootstrap_servers.split(":")
+        assert host == "127.0.0.1" and int(port) > 0
+        md = AdminClient({"bootstrap.servers": b.bootstrap_servers}).list_topics(timeout=10)
+        # clients are told the port the broker got (its listener asked for port 0)
+        assert [(m.host, m.port) for m in md.brokers.values()] == [(host, int(port))]
+        assert "guest" in md.topics
+    assert _state() == before
+    assert not os.path.exists(log_dir)
+    assert {t.name for t in _threads() - threads if t.name.startswith("josefk")} == set()
+    b.close()  # a second close does nothing
+
+
+def test_properties_as_a_dict_or_as_keywords_and_topics_with_configs():
+    with josefk.testing.broker({"auto.create.topics.enable": False}, num_partitions=4, topics={
+            "plain": 2, "compacted": {"partitions": 3, "config": {"cleanup.policy": "compact"}}},
+            ) as b:
+        admin = AdminClient({"bootstrap.servers": b.bootstrap_servers})
+        topics = admin.list_topics(timeout=10).topics
+        assert (len(topics["plain"].partitions), len(topics["compacted"].partitions)) == (2, 3)
+        assert b.config.get("auto.create.topics.enable") == "false"
+        b.create_topic("defaulted", partitions=-1)  # num.partitions reached the broker
+        assert len(admin.list_topics("defaulted", timeout=10).topics["defaulted"].partitions) == 4
+        with pytest.raises(KafkaError, match="already exists"):
+            b.create_topic("plain")
+
+
+def test_a_start_that_fails_is_raised_in_the_caller():
+    with pytest.raises(ConfigError):
+        josefk.testing.broker(num_partitions="many")
+    with josefk.testing.broker() as b:
+        port = b.bootstrap_servers.rsplit(":", 1)[1]
+        threads = _threads()
+        with pytest.raises(OSError):
+            josefk.testing.broker(listeners=f"PLAINTEXT://127.0.0.1:{port}")
+        assert {t.name for t in _threads() - threads if t.name.startswith("josefk")} == set()
+
+
+def test_injected_errors_and_delays_reach_a_client():
+    with josefk.testing.broker(topics=["t"]) as b:
+        b.inject("Produce", "NOT_ENOUGH_REPLICAS", count=50)
+        reports = []
+        producer = Producer({"bootstrap.servers": b.bootstrap_servers, "retries": 0,
+                             "enable.idempotence": False})
+        producer.produce("t", b"x", on_delivery=lambda err, msg: reports.append(err))
+        producer.flush(15)
+        assert reports[0].code() == errors.NOT_ENOUGH_REPLICAS
+        b.clear_faults()
+        b.delay("Fetch", 300)
+        producer.produce("t", b"y")
+        assert producer.flush(15) == 0
+        consumer = Consumer({"bootstrap.servers": b.bootstrap_servers, "group.id": "g",
+                             "fetch.wait.max.ms": 10})
+        start = time.monotonic()
+        consumer.assign([TopicPartition("t", 0, 0)])
+        msg = consumer.poll(15)
+        waited = time.monotonic() - start
+        consumer.close()
+        assert msg.value() == b"y" and msg.offset() == 0  # the refused record never landed
+        assert waited >= 0.3
+        with pytest.raises(josefk.testing.FaultError, match="not a Kafka error"):
+            b.inject("Fetch", "NO_SUCH_ERROR")

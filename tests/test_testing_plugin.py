@@ -1,0 +1,138 @@
+"""josefk.testing as a user meets it: pytest runs in subprocesses (pytester) over a small
+project made of the examples of docs/testing.md (taken from the page itself, so the page shows
+what runs) and of tests of what the fixtures promise; then the same project against a cluster
+given with --kafka-bootstrap-servers, and on a machine without Java."""
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "testing.md"
+FAULTS_SKIPPED = "faults need brokers started by josefk.testing"
+
+PROMISES = '''
+import pytest
+from confluent_kafka.admin import AdminClient, ConfigResource
+
+import josefk.testing
+
+SEEN = []
+
+
+def _admin(b):
+    return AdminClient({"bootstrap.servers": b.bootstrap_servers})
+
+
+def test_a_fault_is_set(josefk_broker):
+    josefk_broker.inject("Metadata", "LEADER_NOT_AVAILABLE", 5)
+    josefk_broker.delay("Fetch", 100)
+    assert josefk_broker.faults() == {"errors": {"Metadata": ["LEADER_NOT_AVAILABLE", 5]},
+                                      "delays": {"Fetch": 100}}
+
+
+def test_the_faults_ended_with_the_test_that_set_them(josefk_broker):
+    assert josefk_broker.faults() == {"errors": {}, "delays": {}}
+
+
+@pytest.mark.josefk_topic(partitions=3, config={"cleanup.policy": "compact"})
+def test_the_marker_shapes_the_topic(josefk_broker, josefk_topic):
+    admin = _admin(josefk_broker)
+    assert len(admin.list_topics(josefk_topic, timeout=10).topics[josefk_topic].partitions) == 3
+    resource = ConfigResource(ConfigResource.Type.TOPIC, josefk_topic)
+    configs = admin.describe_configs([resource])[resource].result(10)
+    assert configs["cleanup.policy"].value == "compact"
+    SEEN.append(josefk_topic)
+
+
+def test_each_test_has_a_fresh_topic_and_the_last_one_is_gone(josefk_broker, josefk_topic):
+    assert josefk_topic != SEEN[0]
+    assert SEEN[0] not in _admin(josefk_broker).list_topics(timeout=10).topics
+
+
+def test_what_the_machine_lacks_skips_the_test():
+    raise josefk.testing.Unavailable("no such thing on this machine")
+
+
+def test_brokers_are_killed_and_paused(josefk_cluster):
+    josefk_cluster.kill(2)
+    josefk_cluster.pause(3)
+    assert not josefk_cluster.brokers[2].running
+
+
+def test_the_cluster_is_whole_for_the_next_test(josefk_cluster):
+    assert all(b.running for b in josefk_cluster.brokers.values())
+    brokers = _admin(josefk_cluster).list_topics(timeout=10).brokers
+    assert sorted(brokers) == [1, 2, 3]
+'''
+
+
+def doc_examples() -> dict[str, str]:
+    """The complete test files of docs/testing.md: Python blocks starting ``# test_<x>.py``."""
+    return {name: code for code, name in
+            re.findall(r"```python\n(# (test_\w+\.py)\n.*?)```", DOC.read_text(), re.S)}
+
+
+def _outcomes(result) -> dict[str, str]:
+    """test id -> PASSED / FAILED / SKIPPED / ERROR, from a ``-v`` run."""
+    return dict(re.findall(r"^(\S+::\S+) (PASSED|FAILED|SKIPPED|ERROR)",
+                           result.stdout.str(), re.M))
+
+
+def test_the_page_has_its_examples():
+    assert set(doc_examples()) == {"test_orders_confluent.py", "test_orders_kafka_python.py",
+                                   "test_orders_aiokafka.py", "test_retries.py",
+                                   "test_failover.py"}
+
+
+def test_the_examples_and_the_fixtures_promises(pytester):
+    pytester.makepyfile(test_promises=PROMISES, **{
+        name[:-3]: code for name, code in doc_examples().items()})
+    result = pytester.runpytest_subprocess("-v", "-rs", "-p", "no:cacheprovider", timeout=600)
+    outcomes = _outcomes(result)
+    skipped = {t for t, o in outcomes.items() if o == "SKIPPED"}
+    assert skipped == {"test_promises.py::test_what_the_machine_lacks_skips_the_test"}, \
+        result.stdout.str()
+    assert "no such thing on this machine" in result.stdout.str()
+    assert len(outcomes) == 12 and not [o for o in outcomes.values()
+                                        if o in ("FAILED", "ERROR")], result.stdout.str()
+
+
+def test_the_examples_against_a_cluster_given_on_the_command_line(pytester, josefk_broker):
+    """Our own session broker stands in for an Apache Kafka cluster that a CI job runs."""
+    pytester.makepyfile(**{name[:-3]: code for name, code in doc_examples().items()})
+    result = pytester.runpytest_subprocess(
+        "-v", "-rs", "-p", "no:cacheprovider",
+        f"--kafka-bootstrap-servers={josefk_broker.bootstrap_servers}", timeout=300)
+    outcomes = _outcomes(result)
+    assert {t.split("::")[0] for t, o in outcomes.items() if o == "PASSED"} == {
+        "test_orders_confluent.py", "test_orders_kafka_python.py", "test_orders_aiokafka.py"}, \
+        result.stdout.str()
+    assert {t.split("::")[0] for t, o in outcomes.items() if o == "SKIPPED"} == {
+        "test_retries.py", "test_failover.py"}, result.stdout.str()
+    assert FAULTS_SKIPPED in result.stdout.str()
+
+
+def test_without_java_the_cluster_tests_are_skipped_with_the_reason(pytester, monkeypatch):
+    monkeypatch.setenv("PATH", str(Path(sys.executable).parent))
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.delenv("ZOOKEEPER_HOME", raising=False)
+    pytester.makepyfile(test_cluster="""
+def test_one(josefk_cluster):
+    pass
+
+
+def test_two(josefk_cluster):
+    pass
+
+
+def test_the_broker_needs_no_java(josefk_broker, josefk_topic):
+    pass
+""")
+    result = pytester.runpytest_subprocess("-rs", "-p", "no:cacheprovider", timeout=120)
+    result.assert_outcomes(passed=1, skipped=2)
+    result.stdout.fnmatch_lines(["*a josefk cluster needs ZooKeeper: Java is not installed*"])
