@@ -16,7 +16,7 @@ from josefk.broker.dispatch import served
 from josefk.broker.group_log import OFFSETS_TOPIC, OffsetsTopicLog
 from josefk.broker.injection import FaultInjector
 from josefk.broker.control.metadata import (BrokerInfo, LocalMetadataStore, MetadataError,
-                                            MetadataStore, partition_exists, topic_name_error)
+                                            MetadataStore, topic_name_error)
 from josefk.broker.security.quotas import LocalQuotaStore, QuotaManager
 from josefk.broker.replication.replica import ReplicaManager, topic_log_config
 from josefk.broker.security.authorizer import AclAuthorizer, LocalAclStore
@@ -132,7 +132,7 @@ class Broker:
             from josefk.broker.control.cluster import ClusterMember
 
             self.cluster = ClusterMember(self)
-        self.replicas = ReplicaManager(config, self.logs, config.node_id,
+        self.replicas = ReplicaManager(config, self.logs, self.metadata, config.node_id,
                                        self.cluster.isr_changes if self.cluster else None)
         if self.cluster is not None:
             from josefk.broker.replication.fetcher import FetcherManager
@@ -310,16 +310,6 @@ class Broker:
         except MetadataError as e:
             log.warning("auto-creating topic %s failed: %s", name, e.message)
             return None
-
-    def not_hosted_error(self, topic, index) -> int:
-        """What a request for a partition this broker does not lead gets: KAFKA_STORAGE_ERROR
-        if its replica here is offline (its log dir failed), NOT_LEADER_OR_FOLLOWER if the
-        partition exists in the cluster, else UNKNOWN_TOPIC_OR_PARTITION."""
-        if (topic, index) in self.replicas.offline:
-            return errors.KAFKA_STORAGE_ERROR
-        if partition_exists(self.metadata, topic, index):
-            return errors.NOT_LEADER_OR_FOLLOWER
-        return errors.UNKNOWN_TOPIC_OR_PARTITION
 
     def topic_error_for_produce(self, name) -> int:
         """NONE if ``name`` exists (auto-creating it if allowed), else the error to answer."""

@@ -33,9 +33,17 @@ from josefk.zk import znodes as zn
 
 log = logging.getLogger("josefk.dynamic")
 
+# Kafka's Kerberos login settings, dynamic as its listener configs are, and how each parses.
+# josefk has no GSSAPI login, so a change is kept and described, with no effect, as on a Kafka
+# broker without a GSSAPI listener.
+_KERBEROS_LOGIN = {"sasl.kerberos.kinit.cmd": str, "sasl.kerberos.min.time.before.relogin": int,
+                   "sasl.kerberos.principal.to.local.rules": str,
+                   "sasl.kerberos.ticket.renew.jitter": float,
+                   "sasl.kerberos.ticket.renew.window.factor": float}
+
 # Broker configs that take effect at run time (a subset of Kafka's dynamic broker configs:
-# the ones josefk reads after start-up).
-DYNAMIC_BROKER_CONFIGS = frozenset(TOPIC_DEFAULTS.values()) | {
+# the ones josefk reads after start-up, and the Kerberos login settings).
+DYNAMIC_BROKER_CONFIGS = frozenset(TOPIC_DEFAULTS.values()) | set(_KERBEROS_LOGIN) | {
     "log.retention.ms", "log.retention.minutes", "log.retention.hours", "log.roll.ms",
     "log.roll.hours", "log.cleaner.threads",
 }
@@ -56,9 +64,13 @@ def validate_broker_configs(configs: dict, topic_defaults: dict, cleaner_threads
         try:
             if topic_name is not None:
                 validate_topic_configs({topic_name: value}, topic_defaults)
-            elif value is None or not value.strip().lstrip("-").isdigit():
+            elif value is None:
                 raise MetadataError(errors.INVALID_CONFIG, name)
-        except MetadataError:
+            elif name in _KERBEROS_LOGIN:
+                _KERBEROS_LOGIN[name](value)
+            elif not value.strip().lstrip("-").isdigit():
+                raise MetadataError(errors.INVALID_CONFIG, name)
+        except (MetadataError, ValueError):
             raise MetadataError(errors.INVALID_CONFIG,
                                 f"Invalid value {value} for configuration {name}") from None
         if name == "log.cleaner.threads":

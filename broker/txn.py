@@ -15,6 +15,7 @@ import logging
 
 from josefk.broker.channel import ChannelError
 from josefk.broker.group_log import OFFSETS_TOPIC, ensure_internal_topic
+from josefk.broker.replication.purgatory import wait_replicated
 from josefk.wire import errors
 from josefk.wire.apis import WRITE_TXN_MARKERS
 
@@ -52,13 +53,13 @@ async def write_markers_locally(broker, producer_id, producer_epoch, commit, coo
     for t, p in partitions:
         part = broker.replicas.leader_partition(t, p)
         if part is None:
-            out[(t, p)] = broker.not_hosted_error(t, p)
+            out[(t, p)] = broker.replicas.not_hosted_error(t, p)
             continue
         res = part.write_marker(producer_id, producer_epoch, commit, coordinator_epoch)
         out[(t, p)] = res.error
         if not res.error:
             written.append(((t, p), part, res.next_offset))
-    codes = await asyncio.gather(*(part.wait_replicated(nxt, 30000)
+    codes = await asyncio.gather(*(wait_replicated(part, nxt, 30000)
                                    for _tp, part, nxt in written))
     for (tp, _part, _nxt), code in zip(written, codes):
         out[tp] = code

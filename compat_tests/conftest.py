@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from compat_tests.broker_process import BrokerProcess, free_port
+from josefk.faults.processes import BrokerProcess, free_port
 from compat_tests.cluster import Cluster
 from compat_tests.helpers import create_topic, unique_topic
 from compat_tests.targets import CLUSTER_SHAPES, FAST_FAILOVER, TARGETS, Target
@@ -116,8 +116,7 @@ def cluster_factory(zookeeper, tmp_path, request):
 
     yield make
     for c in mine:
-        for b in c.brokers.values():
-            b.stop(timeout=10)
+        c.stop(timeout=10)
         _untrack_cluster(c)
 
 
@@ -229,7 +228,7 @@ def target_factory(request):
             c = request.getfixturevalue("cluster_factory")(
                 overrides={**CLUSTER_SHAPES[name], **FAST_FAILOVER, **(overrides or {})},
                 start=False)
-            # Thrown away with kill -9 when the test ends, before cluster_factory's one by one
+            # Thrown away with kill -9 when the test ends, before cluster_factory's
             # controlled shutdowns (seconds each where no other replica can take over).
             request.node.addfinalizer(lambda: [b.kill() for b in c.brokers.values()])
             t, start = Target(name, c.brokers, c), c.start

@@ -10,7 +10,7 @@ import uuid
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from compat_tests.broker_process import BROKER_PYTHON, REPO_ROOT
+from josefk.faults.processes import BROKER_PYTHON, REPO_ROOT
 
 
 def unique_topic(prefix: str = "t") -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import httpx
 
-from compat_tests.broker_process import BROKER_PYTHON, free_port
+from josefk.faults.processes import BROKER_PYTHON, free_port
 
 START_TIMEOUT = 30.0
 

@@ -116,6 +116,21 @@ def test_deprecated_message_format_version_is_accepted(target):
     assert err.code() == KafkaError.INVALID_CONFIG and "message.format.version" in err.str()
 
 
+def test_message_format_version_takes_kafkas_version_strings(target):
+    """Kafka reads a version from its leading segments (three for 0.x, two after), so the long
+    forms tools write are versions too: librdkafka's test 0092 sets 0.10.0.0. A release Kafka
+    never had is refused."""
+    admin = admin_client(target.bootstrap)
+    topic = target.create_topic(unique_topic("mfv-long"))
+    for value in ("0.10.0.0", "0.8.2.2", "0.11.0-IV2", "2.8.1", "3.9.0", "1.0-IV0"):
+        incremental(admin, "topic", topic, ("message.format.version", value, SET))
+        assert describe(admin, "topic", topic)["message.format.version"].value == value
+    for value in ("0.10.5", "1.5", "4.0", "3", "0.10", ""):
+        err = alter_error(lambda: incremental(admin, "topic", topic,
+                                              ("message.format.version", value, SET)))
+        assert err.code() == KafkaError.INVALID_CONFIG, value
+
+
 def test_validation_errors_name_the_key_and_change_nothing(target):
     admin = admin_client(target.bootstrap)
     topic = target.create_topic(unique_topic("bad"))
@@ -307,6 +322,34 @@ def test_dynamic_broker_configs_apply_and_survive_restart(target_factory):
         assert describe(admin, "broker", me)["message.max.bytes"].source == \
             ConfigSource.DEFAULT_CONFIG.value
     assert produce_one(t.bootstrap, topic, 2000) is None
+
+
+def test_kerberos_login_configs_are_dynamic_broker_configs(broker):
+    """Kafka's SASL/Kerberos login settings are dynamic broker configs (its listener configs):
+    an AlterConfigs that sets one on a broker succeeds (librdkafka's test 0081 sets
+    sasl.kerberos.min.time.before.relogin) and DescribeConfigs shows it; a malformed one is
+    refused."""
+    admin = admin_client(broker.bootstrap)
+    me = str(broker.node_id)
+    got = describe(admin, "broker", me)["sasl.kerberos.min.time.before.relogin"]
+    assert (got.value, got.source) == ("60000", ConfigSource.DEFAULT_CONFIG.value)
+    res = ConfigResource("broker", me, set_config={"sasl.kerberos.min.time.before.relogin":
+                                                   "58000"})
+    admin.alter_configs([res], request_timeout=15)[res].result(15)
+    try:
+        got = describe(admin, "broker", me)
+        assert got["sasl.kerberos.min.time.before.relogin"].value == "58000"
+        assert got["sasl.kerberos.min.time.before.relogin"].source == \
+            ConfigSource.DYNAMIC_BROKER_CONFIG.value
+        assert not got["sasl.kerberos.min.time.before.relogin"].is_read_only
+        incremental(admin, "broker", me, ("sasl.kerberos.ticket.renew.window.factor", "0.9", SET))
+        for name, bad in (("sasl.kerberos.min.time.before.relogin", "soon"),
+                          ("sasl.kerberos.ticket.renew.jitter", "a little")):
+            err = alter_error(lambda: incremental(admin, "broker", me, (name, bad, SET)))
+            assert err.code() == KafkaError.INVALID_CONFIG and name in err.str()
+    finally:
+        incremental(admin, "broker", me, ("sasl.kerberos.min.time.before.relogin", None, DELETE),
+                    ("sasl.kerberos.ticket.renew.window.factor", None, DELETE))
 
 
 def test_log_cleaner_threads_change_at_run_time(target_factory):

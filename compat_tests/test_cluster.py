@@ -239,7 +239,7 @@ def test_controller_failover_and_rejoin(cluster_factory):
 
 
 def test_duplicate_broker_id_is_refused(cluster, tmp_path):
-    from compat_tests.broker_process import BrokerProcess, BrokerStartError
+    from josefk.faults.processes import BrokerProcess, BrokerStartError
 
     dup = BrokerProcess(data_dir=tmp_path / "dup", node_id=2, log_dir=tmp_path,
                         overrides={"zookeeper.connect": cluster.zk_connect,

@@ -14,7 +14,7 @@ import time
 import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, TopicPartition
 
-from compat_tests.broker_process import REPO_ROOT
+from josefk.faults.processes import REPO_ROOT
 from compat_tests.helpers import (
     GroupMember,
     admin_client,

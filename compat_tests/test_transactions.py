@@ -16,7 +16,7 @@ import pytest
 from confluent_kafka import (OFFSET_BEGINNING, Consumer, KafkaError, KafkaException,
                              TopicPartition)
 
-from compat_tests.broker_process import REPO_ROOT
+from josefk.faults.processes import REPO_ROOT
 from compat_tests.helpers import consumer, create_topic, producer, unique_topic
 
 TXN_TIMEOUTS = {"transaction.abort.timed.out.transaction.cleanup.interval.ms": 500}

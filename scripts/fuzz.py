@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from compat_tests.broker_process import BrokerProcess  # noqa: E402
+from josefk.faults.processes import BrokerProcess  # noqa: E402
 from compat_tests.conftest import SHARED_OVERRIDES  # noqa: E402
 from testkit.fuzzer import BROKER_OVERRIDES, FuzzRun, check_broker_log  # noqa: E402
 from compat_tests.helpers import create_topic, roundtrip_check  # noqa: E402

@@ -211,7 +211,7 @@ def handle_offset_for_leader_epoch(broker, ctx, req):
             if not may:
                 code = errors.TOPIC_AUTHORIZATION_FAILED
             elif part is None:
-                code = broker.not_hosted_error(t.topic, p.partition)
+                code = broker.replicas.not_hosted_error(t.topic, p.partition)
             elif not part.is_leader and not from_follower:
                 code = errors.NOT_LEADER_OR_FOLLOWER
             else:
