@@ -10,22 +10,39 @@ from pathlib import Path
 
 import pytest
 
+from josefk.faults import network
+
 pytest_plugins = ["pytester"]
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "testing.md"
 FAULTS_SKIPPED = "faults need brokers started by josefk.testing"
 
 PROMISES = '''
+import socket
+import time
+import uuid
+
 import pytest
+from confluent_kafka import KafkaError, Producer
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 import josefk.testing
+from josefk.testing.admin import connect, metadata
 
 SEEN = []
 
 
 def _admin(b):
     return AdminClient({"bootstrap.servers": b.bootstrap_servers})
+
+
+def _wait_for_brokers(broker, node_ids, timeout=30):
+    """Until ``broker`` itself lists the brokers ``node_ids``."""
+    deadline = time.monotonic() + timeout
+    with connect(broker.bootstrap_servers) as client:
+        while (listed := sorted(b.node_id for b in metadata(client, []).brokers)) != node_ids:
+            assert time.monotonic() < deadline, f"{broker} lists {listed} after {timeout} s"
+            time.sleep(0.2)
 
 
 def test_a_fault_is_set(josefk_broker):
@@ -68,6 +85,48 @@ def test_the_cluster_is_whole_for_the_next_test(josefk_cluster):
     assert all(b.running for b in josefk_cluster.brokers.values())
     brokers = _admin(josefk_cluster).list_topics(timeout=10).brokers
     assert sorted(brokers) == [1, 2, 3]
+
+
+def test_brokers_are_restarted_and_resumed(josefk_cluster):
+    josefk_cluster.kill(1)
+    josefk_cluster.pause(2)
+    josefk_cluster.restart(1)
+    josefk_cluster.resume(2)
+    for node_id in (1, 2):
+        _wait_for_brokers(josefk_cluster.brokers[node_id], [1, 2, 3])
+
+
+def test_a_cluster_broker_answers_with_the_injected_error(josefk_cluster):
+    topic = josefk_cluster.create_topic(f"injected-{uuid.uuid4().hex[:8]}")
+    leader = josefk_cluster.brokers[josefk_cluster.leader(topic)]
+    leader.inject("Produce", "NOT_ENOUGH_REPLICAS", count=50)
+    reports = []
+    producer = Producer({"bootstrap.servers": josefk_cluster.bootstrap_servers, "retries": 0,
+                         "enable.idempotence": False})
+    producer.produce(topic, b"x", on_delivery=lambda err, msg: reports.append(err))
+    producer.flush(15)
+    assert reports[0].code() == KafkaError.NOT_ENOUGH_REPLICAS
+    assert leader.faults()["errors"]["Produce"][0] == "NOT_ENOUGH_REPLICAS"
+
+
+def test_an_isolated_broker_leaves_the_cluster_until_healed(josefk_cluster):
+    josefk_cluster.isolate(3)
+    # clients still reach it; the others drop it once its ZooKeeper session (6 s) expires
+    socket.create_connection(("127.0.0.1", josefk_cluster.brokers[3].process.port), 5).close()
+    _wait_for_brokers(josefk_cluster.brokers[1], [1, 2])
+    josefk_cluster.heal()
+
+
+def test_a_failing_test(josefk_broker, josefk_cluster):
+    josefk_broker.inject("Fetch", "NOT_LEADER_OR_FOLLOWER", 5)
+    josefk_cluster.kill(1)
+    assert False, "this test fails on purpose"
+
+
+def test_after_a_failing_test_everything_is_whole_again(josefk_broker, josefk_cluster):
+    assert josefk_broker.faults() == {"errors": {}, "delays": {}}
+    assert all(b.running for b in josefk_cluster.brokers.values())
+    assert sorted(_admin(josefk_cluster).list_topics(timeout=10).brokers) == [1, 2, 3]
 '''
 
 
@@ -89,17 +148,37 @@ def test_the_page_has_its_examples():
                                    "test_failover.py"}
 
 
+def _processes_under(path: Path) -> list[str]:
+    """Command lines of the processes that name ``path`` (brokers and ZooKeeper left behind)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            text = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:  # gone meanwhile
+            continue
+        if str(path) in text:
+            found.append(text)
+    return found
+
+
 def test_the_examples_and_the_fixtures_promises(pytester):
     pytester.makepyfile(test_promises=PROMISES, **{
         name[:-3]: code for name, code in doc_examples().items()})
     result = pytester.runpytest_subprocess("-v", "-rs", "-p", "no:cacheprovider", timeout=600)
     outcomes = _outcomes(result)
-    skipped = {t for t, o in outcomes.items() if o == "SKIPPED"}
-    assert skipped == {"test_promises.py::test_what_the_machine_lacks_skips_the_test"}, \
-        result.stdout.str()
-    assert "no such thing on this machine" in result.stdout.str()
-    assert len(outcomes) == 12 and not [o for o in outcomes.values()
-                                        if o in ("FAILED", "ERROR")], result.stdout.str()
+    out = result.stdout.str()
+    isolation = network.unavailable_reason()
+    assert {t for t, o in outcomes.items() if o == "SKIPPED"} == {
+        "test_promises.py::test_what_the_machine_lacks_skips_the_test",
+        *(["test_promises.py::test_an_isolated_broker_leaves_the_cluster_until_healed"]
+          if isolation else [])}, out
+    assert "no such thing on this machine" in out
+    if isolation:  # e.g. "cannot isolate a broker here: network partitions need root (...)"
+        assert f"cannot isolate a broker here: {isolation}" in out
+    assert {t for t, o in outcomes.items() if o in ("FAILED", "ERROR")} == {
+        "test_promises.py::test_a_failing_test"}, out
+    assert len(outcomes) == 17, out
+    assert _processes_under(pytester.path) == []
 
 
 def test_the_examples_against_a_cluster_given_on_the_command_line(pytester, josefk_broker):
