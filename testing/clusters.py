@@ -20,7 +20,7 @@ START_TIMEOUT = 60.0
 REPAIR_TIMEOUT = 60.0
 
 
-def cluster(brokers: int = 3, properties: dict | None = None, /, *, topics=None, root=None,
+def cluster(brokers: int = 3, properties: dict | None = None, *, topics=None, root=None,
             isolation: bool = True, **keywords) -> "Cluster":
     """Start ZooKeeper and ``brokers`` josefk brokers (node ids 1..n) and return once each
     lists them all and a controller; close it (or use it as a context manager) to stop
@@ -29,6 +29,8 @@ def cluster(brokers: int = 3, properties: dict | None = None, /, *, topics=None,
     dir, removed on close). ``isolation`` makes `Cluster.isolate` possible where this machine
     allows network cuts (root, cgroup2, iptables). Raises `Unavailable` without a Java runtime
     and ZooKeeper's jars."""
+    if not isinstance(brokers, int) or brokers < 1:
+        raise ValueError(f"brokers must be a positive integer, got {brokers!r}")
     return Cluster(brokers, kafka_properties(properties, keywords), topics, root, isolation)
 
 

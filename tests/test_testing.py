@@ -9,6 +9,7 @@ import resource
 import signal
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -24,6 +25,19 @@ def _state():
     root = logging.getLogger()
     return ({s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)},
             list(root.handlers), root.level, resource.getrlimit(resource.RLIMIT_NOFILE))
+
+
+def processes_naming(path) -> list[str]:
+    """Command lines of the processes that name ``path`` (brokers and ZooKeeper left behind)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            text = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:  # gone meanwhile
+            continue
+        if str(path) in text:
+            found.append(text)
+    return found
 
 
 def _threads():
@@ -97,3 +111,21 @@ def test_injected_errors_and_delays_reach_a_client():
         assert waited >= 0.3
         with pytest.raises(josefk.testing.FaultError, match="not a Kafka error"):
             b.inject("Fetch", "NO_SUCH_ERROR")
+
+
+def test_a_cluster_with_its_topics_is_gone_after_a_failing_block(tmp_path):
+    with pytest.raises(RuntimeError, match="the test failed"):
+        with josefk.testing.cluster(brokers=2, topics={"orders": {
+                "partitions": 2, "config": {"min.insync.replicas": 2}}}, root=tmp_path) as c:
+            assert processes_naming(tmp_path)  # ZooKeeper and the brokers
+            admin = AdminClient({"bootstrap.servers": c.bootstrap_servers})
+            (orders,) = admin.list_topics("orders", timeout=10).topics.values()
+            assert [len(p.replicas) for p in orders.partitions.values()] == [2, 2]
+            raise RuntimeError("the test failed")
+    assert processes_naming(tmp_path) == []
+
+
+def test_a_cluster_that_cannot_start_is_raised_and_leaves_nothing(tmp_path):
+    with pytest.raises(Exception, match="num.partitions"):
+        josefk.testing.cluster(brokers=2, root=tmp_path, num_partitions="many")
+    assert processes_naming(tmp_path) == []

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from josefk.faults import network
+from tests.test_testing import processes_naming
 
 pytest_plugins = ["pytester"]
 
@@ -148,19 +149,6 @@ def test_the_page_has_its_examples():
                                    "test_failover.py"}
 
 
-def _processes_under(path: Path) -> list[str]:
-    """Command lines of the processes that name ``path`` (brokers and ZooKeeper left behind)."""
-    found = []
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            text = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:  # gone meanwhile
-            continue
-        if str(path) in text:
-            found.append(text)
-    return found
-
-
 def test_the_examples_and_the_fixtures_promises(pytester):
     pytester.makepyfile(test_promises=PROMISES, **{
         name[:-3]: code for name, code in doc_examples().items()})
@@ -178,7 +166,7 @@ def test_the_examples_and_the_fixtures_promises(pytester):
     assert {t for t, o in outcomes.items() if o in ("FAILED", "ERROR")} == {
         "test_promises.py::test_a_failing_test"}, out
     assert len(outcomes) == 17, out
-    assert _processes_under(pytester.path) == []
+    assert processes_naming(pytester.path) == []
 
 
 def test_the_examples_against_a_cluster_given_on_the_command_line(pytester, josefk_broker):
