@@ -102,15 +102,11 @@ def pytest_runtest_teardown(item):
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_setup(item):
+    """A test whose fixtures (setup) or body (call) meet `Unavailable` is skipped with it."""
     try:
         return (yield)
     except Unavailable as e:
         pytest.skip(str(e))
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item):
-    try:
-        return (yield)
-    except Unavailable as e:
-        pytest.skip(str(e))
+pytest_runtest_call = pytest_runtest_setup

@@ -107,7 +107,9 @@ def test_a_cluster_broker_answers_with_the_injected_error(josefk_cluster):
     producer.produce(topic, b"x", on_delivery=lambda err, msg: reports.append(err))
     producer.flush(15)
     assert reports[0].code() == KafkaError.NOT_ENOUGH_REPLICAS
-    assert leader.faults()["errors"]["Produce"][0] == "NOT_ENOUGH_REPLICAS"
+    leader.delay("Fetch", 50)
+    assert leader.faults() == {"errors": {"Produce": ["NOT_ENOUGH_REPLICAS", 49]},
+                               "delays": {"Fetch": 50}}
 
 
 def test_an_isolated_broker_leaves_the_cluster_until_healed(josefk_cluster):
