@@ -113,7 +113,8 @@ def test_injected_errors_and_delays_reach_a_client():
             b.inject("Fetch", "NO_SUCH_ERROR")
 
 
-def test_a_cluster_with_its_topics_is_gone_after_a_failing_block(tmp_path):
+def test_a_cluster_with_its_topics_is_gone_after_a_failing_block(tmp_path, monkeypatch):
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)  # a user who is not root
     with pytest.raises(RuntimeError, match="the test failed"):
         with josefk.testing.cluster(brokers=2, topics={"orders": {
                 "partitions": 2, "config": {"min.insync.replicas": 2}}}, root=tmp_path) as c:
@@ -121,6 +122,9 @@ def test_a_cluster_with_its_topics_is_gone_after_a_failing_block(tmp_path):
             admin = AdminClient({"bootstrap.servers": c.bootstrap_servers})
             (orders,) = admin.list_topics("orders", timeout=10).topics.values()
             assert [len(p.replicas) for p in orders.partitions.values()] == [2, 2]
+            with pytest.raises(josefk.testing.Unavailable,
+                               match="^cannot isolate a broker here: .*need root"):
+                c.isolate(2)
             raise RuntimeError("the test failed")
     assert processes_naming(tmp_path) == []
 
