@@ -215,7 +215,11 @@ class ZkMetadataStore:
             raise MetadataError(errors.UNKNOWN_TOPIC_OR_PARTITION,
                                 "This server does not host this topic-partition.")
         await self.zk.run(zs.mark_topic_for_deletion, name)
-        await self.wait_for(lambda: self.topics.get(name) is not t, timeout_ms)
+        if timeout_ms > 0 and not await self.wait_for(lambda: self.topics.get(name) is not t,
+                                                      timeout_ms):
+            raise MetadataError(errors.REQUEST_TIMED_OUT,
+                                f"Topic {name} is marked for deletion but not deleted after "
+                                f"{timeout_ms} ms.")
         return t
 
     async def create_partitions(self, name, count, validate_only=False, assignments=None,
@@ -230,7 +234,11 @@ class ZkMetadataStore:
         full = {p.index: p.replicas for p in t.partitions}
         full.update(plan)
         await self.zk.run(zs.add_partitions, name, t.topic_id, full)
-        await self.wait_for(lambda: len(self.topics.get(name, t).partitions) >= count, timeout_ms)
+        if timeout_ms > 0 and not await self.wait_for(
+                lambda: len(self.topics.get(name, t).partitions) >= count, timeout_ms):
+            raise MetadataError(errors.REQUEST_TIMED_OUT,
+                                f"Partitions of {name} were added but are not ready after "
+                                f"{timeout_ms} ms.")
         return t
 
     async def alter_topic_configs(self, name, configs: dict) -> None:
