@@ -38,17 +38,6 @@ def topic_specs(topics) -> list[tuple[str, int, dict | None]]:
     return specs
 
 
-def connect(bootstrap: str, timeout: float = TIMEOUT) -> Client:
-    """A client of the first broker of ``bootstrap`` (a comma-separated list) that answers."""
-    failures = []
-    for address in bootstrap.split(","):
-        try:
-            return Client(address.strip(), CLIENT_ID, timeout=timeout)
-        except OSError as e:
-            failures.append(str(e))
-    raise ConnectionError(f"no broker of {bootstrap} answers: {'; '.join(failures)}")
-
-
 def metadata(client: Client, topics=None):
     """The Metadata answer for ``topics`` (None: every topic; [] none)."""
     R = METADATA.Request
@@ -90,32 +79,36 @@ class Admin:
 
     def leader(self, topic: str, partition: int = 0) -> int:
         """The node id of the leader of ``topic``'s ``partition`` (-1: none now)."""
-        with connect(self.bootstrap_servers) as c:
+        with self._client() as c:
             (t,) = metadata(c, [topic]).topics
         _check(t.error_code, None)
         return next((p.leader_id for p in t.partitions if p.partition_index == partition), -1)
 
     def controller(self) -> int:
         """The node id of the controller (-1: none now)."""
-        with connect(self.bootstrap_servers) as c:
+        with self._client() as c:
             return metadata(c, []).controller_id
 
     def coordinator(self, group: str) -> int:
         """The node id of consumer group ``group``'s coordinator."""
-        with connect(self.bootstrap_servers) as c:
+        with self._client() as c:
             resp = c.request(FIND_COORDINATOR, key=group, key_type=0, coordinator_keys=[group])
         answer = resp.coordinators[0] if resp.coordinators else resp
         _check(answer.error_code, answer.error_message)
         return answer.node_id
 
+    def _client(self) -> Client:
+        """A client of the first broker of ``bootstrap_servers`` that answers."""
+        return Client(self.bootstrap_servers, CLIENT_ID, timeout=TIMEOUT)
+
     @contextlib.contextmanager
     def _controller(self):
         """A client of the controller, and every broker's address."""
-        with connect(self.bootstrap_servers) as c:
+        with self._client() as c:
             md = metadata(c, [])
             brokers = {b.node_id: f"{b.host}:{b.port}" for b in md.brokers}
             controller = brokers.get(md.controller_id)
-            if controller is None or controller == f"{c.address[0]}:{c.address[1]}":
+            if controller is None or controller == "%s:%d" % c.sock.getpeername()[:2]:
                 yield c, list(brokers.values())
                 return
         with Client(controller, CLIENT_ID, timeout=TIMEOUT) as admin:

@@ -28,7 +28,8 @@ from confluent_kafka import KafkaError, Producer
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 import josefk.testing
-from josefk.testing.admin import connect, metadata
+from josefk.testing.admin import metadata
+from josefk.tools.client import Client
 
 SEEN = []
 
@@ -40,7 +41,7 @@ def _admin(b):
 def _wait_for_brokers(broker, node_ids, timeout=30):
     """Until ``broker`` itself lists the brokers ``node_ids``."""
     deadline = time.monotonic() + timeout
-    with connect(broker.bootstrap_servers) as client:
+    with Client(broker.bootstrap_servers) as client:
         while (listed := sorted(b.node_id for b in metadata(client, []).brokers)) != node_ids:
             assert time.monotonic() < deadline, f"{broker} lists {listed} after {timeout} s"
             time.sleep(0.2)
