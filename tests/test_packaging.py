@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.test_testing import processes_naming
+
 REPO = Path(__file__).resolve().parents[1]
 NOT_INSTALLED = ("tests", "compat_tests", "testkit", "bench", "scripts")
 
@@ -152,3 +154,44 @@ def test_the_pytest_plugin_gives_a_user_test_its_broker_and_topic(installed, tmp
     out = _run([str(bin_dir / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider",
                 "test_app.py"], env, tmp_path, timeout=120)
     assert "1 passed" in out.stdout
+
+
+CLUSTER = """
+import os
+import sys
+
+import josefk.testing
+from confluent_kafka import Consumer, Producer
+
+with josefk.testing.cluster(brokers=2, topics={"wheel": 2}, root=sys.argv[1]) as c:
+    c.kill(2)
+    c.restart(2)
+    broker = c.brokers[2].process.proc.pid
+    environ = open(f"/proc/{broker}/environ", "rb").read().split(b"\\0")
+    print(os.readlink(f"/proc/{broker}/cwd"), any(e.startswith(b"PYTHONPATH=") for e in environ))
+    p = Producer({"bootstrap.servers": c.bootstrap_servers, "acks": "all"})
+    p.produce("wheel", b"from the wheel")
+    assert p.flush(30) == 0
+    consumer = Consumer({"bootstrap.servers": c.bootstrap_servers, "group.id": "wheel",
+                         "auto.offset.reset": "earliest"})
+    consumer.subscribe(["wheel"])
+    msg = consumer.poll(30)
+    consumer.close()
+    print(msg.value().decode())
+"""
+
+
+@pytest.mark.skipif(shutil.which("java") is None, reason="a josefk cluster needs Java")
+def test_a_cluster_from_the_wheel(installed, tmp_path):
+    """ZooKeeper and broker processes started by the installed package: their modules come
+    from the venv, as the test's own."""
+    bin_dir, env = installed
+    java_home = Path(shutil.which("java")).resolve().parents[1]
+    out = _run([str(bin_dir / "python"), "-c", CLUSTER, str(tmp_path / "cluster")],
+               {**env, "JAVA_HOME": str(java_home)}, tmp_path, timeout=180)
+    # the brokers ran the venv's josefk from their own dirs, nothing of it on PYTHONPATH
+    assert out.stdout.splitlines()[-2:] == [f"{tmp_path / 'cluster' / 'broker-2'} False",
+                                            "from the wheel"]
+    logs = "".join(p.read_text() for p in (tmp_path / "cluster").glob("broker-*/broker-*.log"))
+    assert str(bin_dir.parent) in logs and str(REPO) not in logs  # the venv's josefk ran
+    assert processes_naming(tmp_path) == []
