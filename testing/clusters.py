@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import weakref
 
 from josefk.faults.processes import QUICK_FAILOVER, FaultUnavailable, LocalCluster, free_port
 from josefk.testing.admin import Admin, topic_specs
@@ -82,6 +83,7 @@ class Cluster(Admin):
                      **properties}
         self.local = LocalCluster(root or self._tmp, size, overrides=overrides,
                                   isolation=isolation, start_timeout=START_TIMEOUT)
+        self._closer = weakref.finalize(self, self._close)  # also at exit, if never closed
         for process in self.local.brokers.values():
             process.overrides["josefk.testing.control.port"] = free_port()
         self.brokers = {i: ClusterBroker(p) for i, p in self.local.brokers.items()}
@@ -144,6 +146,9 @@ class Cluster(Admin):
     # -- lifecycle -----------------------------------------------------------------------------------
     def close(self) -> None:
         """Stop every broker, then ZooKeeper; end every cut; remove the temporary data."""
+        self._closer()
+
+    def _close(self) -> None:
         try:
             self.local.stop()
         finally:

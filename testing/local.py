@@ -12,6 +12,7 @@ import contextlib
 import shutil
 import tempfile
 import threading
+import weakref
 
 from josefk.broker.config import BrokerConfig
 from josefk.broker.security.listeners import advertised_listeners
@@ -63,12 +64,13 @@ class EmbeddedBroker(Admin, Faults):
 
     def __init__(self, properties: dict[str, str], topics=None):
         self.log_dir = tempfile.mkdtemp(prefix="josefk-testing-")
-        self.config = BrokerConfig({**TEST_DEFAULTS, "log.dirs": self.log_dir, **properties})
         self._loop = self._stop = None
         started = concurrent.futures.Future()
         self._thread = threading.Thread(target=self._run, args=(started,), name="josefk-broker",
                                         daemon=True)
+        self._closer = weakref.finalize(self, self._close)  # also at exit, if never closed
         try:
+            self.config = BrokerConfig({**TEST_DEFAULTS, "log.dirs": self.log_dir, **properties})
             self._thread.start()
             started.result(START_TIMEOUT)
             for name, partitions, config in topic_specs(topics):
@@ -88,6 +90,9 @@ class EmbeddedBroker(Admin, Faults):
 
     def close(self) -> None:
         """Stop the broker (as a clean shutdown) and remove its log dir."""
+        self._closer()
+
+    def _close(self) -> None:
         if self._thread.is_alive() and self._loop is not None:
             self._loop.call_soon_threadsafe(self._stop.set)
         if self._thread.ident is not None:

@@ -7,6 +7,9 @@ import logging
 import os
 import resource
 import signal
+import subprocess
+import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -76,9 +79,14 @@ def test_properties_as_a_dict_or_as_keywords_and_topics_with_configs():
             b.create_topic("plain")
 
 
-def test_a_start_that_fails_is_raised_in_the_caller():
+def test_a_start_that_fails_is_raised_in_the_caller(monkeypatch):
+    made = []
+    monkeypatch.setattr(tempfile, "mkdtemp", lambda mkdtemp=tempfile.mkdtemp, **kw: made.append(
+        mkdtemp(**kw)) or made[-1])
     with pytest.raises(ConfigError):
         josefk.testing.broker(num_partitions="many")
+    assert len(made) == 1 and not os.path.exists(made[0])  # its log dir is gone
+    monkeypatch.undo()
     with josefk.testing.broker() as b:
         port = b.bootstrap_servers.rsplit(":", 1)[1]
         threads = _threads()
@@ -133,3 +141,21 @@ def test_a_cluster_that_cannot_start_is_raised_and_leaves_nothing(tmp_path):
     with pytest.raises(Exception, match="num.partitions"):
         josefk.testing.cluster(brokers=2, root=tmp_path, num_partitions="many")
     assert processes_naming(tmp_path) == []
+
+
+NEVER_CLOSED = """
+import sys
+import josefk.testing
+
+b = josefk.testing.broker()
+c = josefk.testing.cluster(brokers=1, root=sys.argv[1])
+print(b.log_dir)
+"""
+
+
+def test_a_broker_and_a_cluster_never_closed_are_stopped_at_exit(tmp_path):
+    out = subprocess.run([sys.executable, "-c", NEVER_CLOSED, str(tmp_path)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert processes_naming(tmp_path) == []
+    assert not os.path.exists(out.stdout.strip())
