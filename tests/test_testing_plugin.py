@@ -79,6 +79,7 @@ def test_what_the_machine_lacks_skips_the_test():
 
 def test_brokers_are_killed_and_paused(josefk_cluster):
     josefk_cluster.kill(2)
+    josefk_cluster.create_topic(f"after-a-kill-{uuid.uuid4().hex[:8]}", partitions=3)
     josefk_cluster.pause(3)
     assert not josefk_cluster.brokers[2].running
 
