@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-import weakref
 
 from josefk.faults.processes import QUICK_FAILOVER, FaultUnavailable, LocalCluster, free_port
-from josefk.testing.admin import Admin, topic_specs
+from josefk.testing.admin import Admin
 from josefk.testing.faults import Faults, Unavailable
+from josefk.testing.lifecycle import Lifecycle
 from josefk.testing.local import kafka_properties
 from josefk.zk.local_server import ZooKeeperNotInstalled, find_classpath, find_java
 
@@ -56,7 +56,7 @@ class ClusterBroker(Faults):
         return f"<josefk.testing cluster broker {self.node_id} on {self.bootstrap_servers}>"
 
 
-class Cluster(Admin):
+class Cluster(Admin, Lifecycle):
     """ZooKeeper and josefk brokers in processes of their own. ``bootstrap_servers`` names every
     broker (clients find the live ones); ``brokers`` maps node ids to `ClusterBroker`.
 
@@ -83,17 +83,10 @@ class Cluster(Admin):
                      **properties}
         self.local = LocalCluster(root or self._tmp, size, overrides=overrides,
                                   isolation=isolation, start_timeout=START_TIMEOUT)
-        self._closer = weakref.finalize(self, self._close)  # also at exit, if never closed
         for process in self.local.brokers.values():
             process.overrides["josefk.testing.control.port"] = free_port()
         self.brokers = {i: ClusterBroker(p) for i, p in self.local.brokers.items()}
-        try:
-            self.local.start(START_TIMEOUT)
-            for name, partitions, config in topic_specs(topics):
-                self.create_topic(name, partitions, config)
-        except BaseException:
-            self.close()
-            raise
+        self._start(lambda: self.local.start(START_TIMEOUT), topics)
 
     @property
     def bootstrap_servers(self) -> str:
@@ -144,22 +137,13 @@ class Cluster(Admin):
         return node_id
 
     # -- lifecycle -----------------------------------------------------------------------------------
-    def close(self) -> None:
-        """Stop every broker, then ZooKeeper; end every cut; remove the temporary data."""
-        self._closer()
-
     def _close(self) -> None:
+        """Stop every broker, then ZooKeeper; end every cut; remove the temporary data."""
         try:
             self.local.stop()
         finally:
             if self._tmp is not None:
                 shutil.rmtree(self._tmp, ignore_errors=True)
-
-    def __enter__(self) -> "Cluster":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"<josefk.testing cluster of {len(self.brokers)} on {self.bootstrap_servers}>"

@@ -12,12 +12,12 @@ import contextlib
 import shutil
 import tempfile
 import threading
-import weakref
 
 from josefk.broker.config import BrokerConfig
 from josefk.broker.security.listeners import advertised_listeners
-from josefk.testing.admin import Admin, property_text, topic_specs
+from josefk.testing.admin import Admin, property_text
 from josefk.testing.faults import Faults
+from josefk.testing.lifecycle import Lifecycle
 
 # What a test broker changes from Kafka's defaults: one broker holds every replica of the
 # internal topics, a group's first rebalance starts at once, and its few partitions are made
@@ -57,7 +57,7 @@ def broker(properties: dict | None = None, /, *, topics=None, **keywords) -> "Em
     return EmbeddedBroker(kafka_properties(properties, keywords), topics)
 
 
-class EmbeddedBroker(Admin, Faults):
+class EmbeddedBroker(Admin, Faults, Lifecycle):
     """A josefk broker served by a thread of this process. ``bootstrap_servers`` is its
     address; `create_topic` makes topics; `inject`, `delay` and `clear_faults` put faults
     on it."""
@@ -68,16 +68,13 @@ class EmbeddedBroker(Admin, Faults):
         started = concurrent.futures.Future()
         self._thread = threading.Thread(target=self._run, args=(started,), name="josefk-broker",
                                         daemon=True)
-        self._closer = weakref.finalize(self, self._close)  # also at exit, if never closed
-        try:
+
+        def start():
             self.config = BrokerConfig({**TEST_DEFAULTS, "log.dirs": self.log_dir, **properties})
             self._thread.start()
             started.result(START_TIMEOUT)
-            for name, partitions, config in topic_specs(topics):
-                self.create_topic(name, partitions, config)
-        except BaseException:
-            self.close()
-            raise
+
+        self._start(start, topics)
 
     @property
     def bootstrap_servers(self) -> str:
@@ -88,22 +85,13 @@ class EmbeddedBroker(Admin, Faults):
     def node_id(self) -> int:
         return self.config.node_id
 
-    def close(self) -> None:
-        """Stop the broker (as a clean shutdown) and remove its log dir."""
-        self._closer()
-
     def _close(self) -> None:
+        """Stop the broker (as a clean shutdown) and remove its log dir."""
         if self._thread.is_alive() and self._loop is not None:
             self._loop.call_soon_threadsafe(self._stop.set)
         if self._thread.ident is not None:
             self._thread.join(STOP_TIMEOUT)
         shutil.rmtree(self.log_dir, ignore_errors=True)
-
-    def __enter__(self) -> "EmbeddedBroker":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"<josefk.testing broker {self.node_id} on {self.bootstrap_servers}>"
