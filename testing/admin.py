@@ -4,7 +4,6 @@ KRaft brokers forward them from anywhere), and a new topic is waited for until e
 knows its leaders (so that a client's first Metadata finds it ready)."""
 from __future__ import annotations
 
-import contextlib
 import time
 
 from josefk.tools.client import Client, KafkaError
@@ -61,9 +60,8 @@ class Admin:
                    for k, v in (config or {}).items()]
         topic = R.CreatableTopic(name=name, num_partitions=partitions,
                                  replication_factor=replication_factor, configs=configs)
-        with self._controller() as (admin, brokers):
-            (answer,) = admin.request(CREATE_TOPICS, topics=[topic],
-                                      timeout_ms=int(TIMEOUT * 1000)).topics
+        answer, brokers = self._ask_controller(CREATE_TOPICS, lambda r: r.topics[0], deadline,
+                                               topics=[topic], timeout_ms=int(TIMEOUT * 1000))
         _check(answer.error_code, answer.error_message)
         for address in brokers:
             _wait_for_leaders(address, name, partitions, deadline)
@@ -71,10 +69,10 @@ class Admin:
 
     def delete_topic(self, name: str) -> None:
         """Delete ``name`` (the cluster finishes deleting it in its own time)."""
-        with self._controller() as (admin, _brokers):
-            (answer,) = admin.request(DELETE_TOPICS, topic_names=[name],
-                                      topics=[DELETE_TOPICS.Request.DeleteTopicState(name=name)],
-                                      timeout_ms=0).responses
+        answer, _brokers = self._ask_controller(
+            DELETE_TOPICS, lambda r: r.responses[0], time.monotonic() + TIMEOUT,
+            topic_names=[name], topics=[DELETE_TOPICS.Request.DeleteTopicState(name=name)],
+            timeout_ms=0)
         _check(answer.error_code, answer.error_message)
 
     def leader(self, topic: str, partition: int = 0) -> int:
@@ -97,22 +95,42 @@ class Admin:
         _check(answer.error_code, answer.error_message)
         return answer.node_id
 
+    def _silent(self) -> set[str]:
+        """Addresses of brokers known to answer nothing now (paused ones): not asked."""
+        return set()
+
     def _client(self) -> Client:
         """A client of the first broker of ``bootstrap_servers`` that answers."""
-        return Client(self.bootstrap_servers, CLIENT_ID, timeout=TIMEOUT)
+        silent = self._silent()
+        addresses = [a for a in self.bootstrap_servers.split(",") if a.strip() not in silent]
+        return Client(",".join(addresses), CLIENT_ID, timeout=TIMEOUT)
 
-    @contextlib.contextmanager
-    def _controller(self):
-        """A client of the controller, and every broker's address."""
-        with self._client() as c:
-            md = metadata(c, [])
-            brokers = {b.node_id: f"{b.host}:{b.port}" for b in md.brokers}
-            controller = brokers.get(md.controller_id)
-            if controller is None or controller == "%s:%d" % c.sock.getpeername()[:2]:
-                yield c, list(brokers.values())
-                return
-        with Client(controller, CLIENT_ID, timeout=TIMEOUT) as admin:
-            yield admin, list(brokers.values())
+    def _ask_controller(self, api, answer_of, deadline: float, **fields):
+        """``answer_of`` the controller's response to ``api``, and the addresses of the brokers
+        to wait for. A controller just killed or paused stays listed until its ZooKeeper session
+        ends (or a broker answers NOT_CONTROLLER): asked again until ``deadline``, as Kafka's
+        admin client retries."""
+        while True:
+            answer = None
+            with self._client() as c:
+                md = metadata(c, [])
+                address = {b.node_id: f"{b.host}:{b.port}" for b in md.brokers}
+                brokers = [a for a in address.values() if a not in self._silent()]
+                controller = address.get(md.controller_id)
+                try:
+                    if controller is None or controller == "%s:%d" % c.sock.getpeername()[:2]:
+                        answer = answer_of(c.request(api, **fields))
+                    elif controller not in self._silent():
+                        with Client(controller, CLIENT_ID, timeout=TIMEOUT) as admin:
+                            answer = answer_of(admin.request(api, **fields))
+                except ConnectionError:  # the controller was killed
+                    pass
+            if answer is not None and answer.error_code != errors.NOT_CONTROLLER:
+                return answer, brokers
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{api.name}: no controller of {self.bootstrap_servers} "
+                                   f"answered within {TIMEOUT:.0f} s")
+            time.sleep(0.1)
 
 
 def _check(code: int, message: str | None) -> None:

@@ -129,6 +129,9 @@ class Cluster(Admin, Lifecycle):
             b.clear_faults()
         self.local.wait_for_brokers(len(self.brokers), timeout)
 
+    def _silent(self) -> set[str]:
+        return {b.bootstrap_servers for b in self.brokers.values() if b.process.paused}
+
     def _id(self, broker) -> int:
         node_id = getattr(broker, "node_id", broker)
         if node_id not in self.brokers:

@@ -79,8 +79,13 @@ def test_what_the_machine_lacks_skips_the_test():
 
 def test_brokers_are_killed_and_paused(josefk_cluster):
     josefk_cluster.kill(2)
-    josefk_cluster.create_topic(f"after-a-kill-{uuid.uuid4().hex[:8]}", partitions=3)
+    # two replicas: once ZooKeeper has noticed the kill, two brokers are left to hold them
+    josefk_cluster.create_topic(f"after-a-kill-{uuid.uuid4().hex[:8]}", partitions=3,
+                                replication_factor=2)
     josefk_cluster.pause(3)
+    start = time.monotonic()
+    josefk_cluster.create_topic(f"after-a-pause-{uuid.uuid4().hex[:8]}", replication_factor=1)
+    assert time.monotonic() - start < 10  # the paused broker is not waited for
     assert not josefk_cluster.brokers[2].running
 
 
