@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import logging
 import time
@@ -13,16 +14,14 @@ from josefk.broker.config import BrokerConfig, ConfigError, parse_properties
 from josefk.broker.client_metrics import ClientMetricsManager
 from josefk.broker.dispatch import features, served
 from josefk.broker.group_log import OFFSETS_TOPIC, GroupTopics, OffsetsTopicLog
-from josefk.broker.metrics import BrokerMetrics
+from josefk.broker.injection import FaultInjector
 from josefk.broker.control.metadata import (BrokerInfo, LocalMetadataStore, MetadataError,
                                             MetadataStore, topic_name_error)
 from josefk.broker.security.quotas import LocalQuotaStore, QuotaManager
 from josefk.broker.replication.replica import ReplicaManager, topic_log_config
 from josefk.broker.security.authorizer import AclAuthorizer, LocalAclStore
-from josefk.broker.control.cluster import ClusterMember
 from josefk.broker.dynamic import DynamicConfigs
 from josefk.broker.fetch_sessions import FetchSessionCache
-from josefk.broker.replication.fetcher import FetcherManager
 from josefk.broker.handlers.metadata import TopicMetadataCache
 from josefk.broker.security import listeners as security
 from josefk.broker.security.sasl import InterBrokerSecurity, LocalCredentialStore, check_mechanisms
@@ -84,9 +83,16 @@ class Broker:
     def __init__(self, config: BrokerConfig):
         self.config = config
         self.connections = set()
-        self.metrics = BrokerMetrics(self) if config.get("josefk.metrics.port") else None
+        # The parts only some brokers run are imported by those alone (the Prometheus client,
+        # the controller and the replica fetchers): a single broker starts without them.
+        self.metrics = None
+        if config.get("josefk.metrics.port"):
+            from josefk.broker.metrics import BrokerMetrics
+
+            self.metrics = BrokerMetrics(self)
         handlers = served(config)
         self.handlers = self.metrics.instrument(handlers) if self.metrics else handlers
+        self.faults = FaultInjector(self)
         self.client_metrics = ClientMetricsManager(config.int("telemetry.max.bytes"))
         self.servers = []
         self._tasks = []
@@ -123,10 +129,14 @@ class Broker:
         self.default_log_config = LogConfig.from_props({}, config.topic_defaults())
         self.logs = LogManager(dirs, self.default_log_config, config_for=self._log_config_for)
         if self.zk is not None:
+            from josefk.broker.control.cluster import ClusterMember
+
             self.cluster = ClusterMember(self)
         self.replicas = ReplicaManager(config, self.logs, self.metadata, config.node_id,
                                        self.cluster.isr_changes if self.cluster else None)
         if self.cluster is not None:
+            from josefk.broker.replication.fetcher import FetcherManager
+
             self.replicas.fetchers = FetcherManager(
                 config.node_id, lambda b: self.cluster.channel("fetch", b), config)
             self.replicas.dir_failure_listeners.append(self.cluster.log_dir_failed)
@@ -189,9 +199,13 @@ class Broker:
         for listener, e in zip(self.listeners, security.listeners(cfg)):
             self.servers.append(await serve(self, listener, e.host or "0.0.0.0", e.port,
                                             limits))
+        self._advertise_bound_ports()
         limits.start(self.connections, lambda: any(s.is_serving() for s in self.servers))
+        self._tasks.append(limits.expiry)
         if self.metrics is not None:
             await self.metrics.start()
+        if cfg.get("josefk.testing.control.port") is not None:
+            await self.faults.start(cfg.int("josefk.testing.control.port"))
         if self.cluster is not None:
             await self.cluster.start()
             self._tasks.append(asyncio.ensure_future(self._periodic_on_loop(
@@ -210,6 +224,24 @@ class Broker:
             log.info("records are walked in plain Python (the C helper was not built): produce "
                      "validation costs more CPU")
 
+    def _advertise_bound_ports(self) -> None:
+        """Listeners on port 0 got their port from the system: from now on the configuration,
+        the registration and every Metadata answer name the bound port (as Kafka does)."""
+        cfg = self.config
+        bound = {e.listener: server.sockets[0].getsockname()[1]
+                 for e, server in zip(security.listeners(cfg), self.servers) if e.port == 0}
+        if not bound:
+            return
+        for prop in ("listeners", "advertised.listeners"):
+            if cfg.get(prop):
+                cfg.props[prop] = ",".join(
+                    dataclasses.replace(e, port=bound.get(e.listener, e.port)).connection_string
+                    if e.port == 0 else e.connection_string
+                    for e in security.endpoints(cfg, prop))
+        endpoints = {e.listener: (e.host, e.port) for e in security.advertised_listeners(cfg)}
+        self.info.endpoints = endpoints
+        self.info.host, self.info.port = endpoints[security.inter_broker_listener(cfg)]
+
     async def stop(self):
         if self.cluster is not None and self.config.bool("controlled.shutdown.enable"):
             await self.cluster.controlled_shutdown(
@@ -219,6 +251,7 @@ class Broker:
             t.cancel()
         if self.metrics is not None:
             await self.metrics.stop()
+        await self.faults.stop()
         for server in self.servers:
             server.close()
         for c in list(self.connections):

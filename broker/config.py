@@ -115,6 +115,8 @@ DEFAULTS = {
     "josefk.client.telemetry.enable": "true",
     "telemetry.max.bytes": "1048576",
     "josefk.metrics.host": "127.0.0.1",
+    # Tests only: a control endpoint on 127.0.0.1 that injects faults (broker/injection.py)
+    "josefk.testing.control.port": "",
     "listener.security.protocol.map":
         "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
     "security.inter.broker.protocol": "PLAINTEXT",

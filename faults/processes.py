@@ -23,6 +23,10 @@ from josefk.faults import disk, network
 from josefk.zk.local_server import LocalZooKeeper
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+# A source checkout runs its brokers from its root (its packages on PYTHONPATH); an installed
+# josefk runs them as any installed package, so that its subpackages (storage, broker...) never
+# stand on sys.path as top-level modules.
+CHECKOUT = REPO_ROOT if (REPO_ROOT / "setup.py").exists() else None
 
 # The interpreter that runs the broker: the one running the caller (the venv's), unless
 # overridden.
@@ -176,12 +180,13 @@ class BrokerProcess:
         )
         env = dict(os.environ)
         env["PYTHONUNBUFFERED"] = "1"
-        env["PYTHONPATH"] = str(REPO_ROOT) + (
-            os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else ""
-        )
+        if CHECKOUT:
+            env["PYTHONPATH"] = str(CHECKOUT) + (
+                os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else ""
+            )
         self.proc = subprocess.Popen(
             self.launcher + self.command(),
-            cwd=str(REPO_ROOT),
+            cwd=str(CHECKOUT or self.data_dir.parent),
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=self._log_file,

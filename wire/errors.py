@@ -102,3 +102,9 @@ _NAMES = {v: k for k, v in list(globals().items()) if k.isupper() and isinstance
 def name(code: int) -> str:
     """The Kafka name of an error code, for logs and messages."""
     return _NAMES.get(code, f"ERROR_{code}")
+
+
+def code(error_name: str) -> int | None:
+    """The code of a Kafka error name (``"NOT_LEADER_OR_FOLLOWER"`` -> 6), None if unknown."""
+    value = globals().get(error_name.upper())
+    return value if isinstance(value, int) and value in _NAMES else None

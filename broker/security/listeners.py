@@ -51,7 +51,7 @@ def protocol_map(config) -> dict[str, str]:
     return out
 
 
-def _endpoints(config, prop: str) -> list[Endpoint]:
+def endpoints(config, prop: str) -> list[Endpoint]:
     pmap = protocol_map(config)
     try:
         eps = [Endpoint.parse(s.strip(), pmap) for s in config.get(prop, "").split(",")
@@ -66,7 +66,7 @@ def _endpoints(config, prop: str) -> list[Endpoint]:
 
 def listeners(config) -> list[Endpoint]:
     """The listeners to bind (``listeners``), each with its security protocol."""
-    eps = _endpoints(config, "listeners")
+    eps = endpoints(config, "listeners")
     if not eps:
         raise ConfigError("listeners is empty")
     return eps
@@ -75,7 +75,7 @@ def listeners(config) -> list[Endpoint]:
 def advertised_listeners(config) -> list[Endpoint]:
     """What clients are told per listener: ``advertised.listeners``, else ``listeners``; an empty
     host becomes 127.0.0.1."""
-    eps = _endpoints(config, "advertised.listeners") if config.get("advertised.listeners") \
+    eps = endpoints(config, "advertised.listeners") if config.get("advertised.listeners") \
         else listeners(config)
     return [Endpoint(e.listener, e.host or "127.0.0.1", e.port, e.security_protocol) for e in eps]
 
