@@ -175,7 +175,8 @@ def test_kafka_python_wrong_password_is_refused(pki, secure_broker, caplog):
     conf = kafka_python_config(pki, secure_broker, "SASL_SSL", "SCRAM-SHA-512", "bob")
     conf["sasl_plain_password"] = "wrong"
     with pytest.raises(KafkaPythonError):
-        KafkaProducer(**conf, max_block_ms=5000).send(unique_topic("x"), b"v").get(timeout=5)
+        KafkaProducer(**conf, max_block_ms=5000, bootstrap_timeout_ms=3000).send(
+            unique_topic("x"), b"v").get(timeout=5)
     assert "Authentication failed during authentication due to invalid credentials with SASL " \
            "mechanism SCRAM-SHA-512" in caplog.text
     _still_serves(pki, secure_broker)
