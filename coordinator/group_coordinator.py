@@ -128,6 +128,8 @@ class GroupCoordinator:
         """Stop answering for the groups of ``partition`` (leadership moved away)."""
         self.catalog.owned_partitions.discard(partition)
         self.catalog.loading_partitions.discard(partition)
+        for listener in self.catalog.partition_listeners:
+            listener.unloaded(partition)
         for group in self.catalog.groups_of(partition):
             self.membership.unload(group)
             del self.catalog.groups[group.group_id]

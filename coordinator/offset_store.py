@@ -88,6 +88,9 @@ class LoadedPartition:
     removed_groups: set = field(default_factory=set)
     # producer id -> {(group, topic, partition): CommitRecord} of transactions not yet ended
     pending_txn: dict = field(default_factory=dict)
+    # the records of other declared types (share groups...): [(CoordinatorRecord, key, value
+    # bytes or None for a tombstone)], each key's last write, in log order
+    records: list = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -196,6 +199,11 @@ class OffsetStore:
             partition, [(group_metadata_key(group_id), group_metadata_value(record), None, now_ms)],
             now_ms)
 
+    async def store_records(self, partition: int, records, now_ms: int) -> int:
+        """Append one batch of (key, value) records of any declared type (value None: a
+        tombstone); resolves to its base offset."""
+        return await self._append(partition, [(k, v, None, now_ms) for k, v in records], now_ms)
+
     async def store_tombstones(self, partition: int, group_id: str, partitions,
                                delete_group: bool, now_ms: int) -> int | None:
         """Tombstones for the given (topic, partition) offsets, and for the group metadata when
@@ -242,7 +250,7 @@ class OffsetStore:
 class _Replay:
     """The state a replay of one __consumer_offsets partition builds, record by record."""
 
-    __slots__ = ("partition", "offsets", "pending", "groups", "removed")
+    __slots__ = ("partition", "offsets", "pending", "groups", "removed", "others")
 
     def __init__(self, partition: int):
         self.partition = partition
@@ -250,6 +258,7 @@ class _Replay:
         self.pending: dict[int, dict[tuple, CommitRecord]] = {}   # producer id -> uncommitted
         self.groups: dict[str, GroupRecord] = {}
         self.removed: set[str] = set()
+        self.others: dict = {}  # raw key -> (record, key, raw value) of other record types
 
     def apply_latest(self, latest: dict) -> None:
         for key, (value, base_offset) in latest.items():
@@ -268,6 +277,13 @@ class _Replay:
         """One record (``producer_id`` >= 0: of a transactional batch)."""
         try:
             record, key = CONSUMER_OFFSETS.read_key(raw_key)
+            if record is not OFFSET_COMMIT and record is not GROUP_METADATA:
+                if raw_value is not None:
+                    record.read_value(raw_value)  # undecodable: skipped below
+                self.others.pop(bytes(raw_key), None)
+                self.others[bytes(raw_key)] = (record, key,
+                                               None if raw_value is None else bytes(raw_value))
+                return
             is_offset = record is OFFSET_COMMIT
             if is_offset:
                 om = read_offset_value(raw_value)
@@ -300,7 +316,8 @@ class _Replay:
 
     def result(self) -> LoadedPartition:
         loaded = LoadedPartition(groups=self.groups, removed_groups=self.removed,
-                                 pending_txn={pid: t for pid, t in self.pending.items() if t})
+                                 pending_txn={pid: t for pid, t in self.pending.items() if t},
+                                 records=list(self.others.values()))
         for (g, t, p), cr in self.offsets.items():
             loaded.offsets.setdefault(g, {})[(t, p)] = cr
         return loaded

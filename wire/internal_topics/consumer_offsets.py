@@ -7,6 +7,7 @@ layout as type 1, read with OffsetCommitValue as Kafka 3.x reads it. Kafka 2.3+ 
 1 with value v3, or v1 when the commit carries an explicit expire timestamp; value v4 is the
 first flexible version.
 """
+from josefk.wire.internal_topics.share_groups import SHARE_GROUP_RECORDS
 from josefk.wire.schema import (BYTES, INT32, INT64, STRING, CoordinatorRecord, CoordinatorTopic,
                                 Field)
 
@@ -42,5 +43,6 @@ GROUP_METADATA = CoordinatorRecord(2, "GroupMetadata", key=[
     ], struct="MemberMetadata"),
 ])
 
-CONSUMER_OFFSETS = CoordinatorTopic("__consumer_offsets", [OFFSET_COMMIT, GROUP_METADATA],
+CONSUMER_OFFSETS = CoordinatorTopic("__consumer_offsets",
+                                    [OFFSET_COMMIT, GROUP_METADATA, *SHARE_GROUP_RECORDS],
                                     aliases={0: OFFSET_COMMIT})
