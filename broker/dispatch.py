@@ -5,8 +5,8 @@ from josefk.broker.security import acl
 from josefk.broker.security.authorizer import requires_cluster, requires_group
 from josefk.broker.handlers import (acls, alter_configs, api_versions, cluster, configs, fetch,
                                     groups, list_offsets, log_admin, metadata, offsets, produce,
-                                    producer, quotas, replication, sasl, scram, telemetry, topics,
-                                    txn)
+                                    producer, quotas, replication, sasl, scram, share, telemetry,
+                                    topics, txn)
 from josefk.broker.security.quotas import fetch_quota, produce_quota
 from josefk.wire import apis
 
@@ -71,17 +71,56 @@ HANDLERS = {
     apis.DESCRIBE_PRODUCERS.key: txn.handle_describe_producers,
     apis.DESCRIBE_TRANSACTIONS.key: txn.handle_describe_transactions,
     apis.LIST_TRANSACTIONS.key: txn.handle_list_transactions,
+    # share groups (KIP-932)
+    apis.SHARE_GROUP_HEARTBEAT.key: requires_group(acl.READ, share.handle_share_group_heartbeat),
+    apis.SHARE_GROUP_DESCRIBE.key: share.handle_share_group_describe,
+    apis.SHARE_FETCH.key: requires_group(acl.READ, share.handle_share_fetch),
+    apis.SHARE_ACKNOWLEDGE.key: requires_group(acl.READ, share.handle_share_acknowledge),
+    apis.INITIALIZE_SHARE_GROUP_STATE.key: for_brokers(share.handle_initialize_share_group_state),
+    apis.READ_SHARE_GROUP_STATE.key: for_brokers(share.handle_read_share_group_state),
+    apis.WRITE_SHARE_GROUP_STATE.key: for_brokers(share.handle_write_share_group_state),
+    apis.DELETE_SHARE_GROUP_STATE.key: for_brokers(share.handle_delete_share_group_state),
+    apis.READ_SHARE_GROUP_STATE_SUMMARY.key: for_brokers(
+        share.handle_read_share_group_state_summary),
+    apis.DESCRIBE_SHARE_GROUP_OFFSETS.key: share.handle_describe_share_group_offsets,
+    apis.ALTER_SHARE_GROUP_OFFSETS.key: share.handle_alter_share_group_offsets,
+    apis.DELETE_SHARE_GROUP_OFFSETS.key: share.handle_delete_share_group_offsets,
 }
+
+class Switch:
+    """APIs a broker config turns off: ``is_on(config)``; ``feature`` is the (name, level)
+    ApiVersions reports among its finalized features while they are served (as Kafka 4 reports
+    the feature levels that enable them)."""
+
+    def __init__(self, keys, is_on, feature=None):
+        self.keys = frozenset(keys)
+        self.is_on = is_on
+        self.feature = feature
+
+
+def share_groups_enabled(config) -> bool:
+    """Kafka 4.0's switches: group.share.enable and "share" among the rebalance protocols."""
+    protocols = {p.strip() for p in config.props["group.coordinator.rebalance.protocols"]
+                 .split(",")}
+    return config.bool("group.share.enable") and "share" in protocols
+
 
 # APIs a broker config turns off: ApiVersions does not advertise them and requests for them are
 # answered as for any API the broker does not serve.
-SWITCHES = {
-    "josefk.client.telemetry.enable": (apis.GET_TELEMETRY_SUBSCRIPTIONS.key,
-                                       apis.PUSH_TELEMETRY.key),
-}
+SWITCHES = [
+    Switch((apis.GET_TELEMETRY_SUBSCRIPTIONS.key, apis.PUSH_TELEMETRY.key),
+           lambda config: config.bool("josefk.client.telemetry.enable")),
+    Switch((api.key for api in apis.SHARE_APIS), share_groups_enabled,
+           feature=("share.version", 1)),
+]
 
 
 def served(config) -> dict:
     """The handlers of the APIs this broker serves with ``config``."""
-    off = {key for name, keys in SWITCHES.items() if not config.bool(name) for key in keys}
+    off = {key for switch in SWITCHES if not switch.is_on(config) for key in switch.keys}
     return {key: h for key, h in HANDLERS.items() if key not in off}
+
+
+def features(config) -> list[tuple[str, int]]:
+    """(name, level) of the features of the APIs served with ``config``."""
+    return [s.feature for s in SWITCHES if s.feature is not None and s.is_on(config)]
