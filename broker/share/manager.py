@@ -267,6 +267,12 @@ class SharePartitionManager:
                 entry.part.wake()
         if writes:
             await asyncio.gather(*writes)
+        if not any(g == session.group_id for g, _m in self.sessions):
+            # the group has no member here any more (Kafka's onGroupEmpty): its share-partitions
+            # are read again when next used, so an admin's change of their state is seen
+            for entry in [e for (g, _t, _i), e in self.partitions.items()
+                          if g == session.group_id and not e._writer]:
+                self.fence(entry, errors.NOT_LEADER_OR_FOLLOWER)
 
     def connection_closed(self, connection) -> None:
         for session in [s for s in self.sessions.values() if s.connection is connection]:
