@@ -15,7 +15,7 @@ from compat_tests.helpers import (admin_client, create_topic, josefk_cli, produc
 from compat_tests.share_consumers import (ACCEPT, RELEASE, REJECT, ChildConsumer, Member,
                                           set_group_configs, wait_until)
 from josefk.tools.client import Client
-from josefk.wire.apis import API_VERSIONS, SHARE_APIS
+from josefk.wire.apis import API_VERSIONS, LIST_GROUPS, SHARE_APIS
 
 # Locks of one second (Kafka allows 15 s at least by default) so expiry is seen in a test.
 SHARE_OVERRIDES = {**BASE_OVERRIDES, "group.share.min.record.lock.duration.ms": 1000,
@@ -239,17 +239,20 @@ def test_share_auto_offset_reset_is_a_group_config(share_broker, request):
 
 def test_list_groups_and_the_cli_show_share_groups_with_lag(share_broker, request):
     topic, group = _setup(share_broker.bootstrap, request, 30, batch=30)
-    member = Member(share_broker.bootstrap, group, [topic],
+    member = Member(share_broker.bootstrap, group, [topic], stop_after=30,
                     decide=lambda m: ACCEPT if m.offset() < 10 else RELEASE)
     try:
         wait_until(lambda: len(member.deliveries) >= 30, 30, "deliveries")
-        admin = admin_client(share_broker.bootstrap)
-        listed = {g.group_id: g for g in admin.list_consumer_groups().result(10).valid}
-        assert group in listed
-        out = josefk_cli(share_broker, "groups", "list").stdout
-        assert group in out
     finally:
         member.close()
+    with Client(share_broker.bootstrap) as c:
+        listed = {g.group_id: g for g in c.request(LIST_GROUPS, states_filter=[],
+                                                    types_filter=["share"]).groups}
+        assert (listed[group].group_type, listed[group].protocol_type,
+                listed[group].group_state) == ("share", "share", "Empty")
+        classic = c.request(LIST_GROUPS, states_filter=[], types_filter=["classic"])
+        assert group not in {g.group_id for g in classic.groups}
+    assert group in josefk_cli(share_broker, "groups", "list").stdout
     out = josefk_cli(share_broker, "groups", "describe", "--group", group).stdout
     assert "share" in out.lower()
     row = next(line.split() for line in out.splitlines() if line.startswith(group))

@@ -1,12 +1,14 @@
-"""`josefk groups list|describe|delete|reset-offsets`, modelled on kafka-consumer-groups.sh."""
+"""`josefk groups list|describe|delete|reset-offsets`, modelled on kafka-consumer-groups.sh (and
+kafka-share-groups.sh for the description of a share group)."""
 from __future__ import annotations
 
 import sys
 
 from josefk.tools.client import Client, KafkaError
 from josefk.wire import errors
-from josefk.wire.apis import (DELETE_GROUPS, DESCRIBE_GROUPS, FIND_COORDINATOR, LIST_GROUPS,
-                              LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH)
+from josefk.wire.apis import (DELETE_GROUPS, DESCRIBE_GROUPS, DESCRIBE_SHARE_GROUP_OFFSETS,
+                              FIND_COORDINATOR, LIST_GROUPS, LIST_OFFSETS, METADATA,
+                              OFFSET_COMMIT, OFFSET_FETCH, SHARE_GROUP_DESCRIBE)
 from josefk.wire.apis.consumer_protocol import ASSIGNMENT
 
 LATEST, EARLIEST = -1, -2
@@ -106,10 +108,60 @@ def _list_offsets(c, tps, timestamp) -> dict:
             if not p.error_code}
 
 
+def share_group(c, group):
+    """(ShareGroupDescribe's group, DescribeShareGroupOffsets' topics) of ``group`` if it is a
+    share group (KIP-932), else None."""
+    if SHARE_GROUP_DESCRIBE.key not in c.versions:
+        return None
+    d = c.request(SHARE_GROUP_DESCRIBE, group_ids=[group],
+                  include_authorized_operations=False).groups[0]
+    if d.error_code == errors.GROUP_ID_NOT_FOUND:
+        return None
+    if d.error_code:
+        raise KafkaError(d.error_code, d.error_message or errors.name(d.error_code))
+    Q = DESCRIBE_SHARE_GROUP_OFFSETS.Request
+    g = c.request(DESCRIBE_SHARE_GROUP_OFFSETS, groups=[
+        Q.DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=None)]).groups[0]
+    if g.error_code:
+        raise KafkaError(g.error_code, g.error_message or errors.name(g.error_code))
+    return d, g.topics
+
+
+def _describe_share_group(group, d, topics) -> None:
+    """As kafka-share-groups.sh --describe: each share-partition's start offset and lag (the
+    records from it to the end not yet acknowledged or archived), then the members."""
+    print(f"\nShare group '{group}' ({d.group_state}, epoch {d.group_epoch}) has "
+          f"{len(d.members) or 'no active'} member{'s' if len(d.members) != 1 else ''}.")
+    rows = [("GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LEADER-EPOCH", "LAG")]
+    for t in sorted(topics, key=lambda t: t.topic_name):
+        for p in sorted(t.partitions, key=lambda p: p.partition_index):
+            rows.append((group, t.topic_name, p.partition_index, _dash(_known(p.start_offset)),
+                         _dash(_known(p.leader_epoch)), _dash(_known(p.lag))))
+    print()
+    _table(rows)
+    if d.members:
+        rows = [("CONSUMER-ID", "HOST", "CLIENT-ID", "MEMBER-EPOCH", "ASSIGNMENT")]
+        for m in d.members:
+            assigned = ",".join(f"{tp.topic_name}:{p}" for tp in m.assignment.topic_partitions
+                                for p in tp.partitions)
+            rows.append((m.member_id, m.client_host, m.client_id, m.member_epoch,
+                         assigned or "-"))
+        print()
+        _table(rows)
+
+
+def _known(v):
+    return None if v is None or v < 0 else v
+
+
 def groups_describe(args) -> int:
     try:
         with Client.from_args(args) as c:
             _coordinator_ready(c, args.group)
+            share = share_group(c, args.group)
+            if share is not None:
+                _describe_share_group(args.group, *share)
+                return 0
             d = describe_group(c, args.group)
             if d.group_state == "Dead":
                 return _fail(f"Consumer group '{args.group}' does not exist.")
