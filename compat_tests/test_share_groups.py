@@ -291,14 +291,13 @@ def test_share_state_survives_a_leader_kill_on_the_cluster(cluster_factory, requ
     group = _group(request)
     set_group_configs(c.bootstrap, group, share_auto_offset_reset="earliest")
     produce_values(c.bootstrap, topic, 1, 0, 40)
-    member = Member(c.bootstrap, group, [topic],
-                    decide=lambda m: ACCEPT if m.offset() < 20 else RELEASE,
-                    max_poll_records=20)
+    member = Member(c.bootstrap, group, [topic], stop_after=40,
+                    decide=lambda m: ACCEPT if m.offset() < 20 else RELEASE)
     try:
-        wait_until(lambda: {d[1] for d in member.deliveries} >= set(range(40)), 60,
-                   "every record once")
+        wait_until(lambda: len(member.deliveries) >= 40, 60, "every record once")
     finally:
         member.close()
+    assert sorted(member.offsets()) == list(range(40))
     leader = c.partition(topic, 0).leader
     c.brokers[leader].kill()
     survivor = next(i for i in c.brokers if i != leader)

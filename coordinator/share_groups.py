@@ -84,23 +84,26 @@ class HeartbeatResult:
 
 def assign(members: dict, topics: dict) -> dict:
     """Kafka's ``simple`` share-group assignor: ``members`` {member id: subscribed topic names},
-    ``topics`` {name: (topic id, partitions)}. Each topic's partitions are spread over its
-    subscribers in turn; when they outnumber the partitions each member gets one partition and
-    each partition several members. Returns {member id: {topic id: [partitions]}}."""
+    ``topics`` {name: (topic id, partitions)}. The members of one subscription share the
+    partitions of its topics: in turn, one member each, while the partitions are at least as
+    many as the members; else each member gets one partition and each partition several
+    members. Returns {member id: {topic id: [partitions]}}."""
     out = {m: {} for m in members}
-    turn = 0
-    for name in sorted(topics):
-        topic_id, count = topics[name]
-        subs = sorted(m for m, names in members.items() if name in names)
-        if not subs or count <= 0:
+    by_subscription: dict = {}
+    for m, names in members.items():
+        by_subscription.setdefault(tuple(sorted(set(names) & set(topics))), []).append(m)
+    for names, subs in by_subscription.items():
+        subs.sort()
+        partitions = [(topics[n][0], p) for n in names for p in range(topics[n][1])]
+        if not partitions:
             continue
-        if len(subs) <= count:
-            for p in range(count):
-                out[subs[(p + turn) % len(subs)]].setdefault(topic_id, []).append(p)
+        if len(subs) <= len(partitions):
+            for i, (topic_id, p) in enumerate(partitions):
+                out[subs[i % len(subs)]].setdefault(topic_id, []).append(p)
         else:
             for i, m in enumerate(subs):
-                out[m].setdefault(topic_id, []).append((i + turn) % count)
-        turn += count
+                topic_id, p = partitions[i % len(partitions)]
+                out[m].setdefault(topic_id, []).append(p)
     return out
 
 
