@@ -5,7 +5,9 @@ One josefk broker (a subprocess, data on disk); per round and workload a fresh t
 partition filled with ``--messages`` records of ``--size`` bytes (not timed), then ``N``
 consumer processes of a fresh group (confluent-kafka: ``ShareConsumer`` with implicit
 acknowledgement, or ``Consumer`` with auto commit for ``group-1``), each counting what it
-receives and reporting every 0.25 s. The clock runs from the first record any of them received
+receives and reporting every 0.25 s. They subscribe (join) first and start polling together;
+producer batches are 16 KiB (the Java client's default), so a fetch (500 records at most, whole
+batches) leaves the rest of the partition to the others. The clock runs from the first record any of them received
 to the moment they have together received every record (each exactly once: a share group
 delivers a record again only when it is released or its lock expires, neither of which happens
 here); the broker's CPU seconds are read from /proc over the same run. Workloads alternate
@@ -45,8 +47,12 @@ else:
                   "auto.offset.reset": "earliest", "enable.auto.commit": True})
     c.subscribe([topic])
     poll = lambda: c.consume(1000, 0.2)
+for _ in range(25):  # joins in the background; a share consumer fetches when polled
+    time.sleep(0.1)
+print(json.dumps({"n": 0, "first": None, "t": time.time(), "ready": True}), flush=True)
+sys.stdin.readline()  # "go"
 n, first, last_report = 0, None, 0.0
-while not sys.stdin.closed:
+while True:
     msgs = poll()
     got = sum(1 for m in msgs if not m.error())
     now = time.time()
@@ -65,7 +71,7 @@ def _fill(bootstrap: str, topic: str, messages: int, size: int) -> None:
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.size": 1 << 20})
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.size": 16384})
     value = b"x" * size
     for _ in range(messages):
         while True:
@@ -103,6 +109,11 @@ def run_once(broker, kind: str, consumers: int, messages: int, size: int) -> dic
     for i, ch in enumerate(children):
         sel.register(ch.stdout, selectors.EVENT_READ, i)
     latest = [{"n": 0, "first": None, "t": 0.0} for _ in children]
+    for ch in children:  # every one joined before any reads: they start together
+        json.loads(ch.stdout.readline())
+    for ch in children:
+        ch.stdin.write("go\n")
+        ch.stdin.flush()
     deadline = time.monotonic() + CAP_S
     try:
         while sum(r["n"] for r in latest) < messages and time.monotonic() < deadline:
@@ -113,7 +124,6 @@ def run_once(broker, kind: str, consumers: int, messages: int, size: int) -> dic
     finally:
         cpu1 = cpu_seconds(broker.proc.pid)
         for ch in children:
-            ch.stdin.close()
             ch.kill()
             ch.wait(10)
     got = sum(r["n"] for r in latest)
