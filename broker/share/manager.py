@@ -286,7 +286,11 @@ class SharePartitionManager:
         out = {}
         writes = []
         renew = renew and self.configs.get(group_id, "share.renew.acknowledge.enable") == "true"
+        serving = self.broker.may_serve_share()
         for (topic, index, topic_id), batches in acks.items():
+            if not serving:
+                out[(topic, index, topic_id)] = errors.NOT_LEADER_OR_FOLLOWER
+                continue
             entry = self.partitions.get((group_id, topic, index))
             if entry is None or not entry.ready.done() or entry.error:
                 part = self.broker.replicas.leader_partition(topic, index)
