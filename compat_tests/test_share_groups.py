@@ -15,7 +15,7 @@ from compat_tests.helpers import (admin_client, create_topic, josefk_cli, produc
 from compat_tests.share_consumers import (ACCEPT, RELEASE, REJECT, ChildConsumer, Member,
                                           set_group_configs, wait_until)
 from josefk.tools.client import Client
-from josefk.wire.apis import API_VERSIONS, LIST_GROUPS, SHARE_APIS
+from josefk.wire.apis import API_VERSIONS, LIST_GROUPS, SHARE_APIS, SHARE_GROUP_DESCRIBE
 
 # Locks of one second (Kafka allows 15 s at least by default) so expiry is seen in a test.
 SHARE_OVERRIDES = {**BASE_OVERRIDES, "group.share.min.record.lock.duration.ms": 1000,
@@ -66,11 +66,26 @@ def test_api_versions_advertise_share_groups_with_their_feature_level(share_brok
     assert resp.finalized_features == []
 
 
+def _members_of(bootstrap, group) -> int:
+    with Client(bootstrap) as c:
+        d = c.request(SHARE_GROUP_DESCRIBE, group_ids=[group],
+                      include_authorized_operations=False).groups[0]
+    return sum(1 for m in d.members if m.assignment.topic_partitions)
+
+
 def test_three_share_consumers_split_one_partition(share_broker, request):
-    topic, group = _setup(share_broker.bootstrap, request, 300)
+    topic, group = _setup(share_broker.bootstrap, request, 0)
     members = [Member(share_broker.bootstrap, group, [topic], max_poll_records=10)
                for _ in range(3)]
     try:
+        # all three share partition 0 before the records come, ten to a batch
+        wait_until(lambda: _members_of(share_broker.bootstrap, group) == 3, 30,
+                   "three members with partition 0")
+        p = producer(share_broker.bootstrap, **{"linger.ms": 0})
+        for i in range(300):
+            p.produce(topic, value=b"v%d" % i)
+            if i % 10 == 9:
+                p.flush(10)
         wait_until(lambda: sum(len(m.deliveries) for m in members) >= 300, 60,
                    "300 deliveries")
         time.sleep(1)  # nothing more may come

@@ -144,9 +144,7 @@ async def handle_share_fetch(broker, ctx, req):
                                         ctx.connection, wanted, forgotten, bool(acks))
     if code:
         return R(error_code=code, acquisition_lock_timeout_ms=lock_ms)
-    for (_t, index, topic_id), code in (await manager.acknowledge(
-            req.group_id, req.member_id, acks, v >= 2 and req.is_renew_ack)).items():
-        ack_errors[(topic_id, index)] = code
+    acked = manager.acknowledge(req.group_id, req.member_id, acks, v >= 2 and req.is_renew_ack)
     fetched = {}
     if req.share_session_epoch == -1:
         await manager.release_session(session, delivered=False)
@@ -156,6 +154,8 @@ async def handle_share_fetch(broker, ctx, req):
             fetched[tp] = (errors.TOPIC_AUTHORIZATION_FAILED, None, [])
         fetched.update(await manager.fetch(req.group_id, req.member_id, partitions,
                                            req.max_wait_ms, req.max_bytes, req.max_records))
+    for (_t, index, topic_id), code in acked.items():
+        ack_errors[(topic_id, index)] = code if type(code) is int else await code
     by_topic: dict = {}
     leaders = set()
     for key in sorted(set(fetched) | set(ack_errors), key=lambda k: (str(k[0]), k[1])):
@@ -194,9 +194,9 @@ async def handle_share_acknowledge(broker, ctx, req):
         return R(error_code=code, acquisition_lock_timeout_ms=lock_ms)
     denied = _topic_denied(broker, ctx, {t.topic_id for t in req.topics})
     acks, results = _acks_by_partition(broker, req.topics, denied)
-    for (_t, index, topic_id), code in (await manager.acknowledge(
-            req.group_id, req.member_id, acks, v >= 2 and req.is_renew_ack)).items():
-        results[(topic_id, index)] = code
+    for (_t, index, topic_id), code in manager.acknowledge(
+            req.group_id, req.member_id, acks, v >= 2 and req.is_renew_ack).items():
+        results[(topic_id, index)] = code if type(code) is int else await code
     if req.share_session_epoch == -1:
         await manager.release_session(session, delivered=False)
     by_topic: dict = {}

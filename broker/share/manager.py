@@ -281,10 +281,11 @@ class SharePartitionManager:
             asyncio.ensure_future(self.release_session(session, delivered=True))
 
     # ------------------------------------------------------------------ acknowledging
-    async def acknowledge(self, group_id, member_id, acks: dict, renew: bool) -> dict:
-        """``acks`` {(topic, index, topic id): [(first, last, types)]} -> {same key: error}."""
+    def acknowledge(self, group_id, member_id, acks: dict, renew: bool) -> dict:
+        """Apply ``acks`` {(topic, index, topic id): [(first, last, types)]}: {same key: error,
+        or the future of the write that persists them}. Not awaiting here lets a ShareFetch's
+        acquisitions join the same write."""
         out = {}
-        writes = []
         renew = renew and self.configs.get(group_id, "share.renew.acknowledge.enable") == "true"
         serving = self.broker.may_serve_share()
         for (topic, index, topic_id), batches in acks.items():
@@ -303,9 +304,7 @@ class SharePartitionManager:
             except StateError as e:
                 out[(topic, index, topic_id)] = e.code
                 continue
-            writes.append(((topic, index, topic_id), entry.persist()))
-        for key, fut in writes:
-            out[key] = await fut
+            out[(topic, index, topic_id)] = entry.persist()
         return out
 
     # ------------------------------------------------------------------ fetching
@@ -378,35 +377,38 @@ class SharePartitionManager:
         records = res.records
         if not records:
             return errors.NONE, None, [], 0
-        headers = _headers(records)
-        skip = [(h.base_offset, h.last_offset) for h, _pos in headers if h.is_control]
-        if committed:
-            skip += _aborted(part, headers)
-            skip.sort()
-        acquired = sp.acquire(member_id, offset, [(h.base_offset, h.last_offset)
-                                                  for h, _pos in headers], max_records, skip)
+        seen = []  # the headers read: only as far as the acquisition goes
+        aborted = _Aborted(part) if committed else None
+
+        def batches():
+            for h, pos in _headers(records):
+                seen.append((h, pos))
+                yield (h.base_offset, h.last_offset,
+                       not h.is_control and (aborted is None or not aborted(h)))
+
+        acquired = sp.acquire(member_id, offset, batches(), max_records)
         if not acquired:
             if type(records) is FileRegion:
                 records.close()
             return errors.NONE, None, [], 0
-        records = _cut(records, headers, acquired[-1][1])
+        records = _cut(records, seen, acquired[-1][1])
         return errors.NONE, records, acquired, sum(b - a + 1 for a, b, _c in acquired)
 
 
-def _headers(records) -> list:
-    """(BatchHeader, position) of the whole batches in ``records`` (bytes or a file range):
-    one header read per batch."""
+def _headers(records):
+    """(BatchHeader, position) of the whole batches in ``records`` (bytes or a file range), in
+    order, read one header at a time as they are wanted."""
     if type(records) is not FileRegion:
-        return [(h, h.pos) for h in iter_headers(records)]
-    out = []
+        for h in iter_headers(records):
+            yield h, h.pos
+        return
     pos = 0
     while pos + HEADER_SIZE <= records.length:
         h = read_header(os.pread(records.fd, HEADER_SIZE, records.offset + pos))
         if h.size < HEADER_SIZE or pos + h.size > records.length:
-            break
-        out.append((h, pos))
+            return
+        yield h, pos
         pos += h.size
-    return out
 
 
 def _cut(records, headers, last_offset: int):
@@ -422,15 +424,19 @@ def _cut(records, headers, last_offset: int):
     return records[:end]
 
 
-def _aborted(part, headers) -> list:
-    """The ranges of aborted transactional batches among ``headers`` (read_committed)."""
-    if not headers:
-        return []
-    lo, hi = headers[0][0].base_offset, headers[-1][0].last_offset
-    txns = [a for a in part.producers.aborted if a[2] >= lo and a[1] <= hi]
-    if not txns:
-        return []
-    return [(h.base_offset, h.last_offset) for h, _pos in headers
-            if h.is_transactional and not h.is_control
-            and any(pid == h.producer_id and first <= h.base_offset <= last
-                    for pid, first, last in txns)]
+class _Aborted:
+    """Whether a batch belongs to an aborted transaction (read_committed)."""
+
+    def __init__(self, part):
+        self.part = part
+        self.txns = None
+
+    def __call__(self, h) -> bool:
+        if not h.is_transactional:
+            return False
+        if self.txns is None:
+            self.txns = {}
+            for pid, first, last in self.part.producers.aborted:
+                if last >= h.base_offset:
+                    self.txns.setdefault(pid, []).append((first, last))
+        return any(first <= h.base_offset <= last for first, last in self.txns.get(h.producer_id, ()))

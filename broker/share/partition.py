@@ -142,23 +142,24 @@ class SharePartition:
     def has_available(self) -> bool:
         return any(r.state == AVAILABLE for r in self.runs)
 
-    def acquire(self, member: str, fetch_offset: int, batches, max_records: int,
-                skip=()) -> list:
-        """Acquire for ``member`` what the ``batches`` read from ``fetch_offset`` ((base
-        offset, last offset), in offset order) hold: the available runs they cover and whole
-        new batches past ``next_offset``, stopping after the batch that reaches
-        ``max_records`` or once group.share.partition.max.record.locks records are in flight.
-        ``skip``: ranges of new offsets that are never delivered (control batches, aborted
-        transactions), archived at once; so are offsets the log no longer has (compacted
-        away: the first batch starts past ``fetch_offset``). Returns [(first offset, last
-        offset, delivery count)]."""
+    def acquire(self, member: str, fetch_offset: int, batches, max_records: int) -> list:
+        """Acquire for ``member`` what the ``batches`` read from ``fetch_offset`` hold: an
+        iterable of (base offset, last offset, deliverable) in offset order, consumed only as
+        far as needed. Available runs they cover and whole new batches past ``next_offset`` are
+        acquired, stopping after the batch that reaches ``max_records`` or once
+        group.share.partition.max.record.locks records are in flight. New batches that are
+        not deliverable (control batches, aborted transactions) are archived at once, and so
+        are offsets the log no longer has (compacted away: a batch starts past where the
+        previous one, or ``fetch_offset``, ended). Returns [(first offset, last offset,
+        delivery count)]."""
         acq = Acquisition(member)
         out = []
         n = 0
-        skip = list(skip)
-        if batches and batches[0][0] > fetch_offset:
-            self._archive_available(fetch_offset, batches[0][0] - 1)
-        for base, last in batches:
+        first_batch = True
+        for base, last, deliverable in batches:
+            if first_batch and base > fetch_offset:
+                self._archive_available(fetch_offset, base - 1)
+            first_batch = False
             if last < self.start:
                 continue
             lo = max(base, self.start)
@@ -170,7 +171,10 @@ class SharePartition:
                 if lo > self.next_offset:  # offsets the log does not have
                     self.runs.append(Run(self.next_offset, lo - 1, ARCHIVED, 0))
                 first = max(lo, self.next_offset)
-                n += self._acquire_new(acq, first, last, skip, out)
+                if deliverable:
+                    n += self._new_run(acq, first, last, out)
+                else:
+                    self.runs.append(Run(first, last, ARCHIVED, 0))
                 self.next_offset = last + 1
             if n >= max_records:
                 break
@@ -203,20 +207,6 @@ class SharePartition:
                 out.append((r.first, r.last, r.count))
                 i = self._index(r.first)
             i += 1
-        return n
-
-    def _acquire_new(self, acq, first, last, skip, out) -> int:
-        n = 0
-        pos = first
-        for s_lo, s_hi in skip:
-            if s_hi < pos or s_lo > last:
-                continue
-            if s_lo > pos:
-                n += self._new_run(acq, pos, s_lo - 1, out)
-            self.runs.append(Run(max(s_lo, pos), min(s_hi, last), ARCHIVED, 0))
-            pos = min(s_hi, last) + 1
-        if pos <= last:
-            n += self._new_run(acq, pos, last, out)
         return n
 
     def _new_run(self, acq, first, last, out) -> int:
