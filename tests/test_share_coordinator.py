@@ -13,7 +13,7 @@ from josefk.coordinator.group_catalog import GroupCatalog
 from josefk.coordinator.share_groups import ShareGroups, assign
 from josefk.coordinator.share_state import ShareCoordinator, coordinator_key, state_partition_for
 from josefk.wire import errors
-from josefk.wire.internal_topics.share_group_state import SHARE_GROUP_STATE, SHARE_SNAPSHOT
+from josefk.wire.internal_topics.share_group_state import SHARE_GROUP_STATE
 
 T = uuid.UUID("6f1c1ab4-27a5-4c32-9a44-1d4b3b0a6b11")
 
