@@ -218,3 +218,12 @@ def test_a_classic_group_id_is_not_a_share_group():
 def test_share_auto_offset_reset_values(value, expected):
     from josefk.broker.group_configs import auto_offset_reset
     assert auto_offset_reset(value) == expected
+
+
+def test_find_coordinator_share_keys():
+    from josefk.broker.handlers.groups import share_key
+    assert share_key("g:bxwatCelTDKaRB1LOwprEQ:3") == ("g", T, 3)
+    assert share_key("a:b:bxwatCelTDKaRB1LOwprEQ:0") == ("a:b", T, 0)  # ':' in the group id
+    assert share_key("g:not-a-uuid:3") is None
+    assert share_key("g:bxwatCelTDKaRB1LOwprEQ:x") is None
+    assert share_key("nothing") is None
