@@ -158,7 +158,8 @@ class Broker:
         self.share_persister = Persister(self)
         self.share_groups = ShareGroups(
             self.groups.catalog, self.groups.group_store.store, self._share_topics,
-            self._share_settings, self.share_persister.delete, config.int("group.share.max.size"))
+            self._share_settings, self._initialize_share_state, self.share_persister.delete,
+            config.int("group.share.max.size"))
         self.share = SharePartitionManager(self, self.share_persister, AsyncioClock())
         self.api_features = features(config)
         self.cleaner = LogCleaner(self.logs, config.int("log.cleaner.backoff.ms"))
@@ -199,6 +200,11 @@ class Broker:
         cfg = self.group_configs
         return (cfg.int(group_id, "share.session.timeout.ms"),
                 cfg.int(group_id, "share.heartbeat.interval.ms"))
+
+    async def _initialize_share_state(self, group_id, topic_id, partition) -> int:
+        """A share-partition's first state: its start offset left to its leader (-1), which
+        picks it by share.auto.offset.reset when the group first fetches there."""
+        return await self.share_persister.initialize(group_id, topic_id, partition, 0, -1)
 
     def may_serve_share(self) -> bool:
         """False while this cluster member's ZooKeeper session is in doubt: it may have lost its

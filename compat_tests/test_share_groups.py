@@ -17,9 +17,13 @@ from compat_tests.share_consumers import (ACCEPT, RELEASE, REJECT, ChildConsumer
 from josefk.tools.client import Client
 from josefk.wire.apis import API_VERSIONS, LIST_GROUPS, SHARE_APIS, SHARE_GROUP_DESCRIBE
 
-# Locks of one second (Kafka allows 15 s at least by default) so expiry is seen in a test.
-SHARE_OVERRIDES = {**BASE_OVERRIDES, "group.share.min.record.lock.duration.ms": 1000,
-                   "share.coordinator.state.topic.num.partitions": 3}
+# Locks of one second (Kafka allows 15 s at least by default) so expiry is seen in a test;
+# heartbeats every second, so members get newly initialized partitions without waiting 5 s.
+SHARE_BROKER = {"group.share.min.record.lock.duration.ms": 1000,
+                "group.share.min.heartbeat.interval.ms": 1000,
+                "group.share.heartbeat.interval.ms": 1000,
+                "share.coordinator.state.topic.num.partitions": 3}
+SHARE_OVERRIDES = {**BASE_OVERRIDES, **SHARE_BROKER}
 
 
 @pytest.fixture(scope="module")
@@ -67,10 +71,12 @@ def test_api_versions_advertise_share_groups_with_their_feature_level(share_brok
 
 
 def _members_of(bootstrap, group) -> int:
+    """The members that have heard of the group's current assignment and have partitions."""
     with Client(bootstrap) as c:
         d = c.request(SHARE_GROUP_DESCRIBE, group_ids=[group],
                       include_authorized_operations=False).groups[0]
-    return sum(1 for m in d.members if m.assignment.topic_partitions)
+    return sum(1 for m in d.members
+               if m.assignment.topic_partitions and m.member_epoch == d.group_epoch)
 
 
 def test_three_share_consumers_split_one_partition(share_broker, request):
@@ -295,8 +301,7 @@ def test_delete_a_share_group(share_broker, request):
 
 @pytest.mark.slow
 def test_share_state_survives_a_leader_kill_on_the_cluster(cluster_factory, request):
-    c = cluster_factory(3, {"group.share.min.record.lock.duration.ms": 1000,
-                            "share.coordinator.state.topic.num.partitions": 3})
+    c = cluster_factory(3, SHARE_BROKER)
     topic = unique_topic(request.node.name[:30])
     admin = c.admin()
     from confluent_kafka.admin import NewTopic

@@ -7,8 +7,10 @@ A member joins with ShareGroupHeartbeat at epoch 0 and its subscribed topics, he
 ``share.session.timeout.ms``. Each change of the members, their subscriptions or the subscribed
 topics' partitions bumps the group epoch and makes a new assignment (Kafka's ``simple``
 assignor): every partition of a subscribed topic to at least one of its subscribers, several
-members per partition when they outnumber the partitions. Share groups have no revocation:
-a member's new assignment applies at once, under the group's new epoch.
+members per partition when they outnumber the partitions. A partition the group never read is
+assigned once its share state is initialized at its share coordinator (in the background, as
+Kafka does; the members get it at their next heartbeat). Share groups have no revocation: a
+member's new assignment applies at once, under the group's new epoch.
 
 Persisted on ``__consumer_offsets`` in Kafka's records: the group's epoch (ShareGroupMetadata)
 and the share-partitions whose state it initialized (ShareGroupStatePartitionMetadata), which
@@ -20,6 +22,7 @@ come in as callables).
 """
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 
@@ -36,6 +39,8 @@ EMPTY, STABLE, DEAD = "Empty", "Stable", "Dead"
 PROTOCOL_TYPE = "share"
 ASSIGNOR = "simple"
 _TopicInfo = SHARE_GROUP_STATE_PARTITION_METADATA.Value.TopicPartitionsInfo
+INIT_ATTEMPTS = 5
+INIT_BACKOFF_S = 0.5
 
 
 class ShareMember:
@@ -55,7 +60,7 @@ class ShareMember:
 
 class ShareGroup:
     __slots__ = ("group_id", "epoch", "assignment_epoch", "metadata_hash", "members",
-                 "initialized")
+                 "initialized", "initializing")
 
     def __init__(self, group_id):
         self.group_id = group_id
@@ -64,6 +69,7 @@ class ShareGroup:
         self.metadata_hash = 0
         self.members: dict[str, ShareMember] = {}
         self.initialized: dict = {}  # topic id -> (topic name, set of partitions)
+        self.initializing: dict = {}  # the same, of those being initialized
 
     @property
     def state(self) -> str:
@@ -84,8 +90,8 @@ class HeartbeatResult:
 
 def assign(members: dict, topics: dict) -> dict:
     """Kafka's ``simple`` share-group assignor: ``members`` {member id: subscribed topic names},
-    ``topics`` {name: (topic id, partitions)}. The members of one subscription share the
-    partitions of its topics: in turn, one member each, while the partitions are at least as
+    ``topics`` {name: (topic id, assignable partitions)}. The members of one subscription share
+    the partitions of its topics: in turn, one member each, while the partitions are at least as
     many as the members; else each member gets one partition and each partition several
     members. Returns {member id: {topic id: [partitions]}}."""
     out = {m: {} for m in members}
@@ -94,7 +100,7 @@ def assign(members: dict, topics: dict) -> dict:
         by_subscription.setdefault(tuple(sorted(set(names) & set(topics))), []).append(m)
     for names, subs in by_subscription.items():
         subs.sort()
-        partitions = [(topics[n][0], p) for n in names for p in range(topics[n][1])]
+        partitions = [(topics[n][0], p) for n in names for p in topics[n][1]]
         if not partitions:
             continue
         if len(subs) <= len(partitions):
@@ -120,14 +126,17 @@ def metadata_hash(topics: dict) -> int:
 class ShareGroups:
     """The share groups of one group coordinator. ``topics(names)`` gives {name: (topic id,
     partitions)} of the existing topics among ``names``; ``settings(group id)`` its
-    (session timeout ms, heartbeat interval ms); ``delete_state(group id, topic id,
-    partition)`` deletes a share-partition's state (awaitable, resolves to an error code)."""
+    (session timeout ms, heartbeat interval ms); ``initialize_state`` and ``delete_state``
+    (group id, topic id, partition) initialize and delete a share-partition's state
+    (awaitables resolving to an error code)."""
 
-    def __init__(self, catalog, store, topics, settings, delete_state, max_size: int = 200):
+    def __init__(self, catalog, store, topics, settings, initialize_state, delete_state,
+                 max_size: int = 200):
         self.catalog = catalog
         self.store = store
         self.topics = topics
         self.settings = settings
+        self.initialize_state = initialize_state
         self.delete_state = delete_state
         self.max_size = max_size
         self.groups: dict[str, ShareGroup] = {}
@@ -250,47 +259,83 @@ class ShareGroups:
         await self._reconcile(group, True)
 
     async def _reconcile(self, group: ShareGroup, changed: bool) -> int:
-        """Bump the epoch and assign again if the members or their topics changed; persist
-        the new epoch and the newly initialized share-partitions."""
+        """Bump the epoch and assign again if the members or their topics changed, with the
+        share-partitions whose state is initialized; the others are initialized first (as Kafka
+        does: InitializeShareGroupState at their share coordinators), in the background, and
+        assigned by the next epoch. Persists the epoch and the share-partitions' progress."""
         topics = self.topics(group.subscribed_topics())
         h = metadata_hash(topics)
         if not changed and h == group.metadata_hash:
             return errors.NONE
         epoch = group.epoch + 1
+        ready, fresh = {}, {}
+        for name, (topic_id, count) in topics.items():
+            have = group.initialized.get(topic_id, (None, set()))[1]
+            ready[name] = (topic_id, sorted(p for p in range(count) if p in have))
+            new = {p for p in range(count) if p not in have}
+            if new:
+                fresh[topic_id] = (name, new)
         records = [(SHARE_GROUP_METADATA.key(group_id=group.group_id),
                     SHARE_GROUP_METADATA.value(0, epoch=epoch, metadata_hash=h))]
-        target = assign({m.member_id: m.subscribed for m in group.members.values()}, topics)
-        fresh = {}
-        for parts in target.values():
-            for topic_id, ps in parts.items():
-                have = group.initialized.get(topic_id, (None, set()))[1]
-                fresh.setdefault(topic_id, set()).update(p for p in ps if p not in have)
-        fresh = {t: ps for t, ps in fresh.items() if ps}
-        initialized = group.initialized
-        if fresh:
-            names = {topic_id: name for name, (topic_id, _n) in topics.items()}
-            initialized = {t: (n, set(ps)) for t, (n, ps) in group.initialized.items()}
-            for topic_id, ps in fresh.items():
-                initialized.setdefault(topic_id, (names[topic_id], set()))[1].update(ps)
-            records.append(self._state_partitions_record(group.group_id, initialized))
+        if fresh != group.initializing:
+            records.append(self._state_partitions_record(group.group_id, group.initialized,
+                                                         fresh))
         code = await self._persist(group.group_id, records)
         if code:
             return code
+        target = assign({m.member_id: m.subscribed for m in group.members.values()}, ready)
         group.epoch = group.assignment_epoch = epoch
         group.metadata_hash = h
-        group.initialized = initialized
+        if fresh and fresh != group.initializing:
+            self.catalog.spawn(self._initialize(group, fresh))
+        group.initializing = fresh
         for m in group.members.values():
             m.assignment = {t: sorted(ps) for t, ps in target.get(m.member_id, {}).items()}
         return errors.NONE
 
-    def _state_partitions_record(self, group_id, initialized):
+    async def _initialize(self, group: ShareGroup, fresh: dict) -> None:
+        """Initialize the state of ``fresh`` {topic id: (name, partitions)} (a start offset the
+        partition's leader picks by share.auto.offset.reset), then assign them."""
+        done = {}
+        for topic_id, (name, parts) in fresh.items():
+            for p in sorted(parts):
+                for attempt in range(INIT_ATTEMPTS):
+                    code = await self.initialize_state(group.group_id, topic_id, p)
+                    if code in (errors.NONE, errors.FENCED_STATE_EPOCH):  # has a state already
+                        done.setdefault(topic_id, (name, set()))[1].add(p)
+                        break
+                    await asyncio.sleep(INIT_BACKOFF_S * (attempt + 1))
+                else:
+                    log.warning("share group %s: cannot initialize %s-%d: %s",
+                                group.group_id, name, p, errors.name(code))
+        if self.groups.get(group.group_id) is not group or not done:
+            return
+        initialized = {t: (n, set(ps)) for t, (n, ps) in group.initialized.items()}
+        for t, (n, ps) in done.items():
+            initialized.setdefault(t, (n, set()))[1].update(ps)
+        initializing = {t: (n, ps - done.get(t, (n, set()))[1])
+                        for t, (n, ps) in group.initializing.items()}
+        initializing = {t: v for t, v in initializing.items() if v[1]}
+        code = await self._persist(group.group_id, [self._state_partitions_record(
+            group.group_id, initialized, initializing)])
+        if code:
+            log.warning("share group %s: initialized partitions not persisted: %s",
+                        group.group_id, errors.name(code))
+            return
+        group.initialized, group.initializing = initialized, initializing
+        await self._reconcile(group, True)
+
+    def _state_partitions_record(self, group_id, initialized, initializing=None):
         now = self.catalog.now()
+
+        def infos(topics):
+            return [_TopicInfo(topic_id=t, topic_name=name, partitions=sorted(ps),
+                               create_timestamp=now) for t, (name, ps) in sorted(topics.items())]
+
         return (SHARE_GROUP_STATE_PARTITION_METADATA.key(group_id=group_id),
                 SHARE_GROUP_STATE_PARTITION_METADATA.value(
-                    0, initializing_topics=[], deleting_topics=[],
-                    initialized_topics=[_TopicInfo(topic_id=t, topic_name=name,
-                                                   partitions=sorted(ps), create_timestamp=now)
-                                        for t, (name, ps) in sorted(initialized.items())]))
+                    0, initializing_topics=infos(initializing or {}), deleting_topics=[],
+                    initialized_topics=infos(initialized)))
 
     async def _persist(self, group_id, records) -> int:
         partition = self.catalog.partition_for(group_id)

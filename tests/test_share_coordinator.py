@@ -122,13 +122,13 @@ A, B = uuid.UUID(int=1), uuid.UUID(int=2)
 
 def test_the_simple_assignor_shares_partitions_when_members_outnumber_them():
     members = {"m1": ["a"], "m2": ["a"], "m3": ["a"]}
-    got = assign(members, {"a": (A, 1)})
+    got = assign(members, {"a": (A, [0])})
     assert got == {"m1": {A: [0]}, "m2": {A: [0]}, "m3": {A: [0]}}
     # fewer members than the partitions they subscribe to: each partition to one of them
-    got = assign({"m1": ["a", "b"], "m2": ["a", "b"]}, {"a": (A, 4), "b": (B, 1)})
+    got = assign({"m1": ["a", "b"], "m2": ["a", "b"]}, {"a": (A, [0, 1, 2, 3]), "b": (B, [0])})
     assert got == {"m1": {A: [0, 2], B: [0]}, "m2": {A: [1, 3]}}
     # members of other subscriptions share what they have in common
-    got = assign({"m1": ["a"], "m2": ["b"], "m3": ["a", "b"]}, {"a": (A, 1), "b": (B, 1)})
+    got = assign({"m1": ["a"], "m2": ["b"], "m3": ["a", "b"]}, {"a": (A, [0]), "b": (B, [0])})
     assert got == {"m1": {A: [0]}, "m2": {B: [0]}, "m3": {A: [0], B: [0]}}
 
 
@@ -146,24 +146,38 @@ class Groups:
             self.deleted.append((g, t, p))
             return errors.NONE
 
+        async def initialize_state(g, t, p):
+            self.initialized.append((g, t, p))
+            return errors.NONE
+
+        self.initialized = []
         self.groups = ShareGroups(self.catalog, OffsetStore(self.log),
                                   lambda names: {n: self.topics[n] for n in names
                                                  if n in self.topics},
-                                  lambda g: (45000, 5000), delete_state, max_size=2)
+                                  lambda g: (45000, 5000), initialize_state, delete_state,
+                                  max_size=2)
+        self.loop = asyncio.new_event_loop()
 
     def hb(self, member, epoch, topics=None):
-        return run(self.groups.heartbeat("g", member, epoch, None, topics, "client", "/h"))
+        """A heartbeat, after which the background work (initializing state) is done."""
+        async def beat():
+            r = await self.groups.heartbeat("g", member, epoch, None, topics, "client", "/h")
+            await self.catalog.drain()
+            return r
+        return self.loop.run_until_complete(beat())
 
 
 def test_heartbeats_join_share_and_leave():
     g = Groups()
-    r1 = g.hb("m1", 0, ["t"])
-    assert (r1.error, r1.epoch, r1.assignment) == (errors.NONE, 1, {A: [0]})
-    r2 = g.hb("m2", 0, ["t"])
-    assert (r2.error, r2.epoch, r2.assignment) == (errors.NONE, 2, {A: [0]})
+    r1 = g.hb("m1", 0, ["t"])  # partition 0 is assigned once its share state is initialized
+    assert (r1.error, r1.epoch, r1.assignment) == (errors.NONE, 1, {})
+    assert g.initialized == [("g", A, 0)]
     r1 = g.hb("m1", 1)  # behind: gets the new epoch and its assignment
     assert (r1.error, r1.epoch, r1.assignment) == (errors.NONE, 2, {A: [0]})
-    assert g.hb("m1", 2).assignment is None  # nothing new
+    r2 = g.hb("m2", 0, ["t"])
+    assert (r2.error, r2.epoch, r2.assignment) == (errors.NONE, 3, {A: [0]})
+    assert g.hb("m1", 2).assignment == {A: [0]}
+    assert g.hb("m1", 3).assignment is None  # nothing new
     assert g.hb("m1", 7).error == errors.FENCED_MEMBER_EPOCH
     assert g.hb("nobody", 3).error == errors.UNKNOWN_MEMBER_ID
     assert g.hb("m3", 0, ["t"]).error == errors.GROUP_MAX_SIZE_REACHED
@@ -171,7 +185,7 @@ def test_heartbeats_join_share_and_leave():
     assert g.hb("m4", 0).error == errors.INVALID_REQUEST  # no subscription on joining
     r = g.hb("m2", -1)
     assert (r.error, r.epoch) == (errors.NONE, -1)
-    assert g.groups.groups["g"].epoch == 3
+    assert g.groups.groups["g"].epoch == 4 and g.initialized == [("g", A, 0)]
 
 
 def test_a_silent_member_is_removed_after_its_session_timeout():
@@ -180,14 +194,15 @@ def test_a_silent_member_is_removed_after_its_session_timeout():
     async def scenario():
         await g.groups.heartbeat("g", "m1", 0, None, ["t"], "c", "/h")
         await g.groups.heartbeat("g", "m2", 0, None, ["t"], "c", "/h")
+        await g.catalog.drain()
         g.clock.advance(30000)
         await g.groups.heartbeat("g", "m1", 1, None, None, "c", "/h")
         g.clock.advance(20000)  # m2 was silent for 50 s
         await g.catalog.drain()
         return g.groups.groups["g"]
 
-    group = run(scenario())
-    assert list(group.members) == ["m1"] and group.epoch == 3
+    group = g.loop.run_until_complete(scenario())
+    assert list(group.members) == ["m1"] and group.epoch == 4
 
 
 def test_group_records_are_persisted_and_loaded():
@@ -198,8 +213,8 @@ def test_group_records_are_persisted_and_loaded():
     other = Groups()
     other.groups.loaded(0, loaded.records)
     group = other.groups.groups["g"]
-    assert (group.epoch, group.state, group.initialized) == (2, "Empty", {A: ("t", {0})})
-    assert run(other.groups.delete("g")) == errors.NONE
+    assert (group.epoch, group.state, group.initialized) == (3, "Empty", {A: ("t", {0})})
+    assert other.loop.run_until_complete(other.groups.delete("g")) == errors.NONE
     assert other.deleted == [("g", A, 0)] and not other.groups.has("g")
 
 
