@@ -6,14 +6,16 @@ Against a 3-broker josefk cluster on this machine (a real ZooKeeper, brokers on 
 - Metadata requests per second from one client;
 - produce throughput of 1 KiB records, RF 3 acks=all next to RF 1 acks=1 (rounds alternate);
 - end-to-end latency p50/p99 with RF 3 acks=all;
-- failover: from kill -9 (and from SIGTERM) of a partition's leader to the first acks=all
-  produce acknowledged on that partition.
+- failover per fault kind (median and worst): the fault harness's longest gap without an
+  acknowledged acks=all write after each fault (``faults.harness``, each kind ``--rounds``
+  times, on a cluster of its own).
 Every loop is bounded in count and in time.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -26,11 +28,10 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from bench.brokers import free_port, port_accepts
+from josefk.faults.harness import Options, run
+from josefk.faults.processes import LocalCluster, free_port, port_accepts
 from josefk.tools.client import Client
-from josefk.tools.cluster_cli import broker_command
 from josefk.wire.apis import METADATA
-from josefk.zk.local_server import LocalZooKeeper
 
 now = time.monotonic
 REPO = Path(__file__).resolve().parent.parent
@@ -41,52 +42,12 @@ def pct(values, q):
     return s[min(len(s) - 1, int(q * len(s)))] if s else float("nan")
 
 
-class BenchCluster:
-    """ZooKeeper plus brokers started the way `josefk cluster` starts them, with their PIDs."""
-
-    def __init__(self, root: Path, size=3, session_timeout_ms=6000):
-        self.root = root
-        self.zk = LocalZooKeeper(root / "zk", fsync=False)
-        self.size = size
-        self.ports = {i: free_port() for i in range(1, size + 1)}
-        self.procs: dict[int, subprocess.Popen] = {}
-        self.overrides = [f"zookeeper.session.timeout.ms={session_timeout_ms}",
-                          "default.replication.factor=3", "offsets.topic.replication.factor=3",
-                          "offsets.topic.num.partitions=6", "controlled.shutdown.retry.backoff.ms=200",
-                          "auto.leader.rebalance.enable=false", "log.flush.interval.messages=9223372036854775807"]
-
-    @property
-    def bootstrap(self):
-        return ",".join(f"127.0.0.1:{p}" for i, p in self.ports.items()
-                        if i in self.procs and self.procs[i].poll() is None)
-
-    def start(self):
-        self.zk.start()
-        for i in self.ports:
-            self.start_broker(i)
-        wait(lambda: len(AdminClient({"bootstrap.servers": self.bootstrap})
-                         .list_topics(timeout=5).brokers) == self.size, 60, "brokers")
-
-    def start_broker(self, i):
-        d = self.root / f"broker-{i}"
-        d.mkdir(exist_ok=True)
-        log = open(d / "broker.log", "ab")
-        self.procs[i] = subprocess.Popen(
-            broker_command(i, self.ports[i], d / "data", self.zk.connect_string + "/josefk",
-                           self.overrides), stdout=log, stderr=log, cwd=REPO,
-            env={**os.environ, "PYTHONPATH": str(REPO)}, start_new_session=True)
-        wait(lambda: port_accepts(self.ports[i]), 30, f"broker {i} port")
-
-    def stop(self):
-        for p in self.procs.values():
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for p in self.procs.values():
-            try:
-                p.wait(60)
-            except subprocess.TimeoutExpired:
-                p.kill()
-        self.zk.stop()
+def bench_cluster(root: Path, session_timeout_ms: int) -> LocalCluster:
+    return LocalCluster(root, 3, overrides={
+        "zookeeper.session.timeout.ms": session_timeout_ms, "default.replication.factor": 3,
+        "offsets.topic.replication.factor": 3, "offsets.topic.num.partitions": 6,
+        "controlled.shutdown.retry.backoff.ms": 200, "auto.leader.rebalance.enable": "false",
+        "log.flush.interval.messages": 9223372036854775807})
 
 
 def wait(predicate, timeout, what):
@@ -116,7 +77,7 @@ def startup_time(root: Path) -> float:
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env={**os.environ, "PYTHONPATH": str(REPO)})
     try:
-        wait(lambda: port_accepts(port), 60, "first broker")
+        wait(lambda: port_accepts("127.0.0.1", port), 60, "first broker")
         delivered = []
         p = Producer({"bootstrap.servers": f"127.0.0.1:{port}", "acks": "all",
                       "message.timeout.ms": 60000})
@@ -135,7 +96,7 @@ def startup_time(root: Path) -> float:
             proc.kill()
 
 
-def topic_creation(c: BenchCluster, n=100) -> dict:
+def topic_creation(c: LocalCluster, n=100) -> dict:
     admin = AdminClient({"bootstrap.servers": c.bootstrap})
     lat = []
     t0 = now()
@@ -147,9 +108,9 @@ def topic_creation(c: BenchCluster, n=100) -> dict:
     return {"topics": n, "total_s": now() - t0, "p50_ms": pct(lat, 0.5), "p99_ms": pct(lat, 0.99)}
 
 
-def metadata_rate(c: BenchCluster, seconds=5.0) -> dict:
+def metadata_rate(c: LocalCluster, seconds=5.0) -> dict:
     out = {}
-    with Client(f"127.0.0.1:{c.ports[1]}") as client:
+    with Client(c.brokers[1].bootstrap) as client:
         for label, topics in (("all topics", None), ("one topic", ["bench-one"])):
             req = [METADATA.Request.MetadataRequestTopic(name=t) for t in topics] if topics \
                 else None
@@ -202,53 +163,35 @@ def latency(bootstrap, topic, n=2000, seconds=30.0) -> tuple[float, float]:
     return pct(lat, 0.5), pct(lat, 0.99)
 
 
-def failover(c: BenchCluster, topic, sig) -> tuple[float, float]:
-    """Seconds from the signal to a new leader in a surviving broker's metadata, and to the
-    first acks=all produce acknowledged on partition 0."""
-    admin = AdminClient({"bootstrap.servers": c.bootstrap})
-    leader = admin.list_topics(topic, timeout=10).topics[topic].partitions[0].leader
-    survivor = AdminClient({"bootstrap.servers": f"127.0.0.1:{c.ports[leader % c.size + 1]}"})
-    moved = []
-    p = Producer({"bootstrap.servers": c.bootstrap, "acks": "all", "linger.ms": 0,
-                  "message.timeout.ms": 60000, "retry.backoff.ms": 20,
-                  "topic.metadata.refresh.fast.interval.ms": 50})
-    ok = []
-    p.produce(topic, b"warm", partition=0)
-    p.flush(20)
-    t0 = now()
-    if sig == signal.SIGKILL:
-        c.procs[leader].kill()
-    else:
-        c.procs[leader].send_signal(sig)
-    while not (ok and moved) and now() - t0 < 60:
-        if not ok:
-            p.produce(topic, b"probe", partition=0,
-                      on_delivery=lambda e, m: e is None and ok.append(now()))
-        p.poll(0.02)
-        if not moved and survivor.list_topics(topic, timeout=5).topics[topic].partitions[0] \
-                .leader not in (-1, leader):
-            moved.append(now())
-    elapsed = (moved[0] - t0 if moved else float("nan"), ok[0] - t0 if ok else float("nan"))
-    p.flush(60)
-    c.procs[leader].wait(60)
-    c.start_broker(leader)
-    wait(lambda: len(admin.list_topics(topic, timeout=5).topics[topic].partitions[0].isrs) == 3,
-         60, "ISR back to 3")
-    return elapsed
+def failover(rounds: int, seed: int) -> list[tuple[str, str]]:
+    """The fault harness, each kind ``rounds`` times: (label, "median / worst s") per kind (its
+    run dir is removed unless it found anomalies)."""
+    result = run(Options(rounds=rounds, seed=seed),
+                 out=lambda line: print(f"  faults: {line}", flush=True))
+    rows = []
+    for r in result.rows:
+        if r.gap_worst is not None:
+            rows.append((f"failover after {r.kind}: longest acks=all write gap, median / worst "
+                         f"of {r.faults}", f"{r.gap_median:.2f} / {r.gap_worst:.2f} s"))
+    anomalies = sum(sum(r.anomalies.values()) for r in result.rows)
+    rows.append(("fault harness anomalies (must be 0)", str(anomalies)))
+    return rows
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.cluster")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--session-timeout-ms", type=int, default=6000)
+    ap.add_argument("--seed", type=int, default=19, help="of the fault schedule")
+    ap.add_argument("--skip-failover", action="store_true")
     args = ap.parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix="josefk-bench-cluster-"))
     rows = []
-    rows.append(("start-up to first produce (josefk cluster --brokers 3)",
-                 f"{startup_time(root):.2f} s"))
-    c = BenchCluster(root, session_timeout_ms=args.session_timeout_ms)
-    c.start()
+    c = bench_cluster(root / "cluster", args.session_timeout_ms)
     try:
+        rows.append(("start-up to first produce (josefk cluster --brokers 3)",
+                     f"{startup_time(root):.2f} s"))
+        c.start()
         tc = topic_creation(c)
         rows.append(("create 100 topics x 3 partitions RF 3, one request each",
                      f"total {tc['total_s']:.1f} s, p50 {tc['p50_ms']:.0f} ms, "
@@ -269,17 +212,11 @@ def main(argv=None) -> int:
         create_topic(c.bootstrap, "lat", 1, 3)
         p50, p99 = latency(c.bootstrap, "lat")
         rows.append(("end-to-end latency RF 3 acks=all p50 / p99", f"{p50:.2f} / {p99:.2f} ms"))
-        create_topic(c.bootstrap, "failover", 1, 3)
-        kill = [failover(c, "failover", signal.SIGKILL) for _ in range(args.rounds)]
-        term = [failover(c, "failover", signal.SIGTERM) for _ in range(args.rounds)]
-        for what, runs in ((f"kill -9 (session timeout {args.session_timeout_ms} ms)", kill),
-                           ("SIGTERM (controlled shutdown)", term)):
-            for i, event in enumerate(("new leader in metadata", "first acks=all produce")):
-                xs = [r[i] for r in runs]
-                rows.append((f"failover after {what}: {event}, median",
-                             f"{statistics.median(xs):.2f} s ({', '.join(f'{x:.2f}' for x in xs)})"))
     finally:
         c.stop()
+        shutil.rmtree(root, ignore_errors=True)
+    if not args.skip_failover:
+        rows += failover(args.rounds, args.seed)
     width = max(len(r[0]) for r in rows)
     for label, value in rows:
         print(f"{label:<{width}}  {value}")

@@ -11,6 +11,10 @@ direct, on one josefk broker (all on 127.0.0.1).
   "cached") and POST /subjects/{s} lookups of schemas the registry has not parsed yet
   ("uncached": parse + canonical form each time), C requests in flight. Lookups/s.
 
+``--before DIR`` runs a second REST proxy from another checkout (``git archive <rev> | tar -x
+-C DIR``) beside this one, on the same broker, and measures both in every round (alternating
+which goes first): a change's before/after in one run.
+
 Medians over the rounds are printed. Every loop is bounded in count and time."""
 from __future__ import annotations
 
@@ -156,6 +160,8 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--lookups", type=int, default=5000)
+    ap.add_argument("--before", type=Path, metavar="DIR",
+                    help="another checkout whose REST proxy is measured beside this one")
     args = ap.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="bench-rest-"))
     broker = Josefk(work, {"offsets.topic.replication.factor": 1,
@@ -168,10 +174,15 @@ def main(argv=None) -> int:
                             work / "registry.log").start()
         services.append(sr)
         wait_primary(sr.url)
-        proxy = ServiceProcess("rest", {"bootstrap.servers": broker.bootstrap,
-                                        "schema.registry.url": sr.url},
-                               work / "rest.log").start()
-        services.append(proxy)
+        proxies = {"": ServiceProcess("rest", {"bootstrap.servers": broker.bootstrap,
+                                               "schema.registry.url": sr.url},
+                                      work / "rest.log").start()}
+        services.append(proxies[""])
+        if args.before:
+            proxies[" (before)"] = ServiceProcess(
+                "rest", {"bootstrap.servers": broker.bootstrap, "schema.registry.url": sr.url},
+                work / "rest-before.log", root=args.before.resolve()).start()
+            services.append(proxies[" (before)"])
         figures: dict[str, list[float]] = {}
         for r in range(args.rounds):
             topic = _topic(broker.bootstrap)
@@ -179,11 +190,13 @@ def main(argv=None) -> int:
                 direct_produce(broker.bootstrap, topic, args.records))
             figures.setdefault("direct consume", []).append(
                 direct_consume(broker.bootstrap, topic, args.records))
-            topic = _topic(broker.bootstrap)
-            figures.setdefault("REST produce", []).append(asyncio.run(
-                rest_produce(proxy.url, topic, args.records, args.concurrency)))
-            figures.setdefault("REST consume", []).append(asyncio.run(
-                rest_consume(proxy.url, topic, args.records)))
+            for name, proxy in (list(proxies.items()) if r % 2 == 0 else
+                                reversed(proxies.items())):
+                topic = _topic(broker.bootstrap)
+                figures.setdefault(f"REST produce{name}", []).append(asyncio.run(
+                    rest_produce(proxy.url, topic, args.records, args.concurrency)))
+                figures.setdefault(f"REST consume{name}", []).append(asyncio.run(
+                    rest_consume(proxy.url, topic, args.records)))
             cached, uncached = asyncio.run(registry_lookups(sr.url, args.lookups,
                                                             args.concurrency))
             figures.setdefault("registry lookups, cached", []).append(cached)
@@ -195,8 +208,10 @@ def main(argv=None) -> int:
               f"{args.concurrency} requests in flight:")
         for k, v in med.items():
             print(f"  {k:28s} {v:12,.0f} /s")
-        print(f"  REST / direct: produce {med['REST produce'] / med['direct produce']:.2f}, "
-              f"consume {med['REST consume'] / med['direct consume']:.2f}")
+        for name in proxies:
+            print(f"  REST{name} / direct: "
+                  f"produce {med[f'REST produce{name}'] / med['direct produce']:.2f}, "
+                  f"consume {med[f'REST consume{name}'] / med['direct consume']:.2f}")
         return 0
     finally:
         for s in services:

@@ -1,0 +1,14 @@
+"""The broker process, its server core: start-up (``main``), the process wiring (``app``), the
+connection loop and framing glue (``server``), the API dispatch table (``dispatch``), one handler
+module per API family (``handlers``), configuration (``config``, ``configs``, ``dynamic``),
+fetch sessions, limits and metrics; with three rooms of their own:
+
+- ``replication``: the partitions this broker hosts, the replica manager, fetchers, producer state;
+- ``control``: cluster control: the metadata interface and its stores, controller, elections,
+  placement, cluster membership;
+- ``security``: listeners and TLS, SASL, the authorizer and ACLs, quotas.
+
+Handlers map requests to calls on those rooms and the coordinators, and results to responses;
+the rooms never import handlers, the server or the process wiring. Nothing here declares a
+protocol layout or a file format (``wire`` and ``storage`` own them), and nothing here imports
+the operator tools or the HTTP services."""

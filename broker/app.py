@@ -16,7 +16,7 @@ from josefk.broker.group_configs import GroupConfigs
 from josefk.broker.group_log import OFFSETS_TOPIC, OffsetsTopicLog
 from josefk.broker.metrics import BrokerMetrics
 from josefk.broker.control.metadata import (BrokerInfo, LocalMetadataStore, MetadataError,
-                                            partition_exists, topic_name_error)
+                                            MetadataStore, topic_name_error)
 from josefk.broker.security.quotas import LocalQuotaStore, QuotaManager
 from josefk.broker.replication.replica import ReplicaManager, topic_log_config
 from josefk.broker.security.authorizer import AclAuthorizer, LocalAclStore
@@ -107,6 +107,7 @@ class Broker:
         host, port = endpoints[security.inter_broker_listener(config)]
         self.info = BrokerInfo(config.node_id, host, port, config.get("broker.rack"), endpoints)
         self.zk = self.cluster = self.inter_broker = None
+        self.metadata: MetadataStore
         if config.get("zookeeper.connect"):
             self.inter_broker = InterBrokerSecurity(config)
             self.zk = ZkClient(config.get("zookeeper.connect"),
@@ -128,7 +129,7 @@ class Broker:
         self.logs = LogManager(dirs, self.default_log_config, config_for=self._log_config_for)
         if self.zk is not None:
             self.cluster = ClusterMember(self)
-        self.replicas = ReplicaManager(config, self.logs, config.node_id,
+        self.replicas = ReplicaManager(config, self.logs, self.metadata, config.node_id,
                                        self.cluster.isr_changes if self.cluster else None)
         if self.cluster is not None:
             self.replicas.fetchers = FetcherManager(
@@ -327,16 +328,6 @@ class Broker:
         except MetadataError as e:
             log.warning("auto-creating topic %s failed: %s", name, e.message)
             return None
-
-    def not_hosted_error(self, topic, index) -> int:
-        """What a request for a partition this broker does not lead gets: KAFKA_STORAGE_ERROR
-        if its replica here is offline (its log dir failed), NOT_LEADER_OR_FOLLOWER if the
-        partition exists in the cluster, else UNKNOWN_TOPIC_OR_PARTITION."""
-        if (topic, index) in self.replicas.offline:
-            return errors.KAFKA_STORAGE_ERROR
-        if partition_exists(self.metadata, topic, index):
-            return errors.NOT_LEADER_OR_FOLLOWER
-        return errors.UNKNOWN_TOPIC_OR_PARTITION
 
     def topic_error_for_produce(self, name) -> int:
         """NONE if ``name`` exists (auto-creating it if allowed), else the error to answer."""

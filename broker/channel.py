@@ -59,7 +59,12 @@ class BrokerChannel:
         size = sum(len(c) for c in chunks)
         fut = asyncio.get_running_loop().create_future()
         self._pending[corr] = (fut, api, version)
-        writer.writelines([i32.pack(size), *chunks])
+        try:
+            writer.writelines([i32.pack(size), *chunks])
+        except (OSError, RuntimeError) as e:  # the connection closed under us (uvloop: Runtime)
+            self._pending.pop(corr, None)
+            self._drop(ChannelError(str(e)))
+            raise ChannelError(f"{api.name} to broker {self.node_id}: connection closed") from None
         try:
             return await asyncio.wait_for(fut, timeout)
         except asyncio.TimeoutError:

@@ -135,6 +135,12 @@ DEFAULTS = {
     "inter.broker.listener.name": "",
     "sasl.enabled.mechanisms": "GSSAPI",
     "sasl.mechanism.inter.broker.protocol": "GSSAPI",
+    # Kerberos (GSSAPI) login: josefk has none, it keeps and describes these as Kafka does.
+    "sasl.kerberos.kinit.cmd": "/usr/bin/kinit",
+    "sasl.kerberos.min.time.before.relogin": "60000",
+    "sasl.kerberos.principal.to.local.rules": "DEFAULT",
+    "sasl.kerberos.ticket.renew.jitter": "0.05",
+    "sasl.kerberos.ticket.renew.window.factor": "0.8",
     "connections.max.reauth.ms": "0",
     "connection.failed.authentication.delay.ms": "100",
     "ssl.client.auth": "none",

@@ -55,8 +55,16 @@ _CHOICES = {
 }
 
 
-# Kafka's MetadataVersion names (0.8.0 ... 3.9-IV0): message.format.version takes any of them.
-_MESSAGE_FORMAT_VERSION = re.compile(r"(0\.(8|9|10|11)\.[0-9]+|[1-3]\.[0-9]+)(-IV[0-9]+)?")
+# Kafka's MetadataVersion releases (0.8.0 ... 3.9), each also with its -IVn steps.
+_METADATA_VERSION = re.compile(
+    r"(0\.8\.[0-2]|0\.9\.0|0\.10\.[0-2]|0\.11\.0|1\.[01]|2\.[0-8]|3\.[0-9])(-IV[0-9]+)?")
+
+
+def _is_metadata_version(value: str) -> bool:
+    """As Kafka's MetadataVersion.fromVersionString reads message.format.version: only the
+    leading segments count (three for 0.x, else two), so 0.10.0.0 is 0.10.0 and 2.8.1 is 2.8."""
+    leading = value.split(".")[:3 if value.startswith("0.") else 2]
+    return bool(_METADATA_VERSION.fullmatch(".".join(leading)))
 
 
 def config_type(name: str) -> int:
@@ -97,7 +105,7 @@ def validate_topic_configs(configs: dict, defaults: dict) -> None:
             raise MetadataError(errors.INVALID_CONFIG,
                                 f"Invalid value {value} for configuration {name}: "
                                 f"String must be one of: {', '.join(sorted(allowed))}")
-        if name == "message.format.version" and not _MESSAGE_FORMAT_VERSION.fullmatch(value):
+        if name == "message.format.version" and not _is_metadata_version(value):
             raise MetadataError(errors.INVALID_CONFIG,
                                 f"Invalid value {value} for configuration {name}: Version "
                                 f"{value} is not a valid version")

@@ -33,9 +33,17 @@ from josefk.zk import znodes as zn
 
 log = logging.getLogger("josefk.dynamic")
 
+# Kafka's Kerberos login settings, dynamic as its listener configs are, and how each parses.
+# josefk has no GSSAPI login, so a change is kept and described, with no effect, as on a Kafka
+# broker without a GSSAPI listener.
+_KERBEROS_LOGIN = {"sasl.kerberos.kinit.cmd": str, "sasl.kerberos.min.time.before.relogin": int,
+                   "sasl.kerberos.principal.to.local.rules": str,
+                   "sasl.kerberos.ticket.renew.jitter": float,
+                   "sasl.kerberos.ticket.renew.window.factor": float}
+
 # Broker configs that take effect at run time (a subset of Kafka's dynamic broker configs:
-# the ones josefk reads after start-up).
-DYNAMIC_BROKER_CONFIGS = frozenset(TOPIC_DEFAULTS.values()) | {
+# the ones josefk reads after start-up, and the Kerberos login settings).
+DYNAMIC_BROKER_CONFIGS = frozenset(TOPIC_DEFAULTS.values()) | set(_KERBEROS_LOGIN) | {
     "log.retention.ms", "log.retention.minutes", "log.retention.hours", "log.roll.ms",
     "log.roll.hours", "log.cleaner.threads",
 }
@@ -56,9 +64,13 @@ def validate_broker_configs(configs: dict, topic_defaults: dict, cleaner_threads
         try:
             if topic_name is not None:
                 validate_topic_configs({topic_name: value}, topic_defaults)
-            elif value is None or not value.strip().lstrip("-").isdigit():
+            elif value is None:
                 raise MetadataError(errors.INVALID_CONFIG, name)
-        except MetadataError:
+            elif name in _KERBEROS_LOGIN:
+                _KERBEROS_LOGIN[name](value)
+            elif not value.strip().lstrip("-").isdigit():
+                raise MetadataError(errors.INVALID_CONFIG, name)
+        except (MetadataError, ValueError):
             raise MetadataError(errors.INVALID_CONFIG,
                                 f"Invalid value {value} for configuration {name}") from None
         if name == "log.cleaner.threads":
@@ -91,6 +103,9 @@ class DynamicConfigs:
         self._path = Path(broker.config.log_dirs[0]) / self.FILE
         self._seen = None  # the last /config/changes sequence handled
         self._lock = asyncio.Lock()
+        # a topic's configs arrive after the topic itself (and change): its partitions follow
+        broker.metadata.listeners.append(
+            lambda event, t: self._reconfigure(t.name) if event == "configured" else None)
         if broker.zk is None and self._path.exists():
             data = json.loads(self._path.read_text())
             self.per_broker, self.cluster_default = data["broker"], data["default"]
@@ -162,15 +177,7 @@ class DynamicConfigs:
         os.replace(tmp, self._path)
 
     async def alter_topic(self, name: str, configs: dict) -> None:
-        md = self.broker.metadata
-        if self._zk is None:
-            md.alter_topic_configs(name, configs)  # its listeners reconfigure the partitions
-            return
-        await self._zk.run(zc.write_entity, zn.CONFIG_TOPICS, name, configs)
-        t = md.topics.get(name)
-        if t is not None:
-            t.configs = dict(configs)
-            self._reconfigure(name)
+        await self.broker.metadata.alter_topic_configs(name, configs)  # "configured" follows
 
     # -- applying ---------------------------------------------------------------------------------
     def _apply_broker_layers(self) -> None:

@@ -9,6 +9,7 @@ import asyncio
 import logging
 
 from josefk.broker.control.metadata import MetadataError
+from josefk.broker.replication.purgatory import wait_replicated
 from josefk.coordinator.errors import CoordinatorLogError
 from josefk.wire import errors
 
@@ -42,7 +43,7 @@ class OffsetsTopicLog:
         return res.base_offset
 
     async def _replicated(self, part, res) -> int:
-        code = await part.wait_replicated(res.next_offset, self.timeout_ms)
+        code = await wait_replicated(part, res.next_offset, self.timeout_ms)
         if code:
             # Kafka maps these to errors a committing client retries with its coordinator.
             raise CoordinatorLogError(errors.COORDINATOR_NOT_AVAILABLE

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-import struct
 import time
 from bisect import bisect_left
 from collections import defaultdict
@@ -24,11 +23,11 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.core import (CollectorRegistry, CounterMetricFamily, GaugeMetricFamily,
                                     HistogramMetricFamily)
 
-from josefk.broker.handlers.fetch import fetching_replica_id
-from josefk.broker.server import NO_RESPONSE
+from josefk.broker.handlers import NO_RESPONSE
 from josefk.wire import errors
 from josefk.wire.apis import API_BY_KEY, FETCH, PRODUCE
-from josefk.wire.batch import HEADER_SIZE, LOG_OVERHEAD, iter_headers
+from josefk.wire.apis.fetch import fetching_replica_id
+from josefk.wire.batch import record_count
 
 log = logging.getLogger("josefk.metrics")
 
@@ -68,18 +67,6 @@ class TopicStats:
 
     def __init__(self):
         self.bytes_in = self.messages_in = self.bytes_out = 0
-
-
-_I32 = struct.Struct(">i")
-_LENGTH_AT, _COUNT_AT = 8, HEADER_SIZE - 4  # batchLength, and recordsCount (the header's end)
-
-
-def _record_count(records) -> int:
-    """Records in a record set, from its batch headers: two ints for the usual single batch."""
-    n = len(records)
-    if n >= HEADER_SIZE and _I32.unpack_from(records, _LENGTH_AT)[0] + LOG_OVERHEAD == n:
-        return _I32.unpack_from(records, _COUNT_AT)[0]
-    return sum(h.count for h in iter_headers(records))
 
 
 def _response_errors(errs, ctx, req, resp) -> None:
@@ -169,7 +156,7 @@ class BrokerMetrics:
                 records = pd.records
                 if records is not None:
                     t.bytes_in += len(records)
-                    t.messages_in += _record_count(records)
+                    t.messages_in += record_count(records)
 
     def _fetched(self, errs, ctx, req, resp) -> None:
         """Bytes sent to consumers per topic (followers' fetches are replication, as in Kafka),

@@ -14,6 +14,7 @@ import time
 from types import CoroutineType
 
 from josefk.broker import eager
+from josefk.broker.handlers import NO_RESPONSE
 from josefk.broker.handlers.sasl import sasl_token
 from josefk.broker.limits import ConnectionLimits
 from josefk.broker.security.quotas import TimedCoroutine, request_time
@@ -26,7 +27,6 @@ from josefk.wire.types import DecodeError
 
 log = logging.getLogger("josefk.server")
 
-NO_RESPONSE = object()  # a handler's answer for requests that get none (Produce with acks=0)
 MAX_IN_FLIGHT = 256
 # When the socket is full, this much of a file region is read into the transport, whose
 # draining then says when sendfile can go on (rather than reading all the rest into memory).

@@ -15,6 +15,7 @@ import logging
 
 from josefk.broker.channel import ChannelError
 from josefk.broker.group_log import OFFSETS_TOPIC, ensure_internal_topic
+from josefk.broker.replication.purgatory import wait_replicated
 from josefk.wire import errors
 from josefk.wire.apis import WRITE_TXN_MARKERS
 
@@ -52,13 +53,13 @@ async def write_markers_locally(broker, producer_id, producer_epoch, commit, coo
     for t, p in partitions:
         part = broker.replicas.leader_partition(t, p)
         if part is None:
-            out[(t, p)] = broker.not_hosted_error(t, p)
+            out[(t, p)] = broker.replicas.not_hosted_error(t, p)
             continue
         res = part.write_marker(producer_id, producer_epoch, commit, coordinator_epoch)
         out[(t, p)] = res.error
         if not res.error:
             written.append(((t, p), part, res.next_offset))
-    codes = await asyncio.gather(*(part.wait_replicated(nxt, 30000)
+    codes = await asyncio.gather(*(wait_replicated(part, nxt, 30000)
                                    for _tp, part, nxt in written))
     for (tp, _part, _nxt), code in zip(written, codes):
         out[tp] = code
@@ -85,13 +86,17 @@ class TxnMarkerWriter:
         remaining = list(partitions)
         while True:
             by_leader: dict[int, list] = {}
+            unknown = []  # not in the metadata cache: gone, or not learnt yet; asked anyway
             for t, p in remaining:
                 meta = self.broker.metadata.topics.get(t)
                 if meta is not None and p < len(meta.partitions):
                     by_leader.setdefault(meta.partitions[p].leader, []).append((t, p))
+                else:
+                    unknown.append((t, p))
             results = await asyncio.gather(*(
                 self._send(leader, tps, producer_id, producer_epoch, commit, coordinator_epoch)
                 for leader, tps in by_leader.items()))
+            results.append(await self._unknown(unknown))
             remaining = []
             for res in results:
                 for tp, code in res.items():
@@ -109,6 +114,15 @@ class TxnMarkerWriter:
             if not remaining:
                 return True
             await asyncio.sleep(MARKER_RETRY_BACKOFF_S)
+
+    async def _unknown(self, tps) -> dict:
+        """Partitions the metadata cache does not name: their topic is gone (no marker needed)
+        only if the cluster says so; until then they are tried again."""
+        if not tps:
+            return {}
+        known = await self.broker.metadata.topics_exist({t for t, _p in tps})
+        return {(t, p): errors.NOT_LEADER_OR_FOLLOWER if known.get(t)
+                else errors.UNKNOWN_TOPIC_OR_PARTITION for t, p in tps}
 
     async def _send(self, leader, tps, producer_id, producer_epoch, commit, coordinator_epoch):
         broker = self.broker

@@ -1,6 +1,7 @@
-"""A josefk cluster for the tests: real broker processes sharing one real ZooKeeper (each
-cluster in its own chroot). Tests see it only through its brokers' sockets, ZooKeeper and
-signals, as an operator would."""
+"""A josefk cluster for the tests: the project's launcher (``faults.processes.LocalCluster``)
+on the session's ZooKeeper (each cluster in its own chroot), seen through confluent-kafka's
+AdminClient. Tests see it only through its brokers' sockets, ZooKeeper and signals, as an
+operator would."""
 from __future__ import annotations
 
 import json
@@ -8,49 +9,13 @@ import time
 
 from confluent_kafka.admin import AdminClient
 
-from compat_tests.broker_process import BrokerProcess
-
-# Short timeouts so failures are detected in seconds, not Kafka's default 18-30 s.
-CLUSTER_OVERRIDES = {
-    "zookeeper.session.timeout.ms": 6000,
-    "replica.lag.time.max.ms": 4000,
-    "replica.fetch.backoff.ms": 200,
-    "replica.fetch.wait.max.ms": 200,
-    "controlled.shutdown.retry.backoff.ms": 500,
-    "group.initial.rebalance.delay.ms": 0,
-    "offsets.topic.num.partitions": 6,
-    "offsets.topic.replication.factor": 3,
-    "default.replication.factor": 3,
-    "num.partitions": 3,
-    "auto.leader.rebalance.enable": "false",
-}
+from josefk.faults.processes import QUICK_FAILOVER, LocalCluster
 
 
-class Cluster:
+class Cluster(LocalCluster):
     def __init__(self, zk_connect: str, root, size: int = 3, overrides=None, racks=None):
-        self.zk_connect = zk_connect
-        self.brokers: dict[int, BrokerProcess] = {}
-        for i in range(1, size + 1):
-            extra = {"zookeeper.connect": zk_connect, **CLUSTER_OVERRIDES, **(overrides or {})}
-            if racks:
-                extra["broker.rack"] = racks[i - 1]
-            self.brokers[i] = BrokerProcess(data_dir=root / f"broker{i}" / "data",
-                                            overrides=extra, node_id=i,
-                                            log_dir=root / f"broker{i}", start_timeout=40)
-
-    @property
-    def bootstrap(self) -> str:
-        return ",".join(b.bootstrap for b in self.brokers.values() if b.is_running())
-
-    def start(self, timeout: float = 60) -> "Cluster":
-        for b in self.brokers.values():
-            b.start()
-        self.wait_for_brokers(len(self.brokers), timeout)
-        return self
-
-    def stop(self) -> None:
-        for b in self.brokers.values():
-            b.stop(timeout=30)
+        super().__init__(root, size, zk_connect=zk_connect, racks=racks,
+                         overrides={**QUICK_FAILOVER, **(overrides or {})})
 
     def admin(self, broker_id: int | None = None) -> AdminClient:
         bootstrap = self.brokers[broker_id].bootstrap if broker_id else self.bootstrap
@@ -59,22 +24,6 @@ class Cluster:
     def metadata(self, broker_id: int):
         """What ``broker_id`` itself answers to Metadata (not what a client caches)."""
         return self.admin(broker_id).list_topics(timeout=10)
-
-    def wait_for_brokers(self, n: int, timeout: float = 60) -> None:
-        """Until every running broker lists ``n`` live brokers and a controller."""
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                ok = all(len(self.metadata(i).brokers) == n and
-                         self.controller_id(i) >= 0
-                         for i, b in self.brokers.items() if b.is_running())
-            except Exception:  # noqa: BLE001 - still starting
-                ok = False
-            if ok:
-                return
-            if time.monotonic() > deadline:
-                raise AssertionError(f"cluster did not show {n} brokers within {timeout}s")
-            time.sleep(0.3)
 
     def controller_id(self, broker_id: int) -> int:
         admin = self.admin(broker_id)  # keep it alive until the future is answered

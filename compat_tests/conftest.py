@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from compat_tests.broker_process import BrokerProcess
+from josefk.faults.processes import BrokerProcess, free_port
 from compat_tests.cluster import Cluster
 from compat_tests.helpers import create_topic, unique_topic
-from compat_tests.zookeeper import new_chroot, zk_chroot, zk_connect, zookeeper  # noqa: F401
+from compat_tests.targets import CLUSTER_SHAPES, FAST_FAILOVER, TARGETS, Target
+from testkit.zookeeper import new_chroot, zk_chroot, zk_connect, zookeeper  # noqa: F401
 
 # Settings every test broker gets: a single node, so internal topics have one replica,
 # and no rebalance delay so group tests don't sit idle.
@@ -44,15 +45,20 @@ def broker(tmp_path_factory):
 
 
 @pytest.fixture(autouse=True)
-def _shared_broker_survives(request):
-    """Fail the test during which the shared broker process died (it would otherwise
-    show up only as connection errors in every later test)."""
+def _shared_brokers_survive(request):
+    """Fail the test during which a shared broker process died (it would otherwise show up
+    only as connection errors in every later test). A shared target starts each test with no
+    topics of its own, for the failure report's layout."""
+    shared = [request.getfixturevalue(n) for n in ("broker", "target")
+              if n in request.fixturenames]
+    for t in shared:
+        if isinstance(t, Target):
+            t.created.clear()
     yield
-    if "broker" in request.fixturenames:
-        b = request.getfixturevalue("broker")
+    for b in [b for t in shared for b in (t.brokers.values() if isinstance(t, Target) else [t])]:
         if not b.is_running():
-            pytest.fail(f"shared broker process exited (code {b.proc.returncode}) during this "
-                        f"test\n{b.log_tail()}", pytrace=False)
+            pytest.fail(f"shared broker process {b.bootstrap} exited (code {b.proc.returncode}) "
+                        f"during this test\n{b.log_tail()}", pytrace=False)
 
 
 @pytest.fixture
@@ -110,8 +116,7 @@ def cluster_factory(zookeeper, tmp_path, request):
 
     yield make
     for c in mine:
-        for b in c.brokers.values():
-            b.stop(timeout=10)
+        c.stop(timeout=10)
         _untrack_cluster(c)
 
 
@@ -172,12 +177,67 @@ def topic_name(request):
 
 
 @pytest.fixture
-def new_topic(broker, request):
-    """Factory: create a uniquely named topic on the shared broker via the admin API."""
+def new_topic(request):
+    """Factory: create a uniquely named topic via the admin API on the test's target, or on the
+    shared broker for tests without one."""
 
     def make(partitions: int = 1, config: dict | None = None, name: str | None = None) -> str:
-        return create_topic(broker.bootstrap, name or unique_topic(request.node.name),
-                            partitions, config)
+        name = name or unique_topic(request.node.name)
+        if "target" in request.fixturenames:
+            return request.getfixturevalue("target").create_topic(name, partitions, config)
+        return create_topic(request.getfixturevalue("broker").bootstrap, name, partitions,
+                            config)
+
+    return make
+
+
+@pytest.fixture(scope="session", params=TARGETS)
+def target(request, tmp_path_factory):
+    """Where a real-client scenario runs (compat_tests/targets.py): the shared broker, or a
+    3-broker cluster of the session in the shape the param names. pytest runs the tests of one
+    target together, so each cluster starts once and stops before the next one starts."""
+    name = request.param
+    if name == "single":
+        yield Target(name, {1: request.getfixturevalue("broker")})
+        return
+    c = Cluster(new_chroot(request.getfixturevalue("zookeeper"), f"target-{name}"),
+                tmp_path_factory.mktemp(f"target-{name}"), overrides=CLUSTER_SHAPES[name])
+    _track_cluster(c)
+    c.start()
+    yield Target(name, c.brokers, c)
+    c.stop()
+    _untrack_cluster(c)
+
+
+@pytest.fixture(params=[pytest.param(t, marks=pytest.mark.slow) if t == "rf3" else t
+                        for t in TARGETS])
+def target_factory(request):
+    """Targets of one's own in the shape the param names (a new broker, or a new cluster that
+    fails over in seconds), for scenarios that restart brokers or need other settings:
+    ``target_factory(overrides, metrics=True)``; with ``metrics`` every broker serves
+    Prometheus metrics on a port of its own (``Target.metrics_ports``). These scenarios are
+    the costly ones: on ``rf3`` they are marked slow, ``spread`` stands for the clusters in a
+    short run (``-m "not slow"``)."""
+    name = request.param
+
+    def make(overrides: dict | None = None, metrics: bool = False) -> Target:
+        if name == "single":
+            b = request.getfixturevalue("broker_factory")(overrides, start=False)
+            t, start = Target(name, {1: b}), b.start
+        else:
+            c = request.getfixturevalue("cluster_factory")(
+                overrides={**CLUSTER_SHAPES[name], **FAST_FAILOVER, **(overrides or {})},
+                start=False)
+            # Thrown away with kill -9 when the test ends, before cluster_factory's
+            # controlled shutdowns (seconds each where no other replica can take over).
+            request.node.addfinalizer(lambda: [b.kill() for b in c.brokers.values()])
+            t, start = Target(name, c.brokers, c), c.start
+        if metrics:
+            t.metrics_ports = [free_port() for _ in t.brokers]
+            for b, port in zip(t.brokers.values(), t.metrics_ports):
+                b.overrides["josefk.metrics.port"] = port
+        start()
+        return t
 
     return make
 
@@ -188,6 +248,9 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
     if report.failed and _brokers:
+        target = item.funcargs.get("target") if hasattr(item, "funcargs") else None
+        if isinstance(target, Target) and target.cluster is not None:
+            report.sections.append((f"layout of {target.name}", target.layout()))
         for b in _brokers:
             report.sections.append((f"broker log {b.bootstrap} ({b.log_path})", b.log_tail(4000)))
 

@@ -10,7 +10,7 @@ import uuid
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from compat_tests.broker_process import BROKER_PYTHON, REPO_ROOT
+from josefk.faults.processes import BROKER_PYTHON, REPO_ROOT
 
 
 def unique_topic(prefix: str = "t") -> str:
@@ -55,10 +55,12 @@ def wait_for_topic_gone(admin: AdminClient, name: str, timeout: float = 15.0) ->
 
 
 def create_topic(bootstrap: str, name: str, partitions: int = 1,
-                 config: dict | None = None, timeout: float = 15.0) -> str:
+                 config: dict | None = None, timeout: float = 15.0,
+                 replication_factor: int = 1) -> str:
     admin = admin_client(bootstrap)
     futures = admin.create_topics(
-        [NewTopic(name, num_partitions=partitions, replication_factor=1, config=config or {})],
+        [NewTopic(name, num_partitions=partitions, replication_factor=replication_factor,
+                  config=config or {})],
         operation_timeout=10, request_timeout=15,
     )
     futures[name].result(timeout)
@@ -437,17 +439,16 @@ def wait_group_state(admin: AdminClient, group: str, state, timeout: float = 15.
         time.sleep(0.1)
 
 
-def josefk_cli(broker, command: str, action: str, *args, check=True) -> subprocess.CompletedProcess:
-    """Run ``python -m josefk COMMAND ACTION --bootstrap-server B ARGS...`` against ``broker``;
-    with ``check``, fail the test unless it exits 0."""
+def josefk_cli(broker, *args, check=True) -> subprocess.CompletedProcess:
+    """Run ``python -m josefk ARGS... --bootstrap-server B`` against ``broker``; with ``check``,
+    fail the test unless it exits 0."""
     proc = subprocess.run(
-        [BROKER_PYTHON, "-m", "josefk", command, action,
-         "--bootstrap-server", broker.bootstrap, *args],
+        [BROKER_PYTHON, "-m", "josefk", *args, "--bootstrap-server", broker.bootstrap],
         cwd=str(REPO_ROOT), capture_output=True, text=True, timeout=30,
     )
     if check:
         assert proc.returncode == 0, (
-            f"{command} {action} {' '.join(args)} exited {proc.returncode}\n"
+            f"{' '.join(args)} exited {proc.returncode}\n"
             f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
         )
     return proc
@@ -466,21 +467,24 @@ def scrape(port: int) -> dict:
             for fam in text_string_to_metric_families(text) for s in fam.samples}
 
 
-def requests_by_version(metrics_port: int) -> dict[tuple[str, int], int]:
+def requests_by_version(*metrics_ports: int) -> dict[tuple[str, int], int]:
     """{(request name, version): requests served} (``kafka_network_requestmetrics_requestspersec``
-    by request and version)."""
-    out = {}
-    for (name, labels), v in scrape(metrics_port).items():
-        if name == "kafka_network_requestmetrics_requestspersec_total":
-            labels = dict(labels)
-            out[labels["request"], int(labels["version"])] = v
+    by request and version), summed over the brokers serving metrics on ``metrics_ports``."""
+    out: dict[tuple[str, int], int] = {}
+    for port in metrics_ports:
+        for (name, labels), v in scrape(port).items():
+            if name == "kafka_network_requestmetrics_requestspersec_total":
+                labels = dict(labels)
+                key = labels["request"], int(labels["version"])
+                out[key] = out.get(key, 0) + v
     return out
 
 
-def versions_sent(metrics_port: int, before: dict) -> dict[str, list[int]]:
-    """{request name: [versions]} served since ``before`` (a ``requests_by_version`` result)."""
+def versions_sent(before: dict, *metrics_ports: int) -> dict[str, list[int]]:
+    """{request name: [versions]} served since ``before`` (a ``requests_by_version`` result of
+    the same ports)."""
     out: dict[str, list[int]] = {}
-    for (name, v), n in sorted(requests_by_version(metrics_port).items()):
+    for (name, v), n in sorted(requests_by_version(*metrics_ports).items()):
         if n > before.get((name, v), 0):
             out.setdefault(name, []).append(v)
     return out

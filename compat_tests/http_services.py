@@ -5,26 +5,29 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import httpx
 
-from compat_tests.broker_process import BROKER_PYTHON, free_port
+from josefk.faults.processes import BROKER_PYTHON, free_port
 
 START_TIMEOUT = 30.0
 
 
 class ServiceProcess:
-    """``kind`` is ``registry`` or ``rest``; ``props`` are its Confluent properties."""
+    """``kind`` is ``registry`` or ``rest``; ``props`` are its Confluent properties; ``root``
+    another checkout whose code runs (a benchmark's before/after), this one's by default."""
 
     def __init__(self, kind: str, props: dict, log_path: Path, port: int | None = None,
-                 env: dict | None = None):
+                 env: dict | None = None, root: Path | None = None):
         self.kind, self.props, self.log_path = kind, dict(props), Path(log_path)
         self.port = port or free_port()
         self.props.setdefault("listeners", f"http://127.0.0.1:{self.port}")
         self.env = env or {}
+        if root is not None:
+            self.env = {**self.env, "PYTHONPATH": str(root)}
+        self.cwd = str(root) if root is not None else None
         self.proc: subprocess.Popen | None = None
 
     @property
@@ -39,7 +42,7 @@ class ServiceProcess:
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(cmd, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
                                      env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env},
-                                     start_new_session=True)
+                                     cwd=self.cwd, start_new_session=True)
         log.close()
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:

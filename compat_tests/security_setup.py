@@ -11,7 +11,7 @@ from pathlib import Path
 
 import trustme
 
-from compat_tests.broker_process import BROKER_PYTHON, REPO_ROOT, BrokerProcess, free_port
+from josefk.faults.processes import BROKER_PYTHON, REPO_ROOT, BrokerProcess, free_port
 
 PLAIN_USERS = {"admin": "admin-secret", "alice": "alice-secret"}
 SCRAM_USERS = {"bob": "bob-secret", "carol": "carol-secret"}

@@ -93,3 +93,17 @@ def test_topics_create_uses_broker_default_partitions(broker):
     # The shared broker runs with num.partitions=2.
     t = wait_for_topic(admin_client(broker.bootstrap), name, 2)
     assert sorted(t.partitions) == [0, 1]
+
+
+def test_a_missing_topic_or_group_is_one_line_for_every_tool(broker):
+    missing = unique_topic("cli-missing")
+    for args in (["topics", "describe", "--topic", missing],
+                 ["configs", "--entity-type", "topics", "--entity-name", missing, "--describe"],
+                 ["log-dirs", "--describe", "--topic-list", missing],
+                 ["console-consumer", "--topic", missing, "--timeout-ms", "2000"],
+                 ["perf-consumer", "--topic", missing, "--messages", "1"],
+                 ["groups", "describe", "--group", missing]):
+        proc = josefk_cli(broker, *args, check=False)
+        assert proc.returncode == 1, (args, proc.stderr)
+        assert len(proc.stderr.strip().splitlines()) == 1, (args, proc.stderr)
+        assert missing in proc.stderr, (args, proc.stderr)

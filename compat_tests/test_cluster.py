@@ -239,7 +239,7 @@ def test_controller_failover_and_rejoin(cluster_factory):
 
 
 def test_duplicate_broker_id_is_refused(cluster, tmp_path):
-    from compat_tests.broker_process import BrokerProcess, BrokerStartError
+    from josefk.faults.processes import BrokerProcess, BrokerStartError
 
     dup = BrokerProcess(data_dir=tmp_path / "dup", node_id=2, log_dir=tmp_path,
                         overrides={"zookeeper.connect": cluster.zk_connect,
@@ -385,7 +385,7 @@ def test_a_short_zookeeper_outage_keeps_every_session(tmp_path):
     within their sessions once it is back (the reconnect backoff stays near a second), so no
     broker re-registers and no ISR shrinks."""
     from compat_tests.cluster import Cluster
-    from compat_tests.zookeeper import new_chroot
+    from testkit.zookeeper import new_chroot
     from josefk.zk.local_server import LocalZooKeeper
 
     zk = LocalZooKeeper(tmp_path / "zk", fsync=False).start(timeout=60)

@@ -74,9 +74,9 @@ def _check_messages(msgs, expected, first_offset=0):
 
 
 @pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
-def test_compression_round_trip(broker, new_topic, codec):
+def test_compression_round_trip(target, new_topic, codec):
     topic = new_topic(partitions=1)
-    p = producer(broker.bootstrap, **{"compression.type": codec, "linger.ms": 50,
+    p = producer(target.bootstrap, **{"compression.type": codec, "linger.ms": 50,
                                       "acks": "all"})
     log = DeliveryLog()
     expected = []
@@ -91,13 +91,13 @@ def test_compression_round_trip(broker, new_topic, codec):
     assert log.errors == []
     assert [(pt, off) for pt, off, _, _ in log.ok] == [(0, i) for i in range(n)]
 
-    msgs = read_partition(broker.bootstrap, topic, 0, n)
+    msgs = read_partition(target.bootstrap, topic, 0, n)
     _check_messages(msgs, expected)
 
     # Independent look at the stored batches (raw Fetch): the producer's codec is
     # kept (compression.type=producer is Kafka's default) and the batches really
     # carry the records, magic 2, contiguous offsets.
-    with rawkafka.RawConnection(broker.bootstrap) as conn:
+    with rawkafka.RawConnection(target.leader_bootstrap(topic, 0)) as conn:
         version = rawkafka.pick_version(rawkafka.api_versions(conn), rawkafka.FETCH,
                                         rawkafka.FETCH_VERSIONS)
         if version is None:
@@ -132,11 +132,11 @@ def test_compression_round_trip(broker, new_topic, codec):
             assert b["base_offset"] == a["base_offset"] + a["last_offset_delta"] + 1
 
 
-def test_idempotent_producer_exactly_once_in_order(broker, new_topic):
+def test_idempotent_producer_exactly_once_in_order(target, new_topic):
     partitions = 3
     n = 3000
     topic = new_topic(partitions=partitions)
-    p = producer(broker.bootstrap, **{"enable.idempotence": True, "linger.ms": 5,
+    p = producer(target.bootstrap, **{"enable.idempotence": True, "linger.ms": 5,
                                       "batch.num.messages": 200})
     log = DeliveryLog()
     for i in range(n):
@@ -154,7 +154,7 @@ def test_idempotent_producer_exactly_once_in_order(broker, new_topic):
         offsets = [off for pt, off, _, _ in log.ok if pt == part]
         assert sorted(offsets) == list(range(n // partitions))
 
-    msgs = read_from_beginning(broker.bootstrap, topic, partitions, n, timeout=40, quiet=1.0)
+    msgs = read_from_beginning(target.bootstrap, topic, partitions, n, timeout=40, quiet=1.0)
     for part in range(partitions):
         got = [(m.offset(), m.key(), m.value()) for m in msgs if m.partition() == part]
         want = [(j, f"k{i}".encode(), f"{i}".encode())
@@ -172,16 +172,16 @@ def _produce_plain(bootstrap, topic, values, partition=0, acks="all"):
     return log
 
 
-def test_consumer_from_earliest(broker, new_topic):
+def test_consumer_from_earliest(target, new_topic):
     topic = new_topic(partitions=2)
     values = [f"m{i}".encode() for i in range(10)]
-    _produce_plain(broker.bootstrap, topic, values, partition=1)
-    msgs = read_partition(broker.bootstrap, topic, 1, 10)
+    _produce_plain(target.bootstrap, topic, values, partition=1)
+    msgs = read_partition(target.bootstrap, topic, 1, 10)
     assert [(m.partition(), m.offset(), m.value()) for m in msgs] == [
         (1, i, v) for i, v in enumerate(values)
     ]
     # Partition 0 stayed empty.
-    c = consumer(broker.bootstrap)
+    c = consumer(target.bootstrap)
     try:
         c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
         assert_no_more(c, 1.0)
@@ -189,16 +189,16 @@ def test_consumer_from_earliest(broker, new_topic):
         c.close()
 
 
-def test_consumer_from_latest_sees_only_new_messages(broker, new_topic):
+def test_consumer_from_latest_sees_only_new_messages(target, new_topic):
     topic = new_topic(partitions=1)
-    _produce_plain(broker.bootstrap, topic, [f"old{i}".encode() for i in range(10)])
-    c = consumer(broker.bootstrap)
+    _produce_plain(target.bootstrap, topic, [f"old{i}".encode() for i in range(10)])
+    c = consumer(target.bootstrap)
     try:
         c.assign([TopicPartition(topic, 0, OFFSET_END)])
         # Give the consumer time to resolve "latest" (offset 10) before producing more.
         assert_no_more(c, 2.0)
         new = [f"new{i}".encode() for i in range(5)]
-        _produce_plain(broker.bootstrap, topic, new)
+        _produce_plain(target.bootstrap, topic, new)
         msgs = consume_n(c, 5)
         assert_no_more(c, 0.5)
     finally:
@@ -206,23 +206,23 @@ def test_consumer_from_latest_sees_only_new_messages(broker, new_topic):
     assert [(m.offset(), m.value()) for m in msgs] == [(10 + i, v) for i, v in enumerate(new)]
 
 
-def test_consumer_from_given_offset(broker, new_topic):
+def test_consumer_from_given_offset(target, new_topic):
     topic = new_topic(partitions=1)
     values = [f"m{i}".encode() for i in range(10)]
-    _produce_plain(broker.bootstrap, topic, values)
-    msgs = read_partition(broker.bootstrap, topic, 0, 5, start=5)
+    _produce_plain(target.bootstrap, topic, values)
+    msgs = read_partition(target.bootstrap, topic, 0, 5, start=5)
     assert [(m.offset(), m.value()) for m in msgs] == [(i, values[i]) for i in range(5, 10)]
 
 
 @pytest.mark.parametrize("acks", ["0", "1", "all"])
-def test_produce_acks(broker, new_topic, acks):
+def test_produce_acks(target, new_topic, acks):
     topic = new_topic(partitions=1)
     values = [f"acks{acks}-{i}".encode() for i in range(50)]
-    log = _produce_plain(broker.bootstrap, topic, values, acks=acks)
+    log = _produce_plain(target.bootstrap, topic, values, acks=acks)
     assert len(log.ok) == 50
     if acks != "0":
         assert [off for _, off, _, _ in log.ok] == list(range(50))
-    msgs = read_partition(broker.bootstrap, topic, 0, 50)
+    msgs = read_partition(target.bootstrap, topic, 0, 50)
     assert [(m.offset(), m.value()) for m in msgs] == list(enumerate(values))
 
 
@@ -231,10 +231,11 @@ def _source(entry):
     return s if isinstance(s, ConfigSource) else ConfigSource(s)
 
 
-def test_admin_create_describe_grow_delete(broker):
-    admin = admin_client(broker.bootstrap)
+def test_admin_create_describe_grow_delete(target):
+    admin = admin_client(target.bootstrap)
     name = unique_topic("admin")
-    new = NewTopic(name, num_partitions=4, replication_factor=1,
+    rf = target.replication_factor()
+    new = NewTopic(name, num_partitions=4, replication_factor=rf,
                    config={"retention.ms": "123456789", "segment.bytes": "1048576"})
     admin.create_topics([new], operation_timeout=10)[name].result(15)
 
@@ -244,12 +245,12 @@ def test_admin_create_describe_grow_delete(broker):
                             operation_timeout=10)[name].result(15)
     assert exc.value.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS
 
-    t = wait_for_topic(admin, name, 4)
+    t = target.wait_for_topic(name, 4)
     assert sorted(t.partitions) == [0, 1, 2, 3]
     for pid, pm in t.partitions.items():
-        assert pm.leader == 1, pid
-        assert list(pm.replicas) == [1], pid
-        assert list(pm.isrs) == [1], pid
+        assert len(set(pm.replicas)) == rf and set(pm.replicas) <= set(target.brokers), pid
+        assert pm.leader in pm.replicas, pid
+        assert sorted(pm.isrs) == sorted(pm.replicas), pid
 
     res = ConfigResource(ResourceType.TOPIC, name)
     configs = admin.describe_configs([res])[res].result(15)
@@ -261,19 +262,19 @@ def test_admin_create_describe_grow_delete(broker):
     assert _source(configs["cleanup.policy"]) != ConfigSource.DYNAMIC_TOPIC_CONFIG
 
     admin.create_partitions([NewPartitions(name, 6)], operation_timeout=10)[name].result(15)
-    t = wait_for_topic(admin, name, 6)
+    t = target.wait_for_topic(name, 6)
     assert sorted(t.partitions) == list(range(6))
     # The new partition takes writes and serves them.
-    _produce_plain(broker.bootstrap, name, [b"in-p5"], partition=5)
-    (m,) = read_partition(broker.bootstrap, name, 5, 1)
+    _produce_plain(target.bootstrap, name, [b"in-p5"], partition=5)
+    (m,) = read_partition(target.bootstrap, name, 5, 1)
     assert (m.partition(), m.offset(), m.value()) == (5, 0, b"in-p5")
 
     admin.delete_topics([name], operation_timeout=10)[name].result(15)
     wait_for_topic_gone(admin, name)
 
 
-def test_delete_unknown_topic_fails(broker):
-    admin = admin_client(broker.bootstrap)
+def test_delete_unknown_topic_fails(target):
+    admin = admin_client(target.bootstrap)
     name = unique_topic("never-created")
     with pytest.raises(KafkaException) as exc:
         admin.delete_topics([name], operation_timeout=10)[name].result(15)
@@ -291,18 +292,18 @@ def _produce_timestamped(bootstrap, topic, n, step=1000):
     assert [off for _, off, _, _ in log.ok] == list(range(n))
 
 
-def test_list_offsets_earliest_latest_and_by_time(broker, new_topic):
+def test_list_offsets_earliest_latest_and_by_time(target, new_topic):
     topic = new_topic(partitions=1)
-    _produce_timestamped(broker.bootstrap, topic, 10)
+    _produce_timestamped(target.bootstrap, topic, 10)
     tp = TopicPartition(topic, 0)
 
-    admin = admin_client(broker.bootstrap)
+    admin = admin_client(target.bootstrap)
     earliest = admin.list_offsets({tp: OffsetSpec.earliest()}, request_timeout=15)[tp].result(15)
     latest = admin.list_offsets({tp: OffsetSpec.latest()}, request_timeout=15)[tp].result(15)
     assert earliest.offset == 0
     assert latest.offset == 10
 
-    c = consumer(broker.bootstrap)
+    c = consumer(target.bootstrap)
     try:
         assert c.get_watermark_offsets(tp, timeout=10) == (0, 10)
         queries = {
@@ -320,59 +321,86 @@ def test_list_offsets_earliest_latest_and_by_time(broker, new_topic):
         c.close()
 
 
-def test_list_offsets_max_timestamp(broker, new_topic):
+def test_list_offsets_max_timestamp(target, new_topic):
     topic = new_topic(partitions=1)
-    p = producer(broker.bootstrap, acks="all")
+    p = producer(target.bootstrap, acks="all")
     # The newest timestamp sits in the middle of the log.
     for i, ts in enumerate([BASE_TS, BASE_TS + 50_000, BASE_TS + 10_000]):
         p.produce(topic, value=f"v{i}".encode(), partition=0, timestamp=ts)
         flush_all(p)
     tp = TopicPartition(topic, 0)
-    admin = admin_client(broker.bootstrap)
+    admin = admin_client(target.bootstrap)
     res = admin.list_offsets({tp: OffsetSpec.max_timestamp()}, request_timeout=15)[tp].result(15)
     assert (res.offset, res.timestamp) == (1, BASE_TS + 50_000)
 
 
-def test_log_append_time_reaches_the_producer_and_the_consumer(broker, new_topic):
-    """message.timestamp.type=LogAppendTime: the broker's append time replaces the producer's,
-    and the produce answer carries it (log_append_time_ms), so the delivery report has it."""
+def _log_append_time_records(target, new_topic):
+    """Three records, one batch each, a few milliseconds apart, into a topic with
+    message.timestamp.type=LogAppendTime. Returns the topic, the timestamps of the delivery
+    reports, and the wall clock before and after producing."""
     topic = new_topic(partitions=1, config={"message.timestamp.type": "LogAppendTime"})
-    delivered = []
-    p = producer(broker.bootstrap, acks="all")
+    p = producer(target.bootstrap, acks="all")
+    reports = []
     before = int(time.time() * 1000)
-    p.produce(topic, value=b"x", partition=0, timestamp=BASE_TS,
-              on_delivery=lambda err, msg: delivered.append((err, msg.timestamp())))
-    flush_all(p)
+    for i in range(3):
+        p.produce(topic, value=b"v%d" % i, partition=0, timestamp=BASE_TS + i,
+                  on_delivery=lambda err, msg: reports.append((err, msg.offset(),
+                                                               msg.timestamp())))
+        flush_all(p)
+        time.sleep(0.02)
     after = int(time.time() * 1000)
-    ((err, (kind, ts)),) = delivered
-    assert err is None and kind == TIMESTAMP_LOG_APPEND_TIME and before <= ts <= after
-    (m,) = read_partition(broker.bootstrap, topic, 0, 1)
-    assert m.timestamp() == (TIMESTAMP_LOG_APPEND_TIME, ts)
+    assert [(err, offset) for err, offset, _ in reports] == [(None, 0), (None, 1), (None, 2)]
+    return topic, [ts for _, _, ts in reports], before, after
 
 
-def test_metadata_unknown_topic_auto_created(broker):
-    admin = admin_client(broker.bootstrap)
+def test_log_append_time_replaces_the_producers_timestamps(target, new_topic):
+    """The partition leader stamps every batch with its clock as it appends it: consumers read
+    that log-append time, and ListOffsets by timestamp finds records by it."""
+    topic, _reported, before, after = _log_append_time_records(target, new_topic)
+    stamps = [m.timestamp() for m in read_partition(target.bootstrap, topic, 0, 3)]
+    assert all(kind == TIMESTAMP_LOG_APPEND_TIME and before <= ts <= after
+               for kind, ts in stamps), stamps
+    assert [ts for _, ts in stamps] == sorted({ts for _, ts in stamps})  # increasing
+    c = consumer(target.bootstrap)
+    try:
+        for query, want in ((stamps[1][1], 1), (stamps[2][1], 2), (after + 60_000, -1)):
+            (res,) = c.offsets_for_times([TopicPartition(topic, 0, query)], timeout=10)
+            assert (res.error, res.offset) == (None, want), query
+    finally:
+        c.close()
+
+
+def test_log_append_time_reaches_the_producer(target, new_topic):
+    """The produce response carries the time the leader stamped (log_append_time_ms): the
+    delivery report shows the same log-append timestamp as the consumers read."""
+    topic, reported, _before, _after = _log_append_time_records(target, new_topic)
+    stamps = [m.timestamp() for m in read_partition(target.bootstrap, topic, 0, 3)]
+    assert reported == stamps
+
+
+def test_metadata_unknown_topic_auto_created(target):
+    admin = admin_client(target.bootstrap)
     name = unique_topic("auto")
     assert name not in admin.list_topics(timeout=10).topics
-    p = producer(broker.bootstrap, acks="all")
+    p = producer(target.bootstrap, acks="all")
     log = DeliveryLog()
     p.produce(name, key=b"k", value=b"first", on_delivery=log)
     flush_all(p, 20)
     assert log.errors == []
     ((part, offset, _, _),) = log.ok
     assert offset == 0
-    # Shared broker runs with num.partitions=2.
-    t = wait_for_topic(admin, name, 2)
+    # Every target runs with num.partitions=2.
+    t = target.wait_for_topic(name, 2)
     assert sorted(t.partitions) == [0, 1]
     assert part in (0, 1)
-    (m,) = read_partition(broker.bootstrap, name, part, 1)
+    (m,) = read_partition(target.bootstrap, name, part, 1)
     assert (m.key(), m.value(), m.offset()) == (b"k", b"first", 0)
 
 
-def test_large_message(broker, new_topic):
+def test_large_message(target, new_topic):
     topic = new_topic(partitions=1)
     big = [os.urandom(900 * 1024), os.urandom(900 * 1024)]
-    p = producer(broker.bootstrap, acks="all")
+    p = producer(target.bootstrap, acks="all")
     log = DeliveryLog()
     for v in big:
         p.produce(topic, key=b"big", value=v, partition=0, on_delivery=log)
@@ -380,16 +408,16 @@ def test_large_message(broker, new_topic):
     flush_all(p, 30)
     assert log.errors == []
     assert [off for _, off, _, _ in log.ok] == [0, 1, 2]
-    msgs = read_partition(broker.bootstrap, topic, 0, 3, timeout=30)
+    msgs = read_partition(target.bootstrap, topic, 0, 3, timeout=30)
     assert [(m.offset(), m.key()) for m in msgs] == [(0, b"big"), (1, b"big"), (2, b"small")]
     assert msgs[0].value() == big[0]
     assert msgs[1].value() == big[1]
     assert msgs[2].value() == b"after"
 
 
-def test_produce_to_unknown_partition_fails(broker, new_topic):
+def test_produce_to_unknown_partition_fails(target, new_topic):
     topic = new_topic(partitions=1)
-    p = producer(broker.bootstrap, acks="all", **{"message.timeout.ms": 5000})
+    p = producer(target.bootstrap, acks="all", **{"message.timeout.ms": 5000})
     log = DeliveryLog()
     # Learn the partition count first, as any real producer would.
     assert len(p.list_topics(topic, timeout=10).topics[topic].partitions) == 1
@@ -403,11 +431,11 @@ def test_produce_to_unknown_partition_fails(broker, new_topic):
         assert [e.code() for e, _, _ in log.errors] == [KafkaError._UNKNOWN_PARTITION]
 
 
-def test_many_producers_interleaved_partition_order(broker, new_topic):
+def test_many_producers_interleaved_partition_order(target, new_topic):
     """Three producers writing to the same partitions concurrently: each partition
     holds every message once, and each producer's messages keep their order."""
     topic = new_topic(partitions=2)
-    producers = [producer(broker.bootstrap, acks="all", **{"linger.ms": 2}) for _ in range(3)]
+    producers = [producer(target.bootstrap, acks="all", **{"linger.ms": 2}) for _ in range(3)]
     logs = [DeliveryLog() for _ in producers]
     per = 300
     for i in range(per):
@@ -418,7 +446,7 @@ def test_many_producers_interleaved_partition_order(broker, new_topic):
     for p in producers:
         flush_all(p)
     assert all(log.errors == [] for log in logs)
-    msgs = read_from_beginning(broker.bootstrap, topic, 2, 3 * per, timeout=30)
+    msgs = read_from_beginning(target.bootstrap, topic, 2, 3 * per, timeout=30)
     for part in range(2):
         pm = [m for m in msgs if m.partition() == part]
         assert [m.offset() for m in pm] == list(range(len(pm)))
@@ -432,15 +460,15 @@ def test_many_producers_interleaved_partition_order(broker, new_topic):
             assert stored[(pt, off)] == value
 
 
-def test_consumer_group_subscribe_commit_resume(broker, new_topic):
+def test_consumer_group_subscribe_commit_resume(target, new_topic):
     """subscribe() through the group coordinator; committed offsets are resumed from."""
     topic = new_topic(partitions=2)
     group = unique_topic("grp")
     values = {pt: [f"p{pt}-{i}".encode() for i in range(10)] for pt in range(2)}
     for pt, vs in values.items():
-        _produce_plain(broker.bootstrap, topic, vs, partition=pt)
+        _produce_plain(target.bootstrap, topic, vs, partition=pt)
 
-    c = consumer(broker.bootstrap, **{"group.id": group, "auto.offset.reset": "earliest",
+    c = consumer(target.bootstrap, **{"group.id": group, "auto.offset.reset": "earliest",
                                       "session.timeout.ms": 10000})
     try:
         c.subscribe([topic])
@@ -455,7 +483,7 @@ def test_consumer_group_subscribe_commit_resume(broker, new_topic):
     finally:
         c.close()
 
-    c = consumer(broker.bootstrap, **{"group.id": group, "auto.offset.reset": "earliest",
+    c = consumer(target.bootstrap, **{"group.id": group, "auto.offset.reset": "earliest",
                                       "session.timeout.ms": 10000})
     try:
         c.subscribe([topic])
@@ -469,12 +497,12 @@ def test_consumer_group_subscribe_commit_resume(broker, new_topic):
     assert got == want
 
 
-def test_message_larger_than_broker_limit_is_refused(broker, new_topic):
+def test_message_larger_than_broker_limit_is_refused(target, new_topic):
     """Above message.max.bytes (Kafka default 1048588) the broker answers
     MESSAGE_TOO_LARGE (10); the topic-level max.message.bytes applies too."""
     topic = new_topic(partitions=1)
     small_limit = new_topic(partitions=1, config={"max.message.bytes": "10000"})
-    p = producer(broker.bootstrap, acks="all", **{"message.max.bytes": 4_000_000,
+    p = producer(target.bootstrap, acks="all", **{"message.max.bytes": 4_000_000,
                                                   "message.timeout.ms": 10000})
     log = DeliveryLog()
     # One batch each (the limit applies to a whole batch).
@@ -488,7 +516,7 @@ def test_message_larger_than_broker_limit_is_refused(broker, new_topic):
     assert codes == [(KafkaError.MSG_SIZE_TOO_LARGE, 20_000),
                      (KafkaError.MSG_SIZE_TOO_LARGE, 2_000_000)]
     assert [(off, v) for _, off, _, v in log.ok] == [(0, b"fits")]
-    (m,) = read_partition(broker.bootstrap, small_limit, 0, 1)
+    (m,) = read_partition(target.bootstrap, small_limit, 0, 1)
     assert (m.offset(), m.value()) == (0, b"fits")
 
 
@@ -501,15 +529,15 @@ def _create_error(admin, topic: NewTopic, **kw):
     return None
 
 
-def test_admin_create_topic_errors(broker):
-    admin = admin_client(broker.bootstrap)
+def test_admin_create_topic_errors(target):
+    admin = admin_client(target.bootstrap)
     n = unique_topic("adm-err")
     cases = [
         (NewTopic("bad name!", num_partitions=1, replication_factor=1),
          KafkaError.TOPIC_EXCEPTION),
         (NewTopic("x" * 250, num_partitions=1, replication_factor=1),
          KafkaError.TOPIC_EXCEPTION),
-        (NewTopic(n + "-rf", num_partitions=1, replication_factor=3),
+        (NewTopic(n + "-rf", num_partitions=1, replication_factor=len(target.brokers) + 1),
          KafkaError.INVALID_REPLICATION_FACTOR),
         (NewTopic(n + "-cfg", num_partitions=1, replication_factor=1,
                   config={"retention.ms": "not-a-number"}),
@@ -531,9 +559,9 @@ def test_admin_create_topic_errors(broker):
     assert v.topic not in admin.list_topics(timeout=10).topics
 
     # Shrinking a topic is refused.
-    t = NewTopic(n + "-shrink", num_partitions=3, replication_factor=1)
+    t = NewTopic(n + "-shrink", num_partitions=3, replication_factor=target.replication_factor())
     admin.create_topics([t], operation_timeout=10)[t.topic].result(15)
-    wait_for_topic(admin, t.topic, 3)
+    target.wait_for_topic(t.topic, 3)
     with pytest.raises(KafkaException) as exc:
         admin.create_partitions([NewPartitions(t.topic, 2)],
                                 operation_timeout=10)[t.topic].result(15)
@@ -542,16 +570,16 @@ def test_admin_create_topic_errors(broker):
 
 
 @pytest.mark.parametrize("codec", ["gzip", "zstd"])
-def test_consume_from_inside_a_compressed_batch(broker, new_topic, codec):
+def test_consume_from_inside_a_compressed_batch(target, new_topic, codec):
     """Fetching from the middle of a compressed batch returns that batch; the
     client drops the records before the requested offset."""
     topic = new_topic(partitions=1)
-    p = producer(broker.bootstrap, acks="all", **{"compression.type": codec, "linger.ms": 100})
+    p = producer(target.bootstrap, acks="all", **{"compression.type": codec, "linger.ms": 100})
     values = [f"rec-{i}".encode() * 3 for i in range(100)]
     log = DeliveryLog()
     for v in values:
         p.produce(topic, value=v, partition=0, on_delivery=log)
     flush_all(p)
     assert [off for _, off, _, _ in log.ok] == list(range(100))
-    msgs = read_partition(broker.bootstrap, topic, 0, 50, start=50)
+    msgs = read_partition(target.bootstrap, topic, 0, 50, start=50)
     assert [(m.offset(), m.value()) for m in msgs] == [(i, values[i]) for i in range(50, 100)]

@@ -13,7 +13,7 @@ import time
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka import ConsumerGroupState
 
-from compat_tests.broker_process import BROKER_PYTHON, REPO_ROOT
+from josefk.faults.processes import BROKER_PYTHON, REPO_ROOT
 from compat_tests.helpers import (admin_client, create_topic, flush_all, josefk_cli, producer,
                                   unique_topic, wait_group_state)
 

@@ -51,6 +51,14 @@ def test_full_disk_is_kafka_storage_error_and_writing_resumes(broker_factory):
             break
     assert r["error_code"] == KAFKA_STORAGE_ERROR, r
     assert "Disk error" in r["error_message"]
+    # The probe needs more room than the producer's batches: wait until they stop fitting too
+    # (no acknowledgement through several of the producer's retries).
+    settled = time.monotonic() + 30
+    while time.monotonic() < settled:
+        before = len(log.ok)
+        p.poll(1.0)
+        if len(log.ok) == before:
+            break
     assert len(log.ok) < VALUES and not log.errors
     acked = len(log.ok)
     # reads keep being served while writes fail

@@ -1,6 +1,6 @@
 """A bounded request fuzz against a real broker over real sockets (issue 11, defect 6).
 
-Generated and mutated requests of every API and version (compat_tests/fuzzer.py), about
+Generated and mutated requests of every API and version (testkit/fuzzer.py), about
 2,000 per API. Afterwards: the broker process is alive, no handler failed or raised (its log
 has no traceback), no connection hung, it still answers ApiVersions, and a real
 confluent-kafka producer and consumer still work. ``scripts/fuzz.py`` is the long run.
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from compat_tests.fuzzer import BROKER_OVERRIDES, FuzzRun, check_broker_log
+from testkit.fuzzer import BROKER_OVERRIDES, FuzzRun, check_broker_log
 from compat_tests.helpers import create_topic, roundtrip_check, unique_topic
 from josefk.wire.apis import API_BY_KEY
 

@@ -19,7 +19,6 @@ from compat_tests.helpers import (
     balanced,
     close_all,
     consumer,
-    create_topic,
     poll_until,
     unique_topic,
     wait_group_state,
@@ -56,19 +55,19 @@ def _group_offsets(admin, group, partitions=None) -> dict:
     return {(tp.topic, tp.partition): tp.offset for tp in res.topic_partitions}
 
 
-def _kp_admin(broker):
-    return KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=15000)
+def _kp_admin(target):
+    return KafkaAdminClient(bootstrap_servers=target.bootstrap, request_timeout_ms=15000)
 
 
-def test_list_and_describe_consumer_groups(broker):
-    topic = create_topic(broker.bootstrap, unique_topic("adm"), 4)
+def test_list_and_describe_consumer_groups(target):
+    topic = target.create_topic(unique_topic("adm"), 4)
     active = unique_topic("adm-active")
     simple = unique_topic("adm-simple")
-    admin = admin_client(broker.bootstrap)
+    admin = admin_client(target.bootstrap)
 
-    _commit_simple(broker.bootstrap, simple, topic, {0: 3})
-    members = [GroupMember(broker.bootstrap, active, [topic], name="adm-c0"),
-               GroupMember(broker.bootstrap, active, [topic], name="adm-c1",
+    _commit_simple(target.bootstrap, simple, topic, {0: 3})
+    members = [GroupMember(target.bootstrap, active, [topic], name="adm-c0"),
+               GroupMember(target.bootstrap, active, [topic], name="adm-c1",
                            **{"group.instance.id": "adm-static"})]
     try:
         poll_until(members, lambda: balanced(members, {(topic, p) for p in range(4)}), 30,
@@ -92,8 +91,8 @@ def test_list_and_describe_consumer_groups(broker):
         assert d.state == ConsumerGroupState.STABLE
         assert d.is_simple_consumer_group is False
         assert d.partition_assignor == "range"
-        assert d.coordinator.id == broker.node_id
-        assert (d.coordinator.host, d.coordinator.port) == (broker.host, broker.port)
+        coordinator = target.brokers[d.coordinator.id]
+        assert (d.coordinator.host, d.coordinator.port) == (coordinator.host, coordinator.port)
         by_client = {m.client_id: m for m in d.members}
         assert sorted(by_client) == ["adm-c0", "adm-c1"]
         for mem in members:
@@ -136,10 +135,10 @@ def test_list_and_describe_consumer_groups(broker):
     assert 4.5 <= took <= 10, f"static member evicted {took:.1f}s after it closed"
 
 
-def test_describe_unknown_group(broker):
+def test_describe_unknown_group(target):
     """DescribeGroups (v0-5) answers an unknown group with no error, state Dead, no members;
     librdkafka passes that on as is."""
-    admin = admin_client(broker.bootstrap)
+    admin = admin_client(target.bootstrap)
     group = unique_topic("adm-nobody")
     d = admin.describe_consumer_groups([group], request_timeout=10)[group].result(15)
     assert (d.group_id, d.state, d.members, d.partition_assignor) == \
@@ -148,11 +147,11 @@ def test_describe_unknown_group(broker):
     assert _group_offsets(admin, group) == {}
 
 
-def test_list_and_alter_group_offsets(broker):
-    topic = create_topic(broker.bootstrap, unique_topic("admoff"), 3)
+def test_list_and_alter_group_offsets(target):
+    topic = target.create_topic(unique_topic("admoff"), 3)
     group = unique_topic("adm-off")
-    admin = admin_client(broker.bootstrap)
-    _commit_simple(broker.bootstrap, group, topic, {0: 5, 2: 7})
+    admin = admin_client(target.bootstrap)
+    _commit_simple(target.bootstrap, group, topic, {0: 5, 2: 7})
 
     assert _group_offsets(admin, group) == {(topic, 0): 5, (topic, 2): 7}
     assert _group_offsets(admin, group, [TopicPartition(topic, p) for p in range(3)]) == \
@@ -168,7 +167,7 @@ def test_list_and_alter_group_offsets(broker):
 
     # a consumer joins: altering offsets of an active group is refused (Kafka: the
     # generation-less commit of a non-empty group fails with UNKNOWN_MEMBER_ID)
-    m = GroupMember(broker.bootstrap, group, [topic], name="adm-live")
+    m = GroupMember(target.bootstrap, group, [topic], name="adm-live")
     try:
         poll_until([m], lambda: len(m.assignment()) == 3, 30, "member owning all")
         req = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 0, 1)])
@@ -184,18 +183,18 @@ def test_list_and_alter_group_offsets(broker):
         m.close()
 
 
-def test_delete_group_offsets(broker):
-    topic = create_topic(broker.bootstrap, unique_topic("admdel"), 2)
-    other = create_topic(broker.bootstrap, unique_topic("admother"), 1)
+def test_delete_group_offsets(target):
+    topic = target.create_topic(unique_topic("admdel"), 2)
+    other = target.create_topic(unique_topic("admother"), 1)
     group = unique_topic("adm-deloff")
-    admin = admin_client(broker.bootstrap)
-    _commit_simple(broker.bootstrap, group, topic, {0: 4, 1: 6})
-    _commit_simple(broker.bootstrap, group, other, {0: 9})
-    kp = _kp_admin(broker)
+    admin = admin_client(target.bootstrap)
+    _commit_simple(target.bootstrap, group, topic, {0: 4, 1: 6})
+    _commit_simple(target.bootstrap, group, other, {0: 9})
+    kp = _kp_admin(target)
     m = None
     try:
         # a member subscribed to `topic`: its offsets cannot be deleted, `other`'s can
-        m = GroupMember(broker.bootstrap, group, [topic], name="adm-sub")
+        m = GroupMember(target.bootstrap, group, [topic], name="adm-sub")
         poll_until([m], lambda: len(m.assignment()) == 2, 30, "member owning both")
         res = kp.delete_group_offsets(group, [KTopicPartition(topic, 0),
                                               KTopicPartition(other, 0)])
@@ -218,12 +217,12 @@ def test_delete_group_offsets(broker):
         kp.close()
 
 
-def test_delete_consumer_groups(broker):
-    topic = create_topic(broker.bootstrap, unique_topic("admdg"), 2)
+def test_delete_consumer_groups(target):
+    topic = target.create_topic(unique_topic("admdg"), 2)
     group = unique_topic("adm-delgrp")
     unknown = unique_topic("adm-unknown")
-    admin = admin_client(broker.bootstrap)
-    m = GroupMember(broker.bootstrap, group, [topic], name="adm-dg", commit_each=True)
+    admin = admin_client(target.bootstrap)
+    m = GroupMember(target.bootstrap, group, [topic], name="adm-dg", commit_each=True)
     try:
         poll_until([m], lambda: len(m.assignment()) == 2, 30, "member owning both")
         m.call(lambda c: c.commit(offsets=[TopicPartition(topic, 0, 0)], asynchronous=False))
@@ -251,21 +250,21 @@ def test_delete_consumer_groups(broker):
     assert ei.value.args[0].code() == KafkaError.GROUP_ID_NOT_FOUND
 
 
-def test_remove_static_member_by_instance_id(broker):
+def test_remove_static_member_by_instance_id(target):
     """LeaveGroup v3+ from an admin client (kafka-python's remove_group_members; confluent's
     Python AdminClient has no such call): the static member is removed at once (no session
     timeout wait), the other member gets all partitions; an unknown instance id is refused
     with UNKNOWN_MEMBER_ID for that member only."""
     from kafka.admin import MemberToRemove
 
-    topic = create_topic(broker.bootstrap, unique_topic("admrm"), 4)
+    topic = target.create_topic(unique_topic("admrm"), 4)
     group = unique_topic("adm-remove")
     everything = {(topic, p) for p in range(4)}
-    static = GroupMember(broker.bootstrap, group, [topic], name="adm-rm-static",
+    static = GroupMember(target.bootstrap, group, [topic], name="adm-rm-static",
                          **{"group.instance.id": "rm-static", "session.timeout.ms": 30000})
-    dyn = GroupMember(broker.bootstrap, group, [topic], name="adm-rm-dyn")
+    dyn = GroupMember(target.bootstrap, group, [topic], name="adm-rm-dyn")
     members = [static, dyn]
-    kp = _kp_admin(broker)
+    kp = _kp_admin(target)
     try:
         poll_until(members, lambda: balanced(members, everything), 30, "2 members sharing")
         static.close()  # no LeaveGroup from a static member: it would stay 30 s
@@ -276,7 +275,7 @@ def test_remove_static_member_by_instance_id(broker):
         assert res == {"rm-static": kerrors.NoError, "rm-nobody": kerrors.UnknownMemberIdError}
         took = poll_until(members, lambda: dyn.assignment() == everything, 10, "dyn owning all")
         assert took < 8, f"{took:.1f}s"
-        admin = admin_client(broker.bootstrap)
+        admin = admin_client(target.bootstrap)
         d = admin.describe_consumer_groups([group], request_timeout=10)[group].result(15)
         assert [m.client_id for m in d.members] == ["adm-rm-dyn"]
     finally:
@@ -284,14 +283,14 @@ def test_remove_static_member_by_instance_id(broker):
         kp.close()
 
 
-def test_list_groups_type_filter_and_describe_type(broker):
+def test_list_groups_type_filter_and_describe_type(target):
     """ListGroups v5 types filter (KIP-848): every group here is a classic group."""
     from confluent_kafka import ConsumerGroupType
 
-    topic = create_topic(broker.bootstrap, unique_topic("admtype"), 1)
+    topic = target.create_topic(unique_topic("admtype"), 1)
     group = unique_topic("adm-type")
-    admin = admin_client(broker.bootstrap)
-    m = GroupMember(broker.bootstrap, group, [topic], name="adm-type")
+    admin = admin_client(target.bootstrap)
+    m = GroupMember(target.bootstrap, group, [topic], name="adm-type")
     try:
         poll_until([m], lambda: len(m.assignment()) == 1, 30, "member assigned")
         classic = admin.list_consumer_groups(
@@ -309,13 +308,13 @@ def test_list_groups_type_filter_and_describe_type(broker):
         m.close()
 
 
-def test_describe_group_authorized_operations(broker):
+def test_describe_group_authorized_operations(target):
     from confluent_kafka.admin import AclOperation
 
-    topic = create_topic(broker.bootstrap, unique_topic("admops"), 1)
+    topic = target.create_topic(unique_topic("admops"), 1)
     group = unique_topic("adm-ops")
-    _commit_simple(broker.bootstrap, group, topic, {0: 1})
-    admin = admin_client(broker.bootstrap)
+    _commit_simple(target.bootstrap, group, topic, {0: 1})
+    admin = admin_client(target.bootstrap)
     d = admin.describe_consumer_groups([group], include_authorized_operations=True,
                                        request_timeout=10)[group].result(15)
     assert set(d.authorized_operations or []) == \
@@ -325,12 +324,12 @@ def test_describe_group_authorized_operations(broker):
     assert d.authorized_operations is None
 
 
-def test_delete_group_offsets_of_unknown_topic_or_partition(broker):
-    topic = create_topic(broker.bootstrap, unique_topic("admdelu"), 2)
+def test_delete_group_offsets_of_unknown_topic_or_partition(target):
+    topic = target.create_topic(unique_topic("admdelu"), 2)
     group = unique_topic("adm-delu")
     missing = unique_topic("adm-missing")
-    _commit_simple(broker.bootstrap, group, topic, {0: 4, 1: 6})
-    kp = _kp_admin(broker)
+    _commit_simple(target.bootstrap, group, topic, {0: 4, 1: 6})
+    kp = _kp_admin(target)
     try:
         res = kp.delete_group_offsets(group, [KTopicPartition(topic, 1),
                                               KTopicPartition(topic, 9),
@@ -340,4 +339,4 @@ def test_delete_group_offsets_of_unknown_topic_or_partition(broker):
                        KTopicPartition(missing, 0): kerrors.UnknownTopicOrPartitionError}
     finally:
         kp.close()
-    assert _group_offsets(admin_client(broker.bootstrap), group) == {(topic, 0): 4}
+    assert _group_offsets(admin_client(target.bootstrap), group) == {(topic, 0): 4}

@@ -14,19 +14,17 @@ import time
 import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, TopicPartition
 
-from compat_tests.broker_process import REPO_ROOT
+from josefk.faults.processes import REPO_ROOT
 from compat_tests.helpers import (
     GroupMember,
     admin_client,
     balanced,
     close_all,
     consumer,
-    create_topic,
     poll_until,
     produce_values,
     settle,
     unique_topic,
-    wait_for_topic,
 )
 
 pytestmark = pytest.mark.timeout(90)
@@ -45,16 +43,16 @@ def _start_group(bootstrap, topic, group, n, **conf):
     return members, took
 
 
-def test_three_consumers_split_six_partitions_and_consume_once(broker):
-    topic = create_topic(broker.bootstrap, unique_topic("g3"), PARTS)
+def test_three_consumers_split_six_partitions_and_consume_once(target):
+    topic = target.create_topic(unique_topic("g3"), PARTS)
     group = unique_topic("grp")
-    members, _ = _start_group(broker.bootstrap, topic, group, 3)
+    members, _ = _start_group(target.bootstrap, topic, group, 3)
     try:
         shares = [m.assignment() for m in members]
         assert [len(s) for s in shares] == [2, 2, 2], shares
         assert set().union(*shares) == _all(topic)
 
-        sent = produce_values(broker.bootstrap, topic, PARTS, 0, 600)
+        sent = produce_values(target.bootstrap, topic, PARTS, 0, 600)
         poll_until(members, lambda: sum(len(m.messages) for m in members) >= 600, 30,
                    "600 messages consumed")
         settle(members)  # any duplicate would arrive now
@@ -68,12 +66,12 @@ def test_three_consumers_split_six_partitions_and_consume_once(broker):
         close_all(members)
 
 
-def test_closing_consumer_hands_partitions_to_the_others(broker):
-    topic = create_topic(broker.bootstrap, unique_topic("gclose"), PARTS)
+def test_closing_consumer_hands_partitions_to_the_others(target):
+    topic = target.create_topic(unique_topic("gclose"), PARTS)
     group = unique_topic("grp")
-    members, _ = _start_group(broker.bootstrap, topic, group, 3, commit_each=True)
+    members, _ = _start_group(target.bootstrap, topic, group, 3, commit_each=True)
     try:
-        first = produce_values(broker.bootstrap, topic, PARTS, 0, 120, "a")
+        first = produce_values(target.bootstrap, topic, PARTS, 0, 120, "a")
         poll_until(members, lambda: sum(len(m.messages) for m in members) >= 120, 30,
                    "first batch consumed")
         leaving = members[0]
@@ -86,7 +84,7 @@ def test_closing_consumer_hands_partitions_to_the_others(broker):
         assert gone <= rest[0].assignment() | rest[1].assignment()
         assert [len(m.assignment()) for m in rest] == [3, 3]
 
-        second = produce_values(broker.bootstrap, topic, PARTS, 120, 120, "b")
+        second = produce_values(target.bootstrap, topic, PARTS, 120, 120, "b")
         poll_until(rest, lambda: sum(len(m.messages) for m in members) >= 240, 30,
                    "second batch consumed")
         settle(rest)
@@ -115,11 +113,11 @@ while True:
 """
 
 
-def test_killed_consumer_is_evicted_after_session_timeout(broker):
-    topic = create_topic(broker.bootstrap, unique_topic("gkill"), PARTS)
+def test_killed_consumer_is_evicted_after_session_timeout(target):
+    topic = target.create_topic(unique_topic("gkill"), PARTS)
     group = unique_topic("grp")
     victim = subprocess.Popen(
-        [sys.executable, "-c", _VICTIM, broker.bootstrap, group, topic],
+        [sys.executable, "-c", _VICTIM, target.bootstrap, group, topic],
         cwd=str(REPO_ROOT), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     lines: queue.Queue = queue.Queue()
     threading.Thread(target=lambda: [lines.put(json.loads(x)) for x in victim.stdout],
@@ -146,7 +144,7 @@ def test_killed_consumer_is_evicted_after_session_timeout(broker):
             time.sleep(0.05)
             drain()
         assert victim_parts == _all(topic), victim_parts
-        members = [GroupMember(broker.bootstrap, group, [topic], name=f"c{i}") for i in range(2)]
+        members = [GroupMember(target.bootstrap, group, [topic], name=f"c{i}") for i in range(2)]
 
         def three_way():
             drain()
@@ -208,48 +206,50 @@ def _commit_close_resume(bootstrap_before, bootstrap_after_fn, topic, group):
         b.close()
 
 
-def test_commit_close_new_consumer_resumes_exactly(broker):
-    topic = create_topic(broker.bootstrap, unique_topic("gresume"), 3)
-    _commit_close_resume(broker.bootstrap, lambda: broker.bootstrap, topic,
+def test_commit_close_new_consumer_resumes_exactly(target):
+    topic = target.create_topic(unique_topic("gresume"), 3)
+    _commit_close_resume(target.bootstrap, lambda: target.bootstrap, topic,
                          unique_topic("grp"))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("how", ["stop", "kill"])
-def test_committed_offsets_survive_broker_restart(broker_factory, how):
-    b = broker_factory()
-    topic = create_topic(b.bootstrap, unique_topic("grestart"), 3)
+def test_committed_offsets_survive_a_restart_of_the_coordinator(target_factory, how):
+    t = target_factory()
+    topic = t.create_topic(unique_topic("grestart"), 3)
+    group = unique_topic("grp")
 
     def restart():
-        b.stop() if how == "stop" else b.kill()
-        b.start()
-        wait_for_topic(admin_client(b.bootstrap), topic, 3, timeout=20)
-        return b.bootstrap
+        t.restart(t.group_coordinator(group), how=how)
+        return t.bootstrap
 
-    _commit_close_resume(b.bootstrap, restart, topic, unique_topic("grp"))
+    _commit_close_resume(t.bootstrap, restart, topic, group)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("how", ["stop", "kill"])
-def test_live_group_survives_broker_restart(broker_factory, how):
-    """Two members keep running while the broker (their coordinator) restarts: the group is
-    loaded back from __consumer_offsets, they carry on and resume from their commits."""
-    b = broker_factory()
-    topic = create_topic(b.bootstrap, unique_topic("glive"), 4)
+def test_live_group_survives_its_coordinator_going_away(target_factory, how):
+    """Two members keep running while the broker coordinating their group stops or dies and
+    comes back: a single broker loads the group back from __consumer_offsets, a cluster hands
+    it to the broker that takes over its __consumer_offsets partition. The members carry on
+    and resume from their commits."""
+    t = target_factory()
+    topic = t.create_topic(unique_topic("glive"), 4)
     group = unique_topic("grp")
     everything = _all(topic, 4)
-    members = [GroupMember(b.bootstrap, group, [topic], name=f"c{i}", commit_each=True,
+    members = [GroupMember(t.bootstrap, group, [topic], name=f"c{i}", commit_each=True,
                            tolerate_errors=True) for i in range(2)]
     try:
         poll_until(members, lambda: balanced(members, everything), 30, "2 members sharing")
-        sent = produce_values(b.bootstrap, topic, 4, 0, 80, "a")
+        sent = produce_values(t.bootstrap, topic, 4, 0, 80, "a")
         poll_until(members, lambda: sum(len(m.messages) for m in members) >= 80, 30,
                    "first batch")
         assert [m.commit_errors for m in members] == [[], []]
-        b.stop() if how == "stop" else b.kill()
-        b.start()
-        wait_for_topic(admin_client(b.bootstrap), topic, 4, timeout=20)
-        sent.update(produce_values(b.bootstrap, topic, 4, 80, 80, "b"))
+        coordinator = t.group_coordinator(group)
+        t.restart(coordinator, how=how)
+        if t.cluster is not None:  # leadership stays where the failover put it
+            assert t.group_coordinator(group) != coordinator
+        sent.update(produce_values(t.bootstrap, topic, 4, 80, 80, "b"))
         poll_until(members, lambda: sum(len(m.messages) for m in members) >= 160, 40,
                    "second batch after the restart")
         poll_until(members, lambda: balanced(members, everything), 20, "2 members sharing")
@@ -265,21 +265,21 @@ def test_live_group_survives_broker_restart(broker_factory, how):
         close_all(members)
 
 
-def test_cooperative_sticky_incremental_rebalance(broker):
-    topic = create_topic(broker.bootstrap, unique_topic("gcoop"), PARTS)
+def test_cooperative_sticky_incremental_rebalance(target):
+    topic = target.create_topic(unique_topic("gcoop"), PARTS)
     group = unique_topic("grp")
     conf = {"partition.assignment.strategy": "cooperative-sticky"}
-    members = [GroupMember(broker.bootstrap, group, [topic], name=f"c{i}", commit_each=True,
+    members = [GroupMember(target.bootstrap, group, [topic], name=f"c{i}", commit_each=True,
                            **conf) for i in range(2)]
     try:
         poll_until(members, lambda: balanced(members, _all(topic)), 30, "2 cooperative members")
         before = {m.name: m.assignment() for m in members}
-        sent = produce_values(broker.bootstrap, topic, PARTS, 0, 120, "a")
+        sent = produce_values(target.bootstrap, topic, PARTS, 0, 120, "a")
         poll_until(members, lambda: sum(len(m.messages) for m in members) >= 60, 30,
                    "half of the first batch")
         n_events = {m.name: len(m.events) for m in members}
 
-        third = GroupMember(broker.bootstrap, group, [topic], name="c2", commit_each=True, **conf)
+        third = GroupMember(target.bootstrap, group, [topic], name="c2", commit_each=True, **conf)
         members.append(third)
         poll_until(members, lambda: balanced(members, _all(topic)), 30, "3 cooperative members")
         after = {m.name: m.assignment() for m in members}
@@ -294,7 +294,7 @@ def test_cooperative_sticky_incremental_rebalance(broker):
             assert not lost, new_events
         assert after["c2"] == _all(topic) - after["c0"] - after["c1"]
 
-        sent.update(produce_values(broker.bootstrap, topic, PARTS, 120, 120, "b"))
+        sent.update(produce_values(target.bootstrap, topic, PARTS, 120, 120, "b"))
         poll_until(members, lambda: sum(len(m.messages) for m in members) >= 240, 30,
                    "all 240 messages")
         settle(members)
@@ -306,14 +306,14 @@ def test_cooperative_sticky_incremental_rebalance(broker):
         close_all(members)
 
 
-def test_static_member_rejoins_without_rebalance(broker):
-    topic = create_topic(broker.bootstrap, unique_topic("gstatic"), PARTS)
+def test_static_member_rejoins_without_rebalance(target):
+    topic = target.create_topic(unique_topic("gstatic"), PARTS)
     group = unique_topic("grp")
     stats = []
     conf = {"session.timeout.ms": 10000}
-    a = GroupMember(broker.bootstrap, group, [topic], name="a", **conf,
+    a = GroupMember(target.bootstrap, group, [topic], name="a", **conf,
                     **{"group.instance.id": "inst-a"})
-    b = GroupMember(broker.bootstrap, group, [topic], name="b", commit_each=True, **conf,
+    b = GroupMember(target.bootstrap, group, [topic], name="b", commit_each=True, **conf,
                     **{"statistics.interval.ms": 200,
                        "stats_cb": lambda s: stats.append(json.loads(s).get("cgrp", {}))})
     members = [a, b]
@@ -327,12 +327,12 @@ def test_static_member_rejoins_without_rebalance(broker):
         rebalances = stats[-1]["rebalance_cnt"]
         assert rebalances >= 1
 
-        admin = admin_client(broker.bootstrap)
+        admin = admin_client(target.bootstrap)
         d1 = admin.describe_consumer_groups([group])[group].result(15)
         a_id1 = next(m.member_id for m in d1.members if m.group_instance_id == "inst-a")
 
         a.close()  # a static member does not send LeaveGroup
-        a2 = GroupMember(broker.bootstrap, group, [topic], name="a2", **conf,
+        a2 = GroupMember(target.bootstrap, group, [topic], name="a2", **conf,
                          **{"group.instance.id": "inst-a"})
         members = [a2, b]
         poll_until(members, lambda: a2.assignment() == a_parts, 9, "a2 getting a's partitions")
@@ -343,7 +343,7 @@ def test_static_member_rejoins_without_rebalance(broker):
         assert stats[-1]["rebalance_cnt"] == rebalances, stats[-1]
 
         # b's generation is still current: its commit is accepted
-        sent = produce_values(broker.bootstrap, topic, PARTS, 0, 60)
+        sent = produce_values(target.bootstrap, topic, PARTS, 0, 60)
         poll_until(members, lambda: len(a2.messages) + len(b.messages) >= 60, 20, "60 messages")
         assert b.commit_errors == []
         assert {(x.partition(), x.offset()) for x in a2.messages + b.messages} == set(sent)
@@ -357,13 +357,13 @@ def test_static_member_rejoins_without_rebalance(broker):
         close_all(members + [a])
 
 
-def test_session_timeout_below_group_min_is_refused(broker):
+def test_session_timeout_below_group_min_is_refused(target):
     """JoinGroup with session.timeout.ms under group.min.session.timeout.ms (6000) fails with
     INVALID_SESSION_TIMEOUT, which librdkafka hands to the application from poll()."""
     from confluent_kafka import Consumer
 
-    topic = create_topic(broker.bootstrap, unique_topic("gsess"), 1)
-    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": unique_topic("grp"),
+    topic = target.create_topic(unique_topic("gsess"), 1)
+    c = Consumer({"bootstrap.servers": target.bootstrap, "group.id": unique_topic("grp"),
                   "session.timeout.ms": 3000, "heartbeat.interval.ms": 500})
     try:
         c.subscribe([topic])
@@ -380,20 +380,20 @@ def test_session_timeout_below_group_min_is_refused(broker):
         c.close()
 
 
-def test_second_static_member_with_same_instance_id_fences_the_first(broker):
+def test_second_static_member_with_same_instance_id_fences_the_first(target):
     """KIP-345: a newer member with the same group.instance.id replaces the old one, which
     gets FENCED_INSTANCE_ID (a fatal error in librdkafka) on its next heartbeat."""
-    topic = create_topic(broker.bootstrap, unique_topic("gfence"), 2)
+    topic = target.create_topic(unique_topic("gfence"), 2)
     group = unique_topic("grp")
-    old = GroupMember(broker.bootstrap, group, [topic], name="old", tolerate_errors=True,
+    old = GroupMember(target.bootstrap, group, [topic], name="old", tolerate_errors=True,
                       **{"group.instance.id": "twin"})
     new = None
     try:
         poll_until([old], lambda: len(old.assignment()) == 2, 30, "old member assigned")
-        admin = admin_client(broker.bootstrap)
+        admin = admin_client(target.bootstrap)
         d = admin.describe_consumer_groups([group], request_timeout=10)[group].result(15)
         (old_id,) = [m.member_id for m in d.members]
-        new = GroupMember(broker.bootstrap, group, [topic], name="new",
+        new = GroupMember(target.bootstrap, group, [topic], name="new",
                           **{"group.instance.id": "twin"})
         poll_until([old, new], lambda: old.errors and len(new.assignment()) == 2, 10,
                    "old member fenced, new one assigned")
@@ -411,13 +411,13 @@ def test_second_static_member_with_same_instance_id_fences_the_first(broker):
         close_all([old] + ([new] if new else []))
 
 
-def test_commit_errors(broker):
+def test_commit_errors(target):
     """OffsetCommit per-partition errors as Kafka answers them."""
     from confluent_kafka import KafkaException
 
-    topic = create_topic(broker.bootstrap, unique_topic("gcerr"), 2)
+    topic = target.create_topic(unique_topic("gcerr"), 2)
     group = unique_topic("grp")
-    c = consumer(broker.bootstrap, **{"group.id": group})
+    c = consumer(target.bootstrap, **{"group.id": group})
     try:
         cases = [
             (TopicPartition(unique_topic("nosuch"), 0, 5), KafkaError.UNKNOWN_TOPIC_OR_PART),
@@ -442,18 +442,18 @@ def test_commit_errors(broker):
         c.close()
 
 
-def test_member_without_a_common_assignor_is_refused(broker):
+def test_member_without_a_common_assignor_is_refused(target):
     """A new member whose assignors share none with the group's gets
     INCONSISTENT_GROUP_PROTOCOL and no partitions; the group carries on undisturbed."""
-    topic = create_topic(broker.bootstrap, unique_topic("gproto"), 2)
+    topic = target.create_topic(unique_topic("gproto"), 2)
     group = unique_topic("grp")
-    first = GroupMember(broker.bootstrap, group, [topic], name="ranger",
+    first = GroupMember(target.bootstrap, group, [topic], name="ranger",
                         **{"partition.assignment.strategy": "range"})
     odd = None
     try:
         poll_until([first], lambda: len(first.assignment()) == 2, 30, "first member assigned")
         events = len(first.events)
-        odd = GroupMember(broker.bootstrap, group, [topic], name="rr", tolerate_errors=True,
+        odd = GroupMember(target.bootstrap, group, [topic], name="rr", tolerate_errors=True,
                           **{"partition.assignment.strategy": "roundrobin"})
         poll_until([first, odd], lambda: odd.errors, 10, "the odd member refused")
         assert {e.code() for e in odd.errors} == {KafkaError.INCONSISTENT_GROUP_PROTOCOL}
@@ -496,13 +496,13 @@ while True:
 """
 
 
-def test_zombie_member_commit_is_fenced(broker):
+def test_zombie_member_commit_is_fenced(target):
     """A member that stalls (SIGSTOP) past its session timeout is evicted; its partitions go
     to the others.  When it wakes up, its commit with the old member id is refused with
     UNKNOWN_MEMBER_ID and changes nothing; it then rejoins under a new member id."""
-    topic = create_topic(broker.bootstrap, unique_topic("gzombie"), 2)
+    topic = target.create_topic(unique_topic("gzombie"), 2)
     group = unique_topic("grp")
-    z = subprocess.Popen([sys.executable, "-c", _ZOMBIE, broker.bootstrap, group, topic],
+    z = subprocess.Popen([sys.executable, "-c", _ZOMBIE, target.bootstrap, group, topic],
                          cwd=str(REPO_ROOT), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                          text=True)
     lines: queue.Queue = queue.Queue()
@@ -521,10 +521,10 @@ def test_zombie_member_commit_is_fenced(broker):
         while not heard("assign") and time.monotonic() < deadline:
             time.sleep(0.05)
         assert heard("assign")[-1] == ["assign", [0, 1]], said
-        m = GroupMember(broker.bootstrap, group, [topic], name="c0", commit_each=True)
+        m = GroupMember(target.bootstrap, group, [topic], name="c0", commit_each=True)
         poll_until([m], lambda: len(m.assignment()) == 1 and heard("assign")[-1][1] != [0, 1],
                    20, "c0 and the zombie sharing")
-        admin = admin_client(broker.bootstrap)
+        admin = admin_client(target.bootstrap)
         d = admin.describe_consumer_groups([group], request_timeout=10)[group].result(15)
         (zombie_id,) = [x.member_id for x in d.members if x.client_id == "zombie"]
 
@@ -532,7 +532,7 @@ def test_zombie_member_commit_is_fenced(broker):
         t0 = time.monotonic()
         poll_until([m], lambda: len(m.assignment()) == 2, 20, "c0 owning both")
         assert time.monotonic() - t0 >= 5.0
-        sent = produce_values(broker.bootstrap, topic, 2, 0, 10)
+        sent = produce_values(target.bootstrap, topic, 2, 0, 10)
         poll_until([m], lambda: len(m.messages) >= 10, 20, "c0 consuming")
         assert {(x.partition(), x.offset()) for x in m.messages} == set(sent)
 

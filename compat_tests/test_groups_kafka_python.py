@@ -12,7 +12,7 @@ from kafka import ConsumerRebalanceListener, KafkaConsumer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 
 from compat_tests.helpers import consumer as confluent_consumer
-from compat_tests.helpers import create_topic, produce_values, unique_topic
+from compat_tests.helpers import produce_values, unique_topic
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -76,26 +76,26 @@ def _settle(members, seconds=0.8):
                 m.poll()
 
 
-def test_kafka_python_group_rebalance_and_commits(broker):
-    topic = create_topic(broker.bootstrap, unique_topic("kpgrp"), PARTS)
+def test_kafka_python_group_rebalance_and_commits(target):
+    topic = target.create_topic(unique_topic("kpgrp"), PARTS)
     group = unique_topic("kpgroup")
     everything = {(topic, p) for p in range(PARTS)}
-    a = Member(broker.bootstrap, group, topic, "kp-a")
+    a = Member(target.bootstrap, group, topic, "kp-a")
     members = [a]
     try:
         _poll_until(members, lambda: a.assignment() == everything, 30, "a owning all")
-        sent = produce_values(broker.bootstrap, topic, PARTS, 0, 40, "a")
+        sent = produce_values(target.bootstrap, topic, PARTS, 0, 40, "a")
         _poll_until(members, lambda: len(a.records) >= 40, 20, "first batch")
 
         # a second consumer joins: the partitions are split between the two
-        b = Member(broker.bootstrap, group, topic, "kp-b")
+        b = Member(target.bootstrap, group, topic, "kp-b")
         members.append(b)
         _poll_until(members, lambda: (len(a.assignment()) == 2 and len(b.assignment()) == 2
                                       and a.assignment() | b.assignment() == everything),
                     30, "a and b splitting the partitions")
         a_share, b_share = a.assignment(), b.assignment()
         assert ("revoke", sorted(everything)) in a.events
-        sent.update(produce_values(broker.bootstrap, topic, PARTS, 40, 40, "b"))
+        sent.update(produce_values(target.bootstrap, topic, PARTS, 40, 40, "b"))
         _poll_until(members, lambda: len(a.records) + len(b.records) >= 80, 20, "second batch")
         _settle(members)
         assert {(r.topic, r.partition) for r in a.records[40:]} <= a_share
@@ -105,7 +105,7 @@ def test_kafka_python_group_rebalance_and_commits(broker):
         # the first consumer leaves: the second gets everything and resumes where a committed
         a.close()
         _poll_until(members, lambda: b.assignment() == everything, 15, "b owning all")
-        sent.update(produce_values(broker.bootstrap, topic, PARTS, 80, 40, "c"))
+        sent.update(produce_values(target.bootstrap, topic, PARTS, 80, 40, "c"))
         _poll_until(members, lambda: len(a.records) + len(b.records) >= 120, 20, "third batch")
         _settle(members)
 
@@ -127,7 +127,7 @@ def test_kafka_python_group_rebalance_and_commits(broker):
             m.close()
 
     # a fresh kafka-python consumer of the group (not subscribed) reads them back
-    c = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=group, enable_auto_commit=False,
+    c = KafkaConsumer(bootstrap_servers=target.bootstrap, group_id=group, enable_auto_commit=False,
                       request_timeout_ms=15000)
     try:
         assert c.committed(tp0) == 25
@@ -139,7 +139,7 @@ def test_kafka_python_group_rebalance_and_commits(broker):
     finally:
         c.close()
     # and so does another client library
-    cc = confluent_consumer(broker.bootstrap, **{"group.id": group})
+    cc = confluent_consumer(target.bootstrap, **{"group.id": group})
     try:
         res = cc.committed([CTopicPartition(topic, p) for p in range(PARTS)], timeout=10)
         # (librdkafka hands an empty metadata string to Python as None)
@@ -149,9 +149,9 @@ def test_kafka_python_group_rebalance_and_commits(broker):
         cc.close()
 
 
-def test_kafka_python_committed_unknown_is_none(broker):
-    topic = create_topic(broker.bootstrap, unique_topic("kpnone"), 1)
-    c = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=unique_topic("kpempty"),
+def test_kafka_python_committed_unknown_is_none(target):
+    topic = target.create_topic(unique_topic("kpnone"), 1)
+    c = KafkaConsumer(bootstrap_servers=target.bootstrap, group_id=unique_topic("kpempty"),
                       enable_auto_commit=False, request_timeout_ms=15000)
     try:
         assert c.committed(TopicPartition(topic, 0)) is None
@@ -159,13 +159,13 @@ def test_kafka_python_committed_unknown_is_none(broker):
         c.close()
 
 
-def test_kafka_python_commit_metadata_limit(broker):
+def test_kafka_python_commit_metadata_limit(target):
     """offset.metadata.max.bytes (4096): exactly 4096 characters are accepted, 4097 refused
     with OFFSET_METADATA_TOO_LARGE and nothing stored."""
     from kafka.errors import OffsetMetadataTooLargeError
 
-    topic = create_topic(broker.bootstrap, unique_topic("kpmeta"), 2)
-    c = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=unique_topic("kpmeta"),
+    topic = target.create_topic(unique_topic("kpmeta"), 2)
+    c = KafkaConsumer(bootstrap_servers=target.bootstrap, group_id=unique_topic("kpmeta"),
                       enable_auto_commit=False, request_timeout_ms=15000)
     try:
         tp0, tp1 = TopicPartition(topic, 0), TopicPartition(topic, 1)

@@ -1,5 +1,5 @@
 """Replay the request frames recorded from the Apache Kafka Java client and Spark's connector
-(`shared/vectors/java/`) against a broker and check each answer is the one Kafka would give.
+(`testkit/vectors/java/`) against a broker and check each answer is the one Kafka would give.
 
 The frames are sent byte for byte as recorded (their correlation ids included); responses are
 decoded with the response layout of the request's version.
@@ -7,23 +7,18 @@ decoded with the response layout of the request's version.
 from __future__ import annotations
 
 import json
-import os
 import socket
 import struct
 import uuid
 from pathlib import Path
 
-import pytest
-
 from josefk.wire import errors
 from josefk.wire.apis import API_BY_KEY
 from josefk.wire.compiler import Message
 from josefk.wire.headers import peek_request_header, read_request_header, read_response_header
+from testkit import JAVA_VECTORS
 
-VECTORS = Path(os.environ.get("JOSEFK_VECTORS",
-                              Path(__file__).resolve().parents[2] / "shared" / "vectors" / "java"))
-pytestmark = pytest.mark.skipif(not (VECTORS / "index.json").exists(),
-                                reason=f"no recorded vectors at {VECTORS}")
+VECTORS = JAVA_VECTORS
 
 # The order a client session would send them in: set up, produce, consume in a group, tear down.
 ORDER = ["ApiVersions", "Metadata", "CreateTopics", "DescribeCluster", "DescribeTopicPartitions",

@@ -27,17 +27,18 @@ CODEC_AVAILABLE = {
 }
 
 
-def _admin(broker) -> KafkaAdminClient:
-    return KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=15000,
+def _admin(target) -> KafkaAdminClient:
+    return KafkaAdminClient(bootstrap_servers=target.bootstrap, request_timeout_ms=15000,
                             client_id="compat-kafka-python-admin")
 
 
-def _create(broker, name, partitions=1, configs=None):
-    admin = _admin(broker)
+def _create(target, name, partitions=1, configs=None):
+    admin = _admin(target)
     try:
-        admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1,
+        admin.create_topics([NewTopic(name, num_partitions=partitions,
+                                      replication_factor=target.replication_factor(),
                                       topic_configs=configs or {})], timeout_ms=10000)
-        _wait_listed(admin, name, present=True)
+        target.wait_for_topic(name, partitions)
     finally:
         admin.close()
 
@@ -52,9 +53,9 @@ def _wait_listed(admin, name, present, timeout=15.0):
                          f"after {timeout}s")
 
 
-def _consume(broker, tps, n, timeout=20.0, extra_wait=0.5):
+def _consume(target, tps, n, timeout=20.0, extra_wait=0.5):
     """Explicit assign + seek_to_beginning; exactly n records, nothing more."""
-    c = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=None,
+    c = KafkaConsumer(bootstrap_servers=target.bootstrap, group_id=None,
                       enable_auto_commit=False, auto_offset_reset="none",
                       request_timeout_ms=15000, fetch_max_wait_ms=100,
                       client_id="compat-kafka-python-consumer")
@@ -78,12 +79,12 @@ def _consume(broker, tps, n, timeout=20.0, extra_wait=0.5):
 
 
 @pytest.mark.parametrize("codec", [None, "gzip", "snappy", "lz4", "zstd"])
-def test_producer_codecs_round_trip(broker, codec):
+def test_producer_codecs_round_trip(target, codec):
     if not CODEC_AVAILABLE[codec]:
         pytest.skip(f"kafka-python cannot use {codec} here (compression module not importable)")
     topic = unique_topic(f"kp-{codec}")
-    _create(broker, topic, partitions=1)
-    p = KafkaProducer(bootstrap_servers=broker.bootstrap, compression_type=codec, acks="all",
+    _create(target, topic, partitions=1)
+    p = KafkaProducer(bootstrap_servers=target.bootstrap, compression_type=codec, acks="all",
                       linger_ms=20, request_timeout_ms=15000, max_block_ms=15000,
                       client_id="compat-kafka-python-producer")
     expected = []
@@ -103,15 +104,15 @@ def test_producer_codecs_round_trip(broker, codec):
         p.close(timeout=5)
     assert [(m.topic, m.partition, m.offset) for m in metas] == [(topic, 0, i) for i in range(120)]
 
-    records = _consume(broker, [TopicPartition(topic, 0)], 120)
+    records = _consume(target, [TopicPartition(topic, 0)], 120)
     got = [(r.offset, r.key, r.value, list(r.headers), r.timestamp) for r in records]
     assert got == expected
 
 
-def test_keys_across_partitions(broker):
+def test_keys_across_partitions(target):
     topic = unique_topic("kp-keys")
-    _create(broker, topic, partitions=3)
-    p = KafkaProducer(bootstrap_servers=broker.bootstrap, acks=1, request_timeout_ms=15000,
+    _create(target, topic, partitions=3)
+    p = KafkaProducer(bootstrap_servers=target.bootstrap, acks=1, request_timeout_ms=15000,
                       max_block_ms=15000)
     try:
         futures = [(i, p.send(topic, key=f"user-{i % 7}".encode(), value=f"{i}".encode()))
@@ -127,7 +128,7 @@ def test_keys_across_partitions(broker):
     assert all(len(s) == 1 for s in part_of_key.values())
 
     tps = [TopicPartition(topic, pt) for pt in range(3)]
-    records = _consume(broker, tps, 210)
+    records = _consume(target, tps, 210)
     for pt in range(3):
         expect = [(md.offset, f"user-{i % 7}".encode(), f"{i}".encode())
                   for i, md in placed if md.partition == pt]
@@ -136,14 +137,15 @@ def test_keys_across_partitions(broker):
         assert [o for o, _, _ in got] == list(range(len(got)))
 
 
-def test_admin_create_describe_delete(broker):
+def test_admin_create_describe_delete(target):
     name = unique_topic("kp-admin")
-    admin = _admin(broker)
+    rf = target.replication_factor()
+    admin = _admin(target)
     try:
-        admin.create_topics([NewTopic(name, num_partitions=3, replication_factor=1,
+        admin.create_topics([NewTopic(name, num_partitions=3, replication_factor=rf,
                                       topic_configs={"retention.ms": "7200000"})],
                             timeout_ms=10000)
-        _wait_listed(admin, name, present=True)
+        target.wait_for_topic(name, 3)
 
         with pytest.raises(TopicAlreadyExistsError):
             admin.create_topics([NewTopic(name, num_partitions=1, replication_factor=1)],
@@ -154,7 +156,8 @@ def test_admin_create_describe_delete(broker):
         assert t["name"] == name
         assert t["error_code"] == 0
         assert sorted(p["partition_index"] for p in t["partitions"]) == [0, 1, 2]
-        assert all(p["leader_id"] == 1 for p in t["partitions"])
+        assert all(len(p["replica_nodes"]) == rf and p["leader_id"] in p["replica_nodes"]
+                   for p in t["partitions"])
         assert all(p["error_code"] == 0 for p in t["partitions"])
 
         # The default filter keeps only non-default ("modified") configs.
@@ -178,10 +181,10 @@ def test_admin_create_describe_delete(broker):
         admin.close()
 
 
-def test_idempotent_producer(broker):
+def test_idempotent_producer(target):
     topic = unique_topic("kp-idem")
-    _create(broker, topic, partitions=2)
-    p = KafkaProducer(bootstrap_servers=broker.bootstrap, enable_idempotence=True, acks="all",
+    _create(target, topic, partitions=2)
+    p = KafkaProducer(bootstrap_servers=target.bootstrap, enable_idempotence=True, acks="all",
                       linger_ms=5, request_timeout_ms=15000, max_block_ms=15000)
     try:
         futures = [p.send(topic, value=f"{i}".encode(), partition=i % 2) for i in range(1000)]
@@ -191,7 +194,7 @@ def test_idempotent_producer(broker):
         p.close(timeout=5)
     for pt in range(2):
         assert [m.offset for m in metas if m.partition == pt] == list(range(500))
-    records = _consume(broker, [TopicPartition(topic, 0), TopicPartition(topic, 1)], 1000)
+    records = _consume(target, [TopicPartition(topic, 0), TopicPartition(topic, 1)], 1000)
     for pt in range(2):
         got = [(r.offset, r.value) for r in records if r.partition == pt]
         assert got == [(j, f"{i}".encode()) for j, i in enumerate(range(pt, 1000, 2))]

@@ -10,7 +10,7 @@ import time
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import ConfigResource, ConfigSource, NewTopic
 
-from compat_tests.broker_process import BROKER_PYTHON, REPO_ROOT
+from josefk.faults.processes import BROKER_PYTHON, REPO_ROOT
 from compat_tests.helpers import (admin_client, consume_n, consumer, create_topic, flush_all,
                                   producer, unique_topic)
 from josefk.wire.records import CONTROL_COMMIT, build_batch, control_record

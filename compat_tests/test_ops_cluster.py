@@ -2,8 +2,6 @@
 replica's log starts at the new offset, as Kafka's delayed DeleteRecords does."""
 from __future__ import annotations
 
-import signal
-
 from confluent_kafka import KafkaException, Producer, TopicPartition
 
 from compat_tests import rawkafka as rk
@@ -47,7 +45,7 @@ def test_delete_records_times_out_while_a_live_follower_lags(cluster):
     produce(cluster, topic, 10)
     part = cluster.partition(topic, 0)
     follower = next(r for r in part.replicas if r != part.leader)
-    cluster.brokers[follower]._signal(signal.SIGSTOP)  # alive in ZooKeeper, but not fetching
+    cluster.brokers[follower].pause()  # alive in ZooKeeper, but not fetching
     try:
         tp = TopicPartition(topic, 0, 6)
         admin = cluster.admin(part.leader)
@@ -59,7 +57,7 @@ def test_delete_records_times_out_while_a_live_follower_lags(cluster):
             assert e.args[0].code() == REQUEST_TIMED_OUT, e
         assert log_start(cluster, part.leader, topic) == 6  # the leader deleted at once
     finally:
-        cluster.brokers[follower]._signal(signal.SIGCONT)
+        cluster.brokers[follower].resume()
     # The follower catches up from the leader's log start offset in its next fetch.
     cluster.wait_for(lambda: log_start(cluster, follower, topic) == 6, 30,
                      "the resumed follower's log start")

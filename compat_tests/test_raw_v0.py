@@ -8,7 +8,7 @@ from confluent_kafka import Producer
 
 from compat_tests import rawkafka as rk
 from compat_tests.helpers import create_topic, unique_topic
-from tests.test_wire_apis import KAFKA_3_9_RANGES
+from testkit.kafka_versions import KAFKA_3_9_RANGES
 
 pytestmark = pytest.mark.timeout(60)
 

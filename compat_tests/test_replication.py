@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import collections
 import resource
-import signal
 import threading
 import time
 
@@ -134,13 +133,13 @@ def test_controller_death_takes_it_out_of_every_isr(cluster_factory, fault):
         if fault == "kill":
             c.brokers[controller].kill()
         else:
-            c.brokers[controller].proc.send_signal(signal.SIGSTOP)
+            c.brokers[controller].pause()
         try:
             time.sleep(12)
             gaps = {p: load.longest_gap(p, killed_at) for p in followed}
         finally:
             if fault == "pause":
-                c.brokers[controller].proc.send_signal(signal.SIGCONT)
+                c.brokers[controller].resume()
     survivor = next(i for i in c.brokers if i != controller)
     isrs = {i: p.isrs for i, p in c.metadata(survivor).topics[topic].partitions.items()}
     assert all(gap < 8 for gap in gaps.values()), gaps
@@ -208,7 +207,7 @@ def test_consumers_never_read_past_the_high_watermark(cluster_factory):
     p = Producer({"bootstrap.servers": boot, "acks": "all"})
     p.produce(topic, value=b"replicated")
     p.flush(20)
-    c.brokers[follower]._signal(signal.SIGSTOP)
+    c.brokers[follower].pause()
     try:
         p = Producer({"bootstrap.servers": boot, "acks": 1})
         p.produce(topic, value=b"leader-only")
@@ -230,7 +229,7 @@ def test_consumers_never_read_past_the_high_watermark(cluster_factory):
         assert seen[1][1] >= 3.0 * 0.9, f"read a record the follower lacked after {seen[1][1]}s"
         c.wait_for(lambda: c.partition(topic, 0, leader).isrs == [leader], 10, "ISR shrunk")
     finally:
-        c.brokers[follower]._signal(signal.SIGCONT)
+        c.brokers[follower].resume()
 
 
 def test_min_insync_replicas(cluster_factory):
@@ -264,7 +263,7 @@ def test_zombie_leader_cannot_acknowledge_and_truncates(cluster_factory):
     assert p.flush(20) == 0
     zombie = c.partition(topic, 0).leader
     others = [i for i in c.brokers if i != zombie]
-    c.brokers[zombie]._signal(signal.SIGSTOP)
+    c.brokers[zombie].pause()
     new = c.wait_for(lambda: c.partition(topic, 0, others[0]).leader in others and
                      c.partition(topic, 0, others[0]).leader, 30, "a new leader")
     p = Producer({"bootstrap.servers": c.brokers[new].bootstrap, "acks": "all"})
@@ -279,7 +278,7 @@ def test_zombie_leader_cannot_acknowledge_and_truncates(cluster_factory):
         rk.produce_v9(conn, topic, 0, batch, acks=-1)))
     writer.start()
     time.sleep(0.5)
-    c.brokers[zombie]._signal(signal.SIGCONT)
+    c.brokers[zombie].resume()
     writer.join(60)
     conn.sock.close()
     assert reply and reply[(topic, 0)]["error_code"] != 0, reply

@@ -11,8 +11,9 @@ import threading
 import uuid
 
 import httpx
+from confluent_kafka import Consumer, Producer
 
-from compat_tests.http_services import ServiceProcess, wait_until
+from compat_tests.http_services import SR, ServiceProcess, wait_until
 
 V2 = "application/vnd.kafka.v2+json"
 
@@ -220,3 +221,125 @@ def test_bad_input_gets_confluent_errors(rest_proxy, new_topic):
     for t in threads:
         t.join(60)
     assert len(good) == 40 and not errors
+
+
+def test_json_consumer_never_skips_a_record_it_cannot_read(rest_proxy, broker, new_topic):
+    """A record that is not JSON ends the answer before it; alone, it is Confluent's 50002, at
+    every read until the consumer seeks past it. Commits cover only records answered."""
+    topic = new_topic()
+    p = Producer({"bootstrap.servers": broker.bootstrap})
+    for value in (b'{"n": 0}', b'{"n": 1}', b"\x00not json", b'{"n": 3}'):
+        p.produce(topic, value, partition=0)
+    assert p.flush(15) == 0
+    http = httpx.Client(base_url=rest_proxy.url, timeout=30)
+    base = _consumer(http, f"g-{topic}", "json", **{"auto.commit.enable": "false"})
+    part = {"partitions": [{"topic": topic, "partition": 0}]}
+    assert http.post(f"{base}/assignments", headers={"Content-Type": V2},
+                     json=part).status_code == 204
+    accept = {"Accept": "application/vnd.kafka.json.v2+json"}
+    got = _read_all(http, base, "json", 2)
+    assert [(m["offset"], m["value"]) for m in got] == [(0, {"n": 0}), (1, {"n": 1})]
+    r = http.post(f"{base}/offsets", headers={"Content-Type": V2})  # what was answered
+    assert (r.status_code, r.json()) == (200, []), r.text  # Confluent's (empty) list
+    for _ in range(2):  # not skipped: the same answer again
+        r = http.get(f"{base}/records?timeout=1000", headers=accept)
+        assert (r.status_code, r.json()["error_code"]) == (500, 50002), r.text
+        assert "offset 2" in r.json()["message"]
+    committed = http.request("GET", f"{base}/offsets", headers={"Content-Type": V2},
+                             json=part).json()["offsets"]
+    assert committed[0]["offset"] == 2  # the commit covered what was answered, nothing more
+    assert http.post(f"{base}/positions", headers={"Content-Type": V2}, json={
+        "offsets": [{"topic": topic, "partition": 0, "offset": 3}]}).status_code == 204
+    assert [m["value"] for m in _read_all(http, base, "json", 1)] == [{"n": 3}]
+    # Confluent's commit of given offsets: "consumed up to" the offset, with its metadata
+    assert http.post(f"{base}/offsets", headers={"Content-Type": V2}, json={"offsets": [
+        {"topic": topic, "partition": 0, "offset": 3, "metadata": "checkpoint"}]}).status_code \
+        == 200
+    committed = http.request("GET", f"{base}/offsets", headers={"Content-Type": V2},
+                             json=part).json()["offsets"]
+    assert (committed[0]["offset"], committed[0]["metadata"]) == (4, "checkpoint")
+    assert http.delete(base).status_code == 204
+
+
+def test_small_max_bytes_reads_every_record_once(rest_proxy, new_topic):
+    """Records fetched beyond max_bytes, of any partition, are read by the next requests."""
+    http = httpx.Client(base_url=rest_proxy.url, timeout=30)
+    topic = new_topic(partitions=2)
+    for partition in (0, 1):
+        r = http.post(f"/topics/{topic}/partitions/{partition}", headers=_ctype("json"),
+                      json={"records": [{"value": [partition, i]} for i in range(4)]})
+        assert r.status_code == 200, r.text
+    base = _consumer(http, f"g-{topic}", "json")
+    assert http.post(f"{base}/subscription", headers={"Content-Type": V2},
+                     json={"topics": [topic]}).status_code == 204
+    got = []
+
+    def read():
+        r = http.get(f"{base}/records?timeout=1000&max_bytes=10",
+                     headers={"Accept": "application/vnd.kafka.json.v2+json"})
+        assert len(r.json()) <= 1, r.text
+        got.extend(r.json())
+        return len(got) >= 8
+
+    wait_until(read, 60, interval=0)
+    assert sorted(tuple(m["value"]) for m in got) == [(p, i) for p in (0, 1) for i in range(4)]
+    assert http.delete(base).status_code == 204
+
+
+def test_v3_kafka_errors_as_confluent_answers_them(rest_proxy):
+    http = httpx.Client(base_url=rest_proxy.url, timeout=30)
+    c = f"/v3/clusters/{http.get('/v3/clusters').json()['data'][0]['cluster_id']}"
+    topic = f"v3e-{uuid.uuid4().hex[:8]}"
+    r = http.post(f"{c}/topics", json={"topic_name": topic, "replication_factor": 3})
+    assert (r.status_code, r.json()["error_code"]) == (400, 40002), r.text
+    for path in (f"{c}/topics/{topic}", f"{c}/topics/{topic}/partitions",
+                 f"{c}/topics/{topic}/configs"):
+        r = http.get(path)
+        assert (r.status_code, r.json()) == (404, {
+            "error_code": 40403, "message": "This server does not host this topic-partition."})
+    r = http.post(f"{c}/topics/{topic}/records", json={"value": {"type": "JSON", "data": 1}})
+    assert (r.status_code, r.json()["error_code"]) == (404, 40403)
+    assert http.get("/v3/clusters/nope").json()["error_code"] == 404
+
+
+def test_protobuf_with_references_and_the_first_message(rest_proxy, schema_registry, new_topic):
+    """A Protobuf schema importing another by reference: the proxy builds it with its
+    references and produces its first message type (a request cannot name another, as with
+    Confluent's proxy); a consumer instance reads it back."""
+    http = httpx.Client(base_url=rest_proxy.url, timeout=30)
+    sr = httpx.Client(base_url=schema_registry.url, headers={"Content-Type": SR}, timeout=20)
+    tag = uuid.uuid4().hex[:6]
+    dep_subject = f"address-{tag}"
+    r = sr.post(f"/subjects/{dep_subject}/versions", json={"schemaType": "PROTOBUF", "schema": (
+        f'syntax = "proto3";\npackage p{tag};\nmessage Address {{ string city = 1; }}\n')})
+    assert r.status_code == 200, r.text
+    main = (f'syntax = "proto3";\npackage p{tag};\nimport "address.proto";\n'
+            f'message Customer {{ string name = 1; Address home = 2; }}\n'
+            f'message Other {{ int64 n = 1; }}\n')
+    r = sr.post(f"/subjects/customer-{tag}/versions", json={
+        "schemaType": "PROTOBUF", "schema": main,
+        "references": [{"name": "address.proto", "subject": dep_subject, "version": 1}]})
+    assert r.status_code == 200, r.text
+    schema_id = r.json()["id"]
+    topic = new_topic()
+    value = {"name": "ann", "home": {"city": "Oslo"}}
+    r = http.post(f"/topics/{topic}", headers=_ctype("protobuf"),
+                  json={"value_schema_id": schema_id, "records": [{"value": value}]})
+    assert r.status_code == 200 and r.json()["offsets"][0]["error_code"] is None, r.text
+    r = http.post(f"/topics/{topic}", headers=_ctype("protobuf"), json={
+        "value_schema_id": schema_id, "records": [{"value": {"n": 5}}]})  # Other's field
+    assert (r.status_code, r.json()["error_code"]) == (422, 42203), r.text
+    base = _consumer(http, f"g-{topic}", "protobuf")
+    http.post(f"{base}/subscription", headers={"Content-Type": V2}, json={"topics": [topic]})
+    got = _read_all(http, base, "protobuf", 1)
+    assert [m["value"] for m in got] == [value]
+    assert http.delete(base).status_code == 204
+    c = Consumer({"bootstrap.servers": rest_proxy.props["bootstrap.servers"],
+                  "group.id": f"raw-{topic}", "auto.offset.reset": "earliest"})
+    try:  # Confluent's wire format: magic 0, the id, message indexes [0] (written as 0)
+        c.subscribe([topic])
+        raw = wait_until(lambda: next((m.value() for m in c.consume(1, 1.0) if not m.error()),
+                                      None), 30)
+    finally:
+        c.close()
+    assert raw[:6] == b"\0" + schema_id.to_bytes(4, "big") + b"\0"

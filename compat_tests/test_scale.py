@@ -116,7 +116,7 @@ def metadata_partitions(limit: int) -> int:
 
 @pytest.fixture(scope="module")
 def many_partitions(tmp_path_factory):
-    from compat_tests.broker_process import BrokerProcess
+    from josefk.faults.processes import BrokerProcess
     from compat_tests.conftest import BASE_OVERRIDES
 
     root = tmp_path_factory.mktemp("many-partitions")

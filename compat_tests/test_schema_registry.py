@@ -2,6 +2,7 @@
 for Confluent's API and error codes, and two instances sharing one _schemas topic."""
 from __future__ import annotations
 
+import base64
 import json
 import uuid
 
@@ -301,6 +302,105 @@ def test_references_and_config(schema_registry):
     r = http.post(f"/subjects/{user}/versions", json={"schema": json.dumps("string")})
     assert r.json()["error_code"] == 42205
     assert http.put(f"/mode/{user}", json={"mode": "FAST"}).json()["error_code"] == 42204
+
+
+def test_normalize_as_confluent_defines_it(schema_registry):
+    """normalize=true (query parameter, or the subject's config): property order (Avro, JSON
+    Schema), import order (Protobuf) and reference order no longer make schemas differ."""
+    client = SchemaRegistryClient({"url": schema_registry.url})
+    http = httpx.Client(base_url=schema_registry.url, headers={"Content-Type": SR}, timeout=20)
+    tag = uuid.uuid4().hex[:8]
+    # (neither of each pair is in normalized form, so without normalize they differ)
+    avro = {"type": "record", "name": f"N{tag}", "x.owner": "a", "a.team": "b", "m.x": 1,
+            "aliases": ["Old2", "Old1", "Old3"], "fields": [{"name": "f", "type": "int"}]}
+    avro_reordered = {"fields": [{"type": "int", "name": "f"}], "m.x": 1, "a.team": "b",
+                      "aliases": ["Old3", "Old1", "Old2"], "x.owner": "a", "type": "record",
+                      "name": f"N{tag}"}
+    jsons = {"type": "object", "title": tag, "properties": {"b": {"type": "string"}, "a": I}}
+    jsons_reordered = {"title": tag, "properties": {"a": I, "b": {"type": "string"}},
+                       "type": "object"}
+    imports = [f'import "google/protobuf/{name}.proto";' for name in ("timestamp", "any",
+                                                                       "duration")]
+    body = (f"message M{tag} {{ google.protobuf.Timestamp at = 1; "
+            f"google.protobuf.Duration d = 2; google.protobuf.Any x = 3; }}")
+    proto = f'syntax = "proto3";\n{imports[0]}\n{imports[1]}\n{imports[2]}\n{body}\n'
+    proto_reordered = f'syntax = "proto3";\n{imports[2]}\n{imports[0]}\n{imports[1]}\n{body}\n'
+    for schema_type, first, second in (("AVRO", json.dumps(avro), json.dumps(avro_reordered)),
+                                       ("JSON", json.dumps(jsons), json.dumps(jsons_reordered)),
+                                       ("PROTOBUF", proto, proto_reordered)):
+        subject = _subject(f"norm-{schema_type.lower()}")
+        schema_id = client.register_schema(subject, Schema(first, schema_type),
+                                           normalize_schemas=True)
+        assert client.lookup_schema(subject, Schema(second, schema_type),
+                                    normalize_schemas=True).schema_id == schema_id
+        r = http.post(f"/subjects/{subject}", json={"schema": second, "schemaType": schema_type})
+        assert r.json()["error_code"] == 40403, (schema_type, r.text)  # without: different
+        r = http.post(f"/subjects/{subject}/versions?normalize=true",
+                      json={"schema": second, "schemaType": schema_type})
+        assert r.json() == {"id": schema_id}, (schema_type, r.text)
+        assert http.get(f"/subjects/{subject}/versions").json() == [1]
+    # the references' order, and normalize as the subject's configuration
+    ref_subjects = []
+    for name in ("RefA", "RefB"):
+        ref_subjects.append(_subject(name.lower()))
+        client.register_schema(ref_subjects[-1], Schema(json.dumps(
+            {"type": "record", "name": f"{name}{tag}", "fields": [{"name": "v", "type": "int"}]}
+        ), "AVRO"))
+    refs = [{"name": f"{n}{tag}", "subject": s, "version": 1}
+            for n, s in zip(("RefA", "RefB"), ref_subjects)]
+    using = json.dumps({"type": "record", "name": f"U{tag}", "fields": [
+        {"name": "a", "type": f"RefA{tag}"}, {"name": "b", "type": f"RefB{tag}"}]})
+    subject = _subject("norm-refs")
+    assert http.put(f"/config/{subject}", json={"normalize": True}).json() == {"normalize": True}
+    assert http.get(f"/config/{subject}").json() == {"normalize": True}
+    assert http.get(f"/config/{subject}?defaultToGlobal=true").json() == {
+        "compatibilityLevel": "BACKWARD", "normalize": True}
+    first = http.post(f"/subjects/{subject}/versions", json={"schema": using, "references": refs})
+    again = http.post(f"/subjects/{subject}/versions",
+                      json={"schema": using, "references": refs[::-1]})
+    assert first.status_code == 200 and again.json() == first.json(), again.text
+    assert http.get(f"/subjects/{subject}/versions").json() == [1]
+    assert http.put(f"/config/{subject}", json={"compatibility": "FULL"}).json() == {
+        "normalize": True, "compatibility": "FULL"}
+    assert http.delete(f"/config/{subject}").json() == {"normalize": True,
+                                                         "compatibilityLevel": "FULL"}
+    assert http.delete(f"/config/{subject}").json()["error_code"] == 40401
+    assert http.delete(f"/mode/{subject}").json()["error_code"] == 40401
+    # a read-only subject's configuration cannot change either
+    assert http.put(f"/mode/{subject}", json={"mode": "READONLY"}).status_code == 200
+    assert http.put(f"/config/{subject}", json={"compatibility": "NONE"}).json()[
+        "error_code"] == 42205
+    assert http.delete(f"/mode/{subject}").json() == {"mode": "READONLY"}
+
+
+def test_protobuf_references(schema_registry):
+    """A .proto importing others by reference (which import their own): registered, checked
+    for compatibility against its earlier version, served serialized."""
+    http = httpx.Client(base_url=schema_registry.url, headers={"Content-Type": SR}, timeout=20)
+    tag = uuid.uuid4().hex[:6]
+
+    def register(subject, text, refs=()):
+        r = http.post(f"/subjects/{subject}/versions", json={
+            "schemaType": "PROTOBUF", "schema": _proto(text, f"p{tag}"),
+            "references": [{"name": n, "subject": s, "version": 1} for n, s in refs]})
+        return r
+
+    assert register(f"geo-{tag}", "message Point { double lat = 1; }").status_code == 200
+    geo = ("geo.proto", f"geo-{tag}")
+    assert register(f"addr-{tag}", 'import "geo.proto";\nmessage Address { Point at = 1; }',
+                    [geo]).status_code == 200
+    addr = ("address.proto", f"addr-{tag}")
+    v1 = 'import "address.proto";\nmessage Customer { Address home = 1; }'
+    r = register(f"cust-{tag}", v1, [addr])
+    assert r.status_code == 200, r.text
+    v2 = 'import "address.proto";\nmessage Customer { Address home = 1; string name = 2; }'
+    assert register(f"cust-{tag}", v2, [addr]).status_code == 200
+    bad = 'import "address.proto";\nmessage Customer { string home = 1; string name = 2; }'
+    assert register(f"cust-{tag}", bad, [addr]).json()["error_code"] == 409
+    assert register(f"cust-{tag}", v1).json()["error_code"] == 42201  # the import unresolved
+    fdp = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(
+        http.get(f"/schemas/ids/{r.json()['id']}?format=serialized").json()["schema"]))
+    assert list(fdp.dependency) == ["address.proto"]
 
 
 def test_bad_input_gets_confluent_errors(schema_registry):

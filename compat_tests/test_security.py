@@ -14,7 +14,7 @@ from kafka import KafkaConsumer, KafkaProducer
 from kafka.errors import KafkaError as KafkaPythonError
 
 from compat_tests import rawkafka as rk
-from compat_tests.broker_process import free_port
+from josefk.faults.processes import free_port
 from compat_tests.helpers import requests_by_version, unique_topic, versions_sent
 from compat_tests.security_setup import (PLAIN_USERS, SCRAM_USERS, add_scram_users, josefk,
                                          listener_address, module_broker, secure_overrides)
@@ -430,5 +430,5 @@ def test_kafka_python_pinned_to_0_10_uses_handshake_v0(pki, secure_broker, mecha
     got = [m.value for m in consumer]
     consumer.close()
     assert sorted(got) == sorted(f"v0-{i}".encode() for i in range(5))
-    sent = versions_sent(port, before)
+    sent = versions_sent(before, port)
     assert sent["SaslHandshake"] == [0] and "SaslAuthenticate" not in sent

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from compat_tests.broker_process import BrokerProcess
+from josefk.faults.processes import BrokerProcess
 from compat_tests.conftest import BASE_OVERRIDES
 from compat_tests.helpers import (admin_client, create_topic, josefk_cli, produce_values,
                                   producer, unique_topic)

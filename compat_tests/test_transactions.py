@@ -16,7 +16,7 @@ import pytest
 from confluent_kafka import (OFFSET_BEGINNING, Consumer, KafkaError, KafkaException,
                              TopicPartition)
 
-from compat_tests.broker_process import REPO_ROOT
+from josefk.faults.processes import REPO_ROOT
 from compat_tests.helpers import consumer, create_topic, producer, unique_topic
 
 TXN_TIMEOUTS = {"transaction.abort.timed.out.transaction.cleanup.interval.ms": 500}
@@ -70,9 +70,9 @@ def committed_in_txn(p, topic, values, partition=0, commit=True):
         p.abort_transaction(30)
 
 
-def test_commit_and_abort_read_committed_and_uncommitted(broker):
-    topic = create_topic(broker.bootstrap, unique_topic("txn"), 2)
-    p = txn_producer(broker.bootstrap)
+def test_commit_and_abort_read_committed_and_uncommitted(target):
+    topic = target.create_topic(unique_topic("txn"), 2)
+    p = txn_producer(target.bootstrap)
     p.begin_transaction()
     for i in range(10):
         p.produce(topic, value=b"c%d" % i, partition=i % 2)
@@ -80,61 +80,61 @@ def test_commit_and_abort_read_committed_and_uncommitted(broker):
     committed_in_txn(p, topic, [b"a%d" % i for i in range(6)], partition=1, commit=False)
     committed_in_txn(p, topic, [b"last"], partition=1)
     committed = sorted([b"c%d" % i for i in range(10)] + [b"last"])
-    assert sorted(read_values(broker.bootstrap, topic, 2, "read_committed")) == committed
-    assert sorted(read_values(broker.bootstrap, topic, 2, "read_uncommitted")) == sorted(
+    assert sorted(read_values(target.bootstrap, topic, 2, "read_committed")) == committed
+    assert sorted(read_values(target.bootstrap, topic, 2, "read_uncommitted")) == sorted(
         committed + [b"a%d" % i for i in range(6)])
 
 
-def test_read_committed_waits_for_the_open_transaction(broker):
+def test_read_committed_waits_for_the_open_transaction(target):
     """Records of an open transaction and everything after them stay invisible to
     read_committed readers (the LSO) until it commits; ListOffsets says the same."""
-    topic = create_topic(broker.bootstrap, unique_topic("lso"), 1)
-    p = txn_producer(broker.bootstrap)
+    topic = target.create_topic(unique_topic("lso"), 1)
+    p = txn_producer(target.bootstrap)
     open_txn(p, topic, b"open")
-    other = producer(broker.bootstrap)
+    other = producer(target.bootstrap)
     other.produce(topic, value=b"plain", partition=0)
     other.flush(10)
-    rc = consumer(broker.bootstrap, isolation_level="read_committed")
-    ru = consumer(broker.bootstrap, isolation_level="read_uncommitted")
+    rc = consumer(target.bootstrap, isolation_level="read_committed")
+    ru = consumer(target.bootstrap, isolation_level="read_uncommitted")
     try:
         tp = TopicPartition(topic, 0)
         assert rc.get_watermark_offsets(tp, timeout=10) == (0, 0)
         assert ru.get_watermark_offsets(tp, timeout=10) == (0, 2)
-        assert read_values(broker.bootstrap, topic, 1, "read_committed", settle=1.0) == []
+        assert read_values(target.bootstrap, topic, 1, "read_committed", settle=1.0) == []
         p.commit_transaction(30)  # answered once PrepareCommit is logged; markers follow
         deadline = time.monotonic() + 10
         while rc.get_watermark_offsets(tp, timeout=10) != (0, 3) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert rc.get_watermark_offsets(tp, timeout=10) == (0, 3)  # data, plain, marker
-        assert read_values(broker.bootstrap, topic, 1, "read_committed") == [b"open", b"plain"]
+        assert read_values(target.bootstrap, topic, 1, "read_committed") == [b"open", b"plain"]
     finally:
         rc.close()
         ru.close()
 
 
-def test_zombie_is_fenced(broker):
-    topic = create_topic(broker.bootstrap, unique_topic("zombie"), 1)
+def test_zombie_is_fenced(target):
+    topic = target.create_topic(unique_topic("zombie"), 1)
     tid = "zombie-" + uuid.uuid4().hex[:8]
-    old = txn_producer(broker.bootstrap, tid)
+    old = txn_producer(target.bootstrap, tid)
     open_txn(old, topic, b"zombie-1")
-    new = txn_producer(broker.bootstrap, tid)  # aborts the old instance's transaction
+    new = txn_producer(target.bootstrap, tid)  # aborts the old instance's transaction
     committed_in_txn(new, topic, [b"new"])
     old.produce(topic, value=b"zombie-2", partition=0)
     with pytest.raises(KafkaException) as err:
         old.commit_transaction(30)
     e = err.value.args[0]
     assert e.fatal() and e.code() == KafkaError._FENCED  # librdkafka's fatal "fenced"
-    assert read_values(broker.bootstrap, topic, 1, "read_committed") == [b"new"]
+    assert read_values(target.bootstrap, topic, 1, "read_committed") == [b"new"]
 
 
-def test_timed_out_transaction_is_aborted_and_readers_move_on(broker_factory):
-    b = broker_factory(TXN_TIMEOUTS)
-    topic = create_topic(b.bootstrap, unique_topic("timeout"), 1)
-    hanging = txn_producer(b.bootstrap, transaction_timeout_ms=2000)
+def test_timed_out_transaction_is_aborted_and_readers_move_on(target_factory):
+    t = target_factory(TXN_TIMEOUTS)
+    topic = t.create_topic(unique_topic("timeout"), 1)
+    hanging = txn_producer(t.bootstrap, transaction_timeout_ms=2000)
     open_txn(hanging, topic, b"hanging")
-    later = txn_producer(b.bootstrap)
+    later = txn_producer(t.bootstrap)
     committed_in_txn(later, topic, [b"later"])
-    c = consumer(b.bootstrap, isolation_level="read_committed")
+    c = consumer(t.bootstrap, isolation_level="read_committed")
     c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
     try:
         t0 = time.monotonic()
@@ -147,7 +147,7 @@ def test_timed_out_transaction_is_aborted_and_readers_move_on(broker_factory):
         assert time.monotonic() - t0 > 0.5  # only once the coordinator aborted the other
     finally:
         c.close()
-    assert read_values(b.bootstrap, topic, 1, "read_committed") == [b"later"]
+    assert read_values(t.bootstrap, topic, 1, "read_committed") == [b"later"]
     with pytest.raises(KafkaException):
         hanging.commit_transaction(10)
 
@@ -164,15 +164,19 @@ def _group_offsets(bootstrap, group, topic, partitions):
 
 def _run_pipeline(bootstrap, src, dst, group, tid, kill_after=None):
     """Run compat_tests.txn_pipeline; with ``kill_after`` SIGKILL it once it has committed
-    that many records (mid-transaction: it is writing the next one)."""
+    that many records, as soon as a record of its next transaction is in the log (so the open
+    transaction leaves records behind, for the coordinator to abort)."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "compat_tests.txn_pipeline", bootstrap, src, dst, group, tid],
         cwd=str(REPO_ROOT), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
         env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
     try:
+        committed = 0
         for line in proc.stdout:
-            if kill_after is not None and int(line.split()[1]) >= kill_after:
-                time.sleep(0.03)  # inside the next transaction's produce calls
+            kind, *count = line.split()
+            if kind == "committed":
+                committed = int(count[0])
+            elif kill_after is not None and committed >= kill_after:
                 proc.send_signal(signal.SIGKILL)
                 break
         assert proc.wait(60) in (0, -signal.SIGKILL)
@@ -184,30 +188,30 @@ def _run_pipeline(bootstrap, src, dst, group, tid, kill_after=None):
             proc.wait()
 
 
-def test_consume_transform_produce_exactly_once_across_a_client_kill(broker):
-    src = create_topic(broker.bootstrap, unique_topic("src"), 2)
-    dst = create_topic(broker.bootstrap, unique_topic("dst"), 2)
+def test_consume_transform_produce_exactly_once_across_a_client_kill(target):
+    src = target.create_topic(unique_topic("src"), 2)
+    dst = target.create_topic(unique_topic("dst"), 2)
     group, tid = "eos-" + uuid.uuid4().hex[:6], "eos-tx-" + uuid.uuid4().hex[:6]
     n = 120
-    p = producer(broker.bootstrap)
+    p = producer(target.bootstrap)
     for i in range(n):
         p.produce(src, key=b"%d" % i, value=b"v%03d" % i, partition=i % 2)
     p.flush(10)
-    _run_pipeline(broker.bootstrap, src, dst, group, tid, kill_after=30)
-    _run_pipeline(broker.bootstrap, src, dst, group, tid)
-    out = read_values(broker.bootstrap, dst, 2, "read_committed")
+    _run_pipeline(target.bootstrap, src, dst, group, tid, kill_after=30)
+    _run_pipeline(target.bootstrap, src, dst, group, tid)
+    out = read_values(target.bootstrap, dst, 2, "read_committed")
     assert sorted(out) == sorted(b"V%03d" % i for i in range(n))  # each exactly once
-    assert _group_offsets(broker.bootstrap, group, src, 2) == {0: n // 2, 1: n // 2}
+    assert _group_offsets(target.bootstrap, group, src, 2) == {0: n // 2, 1: n // 2}
     # the killed transaction's records are in the log, aborted
-    assert len(read_values(broker.bootstrap, dst, 2, "read_uncommitted")) > n
+    assert len(read_values(target.bootstrap, dst, 2, "read_uncommitted")) > n
 
 
-def test_offsets_in_a_transaction_show_only_once_committed(broker):
-    topic = create_topic(broker.bootstrap, unique_topic("txoff"), 1)
+def test_offsets_in_a_transaction_show_only_once_committed(target):
+    topic = target.create_topic(unique_topic("txoff"), 1)
     group = "txoff-" + uuid.uuid4().hex[:6]
-    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group,
+    c = Consumer({"bootstrap.servers": target.bootstrap, "group.id": group,
                   "enable.auto.commit": False})
-    p = txn_producer(broker.bootstrap)
+    p = txn_producer(target.bootstrap)
     try:
         meta = c.consumer_group_metadata()
         p.begin_transaction()
@@ -215,72 +219,74 @@ def test_offsets_in_a_transaction_show_only_once_committed(broker):
         p.send_offsets_to_transaction([TopicPartition(topic, 0, 7)], meta, 30)
         p.flush(10)
         # not visible, and a require_stable fetch (read_committed) waits for it
-        plain = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group,
+        plain = Consumer({"bootstrap.servers": target.bootstrap, "group.id": group,
                           "isolation.level": "read_uncommitted"})
         try:
             assert plain.committed([TopicPartition(topic, 0)], timeout=10)[0].offset < 0
         finally:
             plain.close()
         p.abort_transaction(30)
-        assert _group_offsets(broker.bootstrap, group, topic, 1) == {0: -1001}
+        assert _group_offsets(target.bootstrap, group, topic, 1) == {0: -1001}
         p.begin_transaction()
         p.produce(topic, value=b"y", partition=0)
         p.send_offsets_to_transaction([TopicPartition(topic, 0, 9)], meta, 30)
         p.commit_transaction(30)
-        assert _group_offsets(broker.bootstrap, group, topic, 1) == {0: 9}
+        assert _group_offsets(target.bootstrap, group, topic, 1) == {0: 9}
     finally:
         c.close()
 
 
-def _kill_and_restart(b):
-    b.kill()
-    b.start()
+def _crash(t, tid, topic):
+    """Kill -9 and restart what holds a transaction's state: its coordinator and the leader of
+    the topic's partition 0 (on one broker, the broker)."""
+    t.restart(t.transaction_coordinator(tid), t.leader(topic, 0), how="kill")
 
 
-def test_broker_kill9_with_an_open_transaction(broker_factory):
-    b = broker_factory(TXN_TIMEOUTS)
-    topic = create_topic(b.bootstrap, unique_topic("crash"), 1)
+def test_broker_kill9_with_an_open_transaction(target_factory):
+    t = target_factory(TXN_TIMEOUTS)
+    topic = t.create_topic(unique_topic("crash"), 1)
     tid = "crash-" + uuid.uuid4().hex[:6]
-    p = txn_producer(b.bootstrap, tid)
+    p = txn_producer(t.bootstrap, tid)
     committed_in_txn(p, topic, [b"before"])
     committed_in_txn(p, topic, [b"aborted"], commit=False)
     open_txn(p, topic, b"open")
-    _kill_and_restart(b)
+    _crash(t, tid, topic)
     # Ongoing at the crash: the next instance fences it and it is aborted
-    p2 = txn_producer(b.bootstrap, tid)
+    p2 = txn_producer(t.bootstrap, tid)
     committed_in_txn(p2, topic, [b"after"])
-    assert read_values(b.bootstrap, topic, 1, "read_committed") == [b"before", b"after"]
-    assert sorted(read_values(b.bootstrap, topic, 1, "read_uncommitted")) == sorted(
+    assert read_values(t.bootstrap, topic, 1, "read_committed") == [b"before", b"after"]
+    assert sorted(read_values(t.bootstrap, topic, 1, "read_uncommitted")) == sorted(
         [b"before", b"aborted", b"open", b"after"])
 
 
-def test_broker_kill9_after_commit_and_abort(broker_factory):
-    b = broker_factory(TXN_TIMEOUTS)
-    topic = create_topic(b.bootstrap, unique_topic("crash2"), 1)
+def test_broker_kill9_after_commit_and_abort(target_factory):
+    t = target_factory(TXN_TIMEOUTS)
+    topic = t.create_topic(unique_topic("crash2"), 1)
     tid = "crash2-" + uuid.uuid4().hex[:6]
-    p = txn_producer(b.bootstrap, tid)
+    p = txn_producer(t.bootstrap, tid)
     committed_in_txn(p, topic, [b"one", b"two"])
     committed_in_txn(p, topic, [b"gone"], commit=False)
-    _kill_and_restart(b)
+    _crash(t, tid, topic)
     # CompleteCommit / CompleteAbort survive, and so do the partition's aborted transactions
-    assert read_values(b.bootstrap, topic, 1, "read_committed") == [b"one", b"two"]
-    p2 = txn_producer(b.bootstrap, tid)
+    assert read_values(t.bootstrap, topic, 1, "read_committed") == [b"one", b"two"]
+    p2 = txn_producer(t.bootstrap, tid)
     committed_in_txn(p2, topic, [b"three"])
-    assert read_values(b.bootstrap, topic, 1, "read_committed") == [b"one", b"two", b"three"]
+    assert read_values(t.bootstrap, topic, 1, "read_committed") == [b"one", b"two", b"three"]
 
 
-def test_broker_kill9_during_a_stream_of_transactions(broker_factory):
-    """Kill -9 at an arbitrary moment while a producer commits and aborts transactions back to
-    back (so the crash may land in any state, Prepare* included): after the restart no
+def test_broker_kill9_during_a_stream_of_transactions(target_factory):
+    """Kill -9 of the transaction coordinator at an arbitrary moment while a producer commits
+    and aborts transactions back to back (so the crash may land in any state, Prepare*
+    included, with markers on their way to the partitions' leaders): after the restart no
     acknowledged commit is lost and nothing aborted is visible to read_committed readers."""
-    b = broker_factory(TXN_TIMEOUTS)
-    topic = create_topic(b.bootstrap, unique_topic("stream"), 2)
+    t = target_factory(TXN_TIMEOUTS)
+    topic = t.create_topic(unique_topic("stream"), 2)
     tid = "stream-" + uuid.uuid4().hex[:6]
     acked, aborted = [], []
     stop = threading.Event()
 
     def run():
-        p = txn_producer(b.bootstrap, tid, transaction_timeout_ms=5000)
+        p = txn_producer(t.bootstrap, tid, transaction_timeout_ms=5000)
         i = 0
         while not stop.is_set() and i < 2000:
             values = [b"%d-%d" % (i, k) for k in range(4)]
@@ -298,31 +304,32 @@ def test_broker_kill9_during_a_stream_of_transactions(broker_factory):
                 return
             i += 1
 
-    t = threading.Thread(target=run)
-    t.start()
+    thread = threading.Thread(target=run)
+    thread.start()
     try:
         deadline = time.monotonic() + 20
         while len(acked) < 40 and time.monotonic() < deadline:
             time.sleep(0.05)
         assert len(acked) >= 40
-        b.kill()
+        coordinator = t.brokers[t.transaction_coordinator(tid)]
+        coordinator.kill()
     finally:
         stop.set()
-        t.join(30)
-    b.start()
+        thread.join(30)
+    t.restart(coordinator.node_id, how="kill")  # fails over, then it comes back
     # any transaction left open at the crash is aborted by its timeout
     time.sleep(6)
-    seen = read_values(b.bootstrap, topic, 2, "read_committed")
+    seen = read_values(t.bootstrap, topic, 2, "read_committed")
     assert set(acked) <= set(seen)
     assert not set(aborted) & set(seen)
     assert len(seen) == len(set(seen))
 
 
-def test_kafka_python_transactional_producer(broker):
+def test_kafka_python_transactional_producer(target):
     from kafka import KafkaConsumer, KafkaProducer
 
-    topic = create_topic(broker.bootstrap, unique_topic("kp"), 1)
-    p = KafkaProducer(bootstrap_servers=broker.bootstrap,
+    topic = target.create_topic(unique_topic("kp"), 1)
+    p = KafkaProducer(bootstrap_servers=target.bootstrap,
                       transactional_id="kp-" + uuid.uuid4().hex[:6])
     try:
         p.init_transactions()
@@ -337,7 +344,7 @@ def test_kafka_python_transactional_producer(broker):
         p.close()
     for isolation, want in (("read_committed", [b"kp-commit"]),
                             ("read_uncommitted", [b"kp-commit", b"kp-abort"])):
-        c = KafkaConsumer(topic, bootstrap_servers=broker.bootstrap, isolation_level=isolation,
+        c = KafkaConsumer(topic, bootstrap_servers=target.bootstrap, isolation_level=isolation,
                           auto_offset_reset="earliest", consumer_timeout_ms=2000)
         try:
             assert [m.value for m in c] == want
@@ -345,24 +352,24 @@ def test_kafka_python_transactional_producer(broker):
             c.close()
 
 
-def test_kafka_python_consume_transform_produce(broker):
+def test_kafka_python_consume_transform_produce(target):
     """kafka-python as a group member: offsets sent with its transaction (KIP-447 group
     metadata) are committed with it, and only then."""
     from kafka import KafkaConsumer, KafkaProducer
     from kafka.structs import OffsetAndMetadata
     from kafka.structs import TopicPartition as KTP
 
-    src = create_topic(broker.bootstrap, unique_topic("kpsrc"), 1)
-    dst = create_topic(broker.bootstrap, unique_topic("kpdst"), 1)
+    src = target.create_topic(unique_topic("kpsrc"), 1)
+    dst = target.create_topic(unique_topic("kpdst"), 1)
     group = "kp-eos-" + uuid.uuid4().hex[:6]
-    seed = producer(broker.bootstrap)
+    seed = producer(target.bootstrap)
     for i in range(20):
         seed.produce(src, value=b"m%02d" % i, partition=0)
     seed.flush(10)
-    c = KafkaConsumer(src, bootstrap_servers=broker.bootstrap, group_id=group,
+    c = KafkaConsumer(src, bootstrap_servers=target.bootstrap, group_id=group,
                       enable_auto_commit=False, auto_offset_reset="earliest",
                       isolation_level="read_committed")
-    p = KafkaProducer(bootstrap_servers=broker.bootstrap,
+    p = KafkaProducer(bootstrap_servers=target.bootstrap,
                       transactional_id="kp-eos-" + uuid.uuid4().hex[:6])
     try:
         p.init_transactions()
@@ -387,7 +394,7 @@ def test_kafka_python_consume_transform_produce(broker):
     finally:
         p.close()
         c.close()
-    assert read_values(broker.bootstrap, dst, 1, "read_committed") == \
+    assert read_values(target.bootstrap, dst, 1, "read_committed") == \
         [b"M%02d" % i for i in range(20)]
 
 
@@ -400,19 +407,19 @@ def _wait_state(admin, tid, state, timeout=10.0):
         time.sleep(0.1)
 
 
-def test_admin_list_describe_transactions_and_producers(broker):
+def test_admin_list_describe_transactions_and_producers(target):
     """kafka-python's admin client (as kafka-transactions.sh does it): list, describe, describe
     producers, and abort a hanging transaction on a partition with WriteTxnMarkers."""
     from kafka import KafkaAdminClient
     from kafka.admin import AbortTransactionSpec
     from kafka.structs import TopicPartition as KTP
 
-    topic = create_topic(broker.bootstrap, unique_topic("adm"), 1)
+    topic = target.create_topic(unique_topic("adm"), 1)
     tid = "adm-" + uuid.uuid4().hex[:6]
-    p = txn_producer(broker.bootstrap, tid)
+    p = txn_producer(target.bootstrap, tid)
     committed_in_txn(p, topic, [b"first"])
     open_txn(p, topic, b"open")
-    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    admin = KafkaAdminClient(bootstrap_servers=target.bootstrap)
     try:
         listed = [t for ts in admin.list_transactions(state_filters=["Ongoing"]).values()
                   for t in ts]
@@ -431,14 +438,14 @@ def test_admin_list_describe_transactions_and_producers(broker):
         assert _wait_state(admin, tid, "CompleteCommit").topic_partitions == set()
 
         # a hanging transaction: aborted on its partition by the operator
-        hung = txn_producer(broker.bootstrap)
+        hung = txn_producer(target.bootstrap)
         open_txn(hung, topic, b"hung")
         state = [s for s in admin.describe_producers([KTP(topic, 0)])[KTP(topic, 0)]
                  .active_producers if s.current_transaction_start_offset >= 0]
         assert len(state) == 1
         admin.abort_transaction(AbortTransactionSpec(KTP(topic, 0), state[0].producer_id,
                                                      state[0].producer_epoch, -1))
-        assert read_values(broker.bootstrap, topic, 1, "read_committed") == [b"first", b"open"]
+        assert read_values(target.bootstrap, topic, 1, "read_committed") == [b"first", b"open"]
     finally:
         admin.close()
 
@@ -528,19 +535,19 @@ def key_values(bootstrap, topic, isolation, settle=1.5):
     return out
 
 
-def test_compaction_removes_aborted_data_and_keeps_committed_state(broker_factory):
+def test_compaction_removes_aborted_data_and_keeps_committed_state(target_factory):
     """On a compacted topic the cleaner drops aborted transactions' records (Kafka's rule) and
     keeps the latest committed value of every key; read_committed readers see the same state
     before and after."""
-    b = broker_factory({"log.cleaner.backoff.ms": 200})
-    topic = create_topic(b.bootstrap, unique_topic("txcompact"), 1,
-                         {"cleanup.policy": "compact", "segment.bytes": "32768",
-                          "min.cleanable.dirty.ratio": "0.01"})
-    p = txn_producer(b.bootstrap, linger_ms=5, batch_size=16384)
+    t = target_factory({"log.cleaner.backoff.ms": 200})
+    topic = t.create_topic(unique_topic("txcompact"), 1,
+                           {"cleanup.policy": "compact", "segment.bytes": "32768",
+                            "min.cleanable.dirty.ratio": "0.01"})
+    p = txn_producer(t.bootstrap, linger_ms=5, batch_size=16384)
     latest, aborted = commit_and_abort_in_turn(p, topic, rounds=40, keys=5, size=300)
 
     def state(isolation):
-        return key_values(b.bootstrap, topic, isolation)
+        return key_values(t.bootstrap, topic, isolation)
 
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -555,17 +562,16 @@ def test_compaction_removes_aborted_data_and_keeps_committed_state(broker_factor
     assert dict(committed) == latest
 
 
-def test_add_partitions_with_an_unknown_topic_fails_the_request(broker):
+def test_add_partitions_with_an_unknown_topic_fails_the_request(target):
     """Kafka's answer: UNKNOWN_TOPIC_OR_PARTITION for the unknown partition, and
     OPERATION_NOT_ATTEMPTED for the others; the transaction goes on without them."""
     from josefk.tools.client import Client
-    from josefk.wire.apis import ADD_PARTITIONS_TO_TXN, FIND_COORDINATOR, INIT_PRODUCER_ID
+    from josefk.wire.apis import ADD_PARTITIONS_TO_TXN, INIT_PRODUCER_ID
 
-    topic = create_topic(broker.bootstrap, unique_topic("apt"), 1)
+    topic = target.create_topic(unique_topic("apt"), 1)
     tid = "apt-" + uuid.uuid4().hex[:6]
     R = ADD_PARTITIONS_TO_TXN.Request
-    with Client(broker.bootstrap) as c:
-        c.request(FIND_COORDINATOR, key=tid, coordinator_keys=[tid], key_type=1)
+    with Client(target.brokers[target.transaction_coordinator(tid)].bootstrap) as c:
         init = c.request(INIT_PRODUCER_ID, transactional_id=tid, transaction_timeout_ms=60000)
         assert init.error_code == 0
         resp = c._call(ADD_PARTITIONS_TO_TXN, 3, R(

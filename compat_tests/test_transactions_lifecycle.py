@@ -8,7 +8,7 @@ import uuid
 
 from josefk.tools.client import Client
 from compat_tests import rawkafka as rk
-from compat_tests.helpers import create_topic, producer, unique_topic
+from compat_tests.helpers import producer, unique_topic
 from compat_tests.test_transactions import (commit_and_abort_in_turn, committed_in_txn,
                                             key_values, open_txn, read_values, txn_producer)
 from josefk.wire import errors
@@ -34,52 +34,53 @@ def _marker(bootstrap, topic, pid, commit, coordinator_epoch) -> int:
     return resp.markers[0].topics[0].partitions[0].error_code
 
 
-def test_write_txn_markers_from_an_older_coordinator_epoch_are_fenced(broker):
+def test_write_txn_markers_from_an_older_coordinator_epoch_are_fenced(target):
     """A partition leader keeps the coordinator epoch of each producer's last marker: a marker
     from an older coordinator epoch is refused with TRANSACTION_COORDINATOR_FENCED and writes
     nothing; the current epoch (or a newer one) is accepted."""
-    topic = create_topic(broker.bootstrap, unique_topic("fenced"), 1)
+    topic = target.create_topic(unique_topic("fenced"), 1)
     pid = 880_000 + uuid.uuid4().int % 10_000
-    _raw_txn_batch(broker.bootstrap, topic, pid, b"first")
-    assert _marker(broker.bootstrap, topic, pid, True, 5) == errors.NONE
-    _raw_txn_batch(broker.bootstrap, topic, pid, b"second")
-    assert _marker(broker.bootstrap, topic, pid, False, 4) == \
-        errors.TRANSACTION_COORDINATOR_FENCED
+    leader = target.leader_bootstrap(topic, 0)
+    _raw_txn_batch(leader, topic, pid, b"first")
+    assert _marker(leader, topic, pid, True, 5) == errors.NONE
+    _raw_txn_batch(leader, topic, pid, b"second")
+    assert _marker(leader, topic, pid, False, 4) == errors.TRANSACTION_COORDINATOR_FENCED
     # the fenced abort wrote nothing: the transaction is still open for read_committed
-    assert read_values(broker.bootstrap, topic, 1, "read_committed", settle=1.0) == [b"first"]
-    assert _marker(broker.bootstrap, topic, pid, True, 6) == errors.NONE
-    assert read_values(broker.bootstrap, topic, 1, "read_committed") == [b"first", b"second"]
-    assert _marker(broker.bootstrap, topic, pid, True, 5) == \
-        errors.TRANSACTION_COORDINATOR_FENCED
+    assert read_values(target.bootstrap, topic, 1, "read_committed", settle=1.0) == [b"first"]
+    assert _marker(leader, topic, pid, True, 6) == errors.NONE
+    assert read_values(target.bootstrap, topic, 1, "read_committed") == [b"first", b"second"]
+    assert _marker(leader, topic, pid, True, 5) == errors.TRANSACTION_COORDINATOR_FENCED
 
 
-def _describe_txn(bootstrap, tid):
-    with Client(bootstrap) as c:
+def _describe_txn(t, tid):
+    """DescribeTransactions, asked of the transaction's coordinator."""
+    with Client(t.brokers[t.transaction_coordinator(tid)].bootstrap) as c:
         (state,) = c.request(DESCRIBE_TRANSACTIONS, transactional_ids=[tid]).transaction_states
     return state
 
 
-def _txn_state(bootstrap, tid):
-    return _describe_txn(bootstrap, tid).transaction_state
+def _txn_state(t, tid):
+    return _describe_txn(t, tid).transaction_state
 
 
-def _wait_txn_state(bootstrap, tid, want, timeout=20.0):
+def _wait_txn_state(t, tid, want, timeout=20.0):
     deadline = time.monotonic() + timeout
-    while (state := _txn_state(bootstrap, tid)) != want and time.monotonic() < deadline:
+    while (state := _txn_state(t, tid)) != want and time.monotonic() < deadline:
         time.sleep(0.1)
     return state
 
 
-def test_broker_kill9_in_prepare_commit_and_prepare_abort(broker_factory):
+def test_broker_kill9_in_prepare_commit_and_prepare_abort(target_factory):
     """The coordinator holds its markers (a test-only property), so one transaction stays in
     PrepareCommit and another in PrepareAbort, both already answered to their producers; the
-    broker is killed -9 and restarted without the hold: loading ``__transaction_state`` finds
-    both prepared, writes their markers and completes them, as Kafka's coordinator does. The
-    committed records become visible to read_committed readers, the aborted ones never do."""
-    b = broker_factory({"josefk.test.hold.txn.markers": "true"})
-    topic = create_topic(b.bootstrap, unique_topic("prepared"), 2)
+    broker (in a cluster, every broker) is killed -9 and restarted without the hold: loading
+    ``__transaction_state`` finds both prepared, writes their markers and completes them, as
+    Kafka's coordinator does. The committed records become visible to read_committed readers,
+    the aborted ones never do."""
+    t = target_factory({"josefk.test.hold.txn.markers": "true"})
+    topic = t.create_topic(unique_topic("prepared"), 2)
     to_commit, to_abort = "pc-" + uuid.uuid4().hex[:6], "pa-" + uuid.uuid4().hex[:6]
-    pc, pa = txn_producer(b.bootstrap, to_commit), txn_producer(b.bootstrap, to_abort)
+    pc, pa = txn_producer(t.bootstrap, to_commit), txn_producer(t.bootstrap, to_abort)
     pc.begin_transaction()
     pa.begin_transaction()
     for partition in (0, 1):
@@ -91,77 +92,83 @@ def test_broker_kill9_in_prepare_commit_and_prepare_abort(broker_factory):
     pa.abort_transaction(30)
     # answered, but the markers are held: both transactions stay prepared, the LSO where
     # their records begin
-    assert _txn_state(b.bootstrap, to_commit) == "PrepareCommit"
-    assert _txn_state(b.bootstrap, to_abort) == "PrepareAbort"
-    assert read_values(b.bootstrap, topic, 2, "read_committed", settle=1.0) == []
+    assert _txn_state(t, to_commit) == "PrepareCommit"
+    assert _txn_state(t, to_abort) == "PrepareAbort"
+    assert read_values(t.bootstrap, topic, 2, "read_committed", settle=1.0) == []
 
-    b.kill()
-    del b.overrides["josefk.test.hold.txn.markers"]
-    b.start()
-    assert _wait_txn_state(b.bootstrap, to_commit, "CompleteCommit") == "CompleteCommit"
-    assert _wait_txn_state(b.bootstrap, to_abort, "CompleteAbort") == "CompleteAbort"
+    t.restart_all("kill", change=lambda b: b.overrides.pop("josefk.test.hold.txn.markers"))
+    assert _wait_txn_state(t, to_commit, "CompleteCommit") == "CompleteCommit"
+    assert _wait_txn_state(t, to_abort, "CompleteAbort") == "CompleteAbort"
     committed = [b"c0-a", b"c0-b", b"c1-a", b"c1-b"]
-    assert sorted(read_values(b.bootstrap, topic, 2, "read_committed")) == committed
-    assert sorted(read_values(b.bootstrap, topic, 2, "read_uncommitted")) == sorted(
+    assert sorted(read_values(t.bootstrap, topic, 2, "read_committed")) == committed
+    assert sorted(read_values(t.bootstrap, topic, 2, "read_uncommitted")) == sorted(
         committed + [b"a0", b"a1"])
     # both ids go on with new instances
     for tid in (to_commit, to_abort):
-        committed_in_txn(txn_producer(b.bootstrap, tid), topic, [tid.encode()])
-    assert sorted(read_values(b.bootstrap, topic, 2, "read_committed")) == sorted(
+        committed_in_txn(txn_producer(t.bootstrap, tid), topic, [tid.encode()])
+    assert sorted(read_values(t.bootstrap, topic, 2, "read_committed")) == sorted(
         committed + [to_commit.encode(), to_abort.encode()])
 
 
-def _control_batches(b, topic) -> int:
-    return sum(h.is_control for f in sorted((b.data_dir / f"{topic}-0").glob("*.log"))
-               for h in iter_headers(f.read_bytes()))
+def _control_batches(t, topic) -> list[int]:
+    """How many control batches the log of ``topic``-0 holds, on each broker that has one."""
+    for _ in range(20):
+        try:
+            return [sum(h.is_control for f in sorted((b.data_dir / f"{topic}-0").glob("*.log"))
+                        for h in iter_headers(f.read_bytes()))
+                    for b in t.brokers.values() if (b.data_dir / f"{topic}-0").exists()]
+        except FileNotFoundError:  # a cleaner swapped a segment while we listed them
+            time.sleep(0.05)
+    raise AssertionError(f"the segments of {topic}-0 kept changing under the reader")
 
 
-def test_compaction_with_transactions_then_markers_go_after_delete_retention(broker_factory):
+def test_compaction_with_transactions_then_markers_go_after_delete_retention(target_factory):
     """A compacted topic written by one transactional producer, committing and aborting in
     turn, with a transaction of another producer left open: the cleaner drops the aborted
     records, keeps the open transaction's, and once their data is gone and delete.retention.ms
     passed, removes the markers and the partition forgets those aborted transactions. The same
     producer's later commit stays visible to read_committed (a forgotten marker still listed
-    as aborted would hide it), before and after a kill -9 and restart."""
-    b = broker_factory({"log.cleaner.backoff.ms": 200})
-    topic = create_topic(b.bootstrap, unique_topic("txclean"), 1, {
+    as aborted would hide it), before and after a kill -9 and restart (of the partition's
+    leader, in a cluster)."""
+    t = target_factory({"log.cleaner.backoff.ms": 200})
+    topic = t.create_topic(unique_topic("txclean"), 1, {
         "cleanup.policy": "compact", "segment.bytes": "8192", "delete.retention.ms": "1000",
         "min.cleanable.dirty.ratio": "0.01"})
-    p = txn_producer(b.bootstrap, linger_ms=5)
+    p = txn_producer(t.bootstrap, linger_ms=5)
     latest, aborted = commit_and_abort_in_turn(p, topic, rounds=24, keys=4, size=200)
-    plain = producer(b.bootstrap, linger_ms=0)
+    plain = producer(t.bootstrap, linger_ms=0)
     for _ in range(40):  # closes the segments the transactions are in
         plain.produce(topic, key=b"filler", value=b"." * 300, partition=0)
         plain.flush(10)
-    opener = txn_producer(b.bootstrap)
+    opener = txn_producer(t.bootstrap)
     opener.begin_transaction()
     opener.produce(topic, key=b"k0", value=b"open", partition=0)
     opener.flush(10)
 
     deadline = time.monotonic() + 40
-    while _control_batches(b, topic) > 1 and time.monotonic() < deadline:
+    while max(_control_batches(t, topic)) > 1 and time.monotonic() < deadline:
         time.sleep(0.5)
-    # only the marker of the last commit is left: its records are the latest of their keys
-    assert _control_batches(b, topic) == 1
+    # only the marker of the last commit is left (on every replica): its records are the
+    # latest of their keys
+    assert set(_control_batches(t, topic)) == {1}
 
-    uncommitted = key_values(b.bootstrap, topic, "read_uncommitted")
+    uncommitted = key_values(t.bootstrap, topic, "read_uncommitted")
     assert not {v for _k, v in uncommitted} & aborted
     assert (b"k0", b"open") in uncommitted  # the open transaction's data is kept
     filler = {b"filler": b"." * 300}
-    assert dict(key_values(b.bootstrap, topic, "read_committed")) == {**latest, **filler}
+    assert dict(key_values(t.bootstrap, topic, "read_committed")) == {**latest, **filler}
     # the same producer id goes on: its next transaction is committed and must be visible
     p.begin_transaction()
     p.produce(topic, key=b"after", value=b"after", partition=0)
     p.commit_transaction(30)
     opener.commit_transaction(30)
     want = {**latest, **filler, b"k0": b"open", b"after": b"after"}
-    assert dict(key_values(b.bootstrap, topic, "read_committed")) == want
-    b.kill()
-    b.start()
-    assert dict(key_values(b.bootstrap, topic, "read_committed")) == want
+    assert dict(key_values(t.bootstrap, topic, "read_committed")) == want
+    t.restart(t.leader(topic, 0), how="kill")
+    assert dict(key_values(t.bootstrap, topic, "read_committed")) == want
 
 
-def test_idle_transactional_ids_and_producers_expire(broker_factory):
+def test_idle_transactional_ids_and_producers_expire(target_factory):
     """transactional.id.expiration.ms and producer.id.expiration.ms (small here): an id idle
     after its commit is removed (DescribeTransactions: TRANSACTIONAL_ID_NOT_FOUND) and a new
     instance starts over with a new producer id; the partitions forget idle producers, but
@@ -170,53 +177,53 @@ def test_idle_transactional_ids_and_producers_expire(broker_factory):
     from kafka import KafkaAdminClient
     from kafka.structs import TopicPartition as KTP
 
-    b = broker_factory({"transactional.id.expiration.ms": 3000,
+    t = target_factory({"transactional.id.expiration.ms": 3000,
                         "transaction.remove.expired.transaction.cleanup.interval.ms": 200,
                         "producer.id.expiration.ms": 3000,
                         "producer.id.expiration.check.interval.ms": 200})
-    topic = create_topic(b.bootstrap, unique_topic("expire"), 1)
+    topic = t.create_topic(unique_topic("expire"), 1)
     idle, busy = "idle-" + uuid.uuid4().hex[:6], "busy-" + uuid.uuid4().hex[:6]
-    p = txn_producer(b.bootstrap, idle)
+    p = txn_producer(t.bootstrap, idle)
     committed_in_txn(p, topic, [b"one"])
-    open_txn(txn_producer(b.bootstrap, busy), topic, b"open")
-    admin = KafkaAdminClient(bootstrap_servers=b.bootstrap)
+    open_txn(txn_producer(t.bootstrap, busy), topic, b"open")
+    admin = KafkaAdminClient(bootstrap_servers=t.bootstrap)
     try:
         first_pid = admin.describe_transactions([idle])[idle].producer_id
         busy_pid = admin.describe_transactions([busy])[busy].producer_id
-        assert _wait_txn_state(b.bootstrap, idle, "") == ""  # removed: no state to describe
-        assert _describe_txn(b.bootstrap, idle).error_code == errors.TRANSACTIONAL_ID_NOT_FOUND
-        assert _txn_state(b.bootstrap, busy) == "Ongoing"
+        assert _wait_txn_state(t, idle, "") == ""  # removed: no state to describe
+        assert _describe_txn(t, idle).error_code == errors.TRANSACTIONAL_ID_NOT_FOUND
+        assert _txn_state(t, busy) == "Ongoing"
         deadline = time.monotonic() + 10
         while (pids := [s.producer_id for s in admin.describe_producers([KTP(topic, 0)])[
                 KTP(topic, 0)].active_producers]) != [busy_pid] and time.monotonic() < deadline:
             time.sleep(0.2)
         assert pids == [busy_pid]
-        p2 = txn_producer(b.bootstrap, idle)
+        p2 = txn_producer(t.bootstrap, idle)
         committed_in_txn(p2, topic, [b"two"])
         assert admin.describe_transactions([idle])[idle].producer_id != first_pid
     finally:
         admin.close()
 
 
-def test_delete_records_inside_and_past_an_aborted_transaction(broker_factory):
+def test_delete_records_inside_and_past_an_aborted_transaction(target_factory):
     """DeleteRecords moving the log start into an aborted transaction keeps it listed for
     read_committed readers (its remaining records stay hidden); moved past its marker, the
     partition forgets it once its segment is deleted, and the producer's later commits stay
-    visible, also after a kill -9 (which may bring the log start back to the oldest
-    segment)."""
+    visible, also after a kill -9 of the partition's leader (which may bring the log start back
+    to the oldest segment)."""
     from confluent_kafka import TopicPartition
     from confluent_kafka.admin import AdminClient
 
-    b = broker_factory()
-    topic = create_topic(b.bootstrap, unique_topic("txdel"), 1, {"segment.bytes": "1024"})
-    p = txn_producer(b.bootstrap, linger_ms=0)
+    t = target_factory()
+    topic = t.create_topic(unique_topic("txdel"), 1, {"segment.bytes": "1024"})
+    p = txn_producer(t.bootstrap, linger_ms=0)
     p.begin_transaction()
     for i in range(6):  # offsets 0-5, one batch each; the ABORT marker at 6
         p.produce(topic, value=b"a%d" % i, partition=0)
         p.flush(10)
     p.abort_transaction(30)
     committed_in_txn(p, topic, [b"b0", b"b1"])  # 7, 8 and the marker at 9
-    admin = AdminClient({"bootstrap.servers": b.bootstrap})
+    admin = AdminClient({"bootstrap.servers": t.bootstrap})
 
     def delete_before(offset):
         tp = TopicPartition(topic, 0, offset)
@@ -224,14 +231,13 @@ def test_delete_records_inside_and_past_an_aborted_transaction(broker_factory):
             offset
 
     delete_before(3)
-    assert read_values(b.bootstrap, topic, 1, "read_committed") == [b"b0", b"b1"]
-    assert read_values(b.bootstrap, topic, 1, "read_uncommitted") == [
+    assert read_values(t.bootstrap, topic, 1, "read_committed") == [b"b0", b"b1"]
+    assert read_values(t.bootstrap, topic, 1, "read_uncommitted") == [
         b"a3", b"a4", b"a5", b"b0", b"b1"]
     delete_before(7)
     for i in range(8):  # rolls segments (and snapshots the producer state)
         committed_in_txn(p, topic, [b"c%d-" % i + b"." * 200])
     committed = [b"b0", b"b1"] + [b"c%d-" % i + b"." * 200 for i in range(8)]
-    assert read_values(b.bootstrap, topic, 1, "read_committed") == committed
-    b.kill()
-    b.start()
-    assert read_values(b.bootstrap, topic, 1, "read_committed") == committed
+    assert read_values(t.bootstrap, topic, 1, "read_committed") == committed
+    t.restart(t.leader(topic, 0), how="kill")
+    assert read_values(t.bootstrap, topic, 1, "read_committed") == committed

@@ -40,7 +40,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from compat_tests.broker_process import BROKER_PYTHON, REPO_ROOT, free_port, port_accepts
+from josefk.faults.processes import BROKER_PYTHON, REPO_ROOT, free_port, port_accepts
 from compat_tests.helpers import (admin_client, consume_n, consumer, create_topic, flush_all,
                                   producer, unique_topic, wait_for_topic)
 

@@ -5,8 +5,9 @@ so a test can SIGKILL it mid-transaction and start it again.
 
 Reads INPUT as member of GROUP (read_committed), writes each value upper-cased to OUTPUT in
 transactions of up to 10 records together with the consumed offsets
-(send_offsets_to_transaction), and prints "committed N" after each commit. It pauses between
-produce calls so a kill lands inside a transaction, and exits once INPUT has been idle for 3 s.
+(send_offsets_to_transaction), and prints "committed N" after each commit and "delivered" as
+soon as a record of the open transaction is in the log. It pauses between produce calls so a
+kill lands inside a transaction, and exits once INPUT has been idle for 3 s.
 """
 from __future__ import annotations
 
@@ -40,10 +41,14 @@ def main(bootstrap, input_topic, output_topic, group, transactional_id) -> int:
             continue
         idle_since = time.monotonic()
         producer.begin_transaction()
+        acked = []
         for m in msgs:
             producer.produce(output_topic, key=m.key(), value=m.value().upper(),
-                             partition=m.partition())
+                             partition=m.partition(), on_delivery=lambda err, _m: acked.append(err))
             producer.poll(0)
+            if None in acked:
+                print("delivered", flush=True)
+                acked.clear()
             time.sleep(0.01)
         offsets = {}
         for m in msgs:

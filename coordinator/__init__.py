@@ -1,9 +1,16 @@
-"""Coordinators: the classic consumer group coordinator and its offset store, the transaction
-coordinator and producer ids.
+"""Coordinators: the classic consumer group coordinator and its offset store, producer ids and
+the transaction coordinator, each deciding on plain state with a clock and a log interface
+(append, read batches) that the broker implements over its partitions. They must not know
+sockets, the broker's objects, storage's files or ZooKeeper (imports ``josefk.wire`` only).
+
+The group coordinator is a facade (group_coordinator.py) over its rooms: membership.py (the
+classic rebalance state machine), offset_manager.py, group_store.py (group metadata records),
+group_catalog.py (the groups and the partitions this broker owns); seams.py holds the written
+interfaces between them. Their records are declared in ``josefk.wire.internal_topics``.
 
 Public entry points::
 
-    from coordinator import GroupCoordinator, OffsetStore, AsyncioClock, errors
+    from josefk.coordinator import GroupCoordinator, OffsetStore, AsyncioClock, errors
 """
 from . import errors
 from .clock import AsyncioClock, FakeClock

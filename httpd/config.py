@@ -121,3 +121,13 @@ def librdkafka_settings(java: dict) -> dict:
         if java.get("ssl.endpoint.identification.algorithm", "https") == "":
             out["ssl.endpoint.identification.algorithm"] = "none"
     return out
+
+
+def add_service_command(sub, kv, name: str, help: str, properties: str, run_command) -> None:
+    """``josefk <name> [<properties> file] [--override KEY=VALUE ...]``."""
+    p = sub.add_parser(name, help=help)
+    p.add_argument("config", nargs="?", help=f"{properties} file")
+    p.add_argument("--override", action="append", type=kv, default=[], metavar="KEY=VALUE",
+                   help=f"set any {properties} property (repeatable)")
+    p.add_argument("--log-level", default="INFO")
+    p.set_defaults(func=run_command)

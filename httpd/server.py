@@ -7,15 +7,17 @@ import asyncio
 import base64
 import hashlib
 import logging
+import os
 import re
 import signal
 import ssl
+import sys
 from pathlib import Path
 
 import orjson
 from aiohttp import web
 
-from josefk.broker.config import ConfigError
+from josefk.broker.config import ConfigError, parse_properties
 from josefk.broker.security.listeners import load_keystore, load_truststore
 from josefk.httpd.config import ServiceConfig
 
@@ -112,9 +114,15 @@ def _deobfuscate(text: str) -> str:
 
 
 class BasicAuth:
+    """Jetty's BASIC authentication with a JAAS PropertyFileLoginModule, as Confluent's
+    services (rest-utils) configure it. ``authentication.roles``: the roles allowed (``*``, the
+    default, or ``**``: any authenticated user); a user with none of them gets 403, as Jetty's
+    role constraint answers."""
+
     def __init__(self, config: ServiceConfig, opts_env: str):
         self.realm = config.get("authentication.realm", "")
         self.roles = set(config.list("authentication.roles") or ["*"])
+        self.any_role = bool(self.roles & {"*", "**"})
         self.skip = set(config.list("authentication.skip.paths"))
         jaas = config.get("java.security.auth.login.config") or _system_property(
             opts_env, "java.security.auth.login.config")
@@ -126,6 +134,10 @@ class BasicAuth:
         if not section:
             raise ConfigError(f"JAAS file {jaas} has no section {self.realm!r} "
                               "(authentication.realm)")
+        module = section.group(1).split()[0] if section.group(1).split() else ""
+        if not module.endswith(".PropertyFileLoginModule"):
+            raise ConfigError(f"JAAS section {self.realm!r} uses {module or 'no module'}; "
+                              "only Jetty's PropertyFileLoginModule is supported")
         m = re.search(r'\bfile\s*=\s*"([^"]+)"', section.group(1))
         if not m:
             raise ConfigError(f"JAAS section {self.realm!r} names no file=\"...\"")
@@ -133,36 +145,40 @@ class BasicAuth:
 
     @staticmethod
     def _load_users(path: Path) -> dict:
+        """Jetty's password file: Java properties ``user: password[,role...]``."""
         users = {}
-        for line in path.read_text().splitlines():
-            line = line.strip()
-            if not line or line.startswith("#") or ":" not in line:
-                continue
-            user, _, rest = line.partition(":")
-            password, *roles = [p.strip() for p in rest.split(",")]
-            users[user.strip()] = (password, set(roles))
+        for user, value in parse_properties(path.read_text()).items():
+            password, *roles = [p.strip() for p in value.split(",")]
+            users[user] = (password, set(roles))
         return users
 
-    def check(self, header: str | None) -> bool:
-        if not header or not header.startswith("Basic "):
-            return False
+    def verdict(self, header: str | None) -> int | None:
+        """None when the request may go on; 401 without valid credentials; 403 for a user
+        none of whose roles is allowed."""
+        scheme, _, token = (header or "").partition(" ")
+        if scheme.lower() != "basic":
+            return 401
         try:
-            user, _, password = base64.b64decode(header[6:]).decode().partition(":")
+            user, _, password = base64.b64decode(token.strip(), validate=True).decode() \
+                .partition(":")
         except (ValueError, UnicodeDecodeError):
-            return False
+            return 401
         stored = self.users.get(user)
         if stored is None or not _password_matches(stored[0], password):
-            return False
-        return "*" in self.roles or bool(self.roles & stored[1])
+            return 401
+        return None if self.any_role or self.roles & stored[1] else 403
 
     def middleware(self):
         challenge = {"WWW-Authenticate": f'Basic realm="{self.realm}"'}
 
         @web.middleware
         async def authenticate(request: web.Request, handler):
-            if request.path not in self.skip and not self.check(
-                    request.headers.get("Authorization")):
+            verdict = None if request.path in self.skip else self.verdict(
+                request.headers.get("Authorization"))
+            if verdict == 401:
                 raise HttpError(401, 401, "Unauthorized", headers=challenge)
+            if verdict == 403:
+                raise HttpError(403, 403, "Forbidden")
             return await handler(request)
 
         return authenticate
@@ -177,8 +193,6 @@ def _password_matches(stored: str, given: str) -> bool:
 
 
 def _system_property(env: str, name: str) -> str | None:
-    import os
-
     m = re.search(rf"-D{re.escape(name)}=(\S+)", os.environ.get(env, ""))
     return m.group(1) if m else None
 
@@ -242,11 +256,24 @@ async def serve(app: web.Application, config: ServiceConfig, name: str,
     return 0
 
 
-def run(main_coro_factory) -> int:
-    """Run the service's coroutine on uvloop where available (as the broker does)."""
+def run_service(args, name: str, defaults: dict, required: str, serve_config) -> int:
+    """A service process: its properties (``required`` must be set; 2 and a one-line message
+    on a bad configuration), then ``serve_config(config)`` on uvloop where available (as the
+    broker runs) until SIGTERM or Ctrl-C."""
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        config = ServiceConfig.load(args.config, dict(args.override), defaults)
+        if not config.get(required):
+            raise ConfigError(f"{required} is required")
+        if any(listener.scheme == "https" for listener in config.listeners()):
+            server_ssl_context(config)  # the keys and certificates load, before anything else
+    except (ConfigError, OSError) as e:
+        print(f"josefk {name}: bad configuration: {e}", file=sys.stderr)
+        return 2
     try:
         import uvloop
     except ImportError:
         uvloop = None
     with asyncio.Runner(loop_factory=uvloop.new_event_loop if uvloop else None) as runner:
-        return runner.run(main_coro_factory())
+        return runner.run(serve_config(config))

@@ -1,13 +1,45 @@
-"""`josefk broker` starts a broker; `josefk topics ...` works like kafka-topics.sh."""
+"""The `josefk` command: a dispatcher over the subcommands of the broker (`josefk broker`), the
+operator tools (`josefk topics ...`, like kafka-topics.sh and its siblings) and the HTTP services
+(`josefk registry`, `josefk rest`). Only the package of the command being run is imported, so a
+tool never loads the broker."""
 from __future__ import annotations
 
 import argparse
-import asyncio
-import logging
-import signal
+import importlib
+import os
 import sys
 
-from josefk.broker.config import BrokerConfig, ConfigError
+# The services' subcommand -> the module that declares it; every other subcommand is a tool's.
+SERVICES = {"broker": "josefk.broker.main", "registry": "josefk.registry.main",
+            "rest": "josefk.rest.main"}
+TOOLS = "josefk.tools.commands"
+
+
+class ReaderGone(Exception):
+    """stdout's reader went away (``josefk dump-log ... | head``)."""
+
+
+class _Stdout:
+    """sys.stdout, with a closed pipe raised as `ReaderGone`: not an OSError, which a tool
+    would take for a broker's failure."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text):
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            raise ReaderGone from None
+
+    def flush(self):
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            raise ReaderGone from None
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
 
 
 def _kv(text: str) -> tuple[str, str]:
@@ -17,124 +49,53 @@ def _kv(text: str) -> tuple[str, str]:
     return key.strip(), value.strip()
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _parser(modules) -> tuple[argparse.ArgumentParser, dict, tuple]:
+    """The parser of the subcommands ``modules`` declare, and the exceptions they report as one
+    line (a module's ``REPORTED``: failures the user fixes, not bugs)."""
     p = argparse.ArgumentParser(prog="josefk", description="A Kafka-compatible broker")
     sub = p.add_subparsers(dest="command", required=True)
-
-    b = sub.add_parser("broker", help="run a broker")
-    b.add_argument("config", nargs="?", help="server.properties file")
-    b.add_argument("--config", dest="config_opt", help="server.properties file")
-    b.add_argument("--override", action="append", type=_kv, default=[], metavar="KEY=VALUE",
-                   help="set any Kafka broker property (repeatable)")
-    b.add_argument("--listeners")
-    b.add_argument("--advertised-listeners")
-    b.add_argument("--log-dirs")
-    b.add_argument("--node-id", type=int)
-    b.add_argument("--zookeeper-connect")
-    b.add_argument("--log-level", default="INFO")
-    b.add_argument("--with-registry", type=int, metavar="PORT",
-                   help="also run josefk registry on this port, for development")
-    b.add_argument("--with-rest", type=int, metavar="PORT",
-                   help="also run josefk rest on this port, for development")
-
-    from josefk.tools import admin_cli
-
-    admin_cli.add_commands(sub)
-    from josefk.registry import main as registry_main
-    from josefk.rest import main as rest_main
-
-    registry_main.add_commands(sub, _kv)
-    rest_main.add_commands(sub, _kv)
-    return p
+    reported = ()
+    for name in modules:
+        module = importlib.import_module(name)
+        module.add_commands(sub, _kv)
+        reported += getattr(module, "REPORTED", ())
+    return p, sub.choices, reported
 
 
-def run_broker(args) -> int:
-    overrides = dict(args.override)
-    for flag, name in (("listeners", "listeners"), ("advertised_listeners", "advertised.listeners"),
-                       ("log_dirs", "log.dirs"), ("node_id", "node.id"),
-                       ("zookeeper_connect", "zookeeper.connect")):
-        value = getattr(args, flag)
-        if value is not None:
-            overrides[name] = str(value)
-    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    try:
-        config = BrokerConfig.load(args.config_opt or args.config, overrides)
-    except (ConfigError, OSError) as e:
-        print(f"josefk: bad configuration: {e}", file=sys.stderr)
-        return 2
-    from josefk.broker.limits import raise_open_file_limit
-
-    logging.getLogger("josefk").info("open-file limit: %d", raise_open_file_limit())
-    try:
-        import uvloop
-    except ImportError:
-        uvloop = None
-    runner = asyncio.Runner(loop_factory=uvloop.new_event_loop if uvloop else None)
-    helpers = _start_http_services(args, config)
-    try:
-        with runner:
-            return runner.run(_serve(config))
-    finally:
-        for proc in helpers:
-            proc.terminate()
-            proc.wait(15)
-
-
-def _start_http_services(args, config) -> list:
-    """``--with-registry`` / ``--with-rest``: the HTTP services beside this broker (their
-    output goes to this terminal), stopped with it."""
-    import subprocess
-
-    from josefk.broker.security.listeners import listeners
-
-    if not (args.with_registry or args.with_rest):
-        return []
-    ep = listeners(config)[0]
-    bootstrap = f"{ep.host if ep.host not in (None, '', '0.0.0.0') else '127.0.0.1'}:{ep.port}"
-    procs = []
-    if args.with_registry:
-        procs.append(subprocess.Popen([sys.executable, "-m", "josefk", "registry", "--override",
-                                       f"listeners=http://127.0.0.1:{args.with_registry}",
-                                       "--override", f"kafkastore.bootstrap.servers={bootstrap}",
-                                       "--override", "kafkastore.topic.replication.factor=1"]))
-    if args.with_rest:
-        cmd = [sys.executable, "-m", "josefk", "rest", "--override",
-               f"listeners=http://127.0.0.1:{args.with_rest}", "--override",
-               f"bootstrap.servers={bootstrap}"]
-        if args.with_registry:
-            cmd += ["--override", f"schema.registry.url=http://127.0.0.1:{args.with_registry}"]
-        procs.append(subprocess.Popen(cmd))
-    return procs
-
-
-async def _serve(config) -> int:
-    from josefk.broker.app import Broker
-
-    from josefk.broker.control.zk_metadata import BrokerIdInUse
-
-    broker = Broker(config)
-    try:
-        await broker.start()
-    except (BrokerIdInUse, ConfigError) as e:
-        print(f"josefk: {e}", file=sys.stderr, flush=True)
-        return 1
-    print("josefk broker started", file=sys.stderr, flush=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
-    await broker.stop()
-    print("josefk broker stopped", file=sys.stderr, flush=True)
-    return 0
+def build_parser(argv=()) -> tuple[argparse.ArgumentParser, tuple]:
+    """The parser of the subcommand ``argv`` names (of every subcommand for help or a typo),
+    and the exceptions that subcommand reports as one line."""
+    command = next((a for a in argv if not a.startswith("-")), None)
+    if command in SERVICES:
+        parser, _commands, reported = _parser([SERVICES[command]])
+        return parser, reported
+    parser, commands, reported = _parser([TOOLS])
+    if command in commands:
+        return parser, reported
+    parser, _commands, reported = _parser([SERVICES["broker"], TOOLS, SERVICES["registry"],
+                                           SERVICES["rest"]])
+    return parser, reported
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
-    if args.command == "broker":
-        return run_broker(args)
-    return args.func(args)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser, reported = build_parser(argv)
+    args = parser.parse_args(argv)
+    stdout, sys.stdout = sys.stdout, _Stdout(sys.stdout)
+    try:
+        code = args.func(args)
+        sys.stdout.flush()
+        return code
+    except ReaderGone:  # stop quietly, as Unix tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stdout.fileno())
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except reported as e:
+        print(f"Error: {e}", file=sys.stderr)
+        return 1
+    finally:
+        sys.stdout = stdout
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ which the other instances forward them."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 
 import aiohttp
@@ -54,6 +55,12 @@ def invalid_schema(message):
 
 def not_permitted(message):
     return HttpError(422, 42205, message)
+
+
+def _normalized_references(references: list) -> list:
+    """References sorted and without repeats, as Confluent normalizes them."""
+    unique = {json.dumps(r, sort_keys=True): r for r in references}
+    return [unique[k] for k in sorted(unique)]
 
 
 class Registry:
@@ -156,7 +163,10 @@ class Registry:
         self.parsed[key] = parsed
         return parsed
 
-    def _parse_body(self, body) -> tuple[str, object, list, dict]:
+    def _parse_body(self, body, normalize: bool = False) -> tuple[Version, object, dict]:
+        """The schema a request body names, as the version it would register (subject, version
+        and id still 0), its parsed form and the body. ``normalize``: the text and references
+        in Confluent's normalized form (``normalize=true``)."""
         if not isinstance(body, dict):
             raise HttpError(422, 422, "Unrecognized request body: expected a JSON object")
         text = body.get("schema")
@@ -166,7 +176,15 @@ class Registry:
         references = body.get("references") or []
         if not isinstance(references, list):
             raise invalid_schema("Invalid schema: 'references' must be a list")
-        return schema_type, self.parse(schema_type, text, references), references, body
+        parsed = self.parse(schema_type, text, references)
+        if normalize:
+            references = _normalized_references(references)
+        return (Version("", 0, 0, schema_type, parsed.normalized() if normalize else
+                        parsed.canonical, references), parsed, body)
+
+    def _normalize(self, request, subject: str) -> bool:
+        """``normalize=true``, or the subject's configuration says so."""
+        return _flag(request, "normalize") or self.state.normalize(subject)
 
     def _live_parsed(self, subject: str) -> list:
         return [self.parse(v.schema_type, v.schema, v.references)
@@ -289,39 +307,60 @@ class Registry:
 
     async def lookup(self, request):
         subject = request.match_info["subject"]
-        deleted = _flag(request, "deleted")
         body = await read_json(request)
-        versions = self.state.versions(subject, deleted)
+        versions = self.state.versions(subject, _flag(request, "deleted"))
         if not versions:
             raise subject_not_found(subject)
-        schema_type, parsed, references, _ = self._parse_body(body)
-        wanted = (schema_type, parsed.canonical, references)
+        normalize = self._normalize(request, subject)
+        wanted, _parsed, _body = self._parse_body(body, normalize)
         for v in reversed(versions):
-            if (v.schema_type, v.schema, v.references) == wanted:
+            if self._same(v, wanted, normalize):
                 return _ok(v.to_json())
         raise schema_not_found()
 
-    async def get_config(self, request):
+    def _same(self, v: Version, wanted: Version, normalize: bool) -> bool:
+        """Whether registered version ``v`` is the schema ``wanted``; with ``normalize``, also
+        when their normalized forms are the same."""
+        if v.schema_type != wanted.schema_type:
+            return False
+        if v.schema == wanted.schema and v.references == wanted.references:
+            return True
+        if not normalize:
+            return False
+        return self.parse(v.schema_type, v.schema, v.references).normalized() == \
+            wanted.schema and _normalized_references(v.references) == wanted.references
+
+    def _own_setting(self, request, table: dict, code: int, what: str) -> str | None:
+        """The subject a GET of /config or /mode names (None: the global setting), which must
+        have a setting of its own in ``table`` unless the request asks ``defaultToGlobal``."""
         subject = request.match_info.get("subject")
-        if subject is not None and subject not in self.state.configs and \
-                not _flag(request, "defaultToGlobal"):
-            raise HttpError(404, 40408, f"Subject '{subject}' does not have subject-level "
-                                        "compatibility configured")
-        return _ok({"compatibilityLevel": self.state.compatibility(subject)})
+        if subject is None or subject in table or _flag(request, "defaultToGlobal"):
+            return subject
+        raise HttpError(404, code, f"Subject '{subject}' does not have subject-level {what} "
+                                   "configured")
+
+    def _deleted_setting(self, request, table: dict) -> str | None:
+        """The subject a DELETE of /config or /mode names: 40401 when it has no setting."""
+        subject = request.match_info.get("subject")
+        if subject is not None and subject not in table:
+            raise subject_not_found(subject)
+        return subject
+
+    async def get_config(self, request):
+        subject = self._own_setting(request, self.state.configs, 40408, "compatibility")
+        if subject is None or _flag(request, "defaultToGlobal"):
+            return _ok(self.state.config(subject))
+        return _ok(self.state.configs[subject])
 
     async def get_mode(self, request):
-        subject = request.match_info.get("subject")
-        if subject is not None and subject not in self.state.modes and \
-                not _flag(request, "defaultToGlobal"):
-            raise HttpError(404, 40409, f"Subject '{subject}' does not have subject-level "
-                                        "mode configured")
+        subject = self._own_setting(request, self.state.modes, 40409, "mode")
         return _ok({"mode": self.state.mode(subject)})
 
     async def check_compatibility(self, request):
         subject = request.match_info["subject"]
         version = request.match_info.get("version")
         body = await read_json(request)
-        _t, parsed, _r, _b = self._parse_body(body)
+        _v, parsed, _b = self._parse_body(body)
         level = self.state.compatibility(subject)
         if version is None:
             previous = self._live_parsed(subject)
@@ -346,18 +385,18 @@ class Registry:
     @writer
     async def register(self, request, raw: bytes):
         subject = request.match_info["subject"]
-        body = parse_json(raw)
-        schema_type, parsed, references, body = self._parse_body(body)
+        normalize = self._normalize(request, subject)
+        candidate, parsed, body = self._parse_body(parse_json(raw), normalize)
+        candidate.subject = subject
         self._check_writable(subject)
         importing = self.state.mode(subject) == "IMPORT"
         wanted_id, wanted_version = body.get("id"), body.get("version")
         if (wanted_id is not None or wanted_version not in (None, 0, -1)) and not importing:
             raise not_permitted("Subject is not in import mode: a schema id or version can "
                                 "only be given in IMPORT mode")
-        candidate = Version(subject, 0, 0, schema_type, parsed.canonical, references)
         live = self.state.versions(subject)
         for v in live:
-            if v.identity() == candidate.identity() and wanted_id in (None, v.id):
+            if self._same(v, candidate, normalize) and wanted_id in (None, v.id):
                 return _ok({"id": v.id})
         if not importing:
             problems = incompatibilities(self.state.compatibility(subject), parsed,
@@ -438,28 +477,36 @@ class Registry:
 
     @writer
     async def put_config(self, request, raw: bytes):
+        """Confluent's ConfigUpdateRequest: ``compatibility`` and/or ``normalize``; fields not
+        given keep their value."""
         subject = request.match_info.get("subject")
+        self._check_writable(subject)
         body = parse_json(raw)
-        level = body.get("compatibility") if isinstance(body, dict) else None
-        if not isinstance(level, str) or level.upper() not in LEVELS:
+        if not isinstance(body, dict):
+            raise HttpError(422, 422, "Unrecognized request body: expected a JSON object")
+        level, normalize = body.get("compatibility"), body.get("normalize")
+        if level is not None and (not isinstance(level, str) or level.upper() not in LEVELS) \
+                or level is None and normalize is None:
             raise HttpError(422, 42203, "Invalid compatibility level. Valid values are none, "
                                         "backward, forward, full, backward_transitive, "
                                         "forward_transitive, and full_transitive")
-        await self.store.write(records.config_key(subject), records._dumps(
-            {"compatibilityLevel": level.upper()}))
-        return _ok({"compatibility": level.upper()})
+        if normalize is not None and not isinstance(normalize, bool):
+            raise HttpError(422, 422, "normalize must be true or false")
+        config = dict(self.state.configs.get(subject, {}))
+        if level is not None:
+            config["compatibilityLevel"] = level.upper()
+        if normalize is not None:
+            config["normalize"] = normalize
+        await self.store.write(records.config_key(subject), records._dumps(config))
+        return _ok({"compatibility" if k == "compatibilityLevel" else k: v
+                    for k, v in config.items()})
 
     @writer
     async def delete_config(self, request, raw: bytes):
-        subject = request.match_info.get("subject")
-        if subject is not None and subject not in self.state.configs:
-            if subject not in self.state.subjects:
-                raise subject_not_found(subject)
-            raise HttpError(404, 40408, f"Subject '{subject}' does not have subject-level "
-                                        "compatibility configured")
-        old = self.state.compatibility(subject)
+        subject = self._deleted_setting(request, self.state.configs)
+        old = self.state.configs.get(subject) or self.state.config(None)
         await self.store.write(records.config_key(subject), None)
-        return _ok({"compatibilityLevel": old})
+        return _ok(old)
 
     @writer
     async def put_mode(self, request, raw: bytes):
@@ -479,10 +526,7 @@ class Registry:
 
     @writer
     async def delete_mode(self, request, raw: bytes):
-        subject = request.match_info["subject"]
-        if subject not in self.state.modes:
-            raise HttpError(404, 40409, f"Subject '{subject}' does not have subject-level "
-                                        "mode configured")
+        subject = self._deleted_setting(request, self.state.modes)
         old = self.state.mode(subject)
         await self.store.write(records.mode_key(subject), None)
         return _ok({"mode": old})

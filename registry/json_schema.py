@@ -1,5 +1,6 @@
 """JSON Schema through the ``jsonschema`` library (meta-schema validation of drafts 4 to
-2020-12), the canonical string (compact JSON, key order kept, as Confluent stores it), and
+2020-12), the canonical string (compact JSON, key order kept, as Confluent stores it; sorted
+keys when normalized, as Confluent normalizes), and
 compatibility as Confluent defines it for JSON Schema: a reader accepts a writer's data when
 every document valid under the writer is valid under the reader. So adding a property is
 backward compatible only to a closed content model (``additionalProperties: false``), removing
@@ -37,6 +38,9 @@ class JsonSchema:
         self.data = data
         self.references = references or {}
         self.canonical = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+
+    def normalized(self) -> str:
+        return json.dumps(self.data, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
 
     def read_problems(self, writer: "JsonSchema") -> list[str]:
         problems: list[str] = []

@@ -1,6 +1,10 @@
 """The ``_schemas`` topic through confluent-kafka: a reader thread applies every record to the
 state (on the event loop, so handlers need no locks), and the primary's writes wait until the
-reader has applied them, so an answer always reflects what it wrote."""
+reader has applied them, so an answer always reflects what it wrote.
+
+Timeouts as Confluent's: ``kafkastore.timeout.ms`` (500) bounds a write (its acknowledgement,
+then the reader reaching it); ``kafkastore.init.timeout.ms`` (60000) bounds creating or checking
+the topic and reading it to its end, at start and when this instance becomes primary."""
 from __future__ import annotations
 
 import asyncio
@@ -25,10 +29,11 @@ class StoreError(Exception):
 
 class KafkaStore:
     def __init__(self, kafka: dict, topic: str, replication_factor: int, timeout_ms: int,
-                 state: State):
+                 init_timeout_ms: int, state: State):
         self.kafka, self.topic, self.state = kafka, topic, state
         self.replication_factor = replication_factor
         self.timeout = timeout_ms / 1000
+        self.init_timeout = init_timeout_ms / 1000
         self.offset = 0  # the next offset the reader will apply
         self.waiters: list[tuple[int, asyncio.Future]] = []
         self.stopping = threading.Event()
@@ -36,7 +41,7 @@ class KafkaStore:
         self.consumer = self.producer = self.watermarks = None
         self.threads: list[threading.Thread] = []
 
-    async def start(self, init_timeout_ms: int) -> None:
+    async def start(self) -> None:
         self.loop = asyncio.get_running_loop()
         await self.loop.run_in_executor(None, self._ensure_topic)
         self.consumer = Consumer({**self.kafka, "group.id": "schema-registry-reader",
@@ -50,11 +55,11 @@ class KafkaStore:
             t = threading.Thread(target=target, daemon=True, name=target.__name__)
             t.start()
             self.threads.append(t)
-        await self.caught_up(init_timeout_ms / 1000)
+        await self.caught_up()
 
     def _ensure_topic(self) -> None:
         admin = AdminClient(self.kafka)
-        md = admin.list_topics(timeout=self.timeout)
+        md = admin.list_topics(timeout=self.init_timeout)
         if self.topic in md.topics and not md.topics[self.topic].error:
             if len(md.topics[self.topic].partitions) != 1:
                 raise StoreError(50001, f"topic {self.topic} must have exactly one partition")
@@ -63,7 +68,7 @@ class KafkaStore:
         futures = admin.create_topics([NewTopic(self.topic, 1, rf,
                                                 config={"cleanup.policy": "compact"})])
         try:
-            futures[self.topic].result(self.timeout)
+            futures[self.topic].result(self.init_timeout)
         except KafkaException as e:
             if "TOPIC_ALREADY_EXISTS" not in str(e):
                 raise StoreError(50001, f"cannot create {self.topic}: {e}") from None
@@ -96,27 +101,28 @@ class KafkaStore:
         while not self.stopping.is_set():
             self.producer.poll(0.1)
 
-    async def wait_applied(self, offset: int, timeout: float | None = None) -> None:
+    async def wait_applied(self, offset: int, timeout: float) -> None:
         """Until the records below ``offset`` are in the state."""
         if self.offset >= offset:
             return
         fut = self.loop.create_future()
         self.waiters.append((offset, fut))
         try:
-            await asyncio.wait_for(fut, timeout or self.timeout)
+            await asyncio.wait_for(fut, timeout)
         except asyncio.TimeoutError:
             raise StoreError(50002, f"timed out reading {self.topic} up to offset {offset}") \
                 from None
 
-    async def caught_up(self, timeout: float | None = None) -> None:
-        """Until everything in the topic now is in the state."""
+    async def caught_up(self) -> None:
+        """Until everything in the topic now is in the state (within the init timeout)."""
         tp = TopicPartition(self.topic, 0)
         try:
             _low, high = await self.loop.run_in_executor(
-                None, lambda: self.watermarks.get_watermark_offsets(tp, timeout=self.timeout))
+                None, lambda: self.watermarks.get_watermark_offsets(tp,
+                                                                    timeout=self.init_timeout))
         except KafkaException as e:
             raise StoreError(50001, f"cannot read the end of {self.topic}: {e}") from None
-        await self.wait_applied(high, timeout)
+        await self.wait_applied(high, self.init_timeout)
 
     async def write(self, key: bytes, value: bytes | None) -> None:
         """Produce one record and wait until the reader has applied it."""
@@ -137,7 +143,7 @@ class KafkaStore:
             offset = await asyncio.wait_for(fut, self.timeout)
         except asyncio.TimeoutError:
             raise StoreError(50002, f"timed out writing to {self.topic}") from None
-        await self.wait_applied(offset + 1)
+        await self.wait_applied(offset + 1, self.timeout)
 
     def stop(self) -> None:
         self.stopping.set()

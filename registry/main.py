@@ -2,7 +2,6 @@
 Confluent's property names."""
 from __future__ import annotations
 
-import logging
 import sys
 
 from josefk.broker.config import ConfigError
@@ -11,7 +10,7 @@ DEFAULTS = {
     "listeners": "http://0.0.0.0:8081",
     "kafkastore.topic": "_schemas",
     "kafkastore.topic.replication.factor": "3",
-    "kafkastore.timeout.ms": "10000",
+    "kafkastore.timeout.ms": "500",
     "kafkastore.init.timeout.ms": "60000",
     "schema.registry.group.id": "schema-registry",
     "leader.eligibility": "true",
@@ -25,34 +24,21 @@ DEFAULTS = {
 
 
 def add_commands(sub, kv):
-    r = sub.add_parser("registry", help="run a Confluent-compatible Schema Registry")
-    r.add_argument("config", nargs="?", help="schema-registry.properties file")
-    r.add_argument("--override", action="append", type=kv, default=[], metavar="KEY=VALUE",
-                   help="set any Schema Registry property (repeatable)")
-    r.add_argument("--log-level", default="INFO")
-    r.set_defaults(func=run)
+    from josefk.httpd.config import add_service_command
+
+    add_service_command(sub, kv, "registry", "run a Confluent-compatible Schema Registry",
+                        "schema-registry.properties", run)
+
+
+def run(args) -> int:
+    from josefk.httpd.server import run_service
+
+    return run_service(args, "registry", DEFAULTS, "kafkastore.bootstrap.servers", serve)
 
 
 def bootstrap_servers(value: str) -> str:
     """Kafka's bootstrap list without Confluent's optional ``PROTOCOL://`` prefixes."""
     return ",".join(s.strip().rpartition("://")[2] for s in value.split(",") if s.strip())
-
-
-def run(args) -> int:
-    from josefk.httpd.config import ServiceConfig
-    from josefk.httpd.server import run as run_loop
-
-    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    try:
-        config = ServiceConfig.load(args.config, dict(args.override), DEFAULTS)
-        if not config.get("kafkastore.bootstrap.servers"):
-            raise ConfigError("kafkastore.bootstrap.servers is required")
-        config.listeners()
-    except (ConfigError, OSError) as e:
-        print(f"josefk registry: bad configuration: {e}", file=sys.stderr)
-        return 2
-    return run_loop(lambda: serve(config))
 
 
 async def serve(config) -> int:
@@ -82,7 +68,8 @@ async def serve(config) -> int:
     state = State()
     store = KafkaStore(kafka, config.get("kafkastore.topic"),
                        config.int("kafkastore.topic.replication.factor"),
-                       config.int("kafkastore.timeout.ms"), state)
+                       config.int("kafkastore.timeout.ms"),
+                       config.int("kafkastore.init.timeout.ms"), state)
     scheme = config.get("inter.instance.protocol").lower()
     listener = next((l for l in config.listeners() if l.scheme == scheme),
                     config.listeners()[0])
@@ -98,7 +85,7 @@ async def serve(config) -> int:
     registry = Registry(store, state, identity, forward_ssl)
     app.add_routes(registry.routes())
     try:
-        await store.start(config.int("kafkastore.init.timeout.ms"))
+        await store.start()
     except (StoreError, Exception) as e:  # noqa: BLE001 - any failure to reach the cluster
         print(f"josefk registry: cannot use {config.get('kafkastore.topic')} on {bootstrap}: "
               f"{e}", file=sys.stderr, flush=True)

@@ -91,15 +91,20 @@ class ProtobufSchema:
     def __init__(self, text: str, references: dict[str, "ProtobufSchema"] | None = None,
                  name: str = "default"):
         self.references = references or {}
-        deps = {**builtin_files(), **{n: r.fdp for n, r in self.references.items()}}
+        self.files = _importable(self.references)
         if ";" not in text and "{" not in text:
             fdp = _from_base64(text)
         else:
-            fdp = _FromText(deps).file(text)
+            fdp = _FromText(self.files).file(text)
         fdp.name = name
-        _check(fdp, deps, self.references)
+        _check(fdp, self.files)
         self.fdp = fdp
         self.canonical = to_text(fdp)
+
+    def normalized(self) -> str:
+        """As Confluent normalizes: imports sorted (types are fully qualified and options
+        ordered in the canonical text already)."""
+        return to_text(self.fdp, sort_imports=True)
 
     def serialized(self) -> str:
         return base64.standard_b64encode(self.fdp.SerializeToString()).decode()
@@ -117,7 +122,20 @@ def _from_base64(text: str) -> descriptor_pb2.FileDescriptorProto:
                             f"FileDescriptorProto: {e}") from None
 
 
-def _check(fdp, deps: dict, references: dict) -> None:
+def _importable(references: dict) -> dict[str, descriptor_pb2.FileDescriptorProto]:
+    """The files a schema may import, by the names it imports them by: the well-known types,
+    its references and theirs."""
+    files = dict(builtin_files())
+    for name, ref in references.items():
+        files.update(ref.files)
+        fdp = descriptor_pb2.FileDescriptorProto()
+        fdp.CopyFrom(ref.fdp)
+        fdp.name = name
+        files[name] = fdp
+    return files
+
+
+def _check(fdp, deps: dict) -> None:
     """Build the file into a fresh pool with everything it imports: the protobuf library
     refuses unresolved types, duplicate names and bad numbers."""
     pool = descriptor_pool.DescriptorPool()
@@ -399,14 +417,16 @@ def _options(msg) -> list[str]:
             if fd.name not in ("map_entry", "uninterpreted_option")]
 
 
-def to_text(fdp: descriptor_pb2.FileDescriptorProto) -> str:
+def to_text(fdp: descriptor_pb2.FileDescriptorProto, sort_imports: bool = False) -> str:
     out = [f'syntax = "{fdp.syntax or "proto2"}";']
     if fdp.package:
         out.append(f"package {fdp.package};")
+    imports = []
     for i, dep in enumerate(fdp.dependency):
         kind = ("public " if i in fdp.public_dependency else
                 "weak " if i in fdp.weak_dependency else "")
-        out.append(f'import {kind}"{dep}";')
+        imports.append((dep, f'import {kind}"{dep}";'))
+    out += [line for _dep, line in (sorted(imports) if sort_imports else imports)]
     out += [f"option {o};" for o in _options(fdp.options)]
     proto3 = fdp.syntax == "proto3"
     for m in fdp.message_type:
@@ -527,7 +547,7 @@ class _Diff:
     def __init__(self, original: ProtobufSchema, update: ProtobufSchema):
         self.types = ({}, {})  # full name -> DescriptorProto / EnumDescriptorProto, per side
         for side, schema in enumerate((original, update)):
-            for fdp in [schema.fdp, *schema.references.values(), *builtin_files().values()]:
+            for fdp in [schema.fdp, *schema.files.values()]:
                 _collect(fdp, self.types[side])
         self.original, self.update = original.fdp, update.fdp
         self.problems: list[str] = []

@@ -3,7 +3,7 @@ JSON keys ``{"keytype":"SCHEMA","subject":s,"version":v,"magic":1}``,
 ``{"keytype":"CONFIG"|"MODE","subject":s|null,"magic":0}``,
 ``{"keytype":"DELETE_SUBJECT"|"CLEAR_SUBJECT","subject":s,"magic":0}`` and
 ``{"keytype":"NOOP","magic":0}``; values ``{"subject","version","id","schemaType",
-"references","schema","deleted"}``, ``{"compatibilityLevel"}``, ``{"mode"}``,
+"references","schema","deleted"}``, ``{"compatibilityLevel","normalize"}``, ``{"mode"}``,
 ``{"subject","version"}``; a null value (tombstone) removes what its key names. Every instance
 applies the same records in order, so all hold the same state."""
 from __future__ import annotations
@@ -85,7 +85,7 @@ class State:
         self.subjects: dict[str, dict[int, Version]] = {}
         self.by_id: dict[int, Version] = {}  # the first live registration of each id
         self.ids: dict[tuple, int] = {}  # Version.identity() -> id
-        self.configs: dict[str | None, str] = {}
+        self.configs: dict[str | None, dict] = {}  # CONFIG values: compatibilityLevel, normalize
         self.modes: dict[str | None, str] = {}
         self.max_id = 0
 
@@ -103,7 +103,7 @@ class State:
         if kind == "SCHEMA":
             self._schema(subject, k.get("version"), v)
         elif kind == "CONFIG":
-            self._setting(self.configs, subject, v and v.get("compatibilityLevel"))
+            self._setting(self.configs, subject, v if isinstance(v, dict) else None)
         elif kind == "MODE":
             self._setting(self.modes, subject, v and v.get("mode"))
         elif kind == "DELETE_SUBJECT" and v:
@@ -158,8 +158,17 @@ class State:
     def subject_names(self, deleted: bool = False) -> list[str]:
         return sorted(s for s in self.subjects if self.versions(s, deleted))
 
+    def config(self, subject: str | None) -> dict:
+        """The configuration in force for ``subject`` (the global one for None): the subject's
+        fields over the global ones, the default compatibility level where neither has one."""
+        return {"compatibilityLevel": DEFAULT_COMPATIBILITY, **self.configs.get(None, {}),
+                **(self.configs.get(subject, {}) if subject is not None else {})}
+
     def compatibility(self, subject: str | None) -> str:
-        return self.configs.get(subject) or self.configs.get(None) or DEFAULT_COMPATIBILITY
+        return self.config(subject)["compatibilityLevel"]
+
+    def normalize(self, subject: str | None) -> bool:
+        return self.config(subject).get("normalize") is True
 
     def mode(self, subject: str | None) -> str:
         return self.modes.get(subject) or self.modes.get(None) or DEFAULT_MODE

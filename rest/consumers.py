@@ -60,7 +60,10 @@ class Instances:
         if (group, name) in self.instances:
             raise HttpError(409, 40902, "Consumer with specified consumer ID already exists in "
                                         "the specified consumer group.")
-        conf = {**self.client, **self.conf, "group.id": group, "client.id": name, **settings}
+        # Offsets are stored for the records a response returns (not all a poll fetched), so
+        # that a commit (or auto-commit) never covers records no client has seen.
+        conf = {**self.client, **self.conf, "group.id": group, "client.id": name, **settings,
+                "enable.auto.offset.store": False}
         try:
             consumer = Consumer(conf)
         except (KafkaException, ValueError, TypeError) as e:

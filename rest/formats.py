@@ -48,12 +48,7 @@ def decode_binary(data: bytes | None):
 
 
 def decode_json(data: bytes | None):
-    if data is None:
-        return None
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        raise HttpError(500, 50002, "Cannot deserialize the record as JSON") from None
+    return None if data is None else orjson.loads(data)
 
 
 class SchemaFormats:
@@ -184,41 +179,66 @@ class SchemaFormats:
 
     @functools.lru_cache(maxsize=1024)
     def _protobuf_file(self, schema_id: int):
-        """The schema's file in a pool of its own (with the well-known types it may import)."""
+        """The schema's file in a pool of its own, with the files it imports: its references
+        (fetched from the registry, by the names it imports them by) and the well-known types."""
         from google.protobuf import descriptor_pb2, descriptor_pool
 
         from josefk.registry.protobuf_schema import builtin_files
 
+        def file(schema, name: str):
+            fdp = descriptor_pb2.FileDescriptorProto.FromString(
+                base64.b64decode(schema.schema_str))
+            fdp.name = name
+            return fdp
+
         schema = self._schema(schema_id, "serialized")
-        if schema.references:
-            raise HttpError(422, 42205, "Protobuf schemas with references are not supported "
-                                        "by the REST proxy's embedded format")
-        fdp = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(schema.schema_str))
-        fdp.name = f"schema-{schema_id}.proto"
+        files, fetched = dict(builtin_files()), set()
+        todo = list(schema.references or [])
+        while todo:
+            ref = todo.pop()
+            if ref.name not in fetched:
+                fetched.add(ref.name)
+                registered = self._registered(ref.subject, ref.version)
+                files[ref.name] = file(registered.schema, ref.name)
+                todo += registered.schema.references or []
         pool = descriptor_pool.DescriptorPool()
-        builtins = builtin_files()
+        added: set = set()
 
-        def add(name, seen=set()):
-            if name in seen:
-                return
-            for dep in builtins[name].dependency:
-                add(dep, seen)
-            pool.Add(builtins[name])
-            seen.add(name)
+        def add(fdp):
+            for dep in fdp.dependency:
+                if dep not in added:
+                    if dep not in files:
+                        raise schema_error(f"schema {schema_id} imports {dep!r}, which is "
+                                           "neither a reference nor a well-known type")
+                    add(files[dep])
+            pool.Add(fdp)
+            added.add(fdp.name)
 
-        for dep in fdp.dependency:
-            add(dep)
-        pool.Add(fdp)
-        return pool.FindFileByName(fdp.name)
+        main = file(schema, f"schema-{schema_id}.proto")
+        add(main)
+        return pool.FindFileByName(main.name)
+
+    def _registered(self, subject: str, version: int):
+        from confluent_kafka.schema_registry.error import SchemaRegistryError
+
+        try:
+            return self.client.get_version(subject, version, fmt="serialized")
+        except SchemaRegistryError as e:
+            raise schema_error(f"reference {subject} version {version}: "
+                               f"{e.error_message}") from None
+        except Exception as e:  # noqa: BLE001 - the registry unreachable
+            raise HttpError(500, 50001, f"Schema Registry: {e}") from None
 
     @functools.lru_cache(maxsize=1024)
     def _protobuf(self, schema_id: int):
-        """The first message type of the schema (what Confluent's proxy produces) and its
-        message-index prefix."""
+        """The schema's first message type and its message-index prefix: what Confluent's
+        proxy produces (a request cannot name another message of the schema)."""
         from google.protobuf import message_factory
 
         f = self._protobuf_file(schema_id)
-        first = next(iter(f.message_types_by_name.values()))
+        first = next(iter(f.message_types_by_name.values()), None)
+        if first is None:
+            raise schema_error(f"schema {schema_id} defines no message")
         return message_factory.GetMessageClass(first), b"\0"
 
 

@@ -4,7 +4,6 @@ clients' security, ``producer.*`` / ``consumer.*`` / ``admin.*`` for one client'
 from __future__ import annotations
 
 import asyncio
-import logging
 import sys
 
 from josefk.broker.config import ConfigError
@@ -27,45 +26,16 @@ _CLIENT_PREFIXES = ("producer.", "consumer.", "admin.")
 
 
 def add_commands(sub, kv):
-    r = sub.add_parser("rest", help="run a Confluent-compatible REST Proxy")
-    r.add_argument("config", nargs="?", help="kafka-rest.properties file")
-    r.add_argument("--override", action="append", type=kv, default=[], metavar="KEY=VALUE",
-                   help="set any REST Proxy property (repeatable)")
-    r.add_argument("--log-level", default="INFO")
-    r.set_defaults(func=run)
+    from josefk.httpd.config import add_service_command
+
+    add_service_command(sub, kv, "rest", "run a Confluent-compatible REST Proxy",
+                        "kafka-rest.properties", run)
 
 
 def run(args) -> int:
-    from josefk.httpd.config import ServiceConfig
-    from josefk.httpd.server import run as run_loop
+    from josefk.httpd.server import run_service
 
-    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    try:
-        config = ServiceConfig.load(args.config, dict(args.override), DEFAULTS)
-        if not config.get("bootstrap.servers"):
-            raise ConfigError("bootstrap.servers is required")
-        config.listeners()
-    except (ConfigError, OSError) as e:
-        print(f"josefk rest: bad configuration: {e}", file=sys.stderr)
-        return 2
-    return run_loop(lambda: serve(config))
-
-
-def registry_settings(config) -> dict | None:
-    """confluent-kafka's SchemaRegistryClient settings from ``schema.registry.*``."""
-    url = config.get("schema.registry.url")
-    if not url:
-        return None
-    conf = {"url": url}
-    sr = config.prefixed("schema.registry.")
-    if sr.get("basic.auth.user.info"):
-        conf["basic.auth.user.info"] = sr["basic.auth.user.info"]
-    if sr.get("ssl.truststore.location"):
-        conf["ssl.ca.location"] = sr["ssl.truststore.location"]
-    if sr.get("ssl.keystore.location"):
-        conf["ssl.certificate.location"] = conf["ssl.key.location"] = sr["ssl.keystore.location"]
-    return conf
+    return run_service(args, "rest", DEFAULTS, "bootstrap.servers", serve)
 
 
 async def serve(config) -> int:
@@ -73,6 +43,7 @@ async def serve(config) -> int:
 
     from josefk.httpd.config import kafka_security, librdkafka_settings
     from josefk.httpd.server import middlewares, serve as serve_http
+    from josefk.registry.client import registry_client_settings
     from josefk.registry.main import bootstrap_servers
     from josefk.rest.consumers import Instances
     from josefk.rest.formats import SchemaFormats
@@ -94,7 +65,7 @@ async def serve(config) -> int:
     except (ConfigError, OSError, ValueError) as e:
         print(f"josefk rest: bad configuration: {e}", file=sys.stderr)
         return 2
-    schemas = SchemaFormats(registry_settings(config))
+    schemas = SchemaFormats(registry_client_settings(config.props))
     instances = Instances(client, per_client["consumer."],
                           config.int("consumer.instance.timeout.ms"))
     app.add_routes(V2(kafka, schemas, instances, config.int("consumer.request.timeout.ms"),

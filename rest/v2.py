@@ -2,17 +2,19 @@
 produce in the embedded formats, brokers, and consumer instances."""
 from __future__ import annotations
 
-import asyncio
+import functools
 import re
 
-from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, TopicPartition
+import orjson
 from aiohttp import web
+from confluent_kafka import (OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, KafkaError,
+                             KafkaException, TopicPartition)
 
 from josefk.httpd.server import HttpError, json_response, parse_json
 from josefk.rest import formats as f
 from josefk.rest.consumers import Instances
-from josefk.rest.kafka import Kafka, partition_not_found
-from josefk.rest.produce import error_fields, produce
+from josefk.rest.kafka import Kafka, kafka_error, partition_not_found
+from josefk.rest.produce import error_fields
 
 CONTENT_TYPE = "application/vnd.kafka.v2+json"
 _FORMAT = re.compile(r"application/vnd\.kafka\.(binary|json|avro|jsonschema|protobuf)\.v2\+json")
@@ -47,7 +49,9 @@ def _partitions_of(body, key="partitions") -> list[TopicPartition]:
         raise _unprocessable(f"'{key}' must be a list")
     try:
         return [TopicPartition(str(p["topic"]), int(p["partition"]),
-                               *([int(p["offset"])] if "offset" in p else []))
+                               int(p.get("offset", OFFSET_INVALID)),
+                               **({} if p.get("metadata") is None else
+                                  {"metadata": str(p["metadata"])}))
                 for p in items]
     except (KeyError, TypeError, ValueError):
         raise _unprocessable(f"every entry of '{key}' needs topic and partition") from None
@@ -143,7 +147,7 @@ class V2:
         else:
             encode = f.encode_binary if fmt == f.BINARY else f.encode_json
             encoded = [(encode(r.get("key")), encode(r.get("value"))) for r in records]
-        results = await produce(self.kafka, topic, [
+        results = await self.kafka.produce(topic, [
             (fixed if fixed is not None else r.get("partition"), k, v, None, None)
             for r, (k, v) in zip(records, encoded)])
         offsets = []
@@ -301,23 +305,25 @@ class V2:
             inst.consumer.seek(retry[0])  # raises the client's own error
 
     async def commit(self, request):
+        """Confluent's answer is an empty list; ``?async`` commits without waiting."""
         inst = self._instance(request)
         body = parse_json(await request.read())
+        wait = "async" not in request.query
+        offsets = None
         if isinstance(body, dict) and body.get("offsets"):
             offsets = _partitions_of(body, "offsets")
-            for p in offsets:  # the proxy commits "consumed up to offset": next is offset + 1
+            for p in offsets:  # Confluent's proxy commits "consumed up to offset": offset + 1
                 p.offset += 1
-            await inst.run(lambda: inst.consumer.commit(offsets=offsets, asynchronous=False))
-        else:
-            await inst.run(self._commit_consumed, inst)
-        return _ok({})
+        await inst.run(self._commit, inst, offsets, wait)
+        return _ok([])
 
     @staticmethod
-    def _commit_consumed(inst):
-        from confluent_kafka import KafkaError, KafkaException
-
+    def _commit(inst, offsets, wait: bool):
         try:
-            inst.consumer.commit(asynchronous=False)
+            if offsets is None:  # the records answered so far
+                inst.consumer.commit(asynchronous=not wait)
+            else:
+                inst.consumer.commit(offsets=offsets, asynchronous=not wait)
         except KafkaException as e:
             if e.args[0].code() != KafkaError._NO_OFFSET:  # nothing consumed: nothing to commit
                 raise
@@ -347,32 +353,52 @@ class V2:
 
     def _fetch(self, inst, timeout: float, max_bytes: int) -> bytes:
         """Records within ``timeout``: as soon as any are there, all that are (up to
-        ``max_bytes`` of keys and values), as the response's JSON."""
-        import orjson
-
+        ``max_bytes`` of keys and values), as the response's JSON. Nothing is skipped: the
+        partitions of records not returned are sought back to the first of them, and only the
+        returned ones count as consumed (stored for the next commit). A record that cannot be
+        read in the instance's format ends the answer before it; when it is the first, the
+        answer is Confluent's 50002, again at every request until the consumer seeks past it."""
         first = inst.consumer.poll(timeout)
         msgs = [first] if first is not None else []
         if msgs:
             msgs += inst.consumer.consume(num_messages=499, timeout=0)
-        decode = {f.BINARY: f.decode_binary, f.JSON: f.decode_json}.get(inst.format)
-        out, size = [], 0
-        for m in msgs:
-            if m.error():
-                if m.error().fatal() or m.error().code() not in (-191,):  # _PARTITION_EOF
-                    raise HttpError(500, 50002, f"Kafka error: {m.error().str()}")
-                continue
+        decode = {f.BINARY: f.decode_binary, f.JSON: f.decode_json}.get(inst.format) or \
+            functools.partial(self.schemas.decode, inst.format)
+        out, size, failure, consumed = [], 0, None, {}
+        for i, m in enumerate(msgs):
+            err = m.error()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    continue
+                failure = kafka_error(err)
+                break
             key, value = m.key(), m.value()
             size += len(key or b"") + len(value or b"")
-            if out and size > max_bytes:  # seek back: the rest is for the next request
-                inst.consumer.seek(TopicPartition(m.topic(), m.partition(), m.offset()))
+            if out and size >= max_bytes:  # Confluent's bound (it answers at least one here)
                 break
-            if decode is None:
-                key = self.schemas.decode(inst.format, key)
-                value = self.schemas.decode(inst.format, value)
-            else:
-                key, value = decode(key), decode(value)
-            out.append({"topic": m.topic(), "key": key, "value": value,
-                        "partition": m.partition(), "offset": m.offset()})
+            topic, partition, offset = m.topic(), m.partition(), m.offset()
+            try:
+                out.append({"topic": topic, "key": decode(key), "value": decode(value),
+                            "partition": partition, "offset": offset})
+            except Exception as e:  # noqa: BLE001 - any decoder's complaint about the bytes
+                failure = HttpError(500, 50002, f"Error deserializing the record at "
+                                                f"{topic}-{partition} offset {offset} as "
+                                                f"{inst.format}: {e}")
+                break
+            consumed[topic, partition] = offset + 1
+        else:
+            i = len(msgs)
+        unread: dict = {}
+        for m in msgs[i:]:
+            if m.error() is None:
+                unread.setdefault((m.topic(), m.partition()), m.offset())
+        for (topic, partition), offset in unread.items():
+            inst.consumer.seek(TopicPartition(topic, partition, offset))
+        if consumed:
+            inst.consumer.store_offsets(offsets=[TopicPartition(t, p, o)
+                                                 for (t, p), o in consumed.items()])
+        if failure is not None and not out:
+            raise failure
         return orjson.dumps(out)
 
     def routes(self) -> list:

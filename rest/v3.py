@@ -17,7 +17,6 @@ from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, A
 from josefk.httpd.server import HttpError, json_response, parse_json
 from josefk.rest import formats as f
 from josefk.rest.kafka import Kafka
-from josefk.rest.produce import produce
 
 TOPIC = ConfigResource.Type.TOPIC
 
@@ -32,6 +31,10 @@ def _not_found(message: str) -> HttpError:
 
 def _bad(message: str) -> HttpError:
     return HttpError(400, 400, message)
+
+
+def _unknown_topic() -> HttpError:
+    return HttpError(404, 40403, "This server does not host this topic-partition.")
 
 
 def _enum_name(value) -> str:
@@ -118,12 +121,16 @@ class V3:
             partition_reassignments={"related": f"{url}/partitions/-/reassignment"},
             authorized_operations=[])
 
-    async def _topic(self, request):
+    async def _topic(self, request, refresh: bool = True):
+        """The cluster id and the topic the request names; 40403 when there is no such topic
+        (v2's 40401 is v3's UnknownTopicOrPartition)."""
         info = await self._cluster(request)
         try:
-            t = await self.kafka.topic(request.match_info["topic"], refresh=True)
-        except HttpError:
-            raise _not_found("This server does not host this topic-partition.") from None
+            t = await self.kafka.topic(request.match_info["topic"], refresh=refresh)
+        except HttpError as e:
+            if e.code == 40401:
+                raise _unknown_topic() from None
+            raise
         return info.cluster_id, t
 
     async def list_topics(self, request):
@@ -149,10 +156,7 @@ class V3:
                        int(body.get("replication_factor", -1)), config=configs)
         result = (await self.kafka.wait(self.kafka.admin.create_topics([new])))[name]
         if isinstance(result, Exception):
-            err = result.args[0] if result.args else result
-            if getattr(err, "name", lambda: "")() == "TOPIC_ALREADY_EXISTS":
-                raise HttpError(400, 40002, f"Topic '{name}' already exists.")
-            raise _bad(str(getattr(err, "str", lambda: err)()))
+            raise self.kafka.error(result)
         t = await self.kafka.topic(name, refresh=True)
         return _ok(self._topic_json(request, info.cluster_id, t), 201)
 
@@ -160,7 +164,7 @@ class V3:
         _cid, t = await self._topic(request)
         result = (await self.kafka.wait(self.kafka.admin.delete_topics([t.topic])))[t.topic]
         if isinstance(result, Exception):
-            raise _bad(str(result))
+            raise self.kafka.error(result)
         self.kafka.topics.pop(t.topic, None)
         return web.Response(status=204)
 
@@ -185,7 +189,7 @@ class V3:
         try:
             p = t.partitions[int(request.match_info["partition"])]
         except (KeyError, ValueError):
-            raise _not_found("This server does not host this topic-partition.") from None
+            raise _unknown_topic() from None
         return _ok(self._partition_json(request, cid, t.topic, p))
 
     # -- topic configs ----------------------------------------------------------------------
@@ -204,7 +208,7 @@ class V3:
         res = ConfigResource(TOPIC, t.topic)
         result = (await self.kafka.wait(self.kafka.admin.describe_configs([res])))[res]
         if isinstance(result, Exception):
-            raise _bad(str(result))
+            raise self.kafka.error(result)
         return cid, t.topic, result
 
     async def list_configs(self, request):
@@ -228,8 +232,7 @@ class V3:
             ConfigEntry(name, value, incremental_operation=op) for name, value, op in changes])
         result = (await self.kafka.wait(self.kafka.admin.incremental_alter_configs([res])))[res]
         if isinstance(result, Exception):
-            raise _bad(str(result.args[0].str() if result.args and hasattr(result.args[0], "str")
-                           else result))
+            raise self.kafka.error(result)
         return web.Response(status=204)
 
     async def update_config(self, request):
@@ -312,7 +315,7 @@ class V3:
         committed = (await self.kafka.wait(self.kafka.admin.list_consumer_group_offsets(
             [ConsumerGroupTopicPartitions(group)])))[group]
         if isinstance(committed, Exception):
-            raise _bad(str(committed))
+            raise self.kafka.error(committed)
         parts = [tp for tp in committed.topic_partitions if tp.offset >= 0]
         ends = {}
         if parts:
@@ -407,7 +410,7 @@ class V3:
         binding = AclBinding(*self._acl_fields(body, False))
         result = (await self.kafka.wait(self.kafka.admin.create_acls([binding])))[binding]
         if isinstance(result, Exception):
-            raise _bad(str(result))
+            raise self.kafka.error(result)
         return web.Response(status=201)
 
     async def delete_acls(self, request):
@@ -415,17 +418,13 @@ class V3:
         flt = AclBindingFilter(*self._acl_fields(request.query, True))
         result = (await self.kafka.wait(self.kafka.admin.delete_acls([flt])))[flt]
         if isinstance(result, Exception):
-            raise _bad(str(result))
+            raise self.kafka.error(result)
         return _ok({"data": [self._acl_json(request, info.cluster_id, b) for b in result]})
 
     # -- records ---------------------------------------------------------------------------
     async def produce_records(self, request):
-        info = await self._cluster(request)
-        topic = request.match_info["topic"]
-        try:
-            t = await self.kafka.topic(topic)
-        except HttpError:
-            raise _not_found("This server does not host this topic-partition.") from None
+        cluster_id, t = await self._topic(request, refresh=False)
+        topic = t.topic
         raw = await request.read()
         try:
             requests = list(_json_stream(raw.decode()))
@@ -439,12 +438,12 @@ class V3:
                 prepared.append((i, await self._record(topic, t, r)))
             except HttpError as e:
                 answers[i] = {"error_code": e.status, "message": e.message}
-        results = await produce(self.kafka, topic, [rec for _, (rec, _k, _v) in prepared])
+        results = await self.kafka.produce(topic, [rec for _, (rec, _k, _v) in prepared])
         for (i, (_rec, key_info, value_info)), (err, part, offset, ts) in zip(prepared, results):
             if err is not None:
                 answers[i] = {"error_code": 500, "message": str(getattr(err, "str", lambda: err)())}
                 continue
-            answers[i] = {"error_code": 200, "cluster_id": info.cluster_id, "topic_name": topic,
+            answers[i] = {"error_code": 200, "cluster_id": cluster_id, "topic_name": topic,
                           "partition_id": part, "offset": offset,
                           "timestamp": datetime.fromtimestamp(ts / 1000, timezone.utc)
                           .isoformat(timespec="milliseconds").replace("+00:00", "Z"),
@@ -460,7 +459,7 @@ class V3:
             raise _bad("a record is a JSON object")
         partition = r.get("partition_id")
         if partition is not None and partition not in t.partitions:
-            raise _not_found("This server does not host this topic-partition.")
+            raise _unknown_topic()
         headers = []
         for h in r.get("headers") or []:
             try:

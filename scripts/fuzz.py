@@ -2,7 +2,7 @@
 """The long request fuzz run: ``.venv/bin/python scripts/fuzz.py --inputs 1000000``.
 
 Starts a broker subprocess on a free 127.0.0.1 port, sends it generated and mutated requests of
-every API and version (compat_tests/fuzzer.py), then checks that the broker is alive, that its
+every API and version (testkit/fuzzer.py), then checks that the broker is alive, that its
 log shows no handler failure or traceback, and that a real client can still produce and consume.
 Prints the figures; exits non-zero on any failure.
 """
@@ -16,9 +16,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from compat_tests.broker_process import BrokerProcess  # noqa: E402
+from josefk.faults.processes import BrokerProcess  # noqa: E402
 from compat_tests.conftest import SHARED_OVERRIDES  # noqa: E402
-from compat_tests.fuzzer import BROKER_OVERRIDES, FuzzRun, check_broker_log  # noqa: E402
+from testkit.fuzzer import BROKER_OVERRIDES, FuzzRun, check_broker_log  # noqa: E402
 from compat_tests.helpers import create_topic, roundtrip_check  # noqa: E402
 
 

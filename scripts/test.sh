@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Install everything the tests need (pip packages; Debian's kcat, a JVM for the Spark tests,
-# ZooKeeper for cluster mode, chromium and its driver for the web console) and run the whole suite.
+# ZooKeeper for cluster mode, chromium and its driver for the web console, iptables for the fault
+# harness's network partitions) and run the whole suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-deps=(kcat=kcat java=openjdk-17-jre-headless chromium=chromium chromedriver=chromium-driver)
+deps=(kcat=kcat java=openjdk-17-jre-headless chromium=chromium chromedriver=chromium-driver
+      iptables=iptables)
 # zk/local_server.py runs ZooKeeper from Debian's jars, or from an upstream tarball at $ZOOKEEPER_HOME.
 [ -n "${ZOOKEEPER_HOME:-}" ] || deps+=(/usr/share/java/zookeeper.jar=zookeeper)
 scripts/debian-deps.sh "${deps[@]}"

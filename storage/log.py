@@ -1,15 +1,20 @@
-"""A partition's log: an ordered list of segments, the last one active.
+"""A partition's log: an ordered list of segments, the last one active; appends, reads,
+offsets, truncation, retention, flushing and closing.
 
 The hot paths are per batch, never per record: ``append`` patches each batch's baseOffset and
 partitionLeaderEpoch in the caller's buffer and writes the whole buffer with one ``os.write``;
 ``read`` finds a file range with an index bisect plus a short header scan and returns it with
-one ``os.pread``. Records are decoded only by ``offset_for_timestamp``, ``max_timestamp`` (one
-batch) and ``compact``.
+one ``os.pread`` (or a `FileRegion` for sendfile). Records are decoded only by
+``offset_for_timestamp`` and ``max_timestamp`` (one batch).
+
+Opening a log dir (the clean-shutdown marker, crash recovery) is ``recovery.py``'s; compaction
+is ``compaction.py``'s, which reads pinned segments outside the lock and swaps rewritten ones in
+through ``replace_segments``. This module must not know either's rules, only keep the segment
+list consistent for them.
 
 Thread-safety: every public method takes the log's lock, so the broker may call ``flush`` and
 ``compact`` from an executor while the event loop appends and reads. ``flush`` fsyncs duplicated
-file descriptors outside the lock; ``compact`` reads and rewrites closed segments outside the lock
-and only swaps files under it.
+file descriptors outside the lock.
 """
 from __future__ import annotations
 
@@ -21,20 +26,18 @@ import time
 from bisect import bisect_left, bisect_right
 from pathlib import Path
 
-from josefk.wire.batch import (HEADER_SIZE, TIMESTAMP_TYPE_FLAG, TRANSACTIONAL_FLAG, read_header,
-                               set_max_timestamp)
-from josefk.wire.records import CONTROL_ABORT, build_batch, iter_records, parse_control_record
+from josefk.wire.batch import HEADER_SIZE, read_header, set_max_timestamp
+from josefk.wire.records import iter_records
 
+from . import compaction, recovery, snapshots
 from .config import LONG_MAX, LogConfig
 from .epochs import LeaderEpochCache
 from .errors import OffsetOutOfRange, RecordTooLarge, UnexpectedAppendOffset
-from . import snapshots
-from .segment import (INT32_MAX, NO_TIMESTAMP, SCAN_CHUNK, Scan, Segment, _fsync, file_prefix,
-                      write_all)
+from .segment import (INT32_MAX, NO_TIMESTAMP, SCAN_CHUNK, Scan, Segment, _fsync, _fsync_dir,
+                      _unlink, file_prefix)
 
 log = logging.getLogger(__name__)
 
-CLEAN_SHUTDOWN_FILE = ".clean_shutdown"
 _offset = struct.Struct(">q")
 _epoch = struct.Struct(">i")
 
@@ -111,137 +114,24 @@ class Log:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.config = config if config is not None else LogConfig()
         self._lock = threading.RLock()
-        self._segments: list[Segment] = []
-        self._bases: list[int] = []
         self._closed = False
         self._limit_cache = None  # (segment, offset, position) of the last max_offset lookup
         self._generation = 0  # bumped by truncations; compaction aborts its swap when it moved
-        self._clean_offset = 0  # compaction: offsets below were cleaned in this process's life
-        self._tombstones_due_ms = None  # compaction: when a kept tombstone becomes removable
-        # compaction: (offset, producer id) of each marker whose transaction has no data left ->
-        # since when; the marker goes delete.retention.ms later (Kafka's KIP-534 horizon)
-        self._markers_emptied: dict[tuple[int, int], int] = {}
+        self.cleaning = compaction.CleaningState()  # compaction.py's, kept between passes
         self._unflushed_msgs = 0
         self._last_flush_ms = _now_ms()
-        self._dir_dirty = False
         self.snapshot_source = None  # callable giving the owner's state as bytes (snapshots.py)
         self.on_markers_removed = None  # callable told the offsets of markers compaction removed
         with self._lock:  # no other thread parks its segments while they load
-            self._load(log_start_offset, recovery_point, high_watermark)
+            loaded = recovery.load(self.dir, self.config.index_interval_bytes, self._lock,
+                                   log_start_offset, recovery_point, high_watermark)
+            self._segments = loaded.segments
+            self._bases = [s.base_offset for s in loaded.segments]
+            self._lso, self._hwm = loaded.log_start_offset, loaded.high_watermark
+            self._leo = self._recovery_point = loaded.log_end_offset
+            self._dir_dirty = loaded.created
         self.epochs = LeaderEpochCache(self.dir)
         self.epochs.truncate_from_end(self._leo)  # recovery may have cut the tail
-
-    # =========================================================================================
-    # loading and recovery
-
-    def _load(self, lso_hint, recovery_point, hwm_hint):
-        d = self.dir
-        marker = d / CLEAN_SHUTDOWN_FILE
-        clean = marker.exists()
-        saved = _read_marker(marker) if clean else {}
-        interval = self.config.index_interval_bytes
-        names = os.listdir(d)
-        for n in names:
-            if n.endswith(".cleaned") or n.endswith(".deleted") or n.endswith(".tmp"):
-                _unlink(d / n)
-        bases = sorted(int(n[:20]) for n in names
-                       if n.endswith(".log") and len(n) == 24 and n[:20].isdigit())
-        for n in names:
-            if n.endswith(".log.swap") and len(n) == 29 and n[:20].isdigit():
-                bases = self._finish_swap(int(n[:20]), bases)
-        known = {file_prefix(b) for b in bases}
-        for n in os.listdir(d):
-            if (n.endswith(".index") or n.endswith(".timeindex")) and n.split(".")[0] not in known:
-                _unlink(d / n)
-
-        recover_from = len(bases)
-        if not clean:
-            rp = recovery_point if recovery_point is not None else 0
-            recover_from = max(0, bisect_right(bases, rp) - 1)
-        segments: list[Segment] = []
-        recovered = []
-        for k, b in enumerate(bases):
-            seg, ok = Segment.open(d, b, interval, self._lock)
-            segments.append(seg)
-            if k >= recover_from:
-                truncated = seg.recover()
-                recovered.append(seg)
-                if truncated and k + 1 < len(bases):
-                    log.warning("recovery: deleting %d segment(s) of %s after the truncated one",
-                                len(bases) - k - 1, d)
-                    for b2 in bases[k + 1:]:
-                        s2 = Segment(d, b2, interval, lock=self._lock)
-                        s2.delete()
-                    break
-            elif not ok:
-                log.warning("rebuilding the indexes of %s", seg.log_path)
-                seg.recover()
-        # sanity: a closed segment's time index cannot point past the next segment
-        for k in range(len(segments) - 1):
-            s = segments[k]
-            if s.offset_of_max_timestamp >= segments[k + 1].base_offset:
-                s.recover()
-        if not segments:
-            start = max(lso_hint or 0, int(saved.get("log_start_offset", 0)))
-            segments.append(Segment.create(d, start, interval, self._lock))
-            self._dir_dirty = True
-        last = segments[-1]
-        ok, last_off = last.tail_is_clean()
-        if not ok:
-            log.warning("the tail of %s is not a sequence of whole batches; recovering",
-                        last.log_path)
-            last.recover()
-            recovered.append(last)
-            last_off = last.last_offset()
-        self._segments = segments
-        self._bases = [s.base_offset for s in segments]
-        self._leo = last.base_offset if last_off is None else last_off + 1
-        leo = self._leo
-
-        lso = segments[0].base_offset
-        for v in (lso_hint, saved.get("log_start_offset")):
-            if v is not None:
-                lso = max(lso, int(v))
-        self._lso = min(lso, leo)
-        hwm = hwm_hint if hwm_hint is not None else saved.get("high_watermark")
-        hwm = self._lso if hwm is None else int(hwm)
-        self._hwm = min(max(hwm, self._lso), leo)
-        for s in recovered:
-            for fd in s.fds():
-                _fsync(fd)
-        self._recovery_point = leo
-        for s in segments[:-1]:  # reopened when read; only the active one is written
-            s.park()
-        snapshots.delete_above(d, leo)
-        if clean:
-            marker.unlink()
-            _fsync_dir(d)
-
-    def _finish_swap(self, base: int, bases: list[int]) -> list[int]:
-        """Complete a compaction swap interrupted by a crash: ``<base>.log.swap`` replaces every
-        segment whose base offset lies in [base, last offset of the swap file]."""
-        d = self.dir
-        swap = d / (file_prefix(base) + ".log.swap")
-        fd = os.open(swap, os.O_RDONLY)
-        try:
-            last = None
-            for h, _ in Scan(fd, 0, os.fstat(fd).st_size):
-                last = h.last_offset
-        finally:
-            os.close(fd)
-        last = base if last is None else last
-        keep = []
-        for b in bases:
-            if base <= b <= last:
-                for ext in (".log", ".index", ".timeindex"):
-                    _unlink(d / (file_prefix(b) + ext))
-            else:
-                keep.append(b)
-        for ext in (".index", ".timeindex"):
-            _unlink(d / (file_prefix(base) + ext))
-        os.rename(swap, d / (file_prefix(base) + ".log"))
-        log.warning("completed an interrupted compaction swap at offset %d in %s", base, d)
-        return sorted(keep + [base])
 
     # =========================================================================================
     # offsets
@@ -737,7 +627,7 @@ class Log:
         return n
 
     # =========================================================================================
-    # compaction
+    # compaction (compaction.py): the log pins its segments for a pass and swaps results in
 
     def compact(self, now_ms: int | None = None) -> int:
         """Compact the closed segments (cleanup.policy with "compact"): keep the latest record
@@ -748,193 +638,31 @@ class Log:
         Segments newer than min.compaction.lag.ms, at/after the first open transaction, at/after
         the high watermark, and the active segment are left alone. Small cleaned segments are
         merged up to segment.bytes. Returns the number of bytes reclaimed."""
-        cfg = self.config
-        if not cfg.compact:
-            return 0
-        if now_ms is None:
-            now_ms = _now_ms()
+        return compaction.compact(self, now_ms)
+
+    def pin_segments(self):
+        """``(segments, sizes, duplicated fds, high watermark, generation)`` of the log as it is
+        now, to be read outside the lock (the caller closes the fds); None with fewer than two
+        segments (only the active one: nothing to clean)."""
         with self._lock:
             self._check_open()
             segs = list(self._segments)
             if len(segs) < 2:
-                return 0
-            sizes = [s.size for s in segs]
-            fds = [os.dup(s.fd) for s in segs]
-            hwm = self._hwm
-            generation = self._generation
-        try:
-            return self._compact(cfg, now_ms, segs, sizes, fds, hwm, generation)
-        finally:
-            for fd in fds:
-                os.close(fd)
+                return None
+            return segs, [s.size for s in segs], [os.dup(s.fd) for s in segs], self._hwm, \
+                self._generation
 
-    def _compact(self, cfg, now_ms, segs, sizes, fds, hwm, generation) -> int:
-        # 1. transactions: which batches were aborted, where the first open transaction starts,
-        # the data batches of each marker's transaction
-        aborted: set[int] = set()
-        pending: dict[int, list[int]] = {}
-        txn_batches: dict[int, list[int]] = {}
-        for seg, fd, size in zip(segs, fds, sizes):
-            for h, _ in Scan(fd, 0, size):
-                if not h.attributes & TRANSACTIONAL_FLAG:
-                    continue
-                if h.is_control:
-                    data = os.pread(fd, h.size, h.pos)
-                    for r in iter_records(data, read_header(data, 0)):
-                        kind, _epoch = parse_control_record(r)
-                        started = txn_batches[h.base_offset] = pending.pop(h.producer_id, [])
-                        if kind == CONTROL_ABORT:
-                            aborted.update(started)
-                else:
-                    pending.setdefault(h.producer_id, []).append(h.base_offset)
-        first_unstable = min((v[0] for v in pending.values() if v), default=None)
-
-        # 2. cleanable prefix of closed segments
-        limit = hwm if first_unstable is None else min(hwm, first_unstable)
-        n = 0
-        while n < len(segs) - 1:
-            seg = segs[n]
-            if segs[n + 1].base_offset > limit:
-                break
-            if cfg.min_compaction_lag_ms > 0 and \
-                    now_ms - seg.largest_timestamp() < cfg.min_compaction_lag_ms:
-                break
-            n += 1
-        if n == 0:
-            return 0
-        total = sum(sizes[:n])
-        dirty = sum(sizes[k] for k in range(n) if segs[k + 1].base_offset > self._clean_offset)
-        due = self._tombstones_due_ms
-        if (dirty == 0 or dirty / total < cfg.min_cleanable_dirty_ratio) and \
-                (due is None or now_ms < due):
-            return 0
-
-        # 3. latest offset of every key in the cleanable range
-        latest: dict[bytes, int] = {}
-        for k in range(n):
-            for h, data in Scan(fds[k], 0, sizes[k], data=True):
-                if h.is_control or h.base_offset in aborted:
-                    continue
-                for r in iter_records(data, read_header(data, 0)):
-                    if r.key is not None:
-                        latest[r.key] = r.offset
-
-        # 4. group consecutive segments (by original size) and rewrite each group
-        groups = []
-        cur: list[int] = []
-        cur_size = 0
-        for k in range(n):
-            upper = segs[k + 1].base_offset - 1
-            if cur and (cur_size + sizes[k] > cfg.segment_bytes
-                        or upper - segs[cur[0]].base_offset > INT32_MAX):
-                groups.append(cur)
-                cur, cur_size = [], 0
-            cur.append(k)
-            cur_size += sizes[k]
-        if cur:
-            groups.append(cur)
-
-        reclaimed = 0
-        horizon = now_ms - cfg.delete_retention_ms
-        due = [None]
-        txns = _TxnCleaning(txn_batches, self._markers_emptied, now_ms, cfg.delete_retention_ms)
-        for group in groups:
-            old_size = sum(sizes[k] for k in group)
-            txns.removed = []
-            result = self._clean_group(cfg, [segs[k] for k in group], [fds[k] for k in group],
-                                       [sizes[k] for k in group], latest, aborted, horizon, due,
-                                       txns)
-            if result is None:
-                continue
-            tmp, headers, new_size = result
-            if not self._swap(tmp, [segs[k] for k in group], headers, generation):
-                # the log changed under us: what later groups assumed may not hold, and data
-                # this pass meant to drop may still be there
-                for key in txns.noted:
-                    self._markers_emptied.pop(key, None)
-                break
-            reclaimed += old_size - new_size
-            if txns.removed and self.on_markers_removed is not None:
-                self.on_markers_removed([off for off, _pid in txns.removed])
-            for key in txns.removed:
-                self._markers_emptied.pop(key, None)
+    def unless_truncated_since(self, generation: int, fn) -> None:
+        """Call ``fn()`` under the lock if the log was not truncated since ``generation``."""
         with self._lock:
             if self._generation == generation:
-                self._clean_offset = max(self._clean_offset, segs[n].base_offset)
-                self._tombstones_due_ms = min(
-                    (t for t in (due[0], txns.due) if t is not None), default=None)
-        return reclaimed
+                fn()
 
-    def _clean_group(self, cfg, group, fds, sizes, latest, aborted, horizon, due, txns):
-        base = group[0].base_offset
-        tmp = self.dir / (file_prefix(base) + ".log.cleaned")
-        out_fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        headers = []
-        pos = 0
-        out = bytearray()
-        changed = len(group) > 1  # merging segments is worth a rewrite by itself
-        try:
-            for seg, fd, size in zip(group, fds, sizes):
-                drop_tombstones = seg.largest_timestamp() < horizon
-                for h, data in Scan(fd, 0, size, data=True):
-                    if h.base_offset in aborted and not h.is_control:
-                        txns.dropped.add(h.base_offset)
-                        changed = True
-                        continue
-                    if h.is_control:
-                        if txns.marker_removable(h):
-                            changed = True
-                            continue
-                        piece = data
-                    else:
-                        recs = list(iter_records(data, read_header(data, 0)))
-                        keep = [r for r in recs
-                                if r.key is not None and latest.get(r.key) == r.offset
-                                and not (r.value is None and drop_tombstones)]
-                        if not drop_tombstones and any(r.value is None for r in keep):
-                            t = seg.largest_timestamp() + cfg.delete_retention_ms + 1
-                            due[0] = t if due[0] is None else min(due[0], t)
-                        if len(keep) == len(recs):
-                            piece = data
-                        elif not keep:
-                            txns.dropped.add(h.base_offset)
-                            changed = True
-                            continue
-                        else:
-                            changed = True
-                            piece = build_batch(
-                                [(r.key, r.value, r.headers, r.timestamp) for r in keep],
-                                base_offset=h.base_offset,
-                                offset_deltas=[r.offset - h.base_offset for r in keep],
-                                compression=h.compression, producer_id=h.producer_id,
-                                producer_epoch=h.producer_epoch, base_sequence=h.base_sequence,
-                                transactional=h.is_transactional,
-                                partition_leader_epoch=h.leader_epoch,
-                                log_append_time=bool(h.attributes & TIMESTAMP_TYPE_FLAG),
-                                now_ms=h.max_timestamp)
-                    nh = read_header(piece, 0)
-                    nh.pos = pos
-                    headers.append(nh)
-                    out += piece
-                    pos += nh.size
-                    if len(out) >= SCAN_CHUNK:
-                        write_all(out_fd, out)
-                        out.clear()
-            if not changed:
-                os.close(out_fd)
-                _unlink(tmp)
-                return None
-            if out:
-                write_all(out_fd, out)
-            _fsync(out_fd)
-        except BaseException:
-            os.close(out_fd)
-            _unlink(tmp)
-            raise
-        os.close(out_fd)
-        return tmp, headers, pos
-
-    def _swap(self, tmp: Path, group: list[Segment], headers, generation: int) -> bool:
+    def replace_segments(self, tmp: Path, group: list[Segment], headers, generation: int) -> bool:
+        """Replace the consecutive closed segments ``group`` by the file ``tmp`` (its batches'
+        ``headers``, positions from 0), unless the log was truncated since ``generation`` or
+        ``group`` is no longer there. Crash-safe: ``tmp`` becomes ``<base>.log.swap`` before the
+        old files go, and recovery finishes a swap a crash interrupted."""
         base = group[0].base_offset
         with self._lock:
             if self._closed or self._generation != generation:
@@ -1033,12 +761,7 @@ class Log:
                 self.flush()
                 if self._leo:  # a log never written has no state to keep
                     self._snapshot(self._leo)
-                # the marker only spares recovery (from a recovery point that is the log end
-                # now): losing it in a crash costs nothing, so its rename is not synced
-                tmp = self.dir / (CLEAN_SHUTDOWN_FILE + ".tmp")
-                tmp.write_text(f"log_start_offset={self._lso}\nhigh_watermark={self._hwm}\n"
-                               f"log_end_offset={self._leo}\n")
-                os.rename(tmp, self.dir / CLEAN_SHUTDOWN_FILE)
+                recovery.write_clean_marker(self.dir, self._lso, self._hwm, self._leo)
             for s in self._segments:
                 s.close()
             self._closed = True
@@ -1050,69 +773,3 @@ class Log:
     def __repr__(self):
         return (f"Log({self.dir.name}, start={self._lso}, hwm={self._hwm}, end={self._leo}, "
                 f"segments={len(self._segments)})")
-
-
-class _TxnCleaning:
-    """One compaction pass's view of transaction markers: a marker whose transaction has no
-    data batch left (all dropped now or before) is noted with the time it was first seen so,
-    and removed once that is more than delete.retention.ms ago, so a reader that saw the data
-    before it went still finds the marker; ``due`` is when the next noted marker becomes
-    removable."""
-
-    def __init__(self, txn_batches, emptied, now_ms, retention_ms):
-        self.txn_batches = txn_batches  # marker offset -> its transaction's data batches
-        self.emptied = emptied  # (marker offset, producer id) -> when its data was all gone
-        for key in [k for k in emptied if k[0] not in txn_batches]:
-            del emptied[key]  # markers no longer in the log
-        self.now_ms, self.retention_ms = now_ms, retention_ms
-        self.dropped: set[int] = set()  # data batches this pass removes
-        self.removed: list[tuple[int, int]] = []  # markers removed from the current group
-        self.noted: list[tuple[int, int]] = []  # markers first seen without data in this pass
-        self.due = None
-
-    def marker_removable(self, h) -> bool:
-        if not all(b in self.dropped for b in self.txn_batches.get(h.base_offset, ())):
-            return False
-        key = (h.base_offset, h.producer_id)
-        since = self.emptied.get(key)
-        if since is None:
-            since = self.emptied[key] = self.now_ms
-            self.noted.append(key)
-        if self.now_ms - since > self.retention_ms:
-            self.removed.append(key)
-            return True
-        t = since + self.retention_ms + 1
-        self.due = t if self.due is None else min(self.due, t)
-        return False
-
-
-def _read_marker(path: Path) -> dict:
-    out = {}
-    try:
-        for line in path.read_text().splitlines():
-            k, sep, v = line.partition("=")
-            if sep and v.strip().lstrip("-").isdigit():
-                out[k.strip()] = int(v)
-    except OSError:
-        pass
-    return out
-
-
-def _unlink(path) -> None:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
-
-
-def _fsync_dir(path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

@@ -25,7 +25,8 @@ from pathlib import Path
 
 from .config import LogConfig
 from .errors import StorageError
-from .log import Log, _fsync_dir
+from .log import Log
+from .segment import _fsync_dir
 
 log = logging.getLogger(__name__)
 

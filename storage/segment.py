@@ -27,13 +27,12 @@ from bisect import bisect_left, bisect_right
 
 from crc32c import crc32c
 
-from josefk.wire.batch import ATTRIBUTES_OFFSET, HEADER_SIZE, LOG_OVERHEAD, BatchHeader
+from josefk.wire.batch import ATTRIBUTES_OFFSET, HEADER, HEADER_SIZE, LOG_OVERHEAD, BatchHeader
 
 from .open_files import OPEN_SEGMENTS
 
 log = logging.getLogger(__name__)
 
-_header = struct.Struct(">qiibIhiqqqhii")
 _idx_entry = struct.Struct(">ii")
 _time_entry = struct.Struct(">qi")
 _LITTLE = sys.byteorder == "little"
@@ -61,6 +60,26 @@ def write_all(fd: int, data) -> None:
 
 def _fsync(fd: int) -> None:
     (getattr(os, "fdatasync", None) or os.fsync)(fd)
+
+
+def _fsync_dir(path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _unlink(path) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 class Scan:
@@ -94,7 +113,7 @@ class Scan:
         # header-only scans start small (an index lookup lands within index.interval.bytes of
         # the target) and grow; after a big batch they read just the next header
         step = self.chunk if want_data else min(_FIRST_STEP, self.chunk)
-        unpack = _header.unpack_from
+        unpack = HEADER.unpack_from
         while end - pos >= HEADER_SIZE:
             off = pos - bstart
             if off + HEADER_SIZE > len(buf):
@@ -220,7 +239,7 @@ class Segment:
     def _init_rolling_ts(self):
         if self.size >= HEADER_SIZE:
             try:
-                fields = _header.unpack(os.pread(self.fd, HEADER_SIZE, 0))
+                fields = HEADER.unpack(os.pread(self.fd, HEADER_SIZE, 0))
                 if fields[8] > 0:
                     self.rolling_ts = fields[8]
                     return
@@ -240,14 +259,9 @@ class Segment:
     def _load_indexes(self) -> bool:
         """Load both index files and sanity-check them against the log; False if unusable."""
         data = _read_all(self.index_fd)
-        if len(data) % 8:
+        if len(data) % _idx_entry.size:
             return False
-        arr = array("i")
-        arr.frombytes(data)
-        if _LITTLE:
-            arr.byteswap()
-        offs = arr[0::2]
-        poss = arr[1::2]
+        offs, poss = offset_index_entries(data)
         if offs:
             if offs[0] < 0 or poss[0] < 0 or poss[-1] >= self.size:
                 return False
@@ -257,13 +271,9 @@ class Segment:
             if h is None or h.last_offset != self.base_offset + offs[-1]:
                 return False
         tdata = _read_all(self.time_fd)
-        if len(tdata) % 12:
+        if len(tdata) % _time_entry.size:
             return False
-        ts = array("q")
-        toff = array("i")
-        for t, o in _time_entry.iter_unpack(tdata):
-            ts.append(t)
-            toff.append(o)
+        ts, toff = time_index_entries(tdata)
         if ts:
             if toff[0] < 0 or not _strictly_increasing(ts) or not _non_decreasing(toff):
                 return False
@@ -278,7 +288,7 @@ class Segment:
         raw = os.pread(self.fd, HEADER_SIZE, pos)
         if len(raw) < HEADER_SIZE:
             return None
-        fields = _header.unpack(raw)
+        fields = HEADER.unpack(raw)
         size = fields[1] + LOG_OVERHEAD
         if fields[3] != 2 or size < HEADER_SIZE or pos + size > self.size:
             return None
@@ -582,6 +592,24 @@ class Segment:
 
     def __repr__(self):
         return f"Segment(base={self.base_offset}, size={self.size})"
+
+
+def offset_index_entries(data) -> tuple[array, array]:
+    """The whole entries of an ``.index`` file's bytes: (relative offsets, file positions)."""
+    arr = array("i")
+    arr.frombytes(data[:len(data) - len(data) % _idx_entry.size])
+    if _LITTLE:
+        arr.byteswap()
+    return arr[0::2], arr[1::2]
+
+
+def time_index_entries(data) -> tuple[array, array]:
+    """The whole entries of a ``.timeindex`` file's bytes: (timestamps, relative offsets)."""
+    ts, rel = array("q"), array("i")
+    for t, o in _time_entry.iter_unpack(data[:len(data) - len(data) % _time_entry.size]):
+        ts.append(t)
+        rel.append(o)
+    return ts, rel
 
 
 def _read_all(fd: int) -> bytes:

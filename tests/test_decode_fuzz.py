@@ -11,7 +11,7 @@ import random
 
 import pytest
 
-from compat_tests.fuzzer import (RequestGenerator, api_versions, encode_frame, mutate,
+from testkit.fuzzer import (RequestGenerator, api_versions, encode_frame, mutate,
                                  null_in_non_nullable)
 from josefk.wire.apis import API_BY_KEY
 from josefk.wire.headers import read_request_header

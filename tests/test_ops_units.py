@@ -10,10 +10,10 @@ import pytest
 from josefk.tools.console_cli import Formatter, LineReader
 from josefk.broker.dynamic import validate_broker_configs
 from josefk.broker.control.metadata import MetadataError
-from josefk.broker.metrics import BUCKETS_MS, Histogram, _record_count
+from josefk.broker.metrics import BUCKETS_MS, Histogram
 from josefk.tools.ops_cli import parse_add_config
 from josefk.wire import errors
-from josefk.wire.records import Record, build_batch
+from josefk.wire.records import Record
 
 
 def test_add_config_syntax():
@@ -83,12 +83,6 @@ def test_histogram_buckets_are_cumulative():
     assert buckets["0.5"] == 1 and buckets["1"] == 2 and buckets["5"] == 4
     assert buckets["10000"] == 4 and buckets["+Inf"] == 5
     assert len(buckets) == len(BUCKETS_MS) and h.sum == pytest.approx(20006.8)
-
-
-def test_record_count_of_one_and_several_batches():
-    one = build_batch([(None, b"a", None, None)] * 5)
-    two = one + build_batch([(None, b"b", None, None)] * 3, base_offset=5)
-    assert _record_count(one) == 5 and _record_count(two) == 8
 
 
 def test_throttled_replicas_lists_are_validated_as_kafka_does():

@@ -7,7 +7,7 @@ import pytest
 
 from josefk.coordinator.producer_ids import (BLOCK_SIZE, FileBlocks, ProducerIdManager,
                                              ProducerIdsUnavailable)
-from compat_tests.zookeeper import zookeeper  # noqa: F401 - the session's one ZooKeeper
+from testkit.zookeeper import zookeeper  # noqa: F401 - the session's one ZooKeeper
 from josefk.zk import znodes as zn
 
 

@@ -6,7 +6,7 @@ import cramjam
 import pytest
 from crc32c import crc32c
 
-from josefk.wire.batch import CorruptRecord, read_header, validate_batches
+from josefk.wire.batch import CorruptRecord, read_header, record_count, validate_batches
 from josefk.wire import records as R
 from josefk.wire.records import (CONTROL_ABORT, CONTROL_COMMIT, Record, build_batch, compress,
                                  control_record, decompress, iter_records, parse_control_record)
@@ -226,3 +226,9 @@ def test_one_record_batch_is_the_batch_build_batch_makes(key, value):
     (h,) = validate_batches(batch)
     (rec,) = R.iter_records(batch, h)
     assert (rec.key, rec.value, rec.timestamp) == (key, value, ts)
+
+
+def testrecord_count_of_one_and_several_batches():
+    one = build_batch([(None, b"a", None, None)] * 5)
+    two = one + build_batch([(None, b"b", None, None)] * 3, base_offset=5)
+    assert record_count(one) == 5 and record_count(two) == 8

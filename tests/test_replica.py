@@ -1,9 +1,12 @@
-"""A partition's leader-side replication state: high watermark, ISR changes, acks=all."""
+"""A partition's leader-side replication state: high watermark, ISR changes, acks=all; the
+replica manager's appends and fetches, delayed or not."""
 import asyncio
+from types import SimpleNamespace
 
 import pytest
 
-from josefk.broker.replication.replica import Partition, PartitionState
+from josefk.broker.replication.purgatory import wait_replicated
+from josefk.broker.replication.replica import FetchParams, Partition, PartitionState
 from josefk.storage.config import LogConfig
 from josefk.storage.log import Log
 from josefk.wire import errors
@@ -51,7 +54,7 @@ def test_acks_all_waits_for_the_isr(tmp_path):
     async def run():
         p, _ = leader(tmp_path)
         res = p.append(records(), acks=-1)
-        waiting = asyncio.ensure_future(p.wait_replicated(res.next_offset, 5000))
+        waiting = asyncio.ensure_future(wait_replicated(p, res.next_offset, 5000))
         await asyncio.sleep(0.01)
         assert not waiting.done()
         p.update_follower(2, 1, 1000)
@@ -64,8 +67,8 @@ def test_acks_all_times_out_and_fails_when_leadership_moves(tmp_path):
     async def run():
         p, _ = leader(tmp_path)
         res = p.append(records(), acks=-1)
-        assert await p.wait_replicated(res.next_offset, 50) == errors.REQUEST_TIMED_OUT
-        waiting = asyncio.ensure_future(p.wait_replicated(res.next_offset, 5000))
+        assert await wait_replicated(p, res.next_offset, 50) == errors.REQUEST_TIMED_OUT
+        waiting = asyncio.ensure_future(wait_replicated(p, res.next_offset, 5000))
         await asyncio.sleep(0.01)
         p.make_follower(PartitionState("t", 0, 2, 6, [2, 3], [1, 2, 3]))
         return await waiting
@@ -148,3 +151,72 @@ def test_follower_keeps_whole_batches_of_a_cut_fetch(tmp_path):
     assert p.log.log_end_offset == 2 and p.log.high_watermark == 2
     p.append_as_follower(bytes(two), leader_hwm=5)
     assert p.log.log_end_offset == 5 and p.log.high_watermark == 5
+
+
+# -- the replica manager: what the Produce and Fetch handlers call ------------------------------
+def _manager(tmp_path):
+    from josefk.broker.app import Broker
+    from josefk.broker.config import BrokerConfig
+    broker = Broker(BrokerConfig({"log.dirs": str(tmp_path)}))
+    broker.replicas.lead_locally(broker.metadata)
+    broker.metadata.request_topic("t", 1, 1, {})
+    return broker.replicas
+
+
+def _produce(index=0, n=1):
+    return SimpleNamespace(index=index, records=records(n))
+
+
+def _fetch(offset, partition=0):
+    return SimpleNamespace(partition=partition, fetch_offset=offset, partition_max_bytes=1 << 20,
+                           current_leader_epoch=-1, last_fetched_epoch=-1, log_start_offset=-1)
+
+
+def test_a_fetch_short_of_min_bytes_waits_for_an_append_and_reads_again(tmp_path):
+    async def run():
+        replicas = _manager(tmp_path)
+        params = FetchParams(-1, max_wait_ms=5000, min_bytes=1, max_bytes=1 << 20)
+        waiting = replicas.fetch_messages(params, [("t", [_fetch(0)], None)], lambda r: r)
+        assert asyncio.iscoroutine(waiting)  # nothing to read yet: a delayed fetch
+        task = asyncio.ensure_future(waiting)
+        await asyncio.sleep(0.01)
+        assert not task.done()
+        assert replicas.append_records([("t", [_produce(n=3)])], 1, 1000, lambda r: r)[0][0] \
+            .next_offset == 3
+        [[(_fp, res)]] = await asyncio.wait_for(task, 1)
+        assert res.error == errors.NONE and res.high_watermark == 3 and len(res.records) > 0
+        replicas.logs.close()
+    asyncio.run(run())
+
+
+def test_a_fetch_with_an_error_to_tell_or_no_wait_is_answered_at_once(tmp_path):
+    async def run():
+        replicas = _manager(tmp_path)
+        params = FetchParams(-1, max_wait_ms=5000, min_bytes=1, max_bytes=1 << 20)
+        [[(_fp, res)]] = replicas.fetch_messages(params, [("t", [_fetch(0, partition=7)], None)],
+                                                 lambda r: r)
+        assert res.error == errors.UNKNOWN_TOPIC_OR_PARTITION
+        params.max_wait_ms = 0
+        [[(_fp, res)]] = replicas.fetch_messages(params, [("t", [_fetch(0)], None)], lambda r: r)
+        assert (res.error, res.records, res.high_watermark) == (errors.NONE, b"", 0)
+        replicas.logs.close()
+    asyncio.run(run())
+
+
+def test_acks_all_waits_for_a_follower_fetch_and_a_timeout_keeps_the_offsets(tmp_path):
+    async def run():
+        replicas = _manager(tmp_path)
+        me = replicas.node_id
+        replicas.apply(PartitionState("t", 0, me, 1, [me, 99], [me, 99]), {})
+        [[res]] = await replicas.append_records([("t", [_produce()])], -1, 50, lambda r: r)
+        assert (res.error, res.base_offset, res.appended) == (errors.REQUEST_TIMED_OUT, -1, True)
+        waiting = asyncio.ensure_future(
+            replicas.append_records([("t", [_produce()])], -1, 5000, lambda r: r))
+        await asyncio.sleep(0.01)
+        assert not waiting.done()
+        follower = FetchParams(99, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20)
+        replicas.fetch_messages(follower, [("t", [_fetch(2)], None)], lambda r: r)
+        [[res]] = await asyncio.wait_for(waiting, 1)
+        assert (res.error, res.base_offset) == (errors.NONE, 1)
+        replicas.logs.close()
+    asyncio.run(run())

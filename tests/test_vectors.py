@@ -6,7 +6,6 @@ versions), body. Every frame must decode completely and re-encode to the very sa
 from __future__ import annotations
 
 import json
-import os
 import struct
 from pathlib import Path
 
@@ -14,19 +13,11 @@ import pytest
 
 from josefk.wire.apis import API_BY_KEY
 from josefk.wire.headers import peek_request_header, read_request_header
+from testkit import JAVA_VECTORS
 
 
-def _vectors_dir() -> Path:
-    here = Path(__file__).resolve().parents[2] / "shared" / "vectors" / "java"
-    if here.is_dir():
-        return here
-    return Path(os.environ.get("JOSEFK_VECTORS", here))
-
-
-VECTORS = _vectors_dir()
-FRAMES = sorted(VECTORS.rglob("*.bin")) if VECTORS.is_dir() else []
-
-pytestmark = pytest.mark.skipif(not VECTORS.is_dir(), reason=f"no vectors directory at {VECTORS}")
+VECTORS = JAVA_VECTORS
+FRAMES = sorted(VECTORS.rglob("*.bin"))
 
 
 def _decode(path: Path):
@@ -70,10 +61,7 @@ def test_index_matches_frames():
 
 
 def _frame(name):
-    path = VECTORS / f"{name}.bin"
-    if not path.exists():
-        pytest.skip(f"{name}.bin not recorded")
-    return _decode(path)
+    return _decode(VECTORS / f"{name}.bin")
 
 
 def test_produce_v11_carries_record_batches():

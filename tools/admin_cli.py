@@ -1,4 +1,5 @@
-"""Admin commands against a running broker, modelled on kafka-topics.sh."""
+"""`josefk topics create|list|describe|delete` against a running broker, modelled on
+kafka-topics.sh."""
 from __future__ import annotations
 
 import sys
@@ -7,21 +8,13 @@ from josefk.tools.client import Client, KafkaError
 from josefk.wire.types import uuid_to_base64
 from josefk.wire.apis import CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CONFIGS, METADATA
 
-DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 TOPIC_RESOURCE = 2
 TOPIC_CONFIG_SOURCE = 1
 
 
-def add_commands(sub):
+def add_commands(sub, common):
     t = sub.add_parser("topics", help="create, list, describe and delete topics")
     tsub = t.add_subparsers(dest="action", required=True)
-
-    def common(p):
-        p.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP)
-        p.add_argument("--command-config", help="client properties: security.protocol, ssl.*, "
-                       "sasl.mechanism, sasl.jaas.config")
-        return p
-
     c = common(tsub.add_parser("create"))
     c.add_argument("--topic", required=True)
     c.add_argument("--partitions", type=int, default=-1)
@@ -37,20 +30,6 @@ def add_commands(sub):
     x.add_argument("--topic", required=True)
     x.add_argument("--if-exists", action="store_true")
     x.set_defaults(func=topics_delete)
-
-    from josefk.tools import (acls_cli, cluster_cli, console_cli, dump_log_cli, groups_cli, ops_cli,
-                              quotas_cli, transactions_cli, users_cli, web_console)
-
-    groups_cli.add_commands(sub, common)
-    transactions_cli.add_commands(sub, common)
-    ops_cli.add_commands(sub, common)
-    dump_log_cli.add_commands(sub)
-    console_cli.add_commands(sub, common)
-    web_console.add_commands(sub, common)
-    users_cli.add_commands(sub, common)
-    acls_cli.add_commands(sub, common)
-    quotas_cli.add_commands(sub, common)
-    cluster_cli.add_commands(sub)
 
 
 def _fail(message: str) -> int:

@@ -18,6 +18,15 @@ class KafkaError(Exception):
         self.code = code
 
 
+def bootstrap_address(bootstrap: str) -> tuple[str, int]:
+    """The first ``HOST:PORT`` of a bootstrap list; ValueError, in Kafka's words, for a bad one."""
+    first = bootstrap.split(",")[0].strip()
+    host, sep, port = first.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError(f"Invalid url in bootstrap.servers: {first}")
+    return host or "127.0.0.1", int(port)
+
+
 class Client:
     """``props`` are Kafka client settings (``security.protocol``, ``ssl.truststore.location``,
     ``sasl.mechanism``, ``sasl.jaas.config``...), as in an admin tool's --command-config file."""
@@ -26,8 +35,7 @@ class Client:
                  props: dict | None = None):
         self.props = props or {}
         self.protocol = self.props.get("security.protocol", "PLAINTEXT").upper()
-        host, _, port = bootstrap.split(",")[0].strip().rpartition(":")
-        self.address = (host or "127.0.0.1", int(port))
+        self.address = bootstrap_address(bootstrap)
         self.timeout = timeout
         self.client_id = client_id
         self.correlation_id = 0
@@ -36,8 +44,11 @@ class Client:
         self._connect()
 
     def _connect(self):
-        host = self.address[0]
-        sock = socket.create_connection(self.address, timeout=self.timeout)
+        host, port = self.address
+        try:
+            sock = socket.create_connection(self.address, timeout=self.timeout)
+        except OSError as e:
+            raise ConnectionError(f"cannot connect to {host}:{port}: {e.strerror or e}") from None
         if self.protocol in TLS_PROTOCOLS:
             sock = client_ssl_context(self.props.get).wrap_socket(sock, server_hostname=host)
         self.sock = sock

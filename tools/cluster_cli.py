@@ -1,20 +1,30 @@
 """`josefk cluster --brokers N`: ZooKeeper and N brokers on 127.0.0.1 for trying things out.
 
 Everything lives under one directory (``--dir``): ``zookeeper/`` and ``broker-<id>/`` with each
-process's log. Ctrl-C (or SIGTERM) stops the brokers with a controlled shutdown, then ZooKeeper.
+broker's data and log. A broker that exits (a crash, a kill -9) is reported in one line and the
+others keep serving; lines typed on stdin act on the brokers, to watch a failover:
+
+    kill N      kill -9 broker N (a follower takes over its leaderships)
+    stop N      stop broker N with a controlled shutdown (SIGTERM)
+    restart N   start broker N again (after stopping it, if it runs)
+    status      which brokers run
+
+``--restart-after S`` restarts a broker that is down S seconds later by itself. Ctrl-C (or
+SIGTERM) stops the brokers with a controlled shutdown, then ZooKeeper.
 """
 from __future__ import annotations
 
-import os
+import queue
 import signal
-import subprocess
 import sys
+import threading
 import time
-from pathlib import Path
 
-from josefk.zk.local_server import LocalZooKeeper, ZooKeeperNotInstalled, ZooKeeperStartError
+from josefk.faults.processes import BrokerStartError, LocalCluster, describe_exit
+from josefk.zk.local_server import ZooKeeperNotInstalled, ZooKeeperStartError
 
-CHROOT = "/josefk"
+HELP = ('type "kill N" (kill -9), "stop N" (controlled shutdown), "restart N" or "status"; '
+        'Ctrl-C stops the cluster')
 
 
 def add_commands(sub):
@@ -23,70 +33,125 @@ def add_commands(sub):
     c.add_argument("--dir", default="./josefk-cluster", help="data and logs of every process")
     c.add_argument("--port", type=int, default=9092, help="first broker's port (then +1, +2...)")
     c.add_argument("--zookeeper-port", type=int, default=2181)
+    c.add_argument("--restart-after", type=float, metavar="SECONDS",
+                   help="restart a broker that is down after this long (default: only on "
+                        "request)")
     c.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                    help="a broker property for every broker (repeatable)")
     c.set_defaults(func=run_cluster)
 
 
-def broker_command(node_id: int, port: int, log_dir: Path, zk_connect: str, overrides):
-    cmd = [sys.executable, "-m", "josefk", "broker",
-           "--listeners", f"PLAINTEXT://127.0.0.1:{port}", "--log-dirs", str(log_dir),
-           "--node-id", str(node_id), "--zookeeper-connect", zk_connect]
-    for kv in overrides:
-        cmd += ["--override", kv]
-    return cmd
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def _read_lines(stream, lines: queue.Queue):
+    for line in stream:
+        lines.put(line)
 
 
 def run_cluster(args) -> int:
     if args.brokers < 1:
         print("josefk cluster: --brokers must be at least 1", file=sys.stderr)
         return 2
-    root = Path(args.dir).resolve()
-    root.mkdir(parents=True, exist_ok=True)
-    zk = LocalZooKeeper(root / "zookeeper", port=args.zookeeper_port)
+    rf = min(3, args.brokers)
+    overrides = {"default.replication.factor": rf, "offsets.topic.replication.factor": rf,
+                 "transaction.state.log.replication.factor": rf,
+                 "transaction.state.log.min.isr": max(1, rf - 1),
+                 "min.insync.replicas": max(1, rf - 1)}
+    for kv in args.override:
+        key, sep, value = kv.partition("=")
+        if not sep:
+            print(f"josefk cluster: --override expects KEY=VALUE, got {kv!r}", file=sys.stderr)
+            return 2
+        overrides[key.strip()] = value.strip()
+    cluster = LocalCluster(args.dir, args.brokers, zookeeper_port=args.zookeeper_port,
+                           first_port=args.port, overrides=overrides)
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
-        zk.start()
-    except (ZooKeeperNotInstalled, ZooKeeperStartError) as e:
+        cluster.start()
+    except (ZooKeeperNotInstalled, ZooKeeperStartError, BrokerStartError, AssertionError) as e:
         print(f"josefk cluster: {e}", file=sys.stderr)
         return 1
-    connect = zk.connect_string + CHROOT
-    rf = min(3, args.brokers)
-    overrides = [f"default.replication.factor={rf}", f"offsets.topic.replication.factor={rf}",
-                 f"min.insync.replicas={max(1, rf - 1)}", *args.override]
-    procs = []
-    stopping = []
-    signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
+    except KeyboardInterrupt:
+        return 0
     try:
-        for i in range(args.brokers):
-            d = root / f"broker-{i + 1}"
-            d.mkdir(exist_ok=True)
-            log = open(d / "broker.log", "ab")
-            procs.append(subprocess.Popen(
-                broker_command(i + 1, args.port + i, d / "data", connect, overrides),
-                stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"}))
-        bootstrap = ",".join(f"127.0.0.1:{args.port + i}" for i in range(args.brokers))
-        print(f"ZooKeeper at {connect}; brokers at {bootstrap}; data and logs in {root}",
-              flush=True)
-        print("Ctrl-C stops the cluster.", flush=True)
-        while not stopping:
-            for i, p in enumerate(procs):
-                if p.poll() is not None:
-                    print(f"broker {i + 1} exited with code {p.returncode} (see "
-                          f"{root}/broker-{i + 1}/broker.log)", file=sys.stderr, flush=True)
-                    return 1
-            time.sleep(0.5)
+        print(f"ZooKeeper at {cluster.zk_connect}; brokers at {cluster.bootstrap}; data and "
+              f"logs in {cluster.root}", flush=True)
+        for i, b in cluster.brokers.items():
+            print(f"broker {i}: pid {b.pid}, {b.bootstrap}, log {b.log_path}", flush=True)
+        print(HELP, flush=True)
+        _serve(cluster, args.restart_after)
     except KeyboardInterrupt:
         pass
     finally:
         print("stopping the cluster...", flush=True)
-        for p in procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for p in procs:
-            try:
-                p.wait(60)
-            except subprocess.TimeoutExpired:
-                p.kill()
-        zk.stop()
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut it short
+        cluster.stop(timeout=60)
     return 0
+
+
+def _serve(cluster: LocalCluster, restart_after: float | None) -> None:
+    """Report brokers that go down, restart them (on request, or after ``restart_after``), and
+    act on the commands typed on stdin, until interrupted."""
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=_read_lines, args=(sys.stdin, lines), daemon=True).start()
+    down: dict[int, float] = {}  # broker id -> since when it is known to be down
+    while True:
+        for i, b in cluster.brokers.items():
+            if i not in down and not b.is_running():
+                down[i] = time.monotonic()
+                print(f"broker {i} (pid {b.pid}) {describe_exit(b.proc.returncode)}; the others "
+                      f"keep serving (\"restart {i}\" starts it again; log {b.log_path})",
+                      flush=True)
+        if restart_after is not None:
+            for i, since in list(down.items()):
+                if time.monotonic() - since >= restart_after:
+                    _restart(cluster, i, down)
+        try:
+            line = lines.get(timeout=0.5)
+        except queue.Empty:
+            continue
+        _command(cluster, line.split(), down)
+
+
+def _command(cluster: LocalCluster, words: list[str], down: dict[int, float]) -> None:
+    if words == ["status"]:
+        for i, b in cluster.brokers.items():
+            state = f"running, pid {b.pid}" if b.is_running() else \
+                describe_exit(b.proc.returncode)
+            print(f"broker {i} ({b.bootstrap}): {state}", flush=True)
+        return
+    if len(words) != 2 or words[0] not in ("kill", "stop", "restart") or \
+            not words[1].isdigit() or int(words[1]) not in cluster.brokers:
+        print(f"unknown command {' '.join(words)!r}: {HELP} (brokers "
+              f"{', '.join(map(str, cluster.brokers))})", flush=True)
+        return
+    action, i = words[0], int(words[1])
+    b = cluster.brokers[i]
+    if action == "restart":
+        _restart(cluster, i, down)
+    elif not b.is_running():
+        print(f"broker {i} is not running", flush=True)
+    elif action == "kill":
+        pid = b.pid
+        cluster.kill(i)
+        down[i] = time.monotonic()
+        print(f"broker {i} (pid {pid}) killed with SIGKILL; the others take over its "
+              f"partitions", flush=True)
+    else:
+        print(f"stopping broker {i} (controlled shutdown)...", flush=True)
+        code = cluster.shutdown(i)
+        down[i] = time.monotonic()
+        print(f"broker {i} stopped: it {describe_exit(code)}", flush=True)
+
+
+def _restart(cluster: LocalCluster, i: int, down: dict[int, float]) -> None:
+    try:
+        b = cluster.restart(i)
+    except BrokerStartError as e:
+        down[i] = time.monotonic()
+        print(f"broker {i} did not start again: {str(e).splitlines()[0]}", flush=True)
+        return
+    down.pop(i, None)
+    print(f"broker {i} restarted (pid {b.pid})", flush=True)

@@ -2,15 +2,11 @@
 (``.log``) or index entries (``.index``, ``.timeindex``), like kafka-dump-log.sh."""
 from __future__ import annotations
 
-import struct
 import sys
 from pathlib import Path
 
-from josefk.wire.batch import CorruptRecord, crc_ok, iter_headers
+from josefk.wire.batch import TIMESTAMP_TYPE_FLAG, CorruptRecord, crc_ok, iter_headers
 from josefk.wire.records import CODEC_NAMES, CONTROL_COMMIT, iter_records, parse_control_record
-
-_IDX = struct.Struct(">ii")
-_TIDX = struct.Struct(">qi")
 
 
 def add_commands(sub):
@@ -25,6 +21,9 @@ def add_commands(sub):
 
 
 def dump_log(args) -> int:
+    # storage's own readers of the index files (imported here: other tools never load storage)
+    from josefk.storage.segment import offset_index_entries, time_index_entries
+
     for name in args.files:
         path = Path(name)
         print(f"Dumping {path}")
@@ -35,12 +34,10 @@ def dump_log(args) -> int:
             print(f"Error: cannot read {path}: {e}", file=sys.stderr)
             return 1
         if path.suffix == ".index":
-            for pos in range(0, len(data) - _IDX.size + 1, _IDX.size):
-                rel, position = _IDX.unpack_from(data, pos)
+            for rel, position in zip(*offset_index_entries(data)):
                 print(f"offset: {base + rel} position: {position}")
         elif path.suffix == ".timeindex":
-            for pos in range(0, len(data) - _TIDX.size + 1, _TIDX.size):
-                ts, rel = _TIDX.unpack_from(data, pos)
+            for ts, rel in zip(*time_index_entries(data)):
                 print(f"timestamp: {ts} offset: {base + rel}")
         else:
             print(f"Log starting offset: {base}")
@@ -51,7 +48,7 @@ def dump_log(args) -> int:
 def _dump_batches(data, deep: bool, payloads: bool) -> None:
     try:
         for h in iter_headers(data):
-            ts_type = "LogAppendTime" if h.attributes & 0x08 else "CreateTime"
+            ts_type = "LogAppendTime" if h.attributes & TIMESTAMP_TYPE_FLAG else "CreateTime"
             print(f"baseOffset: {h.base_offset} lastOffset: {h.last_offset} count: {h.count} "
                   f"baseSequence: {h.base_sequence} lastSequence: {h.last_sequence} "
                   f"producerId: {h.producer_id} producerEpoch: {h.producer_epoch} "

@@ -20,6 +20,7 @@ import uuid
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
+from josefk.registry.client import registry_client_settings
 from josefk.tools.web_html import q
 
 ACCEPT = "application/vnd.schemaregistry.v1+json, application/json"
@@ -45,12 +46,9 @@ def registry_settings(url: str | None, props: dict) -> dict | None:
     """The registry's client settings: ``url`` (``--schema-registry``) or Confluent's
     ``schema.registry.url`` with ``schema.registry.basic.auth.user.info`` and
     ``schema.registry.ssl.*`` from the console's client properties; None without a URL."""
-    from josefk.httpd.config import ServiceConfig
-    from josefk.rest.main import registry_settings as from_properties
-
     if url:
         props = {**props, "schema.registry.url": url}
-    return from_properties(ServiceConfig(props, {}))
+    return registry_client_settings(props)
 
 
 class RegistryClient:

@@ -37,7 +37,8 @@ NO_PRODUCER_ID = -1
 NO_SEQUENCE = -1
 
 _prefix = struct.Struct(">qiib")
-_header = struct.Struct(">qiibIhiqqqhii")
+# The whole header, for code that unpacks many headers without building BatchHeaders.
+HEADER = struct.Struct(">qiibIhiqqqhii")
 _offset = struct.Struct(">q")
 _epoch = struct.Struct(">i")
 _length = struct.Struct(">i")
@@ -45,6 +46,8 @@ _attributes = struct.Struct(">h")
 _timestamp = struct.Struct(">q")
 _crc = struct.Struct(">I")
 MAX_TIMESTAMP_OFFSET = 35
+_LENGTH_OFFSET = 8
+RECORDS_COUNT_OFFSET = 57
 
 
 class CorruptRecord(ValueError):
@@ -112,7 +115,7 @@ class BatchHeader:
 
 def read_header(buf, pos: int = 0) -> BatchHeader:
     """Parse the header at ``pos`` without validating it (for data the broker wrote itself)."""
-    fields = _header.unpack_from(buf, pos)
+    fields = HEADER.unpack_from(buf, pos)
     return BatchHeader(pos, fields[1] + LOG_OVERHEAD, fields)
 
 
@@ -131,7 +134,7 @@ def validate_batches(buf) -> list[BatchHeader]:
             if end - pos >= 17 and buf[pos + MAGIC_OFFSET] != 2:
                 raise InvalidRecord(f"record batch magic {buf[pos + MAGIC_OFFSET]} is not 2")
             raise CorruptRecord("record batch truncated")
-        fields = _header.unpack_from(buf, pos)
+        fields = HEADER.unpack_from(buf, pos)
         size = fields[1] + LOG_OVERHEAD
         magic = fields[3]
         if magic != 2:
@@ -158,6 +161,14 @@ def iter_headers(buf, pos: int = 0, end: int | None = None):
             return
         yield h
         pos += h.size
+
+
+def record_count(buf) -> int:
+    """Records in a record set, from its batch headers: two ints for the usual single batch."""
+    n = len(buf)
+    if n >= HEADER_SIZE and _length.unpack_from(buf, _LENGTH_OFFSET)[0] + LOG_OVERHEAD == n:
+        return _length.unpack_from(buf, RECORDS_COUNT_OFFSET)[0]
+    return sum(h.count for h in iter_headers(buf))
 
 
 def crc_ok(buf, h: BatchHeader) -> bool:

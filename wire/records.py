@@ -26,7 +26,7 @@ import lz4.frame
 import zstandard
 from crc32c import crc32c
 
-from .batch import (ATTRIBUTES_OFFSET, COMPRESSION_MASK, CONTROL_FLAG, HEADER_SIZE,
+from .batch import (ATTRIBUTES_OFFSET, COMPRESSION_MASK, CONTROL_FLAG, HEADER, HEADER_SIZE,
                     LOG_OVERHEAD, TIMESTAMP_TYPE_FLAG, TRANSACTIONAL_FLAG, BatchHeader,
                     CorruptRecord)
 from .types import read_uvarint
@@ -342,9 +342,6 @@ def _as_bytes(b):
     return bytes(b)
 
 
-_batch_header = struct.Struct(">qiibIhiqqqhii")
-
-
 def build_batch(records, *, base_offset=0, compression=0, producer_id=-1, producer_epoch=-1,
                 base_sequence=-1, transactional=False, control=False, partition_leader_epoch=-1,
                 now_ms=None, offset_deltas=None, log_append_time=False) -> bytearray:
@@ -395,7 +392,7 @@ def build_batch(records, *, base_offset=0, compression=0, producer_id=-1, produc
         max_ts = now_ms
     out = bytearray(HEADER_SIZE)
     out += body
-    _batch_header.pack_into(out, 0, base_offset, len(out) - LOG_OVERHEAD, partition_leader_epoch,
+    HEADER.pack_into(out, 0, base_offset, len(out) - LOG_OVERHEAD, partition_leader_epoch,
                             2, 0, attributes, last_delta, base_ts, max_ts, producer_id,
                             producer_epoch, base_sequence, len(records))
     struct.pack_into(">I", out, 17, crc32c(memoryview(out)[ATTRIBUTES_OFFSET:]))
@@ -412,7 +409,7 @@ def one_record_batch(key, value, timestamp: int) -> bytearray:
     rec.append(0)  # no headers
     _put_varint(out, len(rec))
     out += rec
-    _batch_header.pack_into(out, 0, 0, len(out) - LOG_OVERHEAD, -1, 2, 0, 0, 0, timestamp,
+    HEADER.pack_into(out, 0, 0, len(out) - LOG_OVERHEAD, -1, 2, 0, 0, 0, timestamp,
                             timestamp, -1, -1, -1, 1)
     struct.pack_into(">I", out, 17, crc32c(memoryview(out)[ATTRIBUTES_OFFSET:]))
     return out

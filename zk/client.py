@@ -86,16 +86,24 @@ class ZkClient:
         """``callback(state)`` with state one of "connected", "suspended", "lost"."""
         self._session_listeners.append(callback)
 
+    def _hand_over(self, callback, *args) -> None:
+        """Run ``callback(*args)`` on the event loop (from a kazoo thread); nothing once the
+        client is stopped and its loop gone."""
+        try:
+            self.loop.call_soon_threadsafe(callback, *args)
+        except RuntimeError:  # the loop closed while kazoo was still delivering
+            pass
+
     def _on_state(self, state):
         name = {KazooState.CONNECTED: "connected", KazooState.SUSPENDED: "suspended",
                 KazooState.LOST: "lost"}[state]
         for cb in self._session_listeners:
-            self.loop.call_soon_threadsafe(cb, name)
+            self._hand_over(cb, name)
 
     async def watch_children(self, path: str, callback) -> None:
         """``callback(children)`` now and on every change of ``path``'s children."""
         def fire(children):
-            self.loop.call_soon_threadsafe(callback, sorted(children))
+            self._hand_over(callback, sorted(children))
 
         def setup(k):
             k.ensure_path(path)
@@ -113,5 +121,5 @@ class ZkClient:
             def deliver():
                 if callback(data) is False:
                     stopped.append(True)
-            self.loop.call_soon_threadsafe(deliver)
+            self._hand_over(deliver)
         await self.run(lambda k: k.DataWatch(path, fire))

@@ -204,6 +204,10 @@ def write_partition_states(k, epoch_zk_version: int, changes: dict) -> dict:
     return written
 
 
+def topics_exist(k, names) -> dict[str, bool]:
+    return {n: k.exists(topic_path(n)) is not None for n in names}
+
+
 def create_topic(k, name: str, topic_id: uuid.UUID, assignment: dict, configs: dict) -> None:
     """Kafka's AdminZkClient order: the config znode, then the assignment (which the
     controller watches). Raises NodeExistsError if the topic exists."""

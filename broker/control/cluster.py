@@ -18,6 +18,7 @@ import time
 
 from josefk.broker.channel import BrokerChannel, ChannelError
 from josefk.broker.control.controller import Controller
+from josefk.broker.control.zk_metadata import ZkMetadataStore
 from josefk.wire import errors
 from josefk.wire.apis import ALTER_PARTITION, CONTROLLED_SHUTDOWN
 from josefk.zk import state as zs
@@ -110,7 +111,7 @@ class SessionGuard:
 class ClusterMember:
     def __init__(self, broker):
         self.broker = broker
-        self.metadata = broker.metadata
+        self.metadata: ZkMetadataStore = broker.metadata
         self.node_id = broker.config.node_id
         self.session = SessionGuard(broker.zk, self.node_id)
         self.controller = Controller(broker)

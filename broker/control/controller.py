@@ -152,6 +152,10 @@ class Controller:
             self.offline_replicas = {}
             for info in self.live.values():
                 self._sender(info)
+            # Every broker learns the whole cluster before any LeaderAndIsr from this controller
+            # (as Kafka's controller failover does): a broker that leads __transaction_state
+            # completes transactions at once, and must know their partitions' topics.
+            self._send_update_metadata(list(self.live), self._all_partitions())
             await self._init_new_partitions(list(self.topics))
             # A broker that died while no controller was watching (the old controller itself,
             # or any broker during the handover) is treated as if its death had been seen.

@@ -1,8 +1,10 @@
-"""Cluster metadata behind one interface: topics, partitions, brokers, controller.
+"""Cluster metadata behind one interface, `MetadataStore`: topics, partitions, brokers,
+controller, and the changes clients ask for.
 
 `LocalMetadataStore` is the embedded single-broker store (persisted as JSON in the first log
-dir); the ZooKeeper store in `zk/` implements the same interface. Handlers read
-`store.topics`, `store.brokers` etc. and call the mutators; they never know which store it is.
+dir); `broker.control.zk_metadata.ZkMetadataStore` is the store of a broker in a ZooKeeper
+cluster. Handlers and the rest of the broker read ``store.topics``, ``store.brokers`` etc. and
+call the interface's methods; they never know which store it is.
 """
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import os
 import re
 import uuid
 from pathlib import Path
+from typing import Callable, Protocol
 
 from josefk.broker.control.placement import (PlacementError, assign_additional_partitions,
                                              assign_replicas, validate_manual_assignment)
@@ -102,7 +105,54 @@ class BrokerInfo:
         return None if ep is None else BrokerInfo(self.node_id, *ep, self.rack, self.endpoints)
 
 
-def partition_exists(store, topic: str | None, index: int) -> bool:
+class MetadataStore(Protocol):
+    """What a broker knows of its cluster, and the metadata changes it makes for clients.
+
+    ``listeners`` are called ``fn(event, topic)`` after every change of a topic, with event
+    ``created``, ``changed`` (leaders, ISR, replicas), ``grown``, ``configured`` or ``deleted``.
+    Refused changes raise `MetadataError` with the Kafka error code to answer. A change may
+    complete at once (the single broker) or once the controller has acted on it (a cluster):
+    ``timeout_ms`` bounds that wait, as the request's timeout does in Kafka.
+    """
+
+    local: BrokerInfo  # this broker
+    brokers: dict[int, BrokerInfo]  # the live brokers by id
+    controller_id: int
+    cluster_id: str | None
+    topics: dict[str, TopicMeta]
+    topics_by_id: dict[uuid.UUID, TopicMeta]
+    listeners: list[Callable[[str, TopicMeta], None]]
+
+    def request_topic(self, name, num_partitions, replication_factor,
+                      configs) -> TopicMeta | None:
+        """Auto-creation: the topic, asking for its creation if it does not exist; None while
+        that is under way (the caller answers LEADER_NOT_AVAILABLE and the client retries)."""
+
+    async def create_topic(self, name, num_partitions, replication_factor, configs,
+                           validate_only=False, assignments=None,
+                           timeout_ms=30000) -> TopicMeta:
+        """CreateTopics: checked, placed (``assignments``: [(partition, replicas)] given by the
+        client) and created, or only checked with ``validate_only``."""
+
+    async def delete_topic(self, name, timeout_ms=30000) -> TopicMeta:
+        """DeleteTopics: the topic as it was."""
+
+    async def create_partitions(self, name, count, validate_only=False, assignments=None,
+                                timeout_ms=30000) -> TopicMeta:
+        """CreatePartitions: grow the topic to ``count`` partitions."""
+
+    async def alter_topic_configs(self, name, configs: dict) -> None:
+        """Replace the topic's config overrides (persisted; listeners hear ``configured``)."""
+
+    async def topic_configs(self, name) -> dict:
+        """The topic's config overrides ({} for none, or an unknown topic)."""
+
+    async def topics_exist(self, names) -> dict[str, bool]:
+        """Whether each topic exists in the cluster now, asked of the source of truth (the
+        cache may not have heard of a topic yet)."""
+
+
+def partition_exists(store: MetadataStore, topic: str | None, index: int) -> bool:
     """Whether ``topic`` has partition ``index`` in the cluster (hosted here or not)."""
     t = store.topics.get(topic) if topic is not None else None
     return t is not None and 0 <= index < len(t.partitions)
@@ -165,7 +215,8 @@ def plan_partitions(t: "TopicMeta", count, assignments, brokers: dict) -> dict[i
 
 
 class LocalMetadataStore:
-    """Single-broker metadata kept in ``<log dir>/josefk-metadata.json``."""
+    """Single-broker metadata kept in ``<log dir>/josefk-metadata.json`` (a `MetadataStore`):
+    every change is complete when it returns, so ``timeout_ms`` is never waited on."""
 
     FILE = "josefk-metadata.json"
 
@@ -177,9 +228,11 @@ class LocalMetadataStore:
         self.cluster_id = cluster_id
         self.topics: dict[str, TopicMeta] = {}
         self.topics_by_id: dict[uuid.UUID, TopicMeta] = {}
-        self.listeners = []  # callables(event, topic) with event in created/deleted/grown
-        # async callables(topic, new partition indexes) that make the partitions' storage before
-        # a create is persisted (slow work off the event loop; raise MetadataError to refuse)
+        self.listeners = []  # callables(event, topic), see MetadataStore
+        # Not in MetadataStore: async callables(topic, new partition indexes) that make the
+        # partitions' storage before a create is persisted (slow work off the event loop; raise
+        # MetadataError to refuse). Only the single broker hosts a topic the moment it exists; in
+        # a cluster each replica makes its logs when the controller's LeaderAndIsr reaches it.
         self.preparers = []
         if self.path.exists():
             data = json.loads(self.path.read_text())
@@ -210,7 +263,8 @@ class LocalMetadataStore:
             self._plan(name, num_partitions, replication_factor, configs, None))
 
     async def create_topic(self, name, num_partitions, replication_factor, configs,
-                           validate_only=False, assignments=None, timeout_ms=0) -> TopicMeta:
+                           validate_only=False, assignments=None,
+                           timeout_ms=30000) -> TopicMeta:
         t = self._plan(name, num_partitions, replication_factor, configs, assignments)
         if validate_only:
             return t
@@ -237,7 +291,7 @@ class LocalMetadataStore:
         self._notify("created", t)
         return t
 
-    async def delete_topic(self, name) -> TopicMeta:
+    async def delete_topic(self, name, timeout_ms=30000) -> TopicMeta:
         t = self.topics.pop(name, None)
         if t is None:
             raise MetadataError(errors.UNKNOWN_TOPIC_OR_PARTITION,
@@ -247,8 +301,8 @@ class LocalMetadataStore:
         self._notify("deleted", t)
         return t
 
-    async def create_partitions(self, name, count, validate_only=False,
-                                assignments=None) -> TopicMeta:
+    async def create_partitions(self, name, count, validate_only=False, assignments=None,
+                                timeout_ms=30000) -> TopicMeta:
         t = self.topics.get(name)
         if t is None:
             raise MetadataError(errors.UNKNOWN_TOPIC_OR_PARTITION,
@@ -265,8 +319,15 @@ class LocalMetadataStore:
             self._notify("grown", t)
         return t
 
-    def alter_topic_configs(self, name, configs: dict) -> None:
+    async def alter_topic_configs(self, name, configs: dict) -> None:
         t = self.topics[name]
         t.configs = dict(configs)
         self._save()
         self._notify("configured", t)
+
+    async def topic_configs(self, name) -> dict:
+        t = self.topics.get(name)
+        return t.configs if t is not None else {}
+
+    async def topics_exist(self, names) -> dict[str, bool]:
+        return {n: n in self.topics for n in names}

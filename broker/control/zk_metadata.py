@@ -19,6 +19,7 @@ from josefk.broker.control.metadata import (BrokerInfo, MetadataError, Partition
                                             plan_partitions, plan_topic)
 from josefk.broker.security.listeners import advertised_listeners, inter_broker_listener
 from josefk.wire import errors
+from josefk.zk import configs as zc
 from josefk.zk import state as zs
 from josefk.zk import znodes as zn
 
@@ -32,6 +33,10 @@ class BrokerIdInUse(RuntimeError):
 
 
 class ZkMetadataStore:
+    """The `MetadataStore` of a broker in a ZooKeeper cluster; beyond the interface, what the
+    cluster membership (`broker.control.cluster`) and the controller's requests use: start-up,
+    registration and the cache's update from UpdateMetadata."""
+
     def __init__(self, zk, local: BrokerInfo, config):
         self.zk = zk
         self.local = local
@@ -120,16 +125,25 @@ class ZkMetadataStore:
         self._changed.set()
 
     async def _load_configs(self, t):
+        """A new topic's configs, read after the topic arrived: its partitions, made with the
+        defaults meanwhile if they were, take them ("configured")."""
         try:
             t.configs = await self.zk.run(zs.read_topic_config, t.name)
         except Exception:  # noqa: BLE001 - keep the defaults; the next change reloads
             log.exception("cannot read the configs of topic %s", t.name)
+            return
+        if t.configs:
+            for fn in self.listeners:
+                fn("configured", t)
 
-    async def topic_configs(self, name: str) -> dict:
+    async def topic_configs(self, name) -> dict:
         t = self.topics.get(name)
         if t is not None and t.configs:
             return t.configs
         return await self.zk.run(zs.read_topic_config, name)
+
+    async def topics_exist(self, names) -> dict[str, bool]:
+        return await self.zk.run(zs.topics_exist, list(names))
 
     async def wait_for(self, ready, timeout_ms: int) -> bool:
         """Wait until ``ready()`` holds (checked at every metadata change) or the timeout."""
@@ -172,7 +186,8 @@ class ZkMetadataStore:
                                 f"after {timeout_ms} ms.")
         return self.topics.get(name, t)
 
-    def request_topic(self, name, num_partitions, replication_factor, configs):
+    def request_topic(self, name, num_partitions, replication_factor,
+                      configs) -> TopicMeta | None:
         """Auto-creation: the topic if it exists, else None after asking for it (the caller
         answers LEADER_NOT_AVAILABLE and the client retries, as with Kafka)."""
         t = self.topics.get(name)
@@ -217,3 +232,13 @@ class ZkMetadataStore:
         await self.zk.run(zs.add_partitions, name, t.topic_id, full)
         await self.wait_for(lambda: len(self.topics.get(name, t).partitions) >= count, timeout_ms)
         return t
+
+    async def alter_topic_configs(self, name, configs: dict) -> None:
+        """Written to the topic's config znode with a change notification, which every broker
+        (this one included) follows (`broker.dynamic`); this broker's cache takes it at once."""
+        await self.zk.run(zc.write_entity, zn.CONFIG_TOPICS, name, configs)
+        t = self.topics.get(name)
+        if t is not None:
+            t.configs = dict(configs)
+            for fn in self.listeners:
+                fn("configured", t)

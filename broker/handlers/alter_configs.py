@@ -84,7 +84,10 @@ async def _change(broker, ctx, res, new_overrides, validate_only) -> tuple[int, 
         else:
             validate_broker_configs(new, broker.config.topic_defaults(),
                                     broker.config.int("log.cleaner.threads"))
-            tls_reload.check(broker, res.resource_name, new)
+            try:
+                tls_reload.check(broker, res.resource_name, new)
+            except tls_reload.Refused as e:
+                raise MetadataError(errors.INVALID_REQUEST, str(e)) from None
             if not validate_only:
                 await broker.dynamic.alter_broker(res.resource_name, new)
     except MetadataError as e:

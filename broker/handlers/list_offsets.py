@@ -31,7 +31,7 @@ def handle_list_offsets(broker, ctx, req):
             if part is None or not may_describe:
                 parts_out.append(R.ListOffsetsPartitionResponse(
                     partition_index=p.partition_index,
-                    error_code=broker.not_hosted_error(t.name, p.partition_index) if may_describe
+                    error_code=broker.replicas.not_hosted_error(t.name, p.partition_index) if may_describe
                     else errors.TOPIC_AUTHORIZATION_FAILED, timestamp=-1, offset=-1,
                     leader_epoch=-1))
                 continue

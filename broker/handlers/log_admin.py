@@ -2,63 +2,29 @@
 with its partitions' sizes and offset lag, and the dir's total and usable bytes)."""
 from __future__ import annotations
 
-import asyncio
 import os
 from pathlib import Path
 
-from josefk.storage.errors import OffsetOutOfRange
 from josefk.wire import errors
 from josefk.wire.apis import DELETE_RECORDS, DESCRIBE_LOG_DIRS
 
-HIGH_WATERMARK = -1  # DeleteRecords offset meaning "everything below the high watermark"
-
 
 async def handle_delete_records(broker, ctx, req):
+    """Like Kafka's delayed DeleteRecords: answered once every live replica's log starts at
+    the offset (`ReplicaManager.delete_records`), or at the timeout."""
     R = DELETE_RECORDS.Response
-    deadline = asyncio.get_running_loop().time() + req.timeout_ms / 1000
-    waits = []
+    results = iter(await broker.replicas.delete_records(
+        [(t.name, p.partition_index, p.offset) for t in req.topics for p in t.partitions],
+        req.timeout_ms))
     topics = []
     for t in req.topics:
         parts = []
-        topics.append(R.DeleteRecordsTopicResult(name=t.name, partitions=parts))
         for p in t.partitions:
-            res = R.DeleteRecordsPartitionResult(partition_index=p.partition_index,
-                                                 low_watermark=-1, error_code=errors.NONE)
-            parts.append(res)
-            part = broker.replicas.leader_partition(t.name, p.partition_index)
-            if part is None:
-                res.error_code = broker.not_hosted_error(t.name, p.partition_index)
-                continue
-            lg = part.log
-            offset = lg.high_watermark if p.offset == HIGH_WATERMARK else p.offset
-            try:
-                # Dropping whole segments unlinks files: off the event loop (the log locks).
-                await asyncio.to_thread(lg.delete_records_before, offset)
-            except OffsetOutOfRange:
-                res.error_code = errors.OFFSET_OUT_OF_RANGE
-                continue
-            waits.append(_wait_for_replicas(broker, part, offset, deadline, res))
-    # Like Kafka's delayed DeleteRecords: answer once every live replica's log starts at the
-    # offset (the followers move theirs from the leader's in fetch responses), or time out.
-    await asyncio.gather(*waits)
+            code, low = next(results)
+            parts.append(R.DeleteRecordsPartitionResult(partition_index=p.partition_index,
+                                                        low_watermark=low, error_code=code))
+        topics.append(R.DeleteRecordsTopicResult(name=t.name, partitions=parts))
     return R(topics=topics)
-
-
-async def _wait_for_replicas(broker, part, offset, deadline, res) -> None:
-    loop = asyncio.get_running_loop()
-    while True:
-        if not part.is_leader:
-            res.error_code = errors.NOT_LEADER_OR_FOLLOWER
-            return
-        low = part.low_watermark(broker.metadata.brokers)
-        if low >= offset:
-            res.low_watermark = low
-            return
-        remaining = deadline - loop.time()
-        if remaining <= 0:
-            res.error_code = errors.REQUEST_TIMED_OUT
-            return
-        await part.low_watermark_moved(remaining)
 
 
 def handle_describe_log_dirs(broker, ctx, req):

@@ -108,7 +108,7 @@ def handle_update_metadata(broker, ctx, req):
     if not err:
         if ctx.version < 5:
             return UPDATE_METADATA.Response(error_code=errors.UNSUPPORTED_VERSION)
-        broker.metadata.apply_update_metadata(req)
+        broker.cluster.metadata.apply_update_metadata(req)  # only a cluster's store has a cache
     return UPDATE_METADATA.Response(error_code=err)
 
 
@@ -211,7 +211,7 @@ def handle_offset_for_leader_epoch(broker, ctx, req):
             if not may:
                 code = errors.TOPIC_AUTHORIZATION_FAILED
             elif part is None:
-                code = broker.not_hosted_error(t.topic, p.partition)
+                code = broker.replicas.not_hosted_error(t.topic, p.partition)
             elif not part.is_leader and not from_follower:
                 code = errors.NOT_LEADER_OR_FOLLOWER
             else:

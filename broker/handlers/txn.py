@@ -199,7 +199,7 @@ def handle_describe_producers(broker, ctx, req):
             part = broker.replicas.leader_partition(t.name, index)
             if part is None:
                 parts.append(PR(partition_index=index,
-                                error_code=broker.not_hosted_error(t.name, index)))
+                                error_code=broker.replicas.not_hosted_error(t.name, index)))
                 continue
             parts.append(PR(partition_index=index, active_producers=[
                 PR.ProducerState(producer_id=pid, producer_epoch=e.epoch,

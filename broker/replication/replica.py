@@ -1,5 +1,6 @@
-"""Partitions this broker hosts, as leader or follower: appends (acks, idempotence,
-min.insync.replicas), reads, the high watermark, the ISR and delayed fetch/produce.
+"""Partitions this broker hosts, as leader or follower, and the replica manager that answers
+for them: appends (acks, idempotence, min.insync.replicas), reads, the high watermark, the ISR
+and the requests that wait on them.
 
 A `Partition` wraps a storage `Log`. Its role comes from the controller (LeaderAndIsr) or, on
 a single broker without ZooKeeper, from the local metadata store (leader of everything, the ISR
@@ -7,7 +8,15 @@ is itself). As leader it tracks every follower's log end offset from their fetch
 watermark is the smallest log end offset over the ISR and never moves back; followers that fall
 behind for replica.lag.time.max.ms leave the ISR and come back once caught up, through
 AlterPartition requests to the controller (`isr_changes`). As follower it is appended to by a
-replica fetcher (`broker.fetcher`).
+replica fetcher (`fetcher.py`).
+
+The `ReplicaManager` is what the Produce, Fetch and DeleteRecords handlers call, as Kafka's:
+``append_records`` (acks=all waits in a delayed produce until the ISR has the batches),
+``fetch_messages`` (a follower's fetch moves its state, the ISR and the high watermark; a
+consumer's reads up to the high watermark or, read_committed, the last stable offset with the
+aborted transactions to drop; a fetch short of min_bytes waits in a delayed fetch, woken by
+appends) and ``delete_records``. The waits park in ``purgatory.py``. The handlers map the wire
+to these calls and their results back; nothing here knows the wire's versions.
 """
 from __future__ import annotations
 
@@ -15,18 +24,25 @@ import asyncio
 import logging
 import time
 
-from josefk.broker.control.metadata import MetadataError
+from josefk.broker.control.metadata import MetadataError, partition_exists
 from josefk.broker.replication.producer_state import ProducerStateTable
+from josefk.broker.replication.purgatory import (AcksWatchers, DelayedFetch, Watchers,
+                                                 wait_replicated)
 from josefk.storage.config import LogConfig
 from josefk.storage.errors import InvalidConfig, OffsetOutOfRange, RecordTooLarge, StorageError
 from josefk.storage.manager import remove_dirs
-from josefk.wire import errors
-from josefk.wire.batch import (CorruptRecord, InvalidRecord, crc_ok, iter_headers, read_header,
-                               validate_batches)
+from josefk.wire import errors, legacy
+from josefk.wire.batch import (MAGIC_OFFSET, CorruptRecord, InvalidRecord, crc_ok, iter_headers,
+                               read_header, validate_batches)
 from josefk.wire.records import CONTROL_ABORT, CONTROL_COMMIT, build_batch, control_record
 from josefk.wire.validate import validate_records
 
 log = logging.getLogger("josefk.replica")
+
+# Record ranges at least this long are sent from the segment file with sendfile; shorter ones
+# are cheaper to copy.
+ZERO_COPY_MIN = 16 * 1024
+HIGH_WATERMARK = -1  # DeleteRecords offset meaning "everything below the high watermark"
 
 
 def _now_ms() -> int:
@@ -47,6 +63,12 @@ class AppendResult:
         self.record_errors = record_errors  # (index in batch, message) pairs
         self.log_append_time = log_append_time  # the time stamped in, on a LogAppendTime topic
 
+    @property
+    def appended(self) -> bool:
+        """The records are in the log (or were already: a duplicate), whatever the acks=all
+        wait answered after; False when the append was refused."""
+        return self.next_offset >= 0
+
 
 class ReadResult:
     __slots__ = ("error", "records", "high_watermark", "last_stable_offset", "log_start_offset",
@@ -61,6 +83,22 @@ class ReadResult:
         self.log_start_offset = log_start_offset
         self.diverging_epoch = diverging_epoch  # (epoch, end offset) for a follower to truncate to
         self.aborted = aborted  # read_committed: [(producer id, first offset)] in the range
+
+
+class FetchParams:
+    """What a fetch asks of every partition it reads (Kafka's FetchParams)."""
+
+    __slots__ = ("replica_id", "max_wait_ms", "min_bytes", "max_bytes", "read_committed",
+                 "magic")
+
+    def __init__(self, replica_id, max_wait_ms, min_bytes, max_bytes, read_committed=False,
+                 magic=2):
+        self.replica_id = replica_id  # the fetching follower's broker id; -1 for a consumer
+        self.max_wait_ms, self.min_bytes, self.max_bytes = max_wait_ms, min_bytes, max_bytes
+        self.read_committed = read_committed
+        # the message format read: 2 the stored batches as they are, 0 or 1 converted down
+        # (where the topic allows it)
+        self.magic = magic
 
 
 class FollowerState:
@@ -93,8 +131,8 @@ class PartitionState:
 class Partition:
     __slots__ = ("topic", "index", "topic_id", "log", "node_id", "leader", "leader_epoch",
                  "partition_epoch", "replicas", "isr", "pending_isr", "followers", "producers",
-                 "waiters", "acks_waiters", "config", "min_insync", "manager",
-                 "epoch_start_offset", "low_waiters")
+                 "fetches_waiting", "acks_waiting", "config", "min_insync", "manager",
+                 "epoch_start_offset", "deletes_waiting")
 
     def __init__(self, manager, topic, index, log_, config: LogConfig):
         self.manager = manager
@@ -115,9 +153,9 @@ class Partition:
         self.epoch_start_offset = 0
         self.producers = ProducerStateTable()
         self.producers.load(log_)
-        self.waiters: list[asyncio.Future] = []  # fetches waiting for data
-        self.acks_waiters: list[tuple[int, asyncio.Future]] = []  # acks=all produces
-        self.low_waiters: list[asyncio.Future] = []  # DeleteRecords waiting for the followers
+        self.fetches_waiting = Watchers()  # fetches waiting for data
+        self.acks_waiting = AcksWatchers()  # acks=all produces
+        self.deletes_waiting = Watchers()  # DeleteRecords waiting for the followers
 
     @property
     def is_leader(self) -> bool:
@@ -150,9 +188,7 @@ class Partition:
         self._apply(st)
         self.followers = {}
         self.pending_isr = None
-        self._fail_acks_waiters(errors.NOT_LEADER_OR_FOLLOWER)
-        self.wake()
-        self._wake_low_waiters()
+        self._release_waiting()
 
     def _apply(self, st: PartitionState):
         self.leader = st.leader
@@ -165,15 +201,26 @@ class Partition:
 
     def stop(self) -> None:
         self.leader = -1
-        self._fail_acks_waiters(errors.NOT_LEADER_OR_FOLLOWER)
-        self.wake()
-        self._wake_low_waiters()
+        self._release_waiting()
+
+    def _release_waiting(self) -> None:
+        """Not the leader any more: acks=all appends fail, fetches and DeleteRecords look
+        again."""
+        self.acks_waiting.fail(errors.NOT_LEADER_OR_FOLLOWER)
+        self.fetches_waiting.wake()
+        self.deletes_waiting.wake()
 
     # -- leader: append -------------------------------------------------------------------------
-    def append(self, records, acks: int) -> AppendResult:
+    def append(self, records, acks: int, old_formats: bool = False) -> AppendResult:
+        """Append a client's batches. ``old_formats`` (Produce v0-2): message formats v0/v1
+        are stored as one v2 batch, as Kafka converts them to the log's format; Kafka does not
+        check the magic for these versions, so v2 batches sent with them are taken as they
+        are."""
         if not self.is_leader:
             return AppendResult(errors.NOT_LEADER_OR_FOLLOWER)
         try:
+            if old_formats and not (len(records) > MAGIC_OFFSET and records[MAGIC_OFFSET] == 2):
+                records = legacy.to_batch(records)
             batches = validate_batches(records)
             # Kafka refuses an oversized batch before it looks at its records.
             oversized = self._oversized(batches)
@@ -235,9 +282,9 @@ class Partition:
             return self._storage_error(e)
         if idempotent:
             self.producers.update(h, first, last)
-        if self._advance_hwm() and self.acks_waiters:
-            self._complete_acks_waiters()
-        self.wake()
+        if self._advance_hwm() and self.acks_waiting.waiting:
+            self.acks_waiting.complete(lg.high_watermark)
+        self.fetches_waiting.wake()
         return AppendResult(errors.NONE, first, lg.log_start_offset, next_offset=last + 1,
                             log_append_time=h.max_timestamp
                             if self.config.message_timestamp_type == "LogAppendTime" else -1)
@@ -256,12 +303,14 @@ class Partition:
         h = read_header(buf, 0)
         try:
             first, _last = self.log.append(buf, [h], leader_epoch=self.leader_epoch)
+        except RecordTooLarge as e:  # max.message.bytes below a marker's size: Kafka refuses too
+            return AppendResult(errors.MESSAGE_TOO_LARGE, message=str(e))
         except OSError as e:
             return self._storage_error(e)
         self.producers.end_txn(producer_id, producer_epoch, kind, first, coordinator_epoch,
                                h.max_timestamp)
         self.maybe_advance_hwm()
-        self.wake()
+        self.fetches_waiting.wake()
         return AppendResult(errors.NONE, first, self.log.log_start_offset, next_offset=first + 1)
 
     def _storage_error(self, e: OSError) -> AppendResult:
@@ -272,30 +321,6 @@ class Partition:
 
     def replicated(self, next_offset: int) -> bool:
         return self.log.high_watermark >= next_offset
-
-    async def wait_replicated(self, next_offset: int, timeout_ms: int) -> int:
-        """acks=all: wait until the high watermark passes ``next_offset``. Returns the error
-        code to answer (NONE, NOT_ENOUGH_REPLICAS_AFTER_APPEND, REQUEST_TIMED_OUT...)."""
-        if not self.replicated(next_offset):
-            fut = asyncio.get_running_loop().create_future()
-            self.acks_waiters.append((next_offset, fut))
-            try:
-                code = await asyncio.wait_for(fut, timeout_ms / 1000)
-            except asyncio.TimeoutError:
-                return errors.REQUEST_TIMED_OUT
-            finally:
-                self.acks_waiters = [w for w in self.acks_waiters if w[1] is not fut]
-            if code:
-                return code
-        if len(self.isr) < self.min_insync:
-            return errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND
-        return errors.NONE
-
-    def _fail_acks_waiters(self, code):
-        waiters, self.acks_waiters = self.acks_waiters, []
-        for _, fut in waiters:
-            if not fut.done():
-                fut.set_result(code)
 
     # -- leader: followers, high watermark, ISR -----------------------------------------------------
     def update_follower(self, replica_id: int, fetch_offset: int, now_ms: int,
@@ -308,7 +333,7 @@ class Partition:
             return False
         if log_start_offset != st.log_start:
             st.log_start = log_start_offset
-            self._wake_low_waiters()
+            self.deletes_waiting.wake()
         leo = self.log.log_end_offset
         if fetch_offset >= leo:
             st.caught_up_ms = now_ms
@@ -335,29 +360,10 @@ class Partition:
                 low = min(low, st.log_start if st is not None else -1)
         return low
 
-    async def low_watermark_moved(self, timeout_s: float) -> None:
-        """Wait (at most ``timeout_s``) until a follower reports another log start offset or
-        this replica stops leading."""
-        fut = asyncio.get_running_loop().create_future()
-        self.low_waiters.append(fut)
-        try:
-            await asyncio.wait_for(fut, timeout_s)
-        except asyncio.TimeoutError:
-            pass
-        finally:
-            if fut in self.low_waiters:
-                self.low_waiters.remove(fut)
-
-    def _wake_low_waiters(self):
-        waiters, self.low_waiters = self.low_waiters, []
-        for f in waiters:
-            if not f.done():
-                f.set_result(None)
-
     def maybe_advance_hwm(self) -> None:
         if self._advance_hwm():
-            self._complete_acks_waiters()
-            self.wake()
+            self.acks_waiting.complete(self.log.high_watermark)
+            self.fetches_waiting.wake()
 
     def _advance_hwm(self) -> bool:
         """Move the high watermark up to the smallest log end offset over the ISR (counting a
@@ -377,17 +383,6 @@ class Partition:
             lg.high_watermark = new
             return True
         return False
-
-    def _complete_acks_waiters(self):
-        hwm = self.log.high_watermark
-        keep = []
-        for off, fut in self.acks_waiters:
-            if off <= hwm:
-                if not fut.done():
-                    fut.set_result(errors.NONE)
-            else:
-                keep.append((off, fut))
-        self.acks_waiters = keep
 
     def maybe_shrink_isr(self, now_ms: int, lag_max_ms: int) -> None:
         if not self.is_leader or self.pending_isr is not None:
@@ -416,14 +411,6 @@ class Partition:
         self.pending_isr = None
 
     # -- reads --------------------------------------------------------------------------------------
-    def wake(self):
-        waiters = self.waiters
-        if waiters:
-            self.waiters = []
-            for f in waiters:
-                if not f.done():
-                    f.set_result(None)
-
     def read(self, offset: int, max_bytes: int, min_one: bool,
              replica_id: int = -1, last_fetched_epoch: int = -1,
              zero_copy_min: int = 0, read_committed: bool = False) -> ReadResult:
@@ -491,7 +478,7 @@ class Partition:
             for h in batches:
                 self.producers.apply(h, records)
         lg.high_watermark = min(leader_hwm, lg.log_end_offset)
-        self.wake()
+        self.fetches_waiting.wake()
 
 
 def topic_log_config(broker_config, topic_configs: dict) -> LogConfig:
@@ -499,11 +486,13 @@ def topic_log_config(broker_config, topic_configs: dict) -> LogConfig:
 
 
 class ReplicaManager:
-    """Every partition replica on this broker, keyed by (topic, partition)."""
+    """Every partition replica on this broker, keyed by (topic, partition), and the requests
+    that read and write them."""
 
-    def __init__(self, broker_config, log_manager, node_id: int, isr_changes=None):
+    def __init__(self, broker_config, log_manager, metadata, node_id: int, isr_changes=None):
         self.config = broker_config
         self.logs = log_manager
+        self.metadata = metadata  # the cluster's topics, to tell unknown from led elsewhere
         self.node_id = node_id
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.offline: set[tuple[str, int]] = set()  # replicas whose log cannot be served
@@ -669,33 +658,198 @@ class ReplicaManager:
             if part.followers:
                 part.maybe_shrink_isr(now, self.lag_max_ms)
 
-    def watch(self, partitions) -> "DataWaiter":
-        """Start watching ``partitions`` for appends (see `DataWaiter`)."""
-        return DataWaiter(partitions)
+    def not_hosted_error(self, topic, index) -> int:
+        """What a request for a partition this broker does not lead gets: KAFKA_STORAGE_ERROR
+        if its replica here is offline (its log dir failed), NOT_LEADER_OR_FOLLOWER if the
+        partition exists in the cluster, else UNKNOWN_TOPIC_OR_PARTITION."""
+        if (topic, index) in self.offline:
+            return errors.KAFKA_STORAGE_ERROR
+        if partition_exists(self.metadata, topic, index):
+            return errors.NOT_LEADER_OR_FOLLOWER
+        return errors.UNKNOWN_TOPIC_OR_PARTITION
 
+    # -- produce -------------------------------------------------------------------------------
+    def append_records(self, topics, acks: int, timeout_ms: int, respond,
+                       old_formats: bool = False):
+        """Append clients' batches, in order: ``topics`` is [(topic, [partition data: .index,
+        .records])]. With acks=all the answer waits (a delayed produce) until the ISR has
+        every batch appended, at most ``timeout_ms``. ``respond`` maps the results, [[an
+        `AppendResult` per partition] per topic], to the answer: returned at once when nothing
+        waits, else by the coroutine returned. ``old_formats``: see `Partition.append`."""
+        partitions = self.partitions
+        results = []
+        waits = []  # (partition, result) of acks=all appends the ISR does not have yet
+        for topic, partition_data in topics:
+            out = []
+            for pd in partition_data:
+                part = partitions.get((topic, pd.index))
+                if part is None or not part.is_leader:
+                    res = AppendResult(self.not_hosted_error(topic, pd.index))
+                elif pd.records is None:
+                    res = AppendResult(errors.CORRUPT_MESSAGE)
+                else:
+                    res = part.append(pd.records, acks, old_formats)
+                    if acks == -1 and not res.error and not part.replicated(res.next_offset):
+                        waits.append((part, res))
+                out.append(res)
+            results.append(out)
+        if not waits:
+            return respond(results)
+        return self._respond_replicated(waits, timeout_ms, results, respond)
 
-class DataWaiter:
-    """A future woken by the next append to any of the watched partitions. Registering happens
-    at construction, synchronously, so no append can slip in before the wait begins."""
+    @staticmethod
+    async def _respond_replicated(waits, timeout_ms, results, respond):
+        codes = await asyncio.gather(*(wait_replicated(part, res.next_offset, timeout_ms)
+                                       for part, res in waits))
+        for (_part, res), code in zip(waits, codes):
+            if code:
+                res.error = code
+                if code != errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND:
+                    res.base_offset = -1
+        return respond(results)
 
-    __slots__ = ("partitions", "future")
+    # -- fetch ---------------------------------------------------------------------------------
+    def fetch_messages(self, params: FetchParams, reads, respond):
+        """Read ``reads``, [(topic, [fetch partition], last answers)]: each fetch partition has
+        Kafka's fields (.partition, .fetch_offset, .partition_max_bytes, .current_leader_epoch,
+        .last_fetched_epoch, .log_start_offset); ``last answers`` is None or, for a consumer's
+        incremental fetch session (KIP-227), what the session last answered for each partition
+        (.high_watermark, .last_stable_offset, .log_start_offset). ``respond`` maps the results,
+        [[(fetch partition, `ReadResult`)] per read], to the answer: returned at once when the
+        fetch has min_bytes, an error or divergence to tell, or may not wait; else by the
+        coroutine returned, which waits (a delayed fetch) up to max_wait_ms for appends to the
+        partitions read, reading again each time one comes."""
+        results, size, ready, watch = self._read(params, reads)
+        if ready or size >= params.min_bytes or params.max_wait_ms <= 0 or not watch:
+            return respond(results)
+        # Register before returning: an append handled before the coroutine first runs must
+        # wake it.
+        return self._respond_fetched(params, reads, respond, DelayedFetch(watch))
 
-    def __init__(self, partitions):
-        self.partitions = partitions
-        self.future = asyncio.get_running_loop().create_future()
-        for p in partitions:
-            p.waiters.append(self.future)
+    async def _respond_fetched(self, params, reads, respond, waiter):
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + params.max_wait_ms / 1000
+        while True:
+            await waiter.wait(deadline - loop.time())
+            results, size, ready, watch = self._read(params, reads)
+            if ready or size >= params.min_bytes or loop.time() >= deadline or not watch:
+                return respond(results)
+            waiter = DelayedFetch(watch)
 
-    async def wait(self, timeout_s: float) -> None:
-        """Sleep until an append or ``timeout_s`` passes, then stop watching."""
-        try:
-            if timeout_s > 0:
-                await asyncio.wait_for(self.future, timeout_s)
-        except asyncio.TimeoutError:
-            pass
-        finally:
-            for p in self.partitions:
-                try:
-                    p.waiters.remove(self.future)
-                except ValueError:
-                    pass
+    def _read(self, params: FetchParams, reads):
+        """One pass over ``reads``: (results, bytes, ready, partitions to watch); ``ready`` when
+        an error or a divergence must be answered at once. A follower's fetch reads up to the
+        log end and moves its state first (`Partition.update_follower`). With last answers, a
+        partition the consumer is caught up on (fetch offset at the high watermark, or the last
+        stable offset for read_committed) whose high watermark, last stable offset and log
+        start offset are those last answered, with no fencing or divergence now, would be left
+        out of the answer, so it is only watched for new data: a few comparisons instead of a
+        read and a result."""
+        partitions = self.partitions
+        replica_id = params.replica_id
+        follower = replica_id >= 0
+        now_ms = _now_ms() if follower else 0
+        read_committed = params.read_committed
+        magic = params.magic
+        zero_copy_min = ZERO_COPY_MIN if magic == 2 else 0
+        remaining = params.max_bytes
+        size = 0
+        ready = False
+        watch = []
+        results = []
+        for topic, fps, last in reads:
+            if follower:
+                last = None  # a follower's every fetch moves its state
+            out = []
+            results.append(out)
+            for k, fp in enumerate(fps):
+                part = partitions.get((topic, fp.partition))
+                if part is None or not part.is_leader:
+                    ready = True
+                    out.append((fp, ReadResult(self.not_hosted_error(topic, fp.partition))))
+                    continue
+                if last is not None:
+                    c = last[k]
+                    lg = part.log
+                    hwm = lg.high_watermark
+                    # The last stable offset is the high watermark unless a transaction is open.
+                    lso = part.last_stable_offset if part.producers.ongoing else hwm
+                    if (hwm == c.high_watermark and lso == c.last_stable_offset
+                            and lg.log_start_offset == c.log_start_offset
+                            and fp.fetch_offset == (lso if read_committed else hwm)
+                            and fp.fetch_offset >= c.log_start_offset
+                            and (fp.current_leader_epoch < 0
+                                 or fp.current_leader_epoch == part.leader_epoch)
+                            and (fp.last_fetched_epoch < 0
+                                 or fp.last_fetched_epoch == lg.epochs.latest_epoch)):
+                        watch.append(part)
+                        continue
+                err = part.check_leader_epoch(fp.current_leader_epoch)
+                if not err and magic < 2 and not part.config.message_downconversion_enable:
+                    err = errors.UNSUPPORTED_VERSION
+                if not err and follower and not part.update_follower(
+                        replica_id, fp.fetch_offset, now_ms, fp.log_start_offset):
+                    err = errors.NOT_LEADER_OR_FOLLOWER  # not a replica of this partition
+                if err:
+                    ready = True
+                    out.append((fp, ReadResult(err)))
+                    continue
+                res = part.read(fp.fetch_offset, min(fp.partition_max_bytes, remaining),
+                                min_one=size == 0, replica_id=replica_id,
+                                last_fetched_epoch=fp.last_fetched_epoch,
+                                zero_copy_min=zero_copy_min, read_committed=read_committed)
+                if res.error or res.diverging_epoch is not None:
+                    ready = True
+                else:
+                    n = len(res.records)
+                    if magic < 2:
+                        try:
+                            res.records = legacy.down_convert(res.records, magic,
+                                                              fp.fetch_offset)
+                        except legacy.UnsupportedDownConversion:
+                            ready = True
+                            out.append((fp, ReadResult(errors.UNSUPPORTED_COMPRESSION_TYPE)))
+                            continue
+                    size += n
+                    remaining = max(0, remaining - n)
+                    watch.append(part)
+                out.append((fp, res))
+        return results, size, ready, watch
+
+    # -- DeleteRecords ---------------------------------------------------------------------------
+    async def delete_records(self, requests, timeout_ms: int) -> list[tuple[int, int]]:
+        """Move the log start offsets of ``requests``, [(topic, index, offset or
+        HIGH_WATERMARK)], one after the other, then wait (a delayed DeleteRecords) until every
+        live replica's log starts there (the followers move theirs from the leader's in fetch
+        responses), at most ``timeout_ms``. Returns (error, low watermark) per request."""
+        deadline = asyncio.get_running_loop().time() + timeout_ms / 1000
+        answers = []  # (error, low watermark), or the coroutine waiting for it
+        for topic, index, offset in requests:
+            part = self.leader_partition(topic, index)
+            if part is None:
+                answers.append((self.not_hosted_error(topic, index), -1))
+                continue
+            lg = part.log
+            offset = lg.high_watermark if offset == HIGH_WATERMARK else offset
+            try:
+                # Dropping whole segments unlinks files: off the event loop (the log locks).
+                await asyncio.to_thread(lg.delete_records_before, offset)
+            except OffsetOutOfRange:
+                answers.append((errors.OFFSET_OUT_OF_RANGE, -1))
+                continue
+            answers.append(self._low_watermark_reached(part, offset, deadline))
+        waited = iter(await asyncio.gather(*(a for a in answers if type(a) is not tuple)))
+        return [a if type(a) is tuple else next(waited) for a in answers]
+
+    async def _low_watermark_reached(self, part, offset, deadline) -> tuple[int, int]:
+        loop = asyncio.get_running_loop()
+        while True:
+            if not part.is_leader:
+                return errors.NOT_LEADER_OR_FOLLOWER, -1
+            low = part.low_watermark(self.metadata.brokers)
+            if low >= offset:
+                return errors.NONE, low
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return errors.REQUEST_TIMED_OUT, -1
+            await part.deletes_waiting.wait(remaining)

@@ -11,6 +11,7 @@ import re
 import ssl
 import tempfile
 import time
+from pathlib import Path
 
 from josefk.broker.config import ConfigError
 from josefk.zk.znodes import Endpoint, ZNodeError
@@ -103,6 +104,15 @@ def _pem_file(directory: str, name: str, text: str) -> str:
     return path
 
 
+def _from_file(setting: str, path: str, load):
+    """``load()``, with the setting and the file named in a failure (ssl's own errors name
+    neither: "[Errno 2] No such file or directory")."""
+    try:
+        return load()
+    except (OSError, ssl.SSLError) as e:
+        raise ConfigError(f"{setting} {path}: {e.strerror or e}") from None
+
+
 def _lookup(config, listener: str):
     return lambda name: listener_value(config, listener, name)
 
@@ -115,8 +125,7 @@ def pkcs12_store(get, store: str):
     location, password = get(f"ssl.{store}.location"), get(f"ssl.{store}.password")
     if not location:
         raise ConfigError(f"ssl.{store}.type PKCS12 needs ssl.{store}.location")
-    with open(location, "rb") as f:
-        data = f.read()
+    data = _from_file(f"ssl.{store}.location", location, Path(location).read_bytes)
     try:
         p12 = pkcs12.load_pkcs12(data, password.encode() if password else None)
     except ValueError as e:
@@ -159,9 +168,13 @@ def load_keystore(ctx: ssl.SSLContext, get, required: bool = True) -> None:
         _load_pem_chain(ctx, get("ssl.keystore.key"),
                         get("ssl.keystore.certificate.chain") or "", password)
     elif get("ssl.keystore.location"):
-        ctx.load_cert_chain(get("ssl.keystore.location"), password=password)
+        path = get("ssl.keystore.location")
+        _from_file("ssl.keystore.location", path, lambda: ctx.load_cert_chain(path,
+                                                                              password=password))
     elif get("ssl.certificate.location"):
-        ctx.load_cert_chain(get("ssl.certificate.location"), get("ssl.key.location"), password)
+        cert, key = get("ssl.certificate.location"), get("ssl.key.location")
+        _from_file("ssl.certificate.location/ssl.key.location", f"{cert} {key or ''}".strip(),
+                   lambda: ctx.load_cert_chain(cert, key, password))
     elif required:
         raise ConfigError("TLS needs ssl.keystore.location or ssl.keystore.key")
 
@@ -176,7 +189,9 @@ def load_truststore(ctx: ssl.SSLContext, get) -> None:
     elif get("ssl.truststore.certificates"):
         ctx.load_verify_locations(cadata=get("ssl.truststore.certificates").replace("\\n", "\n"))
     elif get("ssl.truststore.location") or get("ssl.ca.location"):
-        ctx.load_verify_locations(cafile=get("ssl.truststore.location") or get("ssl.ca.location"))
+        setting = "ssl.truststore.location" if get("ssl.truststore.location") else "ssl.ca.location"
+        path = get(setting)
+        _from_file(setting, path, lambda: ctx.load_verify_locations(cafile=path))
 
 
 def server_ssl_context(config, listener: str) -> ssl.SSLContext:

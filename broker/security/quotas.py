@@ -18,7 +18,7 @@ import os
 import time
 from pathlib import Path
 
-from josefk.broker.handlers.fetch import fetching_replica_id
+from josefk.wire.apis.fetch import fetching_replica_id
 
 PRODUCE, FETCH, REQUEST = "producer_byte_rate", "consumer_byte_rate", "request_percentage"
 KEYS = (PRODUCE, FETCH, REQUEST, "controller_mutation_rate")

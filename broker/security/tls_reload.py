@@ -12,14 +12,16 @@ import logging
 import re
 
 from josefk.broker.config import DEFAULTS, ConfigError
-from josefk.broker.control.metadata import MetadataError
 from josefk.broker.security.listeners import (RELOADABLE_TLS, listener_value, pkcs12_store,
                                               server_ssl_context, tls_settings)
-from josefk.wire import errors
 
 log = logging.getLogger("josefk.tls")
 
 _PREFIXED = re.compile(r"listener\.name\.[^.]+\.(.+)")
+
+
+class Refused(ValueError):
+    """A change of a listener's stores that Kafka refuses (answered INVALID_REQUEST)."""
 
 
 def reloadable(name: str) -> bool:
@@ -41,15 +43,14 @@ class _Layers:
 
 
 def check(broker, resource_name: str, overrides: dict) -> None:
-    """Raise MetadataError(INVALID_REQUEST) when the new overrides of broker ``resource_name``
+    """Raise `Refused` when the new overrides of broker ``resource_name``
     ("" = the cluster default) would give a TLS listener stores that do not load or a
     certificate Kafka would refuse."""
     names = sorted(n for n in overrides if reloadable(n))
     where = f"ConfigResource(type=BROKER, name='{resource_name}')"
     if resource_name == "" and names:
-        raise MetadataError(errors.INVALID_REQUEST, f"Invalid config value for resource {where}: "
-                            "Cannot update these configs at default cluster level, broker id "
-                            f"must be specified: {', '.join(names)}")
+        raise Refused(f"Invalid config value for resource {where}: Cannot update these configs "
+                      f"at default cluster level, broker id must be specified: {', '.join(names)}")
     new = _Layers(broker, overrides)
     for listener in broker.listeners:
         if not listener.tls or tls_settings(new, listener.name) == listener.tls_settings:
@@ -58,9 +59,8 @@ def check(broker, resource_name: str, overrides: dict) -> None:
             server_ssl_context(new, listener.name)
             _same_identity(broker.config, new, listener.name)
         except ConfigError as e:
-            raise MetadataError(errors.INVALID_REQUEST, f"Invalid config value for resource "
-                                f"{where}: Validation of dynamic config update of SSLFactory "
-                                f"failed: {e}") from None
+            raise Refused(f"Invalid config value for resource {where}: Validation of dynamic "
+                          f"config update of SSLFactory failed: {e}") from None
 
 
 def _same_identity(old_config, new_config, listener: str) -> None:

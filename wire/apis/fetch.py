@@ -80,3 +80,10 @@ FETCH = Api(1, "Fetch", versions="0-17", flexible="12+", request=[
         Field("rack", STRING, "16+", nullable="16+", default=None),
     ], "16+", tag=0, struct="NodeEndpoint"),
 ])
+
+
+def fetching_replica_id(req, version: int) -> int:
+    """The fetching follower's broker id, or -1 for a consumer (v15+ carry it in ReplicaState)."""
+    if version >= 15:
+        return req.replica_state.replica_id if req.replica_state is not None else -1
+    return req.replica_id

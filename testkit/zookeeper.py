@@ -2,7 +2,7 @@
 
 Import the fixtures into ``compat_tests/conftest.py``::
 
-    from compat_tests.zookeeper import zk_chroot, zk_connect, zookeeper  # noqa: F401  (fixtures)
+    from testkit.zookeeper import zk_chroot, zk_connect, zookeeper  # noqa: F401  (fixtures)
 
 ``zookeeper`` is a started ``zk.local_server.LocalZooKeeper`` shared by the whole session (it is
 skipped, with the install command as the reason, where Java or ZooKeeper is missing).

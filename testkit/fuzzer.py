@@ -7,7 +7,7 @@ Two kinds of input, both framed like a client's:
   allows them, real and broken record batches), encoded with our own encoders, so that every
   handler gets well-formed but hostile requests;
 - *mutated* frames: a generated request, or a frame the Java client recorded
-  (``../shared/vectors``), with bytes flipped, overwritten by boundary values (``ff ff ff ff`` is
+  (``testkit/vectors``), with bytes flipped, overwritten by boundary values (``ff ff ff ff`` is
   a null length), inserted or cut, so that the decoder gets what the schema forbids.
 
 `FuzzRun` sends them over real sockets to a broker: per connection a run of generated requests
@@ -16,22 +16,20 @@ after it). `check_broker_log` reads the broker's log for handler failures and tr
 """
 from __future__ import annotations
 
-import os
+import errno
 import random
 import socket
 import struct
 import time
 import uuid
-from pathlib import Path
 
 from josefk.storage.config import PROPS
 from josefk.wire import headers
 from josefk.wire.apis import API_BY_KEY
 from josefk.wire.records import build_batch
 from josefk.wire.schema import BOOL, BYTES, FLOAT64, RECORDS, STRING, UUID, Array, Prim, Struct
+from testkit import JAVA_VECTORS
 
-VECTORS = Path(os.environ.get("JOSEFK_VECTORS", Path(__file__).resolve().parents[2] / "shared"
-                              / "vectors" / "java"))
 
 _INT_BITS = {"int8": 8, "int16": 16, "uint16": 16, "int32": 32, "int64": 64}
 _LONG_NAME = "fuzz-" + "n" * 244  # the longest legal topic name (249 characters)
@@ -175,8 +173,8 @@ def mutate(frame: bytes, rng: random.Random) -> bytes:
 
 
 def recorded_frames() -> list[bytes]:
-    """The Java client's recorded request frames (none if ``shared/`` is not beside the repo)."""
-    return [p.read_bytes() for p in sorted(VECTORS.rglob("*.bin"))] if VECTORS.is_dir() else []
+    """The Java client's recorded request frames."""
+    return [p.read_bytes() for p in sorted(JAVA_VECTORS.rglob("*.bin"))]
 
 
 def api_versions() -> list[tuple[object, int]]:
@@ -298,6 +296,9 @@ class FuzzRun:
                                   f"{self.close_timeout}s after its last request")
             except (ConnectionResetError, BrokenPipeError):
                 pass  # the broker closed it while we were still sending
+            except OSError as e:
+                if e.errno != errno.ENOTCONN:  # closed (reset) before our half-close
+                    raise
         finally:
             s.close()
         self.responses += _count_frames(received)

@@ -1,0 +1,146 @@
+"""`josefk cluster` (broker/cluster_cli.py): the playground keeps serving when one of its brokers
+dies, says so, and brings it back on request (a line on stdin) or by itself
+(``--restart-after``); Ctrl-C stops everything (issue 19, defect 6)."""
+from __future__ import annotations
+
+import os
+import queue
+import re
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from josefk.faults.processes import BROKER_PYTHON, REPO_ROOT, free_port, port_accepts
+
+pytestmark = pytest.mark.timeout(240)
+
+
+class ClusterCli:
+    """``josefk cluster`` as a user runs it, its output read line by line."""
+
+    def __init__(self, tmp_path, *args):
+        self.port, self.zk_port = free_port(), free_port()
+        while self.port + 2 >= 65536 or any(port_accepts("127.0.0.1", self.port + i)
+                                            for i in (1, 2)):
+            self.port = free_port()  # three ports in a row
+        self.proc = subprocess.Popen(
+            [BROKER_PYTHON, "-m", "josefk", "cluster", "--brokers", "3", "--dir",
+             str(tmp_path / "cluster"), "--port", str(self.port), "--zookeeper-port",
+             str(self.zk_port), "--override", "zookeeper.session.timeout.ms=6000", *args],
+            cwd=str(REPO_ROOT), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+        self.lines: queue.Queue = queue.Queue()
+        self.seen: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+        self.expect(r"broker 3: pid \d+", 90)
+        self.pids = {int(m[1]): int(m[2]) for line in self.seen
+                     if (m := re.match(r"broker (\d+): pid (\d+)", line))}
+        self.bootstrap = ",".join(f"127.0.0.1:{self.port + i}" for i in range(3))
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.put(line.rstrip("\n"))
+
+    def expect(self, pattern: str, timeout: float = 60) -> re.Match:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                line = self.lines.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            self.seen.append(line)
+            m = re.search(pattern, line)
+            if m:
+                return m
+        raise AssertionError(f"no line matching {pattern!r} within {timeout}s; output:\n"
+                             + "\n".join(self.seen))
+
+    def type(self, line: str):
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(120)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+
+@pytest.fixture
+def cli_cluster(tmp_path, request):
+    clusters = []
+
+    def start(*args) -> ClusterCli:
+        c = ClusterCli(tmp_path, *args)
+        clusters.append(c)
+        return c
+
+    yield start
+    for c in clusters:
+        c.close()
+
+
+def leader_of(bootstrap: str, topic: str) -> int:
+    md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=10)
+    return md.topics[topic].partitions[0].leader
+
+
+def acked_write(bootstrap: str, topic: str, timeout: float = 60) -> float:
+    """Seconds until one acks=all record is acknowledged."""
+    t0 = time.monotonic()
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "message.timeout.ms": 60000})
+    errors = []
+    p.produce(topic, b"x", partition=0, on_delivery=lambda e, m: errors.append(e))
+    p.flush(timeout)
+    assert errors == [None], errors
+    return time.monotonic() - t0
+
+
+def test_kill_9_of_a_broker_keeps_the_others_serving_until_restart(cli_cluster):
+    c = cli_cluster()
+    admin = AdminClient({"bootstrap.servers": c.bootstrap})
+    admin.create_topics([NewTopic("failover", 1, 3)])["failover"].result(30)
+    acked_write(c.bootstrap, "failover")
+    victim = leader_of(c.bootstrap, "failover")
+    os.kill(c.pids[victim], signal.SIGKILL)
+    line = c.expect(rf"broker {victim} \(pid {c.pids[victim]}\) was killed by SIGKILL; the "
+                    r"others keep serving").string
+    assert f'"restart {victim}"' in line
+    # a follower takes over; writes go on with the two others
+    survivors = ",".join(f"127.0.0.1:{c.port + i - 1}" for i in (1, 2, 3) if i != victim)
+    acked_write(survivors, "failover")
+    assert leader_of(survivors, "failover") not in (victim, -1)
+    c.type("status")
+    c.expect(rf"broker {victim} \(127.0.0.1:\d+\): was killed by SIGKILL")
+    c.type(f"restart {victim}")
+    c.expect(rf"broker {victim} restarted \(pid \d+\)")
+    deadline = time.monotonic() + 60
+    while len(AdminClient({"bootstrap.servers": c.bootstrap}).list_topics(
+            "failover", timeout=10).topics["failover"].partitions[0].isrs) < 3:
+        assert time.monotonic() < deadline, "the restarted broker did not rejoin the ISR"
+        time.sleep(0.5)
+    c.type("restart")
+    c.expect(r"unknown command 'restart'")
+    c.proc.send_signal(signal.SIGINT)
+    assert c.proc.wait(120) == 0
+    c.expect("stopping the cluster")
+    assert not any(port_accepts("127.0.0.1", c.port + i) for i in range(3))
+    assert not port_accepts("127.0.0.1", c.zk_port)
+
+
+def test_kill_command_and_restart_after(cli_cluster):
+    c = cli_cluster("--restart-after", "2")
+    c.type("kill 2")
+    c.expect(r"broker 2 \(pid \d+\) killed with SIGKILL; the others take over")
+    c.expect(r"broker 2 restarted \(pid \d+\)", 60)
+    c.type("stop 3")
+    c.expect(r"broker 3 stopped: it exited normally", 90)
+    c.expect(r"broker 3 restarted", 60)
