@@ -25,6 +25,7 @@ import os
 import time
 
 from josefk.broker import group_configs
+from josefk.broker.replication.purgatory import DelayedFetch
 from josefk.broker.share.partition import SharePartition, StateError
 from josefk.storage.log import FileRegion
 from josefk.wire import errors
@@ -141,7 +142,7 @@ class SharePartitionManager:
         initialized if needed; else the error to answer."""
         part = self.broker.replicas.leader_partition(topic, index)
         if part is None:
-            return self.broker.not_hosted_error(topic, index)
+            return self.broker.replicas.not_hosted_error(topic, index)
         if not self.broker.may_serve_share():
             return errors.NOT_LEADER_OR_FOLLOWER
         key = (group_id, topic, index)
@@ -155,7 +156,7 @@ class SharePartitionManager:
                                 cfg.int(group_id, "share.record.lock.duration.ms"),
                                 cfg.int(group_id, "share.partition.max.record.locks"))
             entry = self.partitions[key] = SharedPartition(self, group_id, part, topic_id, sp)
-            sp.on_available = part.wake
+            sp.on_available = part.fetches_waiting.wake
             sp.on_change = lambda e=entry: e.persist()
             asyncio.ensure_future(self._initialize(entry))
         await asyncio.shield(entry.ready)
@@ -264,7 +265,7 @@ class SharePartitionManager:
             if entry.ready.done() and not entry.error \
                     and entry.sp.release_member(session.member_id, delivered):
                 writes.append(entry.persist())
-                entry.part.wake()
+                entry.part.fetches_waiting.wake()
         if writes:
             await asyncio.gather(*writes)
         if not any(g == session.group_id for g, _m in self.sessions):
@@ -296,11 +297,11 @@ class SharePartitionManager:
             if entry is None or not entry.ready.done() or entry.error:
                 part = self.broker.replicas.leader_partition(topic, index)
                 out[(topic, index, topic_id)] = (errors.INVALID_RECORD_STATE if part is not None
-                                                 else self.broker.not_hosted_error(topic, index))
+                                                 else self.broker.replicas.not_hosted_error(topic, index))
                 continue
             try:
                 if entry.sp.acknowledge(member_id, batches, renew):
-                    entry.part.wake()
+                    entry.part.fetches_waiting.wake()
             except StateError as e:
                 out[(topic, index, topic_id)] = e.code
                 continue
@@ -344,7 +345,7 @@ class SharePartitionManager:
                     out[(topic_id, index)] = (errors.NONE, records, acquired, entry.persist())
             if got or loop.time() >= deadline or not watched:
                 break
-            await self.broker.replicas.watch(watched).wait(deadline - loop.time())
+            await DelayedFetch(watched).wait(deadline - loop.time())
         result = {}
         for key, value in out.items():
             if len(value) == 4:
