@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import sys
 
-from josefk.tools.client import Client, KafkaError
+from josefk.tools.client import KafkaError
+from josefk.tools.tool_client import ClusterClient
 from josefk.wire import errors
 from josefk.wire.apis import (DELETE_GROUPS, DESCRIBE_GROUPS, DESCRIBE_SHARE_GROUP_OFFSETS,
-                              FIND_COORDINATOR, LIST_GROUPS, LIST_OFFSETS, METADATA,
-                              OFFSET_COMMIT, OFFSET_FETCH, SHARE_GROUP_DESCRIBE)
+                              LIST_GROUPS, OFFSET_COMMIT, OFFSET_FETCH, SHARE_GROUP_DESCRIBE)
 from josefk.wire.apis.consumer_protocol import ASSIGNMENT
 
 LATEST, EARLIEST = -1, -2
@@ -43,23 +43,22 @@ def _fail(message: str) -> int:
     return 1
 
 
-def _coordinator_ready(c, group):
-    resp = c.request(FIND_COORDINATOR, key=group, coordinator_keys=[group], key_type=0)
-    code = resp.coordinators[0].error_code if resp.coordinators else resp.error_code
-    if code:
-        raise KafkaError(code, "cannot find the group coordinator")
-
-
 def groups_list(args) -> int:
+    """The groups of every broker (each lists those it coordinates), as kafka-consumer-groups.sh
+    --list asks them all."""
+    listed = set()
     try:
-        with Client.from_args(args) as c:
-            resp = c.request(LIST_GROUPS, states_filter=[], types_filter=[])
-            if resp.error_code:
-                raise KafkaError(resp.error_code)
+        with ClusterClient.from_args(args) as cc:
+            cc.refresh([])
+            for node in sorted(cc.brokers):
+                resp = cc.broker(node).request(LIST_GROUPS, states_filter=[], types_filter=[])
+                if resp.error_code:
+                    raise KafkaError(resp.error_code)
+                listed.update(g.group_id for g in resp.groups)
     except (KafkaError, OSError) as e:
         return _fail(str(e))
-    for g in sorted(resp.groups, key=lambda g: g.group_id):
-        print(g.group_id)
+    for group in sorted(listed):
+        print(group)
     return 0
 
 
@@ -96,16 +95,19 @@ def committed_offsets(c, group) -> dict:
             for t in topics for p in t.partitions if p.committed_offset >= 0}
 
 
-def _list_offsets(c, tps, timestamp) -> dict:
-    R = LIST_OFFSETS.Request
+def _list_offsets(cc, tps, timestamp) -> dict:
+    """{(topic, partition): offset} for ``timestamp``, asked of the leaders; a topic whose
+    offsets cannot be read (deleted since its offsets were committed) is left out."""
     by_topic = {}
     for t, p in tps:
-        by_topic.setdefault(t, []).append(R.ListOffsetsPartition(
-            partition_index=p, timestamp=timestamp, current_leader_epoch=-1))
-    resp = c.request(LIST_OFFSETS, replica_id=-1, topics=[
-        R.ListOffsetsTopic(name=t, partitions=ps) for t, ps in by_topic.items()])
-    return {(t.name, p.partition_index): p.offset for t in resp.topics for p in t.partitions
-            if not p.error_code}
+        by_topic.setdefault(t, []).append(p)
+    out = {}
+    for t, ps in by_topic.items():
+        try:
+            out.update(((t, p), off) for p, off in cc.list_offsets(t, ps, timestamp).items())
+        except KafkaError:
+            pass
+    return out
 
 
 def share_group(c, group):
@@ -156,8 +158,8 @@ def _known(v):
 
 def groups_describe(args) -> int:
     try:
-        with Client.from_args(args) as c:
-            _coordinator_ready(c, args.group)
+        with ClusterClient.from_args(args) as cc:
+            c = cc.coordinator(args.group)
             share = share_group(c, args.group)
             if share is not None:
                 _describe_share_group(args.group, *share)
@@ -171,7 +173,7 @@ def groups_describe(args) -> int:
                 for tp in decode_assignment(m.member_assignment):
                     owner[tp] = m
             tps = sorted(set(committed) | set(owner))
-            ends = _list_offsets(c, tps, LATEST) if tps else {}
+            ends = _list_offsets(cc, tps, LATEST) if tps else {}
     except (KafkaError, OSError) as e:
         return _fail(str(e))
     if not d.members:
@@ -203,9 +205,8 @@ def _table(rows):
 
 def groups_delete(args) -> int:
     try:
-        with Client.from_args(args) as c:
-            _coordinator_ready(c, args.group)
-            resp = c.request(DELETE_GROUPS, groups_names=[args.group])
+        with ClusterClient.from_args(args) as cc:
+            resp = cc.coordinator(args.group).request(DELETE_GROUPS, groups_names=[args.group])
             code = resp.results[0].error_code
             if code:
                 raise KafkaError(code, errors.name(code))
@@ -215,16 +216,11 @@ def groups_delete(args) -> int:
     return 0
 
 
-def _partitions_of(c, spec) -> list[tuple[str, int]]:
+def _partitions_of(cc, spec) -> list[tuple[str, int]]:
     topic, _, parts = spec.partition(":")
     if parts:
         return [(topic, int(p)) for p in parts.split(",")]
-    md = c.request(METADATA, topics=[METADATA.Request.MetadataRequestTopic(name=topic)],
-                   allow_auto_topic_creation=False)
-    t = md.topics[0]
-    if t.error_code:
-        raise KafkaError(t.error_code, f"topic {topic}: {errors.name(t.error_code)}")
-    return sorted((topic, p.partition_index) for p in t.partitions)
+    return [(topic, p) for p in cc.partitions(topic)]
 
 
 def commit_offsets(c, group, offsets: dict, generation: int = -1, member_id: str = "") -> None:
@@ -248,15 +244,15 @@ def commit_offsets(c, group, offsets: dict, generation: int = -1, member_id: str
 
 def groups_reset_offsets(args) -> int:
     try:
-        with Client.from_args(args) as c:
-            _coordinator_ready(c, args.group)
+        with ClusterClient.from_args(args) as cc:
+            c = cc.coordinator(args.group)
             d = describe_group(c, args.group)
             if d.group_state not in ("Empty", "Dead"):
                 return _fail(f"Assignments can only be reset if the group '{args.group}' is "
                              f"inactive, but the current state is {d.group_state}.")
-            tps = _partitions_of(c, args.topic)
-            earliest = _list_offsets(c, tps, EARLIEST)
-            latest = _list_offsets(c, tps, LATEST)
+            tps = _partitions_of(cc, args.topic)
+            earliest = _list_offsets(cc, tps, EARLIEST)
+            latest = _list_offsets(cc, tps, LATEST)
             current = committed_offsets(c, args.group)
             new = {}
             for tp in tps:
