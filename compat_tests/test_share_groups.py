@@ -8,6 +8,7 @@ import collections
 import time
 
 import pytest
+from confluent_kafka import TopicCollection
 
 from josefk.faults.processes import BrokerProcess
 from compat_tests.cluster import Cluster
@@ -46,7 +47,8 @@ def share_broker(tmp_path_factory):
 def share_target(request, tmp_path_factory):
     """Where the scenarios run: the share broker, or a 3-broker cluster on which partition
     leaders, group coordinators and share coordinators (3 ``__share_group_state`` partitions)
-    are spread over the brokers, so share state is mostly read and written between brokers."""
+    are spread over the brokers (``_setup`` picks groups whose share coordinator is not the
+    leader, so share state is read and written between brokers)."""
     if request.param == "single":
         yield request.getfixturevalue("share_broker")
         return
@@ -79,13 +81,36 @@ def _group(request) -> str:
     return unique_topic("sg-" + request.node.name[:30])
 
 
+def _share_coordinator_apart(target, topic, request) -> str:
+    """A group id whose share coordinator for partition 0 of ``topic`` (FindCoordinator key
+    type 2) is another broker than the partition's leader: the leader reads and writes the
+    share-partition's state over the inter-broker share-coordinator APIs."""
+    admin = admin_client(target.bootstrap)
+    desc = admin.describe_topics(TopicCollection([topic]))[topic].result(15)
+    topic_id = str(desc.topic_id).replace("+", "-").replace("/", "_").rstrip("=")
+    leader = desc.partitions[0].leader.id
+    for _ in range(50):
+        group = _group(request)
+        with Client(target.bootstrap) as c:
+            (found,) = c.request(FIND_COORDINATOR, coordinator_keys=[f"{group}:{topic_id}:0"],
+                                 key_type=2).coordinators
+        if found.error_code == errors.COORDINATOR_NOT_AVAILABLE:  # the state topic is new
+            time.sleep(0.2)
+        elif found.node_id != leader:
+            assert found.error_code == 0, found
+            return group
+    raise AssertionError(f"no group with a share coordinator apart from broker {leader}")
+
+
 def _setup(target, request, n, *, partitions=1, batch=10, **group_configs):
-    """A topic (replication factor 2 on the cluster) with ``n`` records in batches of ``batch`` (one producer flush each), and a group
-    reading it from the earliest offset."""
+    """A topic with ``n`` records in batches of ``batch`` (one producer flush each), and a group
+    reading it from the earliest offset; on the cluster the topic has replication factor 2 and
+    the group's share coordinator is apart from the leader."""
     bootstrap = target.bootstrap
+    cluster = isinstance(target, Cluster)
     topic = create_topic(bootstrap, unique_topic(request.node.name[:30]), partitions,
-                         replication_factor=2 if isinstance(target, Cluster) else 1)
-    group = _group(request)
+                         replication_factor=2 if cluster else 1)
+    group = _share_coordinator_apart(target, topic, request) if cluster else _group(request)
     set_group_configs(bootstrap, group, share_auto_offset_reset="earliest", **group_configs)
     p = producer(bootstrap, **{"linger.ms": 0})
     for i in range(n):
