@@ -42,6 +42,15 @@ DEFAULTS = {
 _Batch = SHARE_SNAPSHOT.Value.StateBatch
 _UpdateBatch = SHARE_UPDATE.Value.StateBatch
 TERMINAL = (2, 4)  # ACKNOWLEDGED, ARCHIVED
+PERSISTED = (0, 2, 4)  # the states a leader writes: AVAILABLE and the terminal ones
+INT32_MAX = 2**31 - 1
+
+
+def valid_batches(batches) -> bool:
+    """State batches (first offset, last offset, state, delivery count) a leader can have
+    written: offset ranges from 0 up, persisted states, delivery counts an INT16 holds."""
+    return all(0 <= first <= last and state in PERSISTED and 0 <= count <= 32767
+               for first, last, state, count in batches)
 
 
 def coordinator_key(group_id: str, topic_id: uuid.UUID, partition: int) -> str:
@@ -233,6 +242,8 @@ class ShareCoordinator:
         code = self.check(group_id, topic_id, partition)
         if code:
             return code
+        if not valid_batches(batches):
+            return errors.INVALID_REQUEST
         key = (group_id, topic_id, partition)
         async with self._lock(key):
             st = self.states.get(key)
@@ -288,7 +299,7 @@ class ShareCoordinator:
         if st is None:
             return errors.NONE, 0, -1, -1, -1
         complete = sum(b[1] - b[0] + 1 for b in st.batches if b[2] in TERMINAL)
-        return errors.NONE, st.state_epoch, st.leader_epoch, st.start, complete
+        return errors.NONE, st.state_epoch, st.leader_epoch, st.start, min(complete, INT32_MAX)
 
     # ------------------------------------------------------------------ writing
     def _lock(self, key) -> asyncio.Lock:

@@ -95,6 +95,29 @@ def test_an_older_leader_or_state_epoch_is_fenced():
     run(scenario())
 
 
+@pytest.mark.parametrize("batch", [(5, 4, 0, 1), (-1, 3, 0, 1), (0, 3, 1, 1), (0, 3, 7, 1),
+                                   (0, 3, 0, -1)])
+def test_state_batches_no_leader_writes_are_refused(batch):
+    """Backwards or negative ranges, the ACQUIRED state or an unknown one, a negative count:
+    INVALID_REQUEST, and the state stays as it was (found by the request fuzzer)."""
+    async def scenario():
+        c = coordinator()
+        await c.write("g", T, 0, 0, 1, 0, [(0, 4, 0, 1)])
+        assert await c.write("g", T, 0, 0, 1, 0, [batch]) == errors.INVALID_REQUEST
+        assert await c.read("g", T, 0, 1) == (errors.NONE, 0, 0, [(0, 4, 0, 1)])
+
+    run(scenario())
+
+
+def test_the_delivery_complete_count_of_a_huge_range_fits_its_int32():
+    async def scenario():
+        c = coordinator()
+        assert await c.write("g", T, 0, 0, 1, 0, [(0, 2**40, 2, 1)]) == errors.NONE
+        assert c.summary("g", T, 0)[4] == 2**31 - 1
+
+    run(scenario())
+
+
 def test_a_failed_append_leaves_the_state_as_it_was():
     async def scenario():
         c = coordinator()
