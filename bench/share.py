@@ -44,7 +44,8 @@ if kind == "share":  # joins now (in the background) and fetches only when polle
 else:  # subscribes at "go": it fetches ahead in the background from its assignment on
     from confluent_kafka import Consumer
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
-                  "auto.offset.reset": "earliest", "enable.auto.commit": True})
+                  "auto.offset.reset": "earliest", "enable.auto.commit": True,
+                  "fetch.queue.backoff.ms": 10})
     poll = lambda: c.consume(1000, 0.2)
 print(json.dumps({"ready": True}), flush=True)
 sys.stdin.readline()  # "go"
