@@ -42,6 +42,7 @@ if kind == "share":  # joins now (in the background) and fetches only when polle
     c.subscribe([topic])
     poll = lambda: c.poll(0.2)
 else:  # subscribes at "go": it fetches ahead in the background from its assignment on
+    # (with librdkafka's 1 s fetch.queue.backoff.ms, one full local queue stalls it a second)
     from confluent_kafka import Consumer
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
                   "auto.offset.reset": "earliest", "enable.auto.commit": True,
