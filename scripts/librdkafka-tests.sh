@@ -10,7 +10,8 @@
 # Starts a fresh broker (or, with --cluster, ZooKeeper and 3 brokers) set up as librdkafka's CI
 # sets up Apache Kafka with trivup: num.partitions=4, auto-created topics, the ACL authorizer
 # with allow.everyone.if.no.acl.found, replication factor 3 for new and internal topics on the
-# cluster, Kafka's defaults otherwise (3 s initial rebalance delay, min.insync.replicas=1). Then
+# cluster, share-group locks of 1 s allowed (group.share.min.record.lock.duration.ms), Kafka's
+# defaults otherwise (3 s initial rebalance delay, min.insync.replicas=1). Then
 # runs each selected test in a test-runner of its own, runs each failed test a second time,
 # prints a pass/fail table and stops everything it started. Per-test logs and reports stay in
 # the work directory (--workdir, default /tmp/josefk-librdkafka).
@@ -99,7 +100,8 @@ trap 'exit 130' INT TERM
 
 kafka_ci=(--override num.partitions=4 --override auto.create.topics.enable=true
     --override authorizer.class.name=kafka.security.authorizer.AclAuthorizer
-    --override allow.everyone.if.no.acl.found=true)
+    --override allow.everyone.if.no.acl.found=true
+    --override group.share.min.record.lock.duration.ms=1000)
 if [ $cluster = 1 ]; then
     .venv/bin/python -m josefk cluster --brokers 3 --dir "$work/cluster" --port "$port" \
         --zookeeper-port $((port + 100)) "${kafka_ci[@]}" --override min.insync.replicas=1 \
@@ -109,7 +111,9 @@ else
         --log-dirs "$work/data" "${kafka_ci[@]}" --override default.replication.factor=1 \
         --override offsets.topic.replication.factor=1 \
         --override transaction.state.log.replication.factor=1 \
-        --override transaction.state.log.min.isr=1 >"$work/server.log" 2>&1 &
+        --override transaction.state.log.min.isr=1 \
+        --override share.coordinator.state.topic.replication.factor=1 \
+        --override share.coordinator.state.topic.min.isr=1 >"$work/server.log" 2>&1 &
 fi
 server=$!
 up=0
