@@ -6,14 +6,15 @@ Results are cross-checked with confluent-kafka's AdminClient, an independent cli
 from __future__ import annotations
 
 import re
+import socket
 import subprocess
 import time
 
 import pytest
 from confluent_kafka.admin import ConfigResource, ResourceType
 
-from compat_tests.helpers import (admin_client, josefk_cli, unique_topic, wait_for_topic,
-                                  wait_for_topic_gone)
+from compat_tests.helpers import (BROKER_PYTHON, REPO_ROOT, admin_client, josefk_cli,
+                                  unique_topic, wait_for_topic, wait_for_topic_gone)
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -85,6 +86,19 @@ def test_topics_errors(broker):
     proc = cli(broker, "create", "--topic", "bad name!", "--partitions", "1", check=False)
     assert proc.returncode != 0
     assert "bad name!" not in admin_client(broker.bootstrap).list_topics(timeout=10).topics
+
+
+def test_a_bootstrap_list_is_tried_in_order(broker):
+    """As Kafka's clients do, a tool goes through its bootstrap list until one answers."""
+    name = unique_topic("cli-boot")
+    cli(broker, "create", "--topic", name, "--partitions", "1")
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        closed = f"127.0.0.1:{s.getsockname()[1]}"
+    proc = subprocess.run([BROKER_PYTHON, "-m", "josefk", "topics", "list", "--bootstrap-server",
+                           f"{closed},{broker.bootstrap}"], cwd=str(REPO_ROOT),
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0 and name in proc.stdout.split(), proc.stderr
 
 
 def test_topics_create_uses_broker_default_partitions(broker):

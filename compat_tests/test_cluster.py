@@ -152,6 +152,26 @@ def test_partitions_added_cluster_wide(cluster):
     flush_all(p)
 
 
+def test_admin_timeouts_bound_the_wait_for_the_controller(cluster):
+    """DeleteTopics and CreatePartitions wait up to the request's timeout for the controller to
+    act, then answer REQUEST_TIMED_OUT, as Kafka does; the change still happens."""
+    from josefk.tools.client import Client
+    from josefk.wire.apis import CREATE_PARTITIONS, DELETE_TOPICS
+    topic = create(cluster, unique_topic("tmo"), 2)
+    with Client(cluster.bootstrap) as c:
+        grow = CREATE_PARTITIONS.Request.CreatePartitionsTopic(name=topic, count=4,
+                                                               assignments=None)
+        resp = c.request(CREATE_PARTITIONS, topics=[grow], timeout_ms=1, validate_only=False)
+        assert resp.results[0].error_code == KafkaError.REQUEST_TIMED_OUT
+        cluster.wait_for_topic(topic, 4)
+        resp = c.request(DELETE_TOPICS, topic_names=[topic], timeout_ms=1,
+                         topics=[DELETE_TOPICS.Request.DeleteTopicState(name=topic)])
+        # the controller may have deleted it within the ZooKeeper round trip already
+        assert resp.responses[0].error_code in (KafkaError.NO_ERROR, KafkaError.REQUEST_TIMED_OUT)
+    cluster.wait_for(lambda: all(topic not in cluster.metadata(i).topics
+                                 for i in cluster.brokers), 30, "topic gone everywhere")
+
+
 def test_group_coordinated_by_another_broker_keeps_offsets(cluster_factory):
     c = cluster_factory()
     topic = create(c, unique_topic("grp"), 3)

@@ -43,6 +43,12 @@ class TxnLoad:
                     self.p.commit_transaction(20)
                     self.committed.append(values)
                 else:
+                    # Abort once the records are out, so that their partitions are in the
+                    # transaction: librdkafka sends EndTxn(abort) even for partitions whose
+                    # AddPartitionsToTxn failed (CONCURRENT_TRANSACTIONS while the previous
+                    # commit completes), which Kafka, like josefk, answers INVALID_TXN_STATE,
+                    # fatal to the producer (librdkafka issue #4849).
+                    self.p.flush(20)
                     self.p.abort_transaction(20)
                     self.aborted.append(values)
                 return

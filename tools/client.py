@@ -18,13 +18,15 @@ class KafkaError(Exception):
         self.code = code
 
 
-def bootstrap_address(bootstrap: str) -> tuple[str, int]:
-    """The first ``HOST:PORT`` of a bootstrap list; ValueError, in Kafka's words, for a bad one."""
-    first = bootstrap.split(",")[0].strip()
-    host, sep, port = first.rpartition(":")
-    if not sep or not port.isdigit():
-        raise ValueError(f"Invalid url in bootstrap.servers: {first}")
-    return host or "127.0.0.1", int(port)
+def bootstrap_addresses(bootstrap: str) -> list[tuple[str, int]]:
+    """Every ``HOST:PORT`` of a bootstrap list; ValueError, in Kafka's words, for a bad one."""
+    out = []
+    for entry in bootstrap.split(","):
+        host, sep, port = entry.strip().rpartition(":")
+        if not sep or not port.isdigit():
+            raise ValueError(f"Invalid url in bootstrap.servers: {entry.strip()}")
+        out.append((host or "127.0.0.1", int(port)))
+    return out
 
 
 def command_config(args) -> dict:
@@ -41,7 +43,7 @@ class Client:
                  props: dict | None = None):
         self.props = props or {}
         self.protocol = self.props.get("security.protocol", "PLAINTEXT").upper()
-        self.address = bootstrap_address(bootstrap)
+        self.addresses = bootstrap_addresses(bootstrap)
         self.timeout = timeout
         self.client_id = client_id
         self.correlation_id = 0
@@ -50,11 +52,17 @@ class Client:
         self._connect()
 
     def _connect(self):
-        host, port = self.address
-        try:
-            sock = socket.create_connection(self.address, timeout=self.timeout)
-        except OSError as e:
-            raise ConnectionError(f"cannot connect to {host}:{port}: {e.strerror or e}") from None
+        """Connect to the first bootstrap address that answers, in the list's order, as Kafka's
+        clients go through theirs."""
+        failures = []
+        for host, port in self.addresses:
+            try:
+                sock = socket.create_connection((host, port), timeout=self.timeout)
+                break
+            except OSError as e:
+                failures.append(f"{host}:{port}: {e.strerror or e}")
+        else:
+            raise ConnectionError(f"cannot connect to {'; '.join(failures)}")
         if self.protocol in TLS_PROTOCOLS:
             sock = client_ssl_context(self.props.get).wrap_socket(sock, server_hostname=host)
         self.sock = sock

@@ -7,7 +7,7 @@ import argparse
 from josefk.broker.config import ConfigError
 from josefk.tools import (acls_cli, admin_cli, cluster_cli, console_cli, dump_log_cli, groups_cli,
                           ops_cli, quotas_cli, transactions_cli, users_cli, web_console)
-from josefk.tools.client import KafkaError, bootstrap_address
+from josefk.tools.client import KafkaError, bootstrap_addresses
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 # What a tool's failure may be that the user fixes, reported as one line (josefk/cli.py): a
@@ -17,7 +17,7 @@ REPORTED = (OSError, KafkaError, ConfigError)
 
 def _bootstrap(text: str) -> str:
     try:
-        bootstrap_address(text)
+        bootstrap_addresses(text)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
     return text

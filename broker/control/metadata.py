@@ -33,6 +33,15 @@ class MetadataError(Exception):
         self.message = message
 
 
+def existing_topic(topics: dict, name: str) -> "TopicMeta":
+    """The topic named ``name``; UNKNOWN_TOPIC_OR_PARTITION, in Kafka's words, if none."""
+    t = topics.get(name)
+    if t is None:
+        raise MetadataError(errors.UNKNOWN_TOPIC_OR_PARTITION,
+                            "This server does not host this topic-partition.")
+    return t
+
+
 def topic_name_error(name) -> str | None:
     """Why ``name`` is not a legal topic name (Kafka's rules), or None if it is."""
     if not name:
@@ -292,10 +301,8 @@ class LocalMetadataStore:
         return t
 
     async def delete_topic(self, name, timeout_ms=30000) -> TopicMeta:
-        t = self.topics.pop(name, None)
-        if t is None:
-            raise MetadataError(errors.UNKNOWN_TOPIC_OR_PARTITION,
-                                "This server does not host this topic-partition.")
+        t = existing_topic(self.topics, name)
+        del self.topics[name]
         self.topics_by_id.pop(t.topic_id, None)
         self._save()
         self._notify("deleted", t)
@@ -303,10 +310,7 @@ class LocalMetadataStore:
 
     async def create_partitions(self, name, count, validate_only=False, assignments=None,
                                 timeout_ms=30000) -> TopicMeta:
-        t = self.topics.get(name)
-        if t is None:
-            raise MetadataError(errors.UNKNOWN_TOPIC_OR_PARTITION,
-                                "This server does not host this topic-partition.")
+        t = existing_topic(self.topics, name)
         plan = plan_partitions(t, count, assignments, self._racks())
         if not validate_only:
             have = len(t.partitions)

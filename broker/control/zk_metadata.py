@@ -16,7 +16,7 @@ import uuid
 from kazoo.exceptions import NodeExistsError
 
 from josefk.broker.control.metadata import (BrokerInfo, MetadataError, PartitionMeta, TopicMeta,
-                                            plan_partitions, plan_topic)
+                                            existing_topic, plan_partitions, plan_topic)
 from josefk.broker.security.listeners import advertised_listeners, inter_broker_listener
 from josefk.wire import errors
 from josefk.zk import configs as zc
@@ -210,27 +210,29 @@ class ZkMetadataStore:
         return None
 
     async def delete_topic(self, name, timeout_ms=30000) -> TopicMeta:
-        t = self.topics.get(name)
-        if t is None:
-            raise MetadataError(errors.UNKNOWN_TOPIC_OR_PARTITION,
-                                "This server does not host this topic-partition.")
+        t = existing_topic(self.topics, name)
         await self.zk.run(zs.mark_topic_for_deletion, name)
-        await self.wait_for(lambda: self.topics.get(name) is not t, timeout_ms)
+        if timeout_ms > 0 and not await self.wait_for(lambda: self.topics.get(name) is not t,
+                                                      timeout_ms):
+            raise MetadataError(errors.REQUEST_TIMED_OUT,
+                                f"Topic {name} is marked for deletion but not deleted after "
+                                f"{timeout_ms} ms.")
         return t
 
     async def create_partitions(self, name, count, validate_only=False, assignments=None,
                                 timeout_ms=30000) -> TopicMeta:
-        t = self.topics.get(name)
-        if t is None:
-            raise MetadataError(errors.UNKNOWN_TOPIC_OR_PARTITION,
-                                "This server does not host this topic-partition.")
+        t = existing_topic(self.topics, name)
         plan = plan_partitions(t, count, assignments, self._racks())
         if validate_only:
             return t
         full = {p.index: p.replicas for p in t.partitions}
         full.update(plan)
         await self.zk.run(zs.add_partitions, name, t.topic_id, full)
-        await self.wait_for(lambda: len(self.topics.get(name, t).partitions) >= count, timeout_ms)
+        if timeout_ms > 0 and not await self.wait_for(
+                lambda: len(self.topics.get(name, t).partitions) >= count, timeout_ms):
+            raise MetadataError(errors.REQUEST_TIMED_OUT,
+                                f"Partitions of {name} were added but are not ready after "
+                                f"{timeout_ms} ms.")
         return t
 
     async def alter_topic_configs(self, name, configs: dict) -> None:

@@ -91,7 +91,10 @@ async def handle_delete_topics(broker, ctx, req):
             res.error_code = errors.TOPIC_DELETION_DISABLED
             res.error_message = "Topic deletion is disabled."
             continue
-        await md.delete_topic(name)
+        try:
+            await md.delete_topic(name, timeout_ms=req.timeout_ms)
+        except MetadataError as e:
+            res.error_code, res.error_message = e.code, e.message
     return R(responses=out)
 
 
@@ -113,7 +116,8 @@ async def handle_create_partitions(broker, ctx, req):
             assignments = [a.broker_ids for a in t.assignments] if t.assignments else None
             await broker.metadata.create_partitions(t.name, t.count,
                                                     validate_only=req.validate_only,
-                                                    assignments=assignments)
+                                                    assignments=assignments,
+                                                    timeout_ms=req.timeout_ms)
         except MetadataError as e:
             res.error_code, res.error_message = e.code, e.message
     return R(results=out)
