@@ -137,9 +137,9 @@ class SharePartitionManager:
     def lock_ms(self, group_id: str) -> int:
         return self.configs.int(group_id, "share.record.lock.duration.ms")
 
-    async def shared(self, group_id, topic, index, topic_id) -> SharedPartition | int:
-        """The share-partition of ``group_id`` on this leader's ``topic``-``index``, made and
-        initialized if needed; else the error to answer."""
+    def shared(self, group_id, topic, index, topic_id) -> SharedPartition | int:
+        """The share-partition of ``group_id`` on this leader's ``topic``-``index``, made (and
+        its initialization started: ``ready``) if needed; else the error to answer."""
         part = self.broker.replicas.leader_partition(topic, index)
         if part is None:
             return self.broker.replicas.not_hosted_error(topic, index)
@@ -159,8 +159,7 @@ class SharePartitionManager:
             sp.on_available = part.fetches_waiting.wake
             sp.on_change = lambda e=entry: e.persist()
             asyncio.ensure_future(self._initialize(entry))
-        await asyncio.shield(entry.ready)
-        return entry.error or entry
+        return entry
 
     async def _initialize(self, entry: SharedPartition) -> None:
         code, state_epoch, start, batches = await self.persister.read(
@@ -316,6 +315,7 @@ class SharePartitionManager:
         by_id = self.broker.metadata.topics_by_id
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max_wait_ms / 1000
+        loading = {}  # share-partitions being initialized: the others are answered meanwhile
         while True:
             out = {}
             got = 0
@@ -326,7 +326,14 @@ class SharePartitionManager:
                 if meta is None:
                     out[(topic_id, index)] = (errors.UNKNOWN_TOPIC_ID, None, [])
                     continue
-                entry = await self.shared(group_id, meta.name, index, topic_id)
+                # the entry waited for, even if fenced since: its error is the answer
+                entry = loading.pop((topic_id, index), None) \
+                    or self.shared(group_id, meta.name, index, topic_id)
+                if not isinstance(entry, int) and not entry.ready.done():
+                    loading[(topic_id, index)] = entry
+                    continue
+                if not isinstance(entry, int) and entry.error:
+                    entry = entry.error
                 if isinstance(entry, int):
                     out[(topic_id, index)] = (entry, None, [])
                     continue
@@ -343,9 +350,12 @@ class SharePartitionManager:
                     got += n
                     remaining -= len(records)
                     out[(topic_id, index)] = (errors.NONE, records, acquired, entry.persist())
-            if got or loop.time() >= deadline or not watched:
+            if got or loop.time() >= deadline or not (watched or loading):
                 break
-            await DelayedFetch(watched).wait(deadline - loop.time())
+            waiting = DelayedFetch(watched)  # new records, or a share-partition loaded
+            for entry in loading.values():
+                entry.ready.add_done_callback(waiting.wake)
+            await waiting.wait(deadline - loop.time())
         result = {}
         for key, value in out.items():
             if len(value) == 4:
