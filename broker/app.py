@@ -13,6 +13,7 @@ from pathlib import Path
 from josefk.broker.config import BrokerConfig, ConfigError, parse_properties
 from josefk.broker.client_metrics import ClientMetricsManager
 from josefk.broker.dispatch import features, served
+from josefk.broker.group_configs import GroupConfigs
 from josefk.broker.group_log import OFFSETS_TOPIC, GroupTopics, OffsetsTopicLog
 from josefk.broker.injection import FaultInjector
 from josefk.broker.control.metadata import (BrokerInfo, LocalMetadataStore, MetadataError,
@@ -28,8 +29,12 @@ from josefk.broker.security.sasl import InterBrokerSecurity, LocalCredentialStor
 from josefk.broker.security.listeners import ListenerSecurity
 from josefk.broker.limits import ConnectionLimits
 from josefk.broker.server import serve
+from josefk.broker.share.manager import SharePartitionManager
+from josefk.broker.share.persister import SHARE_STATE_TOPIC, Persister
 from josefk.broker.txn import TXN_TOPIC, TxnMarkerWriter
-from josefk.coordinator import GroupCoordinator, OffsetStore
+from josefk.coordinator import AsyncioClock, GroupCoordinator, OffsetStore
+from josefk.coordinator.share_groups import ShareGroups
+from josefk.coordinator.share_state import ShareCoordinator
 from josefk.broker.control.producer_id_blocks import ZkBlocks
 from josefk.coordinator.producer_ids import FileBlocks, ProducerIdManager
 from josefk.coordinator.txn_coordinator import TransactionCoordinator
@@ -159,6 +164,18 @@ class Broker:
         self.txn = TransactionCoordinator(
             config.props, OffsetsTopicLog(self.replicas, -1, TXN_LOG_TIMEOUT_MS, TXN_TOPIC),
             self.producer_ids, TxnMarkerWriter(self), may_serve=may_serve)
+        # share groups (KIP-932): members at the group coordinator, share-partitions at the
+        # partitions' leaders, their state at the share coordinator of __share_group_state
+        self.group_configs = GroupConfigs(self)
+        self.share_state = ShareCoordinator(
+            config.props, OffsetsTopicLog(self.replicas, -1, TXN_LOG_TIMEOUT_MS,
+                                          SHARE_STATE_TOPIC), may_serve=may_serve)
+        self.share_persister = Persister(self)
+        self.share_groups = ShareGroups(
+            self.groups.catalog, self.groups.group_store.store, self._share_topics,
+            self._share_settings, self._initialize_share_state, self.share_persister.delete,
+            config.int("group.share.max.size"))
+        self.share = SharePartitionManager(self, self.share_persister, AsyncioClock())
         self.cleaner = LogCleaner(self.logs, config.int("log.cleaner.backoff.ms"))
         self.dynamic = DynamicConfigs(self)
 
@@ -178,12 +195,42 @@ class Broker:
                 self.txn.load_partition(part.index, part.leader_epoch)
             else:
                 self.txn.unload_partition(part.index)
+        elif part.topic == SHARE_STATE_TOPIC:
+            if leader:
+                self.share_state.load_partition(part.index)
+            else:
+                self.share_state.unload_partition(part.index)
+        if not leader:
+            self.share.partition_moved(part.topic, part.index)
+
+    def _share_topics(self, names) -> dict:
+        """{name: (topic id, partitions)} of the existing topics among ``names``."""
+        topics = self.metadata.topics
+        return {n: (topics[n].topic_id, len(topics[n].partitions)) for n in names
+                if n in topics and not topics[n].internal}
+
+    def _share_settings(self, group_id: str) -> tuple[int, int]:
+        """A share group's (session timeout ms, heartbeat interval ms)."""
+        cfg = self.group_configs
+        return (cfg.int(group_id, "share.session.timeout.ms"),
+                cfg.int(group_id, "share.heartbeat.interval.ms"))
+
+    async def _initialize_share_state(self, group_id, topic_id, partition) -> int:
+        """A share-partition's first state: its start offset left to its leader (-1), which
+        picks it by share.auto.offset.reset when the group first fetches there."""
+        return await self.share_persister.initialize(group_id, topic_id, partition, 0, -1)
+
+    def may_serve_share(self) -> bool:
+        """False while this cluster member's ZooKeeper session is in doubt: it may have lost its
+        partitions to other leaders, whose share-partitions would deliver the same records."""
+        return self.cluster is None or self.cluster.session.trusted()
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def start(self):
         cfg = self.config
         self.groups.startup([])
         self.txn.startup()
+        self.share_state.startup()
         if self.cluster is None:
             self.replicas.lead_locally(self.metadata)
         else:
@@ -260,6 +307,9 @@ class Broker:
             self.replicas.fetchers.close()
         if self.cluster is not None:
             await self.cluster.stop()
+        self.share.shutdown()
+        self.share_groups.shutdown()
+        self.share_state.shutdown()
         self.groups.shutdown()
         self.txn.shutdown()
         await asyncio.to_thread(self._housekeeping.shutdown, True)  # let a running pass finish

@@ -67,8 +67,7 @@ DEFAULTS = {
     "group.min.session.timeout.ms": "6000",
     "group.max.session.timeout.ms": "1800000",
     "group.max.size": "2147483647",
-    # KIP-848: the consumer group protocol beside the classic one
-    "group.coordinator.rebalance.protocols": "classic,consumer",
+    # KIP-848: the consumer group protocol beside the classic one (and share groups, below)
     "group.consumer.session.timeout.ms": "45000",
     "group.consumer.min.session.timeout.ms": "45000",
     "group.consumer.max.session.timeout.ms": "60000",
@@ -107,6 +106,32 @@ DEFAULTS = {
     "leader.imbalance.per.broker.percentage": "10",
     "max.incremental.fetch.session.cache.slots": "1000",
     "min.incremental.fetch.session.eviction.ms": "120000",
+    # Share groups (KIP-932), served unless turned off ("share" in the rebalance protocols
+    # and group.share.enable, Kafka 4.0's switches)
+    "group.share.enable": "true",
+    "group.coordinator.rebalance.protocols": "classic,consumer,share",
+    "group.share.max.size": "200",
+    "group.share.session.timeout.ms": "45000",
+    "group.share.min.session.timeout.ms": "45000",
+    "group.share.max.session.timeout.ms": "60000",
+    "group.share.heartbeat.interval.ms": "5000",
+    "group.share.min.heartbeat.interval.ms": "5000",
+    "group.share.max.heartbeat.interval.ms": "15000",
+    "group.share.record.lock.duration.ms": "30000",
+    "group.share.min.record.lock.duration.ms": "15000",
+    "group.share.max.record.lock.duration.ms": "60000",
+    "group.share.delivery.count.limit": "5",
+    "group.share.min.delivery.count.limit": "2",
+    "group.share.max.delivery.count.limit": "10",
+    "group.share.partition.max.record.locks": "2000",
+    "group.share.max.partition.max.record.locks": "10000",
+    "group.share.max.share.sessions": "2000",
+    "share.coordinator.state.topic.num.partitions": "50",
+    "share.coordinator.state.topic.replication.factor": "3",
+    "share.coordinator.state.topic.min.isr": "2",
+    "share.coordinator.state.topic.segment.bytes": "104857600",
+    "share.coordinator.snapshot.update.records.per.snapshot": "500",
+    "share.coordinator.state.topic.prune.interval.ms": "300000",
     "offsets.commit.required.acks": "-1",
     "offsets.commit.timeout.ms": "5000",
     "broker.rack": "",
@@ -246,10 +271,11 @@ class BrokerConfig:
         """The protocols list; the group.consumer.* bounds are the group coordinator's to check
         (the broker refuses to start on them: ``Broker``)."""
         protocols = self.list("group.coordinator.rebalance.protocols")
-        unknown = sorted(set(protocols) - {"classic", "consumer"})
+        unknown = sorted(set(protocols) - {"classic", "consumer", "share"})
         if unknown or "classic" not in protocols:
             raise ConfigError("group.coordinator.rebalance.protocols must list classic, and "
-                              f"may list consumer; got {self.props.get('group.coordinator.rebalance.protocols')!r}")
+                              "may list consumer and share; got "
+                              f"{self.props.get('group.coordinator.rebalance.protocols')!r}")
 
     @property
     def node_id(self) -> int:

@@ -21,6 +21,7 @@ class ConfigSource:
     DEFAULT_CONFIG = 5
     DYNAMIC_BROKER_LOGGER_CONFIG = 6
     CLIENT_METRICS_CONFIG = 7
+    GROUP_CONFIG = 8
 
 
 # A broker config and the names that stand for the same setting, in Kafka's precedence.
@@ -189,3 +190,11 @@ def client_metrics_config_entries(broker, name: str) -> list[ConfigEntry]:
     return [ConfigEntry(key, mine[key], ConfigSource.CLIENT_METRICS_CONFIG) if key in mine
             else ConfigEntry(key, default, ConfigSource.DEFAULT_CONFIG)
             for key, default in defaults.items()]
+
+
+def group_config_entries(broker, group_id: str) -> list[ConfigEntry]:
+    """Every group config of ``group_id`` (KIP-848, KIP-932): its overrides, else the broker's
+    settings, as Kafka describes a GROUP resource."""
+    return [ConfigEntry(name, value, ConfigSource.GROUP_CONFIG if mine
+                        else ConfigSource.DEFAULT_CONFIG)
+            for name, value, mine in broker.group_configs.entries(group_id)]

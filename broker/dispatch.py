@@ -9,7 +9,7 @@ from josefk.broker.security.authorizer import requires_cluster, requires_group
 from josefk.broker.handlers import (acls, alter_configs, api_versions, cluster, configs,
                                     consumer_groups, fetch, groups, list_offsets, log_admin,
                                     metadata, offsets, produce, producer, quotas, replication,
-                                    sasl, scram, telemetry, topics, txn)
+                                    sasl, scram, share, telemetry, topics, txn)
 from josefk.broker.security.quotas import fetch_quota, produce_quota
 from josefk.wire import apis
 
@@ -77,6 +77,20 @@ HANDLERS = {
     apis.DESCRIBE_PRODUCERS.key: txn.handle_describe_producers,
     apis.DESCRIBE_TRANSACTIONS.key: txn.handle_describe_transactions,
     apis.LIST_TRANSACTIONS.key: txn.handle_list_transactions,
+    # share groups (KIP-932)
+    apis.SHARE_GROUP_HEARTBEAT.key: requires_group(acl.READ, share.handle_share_group_heartbeat),
+    apis.SHARE_GROUP_DESCRIBE.key: share.handle_share_group_describe,
+    apis.SHARE_FETCH.key: requires_group(acl.READ, share.handle_share_fetch),
+    apis.SHARE_ACKNOWLEDGE.key: requires_group(acl.READ, share.handle_share_acknowledge),
+    apis.INITIALIZE_SHARE_GROUP_STATE.key: for_brokers(share.handle_initialize_share_group_state),
+    apis.READ_SHARE_GROUP_STATE.key: for_brokers(share.handle_read_share_group_state),
+    apis.WRITE_SHARE_GROUP_STATE.key: for_brokers(share.handle_write_share_group_state),
+    apis.DELETE_SHARE_GROUP_STATE.key: for_brokers(share.handle_delete_share_group_state),
+    apis.READ_SHARE_GROUP_STATE_SUMMARY.key: for_brokers(
+        share.handle_read_share_group_state_summary),
+    apis.DESCRIBE_SHARE_GROUP_OFFSETS.key: share.handle_describe_share_group_offsets,
+    apis.ALTER_SHARE_GROUP_OFFSETS.key: share.handle_alter_share_group_offsets,
+    apis.DELETE_SHARE_GROUP_OFFSETS.key: share.handle_delete_share_group_offsets,
 }
 
 class Switch(NamedTuple):
@@ -95,6 +109,10 @@ SWITCHES = (
     Switch(lambda config: "consumer" in config.list("group.coordinator.rebalance.protocols"),
            (apis.CONSUMER_GROUP_HEARTBEAT.key, apis.CONSUMER_GROUP_DESCRIBE.key),
            "group.version"),
+    # KIP-932: Kafka 4.2's share.version level 1 is share groups
+    Switch(lambda config: (config.bool("group.share.enable") and
+                           "share" in config.list("group.coordinator.rebalance.protocols")),
+           tuple(api.key for api in apis.SHARE_APIS), "share.version"),
 )
 
 

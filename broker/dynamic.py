@@ -10,7 +10,7 @@ and topic overrides ``/config/topics/<t>``, each write announced under ``/config
 which every broker watches. Changing a layer rewrites ``BrokerConfig.props`` and gives every
 live partition its new LogConfig. Client metrics subscriptions (KIP-714, ``client-metrics``
 resources) are kept the same way (``/config/client-metrics/<name>``) and handed to the broker's
-`ClientMetricsManager`.
+`ClientMetricsManager`; so are group configs (``/config/groups/<group>``, `broker.group_configs`).
 """
 from __future__ import annotations
 
@@ -99,6 +99,7 @@ class DynamicConfigs:
         self.per_broker: dict[str, str] = {}
         self.cluster_default: dict[str, str] = {}
         self.client_metrics: dict[str, dict[str, str]] = {}  # subscription name -> configs
+        self.groups: dict[str, dict[str, str]] = {}  # group id -> group config overrides
         self._path = Path(broker.config.log_dirs[0]) / self.FILE
         self._seen = None  # the last /config/changes sequence handled
         self._lock = asyncio.Lock()
@@ -110,6 +111,7 @@ class DynamicConfigs:
             self.per_broker, self.cluster_default = data["broker"], data["default"]
             self._apply_broker_layers()
             self._apply_client_metrics(data.get(zn.CONFIG_CLIENT_METRICS, {}))
+            self.groups = data.get(zn.CONFIG_GROUPS, {})
 
     @property
     def _zk(self):
@@ -126,6 +128,7 @@ class DynamicConfigs:
         self._apply_broker_layers()
         self._apply_client_metrics(await self._zk.run(zc.read_entities,
                                                       zn.CONFIG_CLIENT_METRICS))
+        self.groups = await self._zk.run(zc.read_entities, zn.CONFIG_GROUPS)
         await self._zk.watch_children(zn.CONFIG_CHANGES, self._on_changes)
 
     # -- changes ----------------------------------------------------------------------------------
@@ -149,13 +152,28 @@ class DynamicConfigs:
         self._apply_client_metrics({name: configs})
         self._save()
 
+    async def alter_group(self, group_id: str, configs: dict) -> None:
+        """Replace ``group_id``'s group config overrides (none: remove them); validated by the
+        caller."""
+        if self._zk is not None:
+            await self._zk.run(zc.write_entity, zn.CONFIG_GROUPS, group_id, configs)
+        self._set_group(group_id, configs)
+        self._save()
+
+    def _set_group(self, group_id: str, configs: dict) -> None:
+        if configs:
+            self.groups[group_id] = dict(configs)
+        else:
+            self.groups.pop(group_id, None)
+
     def _save(self) -> None:
         """A single broker's layers, in its first log dir."""
         if self._zk is not None:
             return
         tmp = self._path.with_suffix(".tmp")
         tmp.write_text(json.dumps({"broker": self.per_broker, "default": self.cluster_default,
-                                   zn.CONFIG_CLIENT_METRICS: self.client_metrics}, indent=1))
+                                   zn.CONFIG_CLIENT_METRICS: self.client_metrics,
+                                   zn.CONFIG_GROUPS: self.groups}, indent=1))
         os.replace(tmp, self._path)
 
     async def alter_topic(self, name: str, configs: dict) -> None:
@@ -220,6 +238,8 @@ class DynamicConfigs:
             if t is not None:
                 t.configs = await self._zk.run(zc.read_entity, entity_type, name)
                 self._reconfigure(name)
+        elif entity_type == zn.CONFIG_GROUPS:
+            self._set_group(name, await self._zk.run(zc.read_entity, entity_type, name))
         elif entity_type == zn.CONFIG_CLIENT_METRICS:
             self._apply_client_metrics(
                 {name: await self._zk.run(zc.read_entity, entity_type, name)})

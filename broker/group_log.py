@@ -5,6 +5,7 @@ with offsets.topic.num.partitions partitions; the leader of a group's partition 
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from josefk.broker.control.metadata import MetadataError
@@ -49,6 +50,13 @@ class OffsetsTopicLog:
                                       if code != errors.NOT_LEADER_OR_FOLLOWER
                                       else errors.NOT_COORDINATOR)
         return res.base_offset
+
+    def prune(self, partition: int, offset: int) -> None:
+        """Drop the records below ``offset`` (no longer needed), off the event loop."""
+        part = self.replicas.leader_partition(self.topic, partition)
+        if part is not None:
+            asyncio.get_running_loop().run_in_executor(None, part.log.delete_records_before,
+                                                       offset)
 
     def read_batches(self, partition: int):
         part = self.replicas.get(self.topic, partition)

@@ -126,6 +126,7 @@ class Connection(asyncio.BufferedProtocol):
         self.limits.pool.release(self.reserved)
         self.reserved = 0
         self.broker.connections.discard(self)
+        self.broker.share.connection_closed(self)
         for t in self.tasks:
             t.cancel()
         for chunks in (self.unsent, *(slot.chunks or () for slot in self.pending)):

@@ -50,6 +50,9 @@ class GroupCatalog:
         self.owned_partitions: set[int] = set()
         self.loading_partitions: set[int] = set()
         self.active = False
+        # the other kinds of groups kept on the same partitions (share groups): objects with
+        # ``loaded(partition, records)`` and ``unloaded(partition)``, told as partitions move
+        self.partition_listeners: list = []
         self._tasks: set[asyncio.Future] = set()
 
     def now(self) -> int:

@@ -140,6 +140,8 @@ class GroupCoordinator:
         """Stop answering for the groups of ``partition`` (leadership moved away)."""
         self.catalog.owned_partitions.discard(partition)
         self.catalog.loading_partitions.discard(partition)
+        for listener in self.catalog.partition_listeners:
+            listener.unloaded(partition)
         for group in self.catalog.groups_of(partition):
             if isinstance(group, ConsumerGroup):
                 self.consumer_groups.cancel_timers(group)

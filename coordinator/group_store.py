@@ -87,6 +87,8 @@ class GroupStore:
                 group = GroupMetadata(gid, EMPTY, now)
                 group.offsets.update(offsets)
                 cached += self._cache(group)
+            for listener in catalog.partition_listeners:
+                listener.loaded(partition, loaded.records)
             for pid, txn in loaded.pending_txn.items():
                 for (gid, t, p), rec in txn.items():
                     group = catalog.groups.get(gid)

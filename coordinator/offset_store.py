@@ -93,6 +93,9 @@ class LoadedPartition:
     pending_txn: dict = field(default_factory=dict)
     # group id -> the latest consumer group Record of each of its keys (tombstones included)
     consumer_groups: dict = field(default_factory=dict)
+    # the records of other declared types (share groups...): [(CoordinatorRecord, key, value
+    # bytes or None for a tombstone)], each key's last write, in log order
+    records: list = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -260,7 +263,8 @@ class OffsetStore:
 class _Replay:
     """The state a replay of one __consumer_offsets partition builds, record by record."""
 
-    __slots__ = ("partition", "offsets", "pending", "groups", "removed", "consumer")
+    __slots__ = ("partition", "offsets", "pending", "groups", "removed", "consumer",
+                 "others")
 
     def __init__(self, partition: int):
         self.partition = partition
@@ -269,6 +273,7 @@ class _Replay:
         self.groups: dict[str, GroupRecord] = {}
         self.removed: set[str] = set()
         self.consumer: dict[str, dict] = {}   # group id -> {(record type, key): Record}
+        self.others: dict = {}  # raw key -> (record, key, raw value) of other record types
 
     def apply_latest(self, latest: dict) -> None:
         for key, (value, base_offset) in latest.items():
@@ -287,15 +292,22 @@ class _Replay:
         """One record (``producer_id`` >= 0: of a transactional batch)."""
         try:
             record, key = CONSUMER_OFFSETS.read_key(raw_key)
-            is_offset = record is OFFSET_COMMIT
-            if is_offset:
-                om = read_offset_value(raw_value)
-            elif record is GROUP_METADATA:
-                g = read_group_value(raw_value)
-            else:
+            if consumer_records.is_consumer_group_record(record):
                 r = consumer_records.decode(record, key, raw_value)
                 self.consumer.setdefault(r.group_id, {})[r.type, r.key] = r
                 return
+            if record is not OFFSET_COMMIT and record is not GROUP_METADATA:
+                if raw_value is not None:
+                    record.read_value(raw_value)  # undecodable: skipped below
+                self.others.pop(bytes(raw_key), None)
+                self.others[bytes(raw_key)] = (record, key,
+                                               None if raw_value is None else bytes(raw_value))
+                return
+            is_offset = record is OFFSET_COMMIT
+            if is_offset:
+                om = read_offset_value(raw_value)
+            else:
+                g = read_group_value(raw_value)
         except DecodeError as e:
             # Kafka would abort the whole load; skipping one bad record is kinder
             log.warning("skipping an undecodable record of a batch at offset %d of "
@@ -325,7 +337,8 @@ class _Replay:
         loaded = LoadedPartition(groups=self.groups, removed_groups=self.removed,
                                  pending_txn={pid: t for pid, t in self.pending.items() if t},
                                  consumer_groups={g: list(rs.values())
-                                                  for g, rs in self.consumer.items()})
+                                                  for g, rs in self.consumer.items()},
+                                 records=list(self.others.values()))
         for (g, t, p), cr in self.offsets.items():
             loaded.offsets.setdefault(g, {})[(t, p)] = cr
         return loaded

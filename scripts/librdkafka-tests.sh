@@ -10,7 +10,8 @@
 # Starts a fresh broker (or, with --cluster, ZooKeeper and 3 brokers) set up as librdkafka's CI
 # sets up Apache Kafka with trivup: num.partitions=4, auto-created topics, the ACL authorizer
 # with allow.everyone.if.no.acl.found, replication factor 3 for new and internal topics on the
-# cluster, Kafka's defaults otherwise (3 s initial rebalance delay, min.insync.replicas=1). Then
+# cluster, share-group locks of 1 s allowed (group.share.min.record.lock.duration.ms), Kafka's
+# defaults otherwise (3 s initial rebalance delay, min.insync.replicas=1). Then
 # runs each selected test in a test-runner of its own, runs each failed test a second time,
 # prints a pass/fail table and stops everything it started. Per-test logs and reports stay in
 # the work directory (--workdir, default /tmp/josefk-librdkafka).
@@ -21,7 +22,7 @@ repo=$PWD
 # The core selection: every test that runs against a real broker of Kafka 3.9 (the last
 # ZooKeeper-era version) with PLAINTEXT and nothing else around it. Left out: local and
 # mock-cluster tests, known issues, sockem tests, the "noautocreate" scenario, share groups
-# (Kafka 4.2), SSL/SASL/OIDC/ACL tests (0097 0115 0119 0126 0135 0142), mock-only tests without
+# (below: --share), SSL/SASL/OIDC/ACL tests (0097 0115 0119 0126 0135 0142), mock-only tests without
 # the local flag (0139 0150), a Java transactional producer (0098) and broker racks (0101).
 # 0103 creates its topics with replication factor 3, so it runs on the cluster only.
 CORE="0001_multiobj 0002_unkpart 0003_msgmaxsize 0005_order 0007_autotopic 0008_reqacks
@@ -43,8 +44,17 @@ CORE="0001_multiobj 0002_unkpart 0003_msgmaxsize 0005_order 0007_autotopic 0008_
 0123_connections_max_idle 0125_immediate_flush 0127_fetch_queue_backoff 0129_fetch_aborted_msgs
 0130_store_offsets 0132_strategy_ordering 0137_barrier_batch_consume 0140_commit_metadata"
 
+# Share groups (KIP-932, Kafka 4.2): the share-consumer tests that run against a real broker,
+# selected with --share (or by number with --tests), run as against Kafka 4.2.0.
+SHARE="0170_share_consumer_subscription 0171_share_consumer_consume
+0172_share_consumer_acknowledge 0173_share_consumer_commit_async 0174_share_consumer_concurrency
+0175_share_consumer_groups 0176_share_consumer_commit_sync 0177_share_consumer_transactions
+0178_share_consumer_close 0179_share_consumer_destroy 0180_share_consumer_config
+0181_share_consumer_topic_delete 0184_share_consumer_topic_recreate
+0185_share_consumer_max_poll_interval"
+
 usage() {
-    echo "usage: $0 [--cluster] [--tests \"NNNN|NNNN_name ...\"] [--port N] [--workdir DIR]" \
+    echo "usage: $0 [--cluster] [--share] [--tests \"NNNN|NNNN_name ...\"] [--port N] [--workdir DIR]" \
          "[--per-test-timeout SECONDS] LIBRDKAFKA_DIR" >&2
     exit 2
 }
@@ -52,6 +62,7 @@ cluster=0 tests=all port=29192 work=/tmp/josefk-librdkafka per_test_timeout=1200
 while [ $# -gt 0 ]; do
     case "$1" in
         --cluster) cluster=1 ;;
+        --share) tests=$SHARE ;;
         --tests) tests=$2; shift ;;
         --port) port=$2; shift ;;
         --workdir) work=$2; shift ;;
@@ -67,7 +78,7 @@ done
 [ $cluster = 1 ] || CORE=${CORE/0103_transactions/}
 [ "$tests" != all ] || tests=$CORE
 tests=$(for t in $tests; do
-    names=$(for c in $CORE; do case $c in "$t"*) echo "$c" ;; esac; done)
+    names=$(for c in $CORE $SHARE; do case $c in "$t"*) echo "$c" ;; esac; done)
     echo "${names:-$t}"
 done)
 if [ $cluster = 1 ]; then brokers=3; mode=cluster; else brokers=1; mode=broker; fi
@@ -89,17 +100,20 @@ trap 'exit 130' INT TERM
 
 kafka_ci=(--override num.partitions=4 --override auto.create.topics.enable=true
     --override authorizer.class.name=kafka.security.authorizer.AclAuthorizer
-    --override allow.everyone.if.no.acl.found=true)
+    --override allow.everyone.if.no.acl.found=true
+    --override group.share.min.record.lock.duration.ms=1000)
 if [ $cluster = 1 ]; then
-    .venv/bin/python -m broker cluster --brokers 3 --dir "$work/cluster" --port "$port" \
+    .venv/bin/python -m josefk cluster --brokers 3 --dir "$work/cluster" --port "$port" \
         --zookeeper-port $((port + 100)) "${kafka_ci[@]}" --override min.insync.replicas=1 \
         >"$work/server.log" 2>&1 &
 else
-    .venv/bin/python -m broker broker --listeners "PLAINTEXT://127.0.0.1:$port" \
+    .venv/bin/python -m josefk broker --listeners "PLAINTEXT://127.0.0.1:$port" \
         --log-dirs "$work/data" "${kafka_ci[@]}" --override default.replication.factor=1 \
         --override offsets.topic.replication.factor=1 \
         --override transaction.state.log.replication.factor=1 \
-        --override transaction.state.log.min.isr=1 >"$work/server.log" 2>&1 &
+        --override transaction.state.log.min.isr=1 \
+        --override share.coordinator.state.topic.replication.factor=1 \
+        --override share.coordinator.state.topic.min.isr=1 >"$work/server.log" 2>&1 &
 fi
 server=$!
 up=0
@@ -135,7 +149,9 @@ printf 'bootstrap.servers=%s\nbroker.address.family=v4\ntest.timeout.multiplier=
 
 # One test-runner process per test number: a test that times out kills its whole runner.
 run_one() {  # number attempt
-    ( cd "$rdk/tests" && RDKAFKA_TEST_CONF="$work/test.conf" TEST_KAFKA_VERSION=3.9.0 \
+    local version=3.9.0
+    case " $(echo $SHARE) " in *" $1"_*) version=4.2.0 ;; esac
+    ( cd "$rdk/tests" && RDKAFKA_TEST_CONF="$work/test.conf" TEST_KAFKA_VERSION=$version \
         KAFKA_PATH="$work/kafka" BROKERS="$bootstrap" TESTS="$1" \
         TEST_REPORT="$work/reports/$1.$2.json" LD_LIBRARY_PATH=../src:../src-cpp \
         timeout -s KILL "$per_test_timeout" ./test-runner -L -K -E -p1 \

@@ -18,6 +18,17 @@ from josefk.wire.schema import (BOOL, BYTES, FLOAT64, INT8, INT16, INT32, INT64,
                                 UINT16, UUID, Array, Struct, Versions)
 from testkit.kafka_versions import KAFKA_3_9_RANGES
 
+# Share groups (KIP-932) as Apache Kafka 4.2 serves them: the versions josefk serves (name: (key,
+# lo, hi)). kafka-python vendors no share schemas: their layouts are pinned in test_share_wire.py.
+KAFKA_4_2_SHARE_RANGES = {
+    "ShareGroupHeartbeat": (76, 1, 1), "ShareGroupDescribe": (77, 1, 1),
+    "ShareFetch": (78, 1, 2), "ShareAcknowledge": (79, 1, 2),
+    "InitializeShareGroupState": (83, 0, 0), "ReadShareGroupState": (84, 0, 0),
+    "WriteShareGroupState": (85, 0, 1), "DeleteShareGroupState": (86, 0, 0),
+    "ReadShareGroupStateSummary": (87, 0, 1), "DescribeShareGroupOffsets": (90, 0, 1),
+    "AlterShareGroupOffsets": (91, 0, 0), "DeleteShareGroupOffsets": (92, 0, 0),
+}
+
 # The versions KIP-896 removed in Kafka 4.0 (name: highest removed version): the only places where
 # the vendored 4.x schemas below start later than 3.9 did. Checked against the schemas' own
 # "Version(s) ... removed in Apache Kafka 4.0" comments by test_kip_896_table_matches_the_schemas.
@@ -123,7 +134,8 @@ def test_defaults_round_trip(case):
 
 def test_registry_covers_exactly_the_requested_apis():
     assert [a.key for a in ALL_APIS] == sorted(a.key for a in ALL_APIS)
-    assert {a.name: (a.key, a.min_version, a.max_version) for a in ALL_APIS} == KAFKA_3_9_RANGES
+    assert {a.name: (a.key, a.min_version, a.max_version) for a in ALL_APIS} == {
+        **KAFKA_3_9_RANGES, **KAFKA_4_2_SHARE_RANGES}
     assert API_BY_KEY == {a.key: a for a in ALL_APIS}
     assert API_BY_KEY[18] is API_VERSIONS
 
@@ -172,7 +184,7 @@ def _has_schema(api):
 # in test_vectors.py.
 PINNED_BY_HAND = {"LeaderAndIsr", "StopReplica", "UpdateMetadata", "ControlledShutdown",
                   "AlterPartition", "GetTelemetrySubscriptions", "PushTelemetry",
-                  "ConsumerGroupHeartbeat", "ConsumerGroupDescribe"}
+                  "ConsumerGroupHeartbeat", "ConsumerGroupDescribe", *KAFKA_4_2_SHARE_RANGES}
 WITH_SCHEMA = [api for api in ALL_APIS if _has_schema(api)]
 
 

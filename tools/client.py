@@ -33,6 +33,12 @@ def bootstrap_addresses(bootstrap: str) -> list[tuple[str, int]]:
     return out
 
 
+def command_config(args) -> dict:
+    """The client settings of a CLI tool's ``--command-config`` file (none without one)."""
+    path = getattr(args, "command_config", None)
+    return parse_properties(Path(path).read_text()) if path else {}
+
+
 class Client:
     """``props`` are Kafka client settings (``security.protocol``, ``ssl.truststore.location``,
     ``sasl.mechanism``, ``sasl.jaas.config``...), as in an admin tool's --command-config file."""
@@ -73,9 +79,7 @@ class Client:
     @classmethod
     def from_args(cls, args) -> "Client":
         """A CLI tool's client: ``--bootstrap-server``, and ``--command-config`` for security."""
-        path = getattr(args, "command_config", None)
-        props = parse_properties(Path(path).read_text()) if path else {}
-        return cls(args.bootstrap_server, props=props)
+        return cls(args.bootstrap_server, props=command_config(args))
 
     def _authenticate(self, props):
         mechanism = props.get("sasl.mechanism", "GSSAPI").upper()

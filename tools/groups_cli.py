@@ -1,13 +1,15 @@
-"""`josefk groups list|describe|delete|reset-offsets`, modelled on kafka-consumer-groups.sh."""
+"""`josefk groups list|describe|delete|reset-offsets`, modelled on kafka-consumer-groups.sh (and
+kafka-share-groups.sh for the description of a share group)."""
 from __future__ import annotations
 
 import sys
 
-from josefk.tools.client import Client, KafkaError
+from josefk.tools.client import KafkaError
+from josefk.tools.tool_client import ClusterClient
 from josefk.wire import errors
 from josefk.wire.apis import (CONSUMER_GROUP_DESCRIBE, DELETE_GROUPS, DESCRIBE_GROUPS,
-                              FIND_COORDINATOR, LIST_GROUPS, LIST_OFFSETS, METADATA,
-                              OFFSET_COMMIT, OFFSET_FETCH)
+                              DESCRIBE_SHARE_GROUP_OFFSETS, FIND_COORDINATOR, LIST_GROUPS,
+                              OFFSET_COMMIT, OFFSET_FETCH, SHARE_GROUP_DESCRIBE)
 from josefk.wire.apis.consumer_protocol import ASSIGNMENT
 
 LATEST, EARLIEST = -1, -2
@@ -49,29 +51,28 @@ def _fail(message: str) -> int:
     return 1
 
 
-def _coordinator_ready(c, group):
-    resp = c.request(FIND_COORDINATOR, key=group, coordinator_keys=[group], key_type=0)
-    code = resp.coordinators[0].error_code if resp.coordinators else resp.error_code
-    if code:
-        raise KafkaError(code, "cannot find the group coordinator")
-
-
 def groups_list(args) -> int:
+    """The groups of every broker (each lists those it coordinates), as kafka-consumer-groups.sh
+    --list asks them all; with ``--type``, their types and protocols."""
     types = [t.lower() for t in args.type or []]
+    listed = {}
     try:
-        with Client.from_args(args) as c:
-            resp = c.request(LIST_GROUPS, states_filter=[], types_filter=types)
-            if resp.error_code:
-                raise KafkaError(resp.error_code)
+        with ClusterClient.from_args(args) as cc:
+            cc.refresh([])
+            for node in sorted(cc.brokers):
+                resp = cc.broker(node).request(LIST_GROUPS, states_filter=[], types_filter=types)
+                if resp.error_code:
+                    raise KafkaError(resp.error_code)
+                listed.update((g.group_id, g) for g in resp.groups)
     except (KafkaError, OSError) as e:
         return _fail(str(e))
-    listed = sorted(resp.groups, key=lambda g: g.group_id)
     if args.type is None:
-        for g in listed:
-            print(g.group_id)
+        for group in sorted(listed):
+            print(group)
         return 0
     _table([("GROUP", "TYPE", "PROTOCOL")] +
-           [(g.group_id, g.group_type.capitalize(), g.protocol_type or "-") for g in listed])
+           [(g.group_id, g.group_type.capitalize(), g.protocol_type or "-")
+            for _, g in sorted(listed.items())])
     return 0
 
 
@@ -138,16 +139,65 @@ def committed_offsets(c, group) -> dict:
             for t in topics for p in t.partitions if p.committed_offset >= 0}
 
 
-def _list_offsets(c, tps, timestamp) -> dict:
-    R = LIST_OFFSETS.Request
+def _list_offsets(cc, tps, timestamp) -> dict:
+    """{(topic, partition): offset} for ``timestamp``, asked of the leaders; a topic whose
+    offsets cannot be read (deleted since its offsets were committed) is left out."""
     by_topic = {}
     for t, p in tps:
-        by_topic.setdefault(t, []).append(R.ListOffsetsPartition(
-            partition_index=p, timestamp=timestamp, current_leader_epoch=-1))
-    resp = c.request(LIST_OFFSETS, replica_id=-1, topics=[
-        R.ListOffsetsTopic(name=t, partitions=ps) for t, ps in by_topic.items()])
-    return {(t.name, p.partition_index): p.offset for t in resp.topics for p in t.partitions
-            if not p.error_code}
+        by_topic.setdefault(t, []).append(p)
+    out = {}
+    for t, ps in by_topic.items():
+        try:
+            out.update(((t, p), off) for p, off in cc.list_offsets(t, ps, timestamp).items())
+        except KafkaError:
+            pass
+    return out
+
+
+def share_group(c, group):
+    """(ShareGroupDescribe's group, DescribeShareGroupOffsets' topics) of ``group`` if it is a
+    share group (KIP-932), else None."""
+    if SHARE_GROUP_DESCRIBE.key not in c.versions:
+        return None
+    d = c.request(SHARE_GROUP_DESCRIBE, group_ids=[group],
+                  include_authorized_operations=False).groups[0]
+    if d.error_code == errors.GROUP_ID_NOT_FOUND:
+        return None
+    if d.error_code:
+        raise KafkaError(d.error_code, d.error_message or errors.name(d.error_code))
+    Q = DESCRIBE_SHARE_GROUP_OFFSETS.Request
+    g = c.request(DESCRIBE_SHARE_GROUP_OFFSETS, groups=[
+        Q.DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=None)]).groups[0]
+    if g.error_code:
+        raise KafkaError(g.error_code, g.error_message or errors.name(g.error_code))
+    return d, g.topics
+
+
+def _describe_share_group(group, d, topics) -> None:
+    """As kafka-share-groups.sh --describe: each share-partition's start offset and lag (the
+    records from it to the end not yet acknowledged or archived), then the members."""
+    print(f"\nShare group '{group}' ({d.group_state}, epoch {d.group_epoch}) has "
+          f"{len(d.members) or 'no active'} member{'s' if len(d.members) != 1 else ''}.")
+    rows = [("GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LEADER-EPOCH", "LAG")]
+    for t in sorted(topics, key=lambda t: t.topic_name):
+        for p in sorted(t.partitions, key=lambda p: p.partition_index):
+            rows.append((group, t.topic_name, p.partition_index, _dash(_known(p.start_offset)),
+                         _dash(_known(p.leader_epoch)), _dash(_known(p.lag))))
+    print()
+    _table(rows)
+    if d.members:
+        rows = [("CONSUMER-ID", "HOST", "CLIENT-ID", "MEMBER-EPOCH", "ASSIGNMENT")]
+        for m in d.members:
+            assigned = ",".join(f"{tp.topic_name}:{p}" for tp in m.assignment.topic_partitions
+                                for p in tp.partitions)
+            rows.append((m.member_id, m.client_host, m.client_id, m.member_epoch,
+                         assigned or "-"))
+        print()
+        _table(rows)
+
+
+def _known(v):
+    return None if v is None or v < 0 else v
 
 
 def groups_describe(args) -> int:
@@ -155,8 +205,12 @@ def groups_describe(args) -> int:
     or ``--state``; a KIP-848 group is described with ConsumerGroupDescribe (member epochs,
     target assignments), a classic one with DescribeGroups."""
     try:
-        with Client.from_args(args) as c:
-            _coordinator_ready(c, args.group)
+        with ClusterClient.from_args(args) as cc:
+            c = cc.coordinator(args.group)
+            share = share_group(c, args.group)
+            if share is not None:
+                _describe_share_group(args.group, *share)
+                return 0
             cg = describe_consumer_group(c, args.group)
             d = describe_group(c, args.group) if cg is None else None
             if d is not None and d.group_state == "Dead":
@@ -174,7 +228,7 @@ def groups_describe(args) -> int:
             committed = committed_offsets(c, args.group)
             owner = {tp: m for m in members for tp in m[3]}
             tps = sorted(set(committed) | set(owner))
-            ends = _list_offsets(c, tps, LATEST) if tps else {}
+            ends = _list_offsets(cc, tps, LATEST) if tps else {}
     except (KafkaError, OSError) as e:
         return _fail(str(e))
     if not members:
@@ -242,9 +296,8 @@ def _table(rows):
 
 def groups_delete(args) -> int:
     try:
-        with Client.from_args(args) as c:
-            _coordinator_ready(c, args.group)
-            resp = c.request(DELETE_GROUPS, groups_names=[args.group])
+        with ClusterClient.from_args(args) as cc:
+            resp = cc.coordinator(args.group).request(DELETE_GROUPS, groups_names=[args.group])
             code = resp.results[0].error_code
             if code:
                 raise KafkaError(code, errors.name(code))
@@ -254,16 +307,11 @@ def groups_delete(args) -> int:
     return 0
 
 
-def _partitions_of(c, spec) -> list[tuple[str, int]]:
+def _partitions_of(cc, spec) -> list[tuple[str, int]]:
     topic, _, parts = spec.partition(":")
     if parts:
         return [(topic, int(p)) for p in parts.split(",")]
-    md = c.request(METADATA, topics=[METADATA.Request.MetadataRequestTopic(name=topic)],
-                   allow_auto_topic_creation=False)
-    t = md.topics[0]
-    if t.error_code:
-        raise KafkaError(t.error_code, f"topic {topic}: {errors.name(t.error_code)}")
-    return sorted((topic, p.partition_index) for p in t.partitions)
+    return [(topic, p) for p in cc.partitions(topic)]
 
 
 def commit_offsets(c, group, offsets: dict, generation: int = -1, member_id: str = "") -> None:
@@ -287,15 +335,15 @@ def commit_offsets(c, group, offsets: dict, generation: int = -1, member_id: str
 
 def groups_reset_offsets(args) -> int:
     try:
-        with Client.from_args(args) as c:
-            _coordinator_ready(c, args.group)
+        with ClusterClient.from_args(args) as cc:
+            c = cc.coordinator(args.group)
             d = describe_group(c, args.group)
             if d.group_state not in ("Empty", "Dead"):
                 return _fail(f"Assignments can only be reset if the group '{args.group}' is "
                              f"inactive, but the current state is {d.group_state}.")
-            tps = _partitions_of(c, args.topic)
-            earliest = _list_offsets(c, tps, EARLIEST)
-            latest = _list_offsets(c, tps, LATEST)
+            tps = _partitions_of(cc, args.topic)
+            earliest = _list_offsets(cc, tps, EARLIEST)
+            latest = _list_offsets(cc, tps, LATEST)
             current = committed_offsets(c, args.group)
             new = {}
             for tp in tps:

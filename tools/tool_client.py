@@ -3,7 +3,7 @@ beyond `broker.client.Client`: the cluster's metadata and one connection per bro
 partition request goes to its leader."""
 from __future__ import annotations
 
-from josefk.tools.client import Client, KafkaError
+from josefk.tools.client import Client, KafkaError, command_config
 from josefk.wire import errors
 from josefk.wire.apis import FETCH, FIND_COORDINATOR, LIST_OFFSETS, METADATA, PRODUCE
 
@@ -49,6 +49,11 @@ class ClusterClient:
         self.clients: dict[int, Client] = {}
         self.brokers: dict[int, tuple[str, int]] = {}
         self.topics: dict = {}
+
+    @classmethod
+    def from_args(cls, args) -> "ClusterClient":
+        """A CLI tool's connections: ``--bootstrap-server``, ``--command-config`` for security."""
+        return cls(args.bootstrap_server, props=command_config(args))
 
     def close(self):
         self.bootstrap.close()

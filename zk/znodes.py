@@ -68,6 +68,8 @@ CONFIG_BROKERS = "brokers"
 CONFIG_IPS = "ips"
 # KIP-714 subscriptions: Kafka keeps them in KRaft only; made on first use, not at start-up
 CONFIG_CLIENT_METRICS = "client-metrics"
+# Group configs (KIP-848, KIP-932): Kafka keeps them in KRaft only; made on first use
+CONFIG_GROUPS = "groups"
 CONFIG_TYPES = (CONFIG_TOPICS, CONFIG_CLIENTS, CONFIG_USERS, CONFIG_BROKERS, CONFIG_IPS)
 
 # Persistent paths a Kafka broker makes sure exist at start-up, in the order it creates them.

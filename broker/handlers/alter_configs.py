@@ -1,10 +1,11 @@
 """AlterConfigs (whole override sets) and IncrementalAlterConfigs (SET, DELETE, APPEND,
-SUBTRACT) for topics, brokers and client metrics subscriptions (KIP-714). Both build the
+SUBTRACT) for topics, brokers, client metrics subscriptions (KIP-714) and groups. Both build the
 resource's new override set and go through one check-and-apply path; validate_only stops after
-the checks. As in Kafka, a topic's configs need AlterConfigs on the topic, the others on the
-cluster."""
+the checks. As in Kafka, a topic's configs need AlterConfigs on the topic, a group's on the
+group, the others on the cluster."""
 from __future__ import annotations
 
+from josefk.broker import group_configs
 from josefk.broker.client_metrics import InvalidSubscription, Subscription
 from josefk.broker.security import acl, authorizer, tls_reload
 from josefk.broker.security.authorizer import allowed
@@ -14,7 +15,7 @@ from josefk.broker.control.metadata import MetadataError
 from josefk.wire import errors
 from josefk.wire.apis import ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS
 
-TOPIC, BROKER, CLIENT_METRICS = 2, 4, 16
+TOPIC, BROKER, CLIENT_METRICS, GROUP = 2, 4, 16, 32
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 
@@ -36,6 +37,10 @@ def _overrides(broker, rtype, name) -> dict:
                             f"string, but received {name}")
     if rtype == CLIENT_METRICS:
         return dict(broker.dynamic.client_metrics.get(name, {}))
+    if rtype == GROUP:
+        if not name:
+            raise MetadataError(errors.INVALID_REQUEST, "Group id must not be empty")
+        return dict(broker.dynamic.groups.get(name, {}))
     raise MetadataError(errors.INVALID_REQUEST, f"Unsupported resource type {rtype}")
 
 
@@ -44,6 +49,10 @@ def _may_alter(broker, ctx, res) -> int:
         return (errors.NONE if allowed(broker, ctx, authorizer.TOPIC, res.resource_name,
                                        acl.ALTER_CONFIGS)
                 else errors.TOPIC_AUTHORIZATION_FAILED)
+    if res.resource_type == GROUP:
+        return (errors.NONE if allowed(broker, ctx, authorizer.GROUP, res.resource_name,
+                                       acl.ALTER_CONFIGS)
+                else errors.GROUP_AUTHORIZATION_FAILED)
     return (errors.NONE if allowed(broker, ctx, authorizer.CLUSTER, authorizer.CLUSTER_NAME,
                                    acl.ALTER_CONFIGS)
             else errors.CLUSTER_AUTHORIZATION_FAILED)
@@ -68,6 +77,10 @@ async def _change(broker, ctx, res, new_overrides, validate_only) -> tuple[int, 
                 Subscription(res.resource_name, new)  # validates
             if not validate_only:
                 await broker.dynamic.alter_client_metrics(res.resource_name, new)
+        elif res.resource_type == GROUP:
+            group_configs.validate(broker.config, new)
+            if not validate_only:
+                await broker.dynamic.alter_group(res.resource_name, new)
         else:
             validate_broker_configs(new, broker.config.topic_defaults(),
                                     broker.config.int("log.cleaner.threads"))
@@ -129,7 +142,7 @@ def _list_op(broker, res, c, new) -> str:
         base = new[c.name]
     elif res.resource_type == TOPIC:
         base = broker.config.topic_defaults().get(c.name, "")
-    elif res.resource_type == CLIENT_METRICS:
+    elif res.resource_type in (CLIENT_METRICS, GROUP):
         base = ""
     else:
         base = broker.config.props.get(c.name, "")

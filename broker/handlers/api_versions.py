@@ -1,4 +1,5 @@
-"""ApiVersions: advertises exactly the versions declared in wire/apis."""
+"""ApiVersions: advertises exactly the versions declared in wire/apis that this broker serves, and
+the feature levels of the switchable ones (``broker.dispatch.SWITCHES``)."""
 
 
 def handle_api_versions(broker, ctx, req):

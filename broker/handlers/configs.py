@@ -1,5 +1,6 @@
-"""DescribeConfigs for topics, brokers and client metrics subscriptions (KIP-714). Passwords and keys are described as sensitive,
-without their value, as Kafka describes its PASSWORD configs."""
+"""DescribeConfigs for topics, brokers, client metrics subscriptions (KIP-714) and groups.
+Passwords and keys are described as sensitive, without their value, as Kafka describes its
+PASSWORD configs."""
 from __future__ import annotations
 
 import re
@@ -8,13 +9,14 @@ from josefk.broker.security import acl, authorizer, tls_reload
 from josefk.broker.security.authorizer import allowed
 from josefk.broker.configs import (BROKER_TO_TOPIC, ConfigSource, broker_config_entries,
                                    client_metrics_config_entries, config_type,
-                                   default_broker_config_entries, topic_config_entries)
+                                   default_broker_config_entries, group_config_entries,
+                                   topic_config_entries)
 from josefk.broker.dynamic import DYNAMIC_BROKER_CONFIGS
 from josefk.wire import errors
 from josefk.wire.apis import DESCRIBE_CONFIGS, LIST_CONFIG_RESOURCES
 
 R = DESCRIBE_CONFIGS.Response
-TOPIC, BROKER, CLIENT_METRICS = 2, 4, 16
+TOPIC, BROKER, CLIENT_METRICS, GROUP = 2, 4, 16, 32
 _SENSITIVE = re.compile(r"(^|\.)(ssl\.key\.password|ssl\.keystore\.password|"
                         r"ssl\.truststore\.password|ssl\.keystore\.key|sasl\.jaas\.config)$")
 
@@ -30,8 +32,9 @@ def handle_describe_configs(broker, ctx, req):
                                       resource_name=res.resource_name, error_message=None)
         results.append(out)
         if not _may_describe(broker, ctx, res):
-            out.error_code = (errors.TOPIC_AUTHORIZATION_FAILED if res.resource_type == TOPIC
-                              else errors.CLUSTER_AUTHORIZATION_FAILED)
+            out.error_code = {TOPIC: errors.TOPIC_AUTHORIZATION_FAILED,
+                              GROUP: errors.GROUP_AUTHORIZATION_FAILED}.get(
+                res.resource_type, errors.CLUSTER_AUTHORIZATION_FAILED)
             out.error_message = "Authorization failed."
             continue
         if res.resource_type == TOPIC:
@@ -50,6 +53,8 @@ def handle_describe_configs(broker, ctx, req):
                        else default_broker_config_entries(broker))
         elif res.resource_type == CLIENT_METRICS:
             entries = client_metrics_config_entries(broker, res.resource_name)
+        elif res.resource_type == GROUP:
+            entries = group_config_entries(broker, res.resource_name)
         else:
             out.error_code = errors.INVALID_REQUEST
             out.error_message = f"Unsupported resource type {res.resource_type}"
@@ -73,6 +78,8 @@ def _may_describe(broker, ctx, res) -> bool:
     """DescribeConfigs on the topic, or on the cluster for broker configs."""
     if res.resource_type == TOPIC:
         return allowed(broker, ctx, authorizer.TOPIC, res.resource_name, acl.DESCRIBE_CONFIGS)
+    if res.resource_type == GROUP:
+        return allowed(broker, ctx, authorizer.GROUP, res.resource_name, acl.DESCRIBE_CONFIGS)
     return allowed(broker, ctx, authorizer.CLUSTER, authorizer.CLUSTER_NAME,
                    acl.DESCRIBE_CONFIGS)
 

@@ -7,10 +7,11 @@ from josefk.broker.security.authorizer import (CLUSTER, CLUSTER_NAME, GROUP, TRA
 from josefk.broker.group_log import ensure_offsets_topic
 from josefk.broker.txn import ensure_txn_topic
 from josefk.wire import errors
+from josefk.wire.types import uuid_from_base64
 from josefk.wire.apis import (DELETE_GROUPS, DESCRIBE_GROUPS, FIND_COORDINATOR, HEARTBEAT,
                               JOIN_GROUP, LEAVE_GROUP, LIST_GROUPS, SYNC_GROUP)
 
-GROUP_KEY, TRANSACTION_KEY = 0, 1
+GROUP_KEY, TRANSACTION_KEY, SHARE_KEY = 0, 1, 2
 
 
 def handle_find_coordinator(broker, ctx, req):
@@ -20,18 +21,27 @@ def handle_find_coordinator(broker, ctx, req):
     found = []
     for key in keys:
         node = None
-        if req.key_type not in (GROUP_KEY, TRANSACTION_KEY):
-            code, msg = errors.INVALID_REQUEST, f"Unknown coordinator type {req.key_type}"
+        if req.key_type not in (GROUP_KEY, TRANSACTION_KEY, SHARE_KEY) or (
+                req.key_type == SHARE_KEY and not share_key(key)):
+            code, msg = errors.INVALID_REQUEST, f"Unknown coordinator type {req.key_type}" \
+                if req.key_type != SHARE_KEY else f"Invalid share coordinator key {key}"
         elif req.key_type == GROUP_KEY and not allowed(broker, ctx, GROUP, key, acl.DESCRIBE):
             code, msg = errors.GROUP_AUTHORIZATION_FAILED, "Group authorization failed."
         elif req.key_type == TRANSACTION_KEY and not allowed(broker, ctx, TRANSACTIONAL_ID, key,
                                                              acl.DESCRIBE):
             code, msg = (errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
                          "Transactional Id authorization failed.")
+        elif req.key_type == SHARE_KEY and not allowed(broker, ctx, CLUSTER, CLUSTER_NAME,
+                                                       acl.CLUSTER_ACTION):
+            code, msg = errors.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."
         else:
-            node = (_coordinator_of(broker, ensure_offsets_topic(broker), broker.groups, key)
-                    if req.key_type == GROUP_KEY else
-                    _coordinator_of(broker, ensure_txn_topic(broker), broker.txn, key))
+            if req.key_type == GROUP_KEY:
+                node = _coordinator_of(broker, ensure_offsets_topic(broker), broker.groups, key)
+            elif req.key_type == TRANSACTION_KEY:
+                node = _coordinator_of(broker, ensure_txn_topic(broker), broker.txn, key)
+            else:
+                node = broker.metadata.brokers.get(
+                    broker.share_persister.coordinator_node(*share_key(key)))
             node = node.on(ctx.listener) if node is not None else None
             code, msg = ((errors.NONE, None) if node is not None else
                          (errors.COORDINATOR_NOT_AVAILABLE, "The coordinator is not available."))
@@ -44,6 +54,18 @@ def handle_find_coordinator(broker, ctx, req):
     c = found[0]
     return R(error_code=c.error_code, error_message=c.error_message, node_id=c.node_id,
              host=c.host, port=c.port)
+
+
+def share_key(key: str):
+    """(group id, topic id, partition) of a share coordinator key "group:topicId:partition"
+    (KIP-932), or None."""
+    rest = key.rsplit(":", 2)
+    if len(rest) != 3 or not rest[0]:
+        return None
+    try:
+        return rest[0], uuid_from_base64(rest[1]), int(rest[2])
+    except ValueError:
+        return None
 
 
 def _coordinator_of(broker, topic, coordinator, key):
@@ -61,6 +83,9 @@ def _coordinator_of(broker, topic, coordinator, key):
 async def handle_join_group(broker, ctx, req):
     R = JOIN_GROUP.Response
     v = ctx.version
+    if broker.share_groups.has(req.group_id):  # the id names a share group
+        return R(error_code=errors.INCONSISTENT_GROUP_PROTOCOL, member_id=req.member_id,
+                 protocol_name=None if v >= 7 else "", leader="", members=[])
     res = await broker.groups.join_group(
         req.group_id, req.member_id, req.group_instance_id, ctx.client_id,
         "/" + ctx.client_host,  # Kafka shows a member's host as Java's InetAddress.toString()
@@ -118,6 +143,8 @@ def handle_describe_groups(broker, ctx, req):
                              authorized_operations=acl.NOT_REQUESTED)
             for g in req.groups if g not in names]
     for d in broker.groups.describe_groups(names):
+        if d.state == "Dead" and not d.error and broker.share_groups.has(d.group_id):
+            d.error = errors.GROUP_ID_NOT_FOUND  # a share group: ShareGroupDescribe tells it
         out.append(R.DescribedGroup(
             error_code=d.error, group_id=d.group_id, group_state=d.state,
             protocol_type=d.protocol_type, protocol_data=d.protocol,
@@ -134,21 +161,27 @@ def handle_list_groups(broker, ctx, req):
     v = ctx.version
     types = {t.strip().lower() for t in req.types_filter} if v >= 5 and req.types_filter \
         else None
-    code, groups = broker.groups.list_groups(req.states_filter if v >= 4 and req.states_filter
-                                             else None)
-    if types is not None:   # "classic" or "consumer" (an unknown type matches nothing)
-        groups = [g for g in groups if g.group_type in types]
+    states = req.states_filter if v >= 4 and req.states_filter else None
+    code, groups = broker.groups.list_groups(states)
+    # "classic", "consumer" or "share" (an unknown type matches nothing)
+    listed = [(g, g.group_type) for g in groups if types is None or g.group_type in types]
+    if types is None or "share" in types:
+        listed += [(g, "share") for g in broker.share_groups.list_groups(states)]
     if not allowed(broker, ctx, CLUSTER, CLUSTER_NAME, acl.DESCRIBE):  # only the describable
-        groups = [g for g in groups if allowed(broker, ctx, GROUP, g.group_id, acl.DESCRIBE)]
+        listed = [(g, t) for g, t in listed
+                  if allowed(broker, ctx, GROUP, g.group_id, acl.DESCRIBE)]
     return R(error_code=code, groups=[
         R.ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.state,
-                      group_type=g.group_type) for g in groups])
+                      group_type=t) for g, t in listed])
 
 
 async def handle_delete_groups(broker, ctx, req):
     R = DELETE_GROUPS.Response
     names = [g for g in req.groups_names if allowed(broker, ctx, GROUP, g, acl.DELETE)]
-    results = await broker.groups.delete_groups(names)
+    shared = [g for g in names if broker.share_groups.has(g)]
+    results = await broker.groups.delete_groups([g for g in names if g not in shared])
+    for g in shared:
+        results[g] = await broker.share_groups.delete(g)
     results.update((g, errors.GROUP_AUTHORIZATION_FAILED) for g in req.groups_names
                    if g not in names)
     return R(results=[R.DeletableGroupResult(group_id=g, error_code=code)

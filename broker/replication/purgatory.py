@@ -115,8 +115,13 @@ class DelayedFetch:
         for p in partitions:
             p.fetches_waiting.futures.append(self.future)
 
+    def wake(self, *_) -> None:
+        """End the wait now (something else the fetch waits for happened)."""
+        if not self.future.done():
+            self.future.set_result(None)
+
     async def wait(self, timeout_s: float) -> None:
-        """Sleep until an append or ``timeout_s`` passes, then stop watching."""
+        """Sleep until an append, a ``wake`` or ``timeout_s`` passes, then stop watching."""
         try:
             if timeout_s > 0:
                 await asyncio.wait_for(self.future, timeout_s)

@@ -11,6 +11,7 @@ layout as type 1, read with OffsetCommitValue as Kafka 3.x reads it. Kafka 2.3+ 
 1 with value v3, or v1 when the commit carries an explicit expire timestamp; value v4 is the
 first flexible version.
 """
+from josefk.wire.internal_topics.share_groups import SHARE_GROUP_RECORDS
 from josefk.wire.schema import (BYTES, INT8, INT32, INT64, STRING, UUID, Array, CoordinatorRecord,
                                 CoordinatorTopic, Field, Struct)
 
@@ -131,5 +132,6 @@ CONSUMER_GROUP_RECORDS = (CONSUMER_GROUP_METADATA, CONSUMER_GROUP_PARTITION_META
                           CONSUMER_GROUP_REGULAR_EXPRESSION)
 
 CONSUMER_OFFSETS = CoordinatorTopic("__consumer_offsets",
-                                    [OFFSET_COMMIT, GROUP_METADATA, *CONSUMER_GROUP_RECORDS],
+                                    [OFFSET_COMMIT, GROUP_METADATA, *CONSUMER_GROUP_RECORDS,
+                                     *SHARE_GROUP_RECORDS],
                                     aliases={0: OFFSET_COMMIT})
