@@ -4,6 +4,7 @@ election and preferred leader election."""
 from __future__ import annotations
 
 import collections
+import json
 import resource
 import threading
 import time
@@ -355,3 +356,35 @@ def test_elect_leaders_restores_preferred(cluster_factory):
     fut.result(30)
     c.wait_for(lambda: {i: p.leader for i, p in c.metadata(survivor).topics[topic]
                         .partitions.items()} == preferred, 20, "preferred leaders")
+
+
+def test_an_isr_change_the_leader_missed_is_learned_and_the_isr_grows_back(cluster):
+    """The ISR in ZooKeeper shrank at the same leader epoch without the leader hearing of it
+    (its AlterPartition answer lost to a partition or a ZooKeeper outage): the next controller's
+    LeaderAndIsr carries it, the leader takes it, and, its followers being caught up, grows
+    the ISR back. Before, the leader refused that LeaderAndIsr as stale, went on believing its
+    old ISR and never asked to add the followers again: under-replicated for good."""
+    from kazoo.client import KazooClient
+
+    topic = create(cluster, unique_topic("isr-drift"))
+    p = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    for i in range(50):
+        p.produce(topic, str(i).encode())
+    assert p.flush(30) == 0
+    path = f"/brokers/topics/{topic}/partitions/0/state"
+    k = KazooClient(hosts=cluster.zk_connect, timeout=10.0)
+    k.start(timeout=15)
+    try:
+        data, stat = k.get(path)
+        state = json.loads(data)
+        assert len(state["isr"]) == 3
+        state["isr"] = [state["leader"]]
+        k.set(path, json.dumps(state).encode(), version=stat.version)
+        k.delete("/controller")  # the next controller reads the states and sends them
+        cluster.wait_for(lambda: len(json.loads(k.get(path)[0])["isr"]) == 3, 30,
+                         f"the ISR of {topic}-0 back to 3 in ZooKeeper")
+        assert json.loads(k.get(path)[0])["leader_epoch"] == state["leader_epoch"]
+    finally:
+        k.stop()
+        k.close()
+    cluster.wait_for(lambda: len(cluster.partition(topic, 0).isrs) == 3, 20, "ISR in metadata")

@@ -268,10 +268,15 @@ class IsrChangeSender:
                         part.isr_rejected()
         elif resp is not None:
             log.warning("AlterPartition answered error %d", resp.error_code)
-        for key, (part, _isr) in batch.items():
-            if key not in answered:
-                part.isr_rejected()  # proposed again at the next fetch or ISR check
-        if resp is None:
+        retry = False
+        for key, (part, isr) in batch.items():
+            if key not in answered and part.pending_isr == isr and key not in self.pending:
+                # Unanswered: the controller may have written it. Ask again for the same ISR
+                # (as Kafka's AlterPartitionManager does): a controller that has it answers
+                # with its state, one whose state moved on sends this broker LeaderAndIsr.
+                self.pending[key] = (part, isr)
+                retry = True
+        if resp is None or retry:
             await asyncio.sleep(0.5)
         if self.pending:
             self._task = asyncio.ensure_future(self._send())

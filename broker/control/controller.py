@@ -535,7 +535,7 @@ class Controller:
             info = self.live.get(broker_id)
             if info is None or (broker_epoch >= 0 and broker_epoch != info.epoch):
                 return errors.STALE_BROKER_EPOCH
-            out, changes = [], {}
+            out, changes, stale = [], {}, []
             for t, p, leader_epoch, partition_epoch, new_isr in items:
                 st = self.states.get((t, p))
                 if st is None or t in self.deleting:
@@ -544,8 +544,13 @@ class Controller:
                     out.append((t, p, errors.NOT_LEADER_OR_FOLLOWER, st))
                 elif leader_epoch != st.leader_epoch:
                     out.append((t, p, errors.FENCED_LEADER_EPOCH, st))
+                elif sorted(new_isr) == sorted(st.isr):
+                    # already so (Kafka's equalsAllowStalePartitionEpoch): the answer to an
+                    # earlier request with this ISR was lost, or the ISR was set to it since
+                    out.append((t, p, errors.NONE, st))
                 elif partition_epoch != st.zk_version:
                     out.append((t, p, errors.INVALID_UPDATE_VERSION, st))
+                    stale.append((t, p))
                 elif any(r not in self._serving((t, p), self.live)
                          for r in new_isr if r != broker_id):
                     out.append((t, p, errors.INELIGIBLE_REPLICA, st))
@@ -562,6 +567,9 @@ class Controller:
                 result.append((t, p, err, st))
             if written:
                 self._send_update_metadata(list(self.live), list(written))
+            if stale:
+                # the leader's view of the ISR is behind ZooKeeper's: give it the current state
+                self._send_leader_and_isr(broker_id, stale)
             return result
 
     async def controlled_shutdown(self, broker_id, broker_epoch):

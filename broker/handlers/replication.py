@@ -45,7 +45,10 @@ async def handle_leader_and_isr(broker, ctx, req):
         await _create_logs(broker, items)
         for topic, topic_id, ps in items:
             part = broker.replicas.get(topic, ps.partition_index)
-            if part is not None and ps.leader_epoch <= part.leader_epoch:
+            if part is not None and (ps.leader_epoch, ps.partition_epoch) <= \
+                    (part.leader_epoch, part.partition_epoch):
+                # the same leader epoch with a newer partition epoch is an ISR change this
+                # broker missed (an AlterPartition answer lost on the way): it applies
                 results[(topic, ps.partition_index)] = errors.STALE_CONTROLLER_EPOCH
                 continue
             if broker.config.node_id not in ps.replicas:
