@@ -16,6 +16,7 @@ from josefk.storage.errors import StorageError
 from josefk.wire import errors
 from josefk.wire.apis import (ALTER_PARTITION, CONTROLLED_SHUTDOWN, ELECT_LEADERS, LEADER_AND_ISR,
                               OFFSET_FOR_LEADER_EPOCH, STOP_REPLICA, UPDATE_METADATA)
+from josefk.zk.client import ZkClosed
 
 
 log = logging.getLogger("josefk.replication")
@@ -39,31 +40,10 @@ async def handle_leader_and_isr(broker, ctx, req):
     err = _controller_request_error(broker, req.controller_epoch)
     results = {}
     if not err:
-        cluster = broker.cluster
-        for b in req.live_leaders:
-            cluster.leader_endpoints[b.broker_id] = (b.host_name, b.port)
-        await _create_logs(broker, items)
-        for topic, topic_id, ps in items:
-            part = broker.replicas.get(topic, ps.partition_index)
-            if part is not None and (ps.leader_epoch, ps.partition_epoch) <= \
-                    (part.leader_epoch, part.partition_epoch):
-                # the same leader epoch with a newer partition epoch is an ISR change this
-                # broker missed (an AlterPartition answer lost on the way): it applies
-                results[(topic, ps.partition_index)] = errors.STALE_CONTROLLER_EPOCH
-                continue
-            if broker.config.node_id not in ps.replicas:
-                results[(topic, ps.partition_index)] = errors.UNKNOWN_TOPIC_OR_PARTITION
-                continue
-            configs = await broker.metadata.topic_configs(topic)
-            served = broker.replicas.apply(PartitionState(
-                topic, ps.partition_index, ps.leader, ps.leader_epoch, ps.isr, ps.replicas,
-                ps.partition_epoch, topic_id), configs)
-            results[(topic, ps.partition_index)] = (errors.NONE if served is not None
-                                                    else errors.KAFKA_STORAGE_ERROR)
-        if v >= 5 and req.type == FULL:
-            _delete_strays(broker, {(t, ps.partition_index) for t, _i, ps in items})
-        if v >= 2:
-            cluster.session.roles_received(req.broker_epoch)
+        try:
+            await _apply_roles(broker, req, items, v, results)
+        except ZkClosed:  # this broker is stopping: its roles no longer matter
+            err = errors.BROKER_NOT_AVAILABLE
     if v >= 5:
         by_id: dict = {}
         for topic, topic_id, ps in items:
@@ -76,6 +56,36 @@ async def handle_leader_and_isr(broker, ctx, req):
         topic_name=topic, partition_index=ps.partition_index,
         error_code=err or results.get((topic, ps.partition_index), errors.NONE))
         for topic, _tid, ps in items])
+
+
+async def _apply_roles(broker, req, items, v, results) -> None:
+    """Take the roles ``items`` give; each partition's error into ``results``."""
+    cluster = broker.cluster
+    for b in req.live_leaders:
+        cluster.leader_endpoints[b.broker_id] = (b.host_name, b.port)
+    await _create_logs(broker, items)
+    for topic, topic_id, ps in items:
+        part = broker.replicas.get(topic, ps.partition_index)
+        # Stale: an older leader epoch, or the same with no newer partition epoch (the same
+        # leader epoch with a newer one is an ISR change this broker missed, e.g. the answer
+        # to its AlterPartition lost on the way: it applies)
+        if part is not None and (ps.leader_epoch, ps.partition_epoch) <= \
+                (part.leader_epoch, part.partition_epoch):
+            results[(topic, ps.partition_index)] = errors.STALE_CONTROLLER_EPOCH
+            continue
+        if broker.config.node_id not in ps.replicas:
+            results[(topic, ps.partition_index)] = errors.UNKNOWN_TOPIC_OR_PARTITION
+            continue
+        configs = await broker.metadata.topic_configs(topic)
+        served = broker.replicas.apply(PartitionState(
+            topic, ps.partition_index, ps.leader, ps.leader_epoch, ps.isr, ps.replicas,
+            ps.partition_epoch, topic_id), configs)
+        results[(topic, ps.partition_index)] = (errors.NONE if served is not None
+                                                else errors.KAFKA_STORAGE_ERROR)
+    if v >= 5 and req.type == FULL:
+        _delete_strays(broker, {(t, ps.partition_index) for t, _i, ps in items})
+    if v >= 2:
+        cluster.session.roles_received(req.broker_epoch)
 
 
 async def _create_logs(broker, items):
