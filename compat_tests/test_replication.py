@@ -12,11 +12,13 @@ import time
 import pytest
 from confluent_kafka import Consumer, ElectionType, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic
+from kafka import KafkaAdminClient
 
 from compat_tests import rawkafka as rk
 from compat_tests.helpers import unique_topic
 
 NOT_ENOUGH_REPLICAS = 19
+KAFKA_STORAGE_ERROR = 56
 FAST_FAILOVER = {"zookeeper.session.timeout.ms": 3000, "replica.lag.time.max.ms": 2000}
 
 
@@ -173,6 +175,14 @@ def test_a_failed_log_dir_moves_leadership_to_the_in_sync_replicas(cluster_facto
     assert leader not in moved.isrs and leader in moved.replicas
     assert c.brokers[leader].is_running()
     check_nothing_lost(c, load, 1)
+    admin = KafkaAdminClient(bootstrap_servers=c.bootstrap)
+    try:  # the failed dir, as Kafka reports it: KAFKA_STORAGE_ERROR and nothing else
+        dirs = {n["broker"]: n["log_dirs"] for n in admin.describe_log_dirs()}
+    finally:
+        admin.close()
+    (failed,) = dirs[leader]
+    assert (failed["error_code"], failed["topics"]) == (KAFKA_STORAGE_ERROR, []), failed
+    assert all(d["error_code"] == 0 for b, ds in dirs.items() if b != leader for d in ds), dirs
     c.brokers[leader].restart()
     c.wait_for(lambda: leader in c.partition(topic, 0, survivor).isrs, 30, "back in the ISR")
 
