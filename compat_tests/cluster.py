@@ -13,8 +13,9 @@ from josefk.faults.processes import QUICK_FAILOVER, LocalCluster
 
 
 class Cluster(LocalCluster):
-    def __init__(self, zk_connect: str, root, size: int = 3, overrides=None, racks=None):
-        super().__init__(root, size, zk_connect=zk_connect, racks=racks,
+    def __init__(self, zk_connect: str, root, size: int = 3, overrides=None, racks=None,
+                 isolation: bool = False):
+        super().__init__(root, size, zk_connect=zk_connect, racks=racks, isolation=isolation,
                          overrides={**QUICK_FAILOVER, **(overrides or {})})
 
     def admin(self, broker_id: int | None = None) -> AdminClient:
