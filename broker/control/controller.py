@@ -236,10 +236,22 @@ class Controller:
                                     {tp: (st, self.states.get(tp)) for tp, st in changes.items()})
         for tp, st in written.items():
             self.states[tp] = st
-        if len(written) < len(changes):
+        failed = [tp for tp in changes if tp not in written]
+        if failed:
             log.warning("%d partition state writes failed (stale versions or controller moved)",
-                        len(changes) - len(written))
+                        len(failed))
+            await self._reload_states(failed)
         return list(written)
+
+    async def _reload_states(self, tps) -> None:
+        """After failed writes: this controller's view of those partitions may be behind
+        ZooKeeper's (another writer, or a write applied whose answer was lost); read them."""
+        try:
+            self.states.update(await self.zk.run(zs.read_states_of, tps))
+        except ZkClosed:
+            raise
+        except Exception as e:  # noqa: BLE001 - ZooKeeper unreachable: the next write retries
+            log.warning("cannot read back %d partition states: %s", len(tps), e)
 
     def _new_state(self, tp, leader, isr, bump=True) -> zs.PartitionState:
         old = self.states.get(tp)
@@ -544,6 +556,7 @@ class Controller:
                     out.append((t, p, errors.NOT_LEADER_OR_FOLLOWER, st))
                 elif leader_epoch != st.leader_epoch:
                     out.append((t, p, errors.FENCED_LEADER_EPOCH, st))
+                    stale.append((t, p))
                 elif sorted(new_isr) == sorted(st.isr):
                     # already so (Kafka's equalsAllowStalePartitionEpoch): the answer to an
                     # earlier request with this ISR was lost, or the ISR was set to it since
@@ -564,11 +577,13 @@ class Controller:
                 if err is None:
                     err = errors.NONE if (t, p) in written else errors.INVALID_UPDATE_VERSION
                     st = self.states.get((t, p))
+                    if err:
+                        stale.append((t, p))
                 result.append((t, p, err, st))
             if written:
                 self._send_update_metadata(list(self.live), list(written))
             if stale:
-                # the leader's view of the ISR is behind ZooKeeper's: give it the current state
+                # the leader's view is behind ZooKeeper's: give it the current state
                 self._send_leader_and_isr(broker_id, stale)
             return result
 
