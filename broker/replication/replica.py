@@ -410,6 +410,9 @@ class Partition:
         self.pending_isr = None
         if leader_epoch != self.leader_epoch:
             return
+        if sorted(isr) != sorted(self.isr):
+            log.info("ISR of %s-%d now %s (partition epoch %d)", self.topic, self.index, isr,
+                     partition_epoch)
         self.isr = list(isr)
         self.partition_epoch = partition_epoch
         self.maybe_advance_hwm()
