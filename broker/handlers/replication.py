@@ -23,10 +23,15 @@ log = logging.getLogger("josefk.replication")
 FULL = 1  # LeaderAndIsr type: every partition of the broker (sent when it joins)
 
 
-def _controller_request_error(broker, epoch) -> int:
+def _controller_request_error(broker, req) -> int:
+    """Kafka's checks of a request from the controller: not meant for an earlier registration
+    of this broker (KIP-380; e.g. one that reached it late over a connection from before a
+    network partition, and would overwrite newer state), and not from an older controller."""
     if broker.cluster is None:
         return errors.STALE_CONTROLLER_EPOCH
-    return broker.cluster.check_controller_epoch(epoch)
+    if 0 <= getattr(req, "broker_epoch", -1) < broker.cluster.metadata.broker_epoch:
+        return errors.STALE_BROKER_EPOCH
+    return broker.cluster.check_controller_epoch(req.controller_epoch)
 
 
 async def handle_leader_and_isr(broker, ctx, req):
@@ -37,7 +42,7 @@ async def handle_leader_and_isr(broker, ctx, req):
                  for ts in req.topic_states for ps in ts.partition_states]
     else:
         items = [(ps.topic_name, None, ps) for ps in req.ungrouped_partition_states]
-    err = _controller_request_error(broker, req.controller_epoch)
+    err = _controller_request_error(broker, req)
     results = {}
     if not err:
         try:
@@ -117,7 +122,7 @@ def _delete_strays(broker, assigned):
 
 
 def handle_update_metadata(broker, ctx, req):
-    err = _controller_request_error(broker, req.controller_epoch)
+    err = _controller_request_error(broker, req)
     if not err:
         if ctx.version < 5:
             return UPDATE_METADATA.Response(error_code=errors.UNSUPPORTED_VERSION)
@@ -137,7 +142,7 @@ def handle_stop_replica(broker, ctx, req):
     else:
         items = [(p.topic_name, p.partition_index, req.delete_partitions)
                  for p in req.ungrouped_partitions]
-    err = _controller_request_error(broker, req.controller_epoch)
+    err = _controller_request_error(broker, req)
     if not err:
         broker.replicas.stop_replicas(items)
     return R(error_code=err, partition_errors=[
