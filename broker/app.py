@@ -145,6 +145,7 @@ class Broker:
             self.replicas.fetchers = FetcherManager(
                 config.node_id, lambda b: self.cluster.channel("fetch", b), config)
             self.replicas.dir_failure_listeners.append(self.cluster.log_dir_failed)
+            self.replicas.session = self.cluster.session
         self.replicas.role_listeners.append(self._on_role_change)
         self.topic_metadata = TopicMetadataCache(self.metadata)
         self.fetch_sessions = FetchSessionCache(
@@ -257,6 +258,8 @@ class Broker:
             await self.cluster.start()
             self._tasks.append(asyncio.ensure_future(self._periodic_on_loop(
                 cfg.int("replica.lag.time.max.ms") / 2, self.replicas.check_isr)))
+            self._tasks.append(asyncio.ensure_future(self._periodic_on_loop(
+                250, self.replicas.fence_cut_off_leaders)))
         self._tasks.append(asyncio.ensure_future(self._periodic_on_loop(
             cfg.int("producer.id.expiration.check.interval.ms"), self._expire_producers)))
         # Storage housekeeping runs on one worker thread and compaction on the cleaner's

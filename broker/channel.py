@@ -77,6 +77,10 @@ class BrokerChannel:
             return self._writer
         if self._connecting is None:
             self._connecting = asyncio.ensure_future(self._open(timeout))
+            # its failure is raised to whoever awaits it; if they were all cancelled (the
+            # broker stopping), it is still retrieved here
+            self._connecting.add_done_callback(
+                lambda f: f.cancelled() or f.exception())
         try:
             return await asyncio.shield(self._connecting)
         finally:

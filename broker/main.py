@@ -108,6 +108,11 @@ async def _serve(config) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
+    # Stopping: a second SIGTERM or Ctrl-C is not a reason to die half way (nor, once the loop
+    # is closed, while the interpreter winds down with the default action)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.remove_signal_handler(sig)
+        signal.signal(sig, signal.SIG_IGN)
     await broker.stop()
     print("josefk broker stopped", file=sys.stderr, flush=True)
     return 0

@@ -22,8 +22,9 @@ CONSUMER_GROUP_TIMING = {
 
 
 class Cluster(LocalCluster):
-    def __init__(self, zk_connect: str, root, size: int = 3, overrides=None, racks=None):
-        super().__init__(root, size, zk_connect=zk_connect, racks=racks,
+    def __init__(self, zk_connect: str, root, size: int = 3, overrides=None, racks=None,
+                 isolation: bool = False):
+        super().__init__(root, size, zk_connect=zk_connect, racks=racks, isolation=isolation,
                          overrides={**QUICK_FAILOVER, **CONSUMER_GROUP_TIMING,
                                     **(overrides or {})})
 

@@ -4,6 +4,7 @@ election and preferred leader election."""
 from __future__ import annotations
 
 import collections
+import json
 import resource
 import threading
 import time
@@ -11,11 +12,13 @@ import time
 import pytest
 from confluent_kafka import Consumer, ElectionType, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic
+from kafka import KafkaAdminClient
 
 from compat_tests import rawkafka as rk
 from compat_tests.helpers import unique_topic
 
 NOT_ENOUGH_REPLICAS = 19
+KAFKA_STORAGE_ERROR = 56
 FAST_FAILOVER = {"zookeeper.session.timeout.ms": 3000, "replica.lag.time.max.ms": 2000}
 
 
@@ -172,6 +175,14 @@ def test_a_failed_log_dir_moves_leadership_to_the_in_sync_replicas(cluster_facto
     assert leader not in moved.isrs and leader in moved.replicas
     assert c.brokers[leader].is_running()
     check_nothing_lost(c, load, 1)
+    admin = KafkaAdminClient(bootstrap_servers=c.bootstrap)
+    try:  # the failed dir, as Kafka reports it: KAFKA_STORAGE_ERROR and nothing else
+        dirs = {n["broker"]: n["log_dirs"] for n in admin.describe_log_dirs()}
+    finally:
+        admin.close()
+    (failed,) = dirs[leader]
+    assert (failed["error_code"], failed["topics"]) == (KAFKA_STORAGE_ERROR, []), failed
+    assert all(d["error_code"] == 0 for b, ds in dirs.items() if b != leader for d in ds), dirs
     c.brokers[leader].restart()
     c.wait_for(lambda: leader in c.partition(topic, 0, survivor).isrs, 30, "back in the ISR")
 
@@ -355,3 +366,35 @@ def test_elect_leaders_restores_preferred(cluster_factory):
     fut.result(30)
     c.wait_for(lambda: {i: p.leader for i, p in c.metadata(survivor).topics[topic]
                         .partitions.items()} == preferred, 20, "preferred leaders")
+
+
+def test_an_isr_change_the_leader_missed_is_learned_and_the_isr_grows_back(cluster):
+    """The ISR in ZooKeeper shrank at the same leader epoch without the leader hearing of it
+    (its AlterPartition answer lost to a partition or a ZooKeeper outage): the next controller's
+    LeaderAndIsr carries it, the leader takes it, and, its followers being caught up, grows
+    the ISR back. Before, the leader refused that LeaderAndIsr as stale, went on believing its
+    old ISR and never asked to add the followers again: under-replicated for good."""
+    from kazoo.client import KazooClient
+
+    topic = create(cluster, unique_topic("isr-drift"))
+    p = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    for i in range(50):
+        p.produce(topic, str(i).encode())
+    assert p.flush(30) == 0
+    path = f"/brokers/topics/{topic}/partitions/0/state"
+    k = KazooClient(hosts=cluster.zk_connect, timeout=10.0)
+    k.start(timeout=15)
+    try:
+        data, stat = k.get(path)
+        state = json.loads(data)
+        assert len(state["isr"]) == 3
+        state["isr"] = [state["leader"]]
+        k.set(path, json.dumps(state).encode(), version=stat.version)
+        k.delete("/controller")  # the next controller reads the states and sends them
+        cluster.wait_for(lambda: len(json.loads(k.get(path)[0])["isr"]) == 3, 30,
+                         f"the ISR of {topic}-0 back to 3 in ZooKeeper")
+        assert json.loads(k.get(path)[0])["leader_epoch"] == state["leader_epoch"]
+    finally:
+        k.stop()
+        k.close()
+    cluster.wait_for(lambda: len(cluster.partition(topic, 0).isrs) == 3, 20, "ISR in metadata")

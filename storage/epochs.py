@@ -5,9 +5,12 @@ a version line (0), a count line, then one ``<epoch> <start offset>`` line per e
 """
 from __future__ import annotations
 
+import logging
 import os
 from bisect import bisect_right
 from pathlib import Path
+
+log = logging.getLogger(__name__)
 
 FILE = "leader-epoch-checkpoint"
 UNDEFINED = -1
@@ -17,6 +20,7 @@ class LeaderEpochCache:
     def __init__(self, dir):
         self.path = Path(dir) / FILE
         self.entries: list[tuple[int, int]] = []  # (epoch, start offset), both increasing
+        self.unsaved = False  # the file is behind the entries (a write failed): saved later
         try:
             lines = self.path.read_text().split("\n")
             count = int(lines[1])
@@ -61,11 +65,25 @@ class LeaderEpochCache:
         if len(self.entries) != before:
             self._save()
 
+    def save_if_behind(self) -> None:
+        if self.unsaved:
+            self._save()
+
     def _save(self) -> None:
+        """Write the file; on a failure (a full disk) the entries stay right in memory, for
+        the log whose batches they describe is already appended, and the file is written at
+        the next change or flush."""
         body = "".join(f"{e} {o}\n" for e, o in self.entries)
         tmp = self.path.with_suffix(".tmp")
-        with open(tmp, "w") as f:
-            f.write(f"0\n{len(self.entries)}\n{body}")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+        try:
+            with open(tmp, "w") as f:
+                f.write(f"0\n{len(self.entries)}\n{body}")
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
+        except OSError as e:
+            if not self.unsaved:
+                log.warning("cannot write %s (%s); writing it later", self.path, e)
+            self.unsaved = True
+            return
+        self.unsaved = False

@@ -223,8 +223,8 @@ class Log:
                     set_max_timestamp(buf, h, now_ms, log_append_time=True)
                 off += h.last_offset_delta + 1
             seg.append(buf, headers, now_ms)
+            self._leo = off  # the batches are in: the log end moves, whatever fails next
             self.epochs.assign(leader_epoch, first)
-            self._leo = off
             self._after_append(count, now_ms)
             return first, off - 1
 
@@ -249,11 +249,11 @@ class Log:
             first = headers[0].base_offset
             seg = self._maybe_roll(len(buf), first, nxt - 1, now_ms)
             seg.append(buf, headers, now_ms)
+            self._leo = nxt
             epochs = self.epochs
             for h in headers:
                 if h.leader_epoch > epochs.latest_epoch:
                     epochs.assign(h.leader_epoch, h.base_offset)
-            self._leo = nxt
             self._after_append(count, now_ms)
             return first, nxt - 1
 
@@ -725,6 +725,7 @@ class Log:
                 for fd in fds:
                     os.close(fd)
                 raise
+            self.epochs.save_if_behind()
             dir_dirty = self._dir_dirty
             self._dir_dirty = False
             if not closed_only:

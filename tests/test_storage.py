@@ -919,3 +919,26 @@ def test_deleting_a_partition_of_a_249_character_topic(tmp_path):
     assert not any(path.exists() for path in paths) and m.get(topic, 0) is None
     assert [p.name for p in (tmp_path / "d").iterdir() if p.is_dir()] == []
     m.close()
+
+
+def test_an_epoch_checkpoint_that_cannot_be_written_leaves_the_log_consistent(tmp_path,
+                                                                              monkeypatch):
+    """A full disk refusing the leader-epoch checkpoint after the batches were written: the
+    append stands (log end moved, the next append follows it, no offset given twice) and the
+    checkpoint is written at the next flush."""
+    from josefk.storage import epochs
+    from josefk.storage.epochs import FILE, LeaderEpochCache
+
+    log = Log(tmp_path / "t-0", cfg())
+    append(log, mk(2), epoch=0)
+
+    def full(_fd):
+        raise OSError(28, "No space left on device")
+    with monkeypatch.context() as m:
+        m.setattr(epochs.os, "fsync", full)
+        assert append(log, mk(3), epoch=1) == (2, 4)
+    assert log.log_end_offset == 5
+    assert append(log, mk(1), epoch=1) == (5, 5)
+    assert LeaderEpochCache(tmp_path / "t-0").entries == [(0, 0)]  # not written yet
+    log.flush()
+    assert LeaderEpochCache(tmp_path / "t-0").entries == [(0, 0), (1, 2)]

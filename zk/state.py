@@ -159,17 +159,25 @@ def read_topics(k, names=None) -> dict[str, Topic]:
 
 
 def read_partition_states(k, topics: dict) -> dict[tuple[str, int], PartitionState]:
+    return read_states_of(k, [(t, p) for t, info in topics.items() for p in info.partitions])
+
+
+def read_states_of(k, tps) -> dict[tuple[str, int], PartitionState]:
+    """The states of partitions ``tps`` that have one."""
     out = {}
-    for t, info in topics.items():
-        for p in info.partitions:
-            try:
-                data, stat = k.get(zn.partition_state_path(t, p))
-            except NoNodeError:
-                continue
-            st = zn.decode_partition_state(data, stat.version)
-            if st is not None:
-                out[(t, p)] = st
+    for tp in tps:
+        st = _read_state(k, tp)
+        if st is not None:
+            out[tp] = st
     return out
+
+
+def _read_state(k, tp) -> PartitionState | None:
+    try:
+        data, stat = k.get(zn.partition_state_path(*tp))
+    except NoNodeError:
+        return None
+    return zn.decode_partition_state(data, stat.version)
 
 
 def write_partition_states(k, epoch_zk_version: int, changes: dict) -> dict:
@@ -196,11 +204,20 @@ def write_partition_states(k, epoch_zk_version: int, changes: dict) -> dict:
     written = {}
     for tp, new, version, res in pending:
         try:
-            results = res.get()
-        except Exception:  # noqa: BLE001 - the session is gone: nothing was written
-            continue
-        if all(not isinstance(r, Exception) for r in results):
+            done = all(not isinstance(r, Exception) for r in res.get())
+        except Exception:  # noqa: BLE001 - the connection dropped: written or not, unknown
+            done = False
+        if done:
             written[tp] = replace(new, zk_version=version)
+            continue
+        # Refused on a version (or unanswered): as Kafka's checkLeaderAndIsrZkData, the write
+        # counts if ZooKeeper holds what it meant, an earlier attempt whose answer was lost
+        try:
+            now = _read_state(k, tp)
+        except Exception:  # noqa: BLE001 - still unreachable
+            continue
+        if now is not None and replace(now, zk_version=-1) == replace(new, zk_version=-1):
+            written[tp] = now
     return written
 
 

@@ -28,6 +28,10 @@ log = logging.getLogger("josefk.cluster")
 ALTER_PARTITION_VERSION = 1
 ALTER_PARTITION_TIMEOUT_S = 3
 CONTROLLED_SHUTDOWN_VERSION = 3
+# After a controlled shutdown: how long to wait for the new leaders' metadata, then to keep
+# answering producers NOT_LEADER_OR_FOLLOWER with the new leader
+HANDOVER_WAIT_MS = 2000
+HANDOVER_GRACE_S = 0.3
 
 
 class SessionGuard:
@@ -44,6 +48,7 @@ class SessionGuard:
         self.node_id = node_id
         self.stall_limit_s = zk.session_timeout_s / 3
         self.doubt: str | None = None  # why the session is in doubt, None when trusted
+        self.doubt_since = 0.0  # time.monotonic() when the doubt began
         self.awaiting_epoch: int | None = None  # a new session's broker epoch, until its roles
         self._roles_epoch = -1  # the broker epoch of the last LeaderAndIsr
         self._changes = 0  # bumped at every new doubt, so a stale confirmation lifts nothing
@@ -53,6 +58,12 @@ class SessionGuard:
     def trusted(self) -> bool:
         return self.doubt is None and time.monotonic() - self._last_tick < self.stall_limit_s
 
+    def long_in_doubt(self) -> bool:
+        """In doubt for more than a third of the session timeout: long enough for the session
+        to be near its expiry, and for the controller to be electing other leaders."""
+        return self.doubt is not None and \
+            time.monotonic() - self.doubt_since > self.stall_limit_s
+
     def start(self) -> None:
         self._task = asyncio.ensure_future(self._watch_stalls())
 
@@ -60,10 +71,11 @@ class SessionGuard:
         if self._task is not None:
             self._task.cancel()
 
-    def distrust(self, why: str) -> None:
+    def distrust(self, why: str, since: float | None = None) -> None:
         if self.doubt is None:
             log.warning("serving no group or transaction state until ZooKeeper confirms this "
                         "broker's session: %s", why)
+            self.doubt_since = time.monotonic() if since is None else since
         self.doubt = why
         self._changes += 1
 
@@ -96,7 +108,8 @@ class SessionGuard:
             stood_still = now - self._last_tick
             self._last_tick = now
             if stood_still >= self.stall_limit_s:
-                self.distrust(f"the process stood still for {stood_still:.1f} s")
+                self.distrust(f"the process stood still for {stood_still:.1f} s",
+                              since=now - stood_still)
                 asyncio.ensure_future(self._confirm(self._changes))
 
     async def _confirm(self, changes: int) -> None:
@@ -203,11 +216,24 @@ class ClusterMember:
             else:
                 if resp.error_code == errors.NONE and not resp.remaining_partitions:
                     log.info("controlled shutdown succeeded")
+                    await self._let_producers_move()
                     return True
                 log.info("controlled shutdown: error %d, %d partitions remaining",
                          resp.error_code, len(resp.remaining_partitions))
             await asyncio.sleep(backoff_s)
         return False
+
+    async def _let_producers_move(self) -> None:
+        """As in Kafka, leadership moves before the old leader stops serving: stay up until
+        this broker's metadata names the new leaders, and a moment more, so that producers get
+        NOT_LEADER_OR_FOLLOWER with the new leader (KIP-951) and go there at once, rather than
+        find their connection closed and look for the leader themselves."""
+        me = self.node_id
+        md = self.metadata
+        await md.wait_for(lambda: not any(p.leader == me and len(p.replicas) > 1
+                                          for t in md.topics.values() for p in t.partitions),
+                          HANDOVER_WAIT_MS)
+        await asyncio.sleep(HANDOVER_GRACE_S)
 
     async def stop(self) -> None:
         self.session.stop()
@@ -268,10 +294,15 @@ class IsrChangeSender:
                         part.isr_rejected()
         elif resp is not None:
             log.warning("AlterPartition answered error %d", resp.error_code)
-        for key, (part, _isr) in batch.items():
-            if key not in answered:
-                part.isr_rejected()  # proposed again at the next fetch or ISR check
-        if resp is None:
+        retry = False
+        for key, (part, isr) in batch.items():
+            if key not in answered and part.pending_isr == isr and key not in self.pending:
+                # Unanswered: the controller may have written it. Ask again for the same ISR
+                # (as Kafka's AlterPartitionManager does): a controller that has it answers
+                # with its state, one whose state moved on sends this broker LeaderAndIsr.
+                self.pending[key] = (part, isr)
+                retry = True
+        if resp is None or retry:
             await asyncio.sleep(0.5)
         if self.pending:
             self._task = asyncio.ensure_future(self._send())

@@ -236,10 +236,22 @@ class Controller:
                                     {tp: (st, self.states.get(tp)) for tp, st in changes.items()})
         for tp, st in written.items():
             self.states[tp] = st
-        if len(written) < len(changes):
+        failed = [tp for tp in changes if tp not in written]
+        if failed:
             log.warning("%d partition state writes failed (stale versions or controller moved)",
-                        len(changes) - len(written))
+                        len(failed))
+            await self._reload_states(failed)
         return list(written)
+
+    async def _reload_states(self, tps) -> None:
+        """After failed writes: this controller's view of those partitions may be behind
+        ZooKeeper's (another writer, or a write applied whose answer was lost); read them."""
+        try:
+            self.states.update(await self.zk.run(zs.read_states_of, tps))
+        except ZkClosed:
+            raise
+        except Exception as e:  # noqa: BLE001 - ZooKeeper unreachable: the next write retries
+            log.warning("cannot read back %d partition states: %s", len(tps), e)
 
     def _new_state(self, tp, leader, isr, bump=True) -> zs.PartitionState:
         old = self.states.get(tp)
@@ -535,7 +547,7 @@ class Controller:
             info = self.live.get(broker_id)
             if info is None or (broker_epoch >= 0 and broker_epoch != info.epoch):
                 return errors.STALE_BROKER_EPOCH
-            out, changes = [], {}
+            out, changes, stale = [], {}, []
             for t, p, leader_epoch, partition_epoch, new_isr in items:
                 st = self.states.get((t, p))
                 if st is None or t in self.deleting:
@@ -544,8 +556,14 @@ class Controller:
                     out.append((t, p, errors.NOT_LEADER_OR_FOLLOWER, st))
                 elif leader_epoch != st.leader_epoch:
                     out.append((t, p, errors.FENCED_LEADER_EPOCH, st))
+                    stale.append((t, p))
+                elif sorted(new_isr) == sorted(st.isr):
+                    # already so (Kafka's equalsAllowStalePartitionEpoch): the answer to an
+                    # earlier request with this ISR was lost, or the ISR was set to it since
+                    out.append((t, p, errors.NONE, st))
                 elif partition_epoch != st.zk_version:
                     out.append((t, p, errors.INVALID_UPDATE_VERSION, st))
+                    stale.append((t, p))
                 elif any(r not in self._serving((t, p), self.live)
                          for r in new_isr if r != broker_id):
                     out.append((t, p, errors.INELIGIBLE_REPLICA, st))
@@ -559,9 +577,14 @@ class Controller:
                 if err is None:
                     err = errors.NONE if (t, p) in written else errors.INVALID_UPDATE_VERSION
                     st = self.states.get((t, p))
+                    if err:
+                        stale.append((t, p))
                 result.append((t, p, err, st))
             if written:
                 self._send_update_metadata(list(self.live), list(written))
+            if stale:
+                # the leader's view is behind ZooKeeper's: give it the current state
+                self._send_leader_and_isr(broker_id, stale)
             return result
 
     async def controlled_shutdown(self, broker_id, broker_epoch):

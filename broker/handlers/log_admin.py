@@ -39,8 +39,14 @@ def handle_describe_log_dirs(broker, ctx, req):
         topics.setdefault(topic, []).append(R.DescribeLogDirsPartition(
             partition_index=index, partition_size=lg.size,
             offset_lag=max(lg.high_watermark - lg.log_end_offset, 0), is_future_key=False))
+    offline = {os.path.abspath(d) for d in broker.logs.offline_dirs}
     results = []
     for d, topics in by_dir.items():
+        if d in offline:  # failed after an I/O error: Kafka tells nothing more of it
+            results.append(R.DescribeLogDirsResult(
+                error_code=errors.KAFKA_STORAGE_ERROR, log_dir=d, topics=[],
+                total_bytes=-1, usable_bytes=-1))
+            continue
         st = os.statvfs(d)
         results.append(R.DescribeLogDirsResult(
             error_code=errors.NONE, log_dir=d,

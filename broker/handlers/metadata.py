@@ -69,7 +69,8 @@ def _topic(broker, name, auto_create, topic_ops, v):
         if t is None:
             return R.MetadataResponseTopic(error_code=code, name=name,
                                            topic_authorized_operations=acl.NOT_REQUESTED)
-    if broker.replicas.offline:  # rare (a log dir failed): not worth caching
+    # rare (a log dir failed, leaders fenced while the session is in doubt): not worth caching
+    if broker.replicas.offline or broker.replicas.leadership_in_doubt():
         return _existing_topic(broker, t, topic_ops)
     return broker.topic_metadata.get(t, v, topic_ops,
                                      lambda: _existing_topic(broker, t, topic_ops))
@@ -113,6 +114,14 @@ def _partition(broker, name, p):
             error_code=errors.LEADER_NOT_AVAILABLE, partition_index=p.index, leader_id=-1,
             leader_epoch=p.leader_epoch, replica_nodes=p.replicas, isr_nodes=[],
             offline_replicas=[broker.metadata.local.node_id])
+    if p.leader == broker.metadata.local.node_id and broker.replicas.leadership_in_doubt():
+        part = broker.replicas.leader_partition(name, p.index)
+        if part is not None and broker.replicas.fenced(part):
+            # probably cut off from the cluster: the client should find the new leader
+            return R.MetadataResponsePartition(
+                error_code=errors.LEADER_NOT_AVAILABLE, partition_index=p.index, leader_id=-1,
+                leader_epoch=p.leader_epoch, replica_nodes=p.replicas, isr_nodes=p.isr,
+                offline_replicas=p.offline)
     return R.MetadataResponsePartition(
         partition_index=p.index, leader_id=p.leader, leader_epoch=p.leader_epoch,
         replica_nodes=p.replicas, isr_nodes=p.isr, offline_replicas=p.offline,

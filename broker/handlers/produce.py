@@ -85,8 +85,10 @@ def _leader_hint(broker, ctx, out, topic, index) -> bool:
     if ctx.version < _LEADER_HINT_VERSION:
         return False
     t = broker.metadata.topics.get(topic)
-    if t is None or not 0 <= index < len(t.partitions) or t.partitions[index].leader < 0:
-        return False
+    if t is None or not 0 <= index < len(t.partitions) or \
+            t.partitions[index].leader < 0 or \
+            t.partitions[index].leader == broker.metadata.local.node_id:
+        return False  # no leader known, or this broker (fenced: the client must look again)
     p = t.partitions[index]
     out.current_leader = R.PartitionProduceResponse.LeaderIdAndEpoch(
         leader_id=p.leader, leader_epoch=p.leader_epoch)

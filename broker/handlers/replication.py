@@ -16,16 +16,22 @@ from josefk.storage.errors import StorageError
 from josefk.wire import errors
 from josefk.wire.apis import (ALTER_PARTITION, CONTROLLED_SHUTDOWN, ELECT_LEADERS, LEADER_AND_ISR,
                               OFFSET_FOR_LEADER_EPOCH, STOP_REPLICA, UPDATE_METADATA)
+from josefk.zk.client import ZkClosed
 
 
 log = logging.getLogger("josefk.replication")
 FULL = 1  # LeaderAndIsr type: every partition of the broker (sent when it joins)
 
 
-def _controller_request_error(broker, epoch) -> int:
+def _controller_request_error(broker, req) -> int:
+    """Kafka's checks of a request from the controller: not meant for an earlier registration
+    of this broker (KIP-380; e.g. one that reached it late over a connection from before a
+    network partition, and would overwrite newer state), and not from an older controller."""
     if broker.cluster is None:
         return errors.STALE_CONTROLLER_EPOCH
-    return broker.cluster.check_controller_epoch(epoch)
+    if 0 <= getattr(req, "broker_epoch", -1) < broker.cluster.metadata.broker_epoch:
+        return errors.STALE_BROKER_EPOCH
+    return broker.cluster.check_controller_epoch(req.controller_epoch)
 
 
 async def handle_leader_and_isr(broker, ctx, req):
@@ -36,31 +42,13 @@ async def handle_leader_and_isr(broker, ctx, req):
                  for ts in req.topic_states for ps in ts.partition_states]
     else:
         items = [(ps.topic_name, None, ps) for ps in req.ungrouped_partition_states]
-    err = _controller_request_error(broker, req.controller_epoch)
+    err = _controller_request_error(broker, req)
     results = {}
     if not err:
-        cluster = broker.cluster
-        for b in req.live_leaders:
-            cluster.leader_endpoints[b.broker_id] = (b.host_name, b.port)
-        await _create_logs(broker, items)
-        for topic, topic_id, ps in items:
-            part = broker.replicas.get(topic, ps.partition_index)
-            if part is not None and ps.leader_epoch <= part.leader_epoch:
-                results[(topic, ps.partition_index)] = errors.STALE_CONTROLLER_EPOCH
-                continue
-            if broker.config.node_id not in ps.replicas:
-                results[(topic, ps.partition_index)] = errors.UNKNOWN_TOPIC_OR_PARTITION
-                continue
-            configs = await broker.metadata.topic_configs(topic)
-            served = broker.replicas.apply(PartitionState(
-                topic, ps.partition_index, ps.leader, ps.leader_epoch, ps.isr, ps.replicas,
-                ps.partition_epoch, topic_id), configs)
-            results[(topic, ps.partition_index)] = (errors.NONE if served is not None
-                                                    else errors.KAFKA_STORAGE_ERROR)
-        if v >= 5 and req.type == FULL:
-            _delete_strays(broker, {(t, ps.partition_index) for t, _i, ps in items})
-        if v >= 2:
-            cluster.session.roles_received(req.broker_epoch)
+        try:
+            await _apply_roles(broker, req, items, v, results)
+        except ZkClosed:  # this broker is stopping: its roles no longer matter
+            err = errors.BROKER_NOT_AVAILABLE
     if v >= 5:
         by_id: dict = {}
         for topic, topic_id, ps in items:
@@ -73,6 +61,36 @@ async def handle_leader_and_isr(broker, ctx, req):
         topic_name=topic, partition_index=ps.partition_index,
         error_code=err or results.get((topic, ps.partition_index), errors.NONE))
         for topic, _tid, ps in items])
+
+
+async def _apply_roles(broker, req, items, v, results) -> None:
+    """Take the roles ``items`` give; each partition's error into ``results``."""
+    cluster = broker.cluster
+    for b in req.live_leaders:
+        cluster.leader_endpoints[b.broker_id] = (b.host_name, b.port)
+    await _create_logs(broker, items)
+    for topic, topic_id, ps in items:
+        part = broker.replicas.get(topic, ps.partition_index)
+        # Stale: an older leader epoch, or the same with no newer partition epoch (the same
+        # leader epoch with a newer one is an ISR change this broker missed, e.g. the answer
+        # to its AlterPartition lost on the way: it applies)
+        if part is not None and (ps.leader_epoch, ps.partition_epoch) <= \
+                (part.leader_epoch, part.partition_epoch):
+            results[(topic, ps.partition_index)] = errors.STALE_CONTROLLER_EPOCH
+            continue
+        if broker.config.node_id not in ps.replicas:
+            results[(topic, ps.partition_index)] = errors.UNKNOWN_TOPIC_OR_PARTITION
+            continue
+        configs = await broker.metadata.topic_configs(topic)
+        served = broker.replicas.apply(PartitionState(
+            topic, ps.partition_index, ps.leader, ps.leader_epoch, ps.isr, ps.replicas,
+            ps.partition_epoch, topic_id), configs)
+        results[(topic, ps.partition_index)] = (errors.NONE if served is not None
+                                                else errors.KAFKA_STORAGE_ERROR)
+    if v >= 5 and req.type == FULL:
+        _delete_strays(broker, {(t, ps.partition_index) for t, _i, ps in items})
+    if v >= 2:
+        cluster.session.roles_received(req.broker_epoch)
 
 
 async def _create_logs(broker, items):
@@ -104,7 +122,7 @@ def _delete_strays(broker, assigned):
 
 
 def handle_update_metadata(broker, ctx, req):
-    err = _controller_request_error(broker, req.controller_epoch)
+    err = _controller_request_error(broker, req)
     if not err:
         if ctx.version < 5:
             return UPDATE_METADATA.Response(error_code=errors.UNSUPPORTED_VERSION)
@@ -124,7 +142,7 @@ def handle_stop_replica(broker, ctx, req):
     else:
         items = [(p.topic_name, p.partition_index, req.delete_partitions)
                  for p in req.ungrouped_partitions]
-    err = _controller_request_error(broker, req.controller_epoch)
+    err = _controller_request_error(broker, req)
     if not err:
         broker.replicas.stop_replicas(items)
     return R(error_code=err, partition_errors=[

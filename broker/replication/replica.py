@@ -398,11 +398,21 @@ class Partition:
         self.pending_isr = list(new_isr)
         self.manager.isr_changes.propose(self, list(new_isr))
 
+    def followers_silent(self, now_ms: int, silent_ms: int) -> bool:
+        """The ISR has followers and none of them fetched for ``silent_ms``."""
+        others = [r for r in self.isr if r != self.node_id]
+        return bool(others) and all(
+            r not in self.followers or now_ms - self.followers[r].last_fetch_ms > silent_ms
+            for r in others)
+
     def isr_committed(self, isr, leader_epoch, partition_epoch) -> None:
         """The controller accepted (or reported) the ISR."""
         self.pending_isr = None
         if leader_epoch != self.leader_epoch:
             return
+        if sorted(isr) != sorted(self.isr):
+            log.info("ISR of %s-%d now %s (partition epoch %d)", self.topic, self.index, isr,
+                     partition_epoch)
         self.isr = list(isr)
         self.partition_epoch = partition_epoch
         self.maybe_advance_hwm()
@@ -503,6 +513,11 @@ class ReplicaManager:
         self.fetchers = None  # a broker.fetcher.FetcherManager in cluster mode
         self.lag_max_ms = broker_config.int("replica.lag.time.max.ms")
         self.role_listeners = []  # callables(partition, became_leader) e.g. group coordinator
+        # In a cluster: the broker's SessionGuard, and how long followers may stay silent
+        # before a leader whose ZooKeeper session is in doubt stops acting as one (`fenced`)
+        self.session = None
+        self.silent_ms = max(1000, 2 * broker_config.int("replica.fetch.wait.max.ms"))
+        self.fenced_leaders: set[tuple[str, int]] = set()
 
     def _partition(self, topic, index, configs: dict, cfg: LogConfig | None) -> Partition:
         key = (topic, index)
@@ -652,6 +667,34 @@ class ReplicaManager:
         part = self.partitions.get((topic, index))
         return part if part is not None and part.is_leader else None
 
+    def leadership_in_doubt(self) -> bool:
+        return self.session is not None and self.session.long_in_doubt()
+
+    def fenced(self, part: Partition) -> bool:
+        """A leader probably cut off from the cluster: its ZooKeeper session long in doubt and
+        its ISR followers silent. The controller is likely electing another leader; clients
+        are told to look for it (Produce: NOT_LEADER_OR_FOLLOWER, Metadata: no leader) rather
+        than wait here for acknowledgements that cannot come. Call only when
+        `leadership_in_doubt`."""
+        return part.followers_silent(_now_ms(), self.silent_ms)
+
+    def fence_cut_off_leaders(self) -> None:
+        """Periodically: fail the acks=all appends waiting on fenced partitions at once, so
+        their producers retry at the new leader."""
+        now = set()
+        if self.leadership_in_doubt():
+            for key, part in self.partitions.items():
+                if part.is_leader and self.fenced(part):
+                    now.add(key)
+                    part.acks_waiting.fail(errors.NOT_LEADER_OR_FOLLOWER)
+        if now != self.fenced_leaders:
+            if now - self.fenced_leaders:
+                log.warning("not acting as leader of %d partitions: ZooKeeper session in doubt "
+                            "and their followers silent", len(now))
+            elif not now:
+                log.info("acting as leader again of every partition led here")
+            self.fenced_leaders = now
+
     def check_isr(self) -> None:
         now = _now_ms()
         for part in self.partitions.values():
@@ -677,13 +720,14 @@ class ReplicaManager:
         `AppendResult` per partition] per topic], to the answer: returned at once when nothing
         waits, else by the coroutine returned. ``old_formats``: see `Partition.append`."""
         partitions = self.partitions
+        in_doubt = self.leadership_in_doubt()
         results = []
         waits = []  # (partition, result) of acks=all appends the ISR does not have yet
         for topic, partition_data in topics:
             out = []
             for pd in partition_data:
                 part = partitions.get((topic, pd.index))
-                if part is None or not part.is_leader:
+                if part is None or not part.is_leader or (in_doubt and self.fenced(part)):
                     res = AppendResult(self.not_hosted_error(topic, pd.index))
                 elif pd.records is None:
                     res = AppendResult(errors.CORRUPT_MESSAGE)
