@@ -547,7 +547,7 @@ class Controller:
             info = self.live.get(broker_id)
             if info is None or (broker_epoch >= 0 and broker_epoch != info.epoch):
                 return errors.STALE_BROKER_EPOCH
-            out, changes, stale = [], {}, []
+            out, changes, stale, already = [], {}, [], []
             for t, p, leader_epoch, partition_epoch, new_isr in items:
                 st = self.states.get((t, p))
                 if st is None or t in self.deleting:
@@ -561,6 +561,7 @@ class Controller:
                     # already so (Kafka's equalsAllowStalePartitionEpoch): the answer to an
                     # earlier request with this ISR was lost, or the ISR was set to it since
                     out.append((t, p, errors.NONE, st))
+                    already.append((t, p))
                 elif partition_epoch != st.zk_version:
                     out.append((t, p, errors.INVALID_UPDATE_VERSION, st))
                     stale.append((t, p))
@@ -580,8 +581,10 @@ class Controller:
                     if err:
                         stale.append((t, p))
                 result.append((t, p, err, st))
-            if written:
-                self._send_update_metadata(list(self.live), list(written))
+            if written or already:
+                # a change whose answer was lost may have reached ZooKeeper without its
+                # UpdateMetadata: every broker's cache gets the state again
+                self._send_update_metadata(list(self.live), [*written, *already])
             if stale:
                 # the leader's view is behind ZooKeeper's: give it the current state
                 self._send_leader_and_isr(broker_id, stale)
