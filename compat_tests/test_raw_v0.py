@@ -8,7 +8,7 @@ from confluent_kafka import Producer
 
 from compat_tests import rawkafka as rk
 from compat_tests.helpers import create_topic, unique_topic
-from testkit.kafka_versions import KAFKA_3_9_RANGES
+from testkit.kafka_versions import KAFKA_3_9_RANGES, KAFKA_4_2_SHARE_RANGES
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -41,7 +41,9 @@ def topic(broker):
 
 
 def test_advertised_versions_are_kafka_3_9s(conn):
-    assert rk.api_versions(conn) == {key: (lo, hi) for key, lo, hi in KAFKA_3_9_RANGES.values()}
+    """Kafka 3.9's versions, with Kafka 4's group protocols beside them."""
+    ranges = {**KAFKA_3_9_RANGES, **KAFKA_4_2_SHARE_RANGES}
+    assert rk.api_versions(conn) == {key: (lo, hi) for key, lo, hi in ranges.values()}
 
 
 # -- Produce v0-2 / Fetch v0-3 ------------------------------------------------------------------

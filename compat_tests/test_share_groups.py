@@ -129,12 +129,12 @@ def test_api_versions_advertise_share_groups_with_their_feature_level(share_brok
     for api in SHARE_APIS:
         assert served[api.key] == (api.min_version, api.max_version)
     assert [(f.name, f.min_version_level, f.max_version_level)
-            for f in resp.finalized_features] == [("share.version", 1, 1)]
+            for f in resp.finalized_features] == [("group.version", 1, 1), ("share.version", 1, 1)]
     off = broker_factory({"group.share.enable": "false"})
     with Client(off.bootstrap) as c:
         resp = c.request(API_VERSIONS, client_software_name="t", client_software_version="1")
     assert not {k.api_key for k in resp.api_keys} & {api.key for api in SHARE_APIS}
-    assert resp.finalized_features == []
+    assert [f.name for f in resp.finalized_features] == ["group.version"]
 
 
 def _members_of(target, group) -> int:

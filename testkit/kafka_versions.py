@@ -35,3 +35,14 @@ KAFKA_3_9_RANGES = {
     "DescribeClientQuotas": (48, 0, 1),
     "AlterClientQuotas": (49, 0, 1),
 }
+
+# Share groups (KIP-932) as Apache Kafka 4.2 serves them: the versions josefk serves beside 3.9's
+# (name: (key, lo, hi)).
+KAFKA_4_2_SHARE_RANGES = {
+    "ShareGroupHeartbeat": (76, 1, 1), "ShareGroupDescribe": (77, 1, 1),
+    "ShareFetch": (78, 1, 2), "ShareAcknowledge": (79, 1, 2),
+    "InitializeShareGroupState": (83, 0, 0), "ReadShareGroupState": (84, 0, 0),
+    "WriteShareGroupState": (85, 0, 1), "DeleteShareGroupState": (86, 0, 0),
+    "ReadShareGroupStateSummary": (87, 0, 1), "DescribeShareGroupOffsets": (90, 0, 1),
+    "AlterShareGroupOffsets": (91, 0, 0), "DeleteShareGroupOffsets": (92, 0, 0),
+}

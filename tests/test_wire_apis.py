@@ -16,18 +16,9 @@ from josefk.wire.apis import (ALL_APIS, ALTER_PARTITION, API_BY_KEY, API_VERSION
 from josefk.wire.compiler import _default_value
 from josefk.wire.schema import (BOOL, BYTES, FLOAT64, INT8, INT16, INT32, INT64, RECORDS, STRING,
                                 UINT16, UUID, Array, Struct, Versions)
-from testkit.kafka_versions import KAFKA_3_9_RANGES
+from testkit.kafka_versions import KAFKA_3_9_RANGES, KAFKA_4_2_SHARE_RANGES
 
-# Share groups (KIP-932) as Apache Kafka 4.2 serves them: the versions josefk serves (name: (key,
-# lo, hi)). kafka-python vendors no share schemas: their layouts are pinned in test_share_wire.py.
-KAFKA_4_2_SHARE_RANGES = {
-    "ShareGroupHeartbeat": (76, 1, 1), "ShareGroupDescribe": (77, 1, 1),
-    "ShareFetch": (78, 1, 2), "ShareAcknowledge": (79, 1, 2),
-    "InitializeShareGroupState": (83, 0, 0), "ReadShareGroupState": (84, 0, 0),
-    "WriteShareGroupState": (85, 0, 1), "DeleteShareGroupState": (86, 0, 0),
-    "ReadShareGroupStateSummary": (87, 0, 1), "DescribeShareGroupOffsets": (90, 0, 1),
-    "AlterShareGroupOffsets": (91, 0, 0), "DeleteShareGroupOffsets": (92, 0, 0),
-}
+# kafka-python vendors no share schemas (KIP-932): their layouts are pinned in test_share_wire.py.
 
 # The versions KIP-896 removed in Kafka 4.0 (name: highest removed version): the only places where
 # the vendored 4.x schemas below start later than 3.9 did. Checked against the schemas' own
