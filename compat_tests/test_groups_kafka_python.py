@@ -42,7 +42,10 @@ class Member(ConsumerRebalanceListener):
         return set() if self.closed else {(tp.topic, tp.partition) for tp in self.c.assignment()}
 
     def poll(self):
-        got = self.c.poll(timeout_ms=50)
+        # Long enough for a whole JoinGroup/SyncGroup round inside one call: kafka-python 3.0
+        # loses a rejoin that its own metadata change started (the Java client's KAFKA-9815)
+        # when poll() returns while that join is in flight, and then keeps the old assignment.
+        got = self.c.poll(timeout_ms=500)
         n = 0
         for _tp, recs in got.items():
             self.records.extend(recs)

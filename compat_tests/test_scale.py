@@ -209,7 +209,9 @@ class Member(ConsumerRebalanceListener):
         return {(tp.topic, tp.partition) for tp in self.c.assignment()}
 
     def poll(self):
-        for tp, recs in self.c.poll(timeout_ms=50).items():
+        # 500 ms: see Member.poll in test_groups_kafka_python.py (kafka-python loses a rejoin
+        # its metadata change started if poll() returns mid-join).
+        for tp, recs in self.c.poll(timeout_ms=500).items():
             self.seen.extend((tp.topic, tp.partition, r.offset, r.value) for r in recs)
 
 
