@@ -292,6 +292,8 @@ class Row:
     anomalies: dict[str, int]
     gap_median: float | None
     gap_worst: float | None
+    failover_median: float | None = None
+    failover_worst: float | None = None
 
 
 def summarize(h: History, anomalies: list[Anomaly], gaps, kinds) -> list[Row]:
@@ -301,11 +303,13 @@ def summarize(h: History, anomalies: list[Anomaly], gaps, kinds) -> list[Row]:
     faults = sorted(h.faults, key=lambda f: f.injected)
     rows = {k: Row(k, 0, 0, dict.fromkeys(CLASSES, 0), None, None)
             for k in (*kinds, NO_FAULT)}
-    per_kind = defaultdict(list)
+    per_kind, failovers = defaultdict(list), defaultdict(list)
     for f, g in zip(h.faults, gaps):
         rows[f.kind].faults += 1
         if g is not None:
             per_kind[f.kind].append(g[0])
+        if f.failover is not None:
+            failovers[f.kind].append(f.failover)
     for w in h.writes:
         if w.acked is not None:
             rows[kind_at(w.acked, faults)].acked += 1
@@ -314,15 +318,20 @@ def summarize(h: History, anomalies: list[Anomaly], gaps, kinds) -> list[Row]:
     for kind, values in per_kind.items():
         rows[kind].gap_median = statistics.median(values)
         rows[kind].gap_worst = max(values)
+    for kind, values in failovers.items():
+        rows[kind].failover_median = statistics.median(values)
+        rows[kind].failover_worst = max(values)
     return list(rows.values())
 
 
 def format_table(rows: list[Row]) -> str:
-    head = ["fault", "faults", "acked", *CLASSES, "gap p50 s", "gap max s"]
+    head = ["fault", "faults", "acked", *CLASSES, "gap p50 s", "gap max s", "failover p50 s",
+            "failover max s"]
     total = Row("total", sum(r.faults for r in rows), sum(r.acked for r in rows),
                 {c: sum(r.anomalies[c] for r in rows) for c in CLASSES}, None, None)
     lines = [[r.kind, str(r.faults), str(r.acked), *(str(r.anomalies[c]) for c in CLASSES),
-              _secs(r.gap_median), _secs(r.gap_worst)] for r in [*rows, total]]
+              _secs(r.gap_median), _secs(r.gap_worst), _secs(r.failover_median),
+              _secs(r.failover_worst)] for r in [*rows, total]]
     widths = [max(len(x) for x in col) for col in zip(head, *lines)]
     fmt = lambda cells: "  ".join(c.rjust(w) if i else c.ljust(w)  # noqa: E731
                                   for i, (c, w) in enumerate(zip(cells, widths)))

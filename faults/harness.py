@@ -285,9 +285,11 @@ class Run:
         say("")
         say(checker.format_table(rows))
         say("(gap: the longest time without an acknowledged acks=all write on a partition with "
-            "replicas, from a fault's injection until the cluster was whole again; p50 and max "
-            "over the faults of the kind)")
+            "replicas, from a fault's injection until the cluster was whole again; failover: "
+            "from the injection until a surviving broker named new leaders for the watched "
+            "partitions the victim led; p50 and max over the faults of the kind)")
         self._goals(rows)
+        self._over_goal(gaps)
         if anomalies:
             say("")
             say("Anomalies (at most 5 per class):")
@@ -320,6 +322,17 @@ class Run:
         if sigterm:
             self.say(f"write gap after SIGTERM: worst {sigterm.gap_worst:.2f} s; goal under "
                      f"{SIGTERM_GAP_GOAL:.0f} s")
+
+    def _over_goal(self, gaps):
+        """Each broker fault whose write gap passed the goal, with how soon the cluster had
+        named new leaders: the difference is the clients' time to find them."""
+        for f, g in zip(self.history.faults, gaps):
+            goal = SIGTERM_GAP_GOAL if f.kind == "sigterm" else BROKER_FAULT_GAP_GOAL
+            if g is None or f.kind == "kill-zookeeper" or g[0] <= goal:
+                continue
+            failover = "-" if f.failover is None else f"{f.failover:.2f} s"
+            self.say(f"  over the goal: {_clock(f.injected)} {f.kind} {f.target}: gap "
+                     f"{g[0]:.2f} s on {g[1][0]}-{g[1][1]}, new leaders named after {failover}")
 
     def _broker_errors(self):
         """Errors the brokers logged (for the report; not anomalies by themselves)."""

@@ -88,12 +88,15 @@ class Resume:
 @dataclass(slots=True)
 class Fault:
     """One fault: its kind, what it hit, when it was injected, healed (the victim restarted,
-    resumed, reconnected) and when the cluster was whole again."""
+    resumed, reconnected) and when the cluster was whole again; ``failover``: seconds from the
+    injection until the other brokers named new leaders for every watched partition the victim
+    led (None: it led none, or they did not before the heal)."""
     kind: str
     target: str
     injected: float
     healed: float | None = None
     recovered: float | None = None
+    failover: float | None = None
     notes: list[str] = field(default_factory=list)
 
 

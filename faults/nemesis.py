@@ -62,19 +62,49 @@ class Nemesis:
             return b, f"broker {b} ({topic}-{partition} had no leader)"
         return leader, f"broker {leader} (leader of {topic}-{partition})"
 
+    # -- failover: how soon the cluster named new leaders ----------------------------------------
+    def _leaders(self, ask: int) -> dict[tuple[str, int], int] | None:
+        """Broker ``ask``'s view of the watched partitions' leaders (None: no answer)."""
+        topics = sorted({t for t, _ in self.partitions})
+        try:
+            md = self.cluster.metadata_from(ask, topics=topics, timeout=1.0)
+        except (OSError, ConnectionError):
+            return None
+        return {(t.name, p.partition_index): p.leader_id for t in md.topics for p in t.partitions}
+
+    def _led_by(self, victim: int) -> set[tuple[str, int]]:
+        view = self._leaders(victim) or {}
+        return {tp for tp in self.partitions if view.get(tp) == victim}
+
+    def _await_failover(self, f: Fault, victim: int, led: set, until: float):
+        """Until ``until``: ask a surviving broker for the leaders of ``led`` until none is
+        ``victim`` or missing, and note the time in ``f.failover``."""
+        ask = min(b for b in self.cluster.brokers if b != victim)
+        while led and now() < until:
+            view = self._leaders(ask)
+            if view is not None and all(view.get(tp, -1) not in (victim, -1) for tp in led):
+                f.failover = now() - f.injected
+                return
+            time.sleep(0.1)
+
     # -- the kinds -----------------------------------------------------------------------------
-    def _hold(self, kind: str, target: str, inject, heal, seconds: tuple[float, float]) -> Fault:
-        """``inject()``, wait a random time in ``seconds``, ``heal()``."""
+    def _hold(self, kind: str, target: str, inject, heal, seconds: tuple[float, float],
+              victim: int | None = None) -> Fault:
+        """``inject()``, wait a random time in ``seconds`` (watching ``victim``'s leaderships
+        move), ``heal()``."""
+        led = self._led_by(victim) if victim is not None else set()
         f = Fault(kind, target, now())
         inject()
-        time.sleep(self.rng.uniform(*seconds))
+        until = now() + self.rng.uniform(*seconds)
+        self._await_failover(f, victim, led, until)
+        time.sleep(max(0.0, until - now()))
         heal()
         f.healed = now()
         return f
 
     def _kill(self, kind: str, b: int, target: str) -> Fault:
         return self._hold(kind, target, lambda: self.cluster.kill(b),
-                          lambda: self.cluster.restart(b), (8, 11))
+                          lambda: self.cluster.restart(b), (8, 11), victim=b)
 
     def _kill_leader(self) -> Fault:
         return self._kill("kill-leader", *self._leader())
@@ -107,12 +137,12 @@ class Nemesis:
     def _pause(self) -> Fault:
         b = self._any_broker()
         return self._hold("pause", f"broker {b}", lambda: self.cluster.pause(b),
-                          lambda: self.cluster.resume(b), (8, 10))
+                          lambda: self.cluster.resume(b), (8, 10), victim=b)
 
     def _partition(self) -> Fault:
         b = self._any_broker()
         return self._hold("partition", f"broker {b}", lambda: self.cluster.isolate(b),
-                          self.cluster.heal, (10, 13))
+                          self.cluster.heal, (10, 13), victim=b)
 
     def _sigterm(self) -> Fault:
         b, target = self._leader()
@@ -130,9 +160,12 @@ class Nemesis:
         """Fill a leader's log dir, free it, then restart the broker, as an operator does
         after a disk failure (Kafka keeps a failed log dir offline until the broker restarts)."""
         b, target = self._leader()
+        led = self._led_by(b)
         self.cluster.fill_disk(b)
         f = Fault("disk", target, now())  # from the moment it is full
-        time.sleep(self.rng.uniform(10, 12))
+        until = now() + self.rng.uniform(10, 12)
+        self._await_failover(f, b, led, until)
+        time.sleep(max(0.0, until - now()))
         self.cluster.free_disk(b)
         broker = self.cluster.brokers[b]
         if not broker.is_running():

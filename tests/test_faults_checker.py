@@ -150,7 +150,8 @@ def test_summary_rows_per_fault_kind():
     h = History()
     h.writes = [Write("w1", i, "t", 0, float(i), i + 0.1, i) for i in range(10)]
     h.final = {("t", 0): [(i, f"w1-{i}") for i in range(10) if i != 6]}
-    h.faults = [Fault("kill-leader", "broker 1", 2.5), Fault("pause", "broker 2", 5.5)]
+    h.faults = [Fault("kill-leader", "broker 1", 2.5, failover=0.75),
+                Fault("pause", "broker 2", 5.5)]
     h.gap_partitions = [("t", 0)]
     h.crashes = [(8.0, "broker 3 exited with code 1")]
     anomalies = check(h)
@@ -163,6 +164,7 @@ def test_summary_rows_per_fault_kind():
     assert rows["pause"].anomalies["lost"] == 1 and rows["pause"].anomalies["crashed"] == 1
     assert rows["disk"].faults == 0 and rows["disk"].gap_worst is None
     assert abs(rows["kill-leader"].gap_median - 1.1) < 1e-9  # one record a second
+    assert rows["kill-leader"].failover_worst == 0.75 and rows["pause"].failover_worst is None
     table = format_table(list(rows.values()))
     assert table.splitlines()[0].split()[:3] == ["fault", "faults", "acked"]
     assert all(c in table for c in CLASSES)

@@ -30,14 +30,20 @@ async def handle_consumer_group_heartbeat(broker, ctx, req):
         req.subscribed_topic_regex if ctx.version >= 1 else None, req.server_assignor, owned,
         ctx.client_id or "", "/" + ctx.client_host, ctx.version),
         may_describe=lambda t: allowed(broker, ctx, TOPIC, t, acl.DESCRIBE))
-    assignment = None
-    if res.assignment is not None:
-        assignment = R.Assignment(topic_partitions=[
-            R.TopicPartitions(topic_id=t, partitions=sorted(ps))
-            for t, ps in sorted(res.assignment.items(), key=lambda kv: str(kv[0]))])
     return R(error_code=res.error, error_message=res.message, member_id=res.member_id,
              member_epoch=res.member_epoch, heartbeat_interval_ms=res.heartbeat_interval_ms,
-             assignment=assignment)
+             assignment=heartbeat_assignment(R, res.assignment))
+
+
+def heartbeat_assignment(R, assignment):
+    """A heartbeat response's ``Assignment`` (``R``: the response class) from {topic id:
+    partitions}, in a stable order; None (no change to report) stays None. Consumer and share
+    group heartbeats answer the same shape."""
+    if assignment is None:
+        return None
+    return R.Assignment(topic_partitions=[
+        R.TopicPartitions(topic_id=t, partitions=sorted(ps))
+        for t, ps in sorted(assignment.items(), key=lambda kv: str(kv[0]))])
 
 
 def handle_consumer_group_describe(broker, ctx, req):

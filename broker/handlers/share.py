@@ -9,6 +9,7 @@ import asyncio
 import uuid
 
 from josefk.broker.channel import ChannelError
+from josefk.broker.handlers.consumer_groups import heartbeat_assignment
 from josefk.broker.security import acl
 from josefk.broker.security.authorizer import GROUP, TOPIC, allowed, operations
 from josefk.wire import errors
@@ -35,14 +36,9 @@ async def handle_share_group_heartbeat(broker, ctx, req):
     res = await broker.share_groups.heartbeat(
         req.group_id, req.member_id, req.member_epoch, req.rack_id, req.subscribed_topic_names,
         ctx.client_id, "/" + ctx.client_host)
-    assignment = None
-    if res.assignment is not None:
-        assignment = R.Assignment(topic_partitions=[
-            R.TopicPartitions(topic_id=t, partitions=ps)
-            for t, ps in sorted(res.assignment.items(), key=lambda kv: str(kv[0]))])
     return R(error_code=res.error, error_message=res.message, member_id=res.member_id,
              member_epoch=res.epoch, heartbeat_interval_ms=res.interval_ms,
-             assignment=assignment)
+             assignment=heartbeat_assignment(R, res.assignment))
 
 
 def handle_share_group_describe(broker, ctx, req):
