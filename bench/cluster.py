@@ -7,8 +7,8 @@ Against a 3-broker josefk cluster on this machine (a real ZooKeeper, brokers on 
 - produce throughput of 1 KiB records, RF 3 acks=all next to RF 1 acks=1 (rounds alternate);
 - end-to-end latency p50/p99 with RF 3 acks=all;
 - failover per fault kind (median and worst): the fault harness's longest gap without an
-  acknowledged acks=all write after each fault (``faults.harness``, each kind ``--rounds``
-  times, on a cluster of its own).
+  acknowledged acks=all write after each fault, and how soon a surviving broker named new
+  leaders (``faults.harness``, each kind ``--rounds`` times, on a cluster of its own).
 Every loop is bounded in count and in time.
 """
 from __future__ import annotations
@@ -173,6 +173,9 @@ def failover(rounds: int, seed: int) -> list[tuple[str, str]]:
         if r.gap_worst is not None:
             rows.append((f"failover after {r.kind}: longest acks=all write gap, median / worst "
                          f"of {r.faults}", f"{r.gap_median:.2f} / {r.gap_worst:.2f} s"))
+        if r.failover_worst is not None:
+            rows.append((f"failover after {r.kind}: new leaders named, median / worst",
+                         f"{r.failover_median:.2f} / {r.failover_worst:.2f} s"))
     anomalies = sum(sum(r.anomalies.values()) for r in result.rows)
     rows.append(("fault harness anomalies (must be 0)", str(anomalies)))
     return rows

@@ -36,7 +36,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, help="seed of the fault schedule (default: random, "
                                              "printed)")
     ap.add_argument("--dir", type=Path, help="run directory (default: a temp dir, removed "
-                                             "unless there are anomalies)")
+                                             "unless there are anomalies or a write gap over "
+                                             "the goal)")
     ap.add_argument("--keep", action="store_true", help="keep the run directory")
     ap.add_argument("--disk-mb", type=int, default=512,
                     help="size of each broker's log dir filesystem (default 512)")

@@ -59,7 +59,8 @@ class Options:
     rounds: int | None = None  # each kind this many times, in a shuffled order per round
     kinds: tuple[str, ...] = KINDS
     seed: int | None = None
-    dir: Path | None = None  # kept; else a temp dir, removed unless keep or anomalies
+    dir: Path | None = None  # kept; else a temp dir, removed unless keep, anomalies or a gap
+    # over the goal
     keep: bool = False
     disk_mb: int = 512
 
@@ -289,7 +290,7 @@ class Run:
             "from the injection until a surviving broker named new leaders for the watched "
             "partitions the victim led; p50 and max over the faults of the kind)")
         self._goals(rows)
-        self._over_goal(gaps)
+        over_goal = self._over_goal(gaps)
         if anomalies:
             say("")
             say("Anomalies (at most 5 per class):")
@@ -302,7 +303,7 @@ class Run:
         self._broker_errors()
         for p in self.problems:
             say(f"problem: {p}")
-        if self.opts.keep or anomalies or self.problems:
+        if self.opts.keep or anomalies or self.problems or over_goal:
             with open(self.root / "history.pickle", "wb") as f:
                 pickle.dump(h, f)  # with the faults: faults.history.History
             say(f"run dir kept: {self.root} (broker logs in broker-<id>/, clients.log, "
@@ -325,7 +326,9 @@ class Run:
 
     def _over_goal(self, gaps):
         """Each broker fault whose write gap passed the goal, with how soon the cluster had
-        named new leaders: the difference is the clients' time to find them."""
+        named new leaders: the difference is the clients' time to find them. Returns how many
+        (their evidence is worth keeping the run dir for)."""
+        over = 0
         for f, g in zip(self.history.faults, gaps):
             goal = SIGTERM_GAP_GOAL if f.kind == "sigterm" else BROKER_FAULT_GAP_GOAL
             if g is None or f.kind == "kill-zookeeper" or g[0] <= goal:
@@ -333,6 +336,8 @@ class Run:
             failover = "-" if f.failover is None else f"{f.failover:.2f} s"
             self.say(f"  over the goal: {_clock(f.injected)} {f.kind} {f.target}: gap "
                      f"{g[0]:.2f} s on {g[1][0]}-{g[1][1]}, new leaders named after {failover}")
+            over += 1
+        return over
 
     def _broker_errors(self):
         """Errors the brokers logged (for the report; not anomalies by themselves)."""
