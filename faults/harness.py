@@ -48,6 +48,13 @@ BROKER_FAULT_GAP_GOAL = 8.0  # the session timeout (6 s) + 2 s
 SIGTERM_GAP_GOAL = 1.0
 
 
+def gap_goal(kind: str) -> float | None:
+    """The longest write gap a fault of ``kind`` may cause (None: no goal, e.g. ZooKeeper's)."""
+    if kind in ("kill-zookeeper", checker.NO_FAULT):
+        return None
+    return SIGTERM_GAP_GOAL if kind == "sigterm" else BROKER_FAULT_GAP_GOAL
+
+
 def partitions(*names: str) -> list[tuple[str, int]]:
     """The partitions of the topics ``names`` (e.g. "rf3")."""
     return [(f"faults-{name}", p) for name, n, *_ in TOPICS if name in names for p in range(n)]
@@ -59,8 +66,7 @@ class Options:
     rounds: int | None = None  # each kind this many times, in a shuffled order per round
     kinds: tuple[str, ...] = KINDS
     seed: int | None = None
-    dir: Path | None = None  # kept; else a temp dir, removed unless keep, anomalies or a gap
-    # over the goal
+    dir: Path | None = None  # kept; else a temp dir, kept only on keep, anomalies, gaps > goal
     keep: bool = False
     disk_mb: int = 512
 
@@ -313,7 +319,7 @@ class Run:
         return Result(h, anomalies, rows, self.skipped, self.problems)
 
     def _goals(self, rows):
-        broker_rows = [r for r in rows if r.kind not in ("kill-zookeeper", "sigterm", "none")
+        broker_rows = [r for r in rows if gap_goal(r.kind) == BROKER_FAULT_GAP_GOAL
                        and r.gap_worst is not None]
         sigterm = next((r for r in rows if r.kind == "sigterm" and r.gap_worst is not None), None)
         if broker_rows:
@@ -330,8 +336,8 @@ class Run:
         (their evidence is worth keeping the run dir for)."""
         over = 0
         for f, g in zip(self.history.faults, gaps):
-            goal = SIGTERM_GAP_GOAL if f.kind == "sigterm" else BROKER_FAULT_GAP_GOAL
-            if g is None or f.kind == "kill-zookeeper" or g[0] <= goal:
+            goal = gap_goal(f.kind)
+            if g is None or goal is None or g[0] <= goal:
                 continue
             failover = "-" if f.failover is None else f"{f.failover:.2f} s"
             self.say(f"  over the goal: {_clock(f.injected)} {f.kind} {f.target}: gap "
