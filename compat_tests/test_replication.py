@@ -151,6 +151,38 @@ def test_controller_death_takes_it_out_of_every_isr(cluster_factory, fault):
     check_nothing_lost(c, load, 3)
 
 
+def test_a_topic_created_as_a_new_controller_takes_over_lives_on_living_brokers(
+        cluster_factory):
+    """The controller and another broker die at once; the survivor becomes controller and is
+    asked to create a topic the moment it names itself (before its first UpdateMetadata has
+    told its own cache that the others died). Every replica is placed on the survivor and gets
+    its leader: before, placement used the stale cache and the partitions placed on the dead
+    brokers had no leader for good. As Kafka, a broker that died while still registered may
+    still be chosen; one the controller has seen die never is."""
+    from josefk.testing.admin import metadata
+    from josefk.tools.client import Client
+    from josefk.wire.apis import CREATE_TOPICS
+
+    c = cluster_factory(overrides=FAST_FAILOVER)
+    controller = c.controller_id(1)
+    other, survivor = [i for i in sorted(c.brokers) if i != controller]
+    c.brokers[controller].kill()
+    c.brokers[other].kill()
+    topic = unique_topic("after-takeover")
+    R = CREATE_TOPICS.Request
+    with Client(c.brokers[survivor].bootstrap, "takeover-test", timeout=30) as client:
+        deadline = time.monotonic() + 30
+        while metadata(client, []).controller_id != survivor:
+            assert time.monotonic() < deadline, "the survivor never became the controller"
+            time.sleep(0.005)
+        answer = client.request(CREATE_TOPICS, timeout_ms=10000, topics=[R.CreatableTopic(
+            name=topic, num_partitions=6, replication_factor=1, configs=[])]).topics[0]
+        assert answer.error_code == 0, answer.error_message
+        (t,) = metadata(client, [topic]).topics
+    assert {p.partition_index: (p.replica_nodes, p.leader_id) for p in t.partitions} == \
+        {i: ([survivor], survivor) for i in range(6)}
+
+
 def test_a_failed_log_dir_moves_leadership_to_the_in_sync_replicas(cluster_factory):
     """The leader's disk fails under acks=all load (a file-size limit makes its next writes fail
     as a full disk does): its log dir goes offline, the controller moves leadership to another

@@ -158,14 +158,19 @@ class ZkMetadataStore:
                 return ready()
         return True
 
-    def _racks(self):
-        return {b.node_id: b.rack for b in self.brokers.values()}
+    async def _live_racks(self) -> dict[int, str | None]:
+        """The registered brokers and their racks, read from ZooKeeper for each placement: the
+        cache lags behind a controller change (a new controller is named before its first
+        UpdateMetadata has dropped the brokers that died meanwhile), and a replica placed on a
+        broker the controller knows to be dead would have no leader until it returns."""
+        live = await self.zk.run(zs.read_brokers, inter_broker_listener(self.config))
+        return {b.node_id: b.rack for b in live.values()}
 
     # -- admin changes ----------------------------------------------------------------------------------
     async def create_topic(self, name, num_partitions, replication_factor, configs,
                            validate_only=False, assignments=None, timeout_ms=30000) -> TopicMeta:
-        plan = plan_topic(name, num_partitions, replication_factor, assignments, self._racks(),
-                          self.topics)
+        plan = plan_topic(name, num_partitions, replication_factor, assignments,
+                          await self._live_racks(), self.topics)
         t = TopicMeta(name, uuid.uuid4(),
                       [PartitionMeta(p, -1, 0, plan[p], []) for p in sorted(plan)], dict(configs))
         if validate_only:
@@ -222,7 +227,7 @@ class ZkMetadataStore:
     async def create_partitions(self, name, count, validate_only=False, assignments=None,
                                 timeout_ms=30000) -> TopicMeta:
         t = existing_topic(self.topics, name)
-        plan = plan_partitions(t, count, assignments, self._racks())
+        plan = plan_partitions(t, count, assignments, await self._live_racks())
         if validate_only:
             return t
         full = {p.index: p.replicas for p in t.partitions}
