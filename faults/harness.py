@@ -44,6 +44,10 @@ GROUP = "faults-group"
 TOPICS = (("rf3", 3, 3, 2), ("rf2", 3, 2, 1), ("rf1", 3, 1, 1), ("txn", 3, 3, 2))
 WRITE_INTERVAL = 0.04  # each writer sends one record to each of its partitions this often
 HEALTHY_TIMEOUT = 60.0
+# The workload's own time bound: the faults' time plus this much for the final checks; with
+# ``rounds``, FAULT_BOUND per fault (a fault, its heal and the wait for health take about 15 s).
+WORKLOAD_SLACK = 900.0
+FAULT_BOUND = 90.0
 BROKER_FAULT_GAP_GOAL = 8.0  # the session timeout (6 s) + 2 s
 SIGTERM_GAP_GOAL = 1.0
 
@@ -139,23 +143,34 @@ class Run:
                 self.skipped[kind] = why
                 self.say(f"skipping {kind}: {why}")
         kinds = [k for k in o.kinds if k not in self.skipped]
-        self._start_workload(o.minutes * 60 + 900)
+        faults_time = (o.rounds * len(kinds) * FAULT_BOUND if o.rounds else o.minutes * 60)
+        self._start_workload(faults_time + WORKLOAD_SLACK)
         time.sleep(5)  # the workload under way before the first fault
-        started = now()
+        for kind in self._schedule(kinds, now(), faults_time):
+            self._wait_healthy(self.history.faults[-1] if self.history.faults else None)
+            if self.workload.poll() is not None:
+                return  # reported by _end_workload
+            time.sleep(self.rng.uniform(1, 3))  # the whole cluster at work before the fault
+            self._fault(nemesis, kind)
+        self._wait_healthy(self.history.faults[-1] if self.history.faults else None)
+
+    def _schedule(self, kinds: list[str], started: float, faults_time: float):
+        """The kinds to inject, shuffled in each round, for the run's rounds or minutes, and
+        never past the ``faults_time`` the workload was given (it stops writing then)."""
+        o = self.opts
         rounds = 0
-        while kinds and (rounds < o.rounds if o.rounds else now() - started < o.minutes * 60):
+        while kinds and (not o.rounds or rounds < o.rounds):
             order = list(kinds)
             self.rng.shuffle(order)
             for kind in order:
                 if not o.rounds and now() - started >= o.minutes * 60:
-                    break
-                self._wait_healthy(self.history.faults[-1] if self.history.faults else None)
-                if self.workload.poll() is not None:
-                    return  # reported by _end_workload
-                time.sleep(self.rng.uniform(1, 3))  # the whole cluster at work before the fault
-                self._fault(nemesis, kind)
+                    return
+                if now() - started > faults_time:
+                    self.problems.append(f"the faults took longer than the {faults_time:.0f} s "
+                                         "the workload was given; stopped injecting")
+                    return
+                yield kind
             rounds += 1
-        self._wait_healthy(self.history.faults[-1] if self.history.faults else None)
 
     def _fault(self, nemesis: Nemesis, kind: str):
         try:

@@ -169,3 +169,21 @@ def test_summary_rows_per_fault_kind():
     assert table.splitlines()[0].split()[:3] == ["fault", "faults", "acked"]
     assert all(c in table for c in CLASSES)
     assert table.splitlines()[-1].split()[:3] == ["total", "2", "10"]
+
+
+def test_the_schedule_ends_before_the_workload_does(tmp_path, monkeypatch):
+    """``--rounds`` gives each kind that many turns, one shuffled order per round; no fault is
+    injected past the time the workload was given (it stops writing then, and every later
+    fault's write gap would run to the next fault)."""
+    from josefk.faults import harness
+
+    run = harness.Run(harness.Options(rounds=2, seed=7, dir=tmp_path), out=lambda *_: None)
+    kinds = ["kill-leader", "pause", "sigterm"]
+    scheduled = list(run._schedule(kinds, harness.now(), 60.0))
+    assert sorted(scheduled[:3]) == sorted(scheduled[3:]) == sorted(kinds)
+    assert run.problems == []
+    clock = iter([0.0, 10.0, 61.0])
+    monkeypatch.setattr(harness, "now", lambda: next(clock))
+    assert len(list(run._schedule(kinds, 0.0, 60.0))) == 2
+    assert run.problems == ["the faults took longer than the 60 s the workload was given; "
+                            "stopped injecting"]
