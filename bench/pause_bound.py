@@ -25,7 +25,7 @@ from confluent_kafka import Producer
 
 from bench.cluster import create_topic
 from josefk.faults.processes import LocalCluster
-from josefk.faults.workload import CLIENT_TIMEOUTS
+from josefk.faults.workload import CLIENT_TIMEOUTS, WRITER_CONFIG
 
 TOPIC = "paused"
 SETTINGS = {"default refresh (5 min)": {},
@@ -36,10 +36,8 @@ class Writer:
     """One record to each partition every 40 ms; the acknowledgement times of partition 0."""
 
     def __init__(self, bootstrap: str, extra: dict):
-        self.p = Producer({"bootstrap.servers": bootstrap, "acks": "all",
-                           "enable.idempotence": True, "linger.ms": 5,
-                           "message.timeout.ms": 60000, "retry.backoff.ms": 100,
-                           **CLIENT_TIMEOUTS, **extra})
+        self.p = Producer({"bootstrap.servers": bootstrap, **WRITER_CONFIG, **CLIENT_TIMEOUTS,
+                           **extra})
         self.acks: list[float] = []
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)

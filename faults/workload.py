@@ -29,6 +29,9 @@ from josefk.faults.history import Commit, History, OffsetRead, Read, Resume, Txn
 
 now = time.time
 CLIENT_TIMEOUTS = {"socket.timeout.ms": 5000, "request.timeout.ms": 5000}
+# The idempotent acks=all writers' producer settings (besides CLIENT_TIMEOUTS)
+WRITER_CONFIG = {"acks": "all", "enable.idempotence": True, "linger.ms": 5,
+                 "message.timeout.ms": 60000, "retry.backoff.ms": 100}
 MAX_STEPS = 10_000_000
 
 
@@ -87,9 +90,7 @@ class Writer(Worker):
         self.producer = f"w{self.n}.{self.generation}"
         self.seq = 0
         self.fatal = None
-        self.p = Producer(self.config(**{
-            "acks": "all", "enable.idempotence": True, "linger.ms": 5,
-            "message.timeout.ms": 60000, "retry.backoff.ms": 100,
+        self.p = Producer(self.config(**WRITER_CONFIG, **{
             "queue.buffering.max.messages": 200000, "error_cb": self._error}))
 
     def _error(self, err):
