@@ -246,14 +246,15 @@ def target_factory(request):
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
-    """On failure, attach the tail of every live broker's log to the report."""
+    """On failure, attach the tail of every live broker's log to the report: the newest
+    first, so the test's own brokers lead (CI shows only the start of a long report)."""
     outcome = yield
     report = outcome.get_result()
     if report.failed and _brokers:
         target = item.funcargs.get("target") if hasattr(item, "funcargs") else None
         if isinstance(target, Target) and target.cluster is not None:
             report.sections.append((f"layout of {target.name}", target.layout()))
-        for b in _brokers:
+        for b in reversed(_brokers):
             report.sections.append((f"broker log {b.bootstrap} ({b.log_path})", b.log_tail(4000)))
 
 

@@ -16,10 +16,10 @@ from kafka import KafkaAdminClient
 
 from compat_tests import rawkafka as rk
 from compat_tests.helpers import unique_topic
+from compat_tests.targets import FAST_FAILOVER
 
 NOT_ENOUGH_REPLICAS = 19
 KAFKA_STORAGE_ERROR = 56
-FAST_FAILOVER = {"zookeeper.session.timeout.ms": 3000, "replica.lag.time.max.ms": 2000}
 
 
 def create(c, name, partitions=1, rf=3, config=None):
