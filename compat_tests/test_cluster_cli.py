@@ -24,13 +24,14 @@ class ClusterCli:
     """``josefk cluster`` as a user runs it, its output read line by line."""
 
     def __init__(self, tmp_path, *args):
+        self.dir = tmp_path / "cluster"
         self.port, self.zk_port = free_port(), free_port()
         while self.port + 2 >= 65536 or any(port_accepts("127.0.0.1", self.port + i)
                                             for i in (1, 2)):
             self.port = free_port()  # three ports in a row
         self.proc = subprocess.Popen(
             [BROKER_PYTHON, "-m", "josefk", "cluster", "--brokers", "3", "--dir",
-             str(tmp_path / "cluster"), "--port", str(self.port), "--zookeeper-port",
+             str(self.dir), "--port", str(self.port), "--zookeeper-port",
              str(self.zk_port), "--override", "zookeeper.session.timeout.ms=6000", *args],
             cwd=str(REPO_ROOT), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, text=True, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
@@ -72,6 +73,19 @@ class ClusterCli:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(10)
+        self._kill_orphans()
+
+    def _kill_orphans(self):
+        """Its brokers and ZooKeeper run in sessions of their own: if it died without stopping
+        them, they are found by the directory on their command lines."""
+        mark = str(self.dir).encode()
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    if mark in f.read():
+                        os.kill(int(pid), signal.SIGKILL)
+            except OSError:  # gone meanwhile, or not ours to read
+                continue
 
 
 @pytest.fixture

@@ -67,7 +67,10 @@ def run_cluster(args) -> int:
         overrides[key.strip()] = value.strip()
     cluster = LocalCluster(args.dir, args.brokers, zookeeper_port=args.zookeeper_port,
                            first_port=args.port, overrides=overrides)
-    signal.signal(signal.SIGTERM, _interrupt)
+    # SIGINT said explicitly too: a shell starts a background job with SIGINT ignored, and a
+    # Python started so never turns it into KeyboardInterrupt (kill -INT would do nothing)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _interrupt)
     try:
         cluster.start()
     except (ZooKeeperNotInstalled, ZooKeeperStartError, BrokerStartError, AssertionError) as e:
