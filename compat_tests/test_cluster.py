@@ -437,6 +437,49 @@ def test_a_short_zookeeper_outage_keeps_every_session(tmp_path):
         zk.stop()
 
 
+def test_a_controller_stuck_on_a_dead_zookeeper_still_stops(tmp_path):
+    """ZooKeeper dies for good just before the controller's periodic preferred leader election
+    writes (the preferred leader is back after a restart): SIGTERM still stops the controller at
+    once. Before, its stop waited for that election, and the election for a ZooKeeper answer
+    that never came: the process ran on forever."""
+    from compat_tests.cluster import Cluster
+    from testkit.zookeeper import new_chroot
+    from josefk.zk.local_server import LocalZooKeeper
+
+    zk = LocalZooKeeper(tmp_path / "zk", fsync=False).start(timeout=60)
+    c = None
+    try:
+        c = Cluster(new_chroot(zk, "zkdead"), tmp_path / "cluster", overrides={
+            "controlled.shutdown.enable": "false", "auto.leader.rebalance.enable": "true",
+            "leader.imbalance.check.interval.seconds": 3,
+            "leader.imbalance.per.broker.percentage": 0}).start()
+        controller = c.controller_id(1)
+        preferred = next(i for i in c.brokers if i != controller)
+        topic = unique_topic("zkdead")
+        admin = c.admin()
+        admin.create_topics([NewTopic(topic, 1, replica_assignment=[
+            [preferred] + [i for i in c.brokers if i != preferred]])])[topic].result(30)
+        c.wait_for_topic(topic, 1)
+        c.brokers[preferred].kill()
+        c.wait_for(lambda: c.partition(topic, 0, controller).leader not in (preferred, -1), 30,
+                   "a new leader")
+        c.brokers[preferred].restart()
+        c.wait_for(lambda: preferred in c.partition(topic, 0, controller).isrs, 30,
+                   "the preferred leader back in the ISR")
+        zk.stop()
+        b = c.brokers[controller]
+        c.wait_for(lambda: "preferred election for 1 partitions" in b.log_path.read_text(), 10,
+                   "the periodic preferred leader election")
+        t0 = time.monotonic()
+        b.proc.send_signal(signal.SIGTERM)
+        b.proc.wait(60)
+        assert time.monotonic() - t0 < 20, "the controller took too long to stop"
+    finally:
+        if c is not None:
+            c.stop(timeout=10)
+        zk.stop()
+
+
 def test_a_leader_cut_off_sends_producers_to_the_new_leader(tmp_path):
     """The leader cut off from the other brokers and ZooKeeper (clients still reach it): once
     its session is in doubt and its followers are silent it stops acting as leader, so its

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import threading
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.retry import KazooRetry
@@ -67,12 +68,21 @@ class ZkClient:
         if self.kazoo is not None:
             self._session_listeners.clear()  # closing the session on purpose is no news
             k, self.kazoo = self.kazoo, None
-            await self.loop.run_in_executor(None, self._stop, k)
+            # On a thread of its own: with ZooKeeper away, calls made while reconnecting wait
+            # on the shared workers until the session closes, and could hold every one of them.
+            closed = self.loop.create_future()
+            threading.Thread(target=self._stop, args=(k, closed), name="zk-close",
+                             daemon=True).start()
+            await closed
 
-    @staticmethod
-    def _stop(k):
-        k.stop()
-        k.close()
+    def _stop(self, k, closed: asyncio.Future):
+        try:
+            k.stop()
+            k.close()
+        except Exception as e:  # noqa: BLE001 - closing is best effort; the process goes on
+            log.warning("closing the ZooKeeper client failed: %s", e)
+        finally:
+            self._hand_over(lambda: closed.done() or closed.set_result(None))
 
     async def run(self, fn, *args):
         """Run ``fn(kazoo, *args)`` (one or several calls in a row) on a worker thread. Raises

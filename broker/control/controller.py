@@ -91,6 +91,7 @@ class Controller:
         self._watched_topics: set[str] = set()
         self._watching = False
         self._rebalance_task = None
+        self._tasks: set[asyncio.Task] = set()  # what runs on this controller's behalf
         self.backoff_s = 0.2  # between retries of a request to a broker that is away
 
     # -- election ---------------------------------------------------------------------------------
@@ -100,7 +101,7 @@ class Controller:
     def _on_controller_znode(self, data):
         holder = zs.decode_controller(data)
         if holder is None:
-            asyncio.ensure_future(self._try_elect())
+            self._spawn(self._try_elect())
             return
         self.broker.metadata.controller_id = holder
         if holder != self.node_id and self.active:
@@ -180,13 +181,20 @@ class Controller:
             await self._watch_topic(t)
         interval = self.config.int("leader.imbalance.check.interval.seconds")
         if self.config.bool("auto.leader.rebalance.enable") and interval > 0:
-            self._rebalance_task = asyncio.ensure_future(self._auto_rebalance(interval))
+            self._rebalance_task = self._spawn(self._auto_rebalance(interval))
 
     def _event(self, fn, *bound):
         """A callback that runs ``fn(*bound, *args)`` as a serialized controller event."""
         def fire(*args):
-            asyncio.ensure_future(self._run_event(fn, *bound, *args))
+            self._spawn(self._run_event(fn, *bound, *args))
         return fire
+
+    def _spawn(self, coro) -> asyncio.Task:
+        """Run ``coro`` as a task of this controller's, cancelled when it stops."""
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
 
     async def _run_event(self, fn, *args):
         async with self._lock:
@@ -499,7 +507,7 @@ class Controller:
             if data is None:
                 self._watched_topics.discard(topic)
                 return False
-            asyncio.ensure_future(self._run_event(self._on_topic_changed, topic))
+            self._spawn(self._run_event(self._on_topic_changed, topic))
             return True
         await self.zk.watch_data(zs.topic_path(topic), changed)
 
@@ -688,4 +696,8 @@ class Controller:
 
     async def stop(self) -> None:
         self.stopped = True
+        # What is under way may wait for a ZooKeeper that is gone for good (its calls queue until
+        # a reconnect): the broker is stopping, so it ends here rather than hold the lock.
+        for task in list(self._tasks):
+            task.cancel()
         await self.resign()
