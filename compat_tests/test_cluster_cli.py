@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import os
 import queue
+import random
 import re
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -15,9 +17,32 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from josefk.faults.processes import BROKER_PYTHON, REPO_ROOT, free_port, port_accepts
+from josefk.faults.processes import BROKER_PYTHON, REPO_ROOT, port_accepts
 
 pytestmark = pytest.mark.timeout(240)
+
+
+def ports_in_a_row(n: int) -> int:
+    """The first of ``n`` free ports in a row, below the kernel's ephemeral range: there, any
+    client connection of the suite may take one as its local port between this check and the
+    broker's bind (it did: "address already in use")."""
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        ephemeral_low = int(f.read().split()[0])
+    rng = random.Random()
+    for _ in range(500):
+        first = rng.randrange(10000, ephemeral_low - n)
+        if all(_bindable(first + i) for i in range(n)):
+            return first
+    raise RuntimeError(f"no {n} free ports in a row below {ephemeral_low}")
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 class ClusterCli:
@@ -25,10 +50,8 @@ class ClusterCli:
 
     def __init__(self, tmp_path, *args):
         self.dir = tmp_path / "cluster"
-        self.port, self.zk_port = free_port(), free_port()
-        while self.port + 2 >= 65536 or any(port_accepts("127.0.0.1", self.port + i)
-                                            for i in (1, 2)):
-            self.port = free_port()  # three ports in a row
+        self.port = ports_in_a_row(4)  # three brokers, then ZooKeeper
+        self.zk_port = self.port + 3
         self.proc = subprocess.Popen(
             [BROKER_PYTHON, "-m", "josefk", "cluster", "--brokers", "3", "--dir",
              str(self.dir), "--port", str(self.port), "--zookeeper-port",

@@ -96,15 +96,17 @@ def console_factory(broker, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def browser():
+def browser(tmp_path_factory):
     opts = webdriver.ChromeOptions()
     opts.binary_location = CHROMIUM
     for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
                 "--window-size=1400,1000", "--force-device-scale-factor=1",
                 "--hide-scrollbars"):
         opts.add_argument(arg)
-    driver = webdriver.Chrome(service=webdriver.ChromeService(executable_path=CHROMEDRIVER),
-                              options=opts)
+    # chromium leaves its profile's singleton socket in $TMPDIR: keep it in the test's dirs
+    tmp = str(tmp_path_factory.mktemp("chromium-tmp"))
+    driver = webdriver.Chrome(service=webdriver.ChromeService(
+        executable_path=CHROMEDRIVER, env={**os.environ, "TMPDIR": tmp}), options=opts)
     driver.set_page_load_timeout(30)
     driver.execute_cdp_cmd("Emulation.setTimezoneOverride", {"timezoneId": ZONE})
     yield driver
