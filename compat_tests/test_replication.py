@@ -123,12 +123,8 @@ def check_nothing_lost(c, load, partitions):
 def own_view(c, broker_id: int, topic: str) -> str:
     """What ``broker_id`` itself answers of the controller and of ``topic``'s leaders and ISRs
     (for a failure message: a client would ask any broker)."""
-    from josefk.testing.admin import metadata
-    from josefk.tools.client import Client
-
     try:
-        with Client(c.brokers[broker_id].bootstrap, "own-view", timeout=5) as client:
-            md = metadata(client, [topic])
+        md = c.metadata_from(broker_id, [topic])
     except Exception as e:  # noqa: BLE001 - what it could not say is part of the answer
         return f"broker {broker_id}: {e!r}"
     parts = {p.partition_index: (p.leader_id, p.isr_nodes) for t in md.topics
