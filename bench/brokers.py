@@ -16,16 +16,12 @@ import sys
 import time
 from pathlib import Path
 
+from josefk.faults.processes import free_port
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # the in-memory responder of the shared tools dir beside the repo (not part of josefk)
 NULL_BROKER = Path(os.environ.get("JOSEFK_NULL_BROKER",
                                   REPO_ROOT.parent / "shared" / "tools" / "null_broker.py"))
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def port_accepts(port: int, timeout: float = 0.3) -> bool:

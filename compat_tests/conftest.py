@@ -31,6 +31,7 @@ SHARED_OVERRIDES = {
 
 _brokers: list[BrokerProcess] = []
 _all_logs: list = []  # every broker log of the session, for the end-of-run summary
+_log_sizes: dict = {}  # the size of each broker's log when the running test began
 
 
 @pytest.fixture(scope="session")
@@ -53,6 +54,8 @@ def _shared_brokers_survive(request):
     topics of its own, for the failure report's layout."""
     shared = [request.getfixturevalue(n) for n in ("broker", "target")
               if n in request.fixturenames]
+    _log_sizes.clear()
+    _log_sizes.update({b.log_path: b.log_size() for b in _brokers})
     for t in shared:
         if isinstance(t, Target):
             t.created.clear()
@@ -246,8 +249,9 @@ def target_factory(request):
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
-    """On failure, attach the tail of every live broker's log to the report: the newest
-    first, so the test's own brokers lead (CI shows only the start of a long report)."""
+    """On failure, attach the tail of what every live broker logged during the test to the
+    report: the newest first, so the test's own brokers lead (CI shows only the start of a long
+    report), and of the shared brokers only this test's part."""
     outcome = yield
     report = outcome.get_result()
     if report.failed and _brokers:
@@ -255,7 +259,8 @@ def pytest_runtest_makereport(item, call):
         if isinstance(target, Target) and target.cluster is not None:
             report.sections.append((f"layout of {target.name}", target.layout()))
         for b in reversed(_brokers):
-            report.sections.append((f"broker log {b.bootstrap} ({b.log_path})", b.log_tail(4000)))
+            report.sections.append((f"broker log {b.bootstrap} ({b.log_path}), this test's part",
+                                    b.log_tail(4000, since=_log_sizes.get(b.log_path, 0))))
 
 
 def pytest_configure(config):

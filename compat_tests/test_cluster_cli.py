@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import os
 import queue
-import random
 import re
 import signal
-import socket
 import subprocess
 import threading
 import time
@@ -17,32 +15,9 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from josefk.faults.processes import BROKER_PYTHON, REPO_ROOT, port_accepts
+from josefk.faults.processes import BROKER_PYTHON, REPO_ROOT, port_accepts, ports_in_a_row
 
 pytestmark = pytest.mark.timeout(240)
-
-
-def ports_in_a_row(n: int) -> int:
-    """The first of ``n`` free ports in a row, below the kernel's ephemeral range: there, any
-    client connection of the suite may take one as its local port between this check and the
-    broker's bind (it did: "address already in use")."""
-    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-        ephemeral_low = int(f.read().split()[0])
-    rng = random.Random()
-    for _ in range(500):
-        first = rng.randrange(10000, ephemeral_low - n)
-        if all(_bindable(first + i) for i in range(n)):
-            return first
-    raise RuntimeError(f"no {n} free ports in a row below {ephemeral_low}")
-
-
-def _bindable(port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
 
 
 class ClusterCli:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -53,10 +54,38 @@ QUICK_FAILOVER = {
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    """A TCP port on 127.0.0.1 that nothing uses now and that this process never handed out
+    before."""
+    return ports_in_a_row(1)
+
+
+_handed_out: set[int] = set()
+
+
+def ports_in_a_row(n: int) -> int:
+    """The first of ``n`` free ports in a row, below the kernel's ephemeral range and never
+    handed out before by this process. A port of the ephemeral range, free when a broker stops,
+    can become any client connection's local port before the broker starts again on it (it did:
+    "address already in use" at a restart); below the range only explicit binds take ports."""
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        ephemeral_low = int(f.read().split()[0])
+    rng = random.Random()
+    for _ in range(1000):
+        first = rng.randrange(10000, max(10001, ephemeral_low - n))
+        ports = range(first, first + n)
+        if not _handed_out.intersection(ports) and all(map(_bindable, ports)):
+            _handed_out.update(ports)
+            return first
+    raise RuntimeError(f"no {n} free ports in a row between 10000 and {ephemeral_low}")
+
+
+def _bindable(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 def port_accepts(host: str, port: int, timeout: float = 0.5) -> bool:
@@ -161,9 +190,18 @@ class BrokerProcess:
     def is_running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def log_tail(self, max_chars: int = 6000) -> str:
+    def log_size(self) -> int:
         try:
-            text = self.log_path.read_text(errors="replace")
+            return self.log_path.stat().st_size
+        except OSError:
+            return 0
+
+    def log_tail(self, max_chars: int = 6000, since: int = 0) -> str:
+        """The end of the broker's log, of what it wrote after its first ``since`` bytes."""
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(since)
+                text = f.read().decode(errors="replace")
         except OSError:
             return "<no broker log>"
         return text[-max_chars:]
@@ -360,8 +398,8 @@ class LocalCluster:
         self.root.mkdir(parents=True, exist_ok=True)
         self._zk_connect = zk_connect
         self.chroot = chroot
-        self.zookeeper = None if zk_connect else LocalZooKeeper(self.root / "zookeeper",
-                                                                port=zookeeper_port)
+        self.zookeeper = None if zk_connect else LocalZooKeeper(
+            self.root / "zookeeper", port=zookeeper_port or free_port())
         self.disks: dict[int, disk.SmallDisk] = {}
         self.disk_unavailable = None if disk_mb else "the cluster was made without disk_mb"
         self.partitioner: network.Partitioner | None = None
