@@ -243,6 +243,11 @@ class Broker:
         if self.authorizer is not None:
             await self.authorizer.start()
         await self.quotas.start()
+        # Every other port first: a broker that cannot bind one exits before it takes clients.
+        if self.metrics is not None:
+            await self.metrics.start()
+        if cfg.get("josefk.testing.control.port") is not None:
+            await self.faults.start(cfg.int("josefk.testing.control.port"))
         limits = ConnectionLimits(cfg)
         for listener, e in zip(self.listeners, security.listeners(cfg)):
             self.servers.append(await serve(self, listener, e.host or "0.0.0.0", e.port,
@@ -250,10 +255,6 @@ class Broker:
         self._advertise_bound_ports()
         limits.start(self.connections, lambda: any(s.is_serving() for s in self.servers))
         self._tasks.append(limits.expiry)
-        if self.metrics is not None:
-            await self.metrics.start()
-        if cfg.get("josefk.testing.control.port") is not None:
-            await self.faults.start(cfg.int("josefk.testing.control.port"))
         if self.cluster is not None:
             await self.cluster.start()
             self._tasks.append(asyncio.ensure_future(self._periodic_on_loop(
