@@ -52,6 +52,18 @@ class ClusterBroker(Faults):
         """Whether its process runs (a paused one runs, silently)."""
         return self.process.is_running()
 
+    def _control(self, command: dict) -> dict:
+        from josefk.broker.injection import FaultError
+
+        # A paused or stopped broker cannot answer its control endpoint: say so now, not after
+        # the connection's timeout.
+        if self.process.paused:
+            raise FaultError(f"broker {self.node_id} is paused: resume it to change its faults")
+        if not self.running:
+            raise FaultError(f"broker {self.node_id} is not running: restart it to change its "
+                             f"faults")
+        return super()._control(command)
+
     def __repr__(self) -> str:
         return f"<josefk.testing cluster broker {self.node_id} on {self.bootstrap_servers}>"
 

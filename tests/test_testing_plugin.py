@@ -119,6 +119,17 @@ def test_a_cluster_broker_answers_with_the_injected_error(josefk_cluster):
                                "delays": {"Fetch": 50}}
 
 
+def test_faults_of_a_paused_or_stopped_broker_are_refused_at_once(josefk_cluster):
+    josefk_cluster.pause(2)
+    josefk_cluster.kill(3)
+    start = time.monotonic()
+    with pytest.raises(josefk.testing.FaultError, match="broker 2 is paused: resume it"):
+        josefk_cluster.brokers[2].inject("Produce", "NOT_ENOUGH_REPLICAS")
+    with pytest.raises(josefk.testing.FaultError, match="broker 3 is not running: restart it"):
+        josefk_cluster.brokers[3].delay("Fetch", 10)
+    assert time.monotonic() - start < 1
+
+
 def test_an_isolated_broker_leaves_the_cluster_until_healed(josefk_cluster):
     josefk_cluster.isolate(3)
     # clients still reach it; the others drop it once its ZooKeeper session (6 s) expires
@@ -174,7 +185,7 @@ def test_the_examples_and_the_fixtures_promises(pytester):
         assert f"cannot isolate a broker here: {isolation}" in out
     assert {t for t, o in outcomes.items() if o in ("FAILED", "ERROR")} == {
         "test_promises.py::test_a_failing_test"}, out
-    assert len(outcomes) == 17, out
+    assert len(outcomes) == 18, out
     assert processes_naming(pytester.path) == []
 
 
