@@ -24,6 +24,7 @@ from pathlib import Path
 from confluent_kafka import Producer
 
 from bench.cluster import create_topic
+from josefk.faults.checker import longest_silence
 from josefk.faults.processes import LocalCluster
 from josefk.faults.workload import CLIENT_TIMEOUTS, WRITER_CONFIG
 
@@ -57,8 +58,7 @@ class Writer:
                 self.p.poll(0.01)
 
     def gap_since(self, at: float) -> float:
-        times = [at] + [t for t in self.acks if t > at] + [time.time()]
-        return max(b - a for a, b in zip(times, times[1:]))
+        return longest_silence(self.acks, at, time.time())
 
     def close(self):
         self.stop.set()

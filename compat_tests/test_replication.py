@@ -17,6 +17,7 @@ from kafka import KafkaAdminClient
 from compat_tests import rawkafka as rk
 from compat_tests.helpers import unique_topic
 from compat_tests.targets import FAST_FAILOVER
+from josefk.faults.checker import longest_silence
 
 NOT_ENOUGH_REPLICAS = 19
 KAFKA_STORAGE_ERROR = 56
@@ -99,8 +100,7 @@ class LoadProducer:
     def longest_gap(self, partition, since: float) -> float:
         """The longest time without an acknowledgement on ``partition`` from ``since`` until
         now."""
-        times = [since] + [t for t in self.ack_times[partition] if t > since] + [time.monotonic()]
-        return max(b - a for a, b in zip(times, times[1:]))
+        return longest_silence(self.ack_times[partition], since, time.monotonic())
 
 
 def check_nothing_lost(c, load, partitions):

@@ -232,6 +232,13 @@ def check(h: History) -> list[Anomaly]:
 
 
 # -- availability ----------------------------------------------------------------------------
+def longest_silence(times, since: float, until: float) -> float:
+    """The longest stretch from ``since`` to ``until`` with none of ``times`` (acknowledgements,
+    say) in it."""
+    points = [since] + sorted(t for t in times if since < t < until) + [until]
+    return max(b - a for a, b in zip(points, points[1:]))
+
+
 def write_gaps(writes: list[Write], faults: list[Fault], partitions, end: float
                ) -> list[tuple[float, tuple[str, int]] | None]:
     """For each fault, the longest time without a successful acks=all write on any of

@@ -1,9 +1,9 @@
 """The fault harness's checker (faults/checker.py): pure functions over recorded histories."""
 from __future__ import annotations
 
-from josefk.faults.checker import (CLASSES, check, format_table, kind_at, lost_moved_duplicated,
-                            offset_anomalies, reordered, resume_anomalies, summarize,
-                            txn_anomalies, write_gaps)
+from josefk.faults.checker import (CLASSES, check, format_table, kind_at, longest_silence,
+                                   lost_moved_duplicated, offset_anomalies, reordered,
+                                   resume_anomalies, summarize, txn_anomalies, write_gaps)
 from josefk.faults.history import Commit, Fault, History, OffsetRead, Read, Resume, Txn, Write
 
 
@@ -144,6 +144,13 @@ def test_write_gaps_from_injection_to_the_first_ack_of_a_record_sent_after_it():
     # a stall that begins during the fault counts: from just after 1.2 to the ack at 9.6
     faults = [Fault("kill-zookeeper", "zookeeper", 0.5, recovered=5.0)]
     assert abs(write_gaps(writes, faults, [("t", 0)], end=30.0)[0][0] - 8.4) < 1e-9
+
+
+def test_longest_silence_between_two_times():
+    assert longest_silence([1.0, 2.0, 6.0], 0.5, 7.0) == 4.0
+    # times outside the window do not count; none inside: the whole window
+    assert longest_silence([0.1, 9.0], 1.0, 3.0) == 2.0
+    assert longest_silence([5.0, 1.5], 1.0, 6.0) == 3.5  # in any order
 
 
 def test_summary_rows_per_fault_kind():
