@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections
 import time
+import uuid
 
 import pytest
 from confluent_kafka import TopicCollection
@@ -20,7 +21,7 @@ from compat_tests.share_consumers import (ACCEPT, RELEASE, REJECT, ChildConsumer
 from josefk.tools.client import Client
 from josefk.wire import errors
 from josefk.wire.apis import (API_VERSIONS, FIND_COORDINATOR, LIST_GROUPS, SHARE_APIS,
-                              SHARE_GROUP_DESCRIBE)
+                              SHARE_FETCH, SHARE_GROUP_DESCRIBE, SHARE_GROUP_HEARTBEAT)
 from testkit.zookeeper import new_chroot
 
 # Locks of one second (Kafka allows 15 s at least by default) so expiry is seen in a test;
@@ -254,6 +255,55 @@ def test_an_expired_lock_makes_records_available_again(share_target, request):
         child.kill()
         if member is not None:
             member.close()
+
+
+def _leader_address(target, topic) -> str:
+    if not isinstance(target, Cluster):
+        return target.bootstrap
+    admin = admin_client(target.bootstrap)
+    (p0, *_) = admin.describe_topics(TopicCollection([topic]))[topic].result(15).partitions
+    return target.brokers[p0.leader.id].bootstrap
+
+
+def test_record_limit_mode_acquires_exactly_max_records(share_target, request):
+    """ShareFetch v2 in KIP-1206's record_limit mode acquires MaxRecords records exactly, the
+    rest of a batch staying for the next fetch (batch_optimized takes whole batches); an
+    unknown ShareAcquireMode is an INVALID_REQUEST."""
+    topic, group = _setup(share_target, request, 10, batch=10)  # one batch, offsets 0-9
+    member = uuid.uuid4().hex
+    with Client(wait_until(lambda: _coordinator(share_target, group), 20, "a coordinator")) as c:
+        epoch, assigned = 0, None
+        deadline = time.monotonic() + 20
+        while not assigned:
+            assert time.monotonic() < deadline, "no assignment after 20 s"
+            hb = c.request(SHARE_GROUP_HEARTBEAT, group_id=group, member_id=member,
+                           member_epoch=epoch, subscribed_topic_names=[topic])
+            assert hb.error_code == 0, hb
+            epoch = hb.member_epoch
+            assigned = hb.assignment and hb.assignment.topic_partitions
+            time.sleep(0 if assigned else 0.2)
+    topic_id = assigned[0].topic_id
+    Q = SHARE_FETCH.Request
+    with Client(_leader_address(share_target, topic)) as c:
+        def fetch(session_epoch, mode, max_records=3):
+            resp = c.request(SHARE_FETCH, group_id=group, member_id=member,
+                             share_session_epoch=session_epoch, max_wait_ms=5000, min_bytes=1,
+                             max_bytes=1 << 20, max_records=max_records, batch_size=max_records,
+                             share_acquire_mode=mode, is_renew_ack=False,
+                             topics=[Q.FetchTopic(topic_id=topic_id, partitions=[
+                                 Q.FetchPartition(partition_index=0,
+                                                  acknowledgement_batches=[])])],
+                             forgotten_topics_data=[])
+            if resp.error_code:
+                return resp.error_code, resp.error_message
+            (p,) = resp.responses[0].partitions
+            assert p.error_code == 0, p
+            return [(r.first_offset, r.last_offset, r.delivery_count) for r in p.acquired_records]
+
+        assert fetch(1, 7)[0] == errors.INVALID_REQUEST
+        assert fetch(0, 1) == [(0, 2, 1)]
+        assert fetch(1, 1, max_records=4) == [(3, 6, 1)]
+        assert fetch(2, 0) == [(7, 9, 1)]  # batch_optimized: the rest of the batch, whole
 
 
 def test_acknowledged_and_released_state_survives_a_restart(broker_factory, request):

@@ -32,6 +32,20 @@ def test_whole_batches_are_acquired_up_to_max_records():
     assert p.acquire("m2", 20, [(20, 29, True)], 500) == [(20, 29, 1)]
 
 
+def test_record_limit_mode_acquires_max_records_exactly_inside_a_batch():
+    p, _ = sp()
+    batches = [(0, 9, True), (10, 19, True)]
+    assert p.acquire("m1", 0, batches, max_records=4, strict=True) == [(0, 3, 1)]
+    assert p.next_offset == 4  # the rest of the first batch is for the next fetch
+    # the next member starts inside the batch and crosses into the next one
+    assert p.acquire("m2", 4, batches, max_records=8, strict=True) == [(4, 11, 1)]
+    p.acknowledge("m1", [(0, 3, [RELEASE])])
+    # released records first, as many as allowed, then new ones up to the limit
+    assert p.acquire("m3", 0, batches, max_records=2, strict=True) == [(0, 1, 2)]
+    assert p.acquire("m3", 0, batches, max_records=5, strict=True) == [(2, 3, 2), (12, 14, 1)]
+    assert p.next_offset == 15
+
+
 def test_accept_moves_the_start_and_forgets_the_records():
     p, _ = sp()
     p.acquire("m1", 0, [(0, 9, True)], 100)

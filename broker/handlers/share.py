@@ -22,6 +22,7 @@ from josefk.wire.apis import (ALTER_SHARE_GROUP_OFFSETS, DELETE_SHARE_GROUP_OFFS
 
 LATEST = -1
 _ZERO = uuid.UUID(int=0)
+BATCH_OPTIMIZED, RECORD_LIMIT = 0, 1  # ShareFetch v2's ShareAcquireMode (KIP-1206)
 
 
 # -- membership, at the group coordinator ---------------------------------------------------------
@@ -132,6 +133,10 @@ async def handle_share_fetch(broker, ctx, req):
     if not req.group_id or not req.member_id:
         return R(error_code=errors.INVALID_REQUEST, error_message="GroupId and MemberId are "
                  "required.", acquisition_lock_timeout_ms=lock_ms)
+    if v >= 2 and req.share_acquire_mode not in (BATCH_OPTIMIZED, RECORD_LIMIT):
+        return R(error_code=errors.INVALID_REQUEST, error_message=f"Unknown ShareAcquireMode "
+                 f"{req.share_acquire_mode}: 0 (batch_optimized) or 1 (record_limit).",
+                 acquisition_lock_timeout_ms=lock_ms)
     denied = _topic_denied(broker, ctx, {t.topic_id for t in req.topics})
     acks, ack_errors = _acks_by_partition(broker, req.topics, denied)
     wanted = {(t.topic_id, p.partition_index) for t in req.topics for p in t.partitions}
@@ -144,12 +149,13 @@ async def handle_share_fetch(broker, ctx, req):
     fetched = {}
     if req.share_session_epoch == -1:
         await manager.release_session(session, delivered=False)
-    elif req.max_records > 0 and req.max_bytes > 0 and (v < 2 or req.share_acquire_mode != 255):
+    elif req.max_records > 0 and req.max_bytes > 0:
         partitions = {tp for tp in session.partitions if tp[0] not in denied}
         for tp in session.partitions - partitions:
             fetched[tp] = (errors.TOPIC_AUTHORIZATION_FAILED, None, [])
-        fetched.update(await manager.fetch(req.group_id, req.member_id, partitions,
-                                           req.max_wait_ms, req.max_bytes, req.max_records))
+        fetched.update(await manager.fetch(
+            req.group_id, req.member_id, partitions, req.max_wait_ms, req.max_bytes,
+            req.max_records, strict=v >= 2 and req.share_acquire_mode == RECORD_LIMIT))
     for (_t, index, topic_id), code in acked.items():
         ack_errors[(topic_id, index)] = code if type(code) is int else await code
     by_topic: dict = {}

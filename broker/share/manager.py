@@ -308,10 +308,12 @@ class SharePartitionManager:
         return out
 
     # ------------------------------------------------------------------ fetching
-    async def fetch(self, group_id, member_id, partitions, max_wait_ms, max_bytes, max_records):
+    async def fetch(self, group_id, member_id, partitions, max_wait_ms, max_bytes, max_records,
+                    strict: bool = False):
         """Acquire records for ``member_id`` from ``partitions`` {(topic id, index)} (its
-        session's), waiting up to ``max_wait_ms`` for some. Returns {(topic id, index): (error,
-        records, acquired)}."""
+        session's), waiting up to ``max_wait_ms`` for some; at most ``max_records`` if
+        ``strict``, else whole batches up to the one that reaches it. Returns {(topic id,
+        index): (error, records, acquired)}."""
         by_id = self.broker.metadata.topics_by_id
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max_wait_ms / 1000
@@ -341,7 +343,7 @@ class SharePartitionManager:
                     watched.append(entry.part)
                     continue
                 code, records, acquired, n = self._acquire(entry, member_id,
-                                                           max_records - got, remaining)
+                                                           max_records - got, remaining, strict)
                 if code:
                     out[(topic_id, index)] = (code, None, [])
                     continue
@@ -370,7 +372,7 @@ class SharePartitionManager:
             result[key] = value
         return result
 
-    def _acquire(self, entry: SharedPartition, member_id, max_records, max_bytes):
+    def _acquire(self, entry: SharedPartition, member_id, max_records, max_bytes, strict):
         """Read from the share-partition's next fetch offset and acquire what came back:
         (error, records, acquired ranges, count)."""
         part, sp = entry.part, entry.sp
@@ -397,7 +399,7 @@ class SharePartitionManager:
                 yield (h.base_offset, h.last_offset,
                        not h.is_control and (aborted is None or not aborted(h)))
 
-        acquired = sp.acquire(member_id, offset, batches(), max_records)
+        acquired = sp.acquire(member_id, offset, batches(), max_records, strict)
         if not acquired:
             if type(records) is FileRegion:
                 records.close()

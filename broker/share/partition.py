@@ -25,6 +25,7 @@ Pure logic: no I/O; timers go through the injected clock (``coordinator.clock``)
 from __future__ import annotations
 
 import bisect
+import math
 
 AVAILABLE, ACQUIRED, ACKNOWLEDGED, ARCHIVED = 0, 1, 2, 4
 STATE_NAMES = {AVAILABLE: "Available", ACQUIRED: "Acquired", ACKNOWLEDGED: "Acknowledged",
@@ -142,12 +143,15 @@ class SharePartition:
     def has_available(self) -> bool:
         return any(r.state == AVAILABLE for r in self.runs)
 
-    def acquire(self, member: str, fetch_offset: int, batches, max_records: int) -> list:
+    def acquire(self, member: str, fetch_offset: int, batches, max_records: int,
+                strict: bool = False) -> list:
         """Acquire for ``member`` what the ``batches`` read from ``fetch_offset`` hold: an
         iterable of (base offset, last offset, deliverable) in offset order, consumed only as
         far as needed. Available runs they cover and whole new batches past ``next_offset`` are
         acquired, stopping after the batch that reaches ``max_records`` or once
-        group.share.partition.max.record.locks records are in flight. New batches that are
+        group.share.partition.max.record.locks records are in flight; ``strict`` (KIP-1206's
+        record-limit mode) stops at ``max_records`` exactly, inside a batch if need be (the rest
+        of it stays for the next fetch). New batches that are
         not deliverable (control batches, aborted transactions) are archived at once, and so
         are offsets the log no longer has (compacted away: a batch starts past where the
         previous one, or ``fetch_offset``, ended). Returns [(first offset, last offset,
@@ -164,14 +168,17 @@ class SharePartition:
                 continue
             lo = max(base, self.start)
             if lo < self.next_offset:
-                n += self._acquire_available(acq, lo, min(last, self.next_offset - 1), out)
-            if last >= self.next_offset:
+                n += self._acquire_available(acq, lo, min(last, self.next_offset - 1), out,
+                                             max_records - n if strict else math.inf)
+            if last >= self.next_offset and not (strict and n >= max_records):
                 if self.next_offset - self.start >= self.max_locks:
                     break
                 if lo > self.next_offset:  # offsets the log does not have
                     self.runs.append(Run(self.next_offset, lo - 1, ARCHIVED, 0))
                 first = max(lo, self.next_offset)
                 if deliverable:
+                    if strict:
+                        last = min(last, first + max_records - n - 1)
                     n += self._new_run(acq, first, last, out)
                 else:
                     self.runs.append(Run(first, last, ARCHIVED, 0))
@@ -193,13 +200,15 @@ class SharePartition:
                 i = self._index(r.first)
             i += 1
 
-    def _acquire_available(self, acq, lo, hi, out) -> int:
+    def _acquire_available(self, acq, lo, hi, out, limit=math.inf) -> int:
+        """Acquire the available records between ``lo`` and ``hi``, at most ``limit``."""
         n = 0
         i = self._index(lo)
-        while i < len(self.runs) and self.runs[i].first <= hi:
+        while i < len(self.runs) and self.runs[i].first <= hi and n < limit:
             r = self.runs[i]
             if r.state == AVAILABLE and r.last >= lo:
-                r = self._isolate(i, max(lo, r.first), min(hi, r.last))
+                first = max(lo, r.first)
+                r = self._isolate(i, first, min(hi, r.last, first + limit - n - 1))
                 r.state, r.lock = ACQUIRED, acq
                 r.count += 1
                 acq.held += len(r)
