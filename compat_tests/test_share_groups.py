@@ -257,6 +257,25 @@ def test_an_expired_lock_makes_records_available_again(share_target, request):
             member.close()
 
 
+def _join(target, group, members, topic) -> dict:
+    """ShareGroupHeartbeats of ``members`` (ids) subscribing to ``topic``, until each is at
+    the group's epoch with partitions: {member: (epoch, assigned TopicPartitions)}."""
+    state = {m: (0, None) for m in members}
+    deadline = time.monotonic() + 30
+    with Client(wait_until(lambda: _coordinator(target, group), 20, "a coordinator")) as c:
+        while True:
+            for m, (epoch, assigned) in state.items():
+                hb = c.request(SHARE_GROUP_HEARTBEAT, group_id=group, member_id=m,
+                               member_epoch=epoch, subscribed_topic_names=[topic])
+                assert hb.error_code == 0, hb
+                got = hb.assignment.topic_partitions if hb.assignment else assigned
+                state[m] = (hb.member_epoch, got)
+            if len({e for e, _a in state.values()}) == 1 and all(a for _e, a in state.values()):
+                return state
+            assert time.monotonic() < deadline, f"members not settled after 30 s: {state}"
+            time.sleep(0.2)
+
+
 def _leader_address(target, topic) -> str:
     if not isinstance(target, Cluster):
         return target.bootstrap
@@ -271,17 +290,7 @@ def test_record_limit_mode_acquires_exactly_max_records(share_target, request):
     unknown ShareAcquireMode is an INVALID_REQUEST."""
     topic, group = _setup(share_target, request, 10, batch=10)  # one batch, offsets 0-9
     member = uuid.uuid4().hex
-    with Client(wait_until(lambda: _coordinator(share_target, group), 20, "a coordinator")) as c:
-        epoch, assigned = 0, None
-        deadline = time.monotonic() + 20
-        while not assigned:
-            assert time.monotonic() < deadline, "no assignment after 20 s"
-            hb = c.request(SHARE_GROUP_HEARTBEAT, group_id=group, member_id=member,
-                           member_epoch=epoch, subscribed_topic_names=[topic])
-            assert hb.error_code == 0, hb
-            epoch = hb.member_epoch
-            assigned = hb.assignment and hb.assignment.topic_partitions
-            time.sleep(0 if assigned else 0.2)
+    _epoch, assigned = _join(share_target, group, [member], topic)[member]
     topic_id = assigned[0].topic_id
     Q = SHARE_FETCH.Request
     with Client(_leader_address(share_target, topic)) as c:
@@ -423,6 +432,32 @@ def test_delete_a_share_group(share_target, request):
 
 
 @pytest.mark.slow
+def test_members_keep_their_epochs_when_the_coordinator_moves(cluster_factory, request):
+    """Share group members live in ``__consumer_offsets`` (Kafka's member records): once the
+    group's coordinator is stopped, the new one describes the members as they were and takes
+    their heartbeats at their epochs, with no UNKNOWN_MEMBER_ID and no rejoin."""
+    c = cluster_factory(3, SHARE_BROKER)
+    topic = create_topic(c.bootstrap, unique_topic(request.node.name[:30]), 2,
+                         replication_factor=3)
+    group = _group(request)
+    members = sorted(uuid.uuid4().hex for _ in range(2))
+    joined = _join(c, group, members, topic)
+    old = _coordinator(c, group)
+    (old_id,) = [i for i, b in c.brokers.items() if b.bootstrap == old]
+    c.brokers[old_id].stop()
+    new = wait_until(lambda: _coordinator(c, group) not in (None, old) and _coordinator(c, group),
+                     30, "a new coordinator")
+    with Client(new) as client:
+        d = client.request(SHARE_GROUP_DESCRIBE, group_ids=[group],
+                           include_authorized_operations=False).groups[0]
+        assert sorted((m.member_id, m.member_epoch) for m in d.members) == [
+            (m, joined[m][0]) for m in members], d
+        for m in members:
+            hb = client.request(SHARE_GROUP_HEARTBEAT, group_id=group, member_id=m,
+                                member_epoch=joined[m][0], subscribed_topic_names=None)
+            assert (hb.error_code, hb.member_epoch) == (0, joined[m][0]), hb
+
+
 def test_share_state_survives_a_leader_kill_on_the_cluster(cluster_factory, request):
     c = cluster_factory(3, SHARE_BROKER)
     topic = unique_topic(request.node.name[:30])

@@ -12,10 +12,13 @@ assigned once its share state is initialized at its share coordinator (in the ba
 Kafka does; the members get it at their next heartbeat). Share groups have no revocation: a
 member's new assignment applies at once, under the group's new epoch.
 
-Persisted on ``__consumer_offsets`` in Kafka's records: the group's epoch (ShareGroupMetadata)
-and the share-partitions whose state it initialized (ShareGroupStatePartitionMetadata), which
-DescribeShareGroupOffsets, AlterShareGroupOffsets and deleting the group work on. Members are
-kept in memory only: after a coordinator moves they join again (UNKNOWN_MEMBER_ID).
+Persisted on ``__consumer_offsets`` in Kafka's records: the group's epoch (ShareGroupMetadata),
+each member's subscription (ShareGroupMemberMetadata), the target assignment
+(ShareGroupTargetAssignmentMetadata and -Member), each member's epoch and assignment once it
+heartbeats at the new epoch (ShareGroupCurrentMemberAssignment), and the share-partitions whose
+state the group initialized (ShareGroupStatePartitionMetadata), which DescribeShareGroupOffsets,
+AlterShareGroupOffsets and deleting the group work on. A coordinator that takes a group over
+knows its members at their epochs and starts their session timeouts anew.
 
 Must not know: the wire or the broker (topic metadata, group configs and deleting share state
 come in as callables).
@@ -26,10 +29,15 @@ import asyncio
 import hashlib
 import logging
 
-from josefk.wire.internal_topics.share_groups import (SHARE_GROUP_METADATA,
-                                                      SHARE_GROUP_STATE_PARTITION_METADATA)
+from josefk.wire.internal_topics.share_groups import (SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT,
+                                                      SHARE_GROUP_MEMBER_METADATA,
+                                                      SHARE_GROUP_METADATA,
+                                                      SHARE_GROUP_STATE_PARTITION_METADATA,
+                                                      SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER,
+                                                      SHARE_GROUP_TARGET_ASSIGNMENT_METADATA)
 
 from . import errors
+from .consumer_group import STABLE_MEMBER
 from .group import DEAD as CLASSIC_DEAD
 from .results import GroupOverview
 
@@ -39,6 +47,10 @@ EMPTY, STABLE, DEAD = "Empty", "Stable", "Dead"
 PROTOCOL_TYPE = "share"
 ASSIGNOR = "simple"
 _TopicInfo = SHARE_GROUP_STATE_PARTITION_METADATA.Value.TopicPartitionsInfo
+_Target = SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER.Value.TopicPartition
+_Current = SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT.Value.TopicPartitions
+_MEMBER_RECORDS = (SHARE_GROUP_MEMBER_METADATA, SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER,
+                   SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT)
 INIT_ATTEMPTS = 5
 INIT_BACKOFF_S = 0.5
 
@@ -123,6 +135,31 @@ def metadata_hash(topics: dict) -> int:
     return int.from_bytes(h.digest()[:8], "big", signed=True)
 
 
+def _partitions(struct, assignment: dict) -> list:
+    return [struct(topic_id=t, partitions=sorted(ps))
+            for t, ps in sorted(assignment.items(), key=lambda kv: str(kv[0]))]
+
+
+def member_record(group_id, m: ShareMember) -> tuple:
+    """The member's subscription (ShareGroupMemberMetadata)."""
+    return (SHARE_GROUP_MEMBER_METADATA.key(group_id=group_id, member_id=m.member_id),
+            SHARE_GROUP_MEMBER_METADATA.value(0, rack_id=m.rack_id, client_id=m.client_id,
+                                              client_host=m.client_host,
+                                              subscribed_topic_names=m.subscribed))
+
+
+def current_assignment_record(group_id, m: ShareMember, previous_epoch: int) -> tuple:
+    """The member's epoch and assignment (ShareGroupCurrentMemberAssignment)."""
+    return (SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT.key(group_id=group_id, member_id=m.member_id),
+            SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT.value(
+                0, member_epoch=m.epoch, previous_member_epoch=previous_epoch,
+                state=STABLE_MEMBER, assigned_partitions=_partitions(_Current, m.assignment)))
+
+
+def member_tombstones(group_id, member_id) -> list:
+    return [(r.key(group_id=group_id, member_id=member_id), None) for r in _MEMBER_RECORDS]
+
+
 class ShareGroups:
     """The share groups of one group coordinator. ``topics(names)`` gives {name: (topic id,
     partitions)} of the existing topics among ``names``; ``settings(group id)`` its
@@ -147,22 +184,48 @@ class ShareGroups:
 
     # ------------------------------------------------------------------ loading
     def loaded(self, partition: int, records) -> None:
+        """Replay the share-group records of a partition this coordinator now owns; its members
+        get their session timeouts anew."""
         for record, key, value in records:
             gid = key.group_id
             if value is None:
                 if record is SHARE_GROUP_METADATA:
                     self.groups.pop(gid, None)
+                elif record is SHARE_GROUP_MEMBER_METADATA and gid in self.groups:
+                    self.groups[gid].members.pop(key.member_id, None)
                 continue
             _v, v = record.read_value(value)
             group = self.groups.get(gid)
             if group is None:
                 group = self.groups[gid] = ShareGroup(gid)
-            if record is SHARE_GROUP_METADATA:
-                group.epoch = group.assignment_epoch = v.epoch
+            if record in _MEMBER_RECORDS:
+                self._replay_member(group, record, key.member_id, v)
+            elif record is SHARE_GROUP_METADATA:
+                group.epoch = v.epoch
                 group.metadata_hash = v.metadata_hash
+            elif record is SHARE_GROUP_TARGET_ASSIGNMENT_METADATA:
+                group.assignment_epoch = v.assignment_epoch
             else:
                 group.initialized = {t.topic_id: (t.topic_name, set(t.partitions))
                                      for t in v.initialized_topics}
+        for gid, group in self.groups.items():
+            if self.catalog.partition_for(gid) == partition:
+                session_ms, _interval = self.settings(gid)
+                for m in group.members.values():
+                    self._touch(group, m, session_ms)
+
+    @staticmethod
+    def _replay_member(group: ShareGroup, record, member_id, v) -> None:
+        m = group.members.get(member_id)
+        if m is None:
+            m = group.members[member_id] = ShareMember(member_id, "", "")
+        if record is SHARE_GROUP_MEMBER_METADATA:
+            m.rack_id, m.client_id, m.client_host = v.rack_id, v.client_id, v.client_host
+            m.subscribed = list(v.subscribed_topic_names)
+        elif record is SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER:
+            m.assignment = {t.topic_id: sorted(t.partitions) for t in v.topic_partitions}
+        else:
+            m.epoch = v.member_epoch
 
     def unloaded(self, partition: int) -> None:
         for gid in [g for g in self.groups if self.catalog.partition_for(g) == partition]:
@@ -214,20 +277,31 @@ class ShareGroups:
             member = ShareMember(member_id, client_id, client_host)
             group.members[member_id] = member
             changed = True
+        described = changed
         if subscribed is not None and sorted(subscribed) != sorted(member.subscribed):
             member.subscribed = sorted(set(subscribed))
-            changed = True
-        if rack_id is not None:
+            changed = described = True
+        if rack_id is not None and rack_id != member.rack_id:
             member.rack_id = rack_id
-        code = await self._reconcile(group, changed)
+            described = True
+        code = await self._reconcile(
+            group, changed, [member_record(group_id, member)] if described else [])
         if code:
             if created or member.epoch == 0:
                 group.members.pop(member_id, None)
             return HeartbeatResult(code)
+        # registered before the next write: the partitions' initialization, under way in the
+        # background, assigns them only to the group it was started for
         self.groups[group_id] = group
         self._touch(group, member, session_ms)
-        send = member_epoch == 0 or subscribed is not None or member.epoch != group.epoch
-        member.epoch = group.epoch
+        if member.epoch != group.epoch:
+            previous, member.epoch = member.epoch, group.epoch
+            code = await self._persist(group_id,
+                                       [current_assignment_record(group_id, member, previous)])
+            if code:
+                member.epoch = previous
+                return HeartbeatResult(code)
+        send = member_epoch == 0 or subscribed is not None or member_epoch != group.epoch
         return HeartbeatResult(errors.NONE, None, member_id, member.epoch, interval_ms,
                                member.assignment if send else None)
 
@@ -238,7 +312,7 @@ class ShareGroups:
                                    f"Member {member_id} is not a member of the group.")
         if member.timer is not None:
             member.timer.cancel()
-        code = await self._reconcile(group, True)
+        code = await self._reconcile(group, True, member_tombstones(group.group_id, member_id))
         if code:
             log.warning("share group %s: member %s left, the new epoch is not persisted: %s",
                         group.group_id, member_id, errors.name(code))
@@ -256,17 +330,18 @@ class ShareGroups:
         if group is None or group.members.pop(member_id, None) is None:
             return
         log.info("share group %s: member %s expired", group_id, member_id)
-        await self._reconcile(group, True)
+        await self._reconcile(group, True, member_tombstones(group_id, member_id))
 
-    async def _reconcile(self, group: ShareGroup, changed: bool) -> int:
+    async def _reconcile(self, group: ShareGroup, changed: bool, records=()) -> int:
         """Bump the epoch and assign again if the members or their topics changed, with the
         share-partitions whose state is initialized; the others are initialized first (as Kafka
         does: InitializeShareGroupState at their share coordinators), in the background, and
-        assigned by the next epoch. Persists the epoch and the share-partitions' progress."""
+        assigned by the next epoch. Persists ``records`` (a member's), the epoch, the new target
+        assignment and the share-partitions' progress, in one write."""
         topics = self.topics(group.subscribed_topics())
         h = metadata_hash(topics)
         if not changed and h == group.metadata_hash:
-            return errors.NONE
+            return await self._persist(group.group_id, list(records)) if records else errors.NONE
         epoch = group.epoch + 1
         ready, fresh = {}, {}
         for name, (topic_id, count) in topics.items():
@@ -275,22 +350,29 @@ class ShareGroups:
             new = {p for p in range(count) if p not in have}
             if new:
                 fresh[topic_id] = (name, new)
-        records = [(SHARE_GROUP_METADATA.key(group_id=group.group_id),
-                    SHARE_GROUP_METADATA.value(0, epoch=epoch, metadata_hash=h))]
+        gid = group.group_id
+        target = assign({m.member_id: m.subscribed for m in group.members.values()}, ready)
+        target = {m: {t: sorted(ps) for t, ps in a.items()} for m, a in target.items()}
+        records = [*records, (SHARE_GROUP_METADATA.key(group_id=gid),
+                              SHARE_GROUP_METADATA.value(0, epoch=epoch, metadata_hash=h))]
+        records += [(SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER.key(group_id=gid, member_id=m),
+                     SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER.value(
+                         0, topic_partitions=_partitions(_Target, a)))
+                    for m, a in target.items() if a != group.members[m].assignment]
+        records.append((SHARE_GROUP_TARGET_ASSIGNMENT_METADATA.key(group_id=gid),
+                        SHARE_GROUP_TARGET_ASSIGNMENT_METADATA.value(0, assignment_epoch=epoch)))
         if fresh != group.initializing:
-            records.append(self._state_partitions_record(group.group_id, group.initialized,
-                                                         fresh))
-        code = await self._persist(group.group_id, records)
+            records.append(self._state_partitions_record(gid, group.initialized, fresh))
+        code = await self._persist(gid, records)
         if code:
             return code
-        target = assign({m.member_id: m.subscribed for m in group.members.values()}, ready)
         group.epoch = group.assignment_epoch = epoch
         group.metadata_hash = h
         if fresh and fresh != group.initializing:
             self.catalog.spawn(self._initialize(group, fresh))
         group.initializing = fresh
         for m in group.members.values():
-            m.assignment = {t: sorted(ps) for t, ps in target.get(m.member_id, {}).items()}
+            m.assignment = target.get(m.member_id, {})
         return errors.NONE
 
     async def _initialize(self, group: ShareGroup, fresh: dict) -> None:
@@ -382,6 +464,7 @@ class ShareGroups:
         if code:
             return code
         code = await self._persist(group_id, [
+            (SHARE_GROUP_TARGET_ASSIGNMENT_METADATA.key(group_id=group_id), None),
             (SHARE_GROUP_METADATA.key(group_id=group_id), None),
             (SHARE_GROUP_STATE_PARTITION_METADATA.key(group_id=group_id), None)])
         if code:

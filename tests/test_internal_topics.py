@@ -224,3 +224,40 @@ def test_consumer_group_records_in_kafkas_bytes():
         assert (k.hex(), v.hex() if v is not None else None) == (key, value)
         declared, decoded_key = CONSUMER_OFFSETS.read_key(k)
         assert consumer_records.decode(declared, decoded_key, v) == record
+
+
+# ------------------------------------------------------------------------------------------
+# KIP-932 share group members: Kafka 4's record types 10, 12, 13 and 14, bytes derived by hand
+# from group-coordinator/src/main/resources/common/message/ShareGroup*.json (flexible values v0)
+
+def test_share_group_member_records_in_kafkas_bytes():
+    import uuid
+
+    from josefk.coordinator.share_groups import (ShareMember, current_assignment_record,
+                                                 member_record, member_tombstones)
+    from josefk.wire.internal_topics.share_groups import (SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER,
+                                                          SHARE_GROUP_TARGET_ASSIGNMENT_METADATA)
+
+    tid = uuid.UUID(int=5)
+    m = ShareMember("m", "c", "/h")
+    m.subscribed, m.epoch, m.assignment = ["t"], 3, {tid: [0, 1]}
+    target = SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER
+    cases = [
+        (member_record("g", m), "000a000167" "00016d",
+         "0000" "00" "0263" "032f68" "02" "0274" "00"),
+        (current_assignment_record("g", m, 2), "000e000167" "00016d",
+         "0000" "00000003" "00000002" "00" "02" + tid.bytes.hex() + "03" "00000000" "00000001"
+         "00" "00"),
+        ((target.key(group_id="g", member_id="m"), target.value(
+            0, topic_partitions=[target.Value.TopicPartition(topic_id=tid, partitions=[0, 1])])),
+         "000d000167" "00016d", "0000" "02" + tid.bytes.hex() + "03" "00000000" "00000001" "00"
+         "00"),
+        ((SHARE_GROUP_TARGET_ASSIGNMENT_METADATA.key(group_id="g"),
+          SHARE_GROUP_TARGET_ASSIGNMENT_METADATA.value(0, assignment_epoch=3)),
+         "000c000167", "0000" "00000003" "00"),
+    ]
+    for (k, v), key, value in cases:
+        assert (k.hex(), v.hex()) == (key, value)
+    assert [(k.hex(), v) for k, v in member_tombstones("g", "m")] == [
+        ("000a000167" "00016d", None), ("000d000167" "00016d", None),
+        ("000e000167" "00016d", None)]

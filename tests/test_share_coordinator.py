@@ -156,12 +156,15 @@ def test_the_simple_assignor_shares_partitions_when_members_outnumber_them():
 
 
 class Groups:
-    def __init__(self):
+    """A group coordinator's share groups on ``log`` (a new one, or the log another
+    coordinator of the same partition wrote)."""
+
+    def __init__(self, log=None):
         self.clock = FakeClock()
         self.catalog = GroupCatalog(1, self.clock)
         self.catalog.active = True
         self.catalog.owned_partitions.add(0)
-        self.log = InMemoryOffsetsLog()
+        self.log = log or InMemoryOffsetsLog()
         self.topics = {"t": (A, 1)}
         self.deleted = []
 
@@ -239,6 +242,43 @@ def test_group_records_are_persisted_and_loaded():
     assert (group.epoch, group.state, group.initialized) == (3, "Empty", {A: ("t", {0})})
     assert other.loop.run_until_complete(other.groups.delete("g")) == errors.NONE
     assert other.deleted == [("g", A, 0)] and not other.groups.has("g")
+
+
+def test_members_are_persisted_and_a_new_coordinator_keeps_them():
+    """The members' subscriptions, target assignment and epochs are in Kafka's share group
+    records: a coordinator that loads the partition knows the members at their epochs (their
+    next heartbeats are accepted), times their sessions anew, and forgets those that left."""
+    from josefk.wire.internal_topics.consumer_offsets import CONSUMER_OFFSETS
+
+    g = Groups()
+    g.hb("m1", 0, ["t"])
+    g.hb("m1", 1)
+    g.hb("m2", 0, ["t"])
+    g.hb("m1", 2)
+    kinds = {CONSUMER_OFFSETS.read_key(k)[0].name for _o, k, _v in g.log.records(0)}
+    assert kinds == {"ShareGroupMemberMetadata", "ShareGroupMetadata",
+                     "ShareGroupTargetAssignmentMetadata", "ShareGroupTargetAssignmentMember",
+                     "ShareGroupCurrentMemberAssignment", "ShareGroupStatePartitionMetadata"}
+    other = Groups(g.log)  # the coordinator moved
+    other.groups.loaded(0, OffsetStore(g.log).load(0).records)
+    group = other.groups.groups["g"]
+    assert (group.epoch, group.assignment_epoch, sorted(group.members)) == (3, 3, ["m1", "m2"])
+    assert {m.member_id: (m.epoch, m.assignment, m.subscribed, m.client_id)
+            for m in group.members.values()} == {"m1": (3, {A: [0]}, ["t"], "client"),
+                                                 "m2": (3, {A: [0]}, ["t"], "client")}
+    r = other.hb("m1", 3)
+    assert (r.error, r.epoch) == (errors.NONE, 3)
+    assert other.hb("m2", -1).error == errors.NONE  # a leave persists the member's tombstones
+    again = Groups(g.log)
+    again.groups.loaded(0, OffsetStore(g.log).load(0).records)
+    assert sorted(again.groups.groups["g"].members) == ["m1"]
+
+    async def silence():  # m1's session, timed anew at loading, ends
+        other.clock.advance(45000)
+        await other.catalog.drain()
+
+    other.loop.run_until_complete(silence())
+    assert not other.groups.groups["g"].members
 
 
 def test_a_classic_group_id_is_not_a_share_group():
