@@ -54,8 +54,7 @@ QUICK_FAILOVER = {
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing uses now and that this process never handed out
-    before."""
+    """A TCP port on 127.0.0.1 that nothing uses now (as `ports_in_a_row` picks them)."""
     return ports_in_a_row(1)
 
 
@@ -63,20 +62,32 @@ _handed_out: set[int] = set()
 
 
 def ports_in_a_row(n: int) -> int:
-    """The first of ``n`` free ports in a row, below the kernel's ephemeral range and never
+    """The first of ``n`` free ports in a row, outside the kernel's ephemeral range and never
     handed out before by this process. A port of the ephemeral range, free when a broker stops,
     can become any client connection's local port before the broker starts again on it (it did:
-    "address already in use" at a restart); below the range only explicit binds take ports."""
-    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-        ephemeral_low = int(f.read().split()[0])
-    rng = random.Random()
-    for _ in range(1000):
-        first = rng.randrange(10000, max(10001, ephemeral_low - n))
+    "address already in use" at a restart); outside the range only explicit binds take ports.
+    Where the range cannot be read (not Linux), the kernel picks a single port."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low, high = map(int, f.read().split())
+    except (OSError, ValueError):
+        if n == 1:
+            return _kernels_choice()
+        raise RuntimeError("cannot read the kernel's ephemeral port range") from None
+    spans = [(a, b) for a, b in ((10000, low - n), (high + 1, 65536 - n)) if b > a]
+    for _ in range(1000 if spans else 0):
+        first = random.randrange(*random.choice(spans))
         ports = range(first, first + n)
         if not _handed_out.intersection(ports) and all(map(_bindable, ports)):
             _handed_out.update(ports)
             return first
-    raise RuntimeError(f"no {n} free ports in a row between 10000 and {ephemeral_low}")
+    raise RuntimeError(f"no {n} free ports in a row outside the ephemeral range {low}-{high}")
+
+
+def _kernels_choice() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def _bindable(port: int) -> bool:
