@@ -279,9 +279,7 @@ def _join(target, group, members, topic) -> dict:
 def _leader_address(target, topic) -> str:
     if not isinstance(target, Cluster):
         return target.bootstrap
-    admin = admin_client(target.bootstrap)
-    (p0, *_) = admin.describe_topics(TopicCollection([topic]))[topic].result(15).partitions
-    return target.brokers[p0.leader.id].bootstrap
+    return target.brokers[target.partition(topic, 0).leader].bootstrap
 
 
 def test_record_limit_mode_acquires_exactly_max_records(share_target, request):
