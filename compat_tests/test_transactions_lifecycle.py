@@ -112,14 +112,26 @@ def test_broker_kill9_in_prepare_commit_and_prepare_abort(target_factory):
 
 def _control_batches(t, topic) -> list[int]:
     """How many control batches the log of ``topic``-0 holds, on each broker that has one."""
-    for _ in range(20):
-        try:
-            return [sum(h.is_control for f in sorted((b.data_dir / f"{topic}-0").glob("*.log"))
-                        for h in iter_headers(f.read_bytes()))
-                    for b in t.brokers.values() if (b.data_dir / f"{topic}-0").exists()]
-        except FileNotFoundError:  # a cleaner swapped a segment while we listed them
-            time.sleep(0.05)
-    raise AssertionError(f"the segments of {topic}-0 kept changing under the reader")
+    return [_control_batches_in(b.data_dir / f"{topic}-0")
+            for b in t.brokers.values() if (b.data_dir / f"{topic}-0").exists()]
+
+
+def _control_batches_in(directory) -> int:
+    """The control batches of the segments in ``directory``, counted while no cleaner swapped
+    segments: a swap deletes the old files before its ``.log.swap`` takes their name, so a
+    listing made meanwhile misses the batches being swapped in."""
+    for _ in range(100):
+        before = sorted(p.name for p in directory.iterdir())
+        if not any(name.endswith(".swap") for name in before):
+            try:
+                count = sum(h.is_control for name in before if name.endswith(".log")
+                            for h in iter_headers((directory / name).read_bytes()))
+            except FileNotFoundError:
+                count = None
+            if count is not None and sorted(p.name for p in directory.iterdir()) == before:
+                return count
+        time.sleep(0.05)
+    raise AssertionError(f"the segments of {directory.name} kept changing under the reader")
 
 
 def test_compaction_with_transactions_then_markers_go_after_delete_retention(target_factory):

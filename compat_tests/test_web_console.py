@@ -37,7 +37,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, ti
 from PIL import Image, ImageChops
 from selenium import webdriver
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support import expected_conditions
+from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from josefk.faults.processes import BROKER_PYTHON, REPO_ROOT, free_port, port_accepts
@@ -129,7 +129,22 @@ def cells(driver, table_id):
 def click(driver, element):
     """Click and wait until the next page replaced this one."""
     element.click()
-    WebDriverWait(driver, 15).until(expected_conditions.staleness_of(element))
+    WebDriverWait(driver, 15).until(lambda _driver: _is_stale(element))
+
+
+def _is_stale(element) -> bool:
+    """Whether ``element``'s page is gone. Chromedriver sometimes says so with an "unknown
+    error" (Node ... does not belong to the document) instead of a stale element reference
+    (SeleniumHQ/selenium#15401), so that answer means stale too."""
+    try:
+        element.is_enabled()
+    except StaleElementReferenceException:
+        return True
+    except WebDriverException as e:
+        if "does not belong to the document" not in (e.msg or ""):
+            raise
+        return True
+    return False
 
 
 def submit_and_confirm(driver, form_id, **fields):
