@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from josefk.faults.processes import free_port
+from josefk.zk.local_server import free_port
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # the in-memory responder of the shared tools dir beside the repo (not part of josefk)

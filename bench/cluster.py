@@ -29,7 +29,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from josefk.faults.harness import Options, run
-from josefk.faults.processes import LocalCluster, free_port, port_accepts
+from josefk.faults.processes import LocalCluster, port_accepts
+from josefk.zk.local_server import free_port
 from josefk.tools.client import Client
 from josefk.wire.apis import METADATA
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from josefk.faults.processes import BrokerProcess, free_port
+from josefk.faults.processes import BrokerProcess
+from josefk.zk.local_server import free_port
 from compat_tests.cluster import CONSUMER_GROUP_TIMING, Cluster
 from compat_tests.helpers import create_topic, unique_topic
 from compat_tests.targets import CLUSTER_SHAPES, FAST_FAILOVER, TARGETS, Target

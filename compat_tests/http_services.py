@@ -10,7 +10,8 @@ from pathlib import Path
 
 import httpx
 
-from josefk.faults.processes import BROKER_PYTHON, free_port
+from josefk.faults.processes import BROKER_PYTHON
+from josefk.zk.local_server import free_port
 
 START_TIMEOUT = 30.0
 

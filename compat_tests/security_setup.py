@@ -11,7 +11,8 @@ from pathlib import Path
 
 import trustme
 
-from josefk.faults.processes import BROKER_PYTHON, REPO_ROOT, BrokerProcess, free_port
+from josefk.faults.processes import BROKER_PYTHON, REPO_ROOT, BrokerProcess
+from josefk.zk.local_server import free_port
 
 PLAIN_USERS = {"admin": "admin-secret", "alice": "alice-secret"}
 SCRAM_USERS = {"bob": "bob-secret", "carol": "carol-secret"}

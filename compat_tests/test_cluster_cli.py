@@ -15,7 +15,8 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from josefk.faults.processes import BROKER_PYTHON, REPO_ROOT, port_accepts, ports_in_a_row
+from josefk.faults.processes import BROKER_PYTHON, REPO_ROOT, port_accepts
+from josefk.zk.local_server import ports_in_a_row
 
 pytestmark = pytest.mark.timeout(240)
 

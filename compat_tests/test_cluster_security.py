@@ -10,7 +10,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, AdminClient,
                                    NewTopic, ResourcePatternType, ResourceType)
 
-from josefk.faults.processes import free_port
+from josefk.zk.local_server import free_port
 from compat_tests.cluster import zk_json
 from compat_tests.helpers import unique_topic
 from compat_tests.security_setup import add_scram_users, jaas, listener_address

@@ -19,7 +19,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives.serialization import (BestAvailableEncryption,
                                                           load_pem_private_key, pkcs12)
 
-from josefk.faults.processes import free_port
+from josefk.zk.local_server import free_port
 from compat_tests.http_services import ServiceProcess, wait_until
 from compat_tests.security_setup import (PLAIN_USERS, SCRAM_USERS, add_scram_users,
                                          listener_address, module_broker, secure_overrides)

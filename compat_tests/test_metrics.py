@@ -12,7 +12,8 @@ from confluent_kafka.admin import NewTopic
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from josefk.faults.processes import REPO_ROOT, free_port
+from josefk.faults.processes import REPO_ROOT
+from josefk.zk.local_server import free_port
 from compat_tests.helpers import (consume_n, consumer, create_topic, flush_all, producer,
                                   scrape, unique_topic)
 

@@ -10,7 +10,7 @@ import time
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
 from compat_tests import rawkafka as rk
-from josefk.faults.processes import free_port
+from josefk.zk.local_server import free_port
 from compat_tests.helpers import create_topic, scrape, unique_topic
 from compat_tests.security_setup import josefk
 

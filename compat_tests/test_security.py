@@ -14,7 +14,7 @@ from kafka import KafkaConsumer, KafkaProducer
 from kafka.errors import KafkaError as KafkaPythonError
 
 from compat_tests import rawkafka as rk
-from josefk.faults.processes import free_port
+from josefk.zk.local_server import free_port
 from compat_tests.helpers import requests_by_version, unique_topic, versions_sent
 from compat_tests.security_setup import (PLAIN_USERS, SCRAM_USERS, add_scram_users, josefk,
                                          listener_address, module_broker, secure_overrides)

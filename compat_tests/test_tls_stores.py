@@ -17,7 +17,8 @@ from cryptography.hazmat.primitives.serialization import BestAvailableEncryption
 from kafka import KafkaConsumer, KafkaProducer
 
 from compat_tests import rawkafka as rk
-from josefk.faults.processes import BrokerStartError, free_port
+from josefk.faults.processes import BrokerStartError
+from josefk.zk.local_server import free_port
 from compat_tests.helpers import unique_topic
 from compat_tests.security_setup import listener_address
 

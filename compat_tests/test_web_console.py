@@ -40,7 +40,8 @@ from selenium.webdriver.common.by import By
 from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from josefk.faults.processes import BROKER_PYTHON, REPO_ROOT, free_port, port_accepts
+from josefk.faults.processes import BROKER_PYTHON, REPO_ROOT, port_accepts
+from josefk.zk.local_server import free_port
 from compat_tests.helpers import (admin_client, consume_n, consumer, create_topic, flush_all,
                                   producer, unique_topic, wait_for_topic)
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import shutil
 import signal
 import socket
@@ -21,7 +20,7 @@ import time
 from pathlib import Path
 
 from josefk.faults import disk, network
-from josefk.zk.local_server import LocalZooKeeper
+from josefk.zk.local_server import LocalZooKeeper, free_port
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # A source checkout runs its brokers from its root (its packages on PYTHONPATH); an installed
@@ -51,52 +50,6 @@ QUICK_FAILOVER = {
     "num.partitions": 3,
     "auto.leader.rebalance.enable": "false",
 }
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing uses now (as `ports_in_a_row` picks them)."""
-    return ports_in_a_row(1)
-
-
-_handed_out: set[int] = set()
-
-
-def ports_in_a_row(n: int) -> int:
-    """The first of ``n`` free ports in a row, outside the kernel's ephemeral range and never
-    handed out before by this process. A port of the ephemeral range, free when a broker stops,
-    can become any client connection's local port before the broker starts again on it (it did:
-    "address already in use" at a restart); outside the range only explicit binds take ports.
-    Where the range cannot be read (not Linux), the kernel picks a single port."""
-    try:
-        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-            low, high = map(int, f.read().split())
-    except (OSError, ValueError):
-        if n == 1:
-            return _kernels_choice()
-        raise RuntimeError("cannot read the kernel's ephemeral port range") from None
-    spans = [(a, b) for a, b in ((10000, low - n), (high + 1, 65536 - n)) if b > a]
-    for _ in range(1000 if spans else 0):
-        first = random.randrange(*random.choice(spans))
-        ports = range(first, first + n)
-        if not _handed_out.intersection(ports) and all(map(_bindable, ports)):
-            _handed_out.update(ports)
-            return first
-    raise RuntimeError(f"no {n} free ports in a row outside the ephemeral range {low}-{high}")
-
-
-def _kernels_choice() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _bindable(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
 
 
 def port_accepts(host: str, port: int, timeout: float = 0.5) -> bool:
@@ -410,7 +363,7 @@ class LocalCluster:
         self._zk_connect = zk_connect
         self.chroot = chroot
         self.zookeeper = None if zk_connect else LocalZooKeeper(
-            self.root / "zookeeper", port=zookeeper_port or free_port())
+            self.root / "zookeeper", port=zookeeper_port)
         self.disks: dict[int, disk.SmallDisk] = {}
         self.disk_unavailable = None if disk_mb else "the cluster was made without disk_mb"
         self.partitioner: network.Partitioner | None = None

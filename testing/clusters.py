@@ -10,7 +10,8 @@ from __future__ import annotations
 import shutil
 import tempfile
 
-from josefk.faults.processes import QUICK_FAILOVER, FaultUnavailable, LocalCluster, free_port
+from josefk.faults.processes import QUICK_FAILOVER, FaultUnavailable, LocalCluster
+from josefk.zk.local_server import free_port
 from josefk.testing.admin import Admin
 from josefk.testing.faults import Faults, Unavailable
 from josefk.testing.lifecycle import Lifecycle

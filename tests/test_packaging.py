@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from josefk.zk.local_server import free_port
 from tests.test_testing import processes_naming
 
 REPO = Path(__file__).resolve().parents[1]
@@ -88,12 +89,6 @@ def test_the_sdist_holds_the_sources_and_the_native_helper(dist):
     assert not {n.split("/")[0] for n in names} & set(NOT_INSTALLED)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _wait_listening(proc, bootstrap: str, timeout: float = 60) -> None:
     host, port = bootstrap.split(":")
     deadline = time.monotonic() + timeout
@@ -112,7 +107,7 @@ def test_the_josefk_command_serves_produce_and_consume(installed, tmp_path):
                  "import josefk.wire.recscan as r, josefk.broker; print(r.NATIVE, "
                  "josefk.broker.__file__)"], env, cwd=tmp_path).stdout.split()
     assert walk[0] == "False" and walk[1].startswith(str(bin_dir.parent))
-    bootstrap = f"127.0.0.1:{_free_port()}"
+    bootstrap = f"127.0.0.1:{free_port()}"
     log = open(tmp_path / "broker.log", "w")
     broker = subprocess.Popen([str(bin_dir / "josefk"), "broker", "--listeners",
                                f"PLAINTEXT://{bootstrap}", "--log-dirs", str(tmp_path / "data")],

@@ -21,6 +21,7 @@ from __future__ import annotations
 import atexit
 import glob
 import os
+import random
 import shutil
 import signal
 import socket
@@ -111,11 +112,38 @@ def find_classpath(zookeeper_home: str | None = None, java_dir: str = DEBIAN_JAV
     return classpath
 
 
+# -- ports for local servers (ZooKeeper here; brokers of the tests, the fault harness, bench) --
+_handed_out: set[int] = set()
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port nobody listens on right now (it may be taken by the time it is used)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
+    """A TCP port on ``host`` that nothing uses now (as `ports_in_a_row` picks them)."""
+    return ports_in_a_row(1, host)
+
+
+def ports_in_a_row(n: int, host: str = "127.0.0.1") -> int:
+    """The first of ``n`` free ports in a row, outside the kernel's ephemeral range and never
+    handed out before by this process. A port of the ephemeral range, free when a server stops,
+    can become any client connection's local port before the server starts again on it (it did:
+    "address already in use" at a restart); outside the range only explicit binds take ports.
+    Where the range cannot be read (not Linux), the kernel picks a single port."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low, high = map(int, f.read().split())
+    except (OSError, ValueError):
+        if n == 1:
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                s.bind((host, 0))
+                return s.getsockname()[1]
+        raise RuntimeError("cannot read the kernel's ephemeral port range") from None
+    spans = [(a, b) for a, b in ((10000, low - n), (high + 1, 65536 - n)) if b > a]
+    for _ in range(1000 if spans else 0):
+        first = random.randrange(*random.choice(spans))
+        ports = range(first, first + n)
+        if not _handed_out.intersection(ports) and all(_port_is_free(host, p) for p in ports):
+            _handed_out.update(ports)
+            return first
+    raise RuntimeError(f"no {n} free ports in a row outside the ephemeral range {low}-{high}")
 
 
 def _port_is_free(host: str, port: int) -> bool:
