@@ -32,21 +32,40 @@ def txn_producer(bootstrap, tid=None, **conf):
 
 
 def read_values(bootstrap, topic, partitions, isolation, settle=1.5, timeout=20.0):
-    """Every value readable from the beginning of ``topic`` with ``isolation``: polls until
-    nothing new arrived for ``settle`` seconds."""
+    """Every value readable from the beginning of ``topic``'s first ``partitions`` with
+    ``isolation``."""
+    return [m.value() for m in read_messages(bootstrap, topic, partitions, isolation, settle,
+                                             timeout)]
+
+
+def key_values(bootstrap, topic, isolation, settle=1.5):
+    """Every (key, value) of partition 0 from the beginning, read with ``isolation``."""
+    return [(m.key(), m.value()) for m in read_messages(bootstrap, topic, 1, isolation, settle)]
+
+
+def read_messages(bootstrap, topic, partitions, isolation, settle=1.5, timeout=20.0):
+    """The messages of ``topic``'s first ``partitions`` from the beginning, read with
+    ``isolation`` until nothing new arrived for ``settle`` seconds after every partition's
+    leader first answered a fetch (a consumer's start, slow on a loaded machine or right after
+    a failover, does not count into the settling time)."""
     c = consumer(bootstrap, isolation_level=isolation, auto_offset_reset="earliest")
-    c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+    assigned = [TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)]
+    c.assign(assigned)
     out = []
-    last = time.monotonic()
-    deadline = last + timeout
+    deadline = time.monotonic() + timeout
+    quiet_since = None  # the later of every partition's first fetch answer and the last record
     try:
-        while time.monotonic() - last < settle and time.monotonic() < deadline:
+        while time.monotonic() < deadline and (
+                quiet_since is None or time.monotonic() - quiet_since < settle):
             m = c.poll(0.1)
-            if m is None:
-                continue
-            assert not m.error(), m.error()
-            out.append(m.value())
-            last = time.monotonic()
+            if m is not None:
+                assert not m.error(), m.error()
+                out.append(m)
+            if quiet_since is None and all(  # a fetch answer sets the cached watermarks
+                    c.get_watermark_offsets(tp, cached=True)[1] >= 0 for tp in assigned):
+                quiet_since = time.monotonic()
+            elif m is not None:
+                quiet_since = time.monotonic()
     finally:
         c.close()
     return out
@@ -517,22 +536,6 @@ def commit_and_abort_in_turn(p, topic, rounds, keys, size):
                 aborted.add(value)
         p.commit_transaction(30) if commit else (p.flush(10), p.abort_transaction(30))
     return latest, aborted
-
-
-def key_values(bootstrap, topic, isolation, settle=1.5):
-    """Every (key, value) of partition 0 from the beginning, read with ``isolation``."""
-    c = consumer(bootstrap, isolation_level=isolation)
-    c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
-    out, last = [], time.monotonic()
-    try:
-        while time.monotonic() - last < settle:
-            m = c.poll(0.1)
-            if m is not None and not m.error():
-                out.append((m.key(), m.value()))
-                last = time.monotonic()
-    finally:
-        c.close()
-    return out
 
 
 def test_compaction_removes_aborted_data_and_keeps_committed_state(target_factory):
