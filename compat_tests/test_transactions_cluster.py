@@ -7,11 +7,12 @@ import threading
 import time
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import NewTopic
 
 from josefk.coordinator.group_catalog import partition_for
 from compat_tests.helpers import unique_topic
+from compat_tests.test_transactions import read_values
 
 TXN_PARTITIONS = 3
 OVERRIDES = {
@@ -87,22 +88,6 @@ class TxnLoad:
         self.thread.join(90)
 
 
-def _read_committed(bootstrap, topic, settle=3.0, timeout=60, partitions=2):
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": unique_topic("reader"),
-                  "isolation.level": "read_committed", "enable.auto.commit": False})
-    c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
-    out = []
-    last = time.monotonic()
-    deadline = last + timeout
-    while time.monotonic() - last < settle and time.monotonic() < deadline:
-        m = c.poll(0.2)
-        if m is not None and not m.error():
-            out.append(m.value())
-            last = time.monotonic()
-    c.close()
-    return out
-
-
 @pytest.mark.slow
 def test_transactions_across_a_coordinator_failover(cluster_factory):
     c = cluster_factory(overrides=OVERRIDES)
@@ -128,7 +113,7 @@ def test_transactions_across_a_coordinator_failover(cluster_factory):
         more = len(load.committed)
         c.wait_for(lambda: len(load.committed) >= more + 5 or load.fatal, 60, "more commits")
     assert load.fatal is None, load.fatal
-    seen = _read_committed(c.bootstrap, topic)
+    seen = read_values(c.bootstrap, topic, 2, "read_committed", settle=3.0, timeout=60)
     committed = {v for t in load.committed for v in t}
     aborted = {v for t in load.aborted for v in t}
     assert committed <= set(seen), f"{len(committed - set(seen))} committed records lost"
@@ -174,5 +159,5 @@ def test_coordinators_on_different_brokers_hand_out_distinct_producer_ids(cluste
     finally:
         ka.close()
     assert len({s.producer_id for s in state}) == 2
-    assert sorted(_read_committed(cluster.bootstrap, topic, settle=1.5, partitions=1)) == \
+    assert sorted(read_values(cluster.bootstrap, topic, 1, "read_committed")) == \
         sorted(t.encode() for t in list(by_broker.values())[:2])
