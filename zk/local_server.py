@@ -114,6 +114,9 @@ def find_classpath(zookeeper_home: str | None = None, java_dir: str = DEBIAN_JAV
 
 # -- ports for local servers (ZooKeeper here; brokers of the tests, the fault harness, bench) --
 _handed_out: set[int] = set()
+# its own generator: a test run that seeds `random` (pytest-randomly does, in every xdist
+# worker alike) would otherwise have all its processes try the same ports
+_rng = random.Random()
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -138,7 +141,7 @@ def ports_in_a_row(n: int, host: str = "127.0.0.1") -> int:
         raise RuntimeError("cannot read the kernel's ephemeral port range") from None
     spans = [(a, b) for a, b in ((10000, low - n), (high + 1, 65536 - n)) if b > a]
     for _ in range(1000 if spans else 0):
-        first = random.randrange(*random.choice(spans))
+        first = _rng.randrange(*_rng.choice(spans))
         ports = range(first, first + n)
         if not _handed_out.intersection(ports) and all(_port_is_free(host, p) for p in ports):
             _handed_out.update(ports)
