@@ -20,9 +20,7 @@ layout (``coordinator.consumer_records``).
 """
 from __future__ import annotations
 
-import asyncio
 import base64
-import contextlib
 import logging
 import uuid
 from dataclasses import dataclass, replace
@@ -44,6 +42,7 @@ from .group import CONSUMER_PROTOCOL_TYPE, EMPTY as CLASSIC_EMPTY, STABLE as CLA
 from .group import GroupMetadata, MemberMetadata as ClassicMember
 from .group_catalog import GroupCatalog
 from .group_store import group_record
+from .keyed_locks import KeyedLocks
 from .offset_store import group_metadata_key, group_metadata_value
 from .reconciliation import reconcile
 from .results import (ConsumerGroupDescription, ConsumerHeartbeatResult,
@@ -140,25 +139,6 @@ def new_member_id() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
 
 
-class _KeyedLocks:
-    """One asyncio lock per group id, dropped when nobody holds or waits for it."""
-
-    def __init__(self):
-        self._locks: dict[str, list] = {}   # group id -> [lock, users]
-
-    @contextlib.asynccontextmanager
-    async def hold(self, key: str):
-        entry = self._locks.setdefault(key, [asyncio.Lock(), 0])
-        entry[1] += 1
-        try:
-            async with entry[0]:
-                yield
-        finally:
-            entry[1] -= 1
-            if not entry[1]:
-                del self._locks[key]
-
-
 class _Plan:
     """The group as it will be once ``changes`` {member id: member or None} and ``resolved``
     {regex: ResolvedRegex or None} apply: what subscriptions and assignments are computed on."""
@@ -209,7 +189,7 @@ class ConsumerGroups:
         self.topics = topics        # coordinator.seams.TopicsView
         self.config = config
         self.classic = classic      # the classic protocol's Membership, for conversions
-        self._locks = _KeyedLocks()
+        self._locks = KeyedLocks()
 
     # ================================================================== ConsumerGroupHeartbeat
     async def heartbeat(self, hb: Heartbeat, may_describe=None) -> ConsumerHeartbeatResult:
@@ -500,12 +480,14 @@ class ConsumerGroups:
         change.after(lambda g: self._cancel_member_timers(g, mid))
         return change
 
-    async def _fence_later(self, group_id: str, member_id: str, reason: str, epoch=None):
-        """A timer expired: fence the member unless it changed meanwhile (``epoch``: the
-        member epoch the timer was armed for)."""
+    async def _fence_later(self, timed: ConsumerGroup, key: tuple, reason: str, epoch=None):
+        """The timer ``key`` (kind, member id) of group ``timed`` expired: fence the member
+        unless it changed meanwhile (``epoch``: the member epoch the timer was armed for) or a
+        request that ran first armed that timer anew (its session goes on)."""
+        group_id, member_id = timed.group_id, key[1]
         async with self._locks.hold(group_id):
             group = self.catalog.groups.get(group_id)
-            if not isinstance(group, ConsumerGroup) or group.is_state(DEAD):
+            if group is not timed or key in group.timers or group.is_state(DEAD):
                 return
             member = group.members.get(member_id)
             if member is None or (epoch is not None and member.epoch != epoch):
@@ -992,7 +974,6 @@ class ConsumerGroups:
         if only_if_absent and key in group.timers:
             return
         self._cancel(group, kind, member_id)
-        gid = group.group_id
 
         def expired():
             if group.timers.get(key) is not handle:
@@ -1002,7 +983,7 @@ class ConsumerGroups:
                 # the coordinator cannot tell whether the member could reach it: try again
                 self._schedule_timer(group, kind, member_id, timeout_ms, reason, epoch)
                 return
-            self.catalog.spawn(self._fence_later(gid, member_id, reason, epoch))
+            self.catalog.spawn(self._fence_later(group, key, reason, epoch))
 
         handle = group.timers[key] = self.clock.call_later(timeout_ms, expired)
 

@@ -39,6 +39,7 @@ from josefk.wire.internal_topics.share_groups import (SHARE_GROUP_CURRENT_MEMBER
 from . import errors
 from .consumer_group import STABLE_MEMBER
 from .group import DEAD as CLASSIC_DEAD
+from .keyed_locks import KeyedLocks
 from .results import GroupOverview
 
 log = logging.getLogger("josefk.coordinator")
@@ -177,6 +178,8 @@ class ShareGroups:
         self.delete_state = delete_state
         self.max_size = max_size
         self.groups: dict[str, ShareGroup] = {}
+        # a group's changes run one at a time, from reading it to applying what was written
+        self._locks = KeyedLocks()
         catalog.partition_listeners.append(self)
 
     def has(self, group_id: str) -> bool:
@@ -246,10 +249,15 @@ class ShareGroups:
         if member_epoch == 0 and not subscribed:
             return HeartbeatResult(errors.INVALID_REQUEST,
                                    "SubscribedTopicNames must be set in first request.")
-        classic = self.catalog.groups.get(group_id)
-        if classic is not None and not classic.is_state(CLASSIC_DEAD):
-            return HeartbeatResult(errors.GROUP_ID_NOT_FOUND,
-                                   f"Group {group_id} is not a share group.")
+        async with self._locks.hold(group_id):
+            return await self._heartbeat(group_id, member_id, member_epoch, rack_id, subscribed,
+                                         client_id, client_host)
+
+    async def _heartbeat(self, group_id, member_id, member_epoch, rack_id, subscribed,
+                         client_id, client_host) -> HeartbeatResult:
+        err = self._not_share_group(group_id)
+        if err is not None:
+            return err
         group = self.groups.get(group_id)
         session_ms, interval_ms = self.settings(group_id)
         if member_epoch == -1:
@@ -290,8 +298,6 @@ class ShareGroups:
             if created or member.epoch == 0:
                 group.members.pop(member_id, None)
             return HeartbeatResult(code)
-        # registered before the next write: the partitions' initialization, under way in the
-        # background, assigns them only to the group it was started for
         self.groups[group_id] = group
         self._touch(group, member, session_ms)
         if member.epoch != group.epoch:
@@ -304,6 +310,13 @@ class ShareGroups:
         send = member_epoch == 0 or subscribed is not None or member_epoch != group.epoch
         return HeartbeatResult(errors.NONE, None, member_id, member.epoch, interval_ms,
                                member.assignment if send else None)
+
+    def _not_share_group(self, group_id) -> HeartbeatResult | None:
+        classic = self.catalog.groups.get(group_id)
+        if classic is not None and not classic.is_state(CLASSIC_DEAD):
+            return HeartbeatResult(errors.GROUP_ID_NOT_FOUND,
+                                   f"Group {group_id} is not a share group.")
+        return None
 
     async def _leave(self, group, member_id, interval_ms) -> HeartbeatResult:
         member = group.members.pop(member_id, None) if group is not None else None
@@ -321,16 +334,26 @@ class ShareGroups:
     def _touch(self, group, member, session_ms) -> None:
         if member.timer is not None:
             member.timer.cancel()
-        member.timer = self.catalog.clock.call_later(
-            session_ms, lambda: self.catalog.spawn(self._expire(group.group_id,
-                                                                member.member_id)))
+        timer = member.timer = self.catalog.clock.call_later(
+            session_ms, lambda: self.catalog.spawn(self._expire(group.group_id, member, timer,
+                                                                session_ms)))
 
-    async def _expire(self, group_id, member_id) -> None:
-        group = self.groups.get(group_id)
-        if group is None or group.members.pop(member_id, None) is None:
-            return
-        log.info("share group %s: member %s expired", group_id, member_id)
-        await self._reconcile(group, True, member_tombstones(group_id, member_id))
+    async def _expire(self, group_id, member: ShareMember, timer, session_ms) -> None:
+        """``timer``, armed for ``member``, fired: the member leaves, unless it is no longer
+        the group's member of that id (one that replaced it has a session of its own) or a
+        heartbeat that ran first armed its timer anew."""
+        async with self._locks.hold(group_id):
+            group = self.groups.get(group_id)
+            if group is None or group.members.get(member.member_id) is not member \
+                    or member.timer is not timer:
+                return
+            if not self.catalog.may_serve():
+                # the coordinator cannot tell whether the member could reach it: wait again
+                self._touch(group, member, session_ms)
+                return
+            del group.members[member.member_id]
+            log.info("share group %s: member %s expired", group_id, member.member_id)
+            await self._reconcile(group, True, member_tombstones(group_id, member.member_id))
 
     async def _reconcile(self, group: ShareGroup, changed: bool, records=()) -> int:
         """Bump the epoch and assign again if the members or their topics changed, with the
@@ -390,22 +413,23 @@ class ShareGroups:
                 else:
                     log.warning("share group %s: cannot initialize %s-%d: %s",
                                 group.group_id, name, p, errors.name(code))
-        if self.groups.get(group.group_id) is not group or not done:
-            return
-        initialized = {t: (n, set(ps)) for t, (n, ps) in group.initialized.items()}
-        for t, (n, ps) in done.items():
-            initialized.setdefault(t, (n, set()))[1].update(ps)
-        initializing = {t: (n, ps - done.get(t, (n, set()))[1])
-                        for t, (n, ps) in group.initializing.items()}
-        initializing = {t: v for t, v in initializing.items() if v[1]}
-        code = await self._persist(group.group_id, [self._state_partitions_record(
-            group.group_id, initialized, initializing)])
-        if code:
-            log.warning("share group %s: initialized partitions not persisted: %s",
-                        group.group_id, errors.name(code))
-            return
-        group.initialized, group.initializing = initialized, initializing
-        await self._reconcile(group, True)
+        async with self._locks.hold(group.group_id):
+            if self.groups.get(group.group_id) is not group or not done:
+                return
+            initialized = {t: (n, set(ps)) for t, (n, ps) in group.initialized.items()}
+            for t, (n, ps) in done.items():
+                initialized.setdefault(t, (n, set()))[1].update(ps)
+            initializing = {t: (n, ps - done.get(t, (n, set()))[1])
+                            for t, (n, ps) in group.initializing.items()}
+            initializing = {t: v for t, v in initializing.items() if v[1]}
+            code = await self._persist(group.group_id, [self._state_partitions_record(
+                group.group_id, initialized, initializing)])
+            if code:
+                log.warning("share group %s: initialized partitions not persisted: %s",
+                            group.group_id, errors.name(code))
+                return
+            group.initialized, group.initializing = initialized, initializing
+            await self._reconcile(group, True)
 
     def _state_partitions_record(self, group_id, initialized, initializing=None):
         now = self.catalog.now()
@@ -455,39 +479,45 @@ class ShareGroups:
         err = self.catalog.validate(group_id, "DeleteGroups")
         if err is not None:
             return err
-        group = self.groups.get(group_id)
-        if group is None:
-            return errors.GROUP_ID_NOT_FOUND
-        if group.members:
-            return errors.NON_EMPTY_GROUP
-        code = await self.forget_partitions(group, list(group.initialized))
-        if code:
-            return code
-        code = await self._persist(group_id, [
-            (SHARE_GROUP_TARGET_ASSIGNMENT_METADATA.key(group_id=group_id), None),
-            (SHARE_GROUP_METADATA.key(group_id=group_id), None),
-            (SHARE_GROUP_STATE_PARTITION_METADATA.key(group_id=group_id), None)])
-        if code:
-            return code
-        self.groups.pop(group_id, None)
-        return errors.NONE
+        async with self._locks.hold(group_id):
+            group = self.groups.get(group_id)
+            if group is None:
+                return errors.GROUP_ID_NOT_FOUND
+            if group.members:
+                return errors.NON_EMPTY_GROUP
+            code = await self._forget(group, list(group.initialized))
+            if code:
+                return code
+            code = await self._persist(group_id, [
+                (SHARE_GROUP_TARGET_ASSIGNMENT_METADATA.key(group_id=group_id), None),
+                (SHARE_GROUP_METADATA.key(group_id=group_id), None),
+                (SHARE_GROUP_STATE_PARTITION_METADATA.key(group_id=group_id), None)])
+            if code:
+                return code
+            self.groups.pop(group_id, None)
+            return errors.NONE
 
     async def mark_initialized(self, group: ShareGroup, topic_id, topic_name, partition) -> int:
         """Record that ``group`` has state on ``topic_id``-``partition`` (AlterShareGroupOffsets
         made it)."""
-        if partition in group.initialized.get(topic_id, (None, ()))[1]:
-            return errors.NONE
-        initialized = {t: (n, set(ps)) for t, (n, ps) in group.initialized.items()}
-        initialized.setdefault(topic_id, (topic_name, set()))[1].add(partition)
-        code = await self._persist(group.group_id, [
-            self._state_partitions_record(group.group_id, initialized)])
-        if not code:
-            group.initialized = initialized
-        return code
+        async with self._locks.hold(group.group_id):
+            if partition in group.initialized.get(topic_id, (None, ()))[1]:
+                return errors.NONE
+            initialized = {t: (n, set(ps)) for t, (n, ps) in group.initialized.items()}
+            initialized.setdefault(topic_id, (topic_name, set()))[1].add(partition)
+            code = await self._persist(group.group_id, [
+                self._state_partitions_record(group.group_id, initialized)])
+            if not code:
+                group.initialized = initialized
+            return code
 
     async def forget_partitions(self, group: ShareGroup, topic_ids) -> int:
         """Delete the share state of ``group``'s initialized partitions of ``topic_ids`` (they
         start over by share.auto.offset.reset when consumed again)."""
+        async with self._locks.hold(group.group_id):
+            return await self._forget(group, topic_ids)
+
+    async def _forget(self, group: ShareGroup, topic_ids) -> int:
         for topic_id in topic_ids:
             _name, parts = group.initialized.get(topic_id, (None, ()))
             for p in sorted(parts):

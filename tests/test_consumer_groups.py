@@ -88,15 +88,25 @@ class Member:
         return {(self.h.topics.name_of(t), p) for t, ps in self.owned.items() for p in ps}
 
 
+class SlowStore(OffsetStore):
+    """Writes that let other work run first, as a replicated ``__consumer_offsets`` write
+    waits for its followers."""
+
+    async def store_records(self, partition, records, now):
+        for _ in range(3):
+            await asyncio.sleep(0)
+        return await super().store_records(partition, records, now)
+
+
 class H:
-    def __init__(self, config=None, partitions=None, log=None, topics=None):
+    def __init__(self, config=None, partitions=None, log=None, topics=None, store=OffsetStore):
         cfg = {"group.consumer.session.timeout.ms": SESSION,
                "group.consumer.heartbeat.interval.ms": INTERVAL}
         cfg.update(config or {})
         self.clock = FakeClock()
         self.log = log or InMemoryOffsetsLog()
         self.topics = topics or FakeTopics()
-        self.coord = GroupCoordinator(cfg, OffsetStore(self.log), self.clock, topics=self.topics)
+        self.coord = GroupCoordinator(cfg, store(self.log), self.clock, topics=self.topics)
         self.coord.startup(partitions)
 
     async def settle(self):
@@ -209,6 +219,26 @@ async def test_session_timeout_fences_a_silent_member_and_frees_its_partitions()
     assert a.partitions() == {("t", 0), ("t", 1)}
     res = await b.heartbeat()         # b comes back: it is no longer a member
     assert res.error == errors.UNKNOWN_MEMBER_ID
+
+
+@async_test
+async def test_a_session_timer_that_fires_during_the_members_own_heartbeat_fences_nobody():
+    """The session timer fires while the member's heartbeat holds the group, its write under
+    way: the heartbeat armed the session anew, so the expiry that waited for the group finds
+    a live member and leaves it be."""
+    h = H(store=SlowStore)
+    h.topics.create("t", 2)
+    h.topics.create("u", 1)
+    a = Member(h, "a")
+    await h.converge([a])
+    await h.advance(SESSION - 1)
+    beat = asyncio.ensure_future(a.heartbeat(topic_names=["t", "u"]))
+    await asyncio.sleep(0)            # the heartbeat waits for its write
+    h.clock.advance(1)                # the session timer armed before it fires
+    assert (await beat).error == errors.NONE
+    await h.settle()
+    assert "a" in h.group().members
+    assert (await a.heartbeat()).error == errors.NONE
 
 
 @async_test

@@ -155,11 +155,21 @@ def test_the_simple_assignor_shares_partitions_when_members_outnumber_them():
     assert got == {"m1": {A: [0]}, "m2": {B: [0]}, "m3": {A: [0], B: [0]}}
 
 
+class SlowStore(OffsetStore):
+    """Writes that wait for other work to run first, as a write to a replicated
+    ``__consumer_offsets`` partition waits for its followers."""
+
+    async def store_records(self, partition, records, now):
+        for _ in range(3):
+            await asyncio.sleep(0)
+        return await super().store_records(partition, records, now)
+
+
 class Groups:
     """A group coordinator's share groups on ``log`` (a new one, or the log another
-    coordinator of the same partition wrote)."""
+    coordinator of the same partition wrote); ``store`` makes the group records' store."""
 
-    def __init__(self, log=None):
+    def __init__(self, log=None, store=OffsetStore, max_size=2):
         self.clock = FakeClock()
         self.catalog = GroupCatalog(1, self.clock)
         self.catalog.active = True
@@ -177,11 +187,11 @@ class Groups:
             return errors.NONE
 
         self.initialized = []
-        self.groups = ShareGroups(self.catalog, OffsetStore(self.log),
+        self.groups = ShareGroups(self.catalog, store(self.log),
                                   lambda names: {n: self.topics[n] for n in names
                                                  if n in self.topics},
                                   lambda g: (45000, 5000), initialize_state, delete_state,
-                                  max_size=2)
+                                  max_size=max_size)
         self.loop = asyncio.new_event_loop()
 
     def hb(self, member, epoch, topics=None):
@@ -229,6 +239,63 @@ def test_a_silent_member_is_removed_after_its_session_timeout():
 
     group = g.loop.run_until_complete(scenario())
     assert list(group.members) == ["m1"] and group.epoch == 4
+
+
+def test_members_joining_a_new_group_at_once_are_all_kept():
+    """Seven first heartbeats of a brand-new group, at once, each waiting for its write: every
+    member stays (none builds a group of its own that a later write replaces), each gets its
+    own epoch, and every member's next heartbeat at the epoch it was given is accepted."""
+    g = Groups(store=SlowStore, max_size=10)
+    names = [f"m{i}" for i in range(7)]
+
+    async def scenario():
+        joined = await asyncio.gather(*(g.groups.heartbeat("g", m, 0, None, ["t"], "c", "/h")
+                                        for m in names))
+        await g.catalog.drain()
+        again = await asyncio.gather(*(g.groups.heartbeat("g", m, r.epoch, None, None, "c",
+                                                          "/h")
+                                       for m, r in zip(names, joined)))
+        return joined, again
+
+    joined, again = g.loop.run_until_complete(scenario())
+    assert [r.error for r in joined] == [errors.NONE] * 7
+    assert sorted(r.epoch for r in joined) == list(range(1, 8))
+    assert [r.error for r in again] == [errors.NONE] * 7
+    group = g.groups.groups["g"]
+    assert sorted(group.members) == names and group.epoch == 8
+    assert g.initialized == [("g", A, 0)]  # the partition's state initialized once
+    assert all(m.assignment == {A: [0]} for m in group.members.values())
+    other = Groups(g.log)  # what was written says the same
+    other.groups.loaded(0, OffsetStore(g.log).load(0).records)
+    assert sorted(other.groups.groups["g"].members) == names
+
+
+def test_a_session_timer_belongs_to_the_member_it_was_armed_for():
+    """A member's session timer fires while that member's own heartbeat holds the group (its
+    write under way): the heartbeat armed the timer anew, so the member stays; and a timer of
+    a member object that another of the same id replaced never removes the newcomer."""
+    g = Groups(store=SlowStore)
+
+    async def scenario():
+        await g.groups.heartbeat("g", "m1", 0, None, ["t"], "c", "/h")
+        await g.catalog.drain()
+        g.clock.advance(44000)
+        beat = asyncio.ensure_future(g.groups.heartbeat("g", "m1", 1, None, ["t", "u"], "c",
+                                                        "/h"))
+        await asyncio.sleep(0)  # the heartbeat now waits for its write
+        g.clock.advance(1000)  # m1's first session timer fires meanwhile
+        assert (await beat).error == errors.NONE
+        await g.catalog.drain()
+        kept = list(g.groups.groups["g"].members)
+        old = g.groups.groups["g"].members["m1"]
+        g.groups.groups["g"].members["m1"] = replacement = type(old)("m1", "c", "/h")
+        replacement.epoch, replacement.subscribed = old.epoch, old.subscribed
+        g.clock.advance(45000)  # the replaced object's timer fires
+        await g.catalog.drain()
+        return kept, list(g.groups.groups["g"].members)
+
+    kept, after = g.loop.run_until_complete(scenario())
+    assert kept == ["m1"] and after == ["m1"]
 
 
 def test_group_records_are_persisted_and_loaded():
