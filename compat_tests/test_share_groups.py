@@ -9,7 +9,7 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import TopicCollection
+from confluent_kafka import ConsumerGroupTopicPartitions, TopicCollection, TopicPartition
 
 from josefk.faults.processes import BrokerProcess
 from compat_tests.cluster import Cluster
@@ -20,8 +20,10 @@ from compat_tests.share_consumers import (ACCEPT, RELEASE, REJECT, ChildConsumer
                                           set_group_configs, wait_until)
 from josefk.tools.client import Client
 from josefk.wire import errors
-from josefk.wire.apis import (API_VERSIONS, FIND_COORDINATOR, LIST_GROUPS, SHARE_APIS,
-                              SHARE_FETCH, SHARE_GROUP_DESCRIBE, SHARE_GROUP_HEARTBEAT)
+from josefk.wire.apis import (ALTER_SHARE_GROUP_OFFSETS, API_VERSIONS, DELETE_SHARE_GROUP_OFFSETS,
+                              DESCRIBE_SHARE_GROUP_OFFSETS, FIND_COORDINATOR, LIST_GROUPS,
+                              SHARE_APIS, SHARE_FETCH, SHARE_GROUP_DESCRIBE,
+                              SHARE_GROUP_HEARTBEAT)
 from testkit.zookeeper import new_chroot
 
 # Locks of one second (Kafka allows 15 s at least by default) so expiry is seen in a test;
@@ -427,6 +429,60 @@ def test_delete_a_share_group(share_target, request):
         wait_until(lambda: len(again.deliveries) >= 5, 30, "deliveries from the start")
     finally:
         again.close()
+
+
+def _alter_start(coordinator, group, topic, start):
+    """AlterShareGroupOffsets of partition 0: (group error, partition error)."""
+    Q = ALTER_SHARE_GROUP_OFFSETS.Request
+    with Client(coordinator) as c:
+        r = c.request(ALTER_SHARE_GROUP_OFFSETS, group_id=group, topics=[
+            Q.AlterShareGroupOffsetsRequestTopic(topic_name=topic, partitions=[
+                Q.AlterShareGroupOffsetsRequestPartition(partition_index=0,
+                                                         start_offset=start)])])
+    return r.error_code, (r.responses[0].partitions[0].error_code if r.responses else None)
+
+
+def test_alter_share_group_offsets_creates_a_new_group_empty_at_its_start(share_target,
+                                                                          request):
+    """As Kafka 4.2: AlterShareGroupOffsets on a share group that does not exist yet makes it,
+    empty, with the given start offsets, so a new group's starting point is set before any
+    member joins; its first member then reads from there. A group with members is refused,
+    and so is a classic group's id; deleting the offsets of a group that does not exist says
+    so."""
+    topic, _ = _setup(share_target, request, 10, batch=10)
+    group = _group(request)
+    coordinator = wait_until(lambda: _coordinator(share_target, group), 30, "a coordinator")
+    assert _alter_start(coordinator, group, topic, 4) == (errors.NONE, errors.NONE)
+    Q = DESCRIBE_SHARE_GROUP_OFFSETS.Request
+    with Client(coordinator) as c:
+        (described,) = c.request(DESCRIBE_SHARE_GROUP_OFFSETS, groups=[
+            Q.DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=None)]).groups
+        listed = {g.group_id: g.group_state for g in c.request(
+            LIST_GROUPS, states_filter=[], types_filter=["share"]).groups}
+    assert described.error_code == errors.NONE
+    assert [(p.partition_index, p.start_offset) for t in described.topics
+            for p in t.partitions] == [(0, 4)]
+    assert listed[group] == "Empty"
+    member = Member(share_target.bootstrap, group, [topic])
+    try:
+        wait_until(lambda: len(member.deliveries) >= 6, 30, "the records from offset 4")
+        time.sleep(1)
+        assert member.offsets() == list(range(4, 10))
+        assert _alter_start(coordinator, group, topic, 0)[0] == errors.NON_EMPTY_GROUP
+    finally:
+        member.close()
+    classic = _group(request)  # a classic group, made by committing an offset
+    admin = admin_client(share_target.bootstrap)
+    admin.alter_consumer_group_offsets([
+        ConsumerGroupTopicPartitions(classic, [TopicPartition(topic, 0, 1)])])[classic].result(15)
+    classic_coordinator = _coordinator(share_target, classic)
+    assert _alter_start(classic_coordinator, classic, topic, 0)[0] == errors.GROUP_ID_NOT_FOUND
+    missing = _group(request)
+    with Client(wait_until(lambda: _coordinator(share_target, missing), 30, "a coordinator")) as c:
+        D = DELETE_SHARE_GROUP_OFFSETS.Request
+        r = c.request(DELETE_SHARE_GROUP_OFFSETS, group_id=missing, topics=[
+            D.DeleteShareGroupOffsetsRequestTopic(topic_name=topic)])
+    assert r.error_code == errors.GROUP_ID_NOT_FOUND
 
 
 @pytest.mark.slow

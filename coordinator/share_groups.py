@@ -497,6 +497,32 @@ class ShareGroups:
             self.groups.pop(group_id, None)
             return errors.NONE
 
+    async def empty_group(self, group_id, create: bool = False):
+        """(error, message, ShareGroup or None) for the admin offset APIs, which work on a group
+        without members. ``create``: a group that does not exist yet is made, empty and
+        persisted, as Kafka's AlterShareGroupOffsets does (a new group's starting point is set
+        before any member joins)."""
+        code, message, group = self.describe(group_id)
+        if group is None and create and code == errors.GROUP_ID_NOT_FOUND:
+            async with self._locks.hold(group_id):
+                refused = self._not_share_group(group_id)
+                if refused is not None:
+                    return refused.error, refused.message, None
+                group = self.groups.get(group_id)
+                if group is None:
+                    group = ShareGroup(group_id)
+                    code = await self._persist(group_id, [(
+                        SHARE_GROUP_METADATA.key(group_id=group_id),
+                        SHARE_GROUP_METADATA.value(0, epoch=0, metadata_hash=0))])
+                    if code:
+                        return code, None, None
+                    self.groups[group_id] = group
+        if group is None:
+            return code, message, None
+        if group.members:
+            return errors.NON_EMPTY_GROUP, "The group has active members.", None
+        return errors.NONE, None, group
+
     async def mark_initialized(self, group: ShareGroup, topic_id, topic_name, partition) -> int:
         """Record that ``group`` has state on ``topic_id``-``partition`` (AlterShareGroupOffsets
         made it)."""

@@ -363,25 +363,25 @@ async def handle_describe_share_group_offsets(broker, ctx, req):
     return R(groups=out)
 
 
-def _empty_share_group(broker, ctx, group_id, op, R):
+async def _empty_share_group(broker, ctx, group_id, op, R, create=False):
     """(the share group, None), or (None, the response refusing the request): the admin
-    offset APIs need ``op`` on the group, and a group without members."""
+    offset APIs need ``op`` on the group, and a group without members (``create``: made if
+    it does not exist)."""
     if not allowed(broker, ctx, GROUP, group_id, op):
         return None, R(error_code=errors.GROUP_AUTHORIZATION_FAILED)
-    code, message, group = broker.share_groups.describe(group_id)
+    code, message, group = await broker.share_groups.empty_group(group_id, create)
     if group is None:
         return None, R(error_code=code, error_message=message)
-    if group.members:
-        return None, R(error_code=errors.NON_EMPTY_GROUP,
-                       error_message="The group has active members.")
     return group, None
 
 
 async def handle_alter_share_group_offsets(broker, ctx, req):
     """Start an empty share group's share-partitions over at the given offsets: a fresh state
-    under the next state epoch (the partitions' leaders are fenced and read it again)."""
+    under the next state epoch (the partitions' leaders are fenced and read it again). A group
+    that does not exist yet is created, empty, as Kafka does."""
     R = ALTER_SHARE_GROUP_OFFSETS.Response
-    group, refused = _empty_share_group(broker, ctx, req.group_id, acl.READ, R)
+    group, refused = await _empty_share_group(broker, ctx, req.group_id, acl.READ, R,
+                                              create=True)
     if refused is not None:
         return refused
     out = []
@@ -411,7 +411,7 @@ async def handle_alter_share_group_offsets(broker, ctx, req):
 async def handle_delete_share_group_offsets(broker, ctx, req):
     """Forget an empty share group's state on the given topics."""
     R = DELETE_SHARE_GROUP_OFFSETS.Response
-    group, refused = _empty_share_group(broker, ctx, req.group_id, acl.DELETE, R)
+    group, refused = await _empty_share_group(broker, ctx, req.group_id, acl.DELETE, R)
     if refused is not None:
         return refused
     out = []
