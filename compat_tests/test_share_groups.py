@@ -5,6 +5,8 @@ restart and, on the cluster, a leader kill."""
 from __future__ import annotations
 
 import collections
+import concurrent.futures
+import threading
 import time
 import uuid
 
@@ -17,7 +19,7 @@ from compat_tests.conftest import BASE_OVERRIDES
 from compat_tests.helpers import (admin_client, create_topic, josefk_cli, produce_values,
                                   producer, unique_topic)
 from compat_tests.share_consumers import (ACCEPT, RELEASE, REJECT, ChildConsumer, Member,
-                                          set_group_configs, wait_until)
+                                          set_group_configs, share_consumer, wait_until)
 from josefk.tools.client import Client
 from josefk.wire import errors
 from josefk.wire.apis import (ALTER_SHARE_GROUP_OFFSETS, API_VERSIONS, DELETE_SHARE_GROUP_OFFSETS,
@@ -313,6 +315,192 @@ def test_record_limit_mode_acquires_exactly_max_records(share_target, request):
         assert fetch(0, 1) == [(0, 2, 1)]
         assert fetch(1, 1, max_records=4) == [(3, 6, 1)]
         assert fetch(2, 0) == [(7, 9, 1)]  # batch_optimized: the rest of the batch, whole
+
+
+ROUNDS = 20
+
+
+def test_fetches_parked_on_an_empty_partition_acquire_each_record_once(share_target, request):
+    """Four members' ShareFetches wait on an empty partition when records arrive, woken
+    together, round after round: each record is acquired by exactly one of them, once (the
+    acquisition is atomic against every other fetch of the share-partition). record_limit
+    mode splits the one batch of each round between them, so every round all four fetches
+    take parts of the same batch; each acknowledges its records in its next fetch."""
+    topic, group = _setup(share_target, request, 0)
+    members = [uuid.uuid4().hex for _ in range(4)]
+    topic_id = next(iter(_join(share_target, group, members, topic).values()))[1][0].topic_id
+    Q = SHARE_FETCH.Request
+    leader = _leader_address(share_target, topic)
+    clients = {m: Client(leader) for m in members}
+    epochs = {m: 0 for m in members}
+    pending = {m: [] for m in members}  # acquired, acknowledged by the member's next fetch
+
+    def fetch(m, max_wait_ms=5000):
+        acks = [Q.AcknowledgementBatch(first_offset=a, last_offset=b, acknowledge_types=[1])
+                for a, b in pending[m]]
+        resp = clients[m].request(
+            SHARE_FETCH, group_id=group, member_id=m, share_session_epoch=epochs[m],
+            max_wait_ms=max_wait_ms, min_bytes=1, max_bytes=1 << 20, max_records=7,
+            batch_size=7,
+            share_acquire_mode=1, is_renew_ack=False, forgotten_topics_data=[],
+            topics=[Q.FetchTopic(topic_id=topic_id, partitions=[Q.FetchPartition(
+                partition_index=0, acknowledgement_batches=acks)])])
+        assert resp.error_code == 0, resp
+        epochs[m] += 1
+        got = [(r.first_offset, r.last_offset, r.delivery_count)
+               for t in resp.responses for p in t.partitions for r in p.acquired_records]
+        for t in resp.responses:
+            for p in t.partitions:
+                assert (p.error_code, p.acknowledge_error_code) == (0, 0), p
+        pending[m] = [(a, b) for a, b, _c in got]
+        return got
+
+    acquired = []
+    p = producer(share_target.bootstrap, **{"linger.ms": 50})
+    try:
+        for m in members:  # open the sessions: nothing there yet
+            assert fetch(m, max_wait_ms=0) == []
+        for round_ in range(ROUNDS):
+            with concurrent.futures.ThreadPoolExecutor(len(members)) as pool:
+                parked = [pool.submit(fetch, m) for m in members]
+                time.sleep(0.5)  # every fetch is waiting
+                for i in range(28):  # one batch, 7 records for each of the 4
+                    p.produce(topic, value=b"r%d-%d" % (round_, i))
+                p.flush(10)
+                acquired += [r for f in parked for r in f.result(15)]
+    finally:
+        for c in clients.values():
+            c.close()
+    offsets = sorted(o for a, b, _c in acquired for o in range(a, b + 1))
+    assert offsets == list(range(28 * ROUNDS)), acquired
+    assert {c for _a, _b, c in acquired} == {1}
+
+
+def test_share_consumers_parked_on_an_empty_partition_share_its_records(share_target,
+                                                                       request):
+    """Three confluent-kafka ShareConsumers of a new group wait on an empty partition when
+    600 records arrive: 600 deliveries in all, each record once, round after round."""
+    for round_ in range(3):
+        topic, group = _setup(share_target, request, 0)
+        members = [Member(share_target.bootstrap, group, [topic]) for _ in range(3)]
+        try:
+            wait_until(lambda: _members_of(share_target, group) == 3, 30,
+                       "three members with partition 0")
+            time.sleep(1)  # their fetches wait on the empty partition
+            produce_values(share_target.bootstrap, topic, 1, 0, 600)
+            wait_until(lambda: sum(len(m.deliveries) for m in members) >= 600, 30,
+                       "600 deliveries")
+            time.sleep(1)  # nothing more may come
+            offsets = sorted(o for m in members for o in m.offsets())
+            assert offsets == list(range(600)), (round_, [len(m.deliveries) for m in members])
+            assert not any(m.errors for m in members)
+        finally:
+            for m in members:
+                m.close()
+
+
+def test_members_joining_a_new_group_at_once_all_stay(share_target, request):
+    """Seven members send their first ShareGroupHeartbeat of a brand-new group at the same
+    moment (each on its own connection; on the cluster the group's records go to a replicated
+    ``__consumer_offsets`` partition, whose writes take long): all seven are members, each at
+    its own epoch, and their next heartbeats are accepted (none is an UNKNOWN_MEMBER_ID),
+    round after round."""
+    topic = create_topic(share_target.bootstrap, unique_topic(request.node.name[:30]), 1)
+    for round_ in range(3):
+        group = _group(request)
+        coordinator = wait_until(lambda: _coordinator(share_target, group), 30, "a coordinator")
+        members = [uuid.uuid4().hex for _ in range(7)]
+        clients = [Client(coordinator) for _ in members]
+        start = threading.Barrier(len(members))
+
+        def beat(c, m, epoch, names):
+            if epoch == 0:
+                start.wait(10)
+            return c.request(SHARE_GROUP_HEARTBEAT, group_id=group, member_id=m,
+                             member_epoch=epoch, subscribed_topic_names=names)
+
+        try:
+            with concurrent.futures.ThreadPoolExecutor(len(members)) as pool:
+                joined = list(pool.map(beat, clients, members, [0] * 7, [[topic]] * 7))
+                assert [r.error_code for r in joined] == [0] * 7, joined
+                again = list(pool.map(beat, clients, members, [r.member_epoch for r in joined],
+                                      [None] * 7))
+        finally:
+            for c in clients:
+                c.close()
+        assert [r.error_code for r in again] == [0] * 7, (round_, again)
+        with Client(coordinator) as c:
+            (d,) = c.request(SHARE_GROUP_DESCRIBE, group_ids=[group],
+                             include_authorized_operations=False).groups
+        assert sorted(m.member_id for m in d.members) == sorted(members)
+
+
+def _forward(bootstrap, group, source, sink, stop):
+    """A share consumer of ``source`` that produces each record it gets to ``sink``, accepting
+    it once the produce is acknowledged (the next poll), until ``stop`` is set."""
+    consumer = share_consumer(bootstrap, group, [source], max_poll_records=2000)
+    out = producer(bootstrap, acks="all", **{"linger.ms": 5})
+    try:
+        while not stop.is_set():
+            msgs = consumer.poll(0.2)
+            for m in msgs:
+                if not m.error():
+                    out.produce(sink, value=m.value())
+            out.flush(15)
+    finally:
+        consumer.close()
+
+
+def _share_pipeline(target, request, records, per_level, bound_s):
+    """A two-level share-group pipeline: ``per_level`` members of one group forward topic a
+    (4 partitions) to topic b, ``per_level`` members of another read b; returns the seconds
+    until every record reached the end once at least, after checking that every member of
+    both groups is still one."""
+    a = create_topic(target.bootstrap, unique_topic("pipe-a"), 4)
+    b = create_topic(target.bootstrap, unique_topic("pipe-b"), 4)
+    g1, g2 = _group(request) + "-1", _group(request) + "-2"
+    for g in (g1, g2):
+        set_group_configs(target.bootstrap, g, share_auto_offset_reset="earliest")
+    produce_values(target.bootstrap, a, 4, 0, records)
+    stop = threading.Event()
+    started = time.monotonic()
+    forwarders = [threading.Thread(target=_forward, args=(target.bootstrap, g1, a, b, stop),
+                                   daemon=True) for _ in range(per_level)]
+    for t in forwarders:
+        t.start()
+    readers = [Member(target.bootstrap, g2, [b], max_poll_records=2000)
+               for _ in range(per_level)]
+    try:
+        wait_until(lambda: len({d[3] for m in readers for d in m.deliveries}) >= records,
+                   bound_s, f"{records} records through both levels")
+        took = time.monotonic() - started
+        for g in (g1, g2):  # every member of both levels is still in its group
+            wait_until(lambda: _members_of(target, g) == per_level, 15, f"{g}'s members")
+        assert not any(m.errors for m in readers)
+        return took
+    finally:
+        stop.set()
+        for m in readers:
+            m.close()
+        for t in forwarders:
+            t.join(30)
+
+
+def test_a_two_level_share_group_pipeline_finishes_in_time(share_target, request):
+    """Many members at each level of a share-group pipeline joining at once (the shape that
+    lost members and then expired their successors every session timeout): 20,000 records
+    through both levels within 60 s, each reaching the end."""
+    took = _share_pipeline(share_target, request, 20_000, 6, 60)
+    print(f"pipeline of 20,000 records: {took:.1f} s")
+
+
+@pytest.mark.slow
+def test_a_long_two_level_share_group_pipeline_finishes_in_time(cluster_factory, request):
+    """The independent check's size: 500,000 records through two levels of share groups on a
+    3-broker cluster within 5 minutes (it took 36 s before its members were lost)."""
+    c = cluster_factory(3, SHARE_BROKER)
+    took = _share_pipeline(c, request, 500_000, 6, 300)
+    print(f"pipeline of 500,000 records: {took:.1f} s")
 
 
 def test_acknowledged_and_released_state_survives_a_restart(broker_factory, request):
