@@ -1,14 +1,17 @@
 """The web console (`josefk console`) in a real headless Chromium (Debian's chromium and
 chromedriver, through Selenium), on the shared broker and the shared `josefk registry`: every
 page, browsing messages real producers wrote (plain, and Avro, JSON Schema and Protobuf through
-confluent-kafka's serializers, decoded by the console), the Schema Registry's pages, the
-confirmed admin actions checked with real clients, and the console without a registry.
+confluent-kafka's serializers, decoded by the console; every partition at once, page by page,
+searched, live), the Schema Registry's pages, the lists of topics and groups with their totals,
+the security pages, the confirmed admin actions checked with real clients (ACLs on a broker of
+their own with an authorizer), and the console without a registry.
 
 Pages are checked by DOM and by screenshot: every screenshot must show the dark header, a page
-that is not blank and nothing wider than the window or its card (also in an 800 px window); the lag chart must show its line across
-the plot and its axes; the header and two pretty-printed schemas must match the reference
-images in compat_tests/screenshots/ (a few percent of pixels may differ). After a deliberate
-change of the look, `JOSEFK_UPDATE_SCREENSHOTS=1` rewrites the references. Each test keeps its
+that is not blank and nothing wider than the window or its card (also in an 800 px window);
+the lag chart must show its line across the plot and its axes; the header and two
+pretty-printed schemas must match the reference images in compat_tests/screenshots/ (a few
+percent of pixels may differ). After a deliberate change of the look,
+`JOSEFK_UPDATE_SCREENSHOTS=1` rewrites the references. Each test keeps its
 screenshots in its pytest tmp dir (the path is printed)."""
 from __future__ import annotations
 
@@ -27,7 +30,8 @@ from zoneinfo import ZoneInfo
 import httpx
 import pytest
 from confluent_kafka import TopicPartition
-from confluent_kafka.admin import ConfigResource
+from confluent_kafka.admin import (AclBindingFilter, AclOperation, AclPermissionType,
+                                   ConfigResource, ResourcePatternType, ResourceType)
 from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.schema_registry.json_schema import JSONSerializer
@@ -542,6 +546,10 @@ def test_console_daily_work(broker, console, browser, shots):
     assert user not in [r[0] for r in cells(browser, "users")]
 
     # An 800 px window: every page fits its width.
+    p.produce(other, key=b"a-rather-long-key-" * 3, value=json.dumps(
+        {"order": 7, "lines": [{"sku": f"sku-{i}", "qty": i} for i in range(12)]}).encode(),
+        headers=[("trace-id", b"0af7651916cd43dd8448eb211c80319c"), ("source", b"web")])
+    flush_all(p)
     browser.set_window_size(800, 1000)
     try:
         for name, path in [("topics", f"/topics?filter={other}"), ("topic", f"/topics/{other}"),
@@ -552,6 +560,49 @@ def test_console_daily_work(broker, console, browser, shots):
             assert_page_drawn(browser, shots / f"800-{name}.png")
     finally:
         browser.set_window_size(1400, 1000)
+
+
+def test_console_acls_on_a_broker_with_an_authorizer(broker_factory, browser, tmp_path, shots):
+    b = broker_factory({"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+                        "allow.everyone.if.no.acl.found": "true"})
+    proc, url = _start_console(b.bootstrap, tmp_path / "console.log")
+    try:
+        browser.get(url + "/acls")
+        assert cells(browser, "acls") == [["none"]]
+        text = submit_and_confirm(browser, "add-acl", principal="User:alice", operation=3,
+                                  resource_name="orders", pattern=4)
+        assert text == "Add the ACL User:alice from *: Allow Read on Topic orders (PREFIXED)?"
+        assert browser.find_element(By.ID, "flash").text == "ACL added"
+        assert [r[:7] for r in cells(browser, "acls")] == [
+            ["User:alice", "*", "Read", "Allow", "Topic", "orders", "PREFIXED"]]
+        admin = admin_client(b.bootstrap)
+        (got,) = admin.describe_acls(AclBindingFilter(
+            ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY,
+            AclPermissionType.ANY)).result(15)
+        assert (got.principal, got.name, got.operation, got.resource_pattern_type) == (
+            "User:alice", "orders", AclOperation.READ, ResourcePatternType.PREFIXED)
+        assert_page_drawn(browser, shots / "acls.png")
+        # The broker's refusal, in one line.
+        browser.get(url + "/acls")
+        submit_and_confirm(browser, "add-acl", principal="alice", resource_name="orders")
+        error = browser.find_element(By.ID, "error").text
+        browser.get(url + "/acls")
+        assert error.startswith("error code ") and "\n" not in error and "alice" in error, error
+        assert [o.text for o in Select(browser.find_element(
+            By.CSS_SELECTOR, "#add-acl select[name=pattern]")).options] == ["LITERAL",
+                                                                             "PREFIXED"]
+        browser.get(url + "/acls")
+        click(browser, browser.find_element(By.CSS_SELECTOR, "#acls form button"))
+        assert browser.find_element(By.ID, "confirm-text").text.startswith(
+            "Delete the ACL User:alice from *: Allow Read on Topic orders")
+        click(browser, browser.find_element(By.ID, "confirm"))
+        assert cells(browser, "acls") == [["none"]]
+        assert admin.describe_acls(AclBindingFilter(
+            ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY,
+            AclPermissionType.ANY)).result(15) == []
+    finally:
+        proc.terminate()
+        proc.wait(10)
 
 
 # -- the Schema Registry's pages and decoded messages ----------------------------------------

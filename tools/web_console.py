@@ -579,7 +579,8 @@ def messages_page(data: ConsoleData, query, topic) -> str:
     if cursor:
         pager.append(h.link("?" + urlencode(base), "First page"))
     if page.more:
-        pager.append(f"<a id='next' href='?{h.e(urlencode({**base, 'cursor': cursor_text(page.cursor)}))}'>"
+        later = urlencode({**base, "cursor": cursor_text(page.cursor)})
+        pager.append(f"<a id='next' href='?{h.e(later)}'>"
                      f"{'Older' if seek == 'newest' else 'Newer'} &rarr;</a>")
     what = topic if partition is None else f"{topic}-{partition}"
     results = (f"<div id='results'{' data-live=2000' if live else ''}>" + h.table(
@@ -727,7 +728,7 @@ def acls_page(data: ConsoleData, query) -> str:
                                                         (az.CLUSTER, "Cluster"),
                                                         (az.TRANSACTIONAL_ID, "TransactionalId")]) +
                  h.field("resource_name", "Name", size=16) +
-                 h.select("pattern", "Pattern", [(az.LITERAL, "az.LITERAL"), (az.PREFIXED, "az.PREFIXED")]),
+                 h.select("pattern", "Pattern", sorted(az.PATTERN_NAMES.items())),
                  "Add ACL", "add-acl")
     return security_page("ACLs", "acls", h.card("", h.table(
         ["Principal", "Host", "Operation", "Permission", "Resource", "Name", "Pattern", ""],

@@ -44,7 +44,7 @@ padding:7px 10px;border-bottom:1px solid #e5e7eb;white-space:nowrap}
 td{padding:7px 10px;border-bottom:1px solid #f0f1f3;vertical-align:top;
 overflow-wrap:anywhere}
 tr:hover td{background:#f9fafb}td.none{text-align:left!important}
-#messages{table-layout:fixed;font-size:13px}#messages td{padding:4px 8px}
+#messages{table-layout:fixed;font-size:13px}#messages td{padding:4px 8px;overflow:hidden}
 #messages th{white-space:normal}#messages td:nth-child(3){white-space:nowrap}
 #messages th:nth-child(1){width:6em}#messages th:nth-child(2){width:6.5em}
 #messages th:nth-child(3){width:14.5em}#messages th:nth-child(4){width:16%}
@@ -57,7 +57,8 @@ details.rec[open]>summary .line:before{content:"\\25BE  "}
 details.rec[open]>summary .line{color:#9ca3af}
 .json.line .k,.json.line .s,.json.line .n,.json.line .b{white-space:nowrap}
 #configs td:nth-child(n+3){white-space:nowrap;overflow-wrap:normal;font-size:12px;
-color:#4b5563}tr.override td{background:#fffbeb}tr.override td:first-child{box-shadow:inset 3px 0 #f59e0b}
+color:#4b5563}tr.override td{background:#fffbeb}
+tr.override td:first-child{box-shadow:inset 3px 0 #f59e0b}
 .pager{display:flex;flex-wrap:wrap;gap:8px 16px;align-items:center;margin-top:10px}
 .filterbox{display:flex;flex-wrap:wrap;gap:8px 16px;align-items:center;margin-bottom:10px}
 .subnav{display:flex;gap:6px;margin-bottom:14px}
@@ -97,8 +98,7 @@ margin-bottom:12px}
 svg.chart{max-width:100%;height:auto}
 @media (max-width:900px){header{padding:0 12px}header .brand{margin-right:12px}
 header nav a{padding:0 8px}main{padding:14px 12px 30px}.card{padding:12px}
-.stat{min-width:110px;padding:8px 12px}#messages th:nth-child(3){width:13.5em}
-#messages th:nth-child(6){width:12%}}
+.stat{min-width:110px;padding:8px 12px}#messages th:nth-child(6){width:12%}}
 @media (max-width:640px){header .brand b{display:none}}
 svg.chart text{font:11px system-ui,sans-serif;fill:#4b5563}
 svg.chart .axis{stroke:#6b7280;shape-rendering:crispEdges}
@@ -248,7 +248,8 @@ def field(name: str, label: str, value="", kind: str = "text", size: int = 14,
 
 
 def textarea(name: str, label: str, rows: int = 3, cols: int = 40) -> str:
-    return f"<label>{e(label)}<textarea name='{e(name)}' rows='{rows}' cols='{cols}'></textarea></label>"
+    return (f"<label>{e(label)}<textarea name='{e(name)}' rows='{rows}' cols='{cols}'>"
+            f"</textarea></label>")
 
 
 def filter_box(table_id: str) -> str:
@@ -300,7 +301,8 @@ _JSON_TOKEN = re.compile(r'("(?:\\.|[^"\\])*")(\s*:)?|(-?\d+(?:\.\d+)?(?:[eE][+-
 
 def json_block(value, css: str = "") -> str:
     """``value`` (JSON data) indented, keys, strings, numbers and literals coloured."""
-    return f"<pre class='json {css}'>{_json_marked(json.dumps(value, indent=2, ensure_ascii=False))}</pre>"
+    text = json.dumps(value, indent=2, ensure_ascii=False)
+    return f"<pre class='json {css}'>{_json_marked(text)}</pre>"
 
 
 def json_line(value) -> str:
