@@ -170,13 +170,28 @@ def group_lag(cc, group, description=None) -> list[tuple]:
 
 def _lag_of(cc, groups) -> list[list[tuple]]:
     """``lag_rows`` of several groups' (committed, owner), asking every leader once."""
-    topics = {t for committed, owner in groups for t, _ in [*committed, *owner]}
-    md = cc.refresh() if topics else None
-    partitions = {t.name: [p.partition_index for p in t.partitions]
-                  for t in (md.topics if md else []) if t.name in topics}
+    partitions = partitions_of(cc, {t for committed, owner in groups
+                                    for t, _ in [*committed, *owner]})
     tps = [(t, p) for t, ps in partitions.items() for p in ps]
     starts, ends = offsets_of(cc, tps, EARLIEST), offsets_of(cc, tps, LATEST)
     return [lag_rows(committed, owner, partitions, starts, ends) for committed, owner in groups]
+
+
+def partitions_of(cc, topics) -> dict:
+    """{topic: [partition]} of those of ``topics`` the cluster has (a group keeps the offsets
+    of a topic deleted since): one Metadata request, one a topic if that one fails."""
+    try:
+        cc.refresh(sorted(topics))
+        known = topics
+    except KafkaError:
+        known = []
+        for t in sorted(topics):
+            try:
+                cc.refresh([t])
+                known.append(t)
+            except KafkaError:
+                continue
+    return {t: cc.partitions(t) for t in known}
 
 
 def groups_view(cc) -> list[tuple]:
@@ -215,17 +230,23 @@ def topics_view(cc) -> tuple:
     tps = [(t.name, p.partition_index) for t in md.topics for p in t.partitions]
     starts, ends = offsets_of(cc, tps, EARLIEST), offsets_of(cc, tps, LATEST)
     counts = {tp: ends[tp] - starts[tp] for tp in tps if tp in starts and tp in ends}
+    by_topic: dict[str, int] = collections.Counter()
+    for (t, _p), n in log_sizes(cc, md.brokers, None).items():
+        by_topic[t] += n
+    return md, counts, by_topic
+
+
+def log_sizes(cc, brokers, topics) -> dict:
+    """{(topic, partition): bytes of its largest replica} from every broker's DescribeLogDirs
+    of ``topics`` (DescribableLogDirTopic entries; None: all)."""
     sizes: dict[tuple, int] = {}
-    for b in md.brokers:
-        for d in cc.broker(b.node_id).request(DESCRIBE_LOG_DIRS, topics=None).results:
+    for b in brokers:
+        for d in cc.broker(b.node_id).request(DESCRIBE_LOG_DIRS, topics=topics).results:
             for tt in d.topics:
                 for p in tt.partitions:
                     key = (tt.name, p.partition_index)
                     sizes[key] = max(sizes.get(key, 0), p.partition_size)
-    by_topic: dict[str, int] = collections.Counter()
-    for (t, _p), n in sizes.items():
-        by_topic[t] += n
-    return md, counts, by_topic
+    return sizes
 
 
 def describe_configs(cc, rtype, name, node=None):
@@ -246,16 +267,9 @@ def topic_view(cc, topic):
     ids = [p.partition_index for p in parts]
     starts = cc.list_offsets(topic, ids, EARLIEST)
     ends = cc.list_offsets(topic, ids, LATEST)
-    sizes = {}
     R = DESCRIBE_LOG_DIRS.Request
-    for b in md.brokers:
-        resp = cc.broker(b.node_id).request(DESCRIBE_LOG_DIRS, topics=[
-            R.DescribableLogDirTopic(topic=topic, partitions=ids)])
-        for d in resp.results:
-            for tt in d.topics:
-                for p in tt.partitions:
-                    key = p.partition_index
-                    sizes[key] = max(sizes.get(key, 0), p.partition_size)
+    sizes = {p: n for (_t, p), n in log_sizes(cc, md.brokers, [R.DescribableLogDirTopic(
+        topic=topic, partitions=ids)]).items()}
     return parts, starts, ends, sizes, describe_configs(cc, TOPIC, topic)
 
 
