@@ -13,6 +13,7 @@ import json
 import re
 import socket
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -237,3 +238,41 @@ def test_registry_client_authenticates_fails_over_and_reports_errors(registry_ur
         RegistryClient({"url": dead}).subjects()
     assert err.value.status is None and f"Schema Registry at {dead} unreachable" in str(err.value)
     closed.close()
+
+
+@pytest.mark.josefk_topic(partitions=2)
+def test_browse_steps_over_transaction_markers_in_every_partition(josefk_broker, josefk_topic):
+    """On a broker: committed transactions leave a control record after each partition's
+    records; the browser reads around them, newest first a record a page, and oldest first."""
+    from confluent_kafka import Producer
+
+    from josefk.tools.tool_client import ClusterClient
+    from josefk.tools.web_console import browse
+
+    topic = josefk_topic
+    p = Producer({"bootstrap.servers": josefk_broker.bootstrap_servers,
+                  "transactional.id": f"web-{topic}"})
+    p.init_transactions(30)
+    now = int(time.time() * 1000)
+    for batch in ([("a", 0), ("b", 0), ("c", 1)], [("d", 0)]):
+        p.begin_transaction()
+        for value, partition in batch:
+            now += 1
+            p.produce(topic, value=value.encode(), partition=partition, timestamp=now)
+        p.commit_transaction(30)
+    with ClusterClient(josefk_broker.bootstrap_servers, "test") as cc:
+        assert cc.list_offsets(topic, [0, 1], -1) == {0: 5, 1: 2}  # with the markers
+        seen, cursor = [], {}
+        for _ in range(6):
+            _all, shown, page = browse(cc, topic, None, "newest", None, None, cursor, 1, None)
+            seen += [(part, r.offset, bytes(r.value)) for part, r in page.records]
+            cursor = page.cursor
+            if not page.more:
+                break
+        assert shown == [0, 1]
+        assert seen == [(0, 3, b"d"), (1, 0, b"c"), (0, 1, b"b"), (0, 0, b"a")]
+        _all, _shown, page = browse(cc, topic, None, "oldest", None, None, {}, 10, None)
+        assert [bytes(r.value) for _p, r in page.records] == [b"a", b"b", b"c", b"d"]
+        assert page.cursor == {0: 5, 1: 2} and not page.more  # past the last markers
+        _all, _shown, page = browse(cc, topic, 1, "offset", 1, None, {}, 10, None)
+        assert page.records == [] and page.cursor == {1: 2} and not page.more

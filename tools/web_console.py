@@ -332,6 +332,9 @@ def merge_page(read, starts: dict, bounds: dict, newest: bool, limit: int,
         cursor[p] = r.offset if newest else r.offset + 1
         if match is None or match(r):
             out.append((p, r))
+    for p in starts:  # all it read was shown or passed over (control records, gaps)
+        if not buffers[p]:
+            cursor[p] = edge[p]
     more = any(cursor[p] > bounds[p] if newest else cursor[p] < bounds[p] for p in starts)
     return BrowsePage(out, cursor, more, scanned)
 
