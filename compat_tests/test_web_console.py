@@ -512,6 +512,12 @@ def test_console_daily_work(broker, console, browser, shots):
     admin = admin_client(b.bootstrap)
     assert len(wait_for_topic(admin, topic, 4).partitions) == 4
     assert_page_drawn(browser, shots / "topic-actions.png")
+    actions = browser.find_element(By.CLASS_NAME, "actions")
+    browser.execute_script("arguments[0].scrollIntoView()", actions)
+    (shots / "actions.png").write_bytes(actions.screenshot_as_png)
+    assert len(actions.find_elements(By.CLASS_NAME, "action")) == 5
+    tops = {a.rect["y"] for a in actions.find_elements(By.CLASS_NAME, "action")}
+    assert len(tops) < 5, "the actions stand side by side in a wide window"
     text = submit_and_confirm(browser, "delete-topic")
     assert text == f"Delete topic {topic} and all its records?"
     assert browser.find_element(By.ID, "flash").text == f"topic {topic} deleted"

@@ -499,30 +499,32 @@ def topic_page(data: ConsoleData, query, topic) -> str:
     choices = [("", "by key (murmur2)")] + [(p.partition_index, p.partition_index)
                                             for p in parts]
     at = f"/topics/{h.q(topic)}"
-    actions = (
-        h.form(f"{at}/produce", h.select("partition", "Partition", choices) +
-               h.field("key", "Key (empty: null)", size=16) +
-               h.textarea("value", "Value", 2, 36) +
-               h.textarea("headers", "Headers (name=value, one a line)", 2, 24),
-               "Produce", "produce") +
-        h.form(f"{at}/config", h.field("name", "Config", size=24) +
-               h.field("value", "Value (empty: back to default)"), "Alter config",
-               "alter-config") +
-        h.form(f"{at}/partitions", h.field("count", "Partitions in all", len(parts), "number",
-                                           size=6), "Add partitions", "add-partitions") +
-        h.form(f"{at}/delete-records",
-               h.select("partition", "Partition", [(p.partition_index, p.partition_index)
-                                                   for p in parts]) +
-               h.field("offset", "Before offset"), "Delete records", "delete-records",
-               danger=True) +
-        h.form(f"{at}/delete", "", "Delete topic", "delete-topic", danger=True))
+    actions = h.actions([
+        ("Produce a record", h.form(
+            f"{at}/produce", h.select("partition", "Partition", choices) +
+            h.field("key", "Key (empty: null)", size=16) + h.textarea("value", "Value", 2, 30) +
+            h.textarea("headers", "Headers (name=value, one a line)", 2, 30), "Produce",
+            "produce")),
+        ("Alter a config", h.form(f"{at}/config", h.field("name", "Config", size=22) +
+                                  h.field("value", "Value (empty: back to default)"),
+                                  "Alter config", "alter-config")),
+        ("Add partitions", h.form(f"{at}/partitions", h.field(
+            "count", "Partitions in all", len(parts), "number", size=6), "Add partitions",
+            "add-partitions")),
+        ("Delete records", h.form(
+            f"{at}/delete-records", h.select("partition", "Partition", [
+                (p.partition_index, p.partition_index) for p in parts]) +
+            h.field("offset", "Before offset"), "Delete records", "delete-records",
+            danger=True)),
+        ("Delete the topic", h.form(f"{at}/delete", "", "Delete topic", "delete-topic",
+                                    danger=True))])
     schemas = h.card("Schemas", topic_schemas(data, topic)) if data.registry else ""
     browse_link = (f"<p><a class='button' href='{at}/messages'>Browse messages</a></p>")
     return h.page(topic, h.stats(tiles) + browse_link + schemas +
                   h.card("Partitions", h.table(
                       ["Partition", "Leader", "Replicas", "ISR", "Start offset", "End offset",
                        "Messages", "Size (bytes)", ""], rows, "partitions", num={0, 4, 5, 6, 7})) +
-                  h.card("Actions", f"<div class='actions'>{actions}</div>") +
+                  h.card("Actions", actions) +
                   h.card("Configs", config_table(configs)),
                   "topics", [("Topics", "/topics")], flash=_first(query, "done"))
 

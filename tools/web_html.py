@@ -59,6 +59,7 @@ details.rec[open]>summary .line{color:#9ca3af}
 #configs td:nth-child(n+3){white-space:nowrap;overflow-wrap:normal;font-size:12px;
 color:#4b5563}tr.override td{background:#fffbeb}
 tr.override td:first-child{box-shadow:inset 3px 0 #f59e0b}
+tr.uncommitted td:nth-child(3),tr.uncommitted td:nth-child(5){color:#b45309}
 .pager{display:flex;flex-wrap:wrap;gap:8px 16px;align-items:center;margin-top:10px}
 .filterbox{display:flex;flex-wrap:wrap;gap:8px 16px;align-items:center;margin-bottom:10px}
 .subnav{display:flex;gap:6px;margin-bottom:14px}
@@ -66,7 +67,9 @@ tr.override td:first-child{box-shadow:inset 3px 0 #f59e0b}
 .subnav a.active{background:#111827;color:#fff}
 textarea{font:12.5px/1.4 ui-monospace,"DejaVu Sans Mono",Menlo,monospace;padding:5px 8px;
 border:1px solid #d1d5db;border-radius:6px}
-.actions>form{margin-bottom:14px}
+.actions{display:grid;grid-template-columns:repeat(auto-fill,minmax(330px,1fr));gap:12px}
+.action{border:1px solid #e5e7eb;border-radius:6px;padding:10px 12px}
+.action h3{font-size:13px;font-weight:600;margin:0 0 8px;color:#374151}
 pre,code{font:12.5px/1.45 ui-monospace,"DejaVu Sans Mono",Menlo,Consolas,monospace}
 pre{margin:0;white-space:pre-wrap;word-break:break-all;max-width:80em}
 pre.block{background:#f9fafb;border:1px solid #e5e7eb;border-radius:6px;padding:10px 12px;
@@ -231,6 +234,13 @@ def form(action: str, fields: str, button: str, form_id: str, danger: bool = Fal
     return (f"<form class='bar' method='post' action='{e(action)}' id='{e(form_id)}'>"
             f"{fields}<button type='submit'{' class=danger' if danger else ''}>{e(button)}"
             f"</button></form>")
+
+
+def actions(items) -> str:
+    """(title, form) pairs side by side, as many a row as fit."""
+    return "<div class='actions'>" + "".join(
+        f"<div class='action'><h3>{e(title)}</h3>{body}</div>" for title, body in items) + \
+        "</div>"
 
 
 def hidden_form(action: str, fields: dict, button: str) -> str:
