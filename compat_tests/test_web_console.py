@@ -528,6 +528,9 @@ def test_console_daily_work(broker, console, browser, shots):
                         headers={"Origin": "http://evil.example"}, timeout=10)
     assert forged.status_code == 403
     assert other in admin.list_topics(timeout=10).topics
+    proxied = httpx.post(url + f"/topics/{other}/delete", timeout=10, headers={
+        "Origin": "https://console.example", "X-Forwarded-Host": "console.example"})
+    assert proxied.status_code == 200 and "Delete topic" in proxied.text  # the confirmation
 
     # Security: ACLs (this broker has no authorizer), SCRAM users, client quotas.
     browser.get(url + "/acls")
@@ -561,7 +564,8 @@ def test_console_daily_work(broker, console, browser, shots):
         for name, path in [("topics", f"/topics?filter={other}"), ("topic", f"/topics/{other}"),
                            ("messages", f"/topics/{other}/messages"), ("groups", "/groups"),
                            ("group", f"/groups/{group}"), ("broker", f"/brokers/{b.node_id}"),
-                           ("acls", "/acls"), ("quotas", "/quotas"), ("cluster", "/")]:
+                           ("acls", "/acls"), ("quotas", "/quotas"), ("cluster", "/"),
+                           ("schemas", "/schemas")]:
             browser.get(url + path)
             assert_page_drawn(browser, shots / f"800-{name}.png")
     finally:
@@ -606,6 +610,11 @@ def test_console_acls_on_a_broker_with_an_authorizer(broker_factory, browser, tm
         assert admin.describe_acls(AclBindingFilter(
             ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY,
             AclPermissionType.ANY)).result(15) == []
+        # The cluster gone: a page says so in one line.
+        b.stop(timeout=10)
+        browser.get(url + "/topics")
+        assert browser.find_element(By.ID, "error").text.startswith(
+            f"cluster at {b.bootstrap} unreachable: ")
     finally:
         proc.terminate()
         proc.wait(10)

@@ -1179,13 +1179,22 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(raw)
 
+    def _failed(self, e: Exception):
+        """A page saying what failed: the cluster's or the registry's answer, or that the
+        cluster does not answer."""
+        if isinstance(e, OSError):
+            return self._send(502, h.page("Error", "", error=f"cluster at "
+                                          f"{self.data.bootstrap} unreachable: {e}"))
+        self._send(200, h.page("Error", "", error=str(e)))
+
     def _same_origin(self) -> bool:
         """Whether a POST comes from the console's own pages (a browser names the page's
         origin, or at least whether it is the same site): changes asked by another site's
         page (cross-site request forgery) are refused."""
         origin = self.headers.get("Origin")
-        if origin and origin != "null":
-            return urlsplit(origin).netloc == self.headers.get("Host")
+        if origin and origin != "null":  # a proxy in front may name the host it was asked for
+            return urlsplit(origin).netloc in (self.headers.get("Host"),
+                                               self.headers.get("X-Forwarded-Host"))
         return self.headers.get("Sec-Fetch-Site", "same-origin") in ("same-origin", "none")
 
     def do_GET(self):
@@ -1195,8 +1204,8 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(404, h.page("Not found", ""))
         try:
             self._send(200, fn(self.data, parse_qs(url.query), *args))
-        except (KafkaError, RegistryError, ValueError, KeyError) as e:
-            self._send(200, h.page("Error", "", error=str(e)))
+        except (KafkaError, RegistryError, ValueError, KeyError, OSError) as e:
+            self._failed(e)
 
     def do_POST(self):
         fn, args = _route(POST_ROUTES, urlsplit(self.path).path)
@@ -1216,8 +1225,8 @@ class Handler(BaseHTTPRequestHandler):
                                                                         fields)))
             result = self.data.call(run)
             self._send(303, "", location=done + (result or ""))
-        except (KafkaError, ValueError, KeyError) as e:
-            self._send(200, h.page("Error", "", error=str(e)))
+        except (KafkaError, ValueError, KeyError, OSError) as e:
+            self._failed(e)
 
 
 def serve_console(args) -> int:
