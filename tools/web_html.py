@@ -111,8 +111,10 @@ svg.chart .area{fill:#2563eb;fill-opacity:.12;stroke:none}
 """
 
 # Rewrites every [data-ms] element as a date in the viewer's time zone (data-fmt "time" or
-# "minute" for chart ticks), names that zone in every .tz, and ties each datetime-local input
-# (data-ms-target) to the field that carries its time in milliseconds.
+# "minute" for chart ticks), names that zone in every .tz, ties each datetime-local input
+# (data-ms-target) to the field that carries its time in milliseconds and each [data-seek]
+# field to the browser's seek choice, filters the rows of a .filterbox's table, and reloads
+# a [data-live] element from the page's own address every data-live milliseconds.
 SCRIPT = """
 (function(){
 const p=(n,w)=>String(n).padStart(w||2,'0');
