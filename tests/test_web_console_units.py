@@ -158,6 +158,22 @@ def test_a_search_looks_at_keys_and_values_within_its_bound():
     assert [(p, r.offset) for p, r in rest.records] == [(1, 3), (1, 4)]
 
 
+def test_a_long_search_reads_many_partitions_in_a_few_rounds():
+    """50 partitions whose records all share one time (a burst): the merge drains them one
+    after another, yet a search through all 2,000 takes a dozen fetch rounds, not one a
+    partition, and reads each record about once."""
+    logs = {p: [Rec(o, 1000, b"k", b"v") for o in range(40)] for p in range(50)}
+    reads = []
+
+    def read(ranges):
+        reads.append(sum(hi - lo for lo, hi in ranges.values()))
+        return {p: logs[p][lo:hi] for p, (lo, hi) in ranges.items()}
+    ends, starts = {p: 40 for p in logs}, {p: 0 for p in logs}
+    page = merge_page(read, ends, starts, True, 50, record_matcher("nowhere", "any"))
+    assert page.records == [] and page.scanned == 2000 and not page.more
+    assert len(reads) <= 12 and sum(reads) == 2000, reads
+
+
 def test_cursor_text_round_trip():
     assert parse_cursor(cursor_text({3: 10, 0: 5})) == {0: 5, 3: 10}
     assert cursor_text({3: 10, 0: 5}) == "0:5,3:10" and parse_cursor("") == {}

@@ -58,6 +58,7 @@ TOPIC, BROKER = 2, 4
 DEFAULT_SOURCE = 5  # DEFAULT_CONFIG: a config nobody set
 BROWSE_SCAN_LIMIT = 10_000  # records a page of the browser looks through at most
 BROWSE_ROUNDS = 200  # fetch rounds it makes at most
+LAZY_ROUNDS = 4  # rounds that read only the partitions drained
 FETCH_BYTES, FETCH_PARTITION_BYTES = 16 << 20, 256 << 10  # what one of its fetches reads
 LAG_HISTORY = 360
 
@@ -295,29 +296,35 @@ def merge_page(read, starts: dict, bounds: dict, newest: bool, limit: int,
     or going back from ``starts`` down to ``bounds`` (log start offsets) when ``newest``;
     ``match(record)`` picks records (a search), looking at ``scan_limit`` records at most.
     ``read({partition: (lo, hi)})`` answers every record of each range, in offset order.
-    Each partition is read in windows that grow as it is drained, so a page reads about
-    ``limit`` records from the partitions it shows whichever way they are spread."""
+    Each partition is read in windows that double as it is drained, so a page reads about
+    ``limit`` records from the partitions it shows whichever way they are spread; after
+    ``LAZY_ROUNDS`` the partitions running short are read on together, so a long search
+    takes a few rounds, not one a partition."""
     cursor = dict(starts)
     edge = dict(starts)  # the next window starts (or, going back, ends) here
     buffers = {p: collections.deque() for p in starts}
     window = {p: max(1, -(-limit // max(len(starts), 1))) for p in starts}
+    most = max(limit, scan_limit // max(len(starts), 1))  # the largest window
     out, scanned, rounds = [], 0, 0
 
     def left(p):
         return edge[p] > bounds[p] if newest else edge[p] < bounds[p]
     while len(out) < limit and scanned < scan_limit:
-        empty = [p for p in starts if not buffers[p] and left(p)]
-        if empty:
+        if any(not buffers[p] and left(p) for p in starts):
             if rounds >= BROWSE_ROUNDS:
                 break
             rounds += 1
             ranges = {}
-            for p in empty:
+            # after a few rounds, every partition short of its next window reads on too
+            # (else partitions drained one after another take a round each)
+            wide = rounds > LAZY_ROUNDS
+            for p in (p for p in starts if left(p) and (
+                    not buffers[p] or wide and len(buffers[p]) < window[p])):
                 if newest:
                     ranges[p] = (max(bounds[p], edge[p] - window[p]), edge[p])
                 else:
                     ranges[p] = (edge[p], min(bounds[p], edge[p] + window[p]))
-                window[p] = min(window[p] * 2, scan_limit)
+                window[p] = min(window[p] * 2, most)
             for p, records in read(ranges).items():
                 lo, hi = ranges[p]
                 buffers[p].extend(reversed(records) if newest else records)
