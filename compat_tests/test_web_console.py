@@ -1,14 +1,17 @@
 """The web console (`josefk console`) in a real headless Chromium (Debian's chromium and
 chromedriver, through Selenium), on the shared broker and the shared `josefk registry`: every
 page, browsing messages real producers wrote (plain, and Avro, JSON Schema and Protobuf through
-confluent-kafka's serializers, decoded by the console), the Schema Registry's pages, the
-confirmed admin actions checked with real clients, and the console without a registry.
+confluent-kafka's serializers, decoded by the console; every partition at once, page by page,
+searched, live), the Schema Registry's pages, the lists of topics and groups with their totals,
+the security pages, the confirmed admin actions checked with real clients (ACLs on a broker of
+their own with an authorizer), and the console without a registry.
 
 Pages are checked by DOM and by screenshot: every screenshot must show the dark header, a page
-that is not blank and nothing wider than the window; the lag chart must show its line across
-the plot and its axes; the header and two pretty-printed schemas must match the reference
-images in compat_tests/screenshots/ (a few percent of pixels may differ). After a deliberate
-change of the look, `JOSEFK_UPDATE_SCREENSHOTS=1` rewrites the references. Each test keeps its
+that is not blank and nothing wider than the window or its card (also in an 800 px window);
+the lag chart must show its line across the plot and its axes; the header and two
+pretty-printed schemas must match the reference images in compat_tests/screenshots/ (a few
+percent of pixels may differ). After a deliberate change of the look,
+`JOSEFK_UPDATE_SCREENSHOTS=1` rewrites the references. Each test keeps its
 screenshots in its pytest tmp dir (the path is printed)."""
 from __future__ import annotations
 
@@ -27,7 +30,8 @@ from zoneinfo import ZoneInfo
 import httpx
 import pytest
 from confluent_kafka import TopicPartition
-from confluent_kafka.admin import ConfigResource
+from confluent_kafka.admin import (AclBindingFilter, AclOperation, AclPermissionType,
+                                   ConfigResource, ResourcePatternType, ResourceType)
 from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.schema_registry.json_schema import JSONSerializer
@@ -43,7 +47,8 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 from josefk.faults.processes import BROKER_PYTHON, REPO_ROOT, port_accepts
 from josefk.zk.local_server import free_port
 from compat_tests.helpers import (admin_client, consume_n, consumer, create_topic, flush_all,
-                                  producer, unique_topic, wait_for_topic)
+                                  producer, read_partition, unique_topic, wait_for_topic,
+                                  wait_for_topic_gone)
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -127,6 +132,11 @@ def cells(driver, table_id):
     return [[td.text for td in r.find_elements(By.TAG_NAME, "td")] for r in rows]
 
 
+def content(element) -> str:
+    """All of ``element``'s text, also where it is folded away (a closed <details>)."""
+    return element.get_attribute("textContent")
+
+
 def click(driver, element):
     """Click and wait until the next page replaced this one."""
     element.click()
@@ -199,6 +209,10 @@ def assert_page_drawn(driver, path: Path) -> Image.Image:
     assert driver.execute_script(
         "return document.documentElement.scrollWidth <= window.innerWidth"), \
         f"{path.name}: the page is wider than the window"
+    scrolled = driver.execute_script(
+        "return [...document.querySelectorAll('.card')].filter(c => c.scrollWidth > "
+        "c.clientWidth).map(c => c.querySelector('[id]')?.id || c.textContent.slice(0, 40))")
+    assert not scrolled, f"{path.name}: wider than their cards: {scrolled}"
     origin = driver.current_url.split("/", 3)[:3]
     loaded = driver.execute_script(
         "return performance.getEntriesByType('resource').map(e => e.name)")
@@ -286,24 +300,29 @@ def test_console_pages_browsing_and_actions(broker, console, browser, shots):
 
     click(browser, browser.find_element(By.LINK_TEXT, "browse"))
     rows = cells(browser, "messages")
-    assert [r[0] for r in rows] == [str(i) for i in range(6)]
-    assert rows[0][2] == "key-0" and rows[0][3] == "trace: t0"
-    pretty = browser.find_elements(By.CSS_SELECTOR, "#messages pre.json")[0]
+    assert [r[:2] for r in rows] == [["0", str(i)] for i in range(5, -1, -1)]  # newest first
+    assert rows[-1][3] == "key-0" and rows[-1][5] == "trace: t0"
+    # JSON on one line; a click opens it pretty-printed.
+    line = browser.find_element(By.CSS_SELECTOR, "#messages tbody tr:last-child code.json")
+    assert json.loads(line.text.strip("\u25b8 ")) == {"n": 0, "tags": ["a", "b"]}
+    assert line.find_element(By.CSS_SELECTOR, ".k").text == '"n"'
+    click_open = browser.find_element(By.CSS_SELECTOR, "#messages tbody tr:last-child summary")
+    click_open.click()
+    pretty = browser.find_element(By.CSS_SELECTOR, "#messages tbody tr:last-child pre.json")
     assert json.loads(pretty.text) == {"n": 0, "tags": ["a", "b"]} and "\n" in pretty.text
-    assert pretty.find_element(By.CSS_SELECTOR, ".k").text == '"n"'
-    assert rows[1][4] == "plain"
+    assert rows[-2][4] == "plain"
     # Timestamps in the viewer's zone, written by the page's script.
     stamps = [int(t.get_attribute("data-ms"))
               for t in browser.find_elements(By.CSS_SELECTOR, "#messages time")]
-    assert [r[1] for r in rows] == [local_time(ms) for ms in stamps]
+    assert [r[2] for r in rows] == [local_time(ms) for ms in stamps]
     headers = [th.text for th in browser.find_elements(By.CSS_SELECTOR, "#messages th")]
-    assert headers == ["Offset", f"Timestamp ({ZONE})", "Key", "Headers", "Value"]
+    assert headers == ["Partition", "Offset", f"Timestamp ({ZONE})", "Key", "Value", "Headers"]
     assert_page_drawn(browser, shots / "messages.png")
     # From an offset, a key search, and from a time picked in the viewer's zone.
     browser.get(url + f"/topics/{topic}/messages?partition=0&offset=4")
-    assert [r[0] for r in cells(browser, "messages")] == ["4", "5"]
-    browser.get(url + f"/topics/{topic}/messages?partition=0&key=key-3")
-    assert [r[2] for r in cells(browser, "messages")] == ["key-3"]
+    assert [r[1] for r in cells(browser, "messages")] == ["4", "5"]
+    browser.get(url + f"/topics/{topic}/messages?partition=0&q=KEY-3&in=key")
+    assert [r[3] for r in cells(browser, "messages")] == ["key-3"]
     ts = int(browser.find_element(By.CSS_SELECTOR, "#messages time").get_attribute("data-ms"))
     picked = datetime.datetime.fromtimestamp(ts // 1000, ZoneInfo(ZONE))
     browser.get(url + f"/topics/{topic}/messages?partition=0")
@@ -312,7 +331,8 @@ def test_console_pages_browsing_and_actions(broker, console, browser, shots):
         "i.dispatchEvent(new Event('change'));", f"{picked:%Y-%m-%dT%H:%M:%S}")
     click(browser, browser.find_element(By.CSS_SELECTOR, "#browse button"))
     assert f"timestamp={ts // 1000 * 1000}" in browser.current_url
-    assert cells(browser, "messages")[0][0] in {"0", "1", "2", "3"}
+    assert "seek=timestamp" in browser.current_url
+    assert cells(browser, "messages")[0][1] in {"0", "1", "2", "3"}
 
     # A live member of another group shows with its assignment.
     live_group = unique_topic("web-live")
@@ -327,6 +347,8 @@ def test_console_pages_browsing_and_actions(broker, console, browser, shots):
     live.close()
 
     browser.get(url + "/groups")
+    listed = {r[0]: r for r in cells(browser, "groups")}
+    assert listed[group] == [group, "Empty", "0", topic, "0", str(b.node_id)]
     click(browser, browser.find_element(By.LINK_TEXT, group))
     assert browser.find_element(By.ID, "state").text == "Empty"
     lag = cells(browser, "lag")
@@ -359,6 +381,16 @@ def test_console_pages_browsing_and_actions(broker, console, browser, shots):
     browser.get(url + f"/topics/{topic}")
     submit_and_confirm(browser, "alter-config", name="retention.ms", value="120000")
     assert ["retention.ms", "120000", "DYNAMIC_TOPIC_CONFIG"] in cells(browser, "configs")
+    # Configs set on the topic are marked, and the filter finds them.
+    overridden = browser.find_elements(By.CSS_SELECTOR, "#configs tr.override td:first-child")
+    assert [td.text for td in overridden] == ["retention.ms"]
+    box = browser.find_element(By.ID, "configs-filter")
+    box.find_element(By.CSS_SELECTOR, "input[type=search]").send_keys("RETENTION")
+    shown = [r[0] for r in cells(browser, "configs") if r[0]]
+    assert shown and all("retention" in n for n in shown) and "cleanup.policy" not in shown
+    box.find_element(By.CSS_SELECTOR, "input[type=checkbox]").click()
+    assert [r[0] for r in cells(browser, "configs") if r[0]] == ["retention.ms"]
+    assert box.find_element(By.CLASS_NAME, "shown").text.startswith("1 of ")
     admin = admin_client(b.bootstrap)
     res = ConfigResource("topic", topic)
     assert admin.describe_configs([res])[res].result(15)["retention.ms"].value == "120000"
@@ -389,6 +421,203 @@ def test_console_pages_browsing_and_actions(broker, console, browser, shots):
     assert_page_drawn(browser, shots / "broker.png")
     assert sorted(p.name for p in shots.iterdir()) == [
         "broker.png", "cluster.png", "group.png", "lag-chart.png", "messages.png", "topic.png"]
+
+
+# -- daily work: every partition at once, lists with totals, actions, security, 800 px --------
+def test_console_daily_work(broker, console, browser, shots):
+    b, url = broker, console
+    topic = create_topic(b.bootstrap, unique_topic("web-all"), partitions=3)
+    p = producer(b.bootstrap)
+    base = int(time.time() * 1000) - 100_000
+    for i in range(30):  # times increase with i, spread over the three partitions
+        value = b"needle in value" if i == 17 else json.dumps({"i": i}).encode()
+        p.produce(topic, key=f"k{i}".encode(), value=value, partition=i % 3, timestamp=base + i)
+    flush_all(p)
+
+    # Every partition at once, newest first, ten a page, to the last page.
+    browser.get(url + f"/topics/{topic}/messages?limit=10")
+    seen = []
+    for page in range(3):
+        rows = cells(browser, "messages")
+        assert [r[3] for r in rows] == [f"k{i}" for i in range(29 - 10 * page, 19 - 10 * page,
+                                                               -1)]
+        assert {r[0] for r in rows} == {"0", "1", "2"}
+        seen += rows
+        if page < 2:
+            assert browser.find_element(By.ID, "next").text == "Older \u2192"
+            click(browser, browser.find_element(By.ID, "next"))
+    assert not browser.find_elements(By.ID, "next") and len(seen) == 30
+    # Compact rows: one line each.
+    browser.get(url + f"/topics/{topic}/messages?limit=30")
+    heights = browser.execute_script(
+        "return [...document.querySelectorAll('#messages tbody tr')].map(r => r.offsetHeight)")
+    assert len(heights) == 30 and max(heights) <= 32, heights
+    assert_page_drawn(browser, shots / "messages-all.png")
+    # Oldest first and from a time, in every partition; a search in values.
+    browser.get(url + f"/topics/{topic}/messages?seek=oldest&limit=4")
+    assert [r[3] for r in cells(browser, "messages")] == ["k0", "k1", "k2", "k3"]
+    click(browser, browser.find_element(By.ID, "next"))
+    assert [r[3] for r in cells(browser, "messages")] == ["k4", "k5", "k6", "k7"]
+    browser.get(url + f"/topics/{topic}/messages?seek=timestamp&timestamp={base + 25}")
+    assert [r[3] for r in cells(browser, "messages")] == [f"k{i}" for i in range(25, 30)]
+    browser.get(url + f"/topics/{topic}/messages?q=NEEDLE")
+    assert [r[3] for r in cells(browser, "messages")] == ["k17"]
+    assert "30 looked at" in browser.find_element(By.ID, "count").text
+    # Live: the newest page follows what is produced.
+    browser.get(url + f"/topics/{topic}/messages?live=1&limit=5")
+    assert cells(browser, "messages")[0][3] == "k29"
+    p.produce(topic, key=b"k30", value=b"late", partition=1)
+    flush_all(p)
+    newest_key = "return document.querySelector('#messages tbody td:nth-child(4)').textContent"
+    WebDriverWait(browser, 15).until(lambda d: d.execute_script(newest_key) == "k30")
+
+    # A group that committed on partition 0 only: the others lag by their whole logs.
+    group = unique_topic("web-partial")
+    c = consumer(b.bootstrap, **{"group.id": group})
+    c.commit(offsets=[TopicPartition(topic, 0, 4)], asynchronous=False)
+    c.close()
+    browser.get(url + f"/groups/{group}")
+    lag = cells(browser, "lag")
+    assert [r[:5] for r in lag] == [[topic, "0", "4", "10", "6"], [topic, "1", "-", "11", "11"],
+                                    [topic, "2", "-", "10", "10"]]
+    assert "27\ntotal lag (messages)" in browser.find_element(By.ID, "stats").text
+    assert f"{b.node_id}\ncoordinator" in browser.find_element(By.ID, "stats").text
+    browser.get(url + "/groups")
+    assert {r[0]: r for r in cells(browser, "groups")}[group] == [
+        group, "Empty", "0", topic, "27", str(b.node_id)]
+    assert_page_drawn(browser, shots / "groups.png")
+
+    # The topics list counts records and bytes.
+    browser.get(url + f"/topics?filter={topic}")
+    (row,) = cells(browser, "topics")
+    assert row[:5] == [topic, "3", "1", "0", "31"] and row[5].endswith(("B", "KiB"))
+    assert_page_drawn(browser, shots / "topics.png")
+
+    # Produce, add partitions, delete the topic: each confirmed, each checked with a client.
+    browser.get(url + f"/topics/{topic}")
+    text = submit_and_confirm(browser, "produce", partition=2, key="typed",
+                              value='{"from": "console"}', headers="source=web")
+    assert text == f"Produce a record (19 bytes) to {topic}, partition 2?"
+    assert browser.find_element(By.ID, "flash").text == "produced to partition 2 at offset 10"
+    (got,) = read_partition(b.bootstrap, topic, 2, 11)[10:]
+    assert (got.key(), got.value(), got.headers()) == (b"typed", b'{"from": "console"}',
+                                                       [("source", b"web")])
+    submit_and_confirm(browser, "add-partitions", count=2)
+    assert "INVALID_PARTITIONS" in browser.find_element(By.ID, "error").text or \
+        "partitions" in browser.find_element(By.ID, "error").text
+    browser.get(url + f"/topics/{topic}")
+    text = submit_and_confirm(browser, "add-partitions", count=4)
+    assert text == f"Increase the partitions of {topic} to 4?"
+    assert len(cells(browser, "partitions")) == 4
+    admin = admin_client(b.bootstrap)
+    assert len(wait_for_topic(admin, topic, 4).partitions) == 4
+    assert_page_drawn(browser, shots / "topic-actions.png")
+    actions = browser.find_element(By.CLASS_NAME, "actions")
+    browser.execute_script("arguments[0].scrollIntoView()", actions)
+    (shots / "actions.png").write_bytes(actions.screenshot_as_png)
+    assert len(actions.find_elements(By.CLASS_NAME, "action")) == 5
+    tops = {a.rect["y"] for a in actions.find_elements(By.CLASS_NAME, "action")}
+    assert len(tops) < 5, "the actions stand side by side in a wide window"
+    text = submit_and_confirm(browser, "delete-topic")
+    assert text == f"Delete topic {topic} and all its records?"
+    assert browser.find_element(By.ID, "flash").text == f"topic {topic} deleted"
+    wait_for_topic_gone(admin, topic)
+    # A change asked by another site's page is refused.
+    other = create_topic(b.bootstrap, unique_topic("web-csrf"))
+    forged = httpx.post(url + f"/topics/{other}/delete", data={"confirm": "yes"},
+                        headers={"Origin": "http://evil.example"}, timeout=10)
+    assert forged.status_code == 403
+    assert other in admin.list_topics(timeout=10).topics
+    proxied = httpx.post(url + f"/topics/{other}/delete", timeout=10, headers={
+        "Origin": "https://console.example", "X-Forwarded-Host": "console.example"})
+    assert proxied.status_code == 200 and "Delete topic" in proxied.text  # the confirmation
+
+    # Security: ACLs (this broker has no authorizer), SCRAM users, client quotas.
+    browser.get(url + "/acls")
+    assert "No Authorizer is configured" in browser.find_element(By.ID, "acls-error").text
+    assert browser.find_element(By.CSS_SELECTOR, "header nav a.active").text == "Security"
+    user = unique_topic("web-user")
+    browser.get(url + "/users")
+    submit_and_confirm(browser, "add-user", user=user, password="s3cret", iterations=4096)
+    assert [user, "SCRAM-SHA-256", "4096"] in [r[:3] for r in cells(browser, "users")]
+    assert_page_drawn(browser, shots / "users.png")
+    browser.get(url + "/quotas")
+    submit_and_confirm(browser, "set-quota", entity_name=user, value="1048576")
+    assert [f"user-principal '{user}'", "producer_byte_rate", "1048576"] in \
+        cells(browser, "quotas")
+    submit_and_confirm(browser, "set-quota", entity_name=user, value="")
+    assert not [r for r in cells(browser, "quotas") if user in r[0]]
+    browser.get(url + "/users")
+    delete = [f for f in browser.find_elements(By.CSS_SELECTOR, "#users form")
+              if user in f.find_element(By.XPATH, "../..").text][0]
+    click(browser, delete.find_element(By.TAG_NAME, "button"))
+    click(browser, browser.find_element(By.ID, "confirm"))
+    assert user not in [r[0] for r in cells(browser, "users")]
+
+    # An 800 px window: every page fits its width.
+    p.produce(other, key=b"a-rather-long-key-" * 3, value=json.dumps(
+        {"order": 7, "lines": [{"sku": f"sku-{i}", "qty": i} for i in range(12)]}).encode(),
+        headers=[("trace-id", b"0af7651916cd43dd8448eb211c80319c"), ("source", b"web")])
+    flush_all(p)
+    browser.set_window_size(800, 1000)
+    try:
+        for name, path in [("topics", f"/topics?filter={other}"), ("topic", f"/topics/{other}"),
+                           ("messages", f"/topics/{other}/messages"), ("groups", "/groups"),
+                           ("group", f"/groups/{group}"), ("broker", f"/brokers/{b.node_id}"),
+                           ("acls", "/acls"), ("quotas", "/quotas"), ("cluster", "/"),
+                           ("schemas", "/schemas")]:
+            browser.get(url + path)
+            assert_page_drawn(browser, shots / f"800-{name}.png")
+    finally:
+        browser.set_window_size(1400, 1000)
+
+
+def test_console_acls_on_a_broker_with_an_authorizer(broker_factory, browser, tmp_path, shots):
+    b = broker_factory({"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+                        "allow.everyone.if.no.acl.found": "true"})
+    proc, url = _start_console(b.bootstrap, tmp_path / "console.log")
+    try:
+        browser.get(url + "/acls")
+        assert cells(browser, "acls") == [["none"]]
+        text = submit_and_confirm(browser, "add-acl", principal="User:alice", operation=3,
+                                  resource_name="orders", pattern=4)
+        assert text == "Add the ACL User:alice from *: Allow Read on Topic orders (PREFIXED)?"
+        assert browser.find_element(By.ID, "flash").text == "ACL added"
+        assert [r[:7] for r in cells(browser, "acls")] == [
+            ["User:alice", "*", "Read", "Allow", "Topic", "orders", "PREFIXED"]]
+        admin = admin_client(b.bootstrap)
+        (got,) = admin.describe_acls(AclBindingFilter(
+            ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY,
+            AclPermissionType.ANY)).result(15)
+        assert (got.principal, got.name, got.operation, got.resource_pattern_type) == (
+            "User:alice", "orders", AclOperation.READ, ResourcePatternType.PREFIXED)
+        assert_page_drawn(browser, shots / "acls.png")
+        # The broker's refusal, in one line.
+        browser.get(url + "/acls")
+        submit_and_confirm(browser, "add-acl", principal="alice", resource_name="orders")
+        error = browser.find_element(By.ID, "error").text
+        browser.get(url + "/acls")
+        assert error.startswith("error code ") and "\n" not in error and "alice" in error, error
+        assert [o.text for o in Select(browser.find_element(
+            By.CSS_SELECTOR, "#add-acl select[name=pattern]")).options] == ["LITERAL",
+                                                                             "PREFIXED"]
+        browser.get(url + "/acls")
+        click(browser, browser.find_element(By.CSS_SELECTOR, "#acls form button"))
+        assert browser.find_element(By.ID, "confirm-text").text.startswith(
+            "Delete the ACL User:alice from *: Allow Read on Topic orders")
+        click(browser, browser.find_element(By.ID, "confirm"))
+        assert cells(browser, "acls") == [["none"]]
+        assert admin.describe_acls(AclBindingFilter(
+            ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY,
+            AclPermissionType.ANY)).result(15) == []
+        # The cluster gone: a page says so in one line.
+        b.stop(timeout=10)
+        browser.get(url + "/topics")
+        assert browser.find_element(By.ID, "error").text.startswith(
+            f"cluster at {b.bootstrap} unreachable: ")
+    finally:
+        proc.terminate()
+        proc.wait(10)
 
 
 # -- the Schema Registry's pages and decoded messages ----------------------------------------
@@ -492,28 +721,29 @@ def test_schemas_and_decoded_messages(broker, schema_registry, console, browser,
                      timeout=10).status_code == 200
 
     # The message browser decodes each format and names the schema.
-    browser.get(url + f"/topics/{avro_topic}/messages")
+    browser.get(url + f"/topics/{avro_topic}/messages?seek=oldest")
     rows = browser.find_elements(By.CSS_SELECTOR, "#messages tbody tr")
-    key_cell, value_cell = rows[0].find_elements(By.TAG_NAME, "td")[2::2]
+    key_cell, value_cell = rows[0].find_elements(By.TAG_NAME, "td")[3:5]
     assert key_cell.find_element(By.CLASS_NAME, "schema-of").text.startswith(
         f"AVRO {avro_topic}-key v1 · id ")
-    assert json.loads(key_cell.find_element(By.CSS_SELECTOR, "pre.json").text) == "order-1"
+    assert json.loads(key_cell.find_element(By.CSS_SELECTOR, ".json").text) == "order-1"
     assert value_cell.find_element(By.CLASS_NAME, "schema-of").text == \
         f"AVRO {avro_topic}-value v1 · id {order_id}"
-    assert json.loads(value_cell.find_element(By.CSS_SELECTOR, "pre.json").text) == {
+    assert json.loads(content(value_cell.find_element(By.CSS_SELECTOR, "pre.json"))) == {
         "id": 1, "amount": "12.34", "ship_to": {"city": "Pune"}, "at": at.isoformat()}
     plain = rows[1].find_elements(By.TAG_NAME, "td")
-    assert plain[2].text == "plain-key" and plain[4].text == "plain text"
+    assert plain[3].text == "plain-key" and plain[4].text == "plain text"
     unknown = rows[2].find_elements(By.TAG_NAME, "td")[4]
     assert "Schema 2147483632 not found" in unknown.find_element(By.CLASS_NAME, "note").text
-    assert unknown.find_element(By.CSS_SELECTOR, "pre.hex").text.startswith("00 7f ff ff f0")
+    assert content(unknown.find_element(By.CSS_SELECTOR, "pre.hex")).startswith(
+        "00 7f ff ff f0")
     assert_page_drawn(browser, shots / "messages-avro.png")
 
     browser.get(url + f"/topics/{json_topic}/messages")
     value_cell = browser.find_elements(By.CSS_SELECTOR, "#messages td")[4]
     assert value_cell.find_element(By.CLASS_NAME, "schema-of").text.startswith(
         f"JSON {json_topic}-value v1 · id ")
-    assert json.loads(value_cell.find_element(By.CSS_SELECTOR, "pre.json").text) == {
+    assert json.loads(content(value_cell.find_element(By.CSS_SELECTOR, "pre.json"))) == {
         "sku": "a-1", "qty": 2}
 
     browser.get(url + f"/topics/{proto_topic}/messages")
@@ -521,7 +751,7 @@ def test_schemas_and_decoded_messages(broker, schema_registry, console, browser,
     what = value_cell.find_element(By.CLASS_NAME, "schema-of").text
     assert what.startswith(f"PROTOBUF {proto_topic}-value v1 · id ")
     assert what.endswith(f"{Parcel.DESCRIPTOR.full_name}")
-    assert json.loads(value_cell.find_element(By.CSS_SELECTOR, "pre.json").text) == {
+    assert json.loads(content(value_cell.find_element(By.CSS_SELECTOR, "pre.json"))) == {
         "label": "box", "grams": ["250", "750"], "sent": "2026-05-28T20:26:40Z"}
     # The schema's id leads to the schema and where it is registered.
     click(browser, value_cell.find_element(By.PARTIAL_LINK_TEXT, "id "))
@@ -591,11 +821,12 @@ def test_console_without_a_registry(broker, console_factory, browser, tmp_path, 
     browser.get(plain + "/schemas")
     assert "No Schema Registry is configured" in browser.find_element(By.ID, "no-registry").text
     assert_page_drawn(browser, shots / "no-registry.png")
-    browser.get(plain + f"/topics/{topic}/messages")
+    browser.get(plain + f"/topics/{topic}/messages?seek=oldest")
     rows = browser.find_elements(By.CSS_SELECTOR, "#messages tbody tr")
-    assert rows[0].find_element(By.CSS_SELECTOR, "pre.hex").text == "00 00 00 00 01 06 61 62 63"
+    assert content(rows[0].find_element(By.CSS_SELECTOR, "pre.hex")) == \
+        "00 00 00 00 01 06 61 62 63"
     assert not browser.find_elements(By.CLASS_NAME, "schema-of")
-    assert json.loads(rows[1].find_element(By.CSS_SELECTOR, "pre.json").text) == {"a": 1}
+    assert json.loads(content(rows[1].find_element(By.CSS_SELECTOR, "pre.json"))) == {"a": 1}
     browser.get(plain + f"/topics/{topic}")
     assert not browser.find_elements(By.ID, "topic-schemas")
 
@@ -607,11 +838,12 @@ def test_console_without_a_registry(broker, console_factory, browser, tmp_path, 
     browser.get(down + "/schemas")
     assert f"Schema Registry at http://127.0.0.1:{dead} unreachable" in \
         browser.find_element(By.ID, "error").text
-    browser.get(down + f"/topics/{topic}/messages")
+    browser.get(down + f"/topics/{topic}/messages?seek=oldest")
     rows = browser.find_elements(By.CSS_SELECTOR, "#messages tbody tr")
     assert "unreachable" in rows[0].find_element(By.CLASS_NAME, "note").text
-    assert rows[0].find_element(By.CSS_SELECTOR, "pre.hex").text.startswith("00 00 00 00 01")
-    assert json.loads(rows[1].find_element(By.CSS_SELECTOR, "pre.json").text) == {"a": 1}
+    assert content(rows[0].find_element(By.CSS_SELECTOR, "pre.hex")).startswith(
+        "00 00 00 00 01")
+    assert json.loads(content(rows[1].find_element(By.CSS_SELECTOR, "pre.json"))) == {"a": 1}
     browser.get(down + "/")
     assert "unreachable\nschema subjects" in browser.find_element(By.ID, "stats").text
     browser.get(down + f"/topics/{topic}")

@@ -63,7 +63,7 @@ def quotas_alter(args) -> int:
     if e.error_code:
         print(f"Error: {errors.name(e.error_code)}: {e.error_message}", file=sys.stderr)
         return 1
-    print(f"Completed updating config for {_describe(entity)}.")
+    print(f"Completed updating config for {entity_text(entity)}.")
     return 0
 
 
@@ -78,12 +78,12 @@ def quotas_describe(args) -> int:
     for e in resp.entries or []:
         values = ", ".join(f"{v.key}={int(v.value) if v.value.is_integer() else v.value}"
                            for v in e.values)
-        print(f"Quota configs for {_describe([(d.entity_type, d.entity_name) for d in e.entity])}"
+        print(f"Quota configs for {entity_text([(d.entity_type, d.entity_name) for d in e.entity])}"
               f" are {values}")
     return 0
 
 
-def _describe(entity) -> str:
+def entity_text(entity) -> str:
     label = {USER: "user-principal", CLIENT: "client-id"}
     return " and ".join(f"the default {label[t]}" if n is None else f"{label[t]} '{n}'"
                         for t, n in entity)

@@ -151,16 +151,19 @@ class ClusterClient:
             raise KafkaError(p.error_code, p.error_message or errors.name(p.error_code))
         return p.base_offset
 
-    def fetch(self, positions: dict, max_wait_ms: int = 500, max_bytes: int = 1 << 20) -> list:
-        """One Fetch per leader for ``positions`` ({(topic, partition): offset}); returns
-        [(topic, partition, records, high watermark)]. Raises KafkaError for a partition error."""
+    def fetch(self, positions: dict, max_wait_ms: int = 500, max_bytes: int = 1 << 20,
+              partition_max_bytes: int | None = None) -> list:
+        """One Fetch per leader for ``positions`` ({(topic, partition): offset}), at most
+        ``max_bytes`` in all and ``partition_max_bytes`` (default: as much) per partition;
+        returns [(topic, partition, records, high watermark)]. Raises KafkaError for a
+        partition error."""
         R = FETCH.Request
         by_leader: dict[int, tuple] = {}  # id(client) -> (client, {topic: [partitions]})
         for (topic, partition), offset in positions.items():
             leader = self.leader(topic, partition)
             by_leader.setdefault(id(leader), (leader, {}))[1].setdefault(topic, []).append(
                 R.FetchPartition(partition=partition, fetch_offset=offset,
-                                 partition_max_bytes=max_bytes))
+                                 partition_max_bytes=partition_max_bytes or max_bytes))
         names = {t.topic_id: name for name, t in self.topics.items()}
         out = []
         for leader, topics in by_leader.values():

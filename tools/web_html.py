@@ -41,10 +41,35 @@ min-width:140px}
 table{border-collapse:collapse;width:100%}
 th{text-align:left;font-size:12px;font-weight:600;color:#4b5563;background:#f9fafb;
 padding:7px 10px;border-bottom:1px solid #e5e7eb;white-space:nowrap}
-td{padding:7px 10px;border-bottom:1px solid #f0f1f3;vertical-align:top}
-tr:hover td{background:#f9fafb}
-#messages td:nth-child(-n+2),#messages td:nth-child(4){width:1%;white-space:nowrap}
-#messages td:nth-child(3){max-width:28em}
+td{padding:7px 10px;border-bottom:1px solid #f0f1f3;vertical-align:top;
+overflow-wrap:anywhere}
+tr:hover td{background:#f9fafb}td.none{text-align:left!important}
+#messages{table-layout:fixed;font-size:13px}#messages td{padding:4px 8px;overflow:hidden}
+#messages th{white-space:normal}#messages td:nth-child(3){white-space:nowrap}
+#messages th:nth-child(1){width:6em}#messages th:nth-child(2){width:6.5em}
+#messages th:nth-child(3){width:14.5em}#messages th:nth-child(4){width:16%}
+#messages th:nth-child(6){width:14%}
+.line{display:block;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
+details.rec>summary{list-style:none;cursor:pointer}
+details.rec>summary::-webkit-details-marker{display:none}
+details.rec>summary .line:before{content:"\\25B8  ";color:#9ca3af}
+details.rec[open]>summary .line:before{content:"\\25BE  "}
+details.rec[open]>summary .line{color:#9ca3af}
+.json.line .k,.json.line .s,.json.line .n,.json.line .b{white-space:nowrap}
+#configs td:nth-child(n+3){white-space:nowrap;overflow-wrap:normal;font-size:12px;
+color:#4b5563}tr.override td{background:#fffbeb}
+tr.override td:first-child{box-shadow:inset 3px 0 #f59e0b}
+tr.uncommitted td:nth-child(3),tr.uncommitted td:nth-child(5){color:#b45309}
+.pager{display:flex;flex-wrap:wrap;gap:8px 16px;align-items:center;margin-top:10px}
+.filterbox{display:flex;flex-wrap:wrap;gap:8px 16px;align-items:center;margin-bottom:10px}
+.subnav{display:flex;gap:6px;margin-bottom:14px}
+.subnav a{padding:4px 12px;border-radius:6px;background:#e5e7eb;color:#374151}
+.subnav a.active{background:#111827;color:#fff}
+textarea{font:12.5px/1.4 ui-monospace,"DejaVu Sans Mono",Menlo,monospace;padding:5px 8px;
+border:1px solid #d1d5db;border-radius:6px}
+.actions{display:grid;grid-template-columns:repeat(auto-fill,minmax(330px,1fr));gap:12px}
+.action{border:1px solid #e5e7eb;border-radius:6px;padding:10px 12px}
+.action h3{font-size:13px;font-weight:600;margin:0 0 8px;color:#374151}
 pre,code{font:12.5px/1.45 ui-monospace,"DejaVu Sans Mono",Menlo,Consolas,monospace}
 pre{margin:0;white-space:pre-wrap;word-break:break-all;max-width:80em}
 pre.block{background:#f9fafb;border:1px solid #e5e7eb;border-radius:6px;padding:10px 12px;
@@ -65,6 +90,7 @@ background:#fff}
 button,.button{font:inherit;font-weight:600;padding:6px 14px;border-radius:6px;border:0;
 background:#2563eb;color:#fff;cursor:pointer;display:inline-block}
 .button:hover,button:hover{text-decoration:none;background:#1d4ed8}
+button.small{padding:2px 10px;font-size:12px}form.inline{margin:0}
 button.danger{background:#dc2626}button.danger:hover{background:#b91c1c}
 .toolbar{display:flex;justify-content:space-between;align-items:flex-end;gap:12px;
 margin-bottom:12px}
@@ -72,6 +98,11 @@ margin-bottom:12px}
 .flash{background:#d1fae5;border:1px solid #6ee7b7}
 .error{background:#fee2e2;border:1px solid #fca5a5}
 .confirm{background:#fef3c7;border:1px solid #fcd34d}
+svg.chart{max-width:100%;height:auto}
+@media (max-width:900px){header{padding:0 12px}header .brand{margin-right:12px}
+header nav a{padding:0 8px}main{padding:14px 12px 30px}.card{padding:12px}
+.stat{min-width:110px;padding:8px 12px}#messages th:nth-child(6){width:12%}}
+@media (max-width:640px){header .brand b{display:none}}
 svg.chart text{font:11px system-ui,sans-serif;fill:#4b5563}
 svg.chart .axis{stroke:#6b7280;shape-rendering:crispEdges}
 svg.chart .grid{stroke:#e5e7eb;shape-rendering:crispEdges}
@@ -80,8 +111,10 @@ svg.chart .area{fill:#2563eb;fill-opacity:.12;stroke:none}
 """
 
 # Rewrites every [data-ms] element as a date in the viewer's time zone (data-fmt "time" or
-# "minute" for chart ticks), names that zone in every .tz, and ties each datetime-local input
-# (data-ms-target) to the field that carries its time in milliseconds.
+# "minute" for chart ticks), names that zone in every .tz, ties each datetime-local input
+# (data-ms-target) to the field that carries its time in milliseconds and each [data-seek]
+# field to the browser's seek choice, filters the rows of a .filterbox's table, and reloads
+# a [data-live] element from the page's own address every data-live milliseconds.
 SCRIPT = """
 (function(){
 const p=(n,w)=>String(n).padStart(w||2,'0');
@@ -94,23 +127,47 @@ function fmt(d,kind){
 }
 const local=d=>d.getFullYear()+'-'+p(d.getMonth()+1)+'-'+p(d.getDate())+'T'+p(d.getHours())+
   ':'+p(d.getMinutes())+':'+p(d.getSeconds());
-document.querySelectorAll('[data-ms]').forEach(el=>{
-  const d=new Date(Number(el.dataset.ms));el.textContent=fmt(d,el.dataset.fmt);
-  if(!el.dataset.fmt)el.setAttribute('title',d.toISOString()+' ('+el.dataset.ms+' ms)');
-});
 const zone=Intl.DateTimeFormat().resolvedOptions().timeZone;
-document.querySelectorAll('.tz').forEach(el=>{el.textContent=zone;});
+function times(root){
+  root.querySelectorAll('[data-ms]').forEach(el=>{
+    const d=new Date(Number(el.dataset.ms));el.textContent=fmt(d,el.dataset.fmt);
+    if(!el.dataset.fmt)el.setAttribute('title',d.toISOString()+' ('+el.dataset.ms+' ms)');
+  });
+  root.querySelectorAll('.tz').forEach(el=>{el.textContent=zone;});
+}
+times(document);
 document.querySelectorAll('input[data-ms-target]').forEach(inp=>{
   const target=inp.form.elements[inp.dataset.msTarget];
   if(target.value)inp.value=local(new Date(Number(target.value)));
   inp.addEventListener('change',()=>{
     target.value=inp.value?String(new Date(inp.value).getTime()):'';});
 });
+document.querySelectorAll('[data-seek]').forEach(inp=>{
+  inp.addEventListener('input',()=>{inp.form.elements.seek.value=inp.dataset.seek;});
+  inp.addEventListener('change',()=>{inp.form.elements.seek.value=inp.dataset.seek;});
+});
+document.querySelectorAll('.filterbox').forEach(box=>{
+  const rows=document.querySelectorAll('#'+box.dataset.table+' tbody tr');
+  const text=box.querySelector('input[type=search]'),only=box.querySelector('input[type=checkbox]');
+  const count=box.querySelector('.shown');
+  function apply(){
+    const needle=text.value.toLowerCase();let n=0;
+    rows.forEach(r=>{const show=r.textContent.toLowerCase().includes(needle)&&
+      (!only.checked||r.classList.contains('override'));r.hidden=!show;n+=show;});
+    count.textContent=n+' of '+rows.length;
+  }
+  text.addEventListener('input',apply);only.addEventListener('change',apply);apply();
+});
+const live=document.querySelector('[data-live]');
+if(live){setInterval(()=>{fetch(location.href).then(r=>r.text()).then(t=>{
+  const got=new DOMParser().parseFromString(t,'text/html').getElementById(live.id);
+  if(got){live.innerHTML=got.innerHTML;times(live);}});},Number(live.dataset.live));}
 })();
 """
 
 SECTIONS = (("cluster", "/", "Cluster"), ("topics", "/topics", "Topics"),
-            ("groups", "/groups", "Consumer groups"), ("schemas", "/schemas", "Schema Registry"))
+            ("groups", "/groups", "Consumer groups"), ("security", "/acls", "Security"),
+            ("schemas", "/schemas", "Schema Registry"))
 
 
 def e(v) -> str:
@@ -133,7 +190,7 @@ def page(title: str, body: str, section: str = "", crumbs=(), flash: str | None 
     return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
             f"<meta name='viewport' content='width=device-width,initial-scale=1'>"
             f"<title>{e(title)} - josefk console</title><style>{CSS}</style></head><body>"
-            f"<header><a class='brand' href='/'><i></i>josefk console</a><nav>{nav}</nav>"
+            f"<header><a class='brand' href='/'><i></i><b>josefk console</b></a><nav>{nav}</nav>"
             f"</header><main>{f'<div class=crumbs>{trail}</div>' if trail else ''}"
             f"<h1>{e(title)}</h1>{notes}{body}</main><script>{SCRIPT}</script></body></html>")
 
@@ -148,12 +205,15 @@ def stats(items, ident: str = "stats") -> str:
     return f"<div class='stats' id='{e(ident)}'>{tiles}</div>"
 
 
-def table(headers, rows, table_id: str, num=()) -> str:
+def table(headers, rows, table_id: str, num=(), classes=None) -> str:
     """``rows`` hold already-escaped HTML cells; columns whose index is in ``num`` are
-    numbers (right-aligned, by one rule for the table rather than a class on every cell)."""
+    numbers (right-aligned, by one rule for the table rather than a class on every cell);
+    ``classes``, one per row, mark rows."""
     head = "".join(f"<th>{h if h.startswith('<') else e(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows) or \
-        f"<tr><td class='muted' colspan='{len(headers)}'>none</td></tr>"
+    marks = (f" class='{e(c)}'" if c else "" for c in classes or [""] * len(rows))
+    body = "".join(f"<tr{m}>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>"
+                   for r, m in zip(rows, marks)) or \
+        f"<tr><td class='muted none' colspan='{len(headers)}'>none</td></tr>"
     style = ""
     if num:
         cols = ",".join(f"#{table_id} {c}:nth-child({i + 1})" for i in sorted(num)
@@ -178,9 +238,39 @@ def form(action: str, fields: str, button: str, form_id: str, danger: bool = Fal
             f"</button></form>")
 
 
-def field(name: str, label: str, value="", kind: str = "text", size: int = 14) -> str:
+def actions(items) -> str:
+    """(title, form) pairs side by side, as many a row as fit."""
+    return "<div class='actions'>" + "".join(
+        f"<div class='action'><h3>{e(title)}</h3>{body}</div>" for title, body in items) + \
+        "</div>"
+
+
+def hidden_form(action: str, fields: dict, button: str) -> str:
+    """A button posting ``fields`` (to be confirmed, as every change is)."""
+    hidden = "".join(f"<input type='hidden' name='{e(k)}' value='{e(v)}'>"
+                     for k, v in fields.items())
+    return (f"<form method='post' action='{e(action)}' class='inline'>{hidden}"
+            f"<button type='submit' class='danger small'>{e(button)}</button></form>")
+
+
+def field(name: str, label: str, value="", kind: str = "text", size: int = 14,
+          extra: str = "") -> str:
     return (f"<label>{e(label)}<input type='{kind}' name='{e(name)}' value='{e(value)}' "
-            f"size='{size}'></label>")
+            f"size='{size}'{extra}></label>")
+
+
+def textarea(name: str, label: str, rows: int = 3, cols: int = 40) -> str:
+    return (f"<label>{e(label)}<textarea name='{e(name)}' rows='{rows}' cols='{cols}'>"
+            f"</textarea></label>")
+
+
+def filter_box(table_id: str) -> str:
+    """A text filter of ``table_id``'s rows, and a box to show only its marked (override)
+    rows; the page's script applies both as they change."""
+    return (f"<div class='filterbox' data-table='{e(table_id)}' id='{e(table_id)}-filter'>"
+            f"<input type='search' placeholder='Filter' size='24' aria-label='Filter'>"
+            f"<label><input type='checkbox'> overrides only</label>"
+            f"<span class='shown muted'></span></div>")
 
 
 def select(name: str, label: str, options, selected=None) -> str:
@@ -224,6 +314,16 @@ _JSON_TOKEN = re.compile(r'("(?:\\.|[^"\\])*")(\s*:)?|(-?\d+(?:\.\d+)?(?:[eE][+-
 def json_block(value, css: str = "") -> str:
     """``value`` (JSON data) indented, keys, strings, numbers and literals coloured."""
     text = json.dumps(value, indent=2, ensure_ascii=False)
+    return f"<pre class='json {css}'>{_json_marked(text)}</pre>"
+
+
+def json_line(value) -> str:
+    """``value`` (JSON data) on one line, coloured, its first ``LINE_CHARS`` characters."""
+    text = json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+    return f"<code class='json line'>{_json_marked(text[:LINE_CHARS])}</code>"
+
+
+def _json_marked(text: str) -> str:
     out, pos = [], 0
     for m in _JSON_TOKEN.finditer(text):
         out.append(e(text[pos:m.start()]))
@@ -236,7 +336,7 @@ def json_block(value, css: str = "") -> str:
             out.append(f"<span class='b'>{literal}</span>")
         pos = m.end()
     out.append(e(text[pos:]))
-    return f"<pre class='json {css}'>{''.join(out)}</pre>"
+    return "".join(out)
 
 
 _PROTO_TOKEN = re.compile(r"(//[^\n]*)|\b(syntax|package|import|option|message|enum|oneof|map|"
@@ -257,22 +357,45 @@ def proto_block(text: str) -> str:
     return f"<pre class='proto block'>{''.join(out)}</pre>"
 
 
-def raw(data: bytes | None) -> str:
-    """A record's key or value as it is: JSON pretty-printed, other UTF-8 text as text, any
-    other bytes (or text with control characters) in hex."""
+LINE_CHARS = 400  # of a record's key or value on its one line
+SHORT_TEXT = 80  # text this short and on one line has nothing more to open
+
+
+def record(data: bytes | None) -> str:
+    """A record's key or value on one line, opening onto all of it: JSON objects and arrays
+    compact, then pretty-printed; other UTF-8 text as text; any other bytes (or text with
+    control characters) in hex."""
     if data is None:
         return "<i class='muted'>null</i>"
     data = bytes(data)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        return hexdump(data)
-    if _CONTROL.search(text):
-        return hexdump(data)
+        text = None
+    if text is None or _CONTROL.search(text):
+        return expandable(f"<span class='line muted'>{len(data)} bytes: "
+                          f"{e(data[:LINE_CHARS // 3].hex(' '))}</span>", hexdump(data))
     try:
-        return json_block(json.loads(text))
+        value = json.loads(text)
     except ValueError:
-        return f"<pre>{e(text)}</pre>"
+        value = text
+    if isinstance(value, (dict, list)):
+        return json_value(value)
+    if len(text) <= SHORT_TEXT and "\n" not in text:
+        return f"<span class='line'>{e(text)}</span>"
+    return expandable(f"<span class='line'>{e(text[:LINE_CHARS])}</span>", f"<pre>{e(text)}</pre>")
+
+
+def json_value(value, more: str = "") -> str:
+    """A decoded value (JSON data) on one line, opening onto it pretty-printed and ``more``."""
+    if not isinstance(value, (dict, list)) and not more:
+        return json_line(value)
+    return expandable(json_line(value), json_block(value) + more)
+
+
+def expandable(line: str, full: str) -> str:
+    """``line`` (a one-line preview), showing ``full`` when clicked."""
+    return f"<details class='rec'><summary>{line}</summary>{full}</details>"
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
