@@ -185,3 +185,19 @@ def test_a_port_in_use_fails_the_cluster_at_once_with_the_brokers_own_line(tmp_p
     assert "cluster ready" not in p.stdout
     assert took < 40, f"{took:.0f}s"
     assert not any(port_accepts("127.0.0.1", port + i) for i in (0, 1, 3))
+
+
+def test_a_bad_override_is_the_brokers_line_and_exit_code_2(tmp_path):
+    port = ports_in_a_row(4)
+    p = subprocess.run(
+        [BROKER_PYTHON, "-m", "josefk", "cluster", "--dir", str(tmp_path / "cluster"),
+         "--port", str(port), "--zookeeper-port", str(port + 3),
+         "--override", "log.retention.ms=abc"],
+        cwd=str(REPO_ROOT), stdin=subprocess.DEVNULL, capture_output=True, text=True,
+        timeout=120, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+    assert p.returncode == 2, p
+    assert re.fullmatch(
+        r"josefk cluster: broker \d exited with code 2 while starting on 127\.0\.0\.1:\d+: "
+        r"josefk broker: Invalid value abc for configuration log\.retention\.ms: Not a number "
+        r"of type LONG\n", p.stderr), p.stderr
+    assert not any(port_accepts("127.0.0.1", port + i) for i in range(4))

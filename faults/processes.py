@@ -74,7 +74,11 @@ def describe_exit(code: int | None) -> str:
 
 
 class BrokerStartError(RuntimeError):
-    pass
+    """A broker that did not start; ``exit_code`` is its own when it exited."""
+
+    def __init__(self, message: str, exit_code: int | None = None):
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 class BrokerProcess:
@@ -212,7 +216,7 @@ class BrokerProcess:
         return BrokerStartError(
             f"broker {self.node_id} {describe_exit(self.proc.returncode)} while starting on "
             f"{self.bootstrap}: {last.strip()}\n"
-            f"--- broker log ({self.log_path}) ---\n{self.log_tail()}")
+            f"--- broker log ({self.log_path}) ---\n{self.log_tail()}", self.proc.returncode)
 
     def wait_listening(self) -> None:
         """Until the broker accepts connections; raises BrokerStartError (and kills it) if it

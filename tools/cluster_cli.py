@@ -78,8 +78,11 @@ def run_cluster(args) -> int:
     try:
         cluster.start()
     except (ZooKeeperNotInstalled, ZooKeeperStartError, BrokerStartError, AssertionError) as e:
-        # the first line names the cause; the rest is the process's log, kept in its file
-        return fail("cluster", str(e).splitlines()[0], EXIT_RUNTIME)
+        # the first line names the cause (the rest is the process's log, kept in its file); a
+        # broker refusing its configuration (--override) is the command's bad configuration
+        bad_config = isinstance(e, BrokerStartError) and e.exit_code == EXIT_CONFIG
+        return fail("cluster", str(e).splitlines()[0], EXIT_CONFIG if bad_config else
+                    EXIT_RUNTIME)
     except KeyboardInterrupt:
         return 0
     try:
