@@ -123,6 +123,7 @@ async def _serve(config, start_services) -> int:
     from josefk.broker.app import Broker
     from josefk.broker.control.zk_metadata import BrokerIdInUse
     from josefk.storage.errors import InvalidConfig
+    from kazoo.handlers.threading import KazooTimeoutError
 
     try:
         broker = Broker(config)
@@ -131,6 +132,10 @@ async def _serve(config, start_services) -> int:
         return fail("broker", str(e), EXIT_CONFIG)
     except BrokerIdInUse as e:
         return fail("broker", str(e), EXIT_RUNTIME)
+    except KazooTimeoutError:  # Kafka's ZooKeeperClientTimeoutException
+        return fail("broker", f"cannot start: Timed out waiting for connection to ZooKeeper "
+                              f"{config.get('zookeeper.connect')} within "
+                              f"{config.int('zookeeper.connection.timeout.ms')} ms", EXIT_RUNTIME)
     except OSError as e:  # a port in use, a log dir not writable
         return fail("broker", f"cannot start: {os_error_text(e)}", EXIT_RUNTIME)
     # A service beside it that cannot start stops it: no half-started system.

@@ -226,3 +226,15 @@ def test_a_services_kafka_clients_log_each_cause_once_through_logging():
     failures = [r.getMessage() for r in records if r.args[0] == "FAIL"]
     assert len(failures) == 1, failures  # two clients, dozens of reconnects, one cause
     assert "Connection refused" in failures[0]
+
+
+def test_zookeeper_out_of_reach_is_one_line_and_exit_code_1(tmp_path):
+    zk = closed_port()
+    p = josefk("broker", "--listeners", f"PLAINTEXT://127.0.0.1:{closed_port()}",
+               "--log-dirs", str(tmp_path / "data"), "--zookeeper-connect", f"127.0.0.1:{zk}",
+               "--override", "zookeeper.connection.timeout.ms=2000")
+    assert p.returncode == 1
+    assert "Traceback" not in p.stderr
+    assert [line for line in p.stderr.splitlines() if line.startswith("josefk")] == [
+        f"josefk broker: cannot start: Timed out waiting for connection to ZooKeeper "
+        f"127.0.0.1:{zk} within 2000 ms"]
