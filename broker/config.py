@@ -1,7 +1,31 @@
-"""Broker configuration under Kafka's property names (server.properties form, plus overrides)."""
+"""Broker configuration under Kafka's property names (server.properties form, plus overrides),
+and how josefk's processes fail: one line, one exit code per kind of failure."""
 from __future__ import annotations
 
+import logging
+import sys
 from pathlib import Path
+
+log = logging.getLogger("josefk.config")
+
+# The exit codes of josefk's processes (docs/configuration.md#when-it-does-not-start):
+# the command line or the configuration is wrong (argparse's code too), or the process could
+# not do its work (a port in use, a directory it cannot write, a cluster out of reach).
+EXIT_CONFIG = 2
+EXIT_RUNTIME = 1
+
+
+def fail(command: str, message: str, code: int) -> int:
+    """Print a failure as its one line, ``josefk <command>: <message>``; answer the exit code."""
+    print(f"josefk {command}: {message}", file=sys.stderr, flush=True)
+    return code
+
+
+def os_error_text(e: OSError) -> str:
+    """An OSError as a user reads it: ``Permission denied: /data``, not Python's ``[Errno 13]
+    Permission denied: '/data'``."""
+    text = e.strerror or str(e)
+    return f"{text}: {e.filename}" if e.filename else text
 
 # Defaults follow Apache Kafka's. Values are kept as strings, like a properties file; typed
 # accessors convert them.
@@ -201,6 +225,33 @@ EXTRA_TOPIC_DEFAULTS = {
 TOPIC_CONFIG_NAMES = (frozenset(TOPIC_DEFAULTS) | frozenset(DERIVED_TOPIC_DEFAULTS)
                       | frozenset(EXTRA_TOPIC_DEFAULTS))
 
+# Numbers Kafka declares LONG (every other numeric broker property is an INT), and the numeric
+# properties that have no default (they are derived, or off unless set).
+LONG_CONFIGS = frozenset({
+    "log.retention.ms", "log.retention.bytes", "log.roll.ms", "log.retention.check.interval.ms",
+    "log.cleaner.backoff.ms", "log.cleaner.delete.retention.ms",
+    "log.cleaner.min.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms",
+    "log.message.timestamp.difference.max.ms", "log.message.timestamp.before.max.ms",
+    "log.message.timestamp.after.max.ms", "log.segment.delete.delay.ms",
+    "log.flush.interval.messages", "log.local.retention.bytes", "log.local.retention.ms",
+    "connections.max.idle.ms", "connections.max.reauth.ms", "replica.lag.time.max.ms",
+    "offsets.retention.check.interval.ms", "producer.id.expiration.check.interval.ms",
+})
+_UNSET_NUMBERS = ("log.roll.ms", "log.retention.ms", "log.retention.minutes",
+                  "josefk.metrics.port", "josefk.testing.control.port")
+# Properties the broker reads beyond DEFAULTS, and Kafka's own that josefk accepts and has no use
+# for (the thread pools and socket buffers of a stock server.properties): none of them is
+# warned about. A name under the prefixes is a listener's, TLS or SASL setting.
+KNOWN_CONFIGS = frozenset({
+    "broker.id", "log.dir", "authorizer.class.name", "super.users",
+    "allow.everyone.if.no.acl.found", "quota.window.num", "quota.window.size.seconds",
+    "num.network.threads", "num.io.threads", "num.replica.fetchers",
+    "num.recovery.threads.per.data.dir", "background.threads", "socket.send.buffer.bytes",
+    "socket.receive.buffer.bytes", "replica.socket.receive.buffer.bytes",
+    "zookeeper.set.acl", "metric.reporters", "broker.id.generation.enable",
+}) | frozenset(DEFAULTS)
+KNOWN_PREFIXES = ("listener.name.", "ssl.", "sasl.")
+
 
 class ConfigError(ValueError):
     pass
@@ -249,10 +300,17 @@ class BrokerConfig:
         return default if v is None or v == "" else v
 
     def int(self, name: str) -> int:
+        kind = "LONG" if name in LONG_CONFIGS else "INT"
+        value = self.props.get(name)
         try:
-            return int(self.props[name])
-        except (KeyError, ValueError):
-            raise ConfigError(f"{name} must be an integer, got {self.props.get(name)!r}") from None
+            number = int(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"Invalid value {value} for configuration {name}: Not a number "
+                              f"of type {kind}") from None
+        if kind == "INT" and not -2**31 <= number < 2**31:
+            raise ConfigError(f"Invalid value {value} for configuration {name}: Not a number "
+                              f"of type INT")
+        return number
 
     def bool(self, name: str) -> bool:
         return str(self.props.get(name, "")).strip().lower() == "true"
@@ -262,10 +320,22 @@ class BrokerConfig:
         return [v.strip().lower() for v in str(self.props.get(name, "")).split(",") if v.strip()]
 
     def _validate(self):
-        for name in ("node.id", "num.partitions", "socket.request.max.bytes", "message.max.bytes"):
-            self.int(name)
+        """Kafka's checks when it parses its configuration: every number and boolean is one
+        (the first wrong one raises ConfigError, in Kafka's words); an unknown name is warned
+        about and kept, as Kafka does."""
+        for name, default in DEFAULTS.items():
+            value = str(self.props[name]).strip()
+            if default.lstrip("-").isdigit() or (name in _UNSET_NUMBERS and value):
+                self.int(name)
+            elif default in ("true", "false") and value.lower() not in ("true", "false"):
+                raise ConfigError(f"Invalid value {value} for configuration {name}: Expected "
+                                  "value to be either true or false")
         self.listener()
         self._validate_groups()
+        for name in sorted(self.explicit):
+            if name not in KNOWN_CONFIGS and not name.startswith(KNOWN_PREFIXES):
+                log.warning("The configuration '%s' was supplied but isn't a known config.",
+                            name)
 
     def _validate_groups(self):
         """The protocols list; the group.consumer.* bounds are the group coordinator's to check

@@ -7,8 +7,10 @@ import logging
 import signal
 import subprocess
 import sys
+import threading
 
-from josefk.broker.config import BrokerConfig, ConfigError
+from josefk.broker.config import (EXIT_CONFIG, EXIT_RUNTIME, BrokerConfig, ConfigError, fail,
+                                  os_error_text)
 
 
 def add_commands(sub, kv):
@@ -42,9 +44,10 @@ def run(args) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         config = BrokerConfig.load(args.config_opt or args.config, overrides)
-    except (ConfigError, OSError) as e:
-        print(f"josefk: bad configuration: {e}", file=sys.stderr)
-        return 2
+    except ConfigError as e:
+        return fail("broker", str(e), EXIT_CONFIG)
+    except OSError as e:  # the properties file
+        return fail("broker", os_error_text(e), EXIT_CONFIG)
     from josefk.broker.limits import raise_open_file_limit
 
     logging.getLogger("josefk").info("open-file limit: %d", raise_open_file_limit())
@@ -53,55 +56,99 @@ def run(args) -> int:
     except ImportError:
         uvloop = None
     runner = asyncio.Runner(loop_factory=uvloop.new_event_loop if uvloop else None)
-    helpers = _start_http_services(args, config)
-    try:
-        with runner:
-            return runner.run(_serve(config))
-    finally:
-        for proc in helpers:
-            proc.terminate()
-            proc.wait(15)
+    with runner:
+        return runner.run(_serve(config, lambda: _start_http_services(args, config)))
 
 
-def _start_http_services(args, config) -> list:
+def _start_http_services(args, config) -> list[subprocess.Popen]:
     """``--with-registry`` / ``--with-rest``: the HTTP services beside this broker (their
-    output goes to this terminal), stopped with it."""
+    output goes to this terminal, their "started" line read on the way), stopped with it."""
     from josefk.broker.security.listeners import listeners
 
     if not (args.with_registry or args.with_rest):
         return []
     ep = listeners(config)[0]
     bootstrap = f"{ep.host if ep.host not in (None, '', '0.0.0.0') else '127.0.0.1'}:{ep.port}"
-    procs = []
+    commands = []
     if args.with_registry:
-        procs.append(subprocess.Popen([sys.executable, "-m", "josefk", "registry", "--override",
-                                       f"listeners=http://127.0.0.1:{args.with_registry}",
-                                       "--override", f"kafkastore.bootstrap.servers={bootstrap}",
-                                       "--override", "kafkastore.topic.replication.factor=1"]))
+        commands.append([sys.executable, "-m", "josefk", "registry", "--override",
+                         f"listeners=http://127.0.0.1:{args.with_registry}",
+                         "--override", f"kafkastore.bootstrap.servers={bootstrap}",
+                         "--override", "kafkastore.topic.replication.factor=1"])
     if args.with_rest:
         cmd = [sys.executable, "-m", "josefk", "rest", "--override",
                f"listeners=http://127.0.0.1:{args.with_rest}", "--override",
                f"bootstrap.servers={bootstrap}"]
         if args.with_registry:
             cmd += ["--override", f"schema.registry.url=http://127.0.0.1:{args.with_registry}"]
-        procs.append(subprocess.Popen(cmd))
-    return procs
+        commands.append(cmd)
+    return [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) for cmd in commands]
 
 
-async def _serve(config) -> int:
+async def _services_started(procs: list[subprocess.Popen]) -> int:
+    """Until every HTTP service printed its "started" line (0), or one exited first (its exit
+    code; it said why on this terminal)."""
+    loop = asyncio.get_running_loop()
+    for proc in procs:
+        while True:
+            line = await loop.run_in_executor(None, proc.stdout.readline)
+            if not line:
+                return proc.wait() or EXIT_RUNTIME
+            print(line, end="", flush=True)
+            if " started on " in line:
+                break
+    for proc in procs:  # the rest of their output, as it comes
+        threading.Thread(target=_copy, args=(proc.stdout,), daemon=True).start()
+    return 0
+
+
+def _copy(stream) -> None:
+    for line in stream:
+        print(line, end="", flush=True)
+
+
+def _stop_all(procs: list[subprocess.Popen]) -> None:
+    for proc in procs:
+        if proc.poll() is None:
+            proc.terminate()
+    for proc in procs:
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+async def _serve(config, start_services) -> int:
     from josefk.broker.app import Broker
     from josefk.broker.control.zk_metadata import BrokerIdInUse
     from josefk.storage.errors import InvalidConfig
+    from kazoo.handlers.threading import KazooTimeoutError
 
     try:
         broker = Broker(config)
         await broker.start()
-    except (BrokerIdInUse, ConfigError, InvalidConfig) as e:
-        print(f"josefk: {e}", file=sys.stderr, flush=True)
-        return 1
+    except (ConfigError, InvalidConfig) as e:
+        return fail("broker", str(e), EXIT_CONFIG)
+    except BrokerIdInUse as e:
+        return fail("broker", str(e), EXIT_RUNTIME)
+    except KazooTimeoutError:  # Kafka's ZooKeeperClientTimeoutException
+        return fail("broker", f"cannot start: Timed out waiting for connection to ZooKeeper "
+                              f"{config.get('zookeeper.connect')} within "
+                              f"{config.int('zookeeper.connection.timeout.ms')} ms", EXIT_RUNTIME)
     except OSError as e:  # a port in use, a log dir not writable
-        print(f"josefk: cannot start: {e}", file=sys.stderr, flush=True)
-        return 1
+        return fail("broker", f"cannot start: {os_error_text(e)}", EXIT_RUNTIME)
+    # A service beside it that cannot start stops it: no half-started system.
+    services = start_services()
+    try:
+        code = await _services_started(services)
+        if code:
+            _stop_all(services)
+            await broker.stop()
+            return code
+    except BaseException:
+        _stop_all(services)
+        raise
     print("josefk broker started", file=sys.stderr, flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -113,6 +160,7 @@ async def _serve(config) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.remove_signal_handler(sig)
         signal.signal(sig, signal.SIG_IGN)
+    _stop_all(services)
     await broker.stop()
     print("josefk broker stopped", file=sys.stderr, flush=True)
     return 0

@@ -459,5 +459,10 @@ async def serve(broker, listener, host: str, port: int, limits: ConnectionLimits
     wrap the sockets with the listener's context. ``limits`` are the broker's, across its
     listeners."""
     loop = asyncio.get_running_loop()
-    return await loop.create_server(lambda: Connection(broker, listener, limits), host, port,
-                                    reuse_address=True, backlog=1024, ssl=listener.ssl_context)
+    try:
+        return await loop.create_server(lambda: Connection(broker, listener, limits), host, port,
+                                        reuse_address=True, backlog=1024,
+                                        ssl=listener.ssl_context)
+    except OSError as e:  # Kafka's words
+        raise OSError(e.errno, f"Socket server failed to bind to {host}:{port}: "
+                               f"{os.strerror(e.errno) if e.errno else e}.") from None

@@ -7,6 +7,7 @@ import os
 import queue
 import re
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -37,10 +38,10 @@ class ClusterCli:
         self.lines: queue.Queue = queue.Queue()
         self.seen: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()
-        self.expect(r"broker 3: pid \d+", 90)
+        self.bootstrap = ",".join(f"127.0.0.1:{self.port + i}" for i in range(3))
+        self.expect(rf"^cluster ready: bootstrap servers {self.bootstrap} ", 90)
         self.pids = {int(m[1]): int(m[2]) for line in self.seen
                      if (m := re.match(r"broker (\d+): pid (\d+)", line))}
-        self.bootstrap = ",".join(f"127.0.0.1:{self.port + i}" for i in range(3))
 
     def _read(self):
         for line in self.proc.stdout:
@@ -151,9 +152,52 @@ def test_kill_9_of_a_broker_keeps_the_others_serving_until_restart(cli_cluster):
 
 def test_kill_command_and_restart_after(cli_cluster):
     c = cli_cluster("--restart-after", "2")
+    c.type("kill 9")
+    c.expect(r"^no broker 9 \(brokers 1, 2, 3\)$")
     c.type("kill 2")
-    c.expect(r"broker 2 \(pid \d+\) killed with SIGKILL; the others take over")
+    c.expect(r"broker 2 \(pid \d+\) killed with SIGKILL; its ZooKeeper session times out "
+             r"after 6 s, then the controller moves its leaderships to the other brokers$")
     c.expect(r"broker 2 restarted \(pid \d+\)", 60)
     c.type("stop 3")
     c.expect(r"broker 3 stopped: it exited normally", 90)
     c.expect(r"broker 3 restarted", 60)
+
+
+def test_a_port_in_use_fails_the_cluster_at_once_with_the_brokers_own_line(tmp_path):
+    """Broker 3's port is taken: the command ends as soon as that broker exits (not after the
+    60 s wait for three brokers), quoting the broker's one line, and leaves nothing running."""
+    port = ports_in_a_row(4)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", port + 2))
+        taken.listen()
+        t0 = time.monotonic()
+        p = subprocess.run(
+            [BROKER_PYTHON, "-m", "josefk", "cluster", "--dir", str(tmp_path / "cluster"),
+             "--port", str(port), "--zookeeper-port", str(port + 3)],
+            cwd=str(REPO_ROOT), stdin=subprocess.DEVNULL, capture_output=True, text=True,
+            timeout=120, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+        took = time.monotonic() - t0
+    assert p.returncode == 1, p
+    assert p.stderr.splitlines() == [
+        f"josefk cluster: broker 3 exited with code 1 while starting on 127.0.0.1:{port + 2}: "
+        f"josefk broker: cannot start: Socket server failed to bind to 127.0.0.1:{port + 2}: "
+        "Address already in use."], p.stderr
+    assert "cluster ready" not in p.stdout
+    assert took < 40, f"{took:.0f}s"
+    assert not any(port_accepts("127.0.0.1", port + i) for i in (0, 1, 3))
+
+
+def test_a_bad_override_is_the_brokers_line_and_exit_code_2(tmp_path):
+    port = ports_in_a_row(4)
+    p = subprocess.run(
+        [BROKER_PYTHON, "-m", "josefk", "cluster", "--dir", str(tmp_path / "cluster"),
+         "--port", str(port), "--zookeeper-port", str(port + 3),
+         "--override", "log.retention.ms=abc"],
+        cwd=str(REPO_ROOT), stdin=subprocess.DEVNULL, capture_output=True, text=True,
+        timeout=120, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+    assert p.returncode == 2, p
+    assert re.fullmatch(
+        r"josefk cluster: broker \d exited with code 2 while starting on 127\.0\.0\.1:\d+: "
+        r"josefk broker: Invalid value abc for configuration log\.retention\.ms: Not a number "
+        r"of type LONG\n", p.stderr), p.stderr
+    assert not any(port_accepts("127.0.0.1", port + i) for i in range(4))

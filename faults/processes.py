@@ -74,7 +74,11 @@ def describe_exit(code: int | None) -> str:
 
 
 class BrokerStartError(RuntimeError):
-    pass
+    """A broker that did not start; ``exit_code`` is its own when it exited."""
+
+    def __init__(self, message: str, exit_code: int | None = None):
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 class BrokerProcess:
@@ -118,6 +122,7 @@ class BrokerProcess:
         self.log_path = log_root / f"broker-{self.port}.log"
         self.proc: subprocess.Popen | None = None
         self._log_file = None
+        self._start_offset = 0  # where the log of the last start begins
         self.starts = 0
         self.last_returncode: int | None = None
         self.needed_sigkill = False
@@ -177,6 +182,7 @@ class BrokerProcess:
             raise RuntimeError("broker already running")
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._log_file = open(self.log_path, "ab", buffering=0)
+        self._start_offset = self.log_size()
         self._log_file.write(
             f"\n===== start #{self.starts + 1}: {' '.join(self.command())}\n".encode()
         )
@@ -202,18 +208,23 @@ class BrokerProcess:
             self.wait_listening()
         return self
 
+    def exited_while_starting(self) -> BrokerStartError:
+        """The broker exited before it served: its exit and its own last line, then its log."""
+        self._close_log()
+        last = next((line for line in reversed(self.log_tail(since=self._start_offset)
+                                               .splitlines()) if line.strip()), "no output")
+        return BrokerStartError(
+            f"broker {self.node_id} {describe_exit(self.proc.returncode)} while starting on "
+            f"{self.bootstrap}: {last.strip()}\n"
+            f"--- broker log ({self.log_path}) ---\n{self.log_tail()}", self.proc.returncode)
+
     def wait_listening(self) -> None:
         """Until the broker accepts connections; raises BrokerStartError (and kills it) if it
         exits first or does not within ``start_timeout``."""
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                rc = self.proc.returncode
-                self._close_log()
-                raise BrokerStartError(
-                    f"broker exited with code {rc} before listening on {self.bootstrap}\n"
-                    f"--- broker log ({self.log_path}) ---\n{self.log_tail()}"
-                )
+                raise self.exited_while_starting()
             if port_accepts(self.host, self.port, timeout=0.3):
                 return
             time.sleep(0.05)
@@ -413,7 +424,7 @@ class LocalCluster:
                 b.start(wait=False)
             for b in self.brokers.values():
                 b.wait_listening()
-            self.wait_for_brokers(len(self.brokers), timeout)
+            self.wait_for_brokers(len(self.brokers), timeout, starting=True)
         except BaseException:
             self.stop()
             raise
@@ -583,11 +594,16 @@ class LocalCluster:
             raise ConnectionError(f"FindCoordinator {key!r}: error code {node.error_code}")
         return node.node_id
 
-    def wait_for_brokers(self, n: int, timeout: float = 60) -> None:
-        """Until every live broker lists ``n`` live brokers and a controller."""
+    def wait_for_brokers(self, n: int, timeout: float = 60, starting: bool = False) -> None:
+        """Until every live broker lists ``n`` live brokers and a controller. ``starting``: a
+        broker that exits meanwhile raises its BrokerStartError at once (it listened on a port
+        another process held, it lost its registration to a broker of the same id...)."""
         deadline = time.monotonic() + timeout
         last = None
         while True:
+            exited = [b for b in self.brokers.values() if starting and not b.is_running()]
+            if exited:
+                raise exited[0].exited_while_starting()
             try:
                 answers = [self.metadata_from(i, topics=[]) for i in self.live()]
                 if answers and all(len(md.brokers) == n and md.controller_id >= 0

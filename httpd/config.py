@@ -4,7 +4,9 @@ prefix (``kafkastore.`` for the registry, ``client.`` for the REST proxy) turned
 confluent-kafka's (librdkafka's) settings."""
 from __future__ import annotations
 
+import logging
 import os
+import re
 import socket
 import tempfile
 from dataclasses import dataclass
@@ -46,7 +48,8 @@ class ServiceConfig:
         try:
             return int(self.get(name, default))
         except ValueError:
-            raise ConfigError(f"{name} must be an integer, not {self.get(name)!r}") from None
+            raise ConfigError(f"Invalid value {self.get(name)} for configuration {name}: Not a "
+                              "number of type INT") from None
 
     def bool(self, name: str, default: bool = False) -> bool:
         return str(self.get(name, default)).lower() == "true"
@@ -121,6 +124,49 @@ def librdkafka_settings(java: dict) -> dict:
         if java.get("ssl.endpoint.identification.algorithm", "https") == "":
             out["ssl.endpoint.identification.algorithm"] = "none"
     return out
+
+
+# What differs between two reports of one cause: librdkafka's time in a state, its count of
+# suppressed repeats.
+_RETRY_DETAILS = re.compile(r"\s*\(after \d+ms in state \w+(, \d+ identical error\(s\) "
+                            r"suppressed)?\)|\d+ms")
+
+
+class OncePerCause(logging.Filter):
+    """librdkafka's log lines (``logger`` of confluent-kafka's clients: facility, client name,
+    message), each cause once: a broker out of reach is reported once, not on every retry of
+    every client of the service."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen: set[tuple] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args if isinstance(record.args, tuple) else ()
+        if len(args) != 3:
+            return True
+        facility, _client, message = args
+        cause = (record.levelno, facility, _RETRY_DETAILS.sub("", str(message)))
+        if cause in self.seen:
+            return False
+        self.seen.add(cause)
+        return True
+
+
+def client_logging(name: str) -> dict:
+    """The confluent-kafka setting that sends a service's clients' librdkafka logs to the
+    logger ``name`` (not to stderr, once per cause)."""
+    logger = logging.getLogger(name)
+    if not any(isinstance(f, OncePerCause) for f in logger.filters):
+        logger.addFilter(OncePerCause())
+    return {"logger": logger}
+
+
+def kafka_error_text(e: Exception) -> str:
+    """A client's failure in librdkafka's words (``Failed to get metadata: Local: Broker
+    transport failure``), not KafkaError's repr."""
+    err = e.args[0] if e.args else None
+    return err.str() if hasattr(err, "str") else str(e)
 
 
 def add_service_command(sub, kv, name: str, help: str, properties: str, run_command) -> None:

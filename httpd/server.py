@@ -10,6 +10,7 @@ import logging
 import os
 import re
 import signal
+import socket
 import ssl
 import sys
 from pathlib import Path
@@ -17,9 +18,10 @@ from pathlib import Path
 import orjson
 from aiohttp import web
 
-from josefk.broker.config import ConfigError, parse_properties
+from josefk.broker.config import (EXIT_CONFIG, EXIT_RUNTIME, ConfigError, fail, os_error_text,
+                                  parse_properties)
 from josefk.broker.security.listeners import load_keystore, load_truststore
-from josefk.httpd.config import ServiceConfig
+from josefk.httpd.config import Listener, ServiceConfig
 
 log = logging.getLogger("josefk.http")
 
@@ -231,19 +233,42 @@ def server_ssl_context(config: ServiceConfig) -> ssl.SSLContext:
     return ctx
 
 
-async def serve(app: web.Application, config: ServiceConfig, name: str,
-                on_started=None) -> int:
-    """Serve ``app`` on every listener until SIGTERM or SIGINT."""
+class ServiceError(Exception):
+    """A service that cannot run (a port in use, its Kafka cluster out of reach): its one line."""
+
+
+def bind_listeners(config: ServiceConfig) -> list[tuple[Listener, socket.socket]]:
+    """A listening socket per listener, before anything else is started: a port in use stops
+    the service at once, saying which."""
+    bound = []
+    for listener in config.listeners():
+        try:
+            bound.append((listener, socket.create_server((listener.host, listener.port),
+                                                         backlog=1024)))
+        except OSError as e:
+            for _listener, sock in bound:
+                sock.close()
+            raise ServiceError(f"cannot listen on {listener.url}: {os.strerror(e.errno)}") \
+                from None
+    return bound
+
+
+async def serve(app: web.Application, config: ServiceConfig, name: str, bound: list,
+                on_started=None, prepare=None) -> int:
+    """Serve ``app`` on the ``bound`` listeners (`bind_listeners`) until SIGTERM or SIGINT:
+    ``prepare`` runs first (connections wait in the backlog meanwhile), then requests are
+    served and ``on_started`` runs."""
     runner = web.AppRunner(app, access_log=None, handle_signals=False)
-    await runner.setup()
     try:
-        for listener in config.listeners():
+        if prepare:
+            await prepare()
+        await runner.setup()
+        for listener, sock in bound:
             ctx = server_ssl_context(config) if listener.scheme == "https" else None
-            await web.TCPSite(runner, listener.host, listener.port, ssl_context=ctx,
-                              backlog=1024).start()
+            await web.SockSite(runner, sock, ssl_context=ctx).start()
         if on_started:
             await on_started()
-        print(f"josefk {name} started on {', '.join(l.url for l in config.listeners())}",
+        print(f"josefk {name} started on {', '.join(l.url for l, _sock in bound)}",
               flush=True)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
@@ -257,23 +282,35 @@ async def serve(app: web.Application, config: ServiceConfig, name: str,
 
 
 def run_service(args, name: str, defaults: dict, required: str, serve_config) -> int:
-    """A service process: its properties (``required`` must be set; 2 and a one-line message
-    on a bad configuration), then ``serve_config(config)`` on uvloop where available (as the
-    broker runs) until SIGTERM or Ctrl-C."""
+    """A service process: its properties (``required`` must be set), its ports, then
+    ``serve_config(config, bound)`` on uvloop where available (as the broker runs) until SIGTERM or
+    Ctrl-C. A bad configuration (EXIT_CONFIG) or a failure to run (EXIT_RUNTIME) is one line."""
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         config = ServiceConfig.load(args.config, dict(args.override), defaults)
         if not config.get(required):
-            raise ConfigError(f"{required} is required")
+            raise ConfigError(f"Missing required configuration \"{required}\" which has no "
+                              "default value.")
         if any(listener.scheme == "https" for listener in config.listeners()):
             server_ssl_context(config)  # the keys and certificates load, before anything else
-    except (ConfigError, OSError) as e:
-        print(f"josefk {name}: bad configuration: {e}", file=sys.stderr)
-        return 2
+    except ConfigError as e:
+        return fail(name, str(e), EXIT_CONFIG)
+    except OSError as e:  # the properties file
+        return fail(name, os_error_text(e), EXIT_CONFIG)
     try:
         import uvloop
     except ImportError:
         uvloop = None
-    with asyncio.Runner(loop_factory=uvloop.new_event_loop if uvloop else None) as runner:
-        return runner.run(serve_config(config))
+    bound = []
+    try:
+        bound = bind_listeners(config)
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop if uvloop else None) as runner:
+            return runner.run(serve_config(config, bound))
+    except ConfigError as e:
+        return fail(name, str(e), EXIT_CONFIG)
+    except ServiceError as e:
+        return fail(name, str(e), EXIT_RUNTIME)
+    finally:
+        for _listener, sock in bound:
+            sock.close()

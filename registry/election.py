@@ -111,5 +111,6 @@ class Election:
 
     def stop(self):
         self.stopping.set()
-        self.thread.join(timeout=5)
+        if self.thread.ident is not None:  # started
+            self.thread.join(timeout=5)
         self._drop()

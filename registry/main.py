@@ -2,9 +2,7 @@
 Confluent's property names."""
 from __future__ import annotations
 
-import sys
-
-from josefk.broker.config import ConfigError
+from josefk.broker.config import ConfigError, os_error_text
 
 DEFAULTS = {
     "listeners": "http://0.0.0.0:8081",
@@ -41,30 +39,31 @@ def bootstrap_servers(value: str) -> str:
     return ",".join(s.strip().rpartition("://")[2] for s in value.split(",") if s.strip())
 
 
-async def serve(config) -> int:
+async def serve(config, bound: list) -> int:
     import asyncio
 
     import aiohttp
     from aiohttp import web
 
-    from josefk.httpd.config import kafka_security, librdkafka_settings
-    from josefk.httpd.server import middlewares, serve as serve_http
+    from josefk.httpd.config import (client_logging, kafka_error_text, kafka_security,
+                                     librdkafka_settings)
+    from josefk.httpd.server import ServiceError, middlewares, serve as serve_http
     from josefk.registry.app import BODY_TYPES, CONTENT_TYPE, Registry
     from josefk.registry.election import Election
-    from josefk.registry.kafkastore import KafkaStore, StoreError
+    from josefk.registry.kafkastore import KafkaStore
     from josefk.registry.state import State
 
     loop = asyncio.get_running_loop()
     security = kafka_security(config, "kafkastore.")
     bootstrap = bootstrap_servers(config.get("kafkastore.bootstrap.servers"))
     try:
-        kafka = {"bootstrap.servers": bootstrap, **librdkafka_settings(security)}
+        kafka = {"bootstrap.servers": bootstrap, **librdkafka_settings(security),
+                 **client_logging("josefk.registry.kafka")}
         app = web.Application(middlewares=middlewares(config, CONTENT_TYPE, BODY_TYPES,
                                                       "SCHEMA_REGISTRY_OPTS"),
                               client_max_size=config.int("request.max.bytes"))
-    except (ConfigError, OSError) as e:
-        print(f"josefk registry: bad configuration: {e}", file=sys.stderr)
-        return 2
+    except OSError as e:  # a keystore or JAAS file
+        raise ConfigError(os_error_text(e)) from None
     state = State()
     store = KafkaStore(kafka, config.get("kafkastore.topic"),
                        config.int("kafkastore.topic.replication.factor"),
@@ -84,24 +83,27 @@ async def serve(config) -> int:
         forward_ssl = client_ssl_context(config.get)
     registry = Registry(store, state, identity, forward_ssl)
     app.add_routes(registry.routes())
-    try:
-        await store.start()
-    except (StoreError, Exception) as e:  # noqa: BLE001 - any failure to reach the cluster
-        print(f"josefk registry: cannot use {config.get('kafkastore.topic')} on {bootstrap}: "
-              f"{e}", file=sys.stderr, flush=True)
-        store.stop()
-        return 1
-    registry.session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30))
     election = Election(bootstrap, security, config.get("schema.registry.group.id"), identity,
                         lambda primary: loop.call_soon_threadsafe(registry.set_primary, primary),
                         config.int("kafkagroup.session.timeout.ms"),
                         config.int("kafkagroup.heartbeat.interval.ms"),
                         config.int("kafkagroup.rebalance.timeout.ms"))
+
+    async def read_store():
+        try:
+            await store.start()
+        except Exception as e:  # noqa: BLE001 - any failure to reach the cluster
+            raise ServiceError(f"cannot use {config.get('kafkastore.topic')} on {bootstrap}: "
+                               f"{kafka_error_text(e)}") from None
+        registry.session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30))
+
     try:
-        return await serve_http(app, config, "registry", on_started=_start(election))
+        return await serve_http(app, config, "registry", bound, on_started=_start(election),
+                                prepare=read_store)
     finally:
         await loop.run_in_executor(None, election.stop)
-        await registry.session.close()
+        if registry.session is not None:
+            await registry.session.close()
         store.stop()
 
 

@@ -4,9 +4,8 @@ clients' security, ``producer.*`` / ``consumer.*`` / ``admin.*`` for one client'
 from __future__ import annotations
 
 import asyncio
-import sys
 
-from josefk.broker.config import ConfigError
+from josefk.broker.config import ConfigError, os_error_text
 
 DEFAULTS = {
     "listeners": "http://0.0.0.0:8082",
@@ -38,10 +37,10 @@ def run(args) -> int:
     return run_service(args, "rest", DEFAULTS, "bootstrap.servers", serve)
 
 
-async def serve(config) -> int:
+async def serve(config, bound: list) -> int:
     from aiohttp import web
 
-    from josefk.httpd.config import kafka_security, librdkafka_settings
+    from josefk.httpd.config import client_logging, kafka_security, librdkafka_settings
     from josefk.httpd.server import middlewares, serve as serve_http
     from josefk.registry.client import registry_client_settings
     from josefk.registry.main import bootstrap_servers
@@ -53,7 +52,8 @@ async def serve(config) -> int:
 
     try:
         client = {"bootstrap.servers": bootstrap_servers(config.get("bootstrap.servers")),
-                  **librdkafka_settings(kafka_security(config, "client."))}
+                  **librdkafka_settings(kafka_security(config, "client.")),
+                  **client_logging("josefk.rest.kafka")}
         per_client = {p: {k: v for k, v in config.prefixed(p).items()
                           if p + k not in DEFAULTS} for p in _CLIENT_PREFIXES}
         kafka = Kafka(client, per_client["producer."], per_client["admin."],
@@ -62,9 +62,8 @@ async def serve(config) -> int:
             middlewares=middlewares(config, lambda r: "application/json" if r.path.startswith(
                 "/v3") else CONTENT_TYPE, BODY_TYPES, "KAFKAREST_OPTS"),
             client_max_size=config.int("request.max.bytes"))
-    except (ConfigError, OSError, ValueError) as e:
-        print(f"josefk rest: bad configuration: {e}", file=sys.stderr)
-        return 2
+    except (OSError, ValueError) as e:  # a keystore or JAAS file, a client setting
+        raise ConfigError(os_error_text(e) if isinstance(e, OSError) else str(e)) from None
     schemas = SchemaFormats(registry_client_settings(config.props))
     instances = Instances(client, per_client["consumer."],
                           config.int("consumer.instance.timeout.ms"))
@@ -79,7 +78,7 @@ async def serve(config) -> int:
         expiry = asyncio.ensure_future(instances.expire())
 
     try:
-        return await serve_http(app, config, "rest", on_started=started)
+        return await serve_http(app, config, "rest", bound, on_started=started)
     finally:
         if expiry:
             expiry.cancel()

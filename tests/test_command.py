@@ -1,12 +1,15 @@
 """The `josefk` command: a dispatcher that imports only the package of the subcommand it runs,
-and errors that reach the user as one line, never a traceback (no broker needed: the failures
-are the broker out of reach, a bad address, a missing keystore, a port in use, a closed pipe)."""
+and errors that reach the user as one line, never a traceback, with the exit code of their kind
+(2: bad usage or configuration, 1: a failure to run). No broker needed: the failures are the
+broker out of reach, a bad address or value, a missing keystore, a port in use, a closed pipe."""
 from __future__ import annotations
 
 import json
+import logging
 import socket
 import subprocess
 import sys
+import time
 
 from josefk.wire.records import build_batch
 
@@ -92,21 +95,146 @@ def test_a_missing_keystore_is_one_line_naming_the_file(tmp_path):
     p = josefk("broker", "--listeners", f"SSL://127.0.0.1:{closed_port()}",
                "--log-dirs", str(tmp_path / "data"),
                "--override", f"ssl.keystore.location={missing}")
-    assert p.returncode == 1
+    assert p.returncode == 2
     assert error_lines(p.stderr) == [
-        f"josefk: listener SSL: cannot load TLS keys or certificates: ssl.keystore.location "
-        f"{missing}: No such file or directory"]
+        f"josefk broker: listener SSL: cannot load TLS keys or certificates: "
+        f"ssl.keystore.location {missing}: No such file or directory"]
 
 
-def test_a_port_in_use_and_a_bad_config_are_one_line(tmp_path):
+def test_a_port_in_use_is_one_line_and_exit_code_1_for_every_service(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         s.listen()
         port = s.getsockname()[1]
-        p = josefk("broker", "--listeners", f"PLAINTEXT://127.0.0.1:{port}",
-                   "--log-dirs", str(tmp_path / "data"))
-    assert p.returncode == 1 and len(error_lines(p.stderr)) == 1, p.stderr
-    assert "address already in use" in p.stderr
-    for args in (["--override", "log.segment.bytes=big"], [str(tmp_path / "missing.properties")]):
-        p = josefk("broker", "--log-dirs", str(tmp_path / "data"), *args)
-        assert p.returncode in (1, 2) and len(error_lines(p.stderr)) == 1, p.stderr
+        broker = josefk("broker", "--listeners", f"PLAINTEXT://127.0.0.1:{port}",
+                        "--log-dirs", str(tmp_path / "data"))
+        services = {name: josefk(name, "--override", f"{bootstrap}=127.0.0.1:{closed_port()}",
+                                 "--override", f"listeners=http://127.0.0.1:{port}")
+                    for name, bootstrap in (("registry", "kafkastore.bootstrap.servers"),
+                                            ("rest", "bootstrap.servers"))}
+    assert broker.returncode == 1
+    assert error_lines(broker.stderr) == [
+        f"josefk broker: cannot start: Socket server failed to bind to 127.0.0.1:{port}: "
+        "Address already in use."]
+    for name, p in services.items():
+        assert p.returncode == 1
+        assert p.stderr.splitlines() == [
+            f"josefk {name}: cannot listen on http://127.0.0.1:{port}: Address already in use"]
+
+
+def test_a_broker_whose_registry_cannot_start_does_not_start(tmp_path):
+    """``--with-registry`` on a port in use: the registry's one line, and the broker stops with
+    it (no broker left running without its registry)."""
+    kafka = closed_port()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        p = josefk("broker", "--listeners", f"PLAINTEXT://127.0.0.1:{kafka}",
+                   "--log-dirs", str(tmp_path / "data"), "--with-registry", str(port))
+    assert p.returncode == 1
+    assert error_lines(p.stderr) == [
+        f"josefk registry: cannot listen on http://127.0.0.1:{port}: Address already in use"]
+    assert "josefk broker started" not in p.stderr
+
+
+def test_bad_values_are_kafkas_words_and_exit_code_2(tmp_path):
+    data = str(tmp_path / "data")
+    for args, line in (
+            (["--override", "log.retention.ms=abc"],
+             "Invalid value abc for configuration log.retention.ms: Not a number of type LONG"),
+            (["--node-id", "2147483648"],
+             "Invalid value 2147483648 for configuration node.id: Not a number of type INT"),
+            (["--override", "auto.create.topics.enable=yes"],
+             "Invalid value yes for configuration auto.create.topics.enable: Expected value to "
+             "be either true or false"),
+            ([str(tmp_path / "missing.properties")],
+             f"No such file or directory: {tmp_path / 'missing.properties'}")):
+        p = josefk("broker", "--log-dirs", data, *args)
+        assert p.returncode == 2, (args, p.stderr)
+        assert error_lines(p.stderr) == [f"josefk broker: {line}"], p.stderr
+    for name, bootstrap in (("registry", "kafkastore.bootstrap.servers"),
+                            ("rest", "bootstrap.servers")):
+        p = josefk(name, "--override", "request.max.bytes=lots")
+        assert p.returncode == 2
+        assert p.stderr.splitlines() == [
+            f'josefk {name}: Missing required configuration "{bootstrap}" which has no '
+            "default value."]
+        p = josefk(name, "--override", f"{bootstrap}=127.0.0.1:{closed_port()}",
+                   "--override", "request.max.bytes=lots")
+        assert p.returncode == 2
+        assert p.stderr.splitlines() == [
+            f"josefk {name}: Invalid value lots for configuration request.max.bytes: Not a "
+            "number of type INT"]
+
+
+def test_a_log_dir_that_cannot_be_made_is_exit_code_1(tmp_path):
+    (tmp_path / "file").write_text("not a directory")
+    p = josefk("broker", "--listeners", f"PLAINTEXT://127.0.0.1:{closed_port()}",
+               "--log-dirs", str(tmp_path / "file" / "data"))
+    assert p.returncode == 1
+    assert error_lines(p.stderr) == [
+        f"josefk broker: cannot start: Not a directory: {tmp_path / 'file' / 'data'}"]
+
+
+def test_an_unknown_config_is_warned_about_as_kafka_does_and_the_broker_starts(tmp_path):
+    port = closed_port()
+    p = subprocess.Popen([*JOSEFK, "broker", "--listeners", f"PLAINTEXT://127.0.0.1:{port}",
+                          "--log-dirs", str(tmp_path / "data"), "--override",
+                          "log.retension.ms=5", "--override", "num.network.threads=3"],
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        lines = []
+        for line in p.stderr:  # bounded by the broker's start (or exit)
+            lines.append(line.rstrip("\n"))
+            if line.startswith("josefk broker started"):
+                break
+    finally:
+        p.terminate()
+        p.wait(30)
+    assert lines[-1] == "josefk broker started", lines
+    warnings = [line.split(": ", 1)[1] for line in lines if " WARNING " in line]
+    assert warnings == [
+        "The configuration 'log.retension.ms' was supplied but isn't a known config."]
+
+
+def test_a_services_kafka_clients_log_each_cause_once_through_logging():
+    """The registry's and REST proxy's confluent-kafka clients (their ``client_logging``):
+    librdkafka's lines go to Python logging, not stderr, and a broker out of reach is one
+    line however often the clients retry it."""
+    from confluent_kafka import Consumer, Producer
+
+    from josefk.httpd.config import client_logging
+
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    settings = client_logging("josefk.test.kafka")
+    settings["logger"].addHandler(handler)
+    try:
+        conf = {"bootstrap.servers": f"127.0.0.1:{closed_port()}", **settings,
+                "reconnect.backoff.ms": 10, "reconnect.backoff.max.ms": 20}
+        clients = [Producer(conf), Consumer({**conf, "group.id": "g"})]
+        clients[1].subscribe(["t"])
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            clients[0].poll(0.1)
+            clients[1].poll(0.1)
+        clients[1].close()
+    finally:
+        settings["logger"].removeHandler(handler)
+    failures = [r.getMessage() for r in records if r.args[0] == "FAIL"]
+    assert len(failures) == 1, failures  # two clients, dozens of reconnects, one cause
+    assert "Connection refused" in failures[0]
+
+
+def test_zookeeper_out_of_reach_is_one_line_and_exit_code_1(tmp_path):
+    zk = closed_port()
+    p = josefk("broker", "--listeners", f"PLAINTEXT://127.0.0.1:{closed_port()}",
+               "--log-dirs", str(tmp_path / "data"), "--zookeeper-connect", f"127.0.0.1:{zk}",
+               "--override", "zookeeper.connection.timeout.ms=2000")
+    assert p.returncode == 1
+    assert "Traceback" not in p.stderr
+    assert [line for line in p.stderr.splitlines() if line.startswith("josefk")] == [
+        f"josefk broker: cannot start: Timed out waiting for connection to ZooKeeper "
+        f"127.0.0.1:{zk} within 2000 ms"]

@@ -1,12 +1,13 @@
-"""``pip install josefk`` on a machine without a C compiler: ``python -m build`` makes the sdist
-and the wheel (the wheel from the sdist, with no compiler on PATH and CC failing, so the native
-record walk cannot build), the wheel installs into a fresh venv under the one ``josefk``
-package, and there the ``josefk`` command runs a broker that the console tools produce to and
-consume from, ``python -m josefk`` answers, and the pytest plugin gives a user's test its
-broker and topic."""
+"""``pip install`` of josefk's built artifacts on a machine without a C compiler: ``python -m
+build`` with ``JOSEFK_PURE=1`` makes the sdist and, from it, the ``py3-none-any`` wheel (no
+compiler on PATH and CC failing, as on a user's machine); the wheel installs into fresh venvs of
+CPython 3.11, 3.12 and 3.13 under the one ``josefk`` package, and there the ``josefk`` command
+runs a broker that the console tools produce to and consume from, ``python -m josefk`` answers,
+and the pytest plugin gives a user's test its broker and topic (docs/releasing.md)."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -14,7 +15,6 @@ import subprocess
 import sys
 import tarfile
 import time
-import venv
 import zipfile
 from pathlib import Path
 
@@ -25,6 +25,7 @@ from tests.test_testing import processes_naming
 
 REPO = Path(__file__).resolve().parents[1]
 NOT_INSTALLED = ("tests", "compat_tests", "testkit", "bench", "scripts")
+CPYTHONS = ["3.11", "3.12", "3.13"]  # the classifiers of pyproject.toml, each installed here
 
 
 def _no_compiler(path: str) -> dict:
@@ -47,20 +48,65 @@ def _run(cmd, env, cwd, timeout=300, **kw) -> subprocess.CompletedProcess:
 def dist(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("dist")
     _run([sys.executable, "-m", "build", "--outdir", str(out), str(REPO)],
-         _no_compiler(str(Path(sys.executable).parent)), cwd=out)
+         {**_no_compiler(str(Path(sys.executable).parent)), "JOSEFK_PURE": "1"}, cwd=out)
     return out
+
+
+def _python(version: str) -> str:
+    """CPython ``version``: this one, else pyenv's (``pyenv install 3.13``), else on PATH."""
+    if sys.version.startswith(version + "."):
+        return sys.executable
+    root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    found = sorted(root.glob(f"{version}.*/bin/python{version}")) or \
+        [Path(p) for p in [shutil.which(f"python{version}")] if p]
+    assert found, f"no CPython {version} (pyenv install {version}, or python{version} on PATH)"
+    return str(found[-1])
+
+
+def _venv(python: str, root: Path, *packages) -> tuple[Path, dict]:
+    """A fresh venv of ``python`` with ``packages``: (its bin dir, its no-compiler env)."""
+    _run([python, "-m", "venv", str(root)], _no_compiler(str(Path(python).parent)), cwd=root.parent)
+    env = _no_compiler(str(root / "bin"))
+    _run([str(root / "bin" / "python"), "-m", "pip", "install", "-q", *packages], env, cwd=root,
+         timeout=600)
+    return root / "bin", env
 
 
 @pytest.fixture(scope="module")
 def installed(dist, tmp_path_factory):
-    """A fresh venv with the wheel, pytest and confluent-kafka: (its bin dir, its env)."""
-    root = tmp_path_factory.mktemp("venv")
-    venv.create(root, with_pip=True)
-    env = _no_compiler(str(root / "bin"))
+    """A fresh venv of this CPython with the wheel, pytest and confluent-kafka: (its bin dir,
+    its env)."""
     (wheel,) = dist.glob("*.whl")
-    _run([str(root / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel), "pytest",
-          "confluent-kafka"], env, cwd=root, timeout=600)
-    return root / "bin", env
+    return _venv(sys.executable, tmp_path_factory.mktemp("venv") / "venv", str(wheel),
+                 "pytest", "confluent-kafka")
+
+
+@pytest.fixture(scope="module", params=CPYTHONS)
+def installed_on(request, dist, installed, tmp_path_factory):
+    """The wheel alone in a fresh venv of each CPython josefk declares (3.11's is
+    ``installed``)."""
+    if sys.version.startswith(request.param + "."):
+        return installed
+    (wheel,) = dist.glob("*.whl")
+    return _venv(_python(request.param),
+                 tmp_path_factory.mktemp(f"venv{request.param}") / "venv", str(wheel))
+
+
+def test_the_wheel_is_pure_python_for_every_declared_cpython(dist):
+    (wheel,) = dist.glob("*.whl")
+    assert wheel.name == "josefk-0.1.0-py3-none-any.whl"
+    info = zipfile.ZipFile(wheel)
+    tags = [line for line in info.read("josefk-0.1.0.dist-info/WHEEL").decode().splitlines()
+            if line.startswith(("Tag:", "Root-Is-Purelib:"))]
+    assert tags == ["Root-Is-Purelib: true", "Tag: py3-none-any"]
+    meta = info.read("josefk-0.1.0.dist-info/METADATA").decode().splitlines()
+    (requires,) = [line for line in meta if line.startswith("Requires-Python: ")]
+    versions = sorted((int(m[1]), int(m[2])) for line in meta
+                      if (m := re.fullmatch(r"Classifier: Programming Language :: Python :: "
+                                            r"(\d+)\.(\d+)", line)))
+    # the oldest declared version is the one Requires-Python names, and each is tested here
+    assert requires == f"Requires-Python: >={versions[0][0]}.{versions[0][1]}"
+    assert [f"{a}.{b}" for a, b in versions] == CPYTHONS
 
 
 def test_the_wheel_holds_josefk_alone_without_native_code(dist):
@@ -101,12 +147,14 @@ def _wait_listening(proc, bootstrap: str, timeout: float = 60) -> None:
     raise AssertionError(f"the broker did not listen on {bootstrap} (exit code {proc.poll()})")
 
 
-def test_the_josefk_command_serves_produce_and_consume(installed, tmp_path):
-    bin_dir, env = installed
+def test_the_josefk_command_serves_produce_and_consume(installed_on, tmp_path, request):
+    bin_dir, env = installed_on
     walk = _run([str(bin_dir / "python"), "-c",
-                 "import josefk.wire.recscan as r, josefk.broker; print(r.NATIVE, "
-                 "josefk.broker.__file__)"], env, cwd=tmp_path).stdout.split()
+                 "import sys, josefk.wire.recscan as r, josefk.broker; print(r.NATIVE, "
+                 "josefk.broker.__file__, '%d.%d' % sys.version_info[:2])"],
+                env, cwd=tmp_path).stdout.split()
     assert walk[0] == "False" and walk[1].startswith(str(bin_dir.parent))
+    assert walk[2] == request.node.callspec.params["installed_on"]
     bootstrap = f"127.0.0.1:{free_port()}"
     log = open(tmp_path / "broker.log", "w")
     broker = subprocess.Popen([str(bin_dir / "josefk"), "broker", "--listeners",

@@ -4,13 +4,17 @@ Everything lives under one directory (``--dir``): ``zookeeper/`` and ``broker-<i
 broker's data and log. A broker that exits (a crash, a kill -9) is reported in one line and the
 others keep serving; lines typed on stdin act on the brokers, to watch a failover:
 
-    kill N      kill -9 broker N (a follower takes over its leaderships)
+    kill N      kill -9 broker N (when its ZooKeeper session times out, the controller moves
+                its leaderships to the others)
     stop N      stop broker N with a controlled shutdown (SIGTERM)
     restart N   start broker N again (after stopping it, if it runs)
     status      which brokers run
 
 ``--restart-after S`` restarts a broker that is down S seconds later by itself. Ctrl-C (or
 SIGTERM) stops the brokers with a controlled shutdown, then ZooKeeper.
+
+Once every broker lists the others, one line says so (``cluster ready: bootstrap servers
+...``); a process that cannot start fails the command at once (exit code 1), with its own line.
 """
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ import sys
 import threading
 import time
 
+from josefk.broker.config import DEFAULTS, EXIT_CONFIG, EXIT_RUNTIME, fail
 from josefk.faults.processes import BrokerStartError, LocalCluster, describe_exit
 from josefk.zk.local_server import ZooKeeperNotInstalled, ZooKeeperStartError
 
@@ -52,8 +57,7 @@ def _read_lines(stream, lines: queue.Queue):
 
 def run_cluster(args) -> int:
     if args.brokers < 1:
-        print("josefk cluster: --brokers must be at least 1", file=sys.stderr)
-        return 2
+        return fail("cluster", "--brokers must be at least 1", EXIT_CONFIG)
     rf = min(3, args.brokers)
     overrides = {"default.replication.factor": rf, "offsets.topic.replication.factor": rf,
                  "transaction.state.log.replication.factor": rf,
@@ -62,8 +66,7 @@ def run_cluster(args) -> int:
     for kv in args.override:
         key, sep, value = kv.partition("=")
         if not sep:
-            print(f"josefk cluster: --override expects KEY=VALUE, got {kv!r}", file=sys.stderr)
-            return 2
+            return fail("cluster", f"--override expects KEY=VALUE, got {kv!r}", EXIT_CONFIG)
         overrides[key.strip()] = value.strip()
     cluster = LocalCluster(args.dir, args.brokers, zookeeper_port=args.zookeeper_port,
                            first_port=args.port, overrides=overrides)
@@ -71,18 +74,22 @@ def run_cluster(args) -> int:
     # Python started so never turns it into KeyboardInterrupt (kill -INT would do nothing)
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, _interrupt)
+    print(f"starting ZooKeeper and {args.brokers} brokers in {cluster.root}...", flush=True)
     try:
         cluster.start()
     except (ZooKeeperNotInstalled, ZooKeeperStartError, BrokerStartError, AssertionError) as e:
-        print(f"josefk cluster: {e}", file=sys.stderr)
-        return 1
+        # the first line names the cause (the rest is the process's log, kept in its file); a
+        # broker refusing its configuration (--override) is the command's bad configuration
+        bad_config = isinstance(e, BrokerStartError) and e.exit_code == EXIT_CONFIG
+        return fail("cluster", str(e).splitlines()[0], EXIT_CONFIG if bad_config else
+                    EXIT_RUNTIME)
     except KeyboardInterrupt:
         return 0
     try:
-        print(f"ZooKeeper at {cluster.zk_connect}; brokers at {cluster.bootstrap}; data and "
-              f"logs in {cluster.root}", flush=True)
         for i, b in cluster.brokers.items():
             print(f"broker {i}: pid {b.pid}, {b.bootstrap}, log {b.log_path}", flush=True)
+        print(f"cluster ready: bootstrap servers {cluster.bootstrap} (ZooKeeper "
+              f"{cluster.zk_connect})", flush=True)
         print(HELP, flush=True)
         _serve(cluster, args.restart_after)
     except KeyboardInterrupt:
@@ -125,12 +132,14 @@ def _command(cluster: LocalCluster, words: list[str], down: dict[int, float]) ->
                 describe_exit(b.proc.returncode)
             print(f"broker {i} ({b.bootstrap}): {state}", flush=True)
         return
-    if len(words) != 2 or words[0] not in ("kill", "stop", "restart") or \
-            not words[1].isdigit() or int(words[1]) not in cluster.brokers:
-        print(f"unknown command {' '.join(words)!r}: {HELP} (brokers "
-              f"{', '.join(map(str, cluster.brokers))})", flush=True)
+    brokers = ", ".join(map(str, cluster.brokers))
+    if len(words) != 2 or words[0] not in ("kill", "stop", "restart") or not words[1].isdigit():
+        print(f"unknown command {' '.join(words)!r}: {HELP} (brokers {brokers})", flush=True)
         return
     action, i = words[0], int(words[1])
+    if i not in cluster.brokers:
+        print(f"no broker {i} (brokers {brokers})", flush=True)
+        return
     b = cluster.brokers[i]
     if action == "restart":
         _restart(cluster, i, down)
@@ -140,8 +149,11 @@ def _command(cluster: LocalCluster, words: list[str], down: dict[int, float]) ->
         pid = b.pid
         cluster.kill(i)
         down[i] = time.monotonic()
-        print(f"broker {i} (pid {pid}) killed with SIGKILL; the others take over its "
-              f"partitions", flush=True)
+        session = int(b.overrides.get("zookeeper.session.timeout.ms",
+                                      DEFAULTS["zookeeper.session.timeout.ms"])) / 1000
+        print(f"broker {i} (pid {pid}) killed with SIGKILL; its ZooKeeper session times out "
+              f"after {session:g} s, then the controller moves its leaderships to the other "
+              f"brokers", flush=True)
     else:
         print(f"stopping broker {i} (controlled shutdown)...", flush=True)
         code = cluster.shutdown(i)

@@ -1,0 +1,60 @@
+"""The quick tier (``scripts/test.sh --quick``, or ``pytest -p testkit.quick``): the unit tests
+and one representative scenario per area of the real-client tests, a few minutes where the whole
+suite takes half an hour. Loaded as a pytest plugin, it marks them ``quick`` and deselects the
+rest; a scenario named here that is not collected fails the run (renamed, or gone)."""
+from __future__ import annotations
+
+import pytest
+
+# Unit tests left out: the packaging test builds and installs wheels on three CPythons, the
+# plugin's example run starts pytest with clusters.
+SLOW_UNIT_TESTS = ("tests/test_packaging.py::",
+                   "tests/test_testing_plugin.py::test_the_examples_and_the_fixtures_promises")
+
+# One scenario per area, on the shared single broker unless the area is the cluster's.
+SCENARIOS = (
+    "compat_tests/test_confluent.py::test_consumer_from_earliest[single]",
+    "compat_tests/test_kafka_python.py::test_keys_across_partitions[single]",
+    "compat_tests/test_kcat.py::test_produce_lines_and_consume[single]",
+    "compat_tests/test_protocol.py::test_pipelined_requests_answered_in_order",
+    "compat_tests/test_produce_validation.py::test_garbage_compressed_payloads_are_corrupt[single]",
+    "compat_tests/test_groups_confluent.py::"
+    "test_three_consumers_split_six_partitions_and_consume_once[single]",
+    "compat_tests/test_transactions.py::test_commit_and_abort_read_committed_and_uncommitted[single]",
+    "compat_tests/test_share_groups.py::test_three_share_consumers_split_one_partition[single]",
+    "compat_tests/test_restart.py::test_kill_9_keeps_acknowledged_data",
+    "compat_tests/test_retention.py::test_compaction_keeps_latest_value_per_key",
+    "compat_tests/test_security.py::test_confluent_produce_consume_group_admin[SASL_SSL-SCRAM-SHA-256]",
+    "compat_tests/test_cli.py::test_topics_create_list_describe_delete",
+    "compat_tests/test_cluster.py::test_confluent_produce_consume_replicated_through_any_broker[1]",
+    "compat_tests/test_cluster_cli.py::test_kill_command_and_restart_after",
+    "compat_tests/test_cluster_cli.py::test_a_port_in_use_fails_the_cluster_at_once_with_the_brokers_own_line",
+    "compat_tests/test_spark.py::test_batch_write_then_read_with_explicit_offsets",
+    "compat_tests/test_schema_registry.py::test_avro_roundtrip",
+    "compat_tests/test_rest_proxy.py::test_produce_and_consume_every_format",
+    "compat_tests/test_web_console.py::test_console_without_a_registry",
+)
+
+
+def is_quick(nodeid: str) -> bool:
+    if nodeid.startswith("tests/"):
+        return not nodeid.startswith(SLOW_UNIT_TESTS)
+    return nodeid in SCENARIOS
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "quick: the quick tier (testkit/quick.py)")
+
+
+def pytest_collection_modifyitems(config, items):
+    quick = [item for item in items if is_quick(item.nodeid)]
+    for item in quick:
+        item.add_marker(pytest.mark.quick)
+    missing = [s for s in SCENARIOS if s.split("::")[0] in {i.nodeid.split("::")[0]
+                                                             for i in items}
+               and s not in {i.nodeid for i in quick}]
+    if missing:
+        raise pytest.UsageError(f"testkit/quick.py names scenarios that are not collected: "
+                                f"{', '.join(missing)}")
+    config.hook.pytest_deselected(items=[i for i in items if i not in quick])
+    items[:] = quick
