@@ -1,9 +1,10 @@
-"""`josefk groups list|describe|delete|reset-offsets`, modelled on kafka-consumer-groups.sh (and
+"""`josefk groups --list|--describe|--delete|--reset-offsets` (or `list`...), modelled on kafka-consumer-groups.sh (and
 kafka-share-groups.sh for the description of a share group)."""
 from __future__ import annotations
 
 import sys
 
+from josefk.tools.actions import add_actions
 from josefk.tools.client import KafkaError
 from josefk.tools.tool_client import ClusterClient
 from josefk.wire import errors
@@ -13,37 +14,42 @@ from josefk.wire.apis import (CONSUMER_GROUP_DESCRIBE, DELETE_GROUPS, DESCRIBE_G
 from josefk.wire.apis.consumer_protocol import ASSIGNMENT
 
 LATEST, EARLIEST = -1, -2
+RESET_TO = ("to_earliest", "to_latest", "to_offset", "shift_by")  # one of them
 
 
 def add_commands(sub, common):
-    g = sub.add_parser("groups", help="list, describe, delete consumer groups, reset offsets")
-    gsub = g.add_subparsers(dest="action", required=True)
-    ls = common(gsub.add_parser("list"))
-    ls.add_argument("--type", nargs="*", metavar="TYPE", help="show each group's type "
-                    "(classic, consumer); with types, only groups of those")
-    ls.set_defaults(func=groups_list)
-    d = common(gsub.add_parser("describe"))
-    d.add_argument("--group", required=True)
-    view = d.add_mutually_exclusive_group()
+    g = common(sub.add_parser("groups", help="list, describe, delete consumer groups, reset "
+                                             "offsets (like kafka-consumer-groups.sh)"))
+    add_actions(g, {"list": (groups_list, "list the groups"),
+                    "describe": (groups_describe, "the group's offsets and lag, members "
+                                                  "(--members) or state (--state)"),
+                    "delete": (groups_delete, "delete the group"),
+                    "reset-offsets": (groups_reset_offsets, "reset the group's committed "
+                                                            "offsets")},
+                requires={"describe": ["group"], "delete": ["group"],
+                          "reset-offsets": ["group", "topic", RESET_TO]})
+    g.add_argument("--group", help="the group")
+    g.add_argument("--type", nargs="*", metavar="TYPE", help="--list: show each group's type "
+                   "(classic, consumer); with types, only groups of those")
+    view = g.add_mutually_exclusive_group()
     view.add_argument("--members", action="store_true",
-                      help="the members (epochs and target assignments of consumer groups)")
-    view.add_argument("--state", action="store_true", help="the group's state and epochs")
-    d.set_defaults(func=groups_describe)
-    x = common(gsub.add_parser("delete"))
-    x.add_argument("--group", required=True)
-    x.set_defaults(func=groups_delete)
-    r = common(gsub.add_parser("reset-offsets"))
-    r.add_argument("--group", required=True)
-    r.add_argument("--topic", required=True, help="TOPIC or TOPIC:P1,P2")
-    how = r.add_mutually_exclusive_group(required=True)
-    how.add_argument("--to-earliest", action="store_true")
-    how.add_argument("--to-latest", action="store_true")
-    how.add_argument("--to-offset", type=int)
-    how.add_argument("--shift-by", type=int)
-    mode = r.add_mutually_exclusive_group()
-    mode.add_argument("--execute", action="store_true")
-    mode.add_argument("--dry-run", action="store_true")
-    r.set_defaults(func=groups_reset_offsets)
+                      help="--describe: the members (epochs and target assignments of consumer "
+                           "groups)")
+    view.add_argument("--state", action="store_true",
+                      help="--describe: the group's state and epochs")
+    g.add_argument("--topic", help="--reset-offsets: TOPIC or TOPIC:P1,P2")
+    how = g.add_mutually_exclusive_group()
+    how.add_argument("--to-earliest", action="store_true",
+                     help="--reset-offsets: to the log start")
+    how.add_argument("--to-latest", action="store_true", help="--reset-offsets: to the log end")
+    how.add_argument("--to-offset", type=int, help="--reset-offsets: to this offset")
+    how.add_argument("--shift-by", type=int,
+                     help="--reset-offsets: by this many from the committed offset")
+    mode = g.add_mutually_exclusive_group()
+    mode.add_argument("--execute", action="store_true",
+                      help="--reset-offsets: commit the new offsets")
+    mode.add_argument("--dry-run", action="store_true",
+                      help="--reset-offsets: only show them (what happens without --execute)")
 
 
 def _fail(message: str) -> int:

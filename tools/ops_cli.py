@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
+from josefk.tools.actions import add_actions
 from josefk.tools.client import KafkaError
 from josefk.tools.tool_client import ClusterClient
 from josefk.wire import errors
@@ -24,19 +25,22 @@ def add_commands(sub, common):
     c = common(sub.add_parser("configs", help="describe or alter topic and broker configs and "
                                                "client metrics subscriptions (like "
                                                "kafka-configs.sh)"))
-    c.add_argument("--entity-type", choices=sorted(RESOURCE_TYPES), required=True)
+    c.add_argument("--entity-type", choices=sorted(RESOURCE_TYPES), required=True,
+                   help="what the configs belong to")
     who = c.add_mutually_exclusive_group()
-    who.add_argument("--entity-name")
+    who.add_argument("--entity-name", help="the topic, broker id or subscription")
     who.add_argument("--entity-default", action="store_true",
                      help="the cluster-wide default of broker configs")
-    what = c.add_mutually_exclusive_group(required=True)
-    what.add_argument("--describe", action="store_true")
-    what.add_argument("--alter", action="store_true")
+    add_actions(c, {"describe": (configs, "the entity's dynamic configs (every config with "
+                                          "--all)"),
+                    "alter": (configs, "set (--add-config) and delete (--delete-config) "
+                                       "configs")})
     c.add_argument("--all", action="store_true", help="describe every config, not only the "
                                                       "dynamic ones")
-    c.add_argument("--add-config", default="", metavar="K1=V1,K2=[V2,V3]")
-    c.add_argument("--delete-config", default="", metavar="K1,K2")
-    c.set_defaults(func=configs)
+    c.add_argument("--add-config", default="", metavar="K1=V1,K2=[V2,V3]",
+                   help="--alter: the configs to set")
+    c.add_argument("--delete-config", default="", metavar="K1,K2",
+                   help="--alter: the configs to delete (back to their defaults)")
 
     d = common(sub.add_parser("delete-records", help="delete records up to an offset "
                                                      "(like kafka-delete-records.sh)"))
@@ -46,10 +50,9 @@ def add_commands(sub, common):
 
     ld = common(sub.add_parser("log-dirs", help="log dirs and partition sizes per broker "
                                                 "(like kafka-log-dirs.sh)"))
-    ld.add_argument("--describe", action="store_true", required=True)
+    add_actions(ld, {"describe": (log_dirs, "the log dirs of the brokers")})
     ld.add_argument("--topic-list", default="", help="comma-separated topics (default: all)")
     ld.add_argument("--broker-list", default="", help="comma-separated broker ids (default: all)")
-    ld.set_defaults(func=log_dirs)
 
 
 def _fail(message: str) -> int:
@@ -65,7 +68,7 @@ def _entity(args) -> tuple[int, str, str | None]:
             raise ValueError("--entity-default is only for --entity-type brokers")
         return rtype, "", None
     if not args.entity_name:
-        if args.entity_type == "client-metrics" and args.describe:
+        if args.entity_type == "client-metrics" and args.action == "describe":
             return rtype, "", None  # every subscription
         raise ValueError("--entity-name or --entity-default is required")
     return rtype, args.entity_name, f"{KINDS[args.entity_type]} {args.entity_name}"
@@ -97,7 +100,7 @@ def configs(args) -> int:
             if rtype == RESOURCE_TYPES["brokers"] and name:
                 cc.refresh([])
                 c = cc.broker(int(name))  # a broker answers for its own configs
-            if args.alter:
+            if args.action == "alter":
                 return _alter(c, rtype, name, label, args)
             if rtype == RESOURCE_TYPES["client-metrics"] and not name:
                 resp = c.request(LIST_CONFIG_RESOURCES, resource_types=[rtype])
