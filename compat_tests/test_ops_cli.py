@@ -209,6 +209,37 @@ def test_perf_producer_and_consumer(broker):
     assert row.split(", ")[4] == "20000"
 
 
+def test_producer_tools_auto_create_a_missing_topic_as_kafkas_do(broker, broker_factory):
+    """As a Kafka producer, console-producer and perf-producer ask for a missing topic with
+    auto-creation allowed: the broker creates it (the shared broker's
+    auto.create.topics.enable=true, num.partitions=2). With it off they wait max.block.ms for
+    the topic and fail in the Java producer's words."""
+    admin = admin_client(broker.bootstrap)
+    console, perf = unique_topic("cli-auto-console"), unique_topic("cli-auto-perf")
+    josefk("console-producer", "--topic", console, broker=broker, input="hello\n")
+    josefk("perf-producer", "--topic", perf, "--num-records", "10", "--record-size", "10",
+           broker=broker)
+    c = consumer(broker.bootstrap)
+    for topic, n in ((console, 1), (perf, 10)):
+        assert len(admin.list_topics(topic, timeout=10).topics[topic].partitions) == 2
+        assert sum(c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+                   for p in range(2)) == n
+    c.close()
+
+    off = broker_factory({"auto.create.topics.enable": "false"})
+    missing = unique_topic("cli-auto-off")
+    for args in (["console-producer", "--topic", missing, "--producer-property",
+                  "max.block.ms=1500"],
+                 ["perf-producer", "--topic", missing, "--num-records", "1", "--record-size",
+                  "1", "--producer-props", "max.block.ms=1500"]):
+        t0 = time.monotonic()
+        proc = josefk(*args, broker=off, input="x\n", check=False)
+        assert proc.returncode == 1 and time.monotonic() - t0 >= 1.5, (args, proc.stderr)
+        assert proc.stderr.strip() == \
+            f"ERROR Topic {missing} not present in metadata after 1500 ms.", args
+    assert missing not in admin_client(off.bootstrap).list_topics(timeout=10).topics
+
+
 def test_dump_log(broker, tmp_path):
     topic = create_topic(broker.bootstrap, unique_topic("cli-dump"),
                          config={"index.interval.bytes": "1"})
