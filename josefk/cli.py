@@ -8,7 +8,8 @@ import argparse
 import importlib
 import os
 import sys
-from importlib.metadata import version
+from functools import cache
+from importlib.metadata import PackageNotFoundError, version
 
 # The services' subcommand -> the module that declares it; every other subcommand is a tool's.
 SERVICES = {"broker": "josefk.broker.main", "registry": "josefk.registry.main",
@@ -60,13 +61,21 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
+@cache
+def _version() -> str:
+    try:
+        return version("josefk")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "(not installed)"
+
+
 class _Parser(argparse.ArgumentParser):
     """Every parser of the `josefk` command (subcommands' parsers are made of the same class):
     defaults in --help, and --version as Kafka's tools take it."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, formatter_class=_HelpFormatter, **kwargs)
-        self.add_argument("--version", action="version", version=f"josefk {version('josefk')}",
+        self.add_argument("--version", action="version", version=f"josefk {_version()}",
                           help="print josefk's version and exit")
 
 
