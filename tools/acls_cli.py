@@ -124,8 +124,8 @@ def _add(c, args) -> int:
 
 def _filters(args):
     """Filters for --list/--remove: the resources named (else every resource)."""
-    pattern = _PATTERNS[(args.resource_pattern_type or ("literal" if args.action == "remove" else "any"))
-                        .lower()]
+    default = "literal" if args.action == "remove" else "any"
+    pattern = _PATTERNS[(args.resource_pattern_type or default).lower()]
     resources = _resources(args) or [(ANY_RESOURCE, None)]
     entries = _entries(args) or [(args.principal, None, ANY_PERMISSION)]
     return [(rt, name, pattern, p, h, op, perm) for rt, name in resources

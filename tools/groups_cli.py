@@ -1,5 +1,5 @@
-"""`josefk groups --list|--describe|--delete|--reset-offsets` (or `list`...), modelled on kafka-consumer-groups.sh (and
-kafka-share-groups.sh for the description of a share group)."""
+"""`josefk groups --list|--describe|--delete|--reset-offsets` (or `list`...), modelled on
+kafka-consumer-groups.sh (and kafka-share-groups.sh for the description of a share group)."""
 from __future__ import annotations
 
 import sys
