@@ -94,6 +94,24 @@ def test_topics_errors(broker, spell):
     assert "bad name!" not in admin_client(broker.bootstrap).list_topics(timeout=10).topics
 
 
+def test_topics_alter_adds_partitions(broker, spell):
+    name = unique_topic("cli-alter")
+    cli(broker, spell("create"), "--topic", name, "--partitions", "1")
+    assert cli(broker, spell("alter"), "--topic", name, "--partitions", "3").stdout == ""
+    assert sorted(wait_for_topic(admin_client(broker.bootstrap), name, 3).partitions) == [0, 1, 2]
+    fewer = cli(broker, spell("alter"), "--topic", name, "--partitions", "2", check=False)
+    assert fewer.returncode == 1
+    assert fewer.stderr.strip() == ("Error while executing topic command : error code 37: Topic "
+                                    "currently has 3 partitions, which is higher than the "
+                                    "requested 2.")
+    missing = unique_topic("cli-alter-missing")
+    proc = cli(broker, spell("alter"), "--topic", missing, "--partitions", "2", check=False)
+    assert proc.stderr.strip() == ("Error while executing topic command : "
+                                   f"Topic '{missing}' does not exist as expected")
+    proc = cli(broker, spell("alter"), "--topic", name, check=False)
+    assert proc.returncode == 2 and 'Missing required argument "[partitions]"' in proc.stderr
+
+
 def test_a_bootstrap_list_is_tried_in_order(broker):
     """As Kafka's clients do, a tool goes through its bootstrap list until one answers."""
     name = unique_topic("cli-boot")

@@ -1,5 +1,5 @@
-"""`josefk topics --create|--list|--describe|--delete` (or `create`, `list`...) against a running
-broker, modelled on kafka-topics.sh."""
+"""`josefk topics --create|--list|--describe|--alter|--delete` (or `create`, `list`...) against a
+running broker, modelled on kafka-topics.sh."""
 from __future__ import annotations
 
 import sys
@@ -8,7 +8,8 @@ from josefk.tools.actions import add_actions
 from josefk.tools.client import Client, KafkaError
 from josefk.wire import errors
 from josefk.wire.types import uuid_to_base64
-from josefk.wire.apis import CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CONFIGS, METADATA
+from josefk.wire.apis import (CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CONFIGS,
+                              METADATA)
 
 TOPIC_RESOURCE = 2
 TOPIC_CONFIG_SOURCE = 1
@@ -20,12 +21,14 @@ def add_commands(sub, common):
     add_actions(t, {"create": (topics_create, "create a topic"),
                     "list": (topics_list, "list the topics"),
                     "describe": (topics_describe, "describe the topic, or every topic"),
+                    "alter": (topics_alter, "add partitions to a topic (--partitions)"),
                     "delete": (topics_delete, "delete a topic")},
-                requires={"create": ["topic"], "delete": ["topic"]})
+                requires={"create": ["topic"], "alter": ["topic", "partitions"],
+                          "delete": ["topic"]})
     t.add_argument("--topic", help="the topic")
-    t.add_argument("--partitions", type=int, default=-1,
+    t.add_argument("--partitions", type=int,
                    help="--create: the number of partitions (default: the broker's "
-                        "num.partitions)")
+                        "num.partitions); --alter: the new number of partitions")
     t.add_argument("--replication-factor", type=int, default=-1,
                    help="--create: replicas of each partition (default: the broker's "
                         "default.replication.factor)")
@@ -57,10 +60,11 @@ def topics_create(args) -> int:
     for kv in args.config:
         k, _, v = kv.partition("=")
         configs.append(R.CreatableTopicConfig(name=k, value=v))
+    partitions = -1 if args.partitions is None else args.partitions  # -1: the broker's default
     try:
         with Client.from_args(args) as c:
             resp = c.request(CREATE_TOPICS, timeout_ms=30000, topics=[R.CreatableTopic(
-                name=args.topic, num_partitions=args.partitions,
+                name=args.topic, num_partitions=partitions,
                 replication_factor=args.replication_factor, configs=configs)])
             r = resp.topics[0]
             if r.error_code == 36 and args.if_not_exists:
@@ -126,6 +130,22 @@ def _describe_topic(c, t) -> str:
 
 def _topic_id_text(topic_id) -> str:
     return uuid_to_base64(topic_id)
+
+
+def topics_alter(args) -> int:
+    R = CREATE_PARTITIONS.Request
+    try:
+        with Client.from_args(args) as c:
+            resp = c.request(CREATE_PARTITIONS, timeout_ms=30000, validate_only=False, topics=[
+                R.CreatePartitionsTopic(name=args.topic, count=args.partitions,
+                                        assignments=None)])
+            r = resp.results[0]
+            if r.error_code == errors.UNKNOWN_TOPIC_OR_PARTITION:
+                return _fail(_does_not_exist(args.topic))
+            _check(r.error_code, r.error_message or errors.name(r.error_code))
+    except (KafkaError, OSError) as e:
+        return _fail(str(e))
+    return 0
 
 
 def topics_delete(args) -> int:
