@@ -83,6 +83,40 @@ def test_configs_describe_and_alter_topics_and_brokers(broker_factory):
     assert bad.returncode == 1 and "retention.ms" in bad.stderr and "40" in bad.stderr
 
 
+def test_configs_of_users_and_clients_are_scram_credentials_and_quotas(broker):
+    """kafka-configs.sh's --entity-type users and clients: a user's SCRAM credentials and
+    quotas, a client id's quotas and a user's on a client id, all in one --add-config."""
+    user, client = unique_topic("cfg-user"), unique_topic("cfg-client")
+
+    def configs(*args, check=True):
+        return josefk("configs", *args, broker=broker, check=check)
+
+    out = configs("--alter", "--entity-type", "users", "--entity-name", user, "--add-config",
+                  "SCRAM-SHA-512=[iterations=4096,password=pw],producer_byte_rate=1024").stdout
+    assert f"Completed updating config for user {user}." in out.splitlines()
+    configs("--alter", "--entity-type", "users", "--entity-name", user, "--entity-type",
+            "clients", "--entity-name", client, "--add-config", "consumer_byte_rate=2048")
+    configs("--alter", "--entity-type", "clients", "--entity-name", client, "--add-config",
+            "request_percentage=50")
+    out = configs("--describe", "--entity-type", "users", "--entity-name", user).stdout
+    assert out.splitlines() == [
+        f"Quota configs for user-principal '{user}' are producer_byte_rate=1024",
+        f"SCRAM credential configs for user-principal '{user}' are "
+        "SCRAM-SHA-512=iterations=4096"]
+    out = configs("--describe", "--entity-type", "users", "--entity-name", user,
+                  "--entity-type", "clients", "--entity-name", client).stdout
+    assert out.splitlines() == [f"Quota configs for user-principal '{user}' and client-id "
+                                f"'{client}' are consumer_byte_rate=2048"]
+    out = configs("--describe", "--entity-type", "clients").stdout
+    assert f"Quota configs for client-id '{client}' are request_percentage=50" in out
+    configs("--alter", "--entity-type", "users", "--entity-name", user, "--delete-config",
+            "SCRAM-SHA-512,producer_byte_rate")
+    assert configs("--describe", "--entity-type", "users", "--entity-name", user).stdout == ""
+    bad = configs("--alter", "--entity-type", "clients", "--entity-name", client,
+                  "--add-config", "SCRAM-SHA-256=[password=x]", check=False)
+    assert bad.returncode == 1 and "SCRAM credentials are only for" in bad.stderr
+
+
 def test_delete_records_and_log_dirs(broker, tmp_path):
     topic = create_topic(broker.bootstrap, unique_topic("cli-dr"), partitions=2)
     p = producer(broker.bootstrap)

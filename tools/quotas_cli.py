@@ -18,7 +18,7 @@ from josefk.broker.security.quotas import CLIENT, USER
 from josefk.wire import errors
 from josefk.wire.apis import ALTER_CLIENT_QUOTAS, DESCRIBE_CLIENT_QUOTAS
 
-EXACT, DEFAULT_MATCH = 0, 1
+EXACT, DEFAULT_MATCH, ANY_NAME = 0, 1, 2
 
 
 def add_commands(sub, common):
@@ -73,12 +73,17 @@ def quotas_alter(args) -> int:
     return 0
 
 
-def quotas_describe(args) -> int:
+def quotas_describe(args, any_of=(), strict=False) -> int:
+    """The quotas of the entities ``args`` name, and of any name of the ``any_of`` entity types;
+    ``strict``: of entities with no other part (kafka-configs.sh's way), else of every entity
+    that has these parts."""
     Q = DESCRIBE_CLIENT_QUOTAS.Request
     components = [Q.ComponentData(entity_type=t, match_type=DEFAULT_MATCH if n is None
                                   else EXACT, match=n) for t, n in _entity(args)]
+    components += [Q.ComponentData(entity_type=t, match_type=ANY_NAME, match=None)
+                   for t in any_of]
     with Client.from_args(args) as c:
-        resp = c.request(DESCRIBE_CLIENT_QUOTAS, components=components, strict=False)
+        resp = c.request(DESCRIBE_CLIENT_QUOTAS, components=components, strict=strict)
     if resp.error_code:
         raise KafkaError(resp.error_code, resp.error_message)
     for e in resp.entries or []:

@@ -94,7 +94,9 @@ def _failed(r, doing: str) -> bool:
     return bool(r.error_code)
 
 
-def users_describe(args) -> int:
+def users_describe(args, missing_ok: bool = False) -> int:
+    """The users' credentials; ``missing_ok``: nothing for a user who has none (as
+    kafka-configs.sh --describe --entity-type users shows a user's quotas and credentials)."""
     Q = DESCRIBE_USER_SCRAM_CREDENTIALS.Request
     users = [Q.UserName(name=u) for u in args.user] if args.user else None
     with Client.from_args(args) as c:
@@ -103,6 +105,8 @@ def users_describe(args) -> int:
         raise KafkaError(resp.error_code, resp.error_message)
     failed = 0
     for r in resp.results:
+        if missing_ok and r.error_code == errors.RESOURCE_NOT_FOUND:
+            continue
         if _failed(r, "describing"):
             failed = 1
             continue
