@@ -160,6 +160,9 @@ def test_every_action_takes_one_spelling_at_a_time(broker):
     assert proc.returncode == 2
     assert 'Missing required argument "[to-earliest|to-latest|to-offset|shift-by]"' in \
         proc.stderr
+    proc = josefk_cli(broker, "groups", "--reset-offsets", "--group", "g", "--to-earliest",
+                      check=False)
+    assert proc.returncode == 2 and 'Missing required argument "[topic|all-topics]"' in proc.stderr
 
 
 def _josefk(*args) -> subprocess.CompletedProcess:

@@ -145,11 +145,12 @@ def test_groups_reset_offsets_to_earliest_then_reread(broker, spell):
     groups(broker, spell("reset-offsets"), "--group", group, "--topic", f"{topic}:1",
            "--shift-by", "-3", "--execute")
     assert _committed(broker.bootstrap, group, topic, 2) == {0: 10, 1: 7}
-    groups(broker, spell("reset-offsets"), "--group", group, "--topic", topic, "--to-offset", "99",
-           "--execute")
+    groups(broker, spell("reset-offsets"), "--group", group, "--topic", topic, "--to-offset",
+           "99", "--execute")
     assert _committed(broker.bootstrap, group, topic, 2) == {0: 10, 1: 10}
 
-    groups(broker, spell("reset-offsets"), "--group", group, "--topic", topic, "--to-earliest",
+    # --all-topics: every partition the group has an offset for
+    groups(broker, spell("reset-offsets"), "--group", group, "--all-topics", "--to-earliest",
            "--execute")
     assert _committed(broker.bootstrap, group, topic, 2) == {0: 0, 1: 0}
 

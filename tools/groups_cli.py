@@ -27,7 +27,7 @@ def add_commands(sub, common):
                     "reset-offsets": (groups_reset_offsets, "reset the group's committed "
                                                             "offsets")},
                 requires={"describe": ["group"], "delete": ["group"],
-                          "reset-offsets": ["group", "topic", RESET_TO]})
+                          "reset-offsets": ["group", ("topic", "all_topics"), RESET_TO]})
     g.add_argument("--group", help="the group")
     g.add_argument("--type", nargs="*", metavar="TYPE", help="--list: show each group's type "
                    "(classic, consumer); with types, only groups of those")
@@ -37,7 +37,10 @@ def add_commands(sub, common):
                            "groups)")
     view.add_argument("--state", action="store_true",
                       help="--describe: the group's state and epochs")
-    g.add_argument("--topic", help="--reset-offsets: TOPIC or TOPIC:P1,P2")
+    scope = g.add_mutually_exclusive_group()
+    scope.add_argument("--topic", help="--reset-offsets: TOPIC or TOPIC:P1,P2")
+    scope.add_argument("--all-topics", action="store_true",
+                       help="--reset-offsets: every partition the group has an offset for")
     how = g.add_mutually_exclusive_group()
     how.add_argument("--to-earliest", action="store_true",
                      help="--reset-offsets: to the log start")
@@ -347,10 +350,10 @@ def groups_reset_offsets(args) -> int:
             if d.group_state not in ("Empty", "Dead"):
                 return _fail(f"Assignments can only be reset if the group '{args.group}' is "
                              f"inactive, but the current state is {d.group_state}.")
-            tps = _partitions_of(cc, args.topic)
+            current = committed_offsets(c, args.group)
+            tps = sorted(current) if args.all_topics else _partitions_of(cc, args.topic)
             earliest = _list_offsets(cc, tps, EARLIEST)
             latest = _list_offsets(cc, tps, LATEST)
-            current = committed_offsets(c, args.group)
             new = {}
             for tp in tps:
                 if args.to_earliest:
