@@ -15,9 +15,10 @@ import time
 from importlib.metadata import version
 
 import pytest
+from confluent_kafka import TopicPartition
 from confluent_kafka.admin import ConfigResource, ResourceType
 
-from compat_tests.helpers import (BROKER_PYTHON, REPO_ROOT, admin_client, josefk_cli,
+from compat_tests.helpers import (BROKER_PYTHON, REPO_ROOT, admin_client, consumer, josefk_cli,
                                   unique_topic, wait_for_topic, wait_for_topic_gone)
 
 pytestmark = pytest.mark.timeout(90)
@@ -110,6 +111,22 @@ def test_topics_alter_adds_partitions(broker, spell):
                                    f"Topic '{missing}' does not exist as expected")
     proc = cli(broker, spell("alter"), "--topic", name, check=False)
     assert proc.returncode == 2 and 'Missing required argument "[partitions]"' in proc.stderr
+
+
+def test_topics_list_takes_a_pattern_and_leaves_out_internal_topics(broker, spell):
+    prefix = unique_topic("cli-pattern")
+    for suffix in ("a", "b"):
+        cli(broker, spell("create"), "--topic", f"{prefix}-{suffix}", "--partitions", "1")
+    assert cli(broker, spell("list"), "--topic", f"{prefix}-.*").stdout.split() == [
+        f"{prefix}-a", f"{prefix}-b"]
+    assert cli(broker, spell("list"), "--topic", f"{prefix}-b").stdout.split() == [
+        f"{prefix}-b"]
+    c = consumer(broker.bootstrap)  # a group's commit: __consumer_offsets exists
+    c.commit(offsets=[TopicPartition(f"{prefix}-a", 0, 0)], asynchronous=False)
+    c.close()
+    assert "__consumer_offsets" in cli(broker, spell("list")).stdout.split()
+    listed = cli(broker, spell("list"), "--exclude-internal").stdout.split()
+    assert f"{prefix}-a" in listed and "__consumer_offsets" not in listed
 
 
 def test_a_bootstrap_list_is_tried_in_order(broker):

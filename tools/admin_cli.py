@@ -2,6 +2,7 @@
 running broker, modelled on kafka-topics.sh."""
 from __future__ import annotations
 
+import re
 import sys
 
 from josefk.tools.actions import add_actions
@@ -25,7 +26,9 @@ def add_commands(sub, common):
                     "delete": (topics_delete, "delete a topic")},
                 requires={"create": ["topic"], "alter": ["topic", "partitions"],
                           "delete": ["topic"]})
-    t.add_argument("--topic", help="the topic")
+    t.add_argument("--topic", help="the topic; for --list a regular expression")
+    t.add_argument("--exclude-internal", action="store_true",
+                   help="--list: leave out internal topics (__consumer_offsets...)")
     t.add_argument("--partitions", type=int,
                    help="--create: the number of partitions (default: the broker's "
                         "num.partitions); --alter: the new number of partitions")
@@ -88,8 +91,11 @@ def topics_list(args) -> int:
             md = _metadata(c)
     except (KafkaError, OSError) as e:
         return _fail(str(e))
+    wanted = re.compile(args.topic) if args.topic else None
     for t in sorted(md.topics, key=lambda t: t.name):
-        print(t.name)
+        if (wanted is None or wanted.fullmatch(t.name)) and not (
+                t.is_internal and args.exclude_internal):
+            print(t.name)
     return 0
 
 
