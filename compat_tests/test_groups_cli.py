@@ -88,6 +88,10 @@ def test_groups_describe_lag(broker, spell):
         == [("0", "4", "10", "6"), ("1", "10", "10", "0")]
     assert all((r["GROUP"], r["TOPIC"]) == (idle, topic) for r in rows)
     assert all((r["CONSUMER-ID"], r["HOST"], r["CLIENT-ID"]) == ("-", "-", "-") for r in rows)
+    # --all-groups: each group as --group shows it, this one among them
+    out = groups(broker, spell("describe"), "--all-groups").stdout
+    assert [line.split()[:6] for line in out.splitlines() if line.startswith(f"{idle} ")] == \
+        [[idle, topic, "0", "4", "10", "6"], [idle, topic, "1", "10", "10", "0"]]
 
     m = GroupMember(broker.bootstrap, live, [topic], name="cli-desc")
     try:

@@ -2,6 +2,7 @@
 kafka-consumer-groups.sh (and kafka-share-groups.sh for the description of a share group)."""
 from __future__ import annotations
 
+import argparse
 import sys
 
 from josefk.tools.actions import add_actions
@@ -26,9 +27,11 @@ def add_commands(sub, common):
                     "delete": (groups_delete, "delete the group"),
                     "reset-offsets": (groups_reset_offsets, "reset the group's committed "
                                                             "offsets")},
-                requires={"describe": ["group"], "delete": ["group"],
+                requires={"describe": [("group", "all_groups")], "delete": ["group"],
                           "reset-offsets": ["group", ("topic", "all_topics"), RESET_TO]})
-    g.add_argument("--group", help="the group")
+    which = g.add_mutually_exclusive_group()
+    which.add_argument("--group", help="the group")
+    which.add_argument("--all-groups", action="store_true", help="--describe: every group")
     g.add_argument("--type", nargs="*", metavar="TYPE", help="--list: show each group's type "
                    "(classic, consumer); with types, only groups of those")
     view = g.add_mutually_exclusive_group()
@@ -63,16 +66,8 @@ def _fail(message: str) -> int:
 def groups_list(args) -> int:
     """The groups of every broker (each lists those it coordinates), as kafka-consumer-groups.sh
     --list asks them all; with ``--type``, their types and protocols."""
-    types = [t.lower() for t in args.type or []]
-    listed = {}
     try:
-        with ClusterClient.from_args(args) as cc:
-            cc.refresh([])
-            for node in sorted(cc.brokers):
-                resp = cc.broker(node).request(LIST_GROUPS, states_filter=[], types_filter=types)
-                if resp.error_code:
-                    raise KafkaError(resp.error_code)
-                listed.update((g.group_id, g) for g in resp.groups)
+        listed = _listed(args, [t.lower() for t in args.type or []])
     except (KafkaError, OSError) as e:
         return _fail(str(e))
     if args.type is None:
@@ -83,6 +78,20 @@ def groups_list(args) -> int:
            [(g.group_id, g.group_type.capitalize(), g.protocol_type or "-")
             for _, g in sorted(listed.items())])
     return 0
+
+
+def _listed(args, types=()) -> dict:
+    """{group id: ListGroups' entry} of every broker's groups (of ``types``, else all)."""
+    listed = {}
+    with ClusterClient.from_args(args) as cc:
+        cc.refresh([])
+        for node in sorted(cc.brokers):
+            resp = cc.broker(node).request(LIST_GROUPS, states_filter=[],
+                                           types_filter=list(types))
+            if resp.error_code:
+                raise KafkaError(resp.error_code)
+            listed.update((g.group_id, g) for g in resp.groups)
+    return listed
 
 
 def decode_assignment(data: bytes) -> list[tuple[str, int]]:
@@ -212,7 +221,15 @@ def _known(v):
 def groups_describe(args) -> int:
     """Like kafka-consumer-groups.sh --describe: the offsets and lag (default), ``--members``
     or ``--state``; a KIP-848 group is described with ConsumerGroupDescribe (member epochs,
-    target assignments), a classic one with DescribeGroups."""
+    target assignments), a classic one with DescribeGroups; ``--all-groups``: each group."""
+    if args.all_groups:
+        try:
+            groups = sorted(_listed(args))
+        except (KafkaError, OSError) as e:
+            return _fail(str(e))
+        return max((groups_describe(argparse.Namespace(**{**vars(args), "group": g,
+                                                           "all_groups": False}))
+                    for g in groups), default=0)
     try:
         with ClusterClient.from_args(args) as cc:
             c = cc.coordinator(args.group)
