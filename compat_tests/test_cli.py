@@ -200,9 +200,19 @@ def test_help_shows_every_option_with_its_default():
     parser, _ = build_parser(["--help"])
     commands = next(a for a in parser._actions
                     if isinstance(a, argparse._SubParsersAction)).choices
-    bare = [(name, a.option_strings) for name, p in commands.items() for a in p._actions
+    def parsers(named):  # every command's parser, and those of its subcommands
+        for name, p in named.items():
+            yield name, p
+            for a in p._actions:
+                if isinstance(a, argparse._SubParsersAction):
+                    yield from parsers({f"{name} {sub}": sp for sub, sp in a.choices.items()})
+
+    every = dict(parsers(commands))
+    assert "transactions find-hanging" in every
+    bare = [(name, a.option_strings) for name, p in every.items() for a in p._actions
             if not a.help and not isinstance(a, argparse._SubParsersAction)]
     assert bare == []
+    assert all("usage: josefk" in p.format_help() for p in every.values())  # no stray %
     assert set(commands) >= {"broker", "topics", "groups", "configs", "cluster", "registry"}
     shown = {
         "broker": ["--listeners PROTOCOL://HOST:PORT[,...]",
