@@ -338,6 +338,17 @@ def test_cli_across_a_cluster(cluster, tmp_path):
     assert [line.split("\t")[1] for line in out.stdout.splitlines()[2:]] == [
         "low_watermark: 2"] * 3
 
+    # A producer tool's missing topic is created in the cluster, as for a Kafka producer, and
+    # the tool waits for its leaders.
+    auto = unique_topic("cli-cluster-auto")
+    josefk("console-producer", "--topic", auto, "--request-required-acks", "-1", broker=one,
+           input="a\nb\nc\n")
+    c = consumer(cluster.bootstrap)
+    created = c.list_topics(auto, timeout=10).topics[auto].partitions
+    assert created and sum(c.get_watermark_offsets(TopicPartition(auto, p), timeout=10)[1]
+                           for p in created) == 3
+    c.close()
+
     # A cluster-wide broker default reaches every broker (through /config/brokers/<default>).
     josefk("configs", "--entity-type", "brokers", "--entity-default", "--alter",
            "--add-config", "log.retention.ms=7654321", broker=one)

@@ -86,14 +86,15 @@ class ClusterClient:
 
     def producer_partitions(self, topic, max_block_ms: int = MAX_BLOCK_MS) -> list[int]:
         """The partitions of ``topic`` as a Kafka producer waits for them: asking with
-        auto-creation allowed until the topic is there or ``max_block_ms`` passed (then a
-        TimeoutError in the Java producer's words)."""
+        auto-creation allowed until the topic is there with its leaders or ``max_block_ms``
+        passed (then a TimeoutError in the Java producer's words)."""
         deadline = time.monotonic() + max_block_ms / 1000
         backoff = 0.05
         while True:
             try:
-                self.refresh([topic], auto_create=True)
-                return self.partitions(topic)
+                parts = self.refresh([topic], auto_create=True).topics[0].partitions
+                if parts and all(p.leader_id >= 0 for p in parts):
+                    return sorted(p.partition_index for p in parts)
             except KafkaError as e:  # being created, or missing with auto-creation off
                 if e.code not in (errors.UNKNOWN_TOPIC_OR_PARTITION,
                                   errors.LEADER_NOT_AVAILABLE):
