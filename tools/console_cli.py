@@ -152,7 +152,7 @@ def console_producer(args) -> int:
     try:
         read = LineReader(_props(args.property))
         codec = CODECS[args.compression_codec]
-        with ClusterClient(args.bootstrap_server, "console-producer") as cc:
+        with ClusterClient.from_args(args, "console-producer") as cc:
             n = len(cc.producer_partitions(args.topic, _max_block_ms(
                 args.producer_property, "--producer-property")))
             next_partition = itertools.cycle(range(n))
@@ -326,7 +326,7 @@ def console_consumer(args) -> int:
     try:
         fmt = Formatter(args.formatter, _props(args.property), args.topic)
         props = _props(args.consumer_property)
-        with ClusterClient(args.bootstrap_server, "console-consumer") as cc:
+        with ClusterClient.from_args(args, "console-consumer") as cc:
             partitions = cc.partitions(args.topic)  # a missing topic fails before any join
 
             def start(parts, committed):
@@ -416,7 +416,7 @@ def perf_producer(args) -> int:
     value = b"x" * args.record_size
     stats = Stats(args.reporting_interval)
     try:
-        with ClusterClient(args.bootstrap_server, "producer-performance") as cc:
+        with ClusterClient.from_args(args, "producer-performance") as cc:
             partitions = itertools.cycle(cc.producer_partitions(args.topic, _max_block_ms(
                 args.producer_props, "--producer-props")))
             sent = 0
@@ -443,7 +443,7 @@ def perf_consumer(args) -> int:
     rebalance = 0.0  # seconds spent joining the group
     start_wall = datetime.now()
     try:
-        with ClusterClient(args.bootstrap_server, "consumer-performance") as cc:
+        with ClusterClient.from_args(args, "consumer-performance") as cc:
             partitions = cc.partitions(args.topic)
             earliest = cc.list_offsets(args.topic, partitions, EARLIEST)
 

@@ -156,7 +156,7 @@ def configs(args) -> int:
         if set(args.entity_type) <= set(QUOTA_ENTITIES):
             return _client_entities(args)
         rtype, name, label = _entity(args)
-        with ClusterClient(args.bootstrap_server) as cc:
+        with ClusterClient.from_args(args) as cc:
             c = cc.bootstrap
             if rtype == RESOURCE_TYPES["brokers"] and name:
                 cc.refresh([])
@@ -223,7 +223,7 @@ def delete_records(args) -> int:
         R = DELETE_RECORDS.Request
         print("Executing records delete operation")
         results = []
-        with ClusterClient(args.bootstrap_server) as cc:
+        with ClusterClient.from_args(args) as cc:
             for topic, partition, offset in wanted:
                 resp = cc.leader(topic, partition).request(
                     DELETE_RECORDS, timeout_ms=30000, topics=[R.DeleteRecordsTopic(
@@ -249,7 +249,7 @@ def log_dirs(args) -> int:
     topics = [t for t in args.topic_list.split(",") if t]
     print("Querying brokers for log directories information")
     try:
-        with ClusterClient(args.bootstrap_server) as cc:
+        with ClusterClient.from_args(args) as cc:
             cc.refresh(topics or None)
             ids = ([int(b) for b in args.broker_list.split(",") if b] or sorted(cc.brokers))
             wanted = None

@@ -54,9 +54,9 @@ class ClusterClient:
         self.topics: dict = {}
 
     @classmethod
-    def from_args(cls, args) -> "ClusterClient":
+    def from_args(cls, args, client_id: str = "josefk-cli") -> "ClusterClient":
         """A CLI tool's connections: ``--bootstrap-server``, ``--command-config`` for security."""
-        return cls(args.bootstrap_server, props=command_config(args))
+        return cls(args.bootstrap_server, client_id, props=command_config(args))
 
     def close(self):
         self.bootstrap.close()
