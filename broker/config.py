@@ -160,7 +160,7 @@ DEFAULTS = {
     "offsets.commit.timeout.ms": "5000",
     "broker.rack": "",
     "josefk.metrics.port": "",  # Prometheus endpoint; off unless set
-    # KIP-714 client metrics: served unless turned off (Kafka serves them with a plug-in only)
+    # KIP-714 client metrics: served with the Prometheus endpoint (josefk.metrics.port) unless off
     "josefk.client.telemetry.enable": "true",
     "telemetry.max.bytes": "1048576",
     "josefk.metrics.host": "127.0.0.1",

@@ -103,7 +103,11 @@ class Switch(NamedTuple):
 
 
 SWITCHES = (
-    Switch(lambda config: config.bool("josefk.client.telemetry.enable"),
+    # KIP-714: served only with a receiver of what clients push, the Prometheus endpoint, as
+    # Kafka advertises them only with a ClientTelemetry metrics reporter (else every librdkafka
+    # client logs its new telemetry instance id)
+    Switch(lambda config: (bool(config.get("josefk.metrics.port")) and
+                           config.bool("josefk.client.telemetry.enable")),
            (apis.GET_TELEMETRY_SUBSCRIPTIONS.key, apis.PUSH_TELEMETRY.key)),
     # KIP-848: Kafka 4's group.version level 1 is the consumer group protocol
     Switch(lambda config: "consumer" in config.list("group.coordinator.rebalance.protocols"),

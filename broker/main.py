@@ -9,22 +9,32 @@ import subprocess
 import sys
 import threading
 
-from josefk.broker.config import (EXIT_CONFIG, EXIT_RUNTIME, BrokerConfig, ConfigError, fail,
-                                  os_error_text)
+from josefk.broker.config import (DEFAULTS, EXIT_CONFIG, EXIT_RUNTIME, BrokerConfig,
+                                  ConfigError, fail, os_error_text)
 
 
 def add_commands(sub, kv):
     b = sub.add_parser("broker", help="run a broker")
     b.add_argument("config", nargs="?", help="server.properties file")
-    b.add_argument("--config", dest="config_opt", help="server.properties file")
+    b.add_argument("--config", dest="config_opt", metavar="FILE", help="server.properties file")
     b.add_argument("--override", action="append", type=kv, default=[], metavar="KEY=VALUE",
                    help="set any Kafka broker property (repeatable)")
-    b.add_argument("--listeners")
-    b.add_argument("--advertised-listeners")
-    b.add_argument("--log-dirs")
-    b.add_argument("--node-id", type=int)
-    b.add_argument("--zookeeper-connect")
-    b.add_argument("--log-level", default="INFO")
+    # Each flag sets the Kafka property named in its help, over a config file's value.
+    b.add_argument("--listeners", metavar="PROTOCOL://HOST:PORT[,...]",
+                   help=f"listeners (default: {DEFAULTS['listeners']})")
+    b.add_argument("--advertised-listeners", metavar="PROTOCOL://HOST:PORT[,...]",
+                   help="advertised.listeners: what clients are told to connect to "
+                        "(default: the listeners)")
+    b.add_argument("--log-dirs", metavar="DIR[,DIR]",
+                   help="log.dirs: where the broker keeps its data "
+                        f"(default: {DEFAULTS['log.dirs']})")
+    b.add_argument("--node-id", type=int,
+                   help=f"node.id, the broker's id (default: {DEFAULTS['node.id']})")
+    b.add_argument("--zookeeper-connect", metavar="HOST:PORT[,...][/CHROOT]",
+                   help="zookeeper.connect: run as a broker of a ZooKeeper cluster "
+                        "(default: a single broker, no ZooKeeper)")
+    b.add_argument("--log-level", default="INFO",
+                   help="DEBUG, INFO, WARNING or ERROR (logged to stderr)")
     b.add_argument("--with-registry", type=int, metavar="PORT",
                    help="also run josefk registry on this port, for development")
     b.add_argument("--with-rest", type=int, metavar="PORT",

@@ -30,6 +30,16 @@ SHARED_OVERRIDES = {
     "num.partitions": 2,
 }
 
+# A tool's action as josefk's subcommand word (``topics list``) and as Kafka's flag (``--list``).
+ACTION_SPELLINGS = {"subcommand": lambda action: action, "kafka-flag": lambda action: f"--{action}"}
+
+
+@pytest.fixture(params=sorted(ACTION_SPELLINGS))
+def spell(request):
+    """Spells a CLI action both ways: the tests that take it run once with each."""
+    return ACTION_SPELLINGS[request.param]
+
+
 _brokers: list[BrokerProcess] = []
 _all_logs: list = []  # every broker log of the session, for the end-of-run summary
 _log_sizes: dict = {}  # the size of each broker's log when the running test began

@@ -1,4 +1,5 @@
 """`python -m josefk groups ...` (kafka-consumer-groups.sh style) against the running broker,
+in both spellings of an action (``groups describe`` and Kafka's ``groups --describe``),
 cross-checked with real confluent-kafka clients."""
 
 from __future__ import annotations
@@ -53,14 +54,14 @@ def _committed(bootstrap, group, topic, n) -> dict:
     return {tp.partition: tp.offset for tp in res.topic_partitions}
 
 
-def test_groups_list(broker):
+def test_groups_list(broker, spell):
     topic = create_topic(broker.bootstrap, unique_topic("cligl"), 1)
     simple, active = unique_topic("cli-simple"), unique_topic("cli-active")
     _commit(broker.bootstrap, simple, topic, {0: 0})
     m = GroupMember(broker.bootstrap, active, [topic], name="cli-l")
     try:
         poll_until([m], lambda: len(m.assignment()) == 1, 30, "member assigned")
-        listed = groups(broker, "list").stdout.splitlines()
+        listed = groups(broker, spell("list")).stdout.splitlines()
         assert simple in listed and active in listed
         assert all(ln == ln.strip() and ln for ln in listed), listed
         assert listed == sorted(listed)
@@ -73,13 +74,13 @@ def test_groups_list(broker):
         m.close()
 
 
-def test_groups_describe_lag(broker):
+def test_groups_describe_lag(broker, spell):
     topic = create_topic(broker.bootstrap, unique_topic("cligd"), 3)
     produce_values(broker.bootstrap, topic, 3, 0, 30)  # 10 per partition
     idle, live = unique_topic("cli-idle"), unique_topic("cli-live")
     _commit(broker.bootstrap, idle, topic, {0: 4, 1: 10})
 
-    out = groups(broker, "describe", "--group", idle).stdout
+    out = groups(broker, spell("describe"), "--group", idle).stdout
     assert f"Consumer group '{idle}' has no active members." in out
     rows = _table(out)
     # only partitions with a committed offset; lag = log end offset - committed
@@ -87,6 +88,10 @@ def test_groups_describe_lag(broker):
         == [("0", "4", "10", "6"), ("1", "10", "10", "0")]
     assert all((r["GROUP"], r["TOPIC"]) == (idle, topic) for r in rows)
     assert all((r["CONSUMER-ID"], r["HOST"], r["CLIENT-ID"]) == ("-", "-", "-") for r in rows)
+    # --all-groups: each group as --group shows it, this one among them
+    out = groups(broker, spell("describe"), "--all-groups").stdout
+    assert [line.split()[:6] for line in out.splitlines() if line.startswith(f"{idle} ")] == \
+        [[idle, topic, "0", "4", "10", "6"], [idle, topic, "1", "10", "10", "0"]]
 
     m = GroupMember(broker.bootstrap, live, [topic], name="cli-desc")
     try:
@@ -94,7 +99,7 @@ def test_groups_describe_lag(broker):
         m.call(lambda c: c.commit(offsets=[TopicPartition(topic, 0, 7),
                                            TopicPartition(topic, 2, 1)], asynchronous=False))
         produce_values(broker.bootstrap, topic, 3, 30, 3)  # 11 per partition now
-        out = groups(broker, "describe", "--group", live).stdout
+        out = groups(broker, spell("describe"), "--group", live).stdout
         assert "has no active members" not in out
         rows = _table(out)
         admin = admin_client(broker.bootstrap)  # keep a reference while the future runs
@@ -109,12 +114,12 @@ def test_groups_describe_lag(broker):
     finally:
         m.close()
 
-    proc = groups(broker, "describe", "--group", unique_topic("cli-none"), check=False)
+    proc = groups(broker, spell("describe"), "--group", unique_topic("cli-none"), check=False)
     assert proc.returncode != 0
     assert "does not exist" in proc.stderr
 
 
-def test_groups_reset_offsets_to_earliest_then_reread(broker):
+def test_groups_reset_offsets_to_earliest_then_reread(broker, spell):
     topic = create_topic(broker.bootstrap, unique_topic("cligr"), 2)
     group = unique_topic("cli-reset")
     sent = produce_values(broker.bootstrap, topic, 2, 0, 20)
@@ -124,7 +129,7 @@ def test_groups_reset_offsets_to_earliest_then_reread(broker):
         poll_until([a], lambda: len(a.messages) >= 20, 30, "all 20 messages")
         assert a.commit_errors == []
         # an active group cannot be reset
-        proc = groups(broker, "reset-offsets", "--group", group, "--topic", topic,
+        proc = groups(broker, spell("reset-offsets"), "--group", group, "--topic", topic,
                       "--to-earliest", "--execute", check=False)
         assert proc.returncode != 0
         assert "inactive" in proc.stderr and "Stable" in proc.stderr, proc.stderr
@@ -134,21 +139,22 @@ def test_groups_reset_offsets_to_earliest_then_reread(broker):
     assert _committed(broker.bootstrap, group, topic, 2) == {0: 10, 1: 10}
 
     # without --execute nothing changes (dry run: the plan is printed)
-    out = groups(broker, "reset-offsets", "--group", group, "--topic", topic,
+    out = groups(broker, spell("reset-offsets"), "--group", group, "--topic", topic,
                  "--to-earliest").stdout
     assert [(r["PARTITION"], r["NEW-OFFSET"]) for r in
             _table(out, ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"])] == [("0", "0"), ("1", "0")]
     assert _committed(broker.bootstrap, group, topic, 2) == {0: 10, 1: 10}
 
     # shift and to-offset, clamped to the log like Kafka's tool does
-    groups(broker, "reset-offsets", "--group", group, "--topic", f"{topic}:1", "--shift-by", "-3",
-           "--execute")
+    groups(broker, spell("reset-offsets"), "--group", group, "--topic", f"{topic}:1",
+           "--shift-by", "-3", "--execute")
     assert _committed(broker.bootstrap, group, topic, 2) == {0: 10, 1: 7}
-    groups(broker, "reset-offsets", "--group", group, "--topic", topic, "--to-offset", "99",
-           "--execute")
+    groups(broker, spell("reset-offsets"), "--group", group, "--topic", topic, "--to-offset",
+           "99", "--execute")
     assert _committed(broker.bootstrap, group, topic, 2) == {0: 10, 1: 10}
 
-    groups(broker, "reset-offsets", "--group", group, "--topic", topic, "--to-earliest",
+    # --all-topics: every partition the group has an offset for
+    groups(broker, spell("reset-offsets"), "--group", group, "--all-topics", "--to-earliest",
            "--execute")
     assert _committed(broker.bootstrap, group, topic, 2) == {0: 0, 1: 0}
 
@@ -165,28 +171,28 @@ def test_groups_reset_offsets_to_earliest_then_reread(broker):
         b.close()
 
 
-def test_groups_delete(broker):
+def test_groups_delete(broker, spell):
     topic = create_topic(broker.bootstrap, unique_topic("cligdel"), 1)
     group = unique_topic("cli-del")
     m = GroupMember(broker.bootstrap, group, [topic], name="cli-d")
     try:
         poll_until([m], lambda: len(m.assignment()) == 1, 30, "member assigned")
         m.call(lambda c: c.commit(offsets=[TopicPartition(topic, 0, 0)], asynchronous=False))
-        proc = groups(broker, "delete", "--group", group, check=False)
+        proc = groups(broker, spell("delete"), "--group", group, check=False)
         assert proc.returncode != 0
         assert "NON_EMPTY_GROUP" in proc.stderr, proc.stderr
     finally:
         m.close()
     wait_group_state(admin_client(broker.bootstrap), group, ConsumerGroupState.EMPTY)
-    assert group in groups(broker, "list").stdout.splitlines()
+    assert group in groups(broker, spell("list")).stdout.splitlines()
 
-    out = groups(broker, "delete", "--group", group).stdout
+    out = groups(broker, spell("delete"), "--group", group).stdout
     assert out.strip() == f"Deletion of requested consumer groups ('{group}') was successful."
-    assert group not in groups(broker, "list").stdout.splitlines()
+    assert group not in groups(broker, spell("list")).stdout.splitlines()
     assert _committed(broker.bootstrap, group, topic, 1) == {0: -1001}
-    proc = groups(broker, "describe", "--group", group, check=False)
+    proc = groups(broker, spell("describe"), "--group", group, check=False)
     assert proc.returncode != 0 and "does not exist" in proc.stderr
 
-    proc = groups(broker, "delete", "--group", group, check=False)
+    proc = groups(broker, spell("delete"), "--group", group, check=False)
     assert proc.returncode != 0
     assert "GROUP_ID_NOT_FOUND" in proc.stderr, proc.stderr

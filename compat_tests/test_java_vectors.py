@@ -12,10 +12,13 @@ import struct
 import uuid
 from pathlib import Path
 
+import pytest
+
 from josefk.wire import errors
 from josefk.wire.apis import API_BY_KEY
 from josefk.wire.compiler import Message
 from josefk.wire.headers import peek_request_header, read_request_header, read_response_header
+from josefk.zk.local_server import free_port
 from testkit import JAVA_VECTORS
 
 VECTORS = JAVA_VECTORS
@@ -83,6 +86,13 @@ def _recv(sock, n):
             raise ConnectionError("broker closed the connection")
         buf += chunk
     return bytes(buf)
+
+
+@pytest.fixture
+def broker(broker_factory):
+    """A broker with a receiver of client metrics (its Prometheus endpoint), so it serves the
+    telemetry APIs (KIP-714) the recorded clients call, as Kafka does with a metrics reporter."""
+    return broker_factory({"josefk.metrics.port": free_port()})
 
 
 def test_recorded_java_requests_get_kafka_answers(broker):

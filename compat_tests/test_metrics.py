@@ -7,6 +7,7 @@ import re
 import time
 import urllib.request
 
+import pytest
 from confluent_kafka import KafkaError, TopicPartition
 from confluent_kafka.admin import NewTopic
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
@@ -198,10 +199,55 @@ def test_client_metrics_pushed_by_librdkafka_reach_prometheus(broker_factory):
     assert bad.returncode == 1 and "interval must be between 100 and 3600000" in bad.stderr
 
 
-def test_client_telemetry_can_be_turned_off(broker_factory):
+@pytest.mark.parametrize("overrides,advertised", [
+    ({}, False),
+    ({"josefk.metrics.port": "free"}, True),
+    ({"josefk.metrics.port": "free", "josefk.client.telemetry.enable": "false"}, False),
+])
+def test_client_telemetry_is_served_with_a_receiver_only(broker_factory, overrides, advertised):
+    """As Kafka advertises GetTelemetrySubscriptions (71) and PushTelemetry (72) only with a
+    ClientTelemetry metrics reporter, josefk does only with its Prometheus endpoint, unless
+    josefk.client.telemetry.enable=false."""
     from compat_tests import rawkafka as rk
 
-    b = broker_factory({"josefk.client.telemetry.enable": "false"})
+    b = broker_factory({k: free_port() if v == "free" else v for k, v in overrides.items()})
     with rk.RawConnection(b.bootstrap) as conn:
         served = rk.api_versions(conn)
-    assert 71 not in served and 72 not in served and 74 in served
+    assert (71 in served, 72 in served, 74 in served) == (advertised, advertised, True)
+
+
+# A stock producer and consumer, as a user's script runs them: produce one record, read it back.
+CLIENT_SCRIPT = """
+import sys
+from confluent_kafka import Consumer, Producer
+bootstrap, topic = sys.argv[1:]
+p = Producer({"bootstrap.servers": bootstrap})
+p.produce(topic, b"hello")
+assert p.flush(15) == 0
+c = Consumer({"bootstrap.servers": bootstrap, "group.id": topic, "auto.offset.reset": "earliest"})
+c.subscribe([topic])
+msgs = c.consume(num_messages=1, timeout=20)
+assert [m.value() for m in msgs] == [b"hello"], msgs
+c.close()
+"""
+
+
+def _client_stderr(bootstrap: str) -> str:
+    import subprocess
+    import sys
+
+    topic = create_topic(bootstrap, unique_topic("quiet"))
+    proc = subprocess.run([sys.executable, "-c", CLIENT_SCRIPT, bootstrap, topic],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stderr
+
+
+def test_stock_clients_stay_quiet_against_a_default_broker(broker, broker_factory):
+    """librdkafka logs ``Telemetry client instance id changed`` (level 6) when a broker
+    advertises KIP-714's APIs: a default broker, as Kafka without a metrics reporter, does not,
+    so a user's confluent-kafka producer and consumer print nothing; one with the Prometheus
+    endpoint does, and the same clients say so."""
+    assert "Telemetry" not in _client_stderr(broker.bootstrap)
+    with_receiver = broker_factory({"josefk.metrics.port": free_port()})
+    assert "Telemetry client instance id changed" in _client_stderr(with_receiver.bootstrap)

@@ -83,6 +83,40 @@ def test_configs_describe_and_alter_topics_and_brokers(broker_factory):
     assert bad.returncode == 1 and "retention.ms" in bad.stderr and "40" in bad.stderr
 
 
+def test_configs_of_users_and_clients_are_scram_credentials_and_quotas(broker):
+    """kafka-configs.sh's --entity-type users and clients: a user's SCRAM credentials and
+    quotas, a client id's quotas and a user's on a client id, all in one --add-config."""
+    user, client = unique_topic("cfg-user"), unique_topic("cfg-client")
+
+    def configs(*args, check=True):
+        return josefk("configs", *args, broker=broker, check=check)
+
+    out = configs("--alter", "--entity-type", "users", "--entity-name", user, "--add-config",
+                  "SCRAM-SHA-512=[iterations=4096,password=pw],producer_byte_rate=1024").stdout
+    assert f"Completed updating config for user {user}." in out.splitlines()
+    configs("--alter", "--entity-type", "users", "--entity-name", user, "--entity-type",
+            "clients", "--entity-name", client, "--add-config", "consumer_byte_rate=2048")
+    configs("--alter", "--entity-type", "clients", "--entity-name", client, "--add-config",
+            "request_percentage=50")
+    out = configs("--describe", "--entity-type", "users", "--entity-name", user).stdout
+    assert out.splitlines() == [
+        f"Quota configs for user-principal '{user}' are producer_byte_rate=1024",
+        f"SCRAM credential configs for user-principal '{user}' are "
+        "SCRAM-SHA-512=iterations=4096"]
+    out = configs("--describe", "--entity-type", "users", "--entity-name", user,
+                  "--entity-type", "clients", "--entity-name", client).stdout
+    assert out.splitlines() == [f"Quota configs for user-principal '{user}' and client-id "
+                                f"'{client}' are consumer_byte_rate=2048"]
+    out = configs("--describe", "--entity-type", "clients").stdout
+    assert f"Quota configs for client-id '{client}' are request_percentage=50" in out
+    configs("--alter", "--entity-type", "users", "--entity-name", user, "--delete-config",
+            "SCRAM-SHA-512,producer_byte_rate")
+    assert configs("--describe", "--entity-type", "users", "--entity-name", user).stdout == ""
+    bad = configs("--alter", "--entity-type", "clients", "--entity-name", client,
+                  "--add-config", "SCRAM-SHA-256=[password=x]", check=False)
+    assert bad.returncode == 1 and "SCRAM credentials are only for" in bad.stderr
+
+
 def test_delete_records_and_log_dirs(broker, tmp_path):
     topic = create_topic(broker.bootstrap, unique_topic("cli-dr"), partitions=2)
     p = producer(broker.bootstrap)
@@ -209,6 +243,37 @@ def test_perf_producer_and_consumer(broker):
     assert row.split(", ")[4] == "20000"
 
 
+def test_producer_tools_auto_create_a_missing_topic_as_kafkas_do(broker, broker_factory):
+    """As a Kafka producer, console-producer and perf-producer ask for a missing topic with
+    auto-creation allowed: the broker creates it (the shared broker's
+    auto.create.topics.enable=true, num.partitions=2). With it off they wait max.block.ms for
+    the topic and fail in the Java producer's words."""
+    admin = admin_client(broker.bootstrap)
+    console, perf = unique_topic("cli-auto-console"), unique_topic("cli-auto-perf")
+    josefk("console-producer", "--topic", console, broker=broker, input="hello\n")
+    josefk("perf-producer", "--topic", perf, "--num-records", "10", "--record-size", "10",
+           broker=broker)
+    c = consumer(broker.bootstrap)
+    for topic, n in ((console, 1), (perf, 10)):
+        assert len(admin.list_topics(topic, timeout=10).topics[topic].partitions) == 2
+        assert sum(c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+                   for p in range(2)) == n
+    c.close()
+
+    off = broker_factory({"auto.create.topics.enable": "false"})
+    missing = unique_topic("cli-auto-off")
+    for args in (["console-producer", "--topic", missing, "--producer-property",
+                  "max.block.ms=1500"],
+                 ["perf-producer", "--topic", missing, "--num-records", "1", "--record-size",
+                  "1", "--producer-props", "max.block.ms=1500"]):
+        t0 = time.monotonic()
+        proc = josefk(*args, broker=off, input="x\n", check=False)
+        assert proc.returncode == 1 and time.monotonic() - t0 >= 1.5, (args, proc.stderr)
+        assert proc.stderr.strip() == \
+            f"ERROR Topic {missing} not present in metadata after 1500 ms.", args
+    assert missing not in admin_client(off.bootstrap).list_topics(timeout=10).topics
+
+
 def test_dump_log(broker, tmp_path):
     topic = create_topic(broker.bootstrap, unique_topic("cli-dump"),
                          config={"index.interval.bytes": "1"})
@@ -272,6 +337,17 @@ def test_cli_across_a_cluster(cluster, tmp_path):
     out = josefk("delete-records", "--offset-json-file", str(spec), broker=one)
     assert [line.split("\t")[1] for line in out.stdout.splitlines()[2:]] == [
         "low_watermark: 2"] * 3
+
+    # A producer tool's missing topic is created in the cluster, as for a Kafka producer, and
+    # the tool waits for its leaders.
+    auto = unique_topic("cli-cluster-auto")
+    josefk("console-producer", "--topic", auto, "--request-required-acks", "-1", broker=one,
+           input="a\nb\nc\n")
+    c = consumer(cluster.bootstrap)
+    created = c.list_topics(auto, timeout=10).topics[auto].partitions
+    assert created and sum(c.get_watermark_offsets(TopicPartition(auto, p), timeout=10)[1]
+                           for p in created) == 3
+    c.close()
 
     # A cluster-wide broker default reaches every broker (through /config/brokers/<default>).
     josefk("configs", "--entity-type", "brokers", "--entity-default", "--alter",

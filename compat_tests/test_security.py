@@ -269,14 +269,44 @@ def test_sasl_handshake_on_a_plaintext_listener_is_illegal(secure_broker):
         assert r.int16() == ILLEGAL_SASL_STATE
 
 
-def test_users_cli_describe_alter_delete(pki, secure_broker, tmp_path):
-    # Over SASL_SSL itself, with a Kafka-style --command-config file.
+def _sasl_ssl_admin_props(pki, tmp_path):
+    """A Kafka-style --command-config file: the admin over SASL_SSL with PLAIN."""
     props = tmp_path / "admin.properties"
     props.write_text(
         "security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\n"
         f"ssl.truststore.location={pki.ca}\n"
         'sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required '
         'username="admin" password="admin-secret";\n')
+    return props
+
+
+def test_data_tools_take_command_config(pki, secure_broker, tmp_path):
+    """The console producer and consumer and configs reach a SASL_SSL listener with
+    --command-config, as the admin tools do."""
+    import subprocess
+
+    from compat_tests.security_setup import BROKER_PYTHON, REPO_ROOT
+
+    common = ["--bootstrap-server", listener_address(secure_broker, "SASL_SSL"),
+              "--command-config", str(_sasl_ssl_admin_props(pki, tmp_path))]
+    topic = unique_topic("secure-console")
+
+    def run(*args, input=None):
+        proc = subprocess.run([BROKER_PYTHON, "-m", "josefk", *args, *common], input=input,
+                              cwd=str(REPO_ROOT), capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, (args, proc.stderr)
+        return proc.stdout
+
+    run("console-producer", "--topic", topic, input="over sasl_ssl\n")
+    assert run("console-consumer", "--topic", topic, "--from-beginning", "--max-messages",
+               "1").splitlines() == ["over sasl_ssl"]
+    assert run("configs", "--describe", "--entity-type", "topics", "--entity-name",
+               topic).splitlines() == [f"Dynamic configs for topic {topic} are:"]
+
+
+def test_users_cli_describe_alter_delete(pki, secure_broker, tmp_path):
+    # Over SASL_SSL itself, with a Kafka-style --command-config file.
+    props = _sasl_ssl_admin_props(pki, tmp_path)
     boot = listener_address(secure_broker, "SASL_SSL")
     out = josefk("users", "describe", "--bootstrap-server", boot, "--user", "bob",
                  "--command-config", str(props)).stdout

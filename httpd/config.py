@@ -175,5 +175,5 @@ def add_service_command(sub, kv, name: str, help: str, properties: str, run_comm
     p.add_argument("config", nargs="?", help=f"{properties} file")
     p.add_argument("--override", action="append", type=kv, default=[], metavar="KEY=VALUE",
                    help=f"set any {properties} property (repeatable)")
-    p.add_argument("--log-level", default="INFO")
+    p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR")
     p.set_defaults(func=run_command)

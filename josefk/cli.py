@@ -8,6 +8,8 @@ import argparse
 import importlib
 import os
 import sys
+from functools import cache
+from importlib.metadata import PackageNotFoundError, version
 
 # The services' subcommand -> the module that declares it; every other subcommand is a tool's.
 SERVICES = {"broker": "josefk.broker.main", "registry": "josefk.registry.main",
@@ -49,10 +51,38 @@ def _kv(text: str) -> tuple[str, str]:
     return key.strip(), value.strip()
 
 
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """--help with each option's default after its help, where there is one to show."""
+
+    def _get_help_string(self, action):
+        d, text = action.default, action.help or ""
+        if d is None or d is False or d in ("", []) or "(default" in text:
+            return text
+        return super()._get_help_string(action)
+
+
+@cache
+def _version() -> str:
+    try:
+        return version("josefk")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "(not installed)"
+
+
+class _Parser(argparse.ArgumentParser):
+    """Every parser of the `josefk` command (subcommands' parsers are made of the same class):
+    defaults in --help, and --version as Kafka's tools take it."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, formatter_class=_HelpFormatter, **kwargs)
+        self.add_argument("--version", action="version", version=f"josefk {_version()}",
+                          help="print josefk's version and exit")
+
+
 def _parser(modules) -> tuple[argparse.ArgumentParser, dict, tuple]:
     """The parser of the subcommands ``modules`` declare, and the exceptions they report as one
     line (a module's ``REPORTED``: failures the user fixes, not bugs)."""
-    p = argparse.ArgumentParser(prog="josefk", description="A Kafka-compatible broker")
+    p = _Parser(prog="josefk", description="A Kafka-compatible broker")
     sub = p.add_subparsers(dest="command", required=True)
     reported = ()
     for name in modules:

@@ -16,6 +16,7 @@ from josefk.broker.security.authorizer import (ALL, ALLOW, ANY_OPERATION, ANY_PA
                                                ANY_PERMISSION, ANY_RESOURCE, CLUSTER, CLUSTER_NAME,
                                                DENY, GROUP, LITERAL, MATCH, OPERATION_NAMES,
                                                PATTERN_NAMES, PREFIXED, TOPIC, TRANSACTIONAL_ID)
+from josefk.tools.actions import add_actions
 from josefk.tools.client import Client, KafkaError
 from josefk.wire import errors
 from josefk.wire.apis import CREATE_ACLS, DELETE_ACLS, DESCRIBE_ACLS
@@ -28,22 +29,26 @@ _RESOURCE_LABELS = {TOPIC: "TOPIC", GROUP: "GROUP", CLUSTER: "CLUSTER",
 
 def add_commands(sub, common):
     a = common(sub.add_parser("acls", help="add, list and remove ACLs (like kafka-acls.sh)"))
-    action = a.add_mutually_exclusive_group(required=True)
-    action.add_argument("--add", action="store_true")
-    action.add_argument("--remove", action="store_true")
-    action.add_argument("--list", action="store_true")
-    a.add_argument("--allow-principal", action="append", default=[])
-    a.add_argument("--deny-principal", action="append", default=[])
-    a.add_argument("--allow-host", action="append", default=[])
-    a.add_argument("--deny-host", action="append", default=[])
+    add_actions(a, {"add": (acls_command, "add the ACLs"),
+                    "remove": (acls_command, "remove the ACLs that match"),
+                    "list": (acls_command, "list the ACLs that match (every ACL by default)")})
+    a.add_argument("--allow-principal", action="append", default=[],
+                   help="User:NAME allowed (repeatable)")
+    a.add_argument("--deny-principal", action="append", default=[],
+                   help="User:NAME denied (repeatable)")
+    a.add_argument("--allow-host", action="append", default=[],
+                   help="a host the allowed principals may come from (default: any, *)")
+    a.add_argument("--deny-host", action="append", default=[],
+                   help="a host the denied principals are denied from (default: any, *)")
     a.add_argument("--principal", help="--list: only the ACLs of this principal")
     a.add_argument("--operation", action="append", default=[],
                    help="Read, Write, Create, Delete, Alter, Describe, ClusterAction, "
                         "DescribeConfigs, AlterConfigs, IdempotentWrite, All")
-    a.add_argument("--topic", action="append", default=[])
-    a.add_argument("--group", action="append", default=[])
-    a.add_argument("--transactional-id", action="append", default=[])
-    a.add_argument("--cluster", action="store_true")
+    a.add_argument("--topic", action="append", default=[], help="a topic (repeatable)")
+    a.add_argument("--group", action="append", default=[], help="a group (repeatable)")
+    a.add_argument("--transactional-id", action="append", default=[],
+                   help="a transactional id (repeatable)")
+    a.add_argument("--cluster", action="store_true", help="the cluster resource")
     a.add_argument("--resource-pattern-type", default=None,
                    help="literal (default), prefixed; for --list/--remove also any, match")
     a.add_argument("--producer", action="store_true", help="Write, Describe, Create on topics")
@@ -51,7 +56,6 @@ def add_commands(sub, common):
                                                            "groups")
     a.add_argument("--force", action="store_true", help="accepted for kafka-acls.sh "
                                                         "compatibility; nothing is asked")
-    a.set_defaults(func=acls_command)
 
 
 def _resources(args) -> list[tuple[int, str]]:
@@ -86,9 +90,9 @@ def acls_command(args) -> int:
         print(f"Error: unknown operation {', '.join(unknown)}", file=sys.stderr)
         return 1
     with Client.from_args(args) as c:
-        if args.add:
+        if args.action == "add":
             return _add(c, args)
-        if args.remove:
+        if args.action == "remove":
             return _remove(c, args)
         return _list(c, args)
 
@@ -120,8 +124,8 @@ def _add(c, args) -> int:
 
 def _filters(args):
     """Filters for --list/--remove: the resources named (else every resource)."""
-    pattern = _PATTERNS[(args.resource_pattern_type or ("literal" if args.remove else "any"))
-                        .lower()]
+    default = "literal" if args.action == "remove" else "any"
+    pattern = _PATTERNS[(args.resource_pattern_type or default).lower()]
     resources = _resources(args) or [(ANY_RESOURCE, None)]
     entries = _entries(args) or [(args.principal, None, ANY_PERMISSION)]
     return [(rt, name, pattern, p, h, op, perm) for rt, name in resources

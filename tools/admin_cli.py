@@ -1,40 +1,55 @@
-"""`josefk topics create|list|describe|delete` against a running broker, modelled on
-kafka-topics.sh."""
+"""`josefk topics --create|--list|--describe|--alter|--delete` (or `create`, `list`...) against a
+running broker, modelled on kafka-topics.sh."""
 from __future__ import annotations
 
+import re
 import sys
 
+from josefk.tools.actions import add_actions
 from josefk.tools.client import Client, KafkaError
+from josefk.wire import errors
 from josefk.wire.types import uuid_to_base64
-from josefk.wire.apis import CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CONFIGS, METADATA
+from josefk.wire.apis import (CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CONFIGS,
+                              METADATA)
 
 TOPIC_RESOURCE = 2
 TOPIC_CONFIG_SOURCE = 1
 
 
 def add_commands(sub, common):
-    t = sub.add_parser("topics", help="create, list, describe and delete topics")
-    tsub = t.add_subparsers(dest="action", required=True)
-    c = common(tsub.add_parser("create"))
-    c.add_argument("--topic", required=True)
-    c.add_argument("--partitions", type=int, default=-1)
-    c.add_argument("--replication-factor", type=int, default=-1)
-    c.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
-    c.add_argument("--if-not-exists", action="store_true")
-    c.set_defaults(func=topics_create)
-    common(tsub.add_parser("list")).set_defaults(func=topics_list)
-    d = common(tsub.add_parser("describe"))
-    d.add_argument("--topic")
-    d.set_defaults(func=topics_describe)
-    x = common(tsub.add_parser("delete"))
-    x.add_argument("--topic", required=True)
-    x.add_argument("--if-exists", action="store_true")
-    x.set_defaults(func=topics_delete)
+    t = common(sub.add_parser("topics", help="create, list, describe and delete topics "
+                                             "(like kafka-topics.sh)"))
+    add_actions(t, {"create": (topics_create, "create a topic"),
+                    "list": (topics_list, "list the topics"),
+                    "describe": (topics_describe, "describe the topic, or every topic"),
+                    "alter": (topics_alter, "add partitions to a topic (--partitions)"),
+                    "delete": (topics_delete, "delete a topic")},
+                requires={"create": ["topic"], "alter": ["topic", "partitions"],
+                          "delete": ["topic"]})
+    t.add_argument("--topic", help="the topic; for --list a regular expression")
+    t.add_argument("--exclude-internal", action="store_true",
+                   help="--list: leave out internal topics (__consumer_offsets...)")
+    t.add_argument("--partitions", type=int,
+                   help="--create: the number of partitions (default: the broker's "
+                        "num.partitions); --alter: the new number of partitions")
+    t.add_argument("--replication-factor", type=int, default=-1,
+                   help="--create: replicas of each partition (default: the broker's "
+                        "default.replication.factor)")
+    t.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
+                   help="--create: a topic config (repeatable)")
+    t.add_argument("--if-not-exists", action="store_true",
+                   help="--create: do nothing when the topic exists")
+    t.add_argument("--if-exists", action="store_true",
+                   help="--delete: do nothing when the topic does not exist")
 
 
 def _fail(message: str) -> int:
     print(f"Error while executing topic command : {message}", file=sys.stderr)
     return 1
+
+
+def _does_not_exist(topic: str) -> str:
+    return f"Topic '{topic}' does not exist as expected"  # kafka-topics.sh's words
 
 
 def _check(code, message, ok=(0,)):
@@ -48,10 +63,11 @@ def topics_create(args) -> int:
     for kv in args.config:
         k, _, v = kv.partition("=")
         configs.append(R.CreatableTopicConfig(name=k, value=v))
+    partitions = -1 if args.partitions is None else args.partitions  # -1: the broker's default
     try:
         with Client.from_args(args) as c:
             resp = c.request(CREATE_TOPICS, timeout_ms=30000, topics=[R.CreatableTopic(
-                name=args.topic, num_partitions=args.partitions,
+                name=args.topic, num_partitions=partitions,
                 replication_factor=args.replication_factor, configs=configs)])
             r = resp.topics[0]
             if r.error_code == 36 and args.if_not_exists:
@@ -75,8 +91,11 @@ def topics_list(args) -> int:
             md = _metadata(c)
     except (KafkaError, OSError) as e:
         return _fail(str(e))
+    wanted = re.compile(args.topic) if args.topic else None
     for t in sorted(md.topics, key=lambda t: t.name):
-        print(t.name)
+        if (wanted is None or wanted.fullmatch(t.name)) and not (
+                t.is_internal and args.exclude_internal):
+            print(t.name)
     return 0
 
 
@@ -85,7 +104,9 @@ def topics_describe(args) -> int:
         with Client.from_args(args) as c:
             md = _metadata(c, [args.topic] if args.topic else None)
             for t in sorted(md.topics, key=lambda t: t.name):
-                _check(t.error_code, f"Topic '{t.name}' does not exist as expected")
+                if t.error_code == errors.UNKNOWN_TOPIC_OR_PARTITION:
+                    return _fail(_does_not_exist(t.name))
+                _check(t.error_code, errors.name(t.error_code))
                 print(_describe_topic(c, t))
     except (KafkaError, OSError) as e:
         return _fail(str(e))
@@ -117,6 +138,22 @@ def _topic_id_text(topic_id) -> str:
     return uuid_to_base64(topic_id)
 
 
+def topics_alter(args) -> int:
+    R = CREATE_PARTITIONS.Request
+    try:
+        with Client.from_args(args) as c:
+            resp = c.request(CREATE_PARTITIONS, timeout_ms=30000, validate_only=False, topics=[
+                R.CreatePartitionsTopic(name=args.topic, count=args.partitions,
+                                        assignments=None)])
+            r = resp.results[0]
+            if r.error_code == errors.UNKNOWN_TOPIC_OR_PARTITION:
+                return _fail(_does_not_exist(args.topic))
+            _check(r.error_code, r.error_message or errors.name(r.error_code))
+    except (KafkaError, OSError) as e:
+        return _fail(str(e))
+    return 0
+
+
 def topics_delete(args) -> int:
     try:
         with Client.from_args(args) as c:
@@ -124,9 +161,9 @@ def topics_delete(args) -> int:
                              topics=[DELETE_TOPICS.Request.DeleteTopicState(name=args.topic)],
                              timeout_ms=30000)
             r = resp.responses[0]
-            if r.error_code == 3 and args.if_exists:
-                return 0
-            _check(r.error_code, r.error_message or f"Topic '{args.topic}' does not exist")
+            if r.error_code == errors.UNKNOWN_TOPIC_OR_PARTITION:
+                return 0 if args.if_exists else _fail(_does_not_exist(args.topic))
+            _check(r.error_code, r.error_message)
     except (KafkaError, OSError) as e:
         return _fail(str(e))
     return 0

@@ -34,10 +34,10 @@ HELP = ('type "kill N" (kill -9), "stop N" (controlled shutdown), "restart N" or
 
 def add_commands(sub):
     c = sub.add_parser("cluster", help="run ZooKeeper and N brokers on 127.0.0.1")
-    c.add_argument("--brokers", type=int, default=3)
+    c.add_argument("--brokers", type=int, default=3, help="how many brokers")
     c.add_argument("--dir", default="./josefk-cluster", help="data and logs of every process")
     c.add_argument("--port", type=int, default=9092, help="first broker's port (then +1, +2...)")
-    c.add_argument("--zookeeper-port", type=int, default=2181)
+    c.add_argument("--zookeeper-port", type=int, default=2181, help="ZooKeeper's client port")
     c.add_argument("--restart-after", type=float, metavar="SECONDS",
                    help="restart a broker that is down after this long (default: only on "
                         "request)")

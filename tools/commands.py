@@ -25,8 +25,10 @@ def _bootstrap(text: str) -> str:
 
 def common(p):
     """The options of a tool that talks to a cluster."""
-    p.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP, type=_bootstrap)
-    p.add_argument("--command-config", help="client properties: security.protocol, ssl.*, "
+    p.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP, type=_bootstrap,
+                   metavar="HOST:PORT[,HOST:PORT]", help="the brokers to connect to")
+    p.add_argument("--command-config", metavar="FILE",
+                   help="client properties: security.protocol, ssl.*, "
                    "sasl.mechanism, sasl.jaas.config")
     return p
 

@@ -10,7 +10,8 @@ import time
 from datetime import datetime
 
 from josefk.tools.client import KafkaError
-from josefk.tools.tool_client import EARLIEST, LATEST, ClusterClient, partition_for_key
+from josefk.tools.tool_client import (EARLIEST, LATEST, MAX_BLOCK_MS, ClusterClient,
+                                      partition_for_key)
 from josefk.tools.group_member import GroupMember
 from josefk.tools.groups_cli import commit_offsets, committed_offsets
 from josefk.wire.batch import iter_headers
@@ -19,39 +20,51 @@ from josefk.wire.records import CODEC_NAMES, build_batch, iter_records
 CODECS = {name: code for code, name in CODEC_NAMES.items()}
 
 
-def _props(pairs) -> dict:
+def _props(pairs, option="--property") -> dict:
     out = {}
     for kv in pairs:
         k, sep, v = kv.partition("=")
         if not sep:
-            raise ValueError(f"expected --property key=value, got {kv!r}")
+            raise ValueError(f"expected {option} key=value, got {kv!r}")
         out[k] = v.encode().decode("unicode_escape")  # "\\t" on a command line means a tab
     return out
 
 
 def add_commands(sub, common):
-    p = common(sub.add_parser("console-producer", help="send stdin lines as records"))
-    p.add_argument("--topic", required=True)
+    p = common(sub.add_parser("console-producer", help="send stdin lines as records (like "
+                                                       "kafka-console-producer.sh)"))
+    p.add_argument("--topic", required=True, help="the topic (created when missing if the "
+                                                  "broker's auto.create.topics.enable is true)")
     p.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
                    help="parse.key, key.separator, parse.headers, headers.delimiter, "
                         "headers.separator, headers.key.separator, null.marker")
-    p.add_argument("--request-required-acks", type=int, default=-1)
-    p.add_argument("--compression-codec", choices=sorted(CODECS), default="none")
+    p.add_argument("--producer-property", action="append", default=[], metavar="KEY=VALUE",
+                   help="max.block.ms: how long to wait for the topic's metadata "
+                        f"(default: {MAX_BLOCK_MS})")
+    p.add_argument("--request-required-acks", type=int, default=-1,
+                   help="acks: -1 (all in-sync replicas), 1 (the leader) or 0 (none)")
+    p.add_argument("--compression-codec", choices=sorted(CODECS), default="none",
+                   help="the batches' compression")
     p.add_argument("--batch-size", type=int, default=200, help="lines per batch when stdin "
                                                                "is not a terminal")
     p.set_defaults(func=console_producer)
 
-    c = common(sub.add_parser("console-consumer", help="print records of a topic"))
-    c.add_argument("--topic", required=True)
-    c.add_argument("--from-beginning", action="store_true")
-    c.add_argument("--partition", type=int)
+    c = common(sub.add_parser("console-consumer", help="print records of a topic (like "
+                                                       "kafka-console-consumer.sh)"))
+    c.add_argument("--topic", required=True, help="the topic")
+    c.add_argument("--from-beginning", action="store_true",
+                   help="start at the log start (default: the log end), where the group has "
+                        "no committed offset")
+    c.add_argument("--partition", type=int, help="only this partition (default: every one)")
     c.add_argument("--offset", default=None, help="an offset, 'earliest' or 'latest' "
                                                   "(with --partition)")
     c.add_argument("--group", help="join this consumer group: consume the partitions it "
                                    "assigns, from its committed offsets, and commit positions")
-    c.add_argument("--max-messages", type=int)
+    c.add_argument("--max-messages", type=int, help="exit after this many records "
+                                                     "(default: never)")
     c.add_argument("--timeout-ms", type=int, help="exit after this long without a message")
-    c.add_argument("--formatter", choices=("default", "json"), default="default")
+    c.add_argument("--formatter", choices=("default", "json"), default="default",
+                   help="how records are printed")
     c.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
                    help="print.key, print.value, print.headers, print.timestamp, "
                         "print.partition, print.offset, key.separator, line.separator, "
@@ -61,26 +74,38 @@ def add_commands(sub, common):
                         "max.poll.interval.ms")
     c.set_defaults(func=console_consumer)
 
-    pp = common(sub.add_parser("perf-producer", help="producer throughput and latency test"))
-    pp.add_argument("--topic", required=True)
-    pp.add_argument("--num-records", type=int, required=True)
-    pp.add_argument("--record-size", type=int, required=True)
+    pp = common(sub.add_parser("perf-producer", help="producer throughput and latency test "
+                                                     "(like kafka-producer-perf-test.sh)"))
+    pp.add_argument("--topic", required=True, help="the topic (created when missing if the "
+                                                   "broker's auto.create.topics.enable is true)")
+    pp.add_argument("--num-records", type=int, required=True, help="how many records to send")
+    pp.add_argument("--record-size", type=int, required=True, help="bytes per record")
     pp.add_argument("--throughput", type=float, default=-1, help="records/s cap (-1: none)")
-    pp.add_argument("--batch-records", type=int, default=500)
-    pp.add_argument("--acks", type=int, default=1)
+    pp.add_argument("--batch-records", type=int, default=500, help="records per batch")
+    pp.add_argument("--acks", type=int, default=1,
+                    help="-1 (all in-sync replicas), 1 (the leader) or 0 (none)")
+    pp.add_argument("--producer-props", nargs="+", default=[], metavar="KEY=VALUE",
+                    help=f"max.block.ms: how long to wait for the topic's metadata "
+                         f"(default: {MAX_BLOCK_MS})")
     pp.add_argument("--reporting-interval", type=int, default=5000, help="ms")
     pp.set_defaults(func=perf_producer)
 
-    pc = common(sub.add_parser("perf-consumer", help="consumer throughput test"))
-    pc.add_argument("--topic", required=True)
-    pc.add_argument("--messages", type=int, required=True)
-    pc.add_argument("--fetch-size", type=int, default=1 << 20)
+    pc = common(sub.add_parser("perf-consumer", help="consumer throughput test (like "
+                                                     "kafka-consumer-perf-test.sh)"))
+    pc.add_argument("--topic", required=True, help="the topic")
+    pc.add_argument("--messages", type=int, required=True, help="how many records to read")
+    pc.add_argument("--fetch-size", type=int, default=1 << 20, help="bytes per fetch")
     pc.add_argument("--timeout", type=int, default=10000, help="ms without data before "
                                                                "giving up")
     pc.add_argument("--reporting-interval", type=int, default=5000, help="ms")
     pc.add_argument("--group", help="consume as a member of this group (from its committed "
                                     "offsets, else the log start), committing positions")
     pc.set_defaults(func=perf_consumer)
+
+
+def _max_block_ms(pairs, option) -> int:
+    """max.block.ms of a producer tool's producer properties (the one it reads)."""
+    return int(_props(pairs, option).get("max.block.ms", MAX_BLOCK_MS))
 
 
 def _error(e) -> int:
@@ -127,8 +152,9 @@ def console_producer(args) -> int:
     try:
         read = LineReader(_props(args.property))
         codec = CODECS[args.compression_codec]
-        with ClusterClient(args.bootstrap_server, "console-producer") as cc:
-            n = len(cc.partitions(args.topic))
+        with ClusterClient.from_args(args, "console-producer") as cc:
+            n = len(cc.producer_partitions(args.topic, _max_block_ms(
+                args.producer_property, "--producer-property")))
             next_partition = itertools.cycle(range(n))
             pending: dict[int, list] = {}
 
@@ -300,7 +326,7 @@ def console_consumer(args) -> int:
     try:
         fmt = Formatter(args.formatter, _props(args.property), args.topic)
         props = _props(args.consumer_property)
-        with ClusterClient(args.bootstrap_server, "console-consumer") as cc:
+        with ClusterClient.from_args(args, "console-consumer") as cc:
             partitions = cc.partitions(args.topic)  # a missing topic fails before any join
 
             def start(parts, committed):
@@ -390,8 +416,9 @@ def perf_producer(args) -> int:
     value = b"x" * args.record_size
     stats = Stats(args.reporting_interval)
     try:
-        with ClusterClient(args.bootstrap_server, "producer-performance") as cc:
-            partitions = itertools.cycle(cc.partitions(args.topic))
+        with ClusterClient.from_args(args, "producer-performance") as cc:
+            partitions = itertools.cycle(cc.producer_partitions(args.topic, _max_block_ms(
+                args.producer_props, "--producer-props")))
             sent = 0
             while sent < args.num_records:
                 n = min(args.batch_records, args.num_records - sent)
@@ -404,7 +431,7 @@ def perf_producer(args) -> int:
                     ahead = sent / args.throughput - (time.monotonic() - stats.start)
                     if ahead > 0:
                         time.sleep(ahead)
-    except (KafkaError, OSError) as e:
+    except (KafkaError, OSError, ValueError) as e:
         return _error(e)
     print(stats.summary())
     return 0
@@ -416,7 +443,7 @@ def perf_consumer(args) -> int:
     rebalance = 0.0  # seconds spent joining the group
     start_wall = datetime.now()
     try:
-        with ClusterClient(args.bootstrap_server, "consumer-performance") as cc:
+        with ClusterClient.from_args(args, "consumer-performance") as cc:
             partitions = cc.partitions(args.topic)
             earliest = cc.list_offsets(args.topic, partitions, EARLIEST)
 

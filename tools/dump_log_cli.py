@@ -12,7 +12,8 @@ from josefk.wire.records import CODEC_NAMES, CONTROL_COMMIT, iter_records, parse
 def add_commands(sub):
     d = sub.add_parser("dump-log", help="print the contents of log segment and index files "
                                         "(like kafka-dump-log.sh)")
-    d.add_argument("--files", nargs="+", required=True)
+    d.add_argument("--files", nargs="+", required=True,
+                   help=".log, .index, .timeindex or .snapshot files")
     d.add_argument("--print-data-log", action="store_true",
                    help="print every record with its key and value")
     d.add_argument("--deep-iteration", action="store_true",

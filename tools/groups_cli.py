@@ -1,9 +1,11 @@
-"""`josefk groups list|describe|delete|reset-offsets`, modelled on kafka-consumer-groups.sh (and
-kafka-share-groups.sh for the description of a share group)."""
+"""`josefk groups --list|--describe|--delete|--reset-offsets` (or `list`...), modelled on
+kafka-consumer-groups.sh (and kafka-share-groups.sh for the description of a share group)."""
 from __future__ import annotations
 
+import argparse
 import sys
 
+from josefk.tools.actions import add_actions
 from josefk.tools.client import KafkaError
 from josefk.tools.tool_client import ClusterClient
 from josefk.wire import errors
@@ -13,37 +15,47 @@ from josefk.wire.apis import (CONSUMER_GROUP_DESCRIBE, DELETE_GROUPS, DESCRIBE_G
 from josefk.wire.apis.consumer_protocol import ASSIGNMENT
 
 LATEST, EARLIEST = -1, -2
+RESET_TO = ("to_earliest", "to_latest", "to_offset", "shift_by")  # one of them
 
 
 def add_commands(sub, common):
-    g = sub.add_parser("groups", help="list, describe, delete consumer groups, reset offsets")
-    gsub = g.add_subparsers(dest="action", required=True)
-    ls = common(gsub.add_parser("list"))
-    ls.add_argument("--type", nargs="*", metavar="TYPE", help="show each group's type "
-                    "(classic, consumer); with types, only groups of those")
-    ls.set_defaults(func=groups_list)
-    d = common(gsub.add_parser("describe"))
-    d.add_argument("--group", required=True)
-    view = d.add_mutually_exclusive_group()
+    g = common(sub.add_parser("groups", help="list, describe, delete consumer groups, reset "
+                                             "offsets (like kafka-consumer-groups.sh)"))
+    add_actions(g, {"list": (groups_list, "list the groups"),
+                    "describe": (groups_describe, "the group's offsets and lag, members "
+                                                  "(--members) or state (--state)"),
+                    "delete": (groups_delete, "delete the group"),
+                    "reset-offsets": (groups_reset_offsets, "reset the group's committed "
+                                                            "offsets")},
+                requires={"describe": [("group", "all_groups")], "delete": ["group"],
+                          "reset-offsets": ["group", ("topic", "all_topics"), RESET_TO]})
+    which = g.add_mutually_exclusive_group()
+    which.add_argument("--group", help="the group")
+    which.add_argument("--all-groups", action="store_true", help="--describe: every group")
+    g.add_argument("--type", nargs="*", metavar="TYPE", help="--list: show each group's type "
+                   "(classic, consumer); with types, only groups of those")
+    view = g.add_mutually_exclusive_group()
     view.add_argument("--members", action="store_true",
-                      help="the members (epochs and target assignments of consumer groups)")
-    view.add_argument("--state", action="store_true", help="the group's state and epochs")
-    d.set_defaults(func=groups_describe)
-    x = common(gsub.add_parser("delete"))
-    x.add_argument("--group", required=True)
-    x.set_defaults(func=groups_delete)
-    r = common(gsub.add_parser("reset-offsets"))
-    r.add_argument("--group", required=True)
-    r.add_argument("--topic", required=True, help="TOPIC or TOPIC:P1,P2")
-    how = r.add_mutually_exclusive_group(required=True)
-    how.add_argument("--to-earliest", action="store_true")
-    how.add_argument("--to-latest", action="store_true")
-    how.add_argument("--to-offset", type=int)
-    how.add_argument("--shift-by", type=int)
-    mode = r.add_mutually_exclusive_group()
-    mode.add_argument("--execute", action="store_true")
-    mode.add_argument("--dry-run", action="store_true")
-    r.set_defaults(func=groups_reset_offsets)
+                      help="--describe: the members (epochs and target assignments of consumer "
+                           "groups)")
+    view.add_argument("--state", action="store_true",
+                      help="--describe: the group's state and epochs")
+    scope = g.add_mutually_exclusive_group()
+    scope.add_argument("--topic", help="--reset-offsets: TOPIC or TOPIC:P1,P2")
+    scope.add_argument("--all-topics", action="store_true",
+                       help="--reset-offsets: every partition the group has an offset for")
+    how = g.add_mutually_exclusive_group()
+    how.add_argument("--to-earliest", action="store_true",
+                     help="--reset-offsets: to the log start")
+    how.add_argument("--to-latest", action="store_true", help="--reset-offsets: to the log end")
+    how.add_argument("--to-offset", type=int, help="--reset-offsets: to this offset")
+    how.add_argument("--shift-by", type=int,
+                     help="--reset-offsets: by this many from the committed offset")
+    mode = g.add_mutually_exclusive_group()
+    mode.add_argument("--execute", action="store_true",
+                      help="--reset-offsets: commit the new offsets")
+    mode.add_argument("--dry-run", action="store_true",
+                      help="--reset-offsets: only show them (what happens without --execute)")
 
 
 def _fail(message: str) -> int:
@@ -54,16 +66,8 @@ def _fail(message: str) -> int:
 def groups_list(args) -> int:
     """The groups of every broker (each lists those it coordinates), as kafka-consumer-groups.sh
     --list asks them all; with ``--type``, their types and protocols."""
-    types = [t.lower() for t in args.type or []]
-    listed = {}
     try:
-        with ClusterClient.from_args(args) as cc:
-            cc.refresh([])
-            for node in sorted(cc.brokers):
-                resp = cc.broker(node).request(LIST_GROUPS, states_filter=[], types_filter=types)
-                if resp.error_code:
-                    raise KafkaError(resp.error_code)
-                listed.update((g.group_id, g) for g in resp.groups)
+        listed = _listed(args, [t.lower() for t in args.type or []])
     except (KafkaError, OSError) as e:
         return _fail(str(e))
     if args.type is None:
@@ -74,6 +78,20 @@ def groups_list(args) -> int:
            [(g.group_id, g.group_type.capitalize(), g.protocol_type or "-")
             for _, g in sorted(listed.items())])
     return 0
+
+
+def _listed(args, types=()) -> dict:
+    """{group id: ListGroups' entry} of every broker's groups (of ``types``, else all)."""
+    listed = {}
+    with ClusterClient.from_args(args) as cc:
+        cc.refresh([])
+        for node in sorted(cc.brokers):
+            resp = cc.broker(node).request(LIST_GROUPS, states_filter=[],
+                                           types_filter=list(types))
+            if resp.error_code:
+                raise KafkaError(resp.error_code)
+            listed.update((g.group_id, g) for g in resp.groups)
+    return listed
 
 
 def decode_assignment(data: bytes) -> list[tuple[str, int]]:
@@ -203,7 +221,15 @@ def _known(v):
 def groups_describe(args) -> int:
     """Like kafka-consumer-groups.sh --describe: the offsets and lag (default), ``--members``
     or ``--state``; a KIP-848 group is described with ConsumerGroupDescribe (member epochs,
-    target assignments), a classic one with DescribeGroups."""
+    target assignments), a classic one with DescribeGroups; ``--all-groups``: each group."""
+    if args.all_groups:
+        try:
+            groups = sorted(_listed(args))
+        except (KafkaError, OSError) as e:
+            return _fail(str(e))
+        return max((groups_describe(argparse.Namespace(**{**vars(args), "group": g,
+                                                           "all_groups": False}))
+                    for g in groups), default=0)
     try:
         with ClusterClient.from_args(args) as cc:
             c = cc.coordinator(args.group)
@@ -341,10 +367,10 @@ def groups_reset_offsets(args) -> int:
             if d.group_state not in ("Empty", "Dead"):
                 return _fail(f"Assignments can only be reset if the group '{args.group}' is "
                              f"inactive, but the current state is {d.group_state}.")
-            tps = _partitions_of(cc, args.topic)
+            current = committed_offsets(c, args.group)
+            tps = sorted(current) if args.all_topics else _partitions_of(cc, args.topic)
             earliest = _list_offsets(cc, tps, EARLIEST)
             latest = _list_offsets(cc, tps, LATEST)
-            current = committed_offsets(c, args.group)
             new = {}
             for tp in tps:
                 if args.to_earliest:

@@ -2,11 +2,17 @@
 kafka-delete-records.sh and kafka-log-dirs.sh against a running broker or cluster."""
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 
+from josefk.broker.security.quotas import CLIENT, USER
+from josefk.broker.security.sasl import SCRAM_CODES
+from josefk.tools.actions import add_actions
 from josefk.tools.client import KafkaError
+from josefk.tools.quotas_cli import quotas_alter, quotas_describe
 from josefk.tools.tool_client import ClusterClient
+from josefk.tools.users_cli import users_alter, users_describe
 from josefk.wire import errors
 from josefk.wire.apis import (DELETE_RECORDS, DESCRIBE_CONFIGS, DESCRIBE_LOG_DIRS,
                               INCREMENTAL_ALTER_CONFIGS, LIST_CONFIG_RESOURCES)
@@ -18,25 +24,35 @@ SOURCES = {1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG",
            7: "CLIENT_METRICS_CONFIG"}
 DYNAMIC_SOURCES = {1, 2, 7}
 SET, DELETE = 0, 1
+# kafka-configs.sh's SCRAM credentials and quotas: entity type -> quota entity
+QUOTA_ENTITIES = {"users": USER, "clients": CLIENT}
 
 
 def add_commands(sub, common):
-    c = common(sub.add_parser("configs", help="describe or alter topic and broker configs and "
-                                               "client metrics subscriptions (like "
+    c = common(sub.add_parser("configs", help="describe or alter topic and broker configs, "
+                                               "client metrics subscriptions, SCRAM "
+                                               "credentials and quotas (like "
                                                "kafka-configs.sh)"))
-    c.add_argument("--entity-type", choices=sorted(RESOURCE_TYPES), required=True)
-    who = c.add_mutually_exclusive_group()
-    who.add_argument("--entity-name")
-    who.add_argument("--entity-default", action="store_true",
-                     help="the cluster-wide default of broker configs")
-    what = c.add_mutually_exclusive_group(required=True)
-    what.add_argument("--describe", action="store_true")
-    what.add_argument("--alter", action="store_true")
+    c.add_argument("--entity-type", choices=sorted([*RESOURCE_TYPES, *QUOTA_ENTITIES]),
+                   action="append", required=True,
+                   help="what the configs belong to; users (SCRAM credentials and quotas) and "
+                        "clients (quotas) together for a user's quotas on a client id")
+    c.add_argument("--entity-name", action="append", default=[],
+                   help="the topic, broker id, subscription, user or client id (one per "
+                        "--entity-type, in their order)")
+    c.add_argument("--entity-default", action="store_true",
+                   help="the cluster-wide default of broker configs, or the default user's or "
+                        "client id's quotas (for the last --entity-type)")
+    add_actions(c, {"describe": (configs, "the entity's dynamic configs (every config with "
+                                          "--all)"),
+                    "alter": (configs, "set (--add-config) and delete (--delete-config) "
+                                       "configs")})
     c.add_argument("--all", action="store_true", help="describe every config, not only the "
                                                       "dynamic ones")
-    c.add_argument("--add-config", default="", metavar="K1=V1,K2=[V2,V3]")
-    c.add_argument("--delete-config", default="", metavar="K1,K2")
-    c.set_defaults(func=configs)
+    c.add_argument("--add-config", default="", metavar="K1=V1,K2=[V2,V3]",
+                   help="--alter: the configs to set")
+    c.add_argument("--delete-config", default="", metavar="K1,K2",
+                   help="--alter: the configs to delete (back to their defaults)")
 
     d = common(sub.add_parser("delete-records", help="delete records up to an offset "
                                                      "(like kafka-delete-records.sh)"))
@@ -46,10 +62,9 @@ def add_commands(sub, common):
 
     ld = common(sub.add_parser("log-dirs", help="log dirs and partition sizes per broker "
                                                 "(like kafka-log-dirs.sh)"))
-    ld.add_argument("--describe", action="store_true", required=True)
+    add_actions(ld, {"describe": (log_dirs, "the log dirs of the brokers")})
     ld.add_argument("--topic-list", default="", help="comma-separated topics (default: all)")
     ld.add_argument("--broker-list", default="", help="comma-separated broker ids (default: all)")
-    ld.set_defaults(func=log_dirs)
 
 
 def _fail(message: str) -> int:
@@ -59,16 +74,63 @@ def _fail(message: str) -> int:
 
 def _entity(args) -> tuple[int, str, str | None]:
     """(resource type, resource name, "topic t"/"broker 1", or None for the broker default)."""
-    rtype = RESOURCE_TYPES[args.entity_type]
+    if len(args.entity_type) > 1:
+        raise ValueError("only --entity-type users and clients go together")
+    (etype,) = args.entity_type
+    rtype = RESOURCE_TYPES[etype]
+    if len(args.entity_name) > 1:
+        raise ValueError("one --entity-name only")
     if args.entity_default:
-        if args.entity_type != "brokers":
+        if etype != "brokers" or args.entity_name:
             raise ValueError("--entity-default is only for --entity-type brokers")
         return rtype, "", None
     if not args.entity_name:
-        if args.entity_type == "client-metrics" and args.describe:
+        if etype == "client-metrics" and args.action == "describe":
             return rtype, "", None  # every subscription
         raise ValueError("--entity-name or --entity-default is required")
-    return rtype, args.entity_name, f"{KINDS[args.entity_type]} {args.entity_name}"
+    return rtype, args.entity_name[0], f"{KINDS[etype]} {args.entity_name[0]}"
+
+
+def _client_entities(args) -> int:
+    """--entity-type users and/or clients: SCRAM credentials (``josefk users``) and quotas
+    (``josefk quotas``), as kafka-configs.sh manages both."""
+    names = [*args.entity_name, *([None] if args.entity_default else [])]
+    types = args.entity_type
+    if len(set(types)) < len(types) or len(names) > len(types) or (
+            len(names) < len(types) and args.action == "alter"):
+        raise ValueError("give each --entity-type its --entity-name (or --entity-default)")
+    entity = dict(zip(types, names))
+    unnamed = [QUOTA_ENTITIES[t] for t in types[len(names):]]  # --describe: every one
+    quotas = argparse.Namespace(
+        bootstrap_server=args.bootstrap_server, command_config=args.command_config,
+        user=entity.get("users"), user_default="users" in entity and not entity["users"],
+        client_id=entity.get("clients"),
+        client_default="clients" in entity and not entity["clients"])
+    one_user = list(entity) == ["users"] and entity["users"]
+    if args.action == "describe":
+        failed = quotas_describe(quotas, any_of=unnamed, strict=True)
+        if types == ["users"] and (one_user or not names):
+            failed |= users_describe(argparse.Namespace(**{
+                **vars(quotas), "user": [one_user] if one_user else None}), missing_ok=True)
+        return failed
+    added = parse_add_config(args.add_config)
+    deleted = [k.strip() for k in args.delete_config.split(",") if k.strip()]
+    scram = {k: v for k, v in added.items() if k in SCRAM_CODES}
+    scram_deleted = [k for k in deleted if k in SCRAM_CODES]
+    if (scram or scram_deleted) and not one_user:
+        raise ValueError("SCRAM credentials are only for one --entity-type users --entity-name")
+    failed = 0
+    if len(scram) < len(added) or len(scram_deleted) < len(deleted):
+        failed |= quotas_alter(argparse.Namespace(
+            **vars(quotas),
+            add_config=",".join(f"{k}={v}" for k, v in added.items() if k not in scram),
+            delete_config=",".join(k for k in deleted if k not in scram_deleted)))
+    if scram or scram_deleted:
+        failed |= users_alter(argparse.Namespace(
+            bootstrap_server=args.bootstrap_server, command_config=args.command_config,
+            user=[one_user], add_config=",".join(f"{k}=[{v}]" for k, v in scram.items()),
+            delete_config=",".join(scram_deleted)))
+    return failed
 
 
 def parse_add_config(text: str) -> dict:
@@ -91,13 +153,15 @@ def parse_add_config(text: str) -> dict:
 
 def configs(args) -> int:
     try:
+        if set(args.entity_type) <= set(QUOTA_ENTITIES):
+            return _client_entities(args)
         rtype, name, label = _entity(args)
-        with ClusterClient(args.bootstrap_server) as cc:
+        with ClusterClient.from_args(args) as cc:
             c = cc.bootstrap
             if rtype == RESOURCE_TYPES["brokers"] and name:
                 cc.refresh([])
                 c = cc.broker(int(name))  # a broker answers for its own configs
-            if args.alter:
+            if args.action == "alter":
                 return _alter(c, rtype, name, label, args)
             if rtype == RESOURCE_TYPES["client-metrics"] and not name:
                 resp = c.request(LIST_CONFIG_RESOURCES, resource_types=[rtype])
@@ -159,7 +223,7 @@ def delete_records(args) -> int:
         R = DELETE_RECORDS.Request
         print("Executing records delete operation")
         results = []
-        with ClusterClient(args.bootstrap_server) as cc:
+        with ClusterClient.from_args(args) as cc:
             for topic, partition, offset in wanted:
                 resp = cc.leader(topic, partition).request(
                     DELETE_RECORDS, timeout_ms=30000, topics=[R.DeleteRecordsTopic(
@@ -185,7 +249,7 @@ def log_dirs(args) -> int:
     topics = [t for t in args.topic_list.split(",") if t]
     print("Querying brokers for log directories information")
     try:
-        with ClusterClient(args.bootstrap_server) as cc:
+        with ClusterClient.from_args(args) as cc:
             cc.refresh(topics or None)
             ids = ([int(b) for b in args.broker_list.split(",") if b] or sorted(cc.brokers))
             wanted = None

@@ -3,11 +3,14 @@ beyond `broker.client.Client`: the cluster's metadata and one connection per bro
 partition request goes to its leader."""
 from __future__ import annotations
 
+import time
+
 from josefk.tools.client import Client, KafkaError, command_config
 from josefk.wire import errors
 from josefk.wire.apis import FETCH, FIND_COORDINATOR, LIST_OFFSETS, METADATA, PRODUCE
 
 LATEST, EARLIEST = -1, -2
+MAX_BLOCK_MS = 60000  # the Java producer's max.block.ms
 
 
 def murmur2(data: bytes) -> int:
@@ -51,9 +54,9 @@ class ClusterClient:
         self.topics: dict = {}
 
     @classmethod
-    def from_args(cls, args) -> "ClusterClient":
+    def from_args(cls, args, client_id: str = "josefk-cli") -> "ClusterClient":
         """A CLI tool's connections: ``--bootstrap-server``, ``--command-config`` for security."""
-        return cls(args.bootstrap_server, props=command_config(args))
+        return cls(args.bootstrap_server, client_id, props=command_config(args))
 
     def close(self):
         self.bootstrap.close()
@@ -66,10 +69,12 @@ class ClusterClient:
     def __exit__(self, *exc):
         self.close()
 
-    def refresh(self, topics=None):
-        """Metadata of ``topics`` (None: all); raises KafkaError for a topic that is missing."""
+    def refresh(self, topics=None, auto_create: bool = False):
+        """Metadata of ``topics`` (None: all); raises KafkaError for a topic that is missing.
+        ``auto_create``: the broker creates a missing topic if its auto.create.topics.enable
+        says so, as for a producer."""
         R = METADATA.Request
-        md = self.bootstrap.request(METADATA, allow_auto_topic_creation=False, topics=None if
+        md = self.bootstrap.request(METADATA, allow_auto_topic_creation=auto_create, topics=None if
                                     topics is None else [R.MetadataRequestTopic(name=t)
                                                          for t in topics])
         self.brokers = {b.node_id: (b.host, b.port) for b in md.brokers}
@@ -78,6 +83,28 @@ class ClusterClient:
                 raise KafkaError(t.error_code, f"topic {t.name}: {errors.name(t.error_code)}")
             self.topics[t.name] = t
         return md
+
+    def producer_partitions(self, topic, max_block_ms: int = MAX_BLOCK_MS) -> list[int]:
+        """The partitions of ``topic`` as a Kafka producer waits for them: asking with
+        auto-creation allowed until the topic is there with its leaders or ``max_block_ms``
+        passed (then a TimeoutError in the Java producer's words)."""
+        deadline = time.monotonic() + max_block_ms / 1000
+        backoff = 0.05
+        while True:
+            try:
+                parts = self.refresh([topic], auto_create=True).topics[0].partitions
+                if parts and all(p.leader_id >= 0 for p in parts):
+                    return sorted(p.partition_index for p in parts)
+            except KafkaError as e:  # being created, or missing with auto-creation off
+                if e.code not in (errors.UNKNOWN_TOPIC_OR_PARTITION,
+                                  errors.LEADER_NOT_AVAILABLE):
+                    raise
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"Topic {topic} not present in metadata after "
+                                   f"{max_block_ms} ms.")
+            time.sleep(min(backoff, left))
+            backoff = min(backoff * 2, 1.0)
 
     def partitions(self, topic) -> list[int]:
         if topic not in self.topics:

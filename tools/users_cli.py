@@ -1,9 +1,11 @@
 """``josefk users``: SCRAM credentials, as ``kafka-configs.sh --entity-type users`` manages them:
 
-    josefk users alter --bootstrap-server B --user alice \
+    josefk users --alter --bootstrap-server B --user alice \
         --add-config 'SCRAM-SHA-256=[iterations=8192,password=alice-secret]'
-    josefk users alter --bootstrap-server B --user alice --delete-config SCRAM-SHA-512
-    josefk users describe --bootstrap-server B [--user alice]
+    josefk users --alter --bootstrap-server B --user alice --delete-config SCRAM-SHA-512
+    josefk users --describe --bootstrap-server B [--user alice]
+
+(or ``josefk users alter ...``, ``josefk users describe ...``).
 
 The password is salted and hashed here; only the salted password goes to the broker."""
 from __future__ import annotations
@@ -12,6 +14,7 @@ import os
 import re
 import sys
 
+from josefk.tools.actions import add_actions
 from josefk.tools.client import Client, KafkaError
 from josefk.broker.security.sasl import (MIN_ITERATIONS, SCRAM_CODES, SCRAM_MECHANISMS,
                                          salted_password)
@@ -20,17 +23,21 @@ from josefk.wire.apis import ALTER_USER_SCRAM_CREDENTIALS, DESCRIBE_USER_SCRAM_C
 
 
 def add_commands(sub, common):
-    u = sub.add_parser("users", help="add, change, delete and describe SCRAM credentials")
-    usub = u.add_subparsers(dest="action", required=True)
-    a = common(usub.add_parser("alter"))
-    a.add_argument("--user", required=True, action="append")
-    a.add_argument("--add-config", default="",
-                   metavar="'SCRAM-SHA-256=[iterations=N,password=P],SCRAM-SHA-512=[...]'")
-    a.add_argument("--delete-config", default="", metavar="SCRAM-SHA-256,SCRAM-SHA-512")
-    a.set_defaults(func=users_alter)
-    d = common(usub.add_parser("describe"))
-    d.add_argument("--user", action="append")
-    d.set_defaults(func=users_describe)
+    u = common(sub.add_parser("users", help="add, change, delete and describe SCRAM "
+                                            "credentials (like kafka-configs.sh --entity-type "
+                                            "users)"))
+    add_actions(u, {"alter": (users_alter, "add or delete credentials"),
+                    "describe": (users_describe, "the users' credentials (mechanism and "
+                                                 "iterations)")},
+                requires={"alter": ["user"]})
+    u.add_argument("--user", action="append",
+                   help="the user (repeatable; --describe without it: every user)")
+    u.add_argument("--add-config", default="",
+                   metavar="'SCRAM-SHA-256=[iterations=N,password=P],SCRAM-SHA-512=[...]'",
+                   help="--alter: credentials to add or replace (iterations default: "
+                        f"{MIN_ITERATIONS})")
+    u.add_argument("--delete-config", default="", metavar="SCRAM-SHA-256,SCRAM-SHA-512",
+                   help="--alter: the mechanisms whose credentials to delete")
 
 
 def parse_add_config(text: str) -> list[tuple[str, int, str]]:
@@ -87,7 +94,9 @@ def _failed(r, doing: str) -> bool:
     return bool(r.error_code)
 
 
-def users_describe(args) -> int:
+def users_describe(args, missing_ok: bool = False) -> int:
+    """The users' credentials; ``missing_ok``: nothing for a user who has none (as
+    kafka-configs.sh --describe --entity-type users shows a user's quotas and credentials)."""
     Q = DESCRIBE_USER_SCRAM_CREDENTIALS.Request
     users = [Q.UserName(name=u) for u in args.user] if args.user else None
     with Client.from_args(args) as c:
@@ -96,6 +105,8 @@ def users_describe(args) -> int:
         raise KafkaError(resp.error_code, resp.error_message)
     failed = 0
     for r in resp.results:
+        if missing_ok and r.error_code == errors.RESOURCE_NOT_FOUND:
+            continue
         if _failed(r, "describing"):
             failed = 1
             continue

@@ -65,8 +65,8 @@ LAG_HISTORY = 360
 
 def add_commands(sub, common):
     c = common(sub.add_parser("console", help="serve the web console"))
-    c.add_argument("--host", default="127.0.0.1")
-    c.add_argument("--port", type=int, default=8080)
+    c.add_argument("--host", default="127.0.0.1", help="the address to serve on")
+    c.add_argument("--port", type=int, default=8080, help="the port to serve on")
     c.add_argument("--lag-interval", type=float, default=10.0,
                    help="seconds between samples of every group's lag (for the lag chart)")
     c.add_argument("--schema-registry", metavar="URL",
