@@ -25,7 +25,7 @@ SCENARIOS = (
     "compat_tests/test_restart.py::test_kill_9_keeps_acknowledged_data",
     "compat_tests/test_retention.py::test_compaction_keeps_latest_value_per_key",
     "compat_tests/test_security.py::test_confluent_produce_consume_group_admin[SASL_SSL-SCRAM-SHA-256]",
-    "compat_tests/test_cli.py::test_topics_create_list_describe_delete",
+    "compat_tests/test_cli.py::test_topics_create_list_describe_delete[kafka-flag]",
     "compat_tests/test_cluster.py::test_confluent_produce_consume_replicated_through_any_broker[1]",
     "compat_tests/test_cluster_cli.py::test_kill_command_and_restart_after",
     "compat_tests/test_cluster_cli.py::test_a_port_in_use_fails_the_cluster_at_once_with_the_brokers_own_line",
