@@ -437,6 +437,38 @@ def test_a_short_zookeeper_outage_keeps_every_session(tmp_path):
         zk.stop()
 
 
+def test_zookeeper_restarted_again_and_again_expires_no_session(tmp_path):
+    """ZooKeeper stopped and started again as fast as it goes: each broker reconnects within
+    its session every time, even through an attempt that reaches a ZooKeeper still starting
+    (kazoo waited for its answer for a whole session timeout, and the session expired). No
+    broker registers again and the controller stays where it is."""
+    from compat_tests.cluster import Cluster
+    from testkit.zookeeper import new_chroot
+    from josefk.zk.local_server import LocalZooKeeper
+
+    zk = LocalZooKeeper(tmp_path / "zk", fsync=False).start(timeout=60)
+    c = None
+    try:
+        c = Cluster(new_chroot(zk, "zkrestarts"), tmp_path / "cluster").start()
+        create(c, unique_topic("zkrestarts"), 3)
+
+        def sessions():
+            return ({i: zk_json(c.zk_connect, f"/brokers/ids/{i}")[1].ephemeralOwner
+                     for i in c.brokers}, zk_json(c.zk_connect, "/controller")[1].czxid)
+        before = sessions()
+        for _ in range(20):
+            zk.stop()
+            zk.start(timeout=60)
+        time.sleep(6 + 2)  # past a session timeout: a session that expired is gone
+        assert sessions() == before
+        for i, b in c.brokers.items():
+            assert "session expired" not in b.log_path.read_text(), f"broker {i} lost its session"
+    finally:
+        if c is not None:
+            c.stop()
+        zk.stop()
+
+
 def test_a_controller_stuck_on_a_dead_zookeeper_still_stops(tmp_path):
     """ZooKeeper dies for good just before the controller's periodic preferred leader election
     writes (the preferred leader is back after a restart): SIGTERM still stops the controller at
