@@ -154,23 +154,25 @@ class Broker:
         self.producer_ids = ProducerIdManager(
             ZkBlocks(self.zk, config.node_id) if self.zk is not None
             else FileBlocks(Path(dirs[0]) / "producer-id-block"))
-        may_serve = self.cluster.session.trusted if self.cluster is not None else None
+        def may_serve(topic):  # a coordinator's may_serve(partition): its leadership not fenced
+            return lambda index: not self.replicas.fenced_leader(topic, index)
         try:
             self.groups = GroupCoordinator(config.props, OffsetStore(OffsetsTopicLog(
                 self.replicas, config.int("offsets.commit.required.acks"),
-                config.int("offsets.commit.timeout.ms"))), may_serve=may_serve,
+                config.int("offsets.commit.timeout.ms"))), may_serve=may_serve(OFFSETS_TOPIC),
                 topics=GroupTopics(self.metadata))
         except ValueError as e:   # a group.consumer.* setting out of Kafka's bounds
             raise ConfigError(str(e)) from None
         self.txn = TransactionCoordinator(
             config.props, OffsetsTopicLog(self.replicas, -1, TXN_LOG_TIMEOUT_MS, TXN_TOPIC),
-            self.producer_ids, TxnMarkerWriter(self), may_serve=may_serve)
+            self.producer_ids, TxnMarkerWriter(self), may_serve=may_serve(TXN_TOPIC))
         # share groups (KIP-932): members at the group coordinator, share-partitions at the
         # partitions' leaders, their state at the share coordinator of __share_group_state
         self.group_configs = GroupConfigs(self)
         self.share_state = ShareCoordinator(
-            config.props, OffsetsTopicLog(self.replicas, -1, TXN_LOG_TIMEOUT_MS,
-                                          SHARE_STATE_TOPIC), may_serve=may_serve)
+            config.props,
+            OffsetsTopicLog(self.replicas, -1, TXN_LOG_TIMEOUT_MS, SHARE_STATE_TOPIC),
+            may_serve=may_serve(SHARE_STATE_TOPIC))
         self.share_persister = Persister(self)
         self.share_groups = ShareGroups(
             self.groups.catalog, self.groups.group_store.store, self._share_topics,
@@ -221,10 +223,10 @@ class Broker:
         picks it by share.auto.offset.reset when the group first fetches there."""
         return await self.share_persister.initialize(group_id, topic_id, partition, 0, -1)
 
-    def may_serve_share(self) -> bool:
-        """False while this cluster member's ZooKeeper session is in doubt: it may have lost its
-        partitions to other leaders, whose share-partitions would deliver the same records."""
-        return self.cluster is None or self.cluster.session.trusted()
+    def may_serve_share(self, topic: str, index: int) -> bool:
+        """False while this broker's leadership of the partition is fenced (its ZooKeeper
+        session in doubt): another leader's share-partition may deliver the same records."""
+        return not self.replicas.fenced_leader(topic, index)
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def start(self):

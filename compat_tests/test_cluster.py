@@ -9,7 +9,8 @@ import signal
 import time
 
 import pytest
-from confluent_kafka import OFFSET_INVALID, Consumer, KafkaError, TopicCollection, TopicPartition
+from confluent_kafka import (OFFSET_INVALID, Consumer, KafkaError, KafkaException,
+                             TopicCollection, TopicPartition)
 from confluent_kafka.admin import NewPartitions, NewTopic
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka import errors as kerrors
@@ -431,6 +432,97 @@ def test_a_short_zookeeper_outage_keeps_every_session(tmp_path):
         p = producer(c.bootstrap, acks="all")
         p.produce(topic, value=b"after the outage", partition=0)
         flush_all(p)
+    finally:
+        if c is not None:
+            c.stop()
+        zk.stop()
+
+
+def test_a_zookeeper_outage_stops_no_group(tmp_path):
+    """A consumer commits synchronously through a 10 s ZooKeeper outage (longer than the 6 s
+    session timeout). ZooKeeper out of reach takes no partition from any broker, and Kafka's
+    coordinators keep serving through it: every commit succeeds, the group never rebalances
+    and no broker stops acting on its leaderships."""
+    from compat_tests.cluster import Cluster
+    from testkit.zookeeper import new_chroot
+    from josefk.zk.local_server import LocalZooKeeper
+
+    zk = LocalZooKeeper(tmp_path / "zk", fsync=False).start(timeout=60)
+    c = cons = None
+    try:
+        c = Cluster(new_chroot(zk, "zkgroup"), tmp_path / "cluster").start()
+        topic = create(c, unique_topic("zkgroup"), 3)
+        p = producer(c.bootstrap)
+        for i in range(1000):
+            p.produce(topic, value=b"%d" % i)
+        flush_all(p)
+        assigned, revoked = [], []
+        cons = Consumer({"bootstrap.servers": c.bootstrap, "group.id": unique_topic("zkgroupg"),
+                         "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                         "session.timeout.ms": 6000, "heartbeat.interval.ms": 1000})
+        cons.subscribe([topic], on_assign=lambda _c, parts: assigned.append(parts),
+                       on_revoke=lambda _c, parts: revoked.append(parts))
+        failures, commits = [], collections.Counter()
+
+        def consume_and_commit(phase, seconds):
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                m = cons.poll(0.05)
+                if m is None or m.error():
+                    continue
+                try:
+                    cons.commit(message=m, asynchronous=False)
+                    commits[phase] += 1
+                except KafkaException as e:
+                    failures.append((phase, e.args[0]))
+                time.sleep(0.05)
+
+        consume_and_commit("before", 5)
+        assert assigned and commits["before"], "the consumer never joined"
+        member = cons.memberid()
+        zk.stop()
+        consume_and_commit("during", 10)
+        zk.start(timeout=60)
+        consume_and_commit("after", 8)  # past a session timeout after ZooKeeper's return
+        assert not failures, failures
+        assert commits["during"] > 20 and commits["after"] > 20, commits
+        assert (len(assigned), revoked, cons.memberid()) == (1, [], member)
+        for i, b in c.brokers.items():
+            assert "acting on no leadership" not in b.log_path.read_text(), f"broker {i}"
+    finally:
+        if cons is not None:
+            cons.close()
+        if c is not None:
+            c.stop()
+        zk.stop()
+
+
+def test_zookeeper_restarted_again_and_again_expires_no_session(tmp_path):
+    """ZooKeeper stopped and started again as fast as it goes: each broker reconnects within
+    its session every time, even through an attempt that reaches a ZooKeeper still starting
+    (kazoo waited for its answer for a whole session timeout, and the session expired). No
+    broker registers again and the controller stays where it is."""
+    from compat_tests.cluster import Cluster
+    from testkit.zookeeper import new_chroot
+    from josefk.zk.local_server import LocalZooKeeper
+
+    zk = LocalZooKeeper(tmp_path / "zk", fsync=False).start(timeout=60)
+    c = None
+    try:
+        c = Cluster(new_chroot(zk, "zkrestarts"), tmp_path / "cluster").start()
+        create(c, unique_topic("zkrestarts"), 3)
+
+        def sessions():
+            return ({i: zk_json(c.zk_connect, f"/brokers/ids/{i}")[1].ephemeralOwner
+                     for i in c.brokers}, zk_json(c.zk_connect, "/controller")[1].czxid)
+        before = sessions()
+        for _ in range(20):
+            zk.stop()
+            zk.start(timeout=60)
+        time.sleep(6 + 2)  # past a session timeout: a session that expired is gone
+        assert sessions() == before
+        for i, b in c.brokers.items():
+            assert "session expired" not in b.log_path.read_text(), f"broker {i} lost its session"
     finally:
         if c is not None:
             c.stop()

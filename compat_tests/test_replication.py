@@ -20,6 +20,7 @@ from compat_tests.targets import FAST_FAILOVER
 from josefk.faults.checker import longest_silence
 
 NOT_ENOUGH_REPLICAS = 19
+NOT_LEADER_OR_FOLLOWER = 6
 KAFKA_STORAGE_ERROR = 56
 
 
@@ -310,7 +311,12 @@ def test_min_insync_replicas(cluster_factory):
     assert res[(topic, 0)]["error_code"] == 0, res
 
 
-def test_zombie_leader_cannot_acknowledge_and_truncates(cluster_factory):
+@pytest.mark.parametrize("acks", [-1, 1])
+def test_zombie_leader_cannot_acknowledge_and_truncates(cluster_factory, acks):
+    """A leader paused past its session and replaced: the requests queued while it slept are
+    answered as soon as it resumes, before it hears of the new leader. It must neither
+    acknowledge a write (with acks=1 nothing else would stop it, and the write would be
+    truncated away) nor name itself the leader."""
     c = cluster_factory(overrides=FAST_FAILOVER)
     topic = create(c, unique_topic("zombie"), 1)
     p = Producer({"bootstrap.servers": c.bootstrap, "acks": "all"})
@@ -326,18 +332,24 @@ def test_zombie_leader_cannot_acknowledge_and_truncates(cluster_factory):
     for i in range(5):
         p.produce(topic, value=f"b{i}".encode())
     assert p.flush(20) == 0
-    # A write sent to the zombie while it sleeps must not be acknowledged with acks=all.
+    # A write and a Metadata request sent to the zombie while it sleeps
     conn = rk.RawConnection(c.brokers[zombie].bootstrap, timeout=60)
-    reply = {}
+    meta_conn = rk.RawConnection(c.brokers[zombie].bootstrap, timeout=60)
+    reply, meta = {}, {}
     batch = rk.record_batch([(None, b"zombie")], int(time.time() * 1000))
     writer = threading.Thread(target=lambda: reply.update(
-        rk.produce_v9(conn, topic, 0, batch, acks=-1)))
+        rk.produce_v9(conn, topic, 0, batch, acks=acks)))
+    asker = threading.Thread(target=lambda: meta.update(rk.metadata_v9(meta_conn, [topic])))
     writer.start()
+    asker.start()
     time.sleep(0.5)
     c.brokers[zombie].resume()
     writer.join(60)
+    asker.join(60)
     conn.sock.close()
-    assert reply and reply[(topic, 0)]["error_code"] != 0, reply
+    meta_conn.sock.close()
+    assert reply and reply[(topic, 0)]["error_code"] == NOT_LEADER_OR_FOLLOWER, reply
+    assert meta and meta["topics"][topic]["partitions"][0]["leader"] != zombie, meta
     c.wait_for(lambda: len(c.partition(topic, 0, new).isrs) == 3, 60, "zombie back in ISR")
     # Make the former zombie the leader again: its log must hold exactly the acknowledged data.
     for other in others:

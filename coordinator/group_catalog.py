@@ -43,9 +43,10 @@ class GroupCatalog:
     def __init__(self, num_partitions: int, clock, may_serve=None):
         self.num_partitions = num_partitions
         self.clock = clock
-        # False while this broker cannot be sure it still leads its partitions (a cluster
-        # member whose ZooKeeper session is in doubt): it then answers NOT_COORDINATOR
-        self.may_serve = may_serve or (lambda: True)
+        # may_serve(partition): False while this broker must not act on its leadership of
+        # the partition (a cluster member whose ZooKeeper session is in doubt): it then
+        # answers NOT_COORDINATOR
+        self.may_serve = may_serve or (lambda _partition: True)
         self.groups: dict[str, GroupMetadata] = {}
         self.owned_partitions: set[int] = set()
         self.loading_partitions: set[int] = set()
@@ -70,7 +71,7 @@ class GroupCatalog:
         p = self.partition_for(group_id)
         if p in self.loading_partitions:
             return errors.COORDINATOR_LOAD_IN_PROGRESS
-        if p not in self.owned_partitions or not self.may_serve():
+        if p not in self.owned_partitions or not self.may_serve(p):
             return errors.NOT_COORDINATOR
         return None
 

@@ -129,7 +129,7 @@ class ShareCoordinator:
         self.prune_interval_ms = cfg["share.coordinator.state.topic.prune.interval.ms"]
         self.log = state_log
         self.clock = clock if clock is not None else AsyncioClock()
-        self.may_serve = may_serve or (lambda: True)
+        self.may_serve = may_serve or (lambda _partition: True)
         self.states: dict[tuple, ShareState] = {}
         self.owned: set[int] = set()
         self.active = False
@@ -210,8 +210,8 @@ class ShareCoordinator:
         """The error a share-coordinator request answers for this share-partition, or NONE."""
         if not self.active:
             return errors.COORDINATOR_NOT_AVAILABLE
-        if self.partition_for(group_id, topic_id, partition) not in self.owned \
-                or not self.may_serve():
+        p = self.partition_for(group_id, topic_id, partition)
+        if p not in self.owned or not self.may_serve(p):
             return errors.NOT_COORDINATOR
         return errors.NONE
 
@@ -392,7 +392,7 @@ class ShareCoordinator:
     def _prune(self) -> None:
         for p in list(self.owned):
             offset = self.prunable(p)
-            if offset > 0 and self.may_serve():
+            if offset > 0 and self.may_serve(p):
                 self.log.prune(p, offset)
         self._schedule_prune()
 

@@ -100,7 +100,7 @@ class TransactionCoordinator:
         # leader fenced this coordinator epoch
         self.write_markers = write_markers
         self.clock = clock if clock is not None else AsyncioClock()
-        self.may_serve = may_serve or (lambda: True)  # as the group coordinator's
+        self.may_serve = may_serve or (lambda _partition: True)  # as the group coordinator's
         self.txns: dict[str, TxnMetadata] = {}
         self.owned: dict[int, int] = {}  # partition -> coordinator epoch
         self._tasks: set = set()
@@ -164,7 +164,8 @@ class TransactionCoordinator:
     def _coordinator_error(self, transactional_id) -> int | None:
         if not transactional_id:
             return errors.INVALID_REQUEST
-        if self.partition_for(transactional_id) not in self.owned or not self.may_serve():
+        p = self.partition_for(transactional_id)
+        if p not in self.owned or not self.may_serve(p):
             return errors.NOT_COORDINATOR
         return None
 

@@ -301,12 +301,14 @@ class Row:
     gap_worst: float | None
     failover_median: float | None = None
     failover_worst: float | None = None
+    commits_failed: int = 0
 
 
 def summarize(h: History, anomalies: list[Anomaly], gaps, kinds) -> list[Row]:
     """One row per fault kind (in ``kinds`` order, then ``NO_FAULT``: before the first fault):
-    faults injected, records acknowledged while it was the last fault, anomalies by class (by
-    when they happened) and the write gaps after its faults (median, worst)."""
+    faults injected, records acknowledged while it was the last fault, offset commits that
+    failed (by when they were sent: a coordinator that stops serving shows here), anomalies by
+    class (by when they happened) and the write gaps after its faults (median, worst)."""
     faults = sorted(h.faults, key=lambda f: f.injected)
     rows = {k: Row(k, 0, 0, dict.fromkeys(CLASSES, 0), None, None)
             for k in (*kinds, NO_FAULT)}
@@ -320,6 +322,9 @@ def summarize(h: History, anomalies: list[Anomaly], gaps, kinds) -> list[Row]:
     for w in h.writes:
         if w.acked is not None:
             rows[kind_at(w.acked, faults)].acked += 1
+    for c in h.commits:
+        if not c.ok:
+            rows[kind_at(c.start, faults)].commits_failed += 1
     for a in anomalies:
         rows[kind_at(a.at, faults)].anomalies[a.kind] += 1
     for kind, values in per_kind.items():
@@ -332,11 +337,13 @@ def summarize(h: History, anomalies: list[Anomaly], gaps, kinds) -> list[Row]:
 
 
 def format_table(rows: list[Row]) -> str:
-    head = ["fault", "faults", "acked", *CLASSES, "gap p50 s", "gap max s", "failover p50 s",
-            "failover max s"]
+    head = ["fault", "faults", "acked", "commits failed", *CLASSES, "gap p50 s", "gap max s",
+            "failover p50 s", "failover max s"]
     total = Row("total", sum(r.faults for r in rows), sum(r.acked for r in rows),
-                {c: sum(r.anomalies[c] for r in rows) for c in CLASSES}, None, None)
-    lines = [[r.kind, str(r.faults), str(r.acked), *(str(r.anomalies[c]) for c in CLASSES),
+                {c: sum(r.anomalies[c] for r in rows) for c in CLASSES}, None, None,
+                commits_failed=sum(r.commits_failed for r in rows))
+    lines = [[r.kind, str(r.faults), str(r.acked), str(r.commits_failed),
+              *(str(r.anomalies[c]) for c in CLASSES),
               _secs(r.gap_median), _secs(r.gap_worst), _secs(r.failover_median),
               _secs(r.failover_worst)] for r in [*rows, total]]
     widths = [max(len(x) for x in col) for col in zip(head, *lines)]

@@ -161,6 +161,9 @@ def test_summary_rows_per_fault_kind():
                 Fault("pause", "broker 2", 5.5)]
     h.gap_partitions = [("t", 0)]
     h.crashes = [(8.0, "broker 3 exited with code 1")]
+    h.commits = [Commit("m1", "t", 0, 1, 1.0, 1.1, True),
+                 Commit("m1", "t", 0, 6, 6.0, 6.1, False, "NOT_COORDINATOR"),
+                 Commit("m1", "t", 0, 6, 6.2, 6.3, True)]
     anomalies = check(h)
     assert kinds(anomalies) == ["crashed", "lost"]
     assert kind_at(6.1, h.faults) == "pause" and kind_at(1.0, h.faults) == "none"
@@ -172,10 +175,11 @@ def test_summary_rows_per_fault_kind():
     assert rows["disk"].faults == 0 and rows["disk"].gap_worst is None
     assert abs(rows["kill-leader"].gap_median - 1.1) < 1e-9  # one record a second
     assert rows["kill-leader"].failover_worst == 0.75 and rows["pause"].failover_worst is None
+    assert (rows["pause"].commits_failed, rows["none"].commits_failed) == (1, 0)
     table = format_table(list(rows.values()))
-    assert table.splitlines()[0].split()[:3] == ["fault", "faults", "acked"]
+    assert table.splitlines()[0].split()[:5] == ["fault", "faults", "acked", "commits", "failed"]
     assert all(c in table for c in CLASSES)
-    assert table.splitlines()[-1].split()[:3] == ["total", "2", "10"]
+    assert table.splitlines()[-1].split()[:4] == ["total", "2", "10", "1"]
 
 
 def test_the_schedule_ends_before_the_workload_does(tmp_path, monkeypatch):

@@ -134,7 +134,8 @@ def test_requests_for_partitions_not_led_here_are_refused():
     c.unload_partition(0)
     assert run(c.write("g", T, 0, 0, 1, 0, [])) == errors.NOT_COORDINATOR
     c.load_partition(0)
-    c.may_serve = lambda: False  # the ZooKeeper session is in doubt
+    fenced = c.partition_for("g", T, 0)
+    c.may_serve = lambda p: p != fenced  # the ZooKeeper session is in doubt
     assert run(c.read("g", T, 0, 0))[0] == errors.NOT_COORDINATOR
 
 

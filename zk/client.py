@@ -20,6 +20,18 @@ log = logging.getLogger("josefk.zk")
 # own client does: kazoo's default doubles without bound, so after an outage of a few seconds
 # the next attempt came later than the session timeout and every broker lost its session.
 RECONNECT_MAX_DELAY_S = 1.0
+# kazoo waits for the answer to each connect request for the session timeout divided by the
+# number of hosts listed, and offers no setting for it: with one host, an attempt that reached a
+# ZooKeeper still starting up could hang for the whole session timeout, and the session expired
+# before the next. Listing the hosts again bounds every attempt to a third of the session timeout
+# (kazoo goes through the whole list between its back-offs), so a live session reconnects in time.
+CONNECT_ATTEMPTS_PER_SESSION_TIMEOUT = 3
+
+
+def attempt_bounded(hosts: str) -> str:
+    """``hosts`` repeated so that kazoo's connect timeout is at most a third of the session's."""
+    repeat = -(-CONNECT_ATTEMPTS_PER_SESSION_TIMEOUT // len(hosts.split(",")))
+    return ",".join([hosts] * repeat)
 
 
 class ZkClosed(RuntimeError):
@@ -47,7 +59,8 @@ class ZkClient:
             # kazoo needs the chroot to exist before it can be used as one.
             plain = KazooClient(hosts=self.hosts, timeout=self.session_timeout_s)
             await self.loop.run_in_executor(None, self._ensure_chroot, plain)
-        self.kazoo = KazooClient(hosts=self.hosts + self.chroot, timeout=self.session_timeout_s,
+        self.kazoo = KazooClient(hosts=attempt_bounded(self.hosts) + self.chroot,
+                                 timeout=self.session_timeout_s,
                                  connection_retry=KazooRetry(
                                      max_tries=-1, delay=0.1, backoff=2, max_jitter=0.2,
                                      max_delay=min(RECONNECT_MAX_DELAY_S,

@@ -4,11 +4,15 @@ to other brokers, ISR change requests and controlled shutdown.
 A broker whose ZooKeeper session expires stops acting as controller at once (it can no longer
 prove it is one), registers again with a new session and stands for election again.
 
-While its session is in doubt (ZooKeeper out of reach, or the process stood still long enough
-for the session to have expired, e.g. paused by SIGSTOP) the broker may have lost partitions to
-another leader without having heard of it yet: `SessionGuard` then keeps its coordinators from
-serving group and transaction state until the session is confirmed, or, for a new session,
-until the controller has told it its roles again.
+While ZooKeeper is merely out of reach the session lives on (the server expires it, not the
+client), and the broker serves on as Kafka's does: no other broker can be given its partitions
+before the session expires. `SessionGuard` tells when that may have happened unseen: once the
+session expired, or the process stood still long enough for it to expire (e.g. paused by
+SIGSTOP), the broker acts on none of its leaderships (no produce, no group, transaction or
+share state) until the session is confirmed, or, for a new session, until the controller has
+told it its roles again; once cut off from ZooKeeper for a third of the session timeout, it
+stops acting as the leader of each partition whose in-sync followers went silent (they follow
+another leader, or cannot reach this one).
 """
 from __future__ import annotations
 
@@ -36,10 +40,13 @@ HANDOVER_GRACE_S = 0.3
 
 class SessionGuard:
     """Whether this broker's ZooKeeper session is known to be alive, so that what it believes it
-    leads is still true. In doubt from a "suspended" or "lost" session, or once the event loop
-    stood still for a third of the session timeout (before the session could have expired
-    unseen); trusted again when the same session reconnects or is confirmed by a round trip, or,
-    after a new session, when the first LeaderAndIsr for the new registration arrives."""
+    leads is still true. Distrusted (`trusted` False) once the session expired (kazoo's "lost")
+    or the event loop stood still for a third of the session timeout (long enough for the
+    session to expire unseen), trusted again when the same session reconnects or a round trip
+    confirms it, or, after a new session, when the first LeaderAndIsr for the new registration
+    arrives. A lost connection alone (kazoo's "suspended") leaves the session alive and trusted;
+    `cut_off` once it has lasted a third of the session timeout: kazoo notices a silent server
+    within two thirds of it, so the session may then be near its expiry."""
 
     CHECK_INTERVAL_S = 0.25
 
@@ -47,8 +54,8 @@ class SessionGuard:
         self.zk = zk
         self.node_id = node_id
         self.stall_limit_s = zk.session_timeout_s / 3
-        self.doubt: str | None = None  # why the session is in doubt, None when trusted
-        self.doubt_since = 0.0  # time.monotonic() when the doubt began
+        self.doubt: str | None = None  # why the session is distrusted, None when trusted
+        self.disconnected_since: float | None = None  # time.monotonic() the connection was lost
         self.awaiting_epoch: int | None = None  # a new session's broker epoch, until its roles
         self._roles_epoch = -1  # the broker epoch of the last LeaderAndIsr
         self._changes = 0  # bumped at every new doubt, so a stale confirmation lifts nothing
@@ -56,13 +63,15 @@ class SessionGuard:
         self._task = None
 
     def trusted(self) -> bool:
+        """Also False while the loop is only now resuming from a stall it has not yet seen."""
         return self.doubt is None and time.monotonic() - self._last_tick < self.stall_limit_s
 
-    def long_in_doubt(self) -> bool:
-        """In doubt for more than a third of the session timeout: long enough for the session
-        to be near its expiry, and for the controller to be electing other leaders."""
-        return self.doubt is not None and \
-            time.monotonic() - self.doubt_since > self.stall_limit_s
+    def cut_off(self) -> bool:
+        return self.disconnected_since is not None and \
+            time.monotonic() - self.disconnected_since > self.stall_limit_s
+
+    def in_doubt(self) -> bool:
+        return not self.trusted() or self.cut_off()
 
     def start(self) -> None:
         self._task = asyncio.ensure_future(self._watch_stalls())
@@ -71,26 +80,31 @@ class SessionGuard:
         if self._task is not None:
             self._task.cancel()
 
-    def distrust(self, why: str, since: float | None = None) -> None:
+    def distrust(self, why: str) -> None:
         if self.doubt is None:
-            log.warning("serving no group or transaction state until ZooKeeper confirms this "
-                        "broker's session: %s", why)
-            self.doubt_since = time.monotonic() if since is None else since
+            log.warning("acting on no leadership (partitions, groups, transactions) until "
+                        "ZooKeeper confirms this broker's session: %s", why)
         self.doubt = why
         self._changes += 1
 
     def _trust(self) -> None:
         if self.doubt is not None:
-            log.info("ZooKeeper session confirmed: serving group and transaction state again")
+            log.info("ZooKeeper session confirmed: acting on this broker's leaderships again")
         self.doubt = None
         self.awaiting_epoch = None
 
+    def disconnected(self) -> None:
+        if self.disconnected_since is None:
+            self.disconnected_since = time.monotonic()
+
     def session_resumed(self) -> None:
         """The same session reconnected: nothing was decided without this broker."""
+        self.disconnected_since = None
         if self.awaiting_epoch is None:
             self._trust()
 
     def new_session(self, broker_epoch: int) -> None:
+        self.disconnected_since = None
         self.awaiting_epoch = broker_epoch
         if self._roles_epoch == broker_epoch:  # the controller was quicker than the register
             self._trust()
@@ -108,8 +122,7 @@ class SessionGuard:
             stood_still = now - self._last_tick
             self._last_tick = now
             if stood_still >= self.stall_limit_s:
-                self.distrust(f"the process stood still for {stood_still:.1f} s",
-                              since=now - stood_still)
+                self.distrust(f"the process stood still for {stood_still:.1f} s")
                 asyncio.ensure_future(self._confirm(self._changes))
 
     async def _confirm(self, changes: int) -> None:
@@ -186,7 +199,7 @@ class ClusterMember:
             self.session.distrust("the ZooKeeper session expired")
             asyncio.ensure_future(self.controller.resign())
         elif state == "suspended":
-            self.session.distrust("the connection to ZooKeeper is lost")
+            self.session.disconnected()
         elif state == "connected" and self._lost:
             self._lost = False
             log.info("new ZooKeeper session: registering again")

@@ -668,15 +668,23 @@ class ReplicaManager:
         return part if part is not None and part.is_leader else None
 
     def leadership_in_doubt(self) -> bool:
-        return self.session is not None and self.session.long_in_doubt()
+        return self.session is not None and self.session.in_doubt()
 
     def fenced(self, part: Partition) -> bool:
-        """A leader probably cut off from the cluster: its ZooKeeper session long in doubt and
-        its ISR followers silent. The controller is likely electing another leader; clients
-        are told to look for it (Produce: NOT_LEADER_OR_FOLLOWER, Metadata: no leader) rather
-        than wait here for acknowledgements that cannot come. Call only when
-        `leadership_in_doubt`."""
-        return part.followers_silent(_now_ms(), self.silent_ms)
+        """A partition led here whose leadership this broker must not act on: its ZooKeeper
+        session not known alive (expired, or the process stood still: the controller may have
+        elected another leader unseen), or cut off from ZooKeeper with the ISR followers silent
+        (the controller is likely electing another leader). Clients are told to look for it
+        (Produce: NOT_LEADER_OR_FOLLOWER, Metadata: no leader, coordinators: NOT_COORDINATOR)
+        rather than be answered from what may be stale. Call only when `leadership_in_doubt`."""
+        return not self.session.trusted() or part.followers_silent(_now_ms(), self.silent_ms)
+
+    def fenced_leader(self, topic: str, index: int) -> bool:
+        """Whether this broker must not act on its leadership of the partition (`fenced`)."""
+        if not self.leadership_in_doubt():
+            return False
+        part = self.leader_partition(topic, index)
+        return part is None or self.fenced(part)
 
     def fence_cut_off_leaders(self) -> None:
         """Periodically: fail the acks=all appends waiting on fenced partitions at once, so
@@ -689,8 +697,8 @@ class ReplicaManager:
                     part.acks_waiting.fail(errors.NOT_LEADER_OR_FOLLOWER)
         if now != self.fenced_leaders:
             if now - self.fenced_leaders:
-                log.warning("not acting as leader of %d partitions: ZooKeeper session in doubt "
-                            "and their followers silent", len(now))
+                log.warning("not acting as leader of %d partitions: ZooKeeper session in doubt",
+                            len(now))
             elif not now:
                 log.info("acting as leader again of every partition led here")
             self.fenced_leaders = now

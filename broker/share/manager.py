@@ -143,7 +143,7 @@ class SharePartitionManager:
         part = self.broker.replicas.leader_partition(topic, index)
         if part is None:
             return self.broker.replicas.not_hosted_error(topic, index)
-        if not self.broker.may_serve_share():
+        if not self.broker.may_serve_share(topic, index):
             return errors.NOT_LEADER_OR_FOLLOWER
         key = (group_id, topic, index)
         entry = self.partitions.get(key)
@@ -287,9 +287,8 @@ class SharePartitionManager:
         acquisitions join the same write."""
         out = {}
         renew = renew and self.configs.get(group_id, "share.renew.acknowledge.enable") == "true"
-        serving = self.broker.may_serve_share()
         for (topic, index, topic_id), batches in acks.items():
-            if not serving:
+            if not self.broker.may_serve_share(topic, index):
                 out[(topic, index, topic_id)] = errors.NOT_LEADER_OR_FOLLOWER
                 continue
             entry = self.partitions.get((group_id, topic, index))
