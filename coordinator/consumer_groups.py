@@ -979,7 +979,7 @@ class ConsumerGroups:
             if group.timers.get(key) is not handle:
                 return
             del group.timers[key]
-            if not self.catalog.may_serve(self.catalog.partition_for(gid)):
+            if not self.catalog.may_serve(self.catalog.partition_for(group.group_id)):
                 # the coordinator cannot tell whether the member could reach it: try again
                 self._schedule_timer(group, kind, member_id, timeout_ms, reason, epoch)
                 return

@@ -347,7 +347,7 @@ class ShareGroups:
             if group is None or group.members.get(member.member_id) is not member \
                     or member.timer is not timer:
                 return
-            if not self.catalog.may_serve():
+            if not self.catalog.may_serve(self.catalog.partition_for(group_id)):
                 # the coordinator cannot tell whether the member could reach it: wait again
                 self._touch(group, member, session_ms)
                 return
