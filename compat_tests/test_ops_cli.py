@@ -225,6 +225,30 @@ def test_console_consumer_group_resumes_from_its_commits(broker):
     assert run("--from-beginning") == ["m7"]
 
 
+def test_console_consumer_isolation_levels_and_aborted_transactions(broker):
+    """kafka-console-consumer.sh's --isolation-level: read_uncommitted (its default) prints
+    every data record, aborted transactions' too; read_committed leaves out what aborted
+    transactions wrote and goes on past them. perf-consumer (read_committed) counts the
+    committed records only."""
+    topic = create_topic(broker.bootstrap, unique_topic("cli-isolation"), partitions=1)
+    p = producer(broker.bootstrap, **{"transactional.id": unique_topic("cli-txn")})
+    p.init_transactions(15)
+    for values, commit in ((["c1", "c2"], True), (["a1", "a2"], False), (["c3"], True)):
+        p.begin_transaction()
+        for v in values:
+            p.produce(topic, value=v.encode())
+        p.flush(10)
+        (p.commit_transaction if commit else p.abort_transaction)(15)
+    base = ("console-consumer", "--topic", topic, "--from-beginning", "--timeout-ms", "1500")
+    out = josefk(*base, "--isolation-level", "read_committed", broker=broker)
+    assert out.stdout.splitlines() == ["c1", "c2", "c3"]
+    out = josefk(*base, broker=broker)
+    assert out.stdout.splitlines() == ["c1", "c2", "a1", "a2", "c3"]
+    out = josefk("perf-consumer", "--topic", topic, "--messages", "3", "--timeout", "3000",
+                 broker=broker)
+    assert out.stdout.splitlines()[1].split(", ")[4] == "3"
+
+
 def test_perf_producer_and_consumer(broker):
     topic = create_topic(broker.bootstrap, unique_topic("cli-perf"), partitions=2)
     out = josefk("perf-producer", "--topic", topic, "--num-records", "20000", "--record-size",

@@ -63,6 +63,10 @@ def add_commands(sub, common):
     c.add_argument("--max-messages", type=int, help="exit after this many records "
                                                      "(default: never)")
     c.add_argument("--timeout-ms", type=int, help="exit after this long without a message")
+    c.add_argument("--isolation-level", choices=("read_uncommitted", "read_committed"),
+                   default="read_uncommitted",
+                   help="read_committed: only committed transactions' records, up to the "
+                        "last stable offset (as kafka-console-consumer.sh)")
     c.add_argument("--formatter", choices=("default", "json"), default="default",
                    help="how records are printed")
     c.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
@@ -233,14 +237,15 @@ def _start_positions(cc, args, partitions, committed) -> dict:
     return out
 
 
-def _records(cc, positions):
+def _records(cc, positions, read_committed):
     """Yield (partition, record, timestamp type) of one fetch round, moving ``positions`` past
-    each record yielded (and past control batches)."""
-    for topic, partition, records, _hwm in cc.fetch(positions):
+    each record yielded (and past control batches and aborted transactions' batches)."""
+    for topic, partition, records, _hwm, aborted in cc.fetch(positions,
+                                                             read_committed=read_committed):
         tp = (topic, partition)
         start = positions[tp]
         for h in iter_headers(records):
-            if h.last_offset < start:
+            if aborted(h) or h.last_offset < start:
                 continue
             if not h.is_control:
                 ts_type = "LogAppendTime" if h.attributes & 0x08 else "CreateTime"
@@ -345,7 +350,9 @@ def console_consumer(args) -> int:
                             (time.monotonic() - last_data) * 1000 > args.timeout_ms:
                         break
                     before = count
-                    for partition, r, ts_type in _records(cc, consumer.positions):
+                    for partition, r, ts_type in _records(
+                            cc, consumer.positions,
+                            args.isolation_level == "read_committed"):
                         sys.stdout.write(fmt(partition, r, ts_type))
                         count += 1
                         if count == args.max_messages:
@@ -461,12 +468,13 @@ def perf_consumer(args) -> int:
                         last_data = time.monotonic()
                         rebalance += last_data - joining
                     positions = consumer.positions
-                    for topic, partition, records, _hwm in cc.fetch(positions, 100,
-                                                                    args.fetch_size):
+                    for topic, partition, records, _hwm, aborted in cc.fetch(
+                            positions, 100, args.fetch_size):
                         for h in iter_headers(records):
+                            skip = aborted(h) or h.is_control
                             if h.last_offset >= positions[(topic, partition)]:
                                 positions[(topic, partition)] = h.last_offset + 1
-                                count += 0 if h.is_control else h.count
+                                count += 0 if skip else h.count
                                 nbytes += h.size
                                 last_data = time.monotonic()
                     consumer.tick()

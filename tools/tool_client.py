@@ -179,11 +179,12 @@ class ClusterClient:
         return p.base_offset
 
     def fetch(self, positions: dict, max_wait_ms: int = 500, max_bytes: int = 1 << 20,
-              partition_max_bytes: int | None = None) -> list:
+              partition_max_bytes: int | None = None, read_committed: bool = True) -> list:
         """One Fetch per leader for ``positions`` ({(topic, partition): offset}), at most
-        ``max_bytes`` in all and ``partition_max_bytes`` (default: as much) per partition;
-        returns [(topic, partition, records, high watermark)]. Raises KafkaError for a
-        partition error."""
+        ``max_bytes`` in all and ``partition_max_bytes`` (default: as much) per partition, up
+        to the last stable offset if ``read_committed``; returns [(topic, partition, records,
+        high watermark, aborted)], ``aborted`` an `AbortedBatches` of the partition's answer.
+        Raises KafkaError for a partition error."""
         R = FETCH.Request
         by_leader: dict[int, tuple] = {}  # id(client) -> (client, {topic: [partitions]})
         for (topic, partition), offset in positions.items():
@@ -195,7 +196,8 @@ class ClusterClient:
         out = []
         for leader, topics in by_leader.values():
             resp = leader.request(FETCH, max_wait_ms=max_wait_ms, min_bytes=1,
-                                  max_bytes=max_bytes, isolation_level=1, session_id=0,
+                                  max_bytes=max_bytes, isolation_level=int(read_committed),
+                                  session_id=0,
                                   session_epoch=-1, forgotten_topics_data=[], rack_id="",
                                   topics=[R.FetchTopic(topic=t, topic_id=self.topics[t].topic_id,
                                                        partitions=ps)
@@ -206,5 +208,27 @@ class ClusterClient:
                     if p.error_code:
                         raise KafkaError(p.error_code, f"{name}-{p.partition_index}: "
                                                        f"{errors.name(p.error_code)}")
-                    out.append((name, p.partition_index, p.records or b"", p.high_watermark))
+                    out.append((name, p.partition_index, p.records or b"", p.high_watermark,
+                                AbortedBatches(p.aborted_transactions)))
         return out
+
+
+class AbortedBatches:
+    """Whether a batch of a read_committed fetch belongs to an aborted transaction, from the
+    partition's AbortedTransactions (producer id, first offset), as a consumer filters them:
+    call it with every batch header of the answer, control batches included, in order (a
+    producer's control batch ends its aborted transaction)."""
+
+    def __init__(self, aborted):
+        self._starts = sorted((t.first_offset, t.producer_id) for t in aborted or ())
+        self._open: set[int] = set()
+
+    def __call__(self, h) -> bool:
+        while self._starts and self._starts[0][0] <= h.last_offset:
+            self._open.add(self._starts.pop(0)[1])
+        if not h.is_transactional or h.producer_id not in self._open:
+            return False
+        if h.is_control:
+            self._open.discard(h.producer_id)
+            return False
+        return True

@@ -355,14 +355,14 @@ def read_ranges(cc, topic: str, ranges: dict) -> dict:
     stalls = 0
     while pos and stalls < 3:
         moved = False
-        for _t, p, records, _hwm in cc.fetch({(topic, p): off for p, off in pos.items()},
-                                              max_wait_ms=0, max_bytes=FETCH_BYTES,
-                                              partition_max_bytes=FETCH_PARTITION_BYTES):
+        for _t, p, records, _hwm, aborted in cc.fetch(
+                {(topic, p): off for p, off in pos.items()}, max_wait_ms=0,
+                max_bytes=FETCH_BYTES, partition_max_bytes=FETCH_PARTITION_BYTES):
             if p not in pos:
                 continue
             hi = ranges[p][1]
             for hd in iter_headers(records):
-                if hd.last_offset >= pos[p] and not hd.is_control:
+                if not aborted(hd) and hd.last_offset >= pos[p] and not hd.is_control:
                     out[p].extend(r for r in iter_records(records, hd)
                                   if pos[p] <= r.offset < hi)
                 if hd.last_offset >= pos[p]:
