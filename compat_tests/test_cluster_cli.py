@@ -75,16 +75,25 @@ class ClusterCli:
                 self.proc.wait(10)
         self._kill_orphans()
 
-    def _kill_orphans(self):
+    def orphans(self) -> list[int]:
         """Its brokers and ZooKeeper run in sessions of their own: if it died without stopping
         them, they are found by the directory on their command lines."""
         mark = str(self.dir).encode()
+        found = []
         for pid in filter(str.isdigit, os.listdir("/proc")):
             try:
                 with open(f"/proc/{pid}/cmdline", "rb") as f:
                     if mark in f.read():
-                        os.kill(int(pid), signal.SIGKILL)
+                        found.append(int(pid))
             except OSError:  # gone meanwhile, or not ours to read
+                continue
+        return found
+
+    def _kill_orphans(self):
+        for pid in self.orphans():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
                 continue
 
 
@@ -148,6 +157,17 @@ def test_kill_9_of_a_broker_keeps_the_others_serving_until_restart(cli_cluster):
     c.expect("stopping the cluster")
     assert not any(port_accepts("127.0.0.1", c.port + i) for i in range(3))
     assert not port_accepts("127.0.0.1", c.zk_port)
+
+
+def test_a_closed_terminal_stops_the_cluster_it_started(cli_cluster):
+    """SIGHUP (the terminal running `josefk cluster` closed) stops the brokers and ZooKeeper
+    as Ctrl-C does; it orphaned them, still running on their ports."""
+    c = cli_cluster()
+    c.proc.send_signal(signal.SIGHUP)
+    c.expect(r"^stopping the cluster", 30)
+    assert c.proc.wait(90) == 0
+    assert c.orphans() == []
+    assert not any(port_accepts("127.0.0.1", c.port + i) for i in range(4))
 
 
 def test_kill_command_and_restart_after(cli_cluster):

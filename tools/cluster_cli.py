@@ -71,9 +71,11 @@ def run_cluster(args) -> int:
     cluster = LocalCluster(args.dir, args.brokers, zookeeper_port=args.zookeeper_port,
                            first_port=args.port, overrides=overrides)
     # SIGINT said explicitly too: a shell starts a background job with SIGINT ignored, and a
-    # Python started so never turns it into KeyboardInterrupt (kill -INT would do nothing)
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, _interrupt)
+    # Python started so never turns it into KeyboardInterrupt (kill -INT would do nothing).
+    # SIGHUP (its terminal closed) stops the cluster too, instead of orphaning the brokers.
+    for sig in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+        if sig is not None:
+            signal.signal(sig, _interrupt)
     print(f"starting ZooKeeper and {args.brokers} brokers in {cluster.root}...", flush=True)
     try:
         cluster.start()
@@ -95,8 +97,11 @@ def run_cluster(args) -> int:
     except KeyboardInterrupt:
         pass
     finally:
-        print("stopping the cluster...", flush=True)
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut it short
+        try:
+            print("stopping the cluster...", flush=True)
+        except OSError:  # the terminal is gone (SIGHUP): stop all the same
+            pass
         cluster.stop(timeout=60)
     return 0
 
