@@ -1,6 +1,8 @@
 """CreateTopics, DeleteTopics, CreatePartitions."""
 from __future__ import annotations
 
+import collections
+
 from josefk.broker.security import acl
 from josefk.broker.security.authorizer import CLUSTER, CLUSTER_NAME, TOPIC, allowed
 from josefk.broker.configs import topic_config_entries, validate_topic_configs
@@ -14,16 +16,15 @@ async def handle_create_topics(broker, ctx, req):
     R = CREATE_TOPICS.Response
     cfg = broker.config
     out = []
-    seen = set()
+    named = collections.Counter(t.name for t in req.topics)
     for t in req.topics:
         res = R.CreatableTopicResult(name=t.name, num_partitions=-1, replication_factor=-1,
                                      configs=None)
         out.append(res)
-        if t.name in seen:
+        if named[t.name] > 1:  # as Kafka: every copy refused, none created
             res.error_code = errors.INVALID_REQUEST
-            res.error_message = f"Create topics request from client contains {t.name} twice."
+            res.error_message = "Found multiple entries for this topic."
             continue
-        seen.add(t.name)
         if not (allowed(broker, ctx, CLUSTER, CLUSTER_NAME, acl.CREATE)
                 or allowed(broker, ctx, TOPIC, t.name, acl.CREATE)):
             res.error_code = errors.TOPIC_AUTHORIZATION_FAILED
