@@ -9,7 +9,8 @@ client for that long.
 
 ``request_percentage`` counts the time the broker works on a client's requests (decoding,
 handling, encoding: Kafka's request handler and network thread time), in percent of one thread
-over the quota window. Inter-broker requests and SASL exchanges are exempt, as in Kafka.
+over the quota window. Inter-broker requests, SASL exchanges and what a SASL connection sends
+before it has authenticated are exempt, as in Kafka (whose authenticator answers those).
 """
 from __future__ import annotations
 
