@@ -10,10 +10,10 @@ each state allows and where each leads. An event its state does not allow closes
 connection with the reason logged, as Kafka's SocketServer closes a channel it cannot serve:
 
     HANDSHAKE ─Accepted─► AUTHENTICATING ─Authenticated─► READY ─Throttle─► THROTTLED
-                            │  ▲ (non-SASL listeners at once)  ▲ ◄──Unmute──┘
-                BareTokens  ▼  │ Authenticated                 │
-                          SASL_TOKENS ─────────────────────────┘
-    any state but CLOSED ─CloseAfter─► CLOSING ─Written─► CLOSED;  any state ─Close─► CLOSED
+                          (at once on a listener without SASL)  ◄────Unmute────
+    AUTHENTICATING, READY, THROTTLED ─BareTokens─► SASL_TOKENS ─Authenticated─► READY
+    AUTHENTICATING, SASL_TOKENS, READY, THROTTLED ─CloseAfter─► CLOSING ─Written─► CLOSED
+    any state ─Close─► CLOSED
 """
 from __future__ import annotations
 
