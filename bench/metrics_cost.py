@@ -139,7 +139,7 @@ def wrapper_cost_us(blocks: int = 15, per_block: int = 5000) -> dict:
     from josefk.broker.config import BrokerConfig
     from josefk.broker.dispatch import HANDLERS
     from josefk.broker.metrics import BrokerMetrics
-    from josefk.broker.server import RequestContext
+    from josefk.broker.connection import RequestContext
     from josefk.wire import headers
     from josefk.wire.apis import FETCH, PRODUCE as PRODUCE_API
     from josefk.wire.records import build_batch

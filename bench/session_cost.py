@@ -17,7 +17,7 @@ from josefk.broker.app import Broker
 from josefk.broker.config import BrokerConfig
 from josefk.broker.dispatch import HANDLERS
 from josefk.broker.handlers.fetch import handle_fetch
-from josefk.broker.server import RequestContext
+from josefk.broker.connection import RequestContext
 from josefk.wire import headers
 from josefk.wire.apis import FETCH, PRODUCE
 from josefk.wire.records import build_batch

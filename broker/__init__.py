@@ -1,5 +1,6 @@
 """The broker process, its server core: start-up (``main``), the process wiring (``app``), the
-connection loop and framing glue (``server``), the API dispatch table (``dispatch``), one handler
+connection core, sans I/O, with its state table (``connection``) and the socket transport
+that drives it (``server``), the API dispatch table (``dispatch``), one handler
 module per API family (``handlers``), configuration (``config``, ``configs``, ``dynamic``),
 fetch sessions, limits and metrics; with three rooms of their own:
 

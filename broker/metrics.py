@@ -24,6 +24,7 @@ from prometheus_client.core import (CollectorRegistry, CounterMetricFamily, Gaug
                                     HistogramMetricFamily)
 
 from josefk.broker.handlers import NO_RESPONSE
+from josefk.broker.security.listeners import Reply
 from josefk.wire import errors
 from josefk.wire.apis import API_BY_KEY, FETCH, PRODUCE
 from josefk.wire.apis.fetch import fetching_replica_id
@@ -123,7 +124,7 @@ class BrokerMetrics:
                 return self._finish_later(total, count, ctx, req, result, start)
             tc[i] += 1  # answered at once: its total time is its local time
             total.sum += ms
-            count(ctx, req, result)
+            count(ctx, req, result.response if type(result) is Reply else result)
             return result
         return timed
 
@@ -131,7 +132,7 @@ class BrokerMetrics:
     async def _finish_later(total, count, ctx, req, result, start):
         resp = await result
         total.observe((time.monotonic() - start) * 1000)
-        count(ctx, req, resp)
+        count(ctx, req, resp.response if type(resp) is Reply else resp)
         return resp
 
     def _counter(self, key, errs):

@@ -11,7 +11,7 @@ from josefk.broker.app import Broker
 from josefk.broker.config import BrokerConfig
 from josefk.broker.handlers.metadata import handle_metadata
 from josefk.broker.control.metadata import PartitionMeta
-from josefk.broker.server import RequestContext
+from josefk.broker.connection import RequestContext
 from josefk.wire import headers
 from josefk.wire.apis import METADATA
 

@@ -61,17 +61,6 @@ def test_principal_mapping_rules():
         security.parse_mapping_rules("RULE:broken")
 
 
-def test_refusal_before_sasl_authentication_and_after_expiry():
-    c = BrokerConfig({"listeners": "SASL_PLAINTEXT://127.0.0.1:1",
-                      "sasl.enabled.mechanisms": "PLAIN"})
-    listener = security.ListenerSecurity(c, security.listeners(c)[0])
-    state = security.ConnectionSecurity(listener)
-    assert state.refusal(18) is None and state.refusal(17) is None
-    assert "before SASL authentication" in state.refusal(3)
-    state.authenticated, state.expires_at = True, 0.0
-    assert "expired" in state.refusal(3)
-
-
 def test_jaas_users_and_options():
     jaas = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
             'username="admin" password="a\\"b" user_admin="a\\"b" user_bob.x="pw";')

@@ -1,5 +1,7 @@
 """Listeners and their security: the listener list with its protocol map, TLS contexts from PEM
-settings, the principal of a TLS client, and the per-connection security state.
+settings, the principal of a TLS client, the per-connection security state and the events
+that change a connection's state (`Reply`: a response with its throttle, close-after or
+authentication), which the connection core (`broker.connection`) applies.
 
 Every ``ssl.*`` / ``sasl.*`` setting may be given for one listener as
 ``listener.name.<listener>.<setting>``, which wins over the plain setting, as in Kafka.
@@ -10,7 +12,6 @@ import os
 import re
 import ssl
 import tempfile
-import time
 from pathlib import Path
 
 from josefk.broker.config import ConfigError
@@ -321,20 +322,18 @@ def tls_settings(config, listener: str) -> tuple:
 
 
 class ConnectionSecurity:
-    """One connection's authentication state: its principal and, on SASL listeners, where the
-    exchange is."""
+    """One connection's principal and, on SASL listeners, the exchange under way. Where the
+    connection stands (authenticating, bare tokens, authenticated) is the connection core's
+    state (`broker.connection`), changed by the events below."""
 
-    __slots__ = ("listener", "principal", "authenticated", "mechanism", "exchange", "expires_at",
-                 "bare_tokens")
+    __slots__ = ("listener", "principal", "mechanism", "exchange", "expires_at")
 
     def __init__(self, listener: ListenerSecurity):
         self.listener = listener
         self.principal = ANONYMOUS
-        self.authenticated = not listener.sasl
         self.mechanism = None
         self.exchange = None  # the SASL server exchange under way
-        self.expires_at = None  # monotonic deadline of a SASL session (KIP-368)
-        self.bare_tokens = False  # after SaslHandshake v0: frames are SASL tokens, no requests
+        self.expires_at = None  # deadline of a SASL session (KIP-368), on the core's clock
 
     def on_tls_handshake(self, ssl_object) -> None:
         """A TLS client's principal is its certificate subject (when it sent one)."""
@@ -343,13 +342,49 @@ class ConnectionSecurity:
             self.principal = "User:" + map_principal(distinguished_name(cert),
                                                      self.listener.mapping_rules)
 
-    def refusal(self, api_key: int) -> str | None:
-        """Why a request may not run now (the connection is then closed), or None."""
-        if api_key in SASL_APIS:
-            return None
-        if not self.authenticated:
-            return f"unexpected request (api key {api_key}) before SASL authentication"
-        if self.expires_at is not None and time.monotonic() > self.expires_at:
-            return "SASL session expired without re-authentication"
-        return None
 
+# -- what a request does to its connection, besides its response (Kafka's ResponseAction) ----------
+class Throttle:
+    """Read nothing more from the client for ``ms`` (a quota's throttle time, KIP-219)."""
+
+    __slots__ = ("ms",)
+
+    def __init__(self, ms: int):
+        self.ms = ms
+
+
+class CloseAfter:
+    """Close the connection ``delay_s`` after the responses queued so far are written (a failed
+    authentication); later requests are not read."""
+
+    __slots__ = ("delay_s",)
+
+    def __init__(self, delay_s: float = 0.0):
+        self.delay_s = delay_s
+
+
+class BareTokens:
+    """After SaslHandshake v0: the next frames are bare SASL tokens, not requests."""
+
+    __slots__ = ()
+
+
+class Authenticated:
+    """The SASL exchange succeeded: the connection serves ``principal`` (for
+    ``connections.max.reauth.ms`` of the listener, when set)."""
+
+    __slots__ = ("principal",)
+
+    def __init__(self, principal: str):
+        self.principal = principal
+
+
+class Reply:
+    """A handler's response (or `NO_RESPONSE`) with the event it brings about on its connection;
+    a handler with no such event returns the bare response."""
+
+    __slots__ = ("response", "event")
+
+    def __init__(self, response, event):
+        self.response = response
+        self.event = event

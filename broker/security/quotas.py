@@ -4,11 +4,13 @@ percentage, per user, client id or both, with defaults (entity name None = ``<de
 A client's quota for a key is the first configured one in Kafka's precedence order; usage is
 measured over ``quota.window.num`` windows of ``quota.window.size.seconds`` and a client over
 its quota is throttled for ``(rate - quota) / quota * window`` ms: the answer carries that
-``throttle_time_ms`` and the connection reads nothing more from the client for that long.
+``throttle_time_ms`` and a `Throttle` for the connection, which reads nothing more from the
+client for that long.
 
 ``request_percentage`` counts the time the broker works on a client's requests (decoding,
 handling, encoding: Kafka's request handler and network thread time), in percent of one thread
-over the quota window. Inter-broker requests and SASL exchanges are exempt, as in Kafka.
+over the quota window. Inter-broker requests, SASL exchanges and what a SASL connection sends
+before it has authenticated are exempt, as in Kafka (whose authenticator answers those).
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import os
 import time
 from pathlib import Path
 
+from josefk.broker.security.listeners import Reply, Throttle
 from josefk.wire.apis.fetch import fetching_replica_id
 
 PRODUCE, FETCH, REQUEST = "producer_byte_rate", "consumer_byte_rate", "request_percentage"
@@ -144,20 +147,21 @@ class QuotaManager:
 REQUEST_EXEMPT = frozenset({4, 5, 6, 7, 17, 27, 36, 56})
 
 
-def request_time(broker, ctx, response, seconds: float) -> None:
-    """Count ``seconds`` of broker work on ``ctx``'s request against ``request_percentage``;
-    over the quota, ``response`` (None: count only) carries the throttle time and the
-    connection is muted for it. Replica fetches are exempt."""
+def request_time(broker, ctx, response, seconds: float) -> int:
+    """Count ``seconds`` of broker work on ``ctx``'s request against ``request_percentage``.
+    Over the quota, ``response`` (None: count only) carries the throttle time, which is
+    returned for the connection to mute the client (else 0). Replica fetches are exempt."""
     if ctx.api.key in REQUEST_EXEMPT or (ctx.api.key == 1 and ctx.request is not None
                                          and fetching_replica_id(ctx.request, ctx.version) >= 0):
-        return
+        return 0
     throttle = broker.quotas.record(REQUEST, *client_of(ctx), seconds * 100)
-    if throttle and response is not None:
-        ctx.connection.mute(throttle)
-        if ctx.api.key == 1:  # a consumer's fetch over its quota goes out empty, as in Kafka
-            _answer_empty(broker, ctx, response)
-        if hasattr(response, "throttle_time_ms"):
-            response.throttle_time_ms = max(response.throttle_time_ms or 0, throttle)
+    if not throttle or response is None:
+        return 0
+    if ctx.api.key == 1:  # a consumer's fetch over its quota goes out empty, as in Kafka
+        _answer_empty(broker, ctx, response)
+    if hasattr(response, "throttle_time_ms"):
+        response.throttle_time_ms = max(response.throttle_time_ms or 0, throttle)
+    return throttle
 
 
 class TimedCoroutine:
@@ -270,16 +274,15 @@ def _answer_empty(broker, ctx, resp) -> None:
 def _throttled(ctx, result, throttle_ms: int):
     if not throttle_ms:
         return result
-    ctx.connection.mute(throttle_ms)
     if asyncio.iscoroutine(result):
         return _set_later(result, throttle_ms)
     if hasattr(result, "throttle_time_ms"):
         result.throttle_time_ms = throttle_ms
-    return result
+    return Reply(result, Throttle(throttle_ms))
 
 
 async def _set_later(coro, throttle_ms):
     resp = await coro
     if hasattr(resp, "throttle_time_ms"):
         resp.throttle_time_ms = throttle_ms
-    return resp
+    return Reply(resp, Throttle(throttle_ms))
