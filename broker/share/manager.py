@@ -205,11 +205,6 @@ class SharePartitionManager:
         for entry in [e for k, e in self.partitions.items() if k[1:] == (topic, index)]:
             self.fence(entry, errors.NOT_LEADER_OR_FOLLOWER)
 
-    def forget_group_partitions(self, group_id, topic, index) -> None:
-        entry = self.partitions.get((group_id, topic, index))
-        if entry is not None:
-            self.fence(entry, errors.NOT_LEADER_OR_FOLLOWER)
-
     def shutdown(self) -> None:
         for entry in list(self.partitions.values()):
             self.fence(entry, errors.NOT_LEADER_OR_FOLLOWER)
