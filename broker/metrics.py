@@ -86,8 +86,16 @@ def _count_errors(obj, counts) -> None:
 
 
 class BrokerMetrics:
-    def __init__(self, broker):
-        self.broker = broker
+    def __init__(self, config, metadata, replicas, logs, groups, quotas, client_metrics):
+        """What a scrape reads: the settings, the metadata, the partitions and their logs, the
+        groups (their lag), the quotas' rates and the clients' pushed metrics."""
+        self.config = config
+        self.metadata = metadata
+        self.replicas = replicas
+        self.logs = logs
+        self.groups = groups
+        self.quotas = quotas
+        self.client_metrics = client_metrics
         self.requests: dict[str, RequestStats] = defaultdict(RequestStats)
         self.topics: dict[str, TopicStats] = defaultdict(TopicStats)
         self.idle_ratio = 1.0
@@ -163,7 +171,7 @@ class BrokerMetrics:
         and the error codes."""
         errs[resp.error_code or 0] += 1
         consumer = fetching_replica_id(req, ctx.version) < 0
-        by_id = self.broker.metadata.topics_by_id
+        by_id = self.metadata.topics_by_id
         for tr in resp.responses:
             t = None
             for p in tr.partitions:
@@ -178,7 +186,7 @@ class BrokerMetrics:
 
     # -- the endpoint ---------------------------------------------------------------------------------
     async def start(self) -> None:
-        cfg = self.broker.config
+        cfg = self.config
         host, port = cfg.get("josefk.metrics.host", "127.0.0.1"), cfg.int("josefk.metrics.port")
         self.server = await asyncio.start_server(self._serve, host, port)
         self._sampler = asyncio.ensure_future(self._sample_idle())
@@ -233,7 +241,7 @@ class BrokerMetrics:
 
     def _client_metrics(self):
         """What clients pushed (KIP-714), labelled by client; a counter's name ends _total."""
-        for name, kind, help_, series in self.broker.client_metrics.families():
+        for name, kind, help_, series in self.client_metrics.families():
             family = CounterMetricFamily if kind == "counter" else GaugeMetricFamily
             labels = sorted({k for lab, _v in series for k in lab})
             fam = family(name, help_, labels=labels)
@@ -285,7 +293,7 @@ class BrokerMetrics:
         fams = {k: GaugeMetricFamily(n, doc, labels=["user", "client_id"])
                 for k, (n, doc) in names.items()}
         now = time.monotonic()
-        for (key, entity), rate in list(self.broker.quotas.rates.items()):
+        for (key, entity), rate in list(self.quotas.rates.items()):
             if key in fams:
                 e = dict(entity)
                 fams[key].add_metric([e.get(USER, ""), e.get(CLIENT, "")], rate.rate(now))
@@ -303,10 +311,9 @@ class BrokerMetrics:
         yield from fams.values()
 
     def _partition_metrics(self):
-        b = self.broker
-        parts = list(b.replicas.partitions.values())
-        md = b.metadata
-        me = b.config.node_id
+        parts = list(self.replicas.partitions.values())
+        md = self.metadata
+        me = self.config.node_id
         active = md.controller_id == me
         gauges = {
             "kafka_server_replicamanager_partitioncount": len(parts),
@@ -327,7 +334,7 @@ class BrokerMetrics:
                                   ("logstartoffset", "First offset kept"),
                                   ("logendoffset", "Next offset to be written"),
                                   ("numlogsegments", "Segments"))}
-        for (topic, index), lg in sorted(b.logs.all_logs().items()):
+        for (topic, index), lg in sorted(self.logs.all_logs().items()):
             labels = [topic, str(index)]
             logs["size"].add_metric(labels, lg.size)
             logs["logstartoffset"].add_metric(labels, lg.log_start_offset)
@@ -342,8 +349,8 @@ class BrokerMetrics:
                                 "offset", labels=["consumergroup", "topic", "partition"])
         cur = GaugeMetricFamily("kafka_consumergroup_current_offset", "Committed offset",
                                 labels=["consumergroup", "topic", "partition"])
-        replicas = self.broker.replicas
-        for gid, group in sorted(self.broker.groups.groups.items()):
+        replicas = self.replicas
+        for gid, group in sorted(self.groups.groups.items()):
             for (topic, index), rec in sorted(group.offsets.items()):
                 labels = [gid, topic, str(index)]
                 offset = rec.offset_and_metadata.offset

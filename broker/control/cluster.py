@@ -135,18 +135,21 @@ class SessionGuard:
 
 
 class ClusterMember:
-    def __init__(self, broker):
-        self.broker = broker
-        self.metadata: ZkMetadataStore = broker.metadata
-        self.node_id = broker.config.node_id
-        self.session = SessionGuard(broker.zk, self.node_id)
-        self.controller = Controller(broker)
+    def __init__(self, config, zk, metadata: ZkMetadataStore, inter_broker):
+        """``inter_broker``: the security of the inter-broker listener (`InterBrokerSecurity`),
+        for the channels to other brokers."""
+        self.zk = zk
+        self.metadata = metadata
+        self.inter_broker = inter_broker
+        self.node_id = config.node_id
+        self.session = SessionGuard(zk, self.node_id)
+        self.controller = Controller(config, zk, metadata, inter_broker)
         self.controller_epoch = 0  # the newest controller epoch seen in its requests
         self.leader_endpoints: dict[int, tuple[str, int]] = {}  # from LeaderAndIsr live_leaders
         self._channels: dict[tuple[str, int], BrokerChannel] = {}
         self.isr_changes = IsrChangeSender(self)
         self._lost = False
-        broker.zk.on_session(self._on_session)
+        zk.on_session(self._on_session)
 
     async def start(self) -> None:
         await self.metadata.register()
@@ -164,7 +167,7 @@ class ClusterMember:
         if ch is None:
             ch = self._channels[(purpose, node_id)] = BrokerChannel(
                 node_id, host, port, f"broker-{self.node_id}-{purpose}",
-                self.broker.inter_broker)
+                self.inter_broker)
         else:
             ch.retarget(host, port)
         return ch
@@ -174,7 +177,7 @@ class ClusterMember:
         the replicas this broker can no longer serve."""
         async def notify():
             try:
-                await self.broker.zk.run(zs.notify_log_dir_failure, self.node_id)
+                await self.zk.run(zs.notify_log_dir_failure, self.node_id)
             except Exception:  # noqa: BLE001 - without ZooKeeper nobody can act on it anyway
                 log.exception("cannot tell the controller that a log dir failed")
         asyncio.ensure_future(notify())
@@ -254,7 +257,7 @@ class ClusterMember:
         await self.controller.stop()
         for ch in self._channels.values():
             ch.close()
-        await self.broker.zk.stop()
+        await self.zk.stop()
 
 
 class IsrChangeSender:

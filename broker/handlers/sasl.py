@@ -6,16 +6,22 @@ After SaslHandshake v0 the client sends its tokens as bare size-prefixed frames 
 server's tokens the same way (``sasl_token``); a failure there can only be told by closing."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import time
 
 from josefk.broker.security.sasl import AuthenticationFailed, new_exchange
 from josefk.wire import errors
 from josefk.wire.apis import SASL_AUTHENTICATE, SASL_HANDSHAKE
 
+if TYPE_CHECKING:
+    from josefk.broker.handlers.services import Services
+    from josefk.wire.apis import SaslAuthenticateRequest, SaslHandshakeRequest
+
 AFTER_SUCCESS = "SaslAuthenticate request received after successful authentication"
 
 
-def handle_sasl_handshake(broker, ctx, req):
+def handle_sasl_handshake(broker: Services, ctx, req: SaslHandshakeRequest):
     sec = ctx.connection.security
     listener = sec.listener
     if not listener.sasl or sec.exchange is not None or (sec.authenticated
@@ -32,7 +38,7 @@ def handle_sasl_handshake(broker, ctx, req):
     return SASL_HANDSHAKE.Response(mechanisms=listener.mechanisms)
 
 
-async def handle_sasl_authenticate(broker, ctx, req):
+async def handle_sasl_authenticate(broker: Services, ctx, req: SaslAuthenticateRequest):
     R = SASL_AUTHENTICATE.Response
     sec = ctx.connection.security
     if sec.exchange is None:
@@ -47,14 +53,14 @@ async def handle_sasl_authenticate(broker, ctx, req):
              session_lifetime_ms=sec.listener.reauth_ms if done else 0)
 
 
-async def sasl_token(broker, connection, token: bytes) -> bytes | None:
+async def sasl_token(broker: Services, connection, token: bytes) -> bytes | None:
     """One bare token after SaslHandshake v0: the server's token to send back bare, or None
     when the exchange failed (the connection is then closed)."""
     reply, failure = await _step(broker, connection, token)
     return None if failure is not None else reply
 
 
-async def _step(broker, connection, token: bytes):
+async def _step(broker: Services, connection, token: bytes):
     """Feed the exchange under way one client token: (server token, None), or (None, the
     failure message) with the connection set to close after the delay."""
     sec = connection.security
