@@ -106,6 +106,7 @@ class Broker:
         self.info = BrokerInfo(config.node_id, host, port, config.get("broker.rack"), endpoints)
         self.zk = self.cluster = self.inter_broker = None
         self.metadata: MetadataStore
+        self.credentials: ZkCredentialStore | LocalCredentialStore
         if config.get("zookeeper.connect"):
             self.inter_broker = InterBrokerSecurity(config)
             self.zk = ZkClient(config.get("zookeeper.connect"),

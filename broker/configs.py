@@ -139,9 +139,14 @@ class ConfigLayers(Protocol):
     broker's ``per_broker``, the ``cluster_default``, the ``client_metrics`` subscriptions) and
     the groups' effective configs (`group_configs.GroupConfigs.entries`)."""
 
-    config: BrokerConfig
-    dynamic: DynamicLayers
-    group_configs: GroupEntries
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def dynamic(self) -> DynamicLayers: ...
+
+    @property
+    def group_configs(self) -> GroupEntries: ...
 
 
 class DynamicLayers(Protocol):

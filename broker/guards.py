@@ -35,8 +35,11 @@ def check_not_internal(name: str, action: str) -> None:
 class Hosting(Protocol):
     """What the partition budget needs: the broker's settings and its partitions."""
 
-    config: BrokerConfig
-    replicas: ReplicaManager
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def replicas(self) -> ReplicaManager: ...
 
 
 def check_partition_budget(broker: Hosting, added: int) -> None:

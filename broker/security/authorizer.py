@@ -189,7 +189,8 @@ class AclAuthorizer:
 class Authorizing(Protocol):
     """What the checks below need of the broker: its authorizer (None: everything allowed)."""
 
-    authorizer: AclAuthorizer | None
+    @property
+    def authorizer(self) -> AclAuthorizer | None: ...
 
 
 def allowed(broker: Authorizing, ctx, resource_type: int, name: str, op: int) -> bool:

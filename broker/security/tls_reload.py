@@ -35,9 +35,14 @@ class Reloading(Protocol):
     """What checking new TLS stores needs: the static config, the cluster-wide dynamic layer
     (``dynamic.cluster_default``) and the listeners."""
 
-    config: BrokerConfig
-    dynamic: Any
-    listeners: list
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def dynamic(self) -> Any: ...
+
+    @property
+    def listeners(self) -> list: ...
 
 
 class _Layers:
