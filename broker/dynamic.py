@@ -19,6 +19,7 @@ import json
 import logging
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from josefk.broker.security import tls_reload
 from josefk.broker.client_metrics import InvalidSubscription
@@ -30,6 +31,16 @@ from josefk.storage.config import LogConfig
 from josefk.wire import errors
 from josefk.zk import configs as zc
 from josefk.zk import znodes as zn
+
+if TYPE_CHECKING:
+    from josefk.broker.client_metrics import ClientMetricsManager
+    from josefk.broker.config import BrokerConfig
+    from josefk.broker.control.metadata import MetadataStore
+    from josefk.broker.group_configs import GroupConfigs
+    from josefk.broker.security.listeners import ListenerSecurity
+    from josefk.storage.cleaner import LogCleaner
+    from josefk.storage.manager import LogManager
+    from josefk.zk.client import ZkClient
 
 log = logging.getLogger("josefk.dynamic")
 
@@ -94,8 +105,10 @@ class DynamicConfigs:
 
     FILE = "josefk-dynamic-configs.json"
 
-    def __init__(self, config, metadata, zk, replicas, logs, cleaner, listeners,
-                 client_metrics, group_configs):
+    def __init__(self, config: BrokerConfig, metadata: MetadataStore, zk: ZkClient | None,
+                 replicas: ReplicaManager, logs: LogManager, cleaner: LogCleaner,
+                 listeners: list[ListenerSecurity], client_metrics: ClientMetricsManager,
+                 group_configs: GroupConfigs):
         self.config = config
         self.metadata = metadata
         self._zk = zk  # None on a single broker: its layers are kept in its first log dir

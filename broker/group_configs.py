@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+from josefk.broker.config import BrokerConfig
 from josefk.broker.control.metadata import MetadataError
 from josefk.wire import errors
 
@@ -136,7 +137,7 @@ def validate(config, configs: dict) -> None:
 class GroupConfigs:
     """The effective group configs: a group's overrides, else the broker's settings."""
 
-    def __init__(self, config):
+    def __init__(self, config: BrokerConfig):
         self.config = config
         # group id -> its overrides, kept by the dynamic configs (`dynamic.DynamicConfigs`)
         self.groups: dict[str, dict[str, str]] = {}

@@ -18,6 +18,7 @@ from bisect import bisect_left
 from collections import defaultdict
 from functools import partial
 from types import CoroutineType
+from typing import TYPE_CHECKING
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.core import (CollectorRegistry, CounterMetricFamily, GaugeMetricFamily,
@@ -28,6 +29,15 @@ from josefk.wire import errors
 from josefk.wire.apis import API_BY_KEY, FETCH, PRODUCE
 from josefk.wire.apis.fetch import fetching_replica_id
 from josefk.wire.batch import record_count
+
+if TYPE_CHECKING:
+    from josefk.broker.client_metrics import ClientMetricsManager
+    from josefk.broker.config import BrokerConfig
+    from josefk.broker.control.metadata import MetadataStore
+    from josefk.broker.replication.replica import ReplicaManager
+    from josefk.broker.security.quotas import QuotaManager
+    from josefk.coordinator import GroupCoordinator
+    from josefk.storage.manager import LogManager
 
 log = logging.getLogger("josefk.metrics")
 
@@ -86,7 +96,9 @@ def _count_errors(obj, counts) -> None:
 
 
 class BrokerMetrics:
-    def __init__(self, config, metadata, replicas, logs, groups, quotas, client_metrics):
+    def __init__(self, config: BrokerConfig, metadata: MetadataStore, replicas: ReplicaManager,
+                 logs: LogManager, groups: GroupCoordinator, quotas: QuotaManager,
+                 client_metrics: ClientMetricsManager):
         """What a scrape reads: the settings, the metadata, the partitions and their logs, the
         groups (their lag), the quotas' rates and the clients' pushed metrics."""
         self.config = config

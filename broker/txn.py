@@ -15,6 +15,7 @@ import logging
 from typing import Protocol
 
 from josefk.broker.channel import ChannelError, Channels
+from josefk.broker.control.metadata import MetadataStore
 from josefk.broker.group_log import OFFSETS_TOPIC, InternalTopics
 from josefk.broker.replication.leaders import Leaders
 from josefk.broker.replication.purgatory import wait_replicated
@@ -78,8 +79,8 @@ async def write_markers_locally(replicas: Leaders, groups: TxnCompletion, produc
 class TxnMarkerWriter:
     """``write_markers`` for `coordinator.TransactionCoordinator`."""
 
-    def __init__(self, replicas: Leaders, groups: TxnCompletion, metadata, node_id: int,
-                 channels: Channels | None, hold: bool = False):
+    def __init__(self, replicas: Leaders, groups: TxnCompletion, metadata: MetadataStore,
+                 node_id: int, channels: Channels | None, hold: bool = False):
         """``channels`` None on a single broker; ``hold`` is the test-only HOLD_MARKERS."""
         self.replicas = replicas
         self.groups = groups

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from typing import TYPE_CHECKING
 
 from josefk.broker.channel import BrokerChannel, ChannelError
 from josefk.broker.control.controller import Controller
@@ -26,6 +27,11 @@ from josefk.broker.control.zk_metadata import ZkMetadataStore
 from josefk.wire import errors
 from josefk.wire.apis import ALTER_PARTITION, CONTROLLED_SHUTDOWN
 from josefk.zk import state as zs
+
+if TYPE_CHECKING:
+    from josefk.broker.config import BrokerConfig
+    from josefk.broker.security.sasl import InterBrokerSecurity
+    from josefk.zk.client import ZkClient
 
 log = logging.getLogger("josefk.cluster")
 
@@ -135,7 +141,8 @@ class SessionGuard:
 
 
 class ClusterMember:
-    def __init__(self, config, zk, metadata: ZkMetadataStore, inter_broker):
+    def __init__(self, config: BrokerConfig, zk: ZkClient, metadata: ZkMetadataStore,
+                 inter_broker: InterBrokerSecurity):
         """``inter_broker``: the security of the inter-broker listener (`InterBrokerSecurity`),
         for the channels to other brokers."""
         self.zk = zk

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import TYPE_CHECKING
 
 from josefk.broker.control import election
 from josefk.broker.channel import BrokerChannel, ChannelError
@@ -21,6 +22,12 @@ from josefk.wire import errors
 from josefk.wire.apis import LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA
 from josefk.zk import state as zs
 from josefk.zk.client import ZkClosed
+
+if TYPE_CHECKING:
+    from josefk.broker.config import BrokerConfig
+    from josefk.broker.control.zk_metadata import ZkMetadataStore
+    from josefk.broker.security.sasl import InterBrokerSecurity
+    from josefk.zk.client import ZkClient
 
 log = logging.getLogger("josefk.controller")
 
@@ -69,7 +76,8 @@ class BrokerSender:
 
 
 class Controller:
-    def __init__(self, config, zk, metadata, inter_broker):
+    def __init__(self, config: BrokerConfig, zk: ZkClient, metadata: ZkMetadataStore,
+                 inter_broker: InterBrokerSecurity):
         self.zk = zk
         self.metadata = metadata  # this broker's store: its controller id follows the election
         self.inter_broker = inter_broker
