@@ -9,6 +9,7 @@ from __future__ import annotations
 import linecache
 import re
 import struct
+from typing import Self
 
 from josefk.wire import types as T
 from josefk.wire.schema import BOOL, BYTES, RECORDS, STRING, UUID, Array, Field, Prim, Struct, camel
@@ -60,7 +61,7 @@ class Message:
 
     # -- codecs -------------------------------------------------------------------------------
     @classmethod
-    def decode(cls, buf, version: int, pos: int = 0):
+    def decode(cls, buf, version: int, pos: int = 0) -> tuple[Self, int]:
         """Decode from ``buf`` at ``pos``; returns ``(obj, end_pos)``; raises DecodeError."""
         fn = cls._decoders.get(version) or _compile(cls, version, decode=True)
         try:
