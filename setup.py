@@ -24,6 +24,7 @@ setup(
         "josefk." + ".".join(init.parent.relative_to(HERE).parts)
         for top in TOP for init in (HERE / top).rglob("__init__.py")),
     package_dir={"josefk": "josefk", **{f"josefk.{top}": top for top in TOP}},
+    package_data={"josefk.wire.apis": ["__init__.pyi"]},  # the APIs' types (wire/stubs.py)
     ext_modules=[] if os.environ.get("JOSEFK_PURE") == "1" else [
         Extension("josefk.wire._recscan", ["wire/_recscan.c"], extra_compile_args=["-O2"],
                   optional=True)],

@@ -169,7 +169,9 @@ def wrapper_cost_us(blocks: int = 15, per_block: int = 5000) -> dict:
 
             def stub(_b, _c, _r, resp=resp):
                 return resp
-            wrapped = BrokerMetrics(broker)._wrap(api.name, api.key, stub)
+            wrapped = BrokerMetrics(broker.config, broker.metadata, broker.replicas, broker.logs,
+                                   broker.groups, broker.quotas,
+                                   broker.client_metrics)._wrap(api.name, api.key, stub)
             added = []
             for _ in range(blocks):
                 times = []

@@ -10,6 +10,9 @@ fetch sessions, limits and metrics; with three rooms of their own:
 - ``security``: listeners and TLS, SASL, the authorizer and ACLs, quotas.
 
 Handlers map requests to calls on those rooms and the coordinators, and results to responses;
-the rooms never import handlers, the server or the process wiring. Nothing here declares a
+they see the broker only as ``handlers.services.Services``. The rooms never import handlers,
+the server or the process wiring, and are never handed the broker object: ``app`` gives each
+the collaborators it uses. Every module sits in a layer of the import contract
+(docs/ARCHITECTURE.md). Nothing here declares a
 protocol layout or a file format (``wire`` and ``storage`` own them), and nothing here imports
 the operator tools or the HTTP services."""

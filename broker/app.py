@@ -14,7 +14,7 @@ from josefk.broker.config import BrokerConfig, ConfigError, parse_properties
 from josefk.broker.client_metrics import ClientMetricsManager
 from josefk.broker.dispatch import features, served
 from josefk.broker.group_configs import GroupConfigs
-from josefk.broker.group_log import OFFSETS_TOPIC, GroupTopics, OffsetsTopicLog
+from josefk.broker.group_log import OFFSETS_TOPIC, GroupTopics, InternalTopics, OffsetsTopicLog
 from josefk.broker.injection import FaultInjector
 from josefk.broker.control.metadata import (BrokerInfo, LocalMetadataStore, MetadataError,
                                             MetadataStore, topic_name_error)
@@ -31,7 +31,7 @@ from josefk.broker.limits import ConnectionLimits
 from josefk.broker.server import serve
 from josefk.broker.share.manager import SharePartitionManager
 from josefk.broker.share.persister import SHARE_STATE_TOPIC, Persister
-from josefk.broker.txn import TXN_TOPIC, TxnMarkerWriter
+from josefk.broker.txn import HOLD_MARKERS, TXN_TOPIC, TxnMarkerWriter
 from josefk.coordinator import AsyncioClock, GroupCoordinator, OffsetStore
 from josefk.coordinator.share_groups import ShareGroups
 from josefk.coordinator.share_state import ShareCoordinator
@@ -90,14 +90,6 @@ class Broker:
         self.connections = set()
         # The parts only some brokers run are imported by those alone (the Prometheus client,
         # the controller and the replica fetchers): a single broker starts without them.
-        self.metrics = None
-        if config.get("josefk.metrics.port"):
-            from josefk.broker.metrics import BrokerMetrics
-
-            self.metrics = BrokerMetrics(self)
-        handlers = served(config)
-        self.handlers = self.metrics.instrument(handlers) if self.metrics else handlers
-        self.faults = FaultInjector(self)
         self.client_metrics = ClientMetricsManager(config.int("telemetry.max.bytes"))
         self.servers = []
         self._tasks = []
@@ -114,6 +106,7 @@ class Broker:
         self.info = BrokerInfo(config.node_id, host, port, config.get("broker.rack"), endpoints)
         self.zk = self.cluster = self.inter_broker = None
         self.metadata: MetadataStore
+        self.credentials: ZkCredentialStore | LocalCredentialStore
         if config.get("zookeeper.connect"):
             self.inter_broker = InterBrokerSecurity(config)
             self.zk = ZkClient(config.get("zookeeper.connect"),
@@ -131,12 +124,13 @@ class Broker:
                                             else LocalAclStore(dirs[0]))
         self.quotas = QuotaManager(config, ZkQuotaStore(self.zk) if self.zk is not None
                                    else LocalQuotaStore(dirs[0]))
-        self.default_log_config = LogConfig.from_props({}, config.topic_defaults())
-        self.logs = LogManager(dirs, self.default_log_config, config_for=self._log_config_for)
+        self.logs = LogManager(dirs, LogConfig.from_props({}, config.topic_defaults()),
+                               config_for=self._log_config_for)
         if self.zk is not None:
             from josefk.broker.control.cluster import ClusterMember
 
-            self.cluster = ClusterMember(self)
+            self.cluster = ClusterMember(config, self.zk, self.metadata, self.inter_broker)
+        self.internal_topics = InternalTopics(config, self.metadata, self.cluster is not None)
         self.replicas = ReplicaManager(config, self.logs, self.metadata, config.node_id,
                                        self.cluster.isr_changes if self.cluster else None)
         if self.cluster is not None:
@@ -165,26 +159,44 @@ class Broker:
             raise ConfigError(str(e)) from None
         self.txn = TransactionCoordinator(
             config.props, OffsetsTopicLog(self.replicas, -1, TXN_LOG_TIMEOUT_MS, TXN_TOPIC),
-            self.producer_ids, TxnMarkerWriter(self), may_serve=may_serve(TXN_TOPIC))
+            self.producer_ids,
+            TxnMarkerWriter(self.replicas, self.groups, self.metadata, config.node_id,
+                            self.cluster, config.bool(HOLD_MARKERS)),
+            may_serve=may_serve(TXN_TOPIC))
         # share groups (KIP-932): members at the group coordinator, share-partitions at the
         # partitions' leaders, their state at the share coordinator of __share_group_state
-        self.group_configs = GroupConfigs(self)
+        self.group_configs = GroupConfigs(config)
         self.share_state = ShareCoordinator(
             config.props,
             OffsetsTopicLog(self.replicas, -1, TXN_LOG_TIMEOUT_MS, SHARE_STATE_TOPIC),
             may_serve=may_serve(SHARE_STATE_TOPIC))
-        self.share_persister = Persister(self)
+        self.share_persister = Persister(self.internal_topics, self.share_state, config.node_id,
+                                         self.cluster)
         self.share_groups = ShareGroups(
             self.groups.catalog, self.groups.group_store.store, self._share_topics,
             self._share_settings, self._initialize_share_state, self.share_persister.delete,
             config.int("group.share.max.size"))
-        self.share = SharePartitionManager(self, self.share_persister, AsyncioClock())
+        self.share = SharePartitionManager(
+            self.replicas, self.metadata, self.group_configs, self.share_persister,
+            AsyncioClock(), config.int("group.share.max.share.sessions"))
         self.cleaner = LogCleaner(self.logs, config.int("log.cleaner.backoff.ms"))
-        self.dynamic = DynamicConfigs(self)
+        self.dynamic = DynamicConfigs(config, self.metadata, self.zk, self.replicas, self.logs,
+                                      self.cleaner, self.listeners, self.client_metrics,
+                                      self.group_configs)
+        self.metrics = None
+        if config.get("josefk.metrics.port"):
+            from josefk.broker.metrics import BrokerMetrics
 
-    def _log_config_for(self, topic: str) -> LogConfig:
+            self.metrics = BrokerMetrics(config, self.metadata, self.replicas, self.logs,
+                                         self.groups, self.quotas, self.client_metrics)
+        handlers = served(config)
+        self.handlers = self.metrics.instrument(handlers) if self.metrics else handlers
+        self.faults = FaultInjector(self.handlers)
+
+    def _log_config_for(self, topic: str) -> LogConfig | None:
+        """A found log's config; None (the log manager's default) for a topic not known."""
         meta = self.metadata.topics.get(topic)
-        return topic_log_config(self.config, meta.configs) if meta else self.default_log_config
+        return topic_log_config(self.config, meta.configs) if meta else None
 
     def _on_role_change(self, part, leader: bool) -> None:
         """The group coordinator follows the leadership of ``__consumer_offsets`` partitions."""
@@ -222,11 +234,6 @@ class Broker:
         """A share-partition's first state: its start offset left to its leader (-1), which
         picks it by share.auto.offset.reset when the group first fetches there."""
         return await self.share_persister.initialize(group_id, topic_id, partition, 0, -1)
-
-    def may_serve_share(self, topic: str, index: int) -> bool:
-        """False while this broker's leadership of the partition is fenced (its ZooKeeper
-        session in doubt): another leader's share-partition may deliver the same records."""
-        return not self.replicas.fenced_leader(topic, index)
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def start(self):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Protocol
 
 from josefk.broker.security.sasl import ClientExchange
 from josefk.wire import headers
@@ -17,6 +18,12 @@ from josefk.wire.apis import SASL_AUTHENTICATE, SASL_HANDSHAKE
 from josefk.wire.types import i32
 
 log = logging.getLogger("josefk.channel")
+
+
+class Channels(Protocol):
+    """Inter-broker channels by purpose (`control.cluster.ClusterMember` keeps them)."""
+
+    def channel(self, purpose: str, node_id: int): ...
 
 
 class ChannelError(Exception):

@@ -358,11 +358,6 @@ class BrokerConfig:
     def listener(self) -> tuple[str, int]:
         return _parse_listener(self.props["listeners"])
 
-    def advertised_listener(self) -> tuple[str, int]:
-        adv = self.get("advertised.listeners")
-        host, port = _parse_listener(adv) if adv else self.listener()
-        return (host or "127.0.0.1", port)
-
     def retention_ms(self) -> int:
         if self.get("log.retention.ms"):
             return self.int("log.retention.ms")

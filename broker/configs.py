@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import re
+from typing import Protocol
 
 from josefk.broker.client_metrics import INTERVAL_MS, INTERVAL_MS_DEFAULT, MATCH, METRICS
-from josefk.broker.config import DEFAULTS, TOPIC_CONFIG_NAMES, TOPIC_DEFAULTS
+from josefk.broker.config import DEFAULTS, TOPIC_CONFIG_NAMES, TOPIC_DEFAULTS, BrokerConfig
 from josefk.broker.control.metadata import MetadataError
 from josefk.storage.config import BROKER_SYNONYMS as BROKER_KEYS
 from josefk.storage.config import LogConfig
@@ -133,7 +134,32 @@ class ConfigEntry:
         self.name, self.value, self.source, self.synonyms = name, value, source, list(synonyms)
 
 
-def broker_synonyms(broker, name: str) -> list[tuple[str, str, int]]:
+class ConfigLayers(Protocol):
+    """What the config views read: the static config, the dynamic layers (`dynamic`: this
+    broker's ``per_broker``, the ``cluster_default``, the ``client_metrics`` subscriptions) and
+    the groups' effective configs (`group_configs.GroupConfigs.entries`)."""
+
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def dynamic(self) -> DynamicLayers: ...
+
+    @property
+    def group_configs(self) -> GroupEntries: ...
+
+
+class DynamicLayers(Protocol):
+    per_broker: dict[str, str]
+    cluster_default: dict[str, str]
+    client_metrics: dict[str, dict[str, str]]
+
+
+class GroupEntries(Protocol):
+    def entries(self, group_id: str) -> list[tuple[str, str, bool]]: ...
+
+
+def broker_synonyms(broker: ConfigLayers, name: str) -> list[tuple[str, str, int]]:
     """(name, value, source) of every layer that sets broker config ``name`` or a synonym,
     highest precedence first, ending with Kafka's default."""
     names = BROKER_SYNONYMS.get(name, (name,))
@@ -146,7 +172,7 @@ def broker_synonyms(broker, name: str) -> list[tuple[str, str, int]]:
     return out + defaults[-1:]
 
 
-def topic_config_entries(broker, overrides: dict) -> list[ConfigEntry]:
+def topic_config_entries(broker: ConfigLayers, overrides: dict) -> list[ConfigEntry]:
     """Every topic-level config with its effective value and where it comes from."""
     defaults = broker.config.topic_defaults()
     out = []
@@ -165,7 +191,7 @@ def topic_config_entries(broker, overrides: dict) -> list[ConfigEntry]:
     return out
 
 
-def broker_config_entries(broker) -> list[ConfigEntry]:
+def broker_config_entries(broker: ConfigLayers) -> list[ConfigEntry]:
     """Every broker config with its effective value and source."""
     cfg = broker.config
     out = []
@@ -176,14 +202,14 @@ def broker_config_entries(broker) -> list[ConfigEntry]:
     return out
 
 
-def default_broker_config_entries(broker) -> list[ConfigEntry]:
+def default_broker_config_entries(broker: ConfigLayers) -> list[ConfigEntry]:
     """The cluster-wide dynamic defaults (a broker resource named "")."""
     source = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
     return [ConfigEntry(n, v, source, [(n, v, source)])
             for n, v in sorted(broker.dynamic.cluster_default.items())]
 
 
-def client_metrics_config_entries(broker, name: str) -> list[ConfigEntry]:
+def client_metrics_config_entries(broker: ConfigLayers, name: str) -> list[ConfigEntry]:
     """A client metrics subscription's configs (KIP-714), those not set at their defaults."""
     mine = broker.dynamic.client_metrics.get(name, {})
     defaults = {METRICS: "", INTERVAL_MS: str(INTERVAL_MS_DEFAULT), MATCH: ""}
@@ -192,7 +218,7 @@ def client_metrics_config_entries(broker, name: str) -> list[ConfigEntry]:
             for key, default in defaults.items()]
 
 
-def group_config_entries(broker, group_id: str) -> list[ConfigEntry]:
+def group_config_entries(broker: ConfigLayers, group_id: str) -> list[ConfigEntry]:
     """Every group config of ``group_id`` (KIP-848, KIP-932): its overrides, else the broker's
     settings, as Kafka describes a GROUP resource."""
     return [ConfigEntry(name, value, ConfigSource.GROUP_CONFIG if mine

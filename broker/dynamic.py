@@ -19,6 +19,7 @@ import json
 import logging
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from josefk.broker.security import tls_reload
 from josefk.broker.client_metrics import InvalidSubscription
@@ -30,6 +31,16 @@ from josefk.storage.config import LogConfig
 from josefk.wire import errors
 from josefk.zk import configs as zc
 from josefk.zk import znodes as zn
+
+if TYPE_CHECKING:
+    from josefk.broker.client_metrics import ClientMetricsManager
+    from josefk.broker.config import BrokerConfig
+    from josefk.broker.control.metadata import MetadataStore
+    from josefk.broker.group_configs import GroupConfigs
+    from josefk.broker.security.listeners import ListenerSecurity
+    from josefk.storage.cleaner import LogCleaner
+    from josefk.storage.manager import LogManager
+    from josefk.zk.client import ZkClient
 
 log = logging.getLogger("josefk.dynamic")
 
@@ -94,41 +105,48 @@ class DynamicConfigs:
 
     FILE = "josefk-dynamic-configs.json"
 
-    def __init__(self, broker):
-        self.broker = broker
+    def __init__(self, config: BrokerConfig, metadata: MetadataStore, zk: ZkClient | None,
+                 replicas: ReplicaManager, logs: LogManager, cleaner: LogCleaner,
+                 listeners: list[ListenerSecurity], client_metrics: ClientMetricsManager,
+                 group_configs: GroupConfigs):
+        self.config = config
+        self.metadata = metadata
+        self._zk = zk  # None on a single broker: its layers are kept in its first log dir
+        self.replicas = replicas
+        self.logs = logs
+        self.cleaner = cleaner
+        self.listeners = listeners
+        self.client_metrics_manager = client_metrics
         self.per_broker: dict[str, str] = {}
         self.cluster_default: dict[str, str] = {}
         self.client_metrics: dict[str, dict[str, str]] = {}  # subscription name -> configs
-        self.groups: dict[str, dict[str, str]] = {}  # group id -> group config overrides
-        self._path = Path(broker.config.log_dirs[0]) / self.FILE
+        # group id -> group config overrides: GroupConfigs' own dict, kept up to date here
+        self.groups: dict[str, dict[str, str]] = group_configs.groups
+        self._path = Path(config.log_dirs[0]) / self.FILE
         self._seen = None  # the last /config/changes sequence handled
         self._lock = asyncio.Lock()
         # a topic's configs arrive after the topic itself (and change): its partitions follow
-        broker.metadata.listeners.append(
+        metadata.listeners.append(
             lambda event, t: self._reconfigure(t.name) if event == "configured" else None)
-        if broker.zk is None and self._path.exists():
+        if zk is None and self._path.exists():
             data = json.loads(self._path.read_text())
             self.per_broker, self.cluster_default = data["broker"], data["default"]
             self._apply_broker_layers()
             self._apply_client_metrics(data.get(zn.CONFIG_CLIENT_METRICS, {}))
-            self.groups = data.get(zn.CONFIG_GROUPS, {})
-
-    @property
-    def _zk(self):
-        return self.broker.zk
+            self._set_groups(data.get(zn.CONFIG_GROUPS, {}))
 
     async def start(self) -> None:
         """Cluster mode: load this broker's layers and follow every later change."""
         if self._zk is None:
             return
-        me = str(self.broker.config.node_id)
+        me = str(self.config.node_id)
         self.per_broker = await self._zk.run(zc.read_entity, zn.CONFIG_BROKERS, me)
         self.cluster_default = await self._zk.run(zc.read_entity, zn.CONFIG_BROKERS,
                                                   zc.DEFAULT_BROKER)
         self._apply_broker_layers()
         self._apply_client_metrics(await self._zk.run(zc.read_entities,
                                                       zn.CONFIG_CLIENT_METRICS))
-        self.groups = await self._zk.run(zc.read_entities, zn.CONFIG_GROUPS)
+        self._set_groups(await self._zk.run(zc.read_entities, zn.CONFIG_GROUPS))
         await self._zk.watch_children(zn.CONFIG_CHANGES, self._on_changes)
 
     # -- changes ----------------------------------------------------------------------------------
@@ -160,6 +178,10 @@ class DynamicConfigs:
         self._set_group(group_id, configs)
         self._save()
 
+    def _set_groups(self, groups: dict) -> None:
+        self.groups.clear()
+        self.groups.update(groups)
+
     def _set_group(self, group_id: str, configs: dict) -> None:
         if configs:
             self.groups[group_id] = dict(configs)
@@ -177,23 +199,21 @@ class DynamicConfigs:
         os.replace(tmp, self._path)
 
     async def alter_topic(self, name: str, configs: dict) -> None:
-        await self.broker.metadata.alter_topic_configs(name, configs)  # "configured" follows
+        await self.metadata.alter_topic_configs(name, configs)  # "configured" follows
 
     # -- applying ---------------------------------------------------------------------------------
     def _apply_broker_layers(self) -> None:
-        b = self.broker
-        cfg = b.config
+        cfg = self.config
         cfg.props = {**DEFAULTS, **cfg.explicit, **self.cluster_default, **self.per_broker}
-        b.default_log_config = LogConfig.from_props({}, cfg.topic_defaults())
-        b.logs.default_config = b.default_log_config
-        b.cleaner.resize(cfg.int("log.cleaner.threads"))
+        self.logs.default_config = LogConfig.from_props({}, cfg.topic_defaults())
+        self.cleaner.resize(cfg.int("log.cleaner.threads"))
         self._reconfigure(None)
-        tls_reload.apply(b)
+        tls_reload.apply(cfg, self.listeners)
 
     def _apply_client_metrics(self, subscriptions: dict) -> None:
         for name, configs in subscriptions.items():
             try:
-                self.broker.client_metrics.update(name, configs)
+                self.client_metrics_manager.update(name, configs)
             except InvalidSubscription as e:  # written by another tool: keep the others
                 log.error("client metrics subscription %s is invalid: %s", name, e)
                 continue
@@ -204,12 +224,11 @@ class DynamicConfigs:
 
     def _reconfigure(self, topic: str | None) -> None:
         """Give the live partitions of ``topic`` (None: all) their current LogConfig."""
-        b = self.broker
-        for part in list(b.replicas.partitions.values()):
+        for part in list(self.replicas.partitions.values()):
             if topic is None or part.topic == topic:
-                meta = b.metadata.topics.get(part.topic)
+                meta = self.metadata.topics.get(part.topic)
                 ReplicaManager.reconfigure(
-                    part, topic_log_config(b.config, meta.configs if meta else {}))
+                    part, topic_log_config(self.config, meta.configs if meta else {}))
 
     def _on_changes(self, children) -> None:
         asyncio.ensure_future(self._process(children))
@@ -234,7 +253,7 @@ class DynamicConfigs:
             return
         entity_type, name = change
         if entity_type == zn.CONFIG_TOPICS:
-            t = self.broker.metadata.topics.get(name)
+            t = self.metadata.topics.get(name)
             if t is not None:
                 t.configs = await self._zk.run(zc.read_entity, entity_type, name)
                 self._reconfigure(name)
@@ -247,7 +266,7 @@ class DynamicConfigs:
             configs = await self._zk.run(zc.read_entity, entity_type, name)
             if name == zc.DEFAULT_BROKER:
                 self.cluster_default = configs
-            elif name == str(self.broker.config.node_id):
+            elif name == str(self.config.node_id):
                 self.per_broker = configs
             else:
                 return

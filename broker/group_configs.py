@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+from josefk.broker.config import BrokerConfig
 from josefk.broker.control.metadata import MetadataError
 from josefk.wire import errors
 
@@ -136,15 +137,17 @@ def validate(config, configs: dict) -> None:
 class GroupConfigs:
     """The effective group configs: a group's overrides, else the broker's settings."""
 
-    def __init__(self, broker):
-        self.broker = broker
+    def __init__(self, config: BrokerConfig):
+        self.config = config
+        # group id -> its overrides, kept by the dynamic configs (`dynamic.DynamicConfigs`)
+        self.groups: dict[str, dict[str, str]] = {}
 
     def overrides(self, group_id: str) -> dict:
-        return self.broker.dynamic.groups.get(group_id, {})
+        return self.groups.get(group_id, {})
 
     def get(self, group_id: str, name: str) -> str:
         v = self.overrides(group_id).get(name)
-        return v if v is not None else default_value(self.broker.config, name)
+        return v if v is not None else default_value(self.config, name)
 
     def int(self, group_id: str, name: str) -> int:
         return int(self.get(group_id, name))
@@ -152,5 +155,5 @@ class GroupConfigs:
     def entries(self, group_id: str) -> list[tuple[str, str, bool]]:
         """(name, value, overridden) of every group config, for DescribeConfigs."""
         mine = self.overrides(group_id)
-        return [(n, mine[n] if n in mine else default_value(self.broker.config, n), n in mine)
+        return [(n, mine[n] if n in mine else default_value(self.config, n), n in mine)
                 for n in sorted(SPECS)]

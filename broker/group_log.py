@@ -88,33 +88,43 @@ class GroupTopics:
         return [name for name, t in self.metadata.topics.items() if not t.internal]
 
 
-def ensure_offsets_topic(broker):
+def ensure_offsets_topic(topics: InternalTopics):
     """``__consumer_offsets``' metadata, asking for its creation if needed (None until it
     exists; the caller answers COORDINATOR_NOT_AVAILABLE and the client retries). The group
     coordinator loads each partition when this broker becomes its leader."""
-    cfg = broker.config
-    return ensure_internal_topic(
-        broker, OFFSETS_TOPIC, cfg.int("offsets.topic.num.partitions"),
+    cfg = topics.config
+    return topics.ensure(
+        OFFSETS_TOPIC, cfg.int("offsets.topic.num.partitions"),
         cfg.int("offsets.topic.replication.factor"),
         {"cleanup.policy": "compact", "compression.type": "producer",
          "segment.bytes": cfg.props["offsets.topic.segment.bytes"]})
 
 
-def ensure_internal_topic(broker, name: str, partitions: int, replication: int, configs: dict):
-    """An internal topic's metadata, asking for its creation if needed; None until it exists.
-    As in Kafka, a cluster creates it only once ``replication`` brokers are alive."""
-    md = broker.metadata
-    t = md.topics.get(name)
-    if t is not None:
-        return t
-    if broker.cluster is None:
-        replication = 1  # the single broker: its own replica is all there is
-    elif len(md.brokers) < replication:
-        log.warning("%s needs %d brokers (its replication factor) and %d are alive", name,
-                    replication, len(md.brokers))
-        return None
-    try:
-        return md.request_topic(name, partitions, replication, configs)
-    except MetadataError as e:
-        log.error("cannot create %s: %s", name, e.message)
-        return None
+class InternalTopics:
+    """The coordinators' internal topics, asked for on first use: the broker's settings, its
+    metadata store, and whether it runs in a cluster (a single broker's replica is all there
+    is)."""
+
+    def __init__(self, config, metadata, clustered: bool):
+        self.config = config
+        self.metadata = metadata
+        self.clustered = clustered
+
+    def ensure(self, name: str, partitions: int, replication: int, configs: dict):
+        """An internal topic's metadata, asking for its creation if needed; None until it
+        exists. As in Kafka, a cluster creates it only once ``replication`` brokers are alive."""
+        md = self.metadata
+        t = md.topics.get(name)
+        if t is not None:
+            return t
+        if not self.clustered:
+            replication = 1
+        elif len(md.brokers) < replication:
+            log.warning("%s needs %d brokers (its replication factor) and %d are alive", name,
+                        replication, len(md.brokers))
+            return None
+        try:
+            return md.request_topic(name, partitions, replication, configs)
+        except MetadataError as e:
+            log.error("cannot create %s: %s", name, e.message)
+            return None

@@ -11,8 +11,14 @@
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Protocol
+
+from josefk.broker.config import BrokerConfig
 from josefk.broker.control.metadata import INTERNAL_TOPICS, MetadataError
 from josefk.wire import errors
+
+if TYPE_CHECKING:
+    from josefk.broker.replication.replica import ReplicaManager
 
 
 def produce_topic_error(name: str) -> int:
@@ -26,7 +32,17 @@ def check_not_internal(name: str, action: str) -> None:
                             f"Cannot {action} internal topic {name}.")
 
 
-def check_partition_budget(broker, added: int) -> None:
+class Hosting(Protocol):
+    """What the partition budget needs: the broker's settings and its partitions."""
+
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def replicas(self) -> ReplicaManager: ...
+
+
+def check_partition_budget(broker: Hosting, added: int) -> None:
     """Refuse ``added`` more partitions when the broker could not serve them all."""
     hosted = len(broker.replicas.partitions)
     limit = broker.config.int("max.broker.partitions")

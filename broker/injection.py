@@ -38,8 +38,9 @@ class FaultError(ValueError):
 
 
 class FaultInjector:
-    def __init__(self, broker):
-        self.broker = broker
+    def __init__(self, handlers: dict):
+        """``handlers``: the broker's table (api key -> handler), changed in place."""
+        self.handlers = handlers
         self.errors: dict[int, list] = {}  # api key -> [error code, requests left]
         self.delays: dict[int, int] = {}  # api key -> ms
         self._handlers: dict[int, object] = {}  # api key -> its handler, while wrapped
@@ -82,18 +83,18 @@ class FaultInjector:
     def _api(self, api) -> int:
         found = API_BY_KEY.get(api) if isinstance(api, int) else \
             _API_BY_NAME.get(str(api).lower())
-        if found is None or found.key not in self.broker.handlers:
+        if found is None or found.key not in self.handlers:
             raise FaultError(f"this broker serves no API {api!r}")
         return found.key
 
     def _wrap(self, key: int) -> None:
         if key not in self._handlers:
-            handler = self._handlers[key] = self.broker.handlers[key]
-            self.broker.handlers[key] = self._faulty(key, handler)
+            handler = self._handlers[key] = self.handlers[key]
+            self.handlers[key] = self._faulty(key, handler)
 
     def _unwrap(self, key: int) -> None:
         if key not in self.errors and key not in self.delays and key in self._handlers:
-            self.broker.handlers[key] = self._handlers.pop(key)
+            self.handlers[key] = self._handlers.pop(key)
 
     def _faulty(self, key, handler):
         def faulty(broker, ctx, req):

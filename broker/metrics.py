@@ -18,6 +18,7 @@ from bisect import bisect_left
 from collections import defaultdict
 from functools import partial
 from types import CoroutineType
+from typing import TYPE_CHECKING
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.core import (CollectorRegistry, CounterMetricFamily, GaugeMetricFamily,
@@ -29,6 +30,15 @@ from josefk.wire import errors
 from josefk.wire.apis import API_BY_KEY, FETCH, PRODUCE
 from josefk.wire.apis.fetch import fetching_replica_id
 from josefk.wire.batch import record_count
+
+if TYPE_CHECKING:
+    from josefk.broker.client_metrics import ClientMetricsManager
+    from josefk.broker.config import BrokerConfig
+    from josefk.broker.control.metadata import MetadataStore
+    from josefk.broker.replication.replica import ReplicaManager
+    from josefk.broker.security.quotas import QuotaManager
+    from josefk.coordinator import GroupCoordinator
+    from josefk.storage.manager import LogManager
 
 log = logging.getLogger("josefk.metrics")
 
@@ -87,8 +97,18 @@ def _count_errors(obj, counts) -> None:
 
 
 class BrokerMetrics:
-    def __init__(self, broker):
-        self.broker = broker
+    def __init__(self, config: BrokerConfig, metadata: MetadataStore, replicas: ReplicaManager,
+                 logs: LogManager, groups: GroupCoordinator, quotas: QuotaManager,
+                 client_metrics: ClientMetricsManager):
+        """What a scrape reads: the settings, the metadata, the partitions and their logs, the
+        groups (their lag), the quotas' rates and the clients' pushed metrics."""
+        self.config = config
+        self.metadata = metadata
+        self.replicas = replicas
+        self.logs = logs
+        self.groups = groups
+        self.quotas = quotas
+        self.client_metrics = client_metrics
         self.requests: dict[str, RequestStats] = defaultdict(RequestStats)
         self.topics: dict[str, TopicStats] = defaultdict(TopicStats)
         self.idle_ratio = 1.0
@@ -164,7 +184,7 @@ class BrokerMetrics:
         and the error codes."""
         errs[resp.error_code or 0] += 1
         consumer = fetching_replica_id(req, ctx.version) < 0
-        by_id = self.broker.metadata.topics_by_id
+        by_id = self.metadata.topics_by_id
         for tr in resp.responses:
             t = None
             for p in tr.partitions:
@@ -179,7 +199,7 @@ class BrokerMetrics:
 
     # -- the endpoint ---------------------------------------------------------------------------------
     async def start(self) -> None:
-        cfg = self.broker.config
+        cfg = self.config
         host, port = cfg.get("josefk.metrics.host", "127.0.0.1"), cfg.int("josefk.metrics.port")
         self.server = await asyncio.start_server(self._serve, host, port)
         self._sampler = asyncio.ensure_future(self._sample_idle())
@@ -234,7 +254,7 @@ class BrokerMetrics:
 
     def _client_metrics(self):
         """What clients pushed (KIP-714), labelled by client; a counter's name ends _total."""
-        for name, kind, help_, series in self.broker.client_metrics.families():
+        for name, kind, help_, series in self.client_metrics.families():
             family = CounterMetricFamily if kind == "counter" else GaugeMetricFamily
             labels = sorted({k for lab, _v in series for k in lab})
             fam = family(name, help_, labels=labels)
@@ -286,7 +306,7 @@ class BrokerMetrics:
         fams = {k: GaugeMetricFamily(n, doc, labels=["user", "client_id"])
                 for k, (n, doc) in names.items()}
         now = time.monotonic()
-        for (key, entity), rate in list(self.broker.quotas.rates.items()):
+        for (key, entity), rate in list(self.quotas.rates.items()):
             if key in fams:
                 e = dict(entity)
                 fams[key].add_metric([e.get(USER, ""), e.get(CLIENT, "")], rate.rate(now))
@@ -304,10 +324,9 @@ class BrokerMetrics:
         yield from fams.values()
 
     def _partition_metrics(self):
-        b = self.broker
-        parts = list(b.replicas.partitions.values())
-        md = b.metadata
-        me = b.config.node_id
+        parts = list(self.replicas.partitions.values())
+        md = self.metadata
+        me = self.config.node_id
         active = md.controller_id == me
         gauges = {
             "kafka_server_replicamanager_partitioncount": len(parts),
@@ -328,7 +347,7 @@ class BrokerMetrics:
                                   ("logstartoffset", "First offset kept"),
                                   ("logendoffset", "Next offset to be written"),
                                   ("numlogsegments", "Segments"))}
-        for (topic, index), lg in sorted(b.logs.all_logs().items()):
+        for (topic, index), lg in sorted(self.logs.all_logs().items()):
             labels = [topic, str(index)]
             logs["size"].add_metric(labels, lg.size)
             logs["logstartoffset"].add_metric(labels, lg.log_start_offset)
@@ -343,8 +362,8 @@ class BrokerMetrics:
                                 "offset", labels=["consumergroup", "topic", "partition"])
         cur = GaugeMetricFamily("kafka_consumergroup_current_offset", "Committed offset",
                                 labels=["consumergroup", "topic", "partition"])
-        replicas = self.broker.replicas
-        for gid, group in sorted(self.broker.groups.groups.items()):
+        replicas = self.replicas
+        for gid, group in sorted(self.groups.groups.items()):
             for (topic, index), rec in sorted(group.offsets.items()):
                 labels = [gid, topic, str(index)]
                 offset = rec.offset_and_metadata.offset

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Protocol
 
-from josefk.broker.channel import ChannelError
-from josefk.broker.group_log import OFFSETS_TOPIC, ensure_internal_topic
+from josefk.broker.channel import ChannelError, Channels
+from josefk.broker.control.metadata import MetadataStore
+from josefk.broker.group_log import OFFSETS_TOPIC, InternalTopics
+from josefk.broker.replication.leaders import Leaders
 from josefk.broker.replication.purgatory import wait_replicated
 from josefk.wire import errors
 from josefk.wire.apis import WRITE_TXN_MARKERS
@@ -31,29 +34,34 @@ MARKER_RETRY_BACKOFF_S = 0.1
 _GIVE_UP = (errors.UNKNOWN_TOPIC_OR_PARTITION, errors.INVALID_PRODUCER_EPOCH)
 
 
-def ensure_txn_topic(broker):
+def ensure_txn_topic(topics: InternalTopics):
     """``__transaction_state``'s metadata, asking for its creation if needed (None until then)."""
-    cfg = broker.config
+    cfg = topics.config
     replication = cfg.int("transaction.state.log.replication.factor")
-    min_isr = min(cfg.int("transaction.state.log.min.isr"),
-                  replication if broker.cluster is not None else 1)
-    return ensure_internal_topic(
-        broker, TXN_TOPIC, cfg.int("transaction.state.log.num.partitions"), replication,
+    min_isr = min(cfg.int("transaction.state.log.min.isr"), replication if topics.clustered else 1)
+    return topics.ensure(
+        TXN_TOPIC, cfg.int("transaction.state.log.num.partitions"), replication,
         {"cleanup.policy": "compact", "compression.type": "uncompressed",
          "min.insync.replicas": str(min_isr), "unclean.leader.election.enable": "false",
          "segment.bytes": cfg.props["transaction.state.log.segment.bytes"]})
 
 
-async def write_markers_locally(broker, producer_id, producer_epoch, commit, coordinator_epoch,
-                                partitions) -> dict:
+class TxnCompletion(Protocol):
+    """The group coordinator, told when a transaction's offsets are committed or aborted."""
+
+    def complete_txn(self, partition: int, producer_id: int, commit: bool) -> None: ...
+
+
+async def write_markers_locally(replicas: Leaders, groups: TxnCompletion, producer_id,
+                                producer_epoch, commit, coordinator_epoch, partitions) -> dict:
     """Append the markers to the partitions this broker leads, waiting for the ISR (Kafka writes
     markers with acks=all). Returns {(topic, partition): error}."""
     out = {}
     written = []
     for t, p in partitions:
-        part = broker.replicas.leader_partition(t, p)
+        part = replicas.leader_partition(t, p)
         if part is None:
-            out[(t, p)] = broker.replicas.not_hosted_error(t, p)
+            out[(t, p)] = replicas.not_hosted_error(t, p)
             continue
         res = part.write_marker(producer_id, producer_epoch, commit, coordinator_epoch)
         out[(t, p)] = res.error
@@ -64,16 +72,22 @@ async def write_markers_locally(broker, producer_id, producer_epoch, commit, coo
     for (tp, _part, _nxt), code in zip(written, codes):
         out[tp] = code
         if not code and tp[0] == OFFSETS_TOPIC:
-            broker.groups.complete_txn(tp[1], producer_id, commit)
+            groups.complete_txn(tp[1], producer_id, commit)
     return out
 
 
 class TxnMarkerWriter:
     """``write_markers`` for `coordinator.TransactionCoordinator`."""
 
-    def __init__(self, broker):
-        self.broker = broker
-        self.hold = broker.config.bool(HOLD_MARKERS)
+    def __init__(self, replicas: Leaders, groups: TxnCompletion, metadata: MetadataStore,
+                 node_id: int, channels: Channels | None, hold: bool = False):
+        """``channels`` None on a single broker; ``hold`` is the test-only HOLD_MARKERS."""
+        self.replicas = replicas
+        self.groups = groups
+        self.metadata = metadata
+        self.node_id = node_id
+        self.channels = channels
+        self.hold = hold
 
     async def __call__(self, producer_id, producer_epoch, commit, coordinator_epoch,
                        partitions) -> bool:
@@ -88,7 +102,7 @@ class TxnMarkerWriter:
             by_leader: dict[int, list] = {}
             unknown = []  # not in the metadata cache: gone, or not learnt yet; asked anyway
             for t, p in remaining:
-                meta = self.broker.metadata.topics.get(t)
+                meta = self.metadata.topics.get(t)
                 if meta is not None and p < len(meta.partitions):
                     by_leader.setdefault(meta.partitions[p].leader, []).append((t, p))
                 else:
@@ -120,17 +134,16 @@ class TxnMarkerWriter:
         only if the cluster says so; until then they are tried again."""
         if not tps:
             return {}
-        known = await self.broker.metadata.topics_exist({t for t, _p in tps})
+        known = await self.metadata.topics_exist({t for t, _p in tps})
         return {(t, p): errors.NOT_LEADER_OR_FOLLOWER if known.get(t)
                 else errors.UNKNOWN_TOPIC_OR_PARTITION for t, p in tps}
 
     async def _send(self, leader, tps, producer_id, producer_epoch, commit, coordinator_epoch):
-        broker = self.broker
-        if leader == broker.config.node_id:
-            return await write_markers_locally(broker, producer_id, producer_epoch, commit,
-                                               coordinator_epoch, tps)
+        if leader == self.node_id:
+            return await write_markers_locally(self.replicas, self.groups, producer_id,
+                                               producer_epoch, commit, coordinator_epoch, tps)
         failed = {tp: errors.NOT_LEADER_OR_FOLLOWER for tp in tps}
-        if leader < 0 or broker.cluster is None:
+        if leader < 0 or self.channels is None:
             return failed
         R = WRITE_TXN_MARKERS.Request
         by_topic: dict[str, list[int]] = {}
@@ -142,7 +155,7 @@ class TxnMarkerWriter:
             topics=[R.WritableTxnMarker.WritableTxnMarkerTopic(name=t, partition_indexes=ps)
                     for t, ps in by_topic.items()])])
         try:
-            resp = await broker.cluster.channel("txn", leader).request(
+            resp = await self.channels.channel("txn", leader).request(
                 WRITE_TXN_MARKERS, WRITE_TXN_MARKERS.max_version, req)
         except ChannelError as e:
             log.info("WriteTxnMarkers to broker %d failed: %s", leader, e)

@@ -73,10 +73,6 @@ def delete_subject_key(subject: str) -> bytes:
     return _dumps({"keytype": "DELETE_SUBJECT", "subject": subject, "magic": 0})
 
 
-def clear_subject_key(subject: str) -> bytes:
-    return _dumps({"keytype": "CLEAR_SUBJECT", "subject": subject, "magic": 0})
-
-
 NOOP_KEY = _dumps({"keytype": "NOOP", "magic": 0})
 
 

@@ -187,24 +187,6 @@ class LogConfig:
         cfg.props = {k: (v if v is None else _to_text(v)) for k, v in props.items()}
         return cfg
 
-    @classmethod
-    def from_server_props(cls, server_props: dict) -> "LogConfig":
-        """Broker-wide defaults from server.properties keys (``log.segment.bytes``,
-        ``log.retention.hours``, ``message.max.bytes``, ...)."""
-        cfg = cls()
-        for name, keys in BROKER_SYNONYMS.items():
-            attr, kind, _d = PROPS[name]
-            for key in keys:
-                if key in server_props and server_props[key] is not None:
-                    raw = server_props[key]
-                    if key.endswith(".minutes"):
-                        raw = _parse(key, "long", raw) * 60_000
-                    elif key.endswith(".hours"):
-                        raw = _parse(key, "long", raw) * 3_600_000
-                    setattr(cfg, attr, _parse(key, kind, raw))
-                    break
-        return cfg
-
     def copy(self) -> "LogConfig":
         c = LogConfig.__new__(LogConfig)
         for attr in self.__slots__:
@@ -215,10 +197,6 @@ class LogConfig:
     def get(self, name: str):
         """Value of a property by its Kafka name."""
         return getattr(self, PROPS[name][0])
-
-    def to_props(self) -> dict[str, str]:
-        """Every known property with its effective value, as strings (for DescribeConfigs)."""
-        return {name: _to_text(getattr(self, attr)) for name, (attr, _k, _d) in PROPS.items()}
 
     def timestamp_window(self):
         """``(before_ms, after_ms)`` a CreateTime record's timestamp may lie around now

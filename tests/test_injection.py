@@ -38,7 +38,7 @@ def _produce(acks=-1):
 def test_the_next_requests_fail_and_then_the_handler_itself_is_back():
     broker = _Broker()
     original = broker.handlers[PRODUCE.key]
-    faults = FaultInjector(broker)
+    faults = FaultInjector(broker.handlers)
     faults.inject("produce", "NOT_LEADER_OR_FOLLOWER", 2)
     assert broker.handlers[PRODUCE.key] is not original
     assert broker.handlers[FETCH.key] is broker.handlers[METADATA.key]  # others untouched
@@ -53,7 +53,7 @@ def test_the_next_requests_fail_and_then_the_handler_itself_is_back():
 
 def test_a_failed_produce_with_acks_0_gets_no_answer():
     broker = _Broker()
-    faults = FaultInjector(broker)
+    faults = FaultInjector(broker.handlers)
     faults.inject(PRODUCE.key, errors.NOT_ENOUGH_REPLICAS)
     assert broker.handlers[PRODUCE.key](broker, _Ctx(PRODUCE), _produce(acks=0)) is NO_RESPONSE
 
@@ -61,7 +61,7 @@ def test_a_failed_produce_with_acks_0_gets_no_answer():
 def test_a_delay_holds_the_answer_back_until_it_is_ended():
     broker = _Broker()
     original = broker.handlers[FETCH.key]
-    faults = FaultInjector(broker)
+    faults = FaultInjector(broker.handlers)
     faults.delay("Fetch", 50)
 
     async def answer():
@@ -79,7 +79,7 @@ def test_a_delay_holds_the_answer_back_until_it_is_ended():
 def test_clear_puts_every_handler_back():
     broker = _Broker()
     before = dict(broker.handlers)
-    faults = FaultInjector(broker)
+    faults = FaultInjector(broker.handlers)
     faults.inject("Metadata", 5, 10)
     faults.delay("Produce", 10)
     faults.clear()
@@ -95,11 +95,11 @@ def test_clear_puts_every_handler_back():
 ])
 def test_faults_that_cannot_be_set_are_refused(api, error, count, message):
     with pytest.raises(FaultError, match=message):
-        FaultInjector(_Broker()).inject(api, error, count)
+        FaultInjector(_Broker().handlers).inject(api, error, count)
 
 
 def test_control_lines():
-    faults = FaultInjector(_Broker())
+    faults = FaultInjector(_Broker().handlers)
     answer = faults.command(json.dumps({"op": "inject", "api": "Produce",
                                         "error": "NOT_LEADER_OR_FOLLOWER", "count": 3}).encode())
     assert answer == {"ok": True, "faults": {

@@ -30,3 +30,21 @@ def test_the_tools_contract_names_every_module_of_the_broker_but_config_and_secu
     modules = {p.stem if p.is_file() else p.name for p in (REPO / "broker").iterdir()
                if (p.suffix == ".py" or (p / "__init__.py").exists()) and p.name != "__init__.py"}
     assert modules - forbidden == {"config", "security"}
+
+
+def test_every_module_of_the_broker_has_its_layer():
+    contracts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]
+    (rooms,) = [c for c in contracts["contracts"] if c.get("containers") == ["josefk.broker"]]
+    assert rooms["exhaustive"] and not rooms.get("exhaustive_ignores")
+    placed = {m.strip() for layer in rooms["layers"] for m in layer.replace(":", "|").split("|")}
+    modules = {p.stem if p.is_file() else p.name for p in (REPO / "broker").iterdir()
+               if (p.suffix == ".py" or (p / "__init__.py").exists()) and p.name != "__init__.py"}
+    assert modules == placed
+
+
+def test_handlers_and_lower_rooms_cannot_reach_the_process_wiring():
+    result = lint({"josefk/broker/handlers/_probe.py": "from josefk.broker import app\n",
+                   "josefk/broker/share/_probe.py": "from josefk.broker import dynamic\n"})
+    assert result.returncode != 0
+    assert "josefk.broker.handlers._probe -> josefk.broker.app" in result.stdout
+    assert "josefk.broker.share._probe -> josefk.broker.dynamic" in result.stdout

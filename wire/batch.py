@@ -40,7 +40,6 @@ _prefix = struct.Struct(">qiib")
 # The whole header, for code that unpacks many headers without building BatchHeaders.
 HEADER = struct.Struct(">qiibIhiqqqhii")
 _offset = struct.Struct(">q")
-_epoch = struct.Struct(">i")
 _length = struct.Struct(">i")
 _attributes = struct.Struct(">h")
 _timestamp = struct.Struct(">q")
@@ -177,10 +176,6 @@ def crc_ok(buf, h: BatchHeader) -> bool:
 
 def set_base_offset(buf, pos: int, offset: int) -> None:
     _offset.pack_into(buf, pos, offset)
-
-
-def set_leader_epoch(buf, pos: int, epoch: int) -> None:
-    _epoch.pack_into(buf, pos + 12, epoch)
 
 
 def compute_crc(buf, pos: int, size: int) -> int:

@@ -6,7 +6,10 @@ Encoders return a list of buffers so record data is never copied into the respon
 """
 from __future__ import annotations
 
+import linecache
+import re
 import struct
+from typing import Self
 
 from josefk.wire import types as T
 from josefk.wire.schema import BOOL, BYTES, RECORDS, STRING, UUID, Array, Field, Prim, Struct, camel
@@ -58,7 +61,7 @@ class Message:
 
     # -- codecs -------------------------------------------------------------------------------
     @classmethod
-    def decode(cls, buf, version: int, pos: int = 0):
+    def decode(cls, buf, version: int, pos: int = 0) -> tuple[Self, int]:
         """Decode from ``buf`` at ``pos``; returns ``(obj, end_pos)``; raises DecodeError."""
         fn = cls._decoders.get(version) or _compile(cls, version, decode=True)
         try:
@@ -66,7 +69,8 @@ class Message:
         except T.DecodeError:
             raise
         except _DECODE_ERRORS as e:
-            raise T.DecodeError(f"cannot decode {cls.__name__} v{version}: {e}") from None
+            # chained: its traceback shows the generated line that failed
+            raise T.DecodeError(f"cannot decode {cls.__name__} v{version}: {e}") from e
 
     def encode(self, version: int, out: bytearray | None = None) -> list:
         """Encode into a list of buffers (the first one may be ``out``)."""
@@ -146,7 +150,7 @@ def _make_init(klass):
     src = f"def __init__(self, *, {', '.join(args)}):\n" + ("\n".join(body) or "    pass") + "\n"
     if not args:
         src = "def __init__(self):\n    pass\n"
-    exec(src, ns)
+    _exec(src, ns, _source_name(klass, "init"))
     klass.__init__ = ns["__init__"]
 
 
@@ -420,13 +424,32 @@ T.struct_unpack_from = struct.unpack_from
 T.struct_pack = struct.pack
 
 
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def _source_name(klass, what: str) -> str:
+    """A stable name for generated code, by API and struct:
+    ``josefk/wire/_generated/produce/produce_request_v9_decode.py``."""
+    api = _snake(getattr(klass._api, "name", None) or "message")
+    return f"josefk/wire/_generated/{api}/{_snake(klass.__name__)}_{what}.py"
+
+
+def _exec(src: str, ns: dict, filename: str) -> None:
+    """Run generated source under ``filename``, kept in ``linecache`` (with no mtime, so never
+    evicted) so that a traceback through a codec shows its file, line and source."""
+    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
+    exec(compile(src, filename, "exec"), ns)
+
+
 def _compile(klass, version: int, decode: bool):
     api = klass._api
     if version not in api.versions:
         raise T.DecodeError(f"{api.name} v{version} is not supported")
     gen = _Gen(api.is_flexible(version), version)
     fname = gen.decoder(klass) if decode else gen.encoder(klass)
-    exec("\n\n".join(gen.sources), gen.ns)
+    _exec("\n\n".join(gen.sources), gen.ns,
+          _source_name(klass, f"v{version}_{'decode' if decode else 'encode'}"))
     fn = gen.ns[fname]
     (klass._decoders if decode else klass._encoders)[version] = fn
     return fn

@@ -50,21 +50,8 @@ def write_uvarint(out: bytearray, v: int) -> None:
     out.append(v)
 
 
-def read_varint(buf, p):
-    v, p = read_uvarint(buf, p)
-    return (v >> 1) ^ -(v & 1), p
-
-
 def write_varint(out: bytearray, v: int) -> None:
     write_uvarint(out, (v << 1) ^ (v >> 63))
-
-
-def uvarint_size(v: int) -> int:
-    n = 1
-    while v >= 0x80:
-        v >>= 7
-        n += 1
-    return n
 
 
 def _check(buf, end):
@@ -171,14 +158,6 @@ def records_size(r) -> int:
 def read_uuid(buf, p):
     _check(buf, p + 16)
     return _uuid.UUID(bytes=bytes(buf[p:p + 16])), p + 16
-
-
-def write_uuid(out: bytearray, u) -> None:
-    out += (u or ZERO_UUID).bytes
-
-
-def read_bool(buf, p):
-    return buf[p] != 0, p + 1
 
 
 def skip_tagged_fields(buf, p):

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from typing import TYPE_CHECKING
 
 from josefk.broker.channel import BrokerChannel, ChannelError
 from josefk.broker.control.controller import Controller
@@ -26,6 +27,11 @@ from josefk.broker.control.zk_metadata import ZkMetadataStore
 from josefk.wire import errors
 from josefk.wire.apis import ALTER_PARTITION, CONTROLLED_SHUTDOWN
 from josefk.zk import state as zs
+
+if TYPE_CHECKING:
+    from josefk.broker.config import BrokerConfig
+    from josefk.broker.security.sasl import InterBrokerSecurity
+    from josefk.zk.client import ZkClient
 
 log = logging.getLogger("josefk.cluster")
 
@@ -135,18 +141,22 @@ class SessionGuard:
 
 
 class ClusterMember:
-    def __init__(self, broker):
-        self.broker = broker
-        self.metadata: ZkMetadataStore = broker.metadata
-        self.node_id = broker.config.node_id
-        self.session = SessionGuard(broker.zk, self.node_id)
-        self.controller = Controller(broker)
+    def __init__(self, config: BrokerConfig, zk: ZkClient, metadata: ZkMetadataStore,
+                 inter_broker: InterBrokerSecurity):
+        """``inter_broker``: the security of the inter-broker listener (`InterBrokerSecurity`),
+        for the channels to other brokers."""
+        self.zk = zk
+        self.metadata = metadata
+        self.inter_broker = inter_broker
+        self.node_id = config.node_id
+        self.session = SessionGuard(zk, self.node_id)
+        self.controller = Controller(config, zk, metadata, inter_broker)
         self.controller_epoch = 0  # the newest controller epoch seen in its requests
         self.leader_endpoints: dict[int, tuple[str, int]] = {}  # from LeaderAndIsr live_leaders
         self._channels: dict[tuple[str, int], BrokerChannel] = {}
         self.isr_changes = IsrChangeSender(self)
         self._lost = False
-        broker.zk.on_session(self._on_session)
+        zk.on_session(self._on_session)
 
     async def start(self) -> None:
         await self.metadata.register()
@@ -164,7 +174,7 @@ class ClusterMember:
         if ch is None:
             ch = self._channels[(purpose, node_id)] = BrokerChannel(
                 node_id, host, port, f"broker-{self.node_id}-{purpose}",
-                self.broker.inter_broker)
+                self.inter_broker)
         else:
             ch.retarget(host, port)
         return ch
@@ -174,7 +184,7 @@ class ClusterMember:
         the replicas this broker can no longer serve."""
         async def notify():
             try:
-                await self.broker.zk.run(zs.notify_log_dir_failure, self.node_id)
+                await self.zk.run(zs.notify_log_dir_failure, self.node_id)
             except Exception:  # noqa: BLE001 - without ZooKeeper nobody can act on it anyway
                 log.exception("cannot tell the controller that a log dir failed")
         asyncio.ensure_future(notify())
@@ -254,7 +264,7 @@ class ClusterMember:
         await self.controller.stop()
         for ch in self._channels.values():
             ch.close()
-        await self.broker.zk.stop()
+        await self.zk.stop()
 
 
 class IsrChangeSender:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import TYPE_CHECKING
 
 from josefk.broker.control import election
 from josefk.broker.channel import BrokerChannel, ChannelError
@@ -21,6 +22,12 @@ from josefk.wire import errors
 from josefk.wire.apis import LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA
 from josefk.zk import state as zs
 from josefk.zk.client import ZkClosed
+
+if TYPE_CHECKING:
+    from josefk.broker.config import BrokerConfig
+    from josefk.broker.control.zk_metadata import ZkMetadataStore
+    from josefk.broker.security.sasl import InterBrokerSecurity
+    from josefk.zk.client import ZkClient
 
 log = logging.getLogger("josefk.controller")
 
@@ -69,11 +76,13 @@ class BrokerSender:
 
 
 class Controller:
-    def __init__(self, broker):
-        self.broker = broker
-        self.zk = broker.zk
-        self.node_id = broker.config.node_id
-        self.config = broker.config
+    def __init__(self, config: BrokerConfig, zk: ZkClient, metadata: ZkMetadataStore,
+                 inter_broker: InterBrokerSecurity):
+        self.zk = zk
+        self.metadata = metadata  # this broker's store: its controller id follows the election
+        self.inter_broker = inter_broker
+        self.node_id = config.node_id
+        self.config = config
         self.active = False
         self.stopped = False
         self.epoch = 0
@@ -103,7 +112,7 @@ class Controller:
         if holder is None:
             self._spawn(self._try_elect())
             return
-        self.broker.metadata.controller_id = holder
+        self.metadata.controller_id = holder
         if holder != self.node_id and self.active:
             asyncio.ensure_future(self.resign())
 
@@ -144,8 +153,8 @@ class Controller:
             self.epoch, self.epoch_zk_version = await self.zk.run(zs.increment_controller_epoch)
             log.info("broker %d is the controller (epoch %d)", self.node_id, self.epoch)
             self.active = True
-            self.broker.metadata.controller_id = self.node_id
-            self.live = await self.zk.run(zs.read_brokers, self.broker.inter_broker.listener)
+            self.metadata.controller_id = self.node_id
+            self.live = await self.zk.run(zs.read_brokers, self.inter_broker.listener)
             self.topics = await self.zk.run(zs.read_topics)
             self.states = await self.zk.run(zs.read_partition_states, self.topics)
             self.deleting = set()
@@ -216,7 +225,7 @@ class Controller:
             s = None
         if s is None:
             s = self.senders[info.node_id] = BrokerSender(self.node_id, info, self.backoff_s,
-                                                          self.broker.inter_broker)
+                                                          self.inter_broker)
         return s
 
     def _assignments(self) -> dict[tuple[str, int], list[int]]:
@@ -427,7 +436,7 @@ class Controller:
 
     # -- events -----------------------------------------------------------------------------------------
     async def _on_brokers(self, _children):
-        fresh = await self.zk.run(zs.read_brokers, self.broker.inter_broker.listener)
+        fresh = await self.zk.run(zs.read_brokers, self.inter_broker.listener)
         gone = {b for b in self.live if b not in fresh or fresh[b].epoch != self.live[b].epoch}
         new = {b for b in fresh if b not in self.live or b in gone}
         if not gone and not new:

@@ -2,16 +2,22 @@
 creating and deleting needs Alter on the cluster, describing needs Describe (as in Kafka)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from josefk.broker.security import acl
 from josefk.broker.security.authorizer import (CLUSTER, CLUSTER_NAME, AclBinding, AclFilter,
                                                allowed, binding_problem)
 from josefk.wire import errors
 from josefk.wire.apis import CREATE_ACLS, DELETE_ACLS, DESCRIBE_ACLS
 
+if TYPE_CHECKING:
+    from josefk.broker.handlers.services import Services
+    from josefk.wire.apis import CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest
+
 NO_AUTHORIZER = "No Authorizer is configured on the broker"
 
 
-def _refusal(broker, ctx, op):
+def _refusal(broker: Services, ctx, op):
     """(error code, message) when the request may not run, else None."""
     if broker.authorizer is None:
         return errors.SECURITY_DISABLED, NO_AUTHORIZER
@@ -29,7 +35,7 @@ def _filter(f) -> AclFilter | str:
                      f.principal_filter, f.host_filter, f.operation, f.permission_type)
 
 
-async def handle_create_acls(broker, ctx, req):
+async def handle_create_acls(broker: Services, ctx, req: CreateAclsRequest):
     R = CREATE_ACLS.Response
     refusal = _refusal(broker, ctx, acl.ALTER)
     if refusal is not None:
@@ -49,7 +55,7 @@ async def handle_create_acls(broker, ctx, req):
     return R(results=results)
 
 
-def handle_describe_acls(broker, ctx, req):
+def handle_describe_acls(broker: Services, ctx, req: DescribeAclsRequest):
     R = DESCRIBE_ACLS.Response
     refusal = _refusal(broker, ctx, acl.DESCRIBE)
     if refusal is not None:
@@ -69,7 +75,7 @@ def handle_describe_acls(broker, ctx, req):
         for (t, n, p), acls in by_resource.items()])
 
 
-async def handle_delete_acls(broker, ctx, req):
+async def handle_delete_acls(broker: Services, ctx, req: DeleteAclsRequest):
     R = DELETE_ACLS.Response
     M = R.DeleteAclsFilterResult.DeleteAclsMatchingAcl
     refusal = _refusal(broker, ctx, acl.ALTER)

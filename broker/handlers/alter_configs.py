@@ -5,6 +5,8 @@ the checks. As in Kafka, a topic's configs need AlterConfigs on the topic, a gro
 group, the others on the cluster."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from josefk.broker import group_configs
 from josefk.broker.client_metrics import InvalidSubscription, Subscription
 from josefk.broker.security import acl, authorizer, tls_reload
@@ -15,11 +17,15 @@ from josefk.broker.control.metadata import MetadataError
 from josefk.wire import errors
 from josefk.wire.apis import ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS
 
+if TYPE_CHECKING:
+    from josefk.broker.handlers.services import Services
+    from josefk.wire.apis import AlterConfigsRequest, IncrementalAlterConfigsRequest
+
 TOPIC, BROKER, CLIENT_METRICS, GROUP = 2, 4, 16, 32
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 
-def _overrides(broker, rtype, name) -> dict:
+def _overrides(broker: Services, rtype, name) -> dict:
     """The resource's current overrides. Raises MetadataError for an unknown resource."""
     if rtype == TOPIC:
         t = broker.metadata.topics.get(name)
@@ -44,7 +50,7 @@ def _overrides(broker, rtype, name) -> dict:
     raise MetadataError(errors.INVALID_REQUEST, f"Unsupported resource type {rtype}")
 
 
-def _may_alter(broker, ctx, res) -> int:
+def _may_alter(broker: Services, ctx, res) -> int:
     if res.resource_type == TOPIC:
         return (errors.NONE if allowed(broker, ctx, authorizer.TOPIC, res.resource_name,
                                        acl.ALTER_CONFIGS)
@@ -58,7 +64,8 @@ def _may_alter(broker, ctx, res) -> int:
             else errors.CLUSTER_AUTHORIZATION_FAILED)
 
 
-async def _change(broker, ctx, res, new_overrides, validate_only) -> tuple[int, str | None]:
+async def _change(broker: Services, ctx, res, new_overrides, validate_only) -> tuple[int,
+                  str | None]:
     denied = _may_alter(broker, ctx, res)
     if denied:
         return denied, "Authorization failed."
@@ -104,7 +111,7 @@ def _response(api, results):
         resource_name=res.resource_name) for res, (code, message) in results])
 
 
-async def handle_alter_configs(broker, ctx, req):
+async def handle_alter_configs(broker: Services, ctx, req: AlterConfigsRequest):
     results = []
     for res in req.resources:
         wanted = {c.name: c.value for c in res.configs}
@@ -113,7 +120,7 @@ async def handle_alter_configs(broker, ctx, req):
     return _response(ALTER_CONFIGS, results)
 
 
-def _incremental(broker, res):
+def _incremental(broker: Services, res):
     """The function turning the current overrides into the new ones for ``res``'s ops."""
     def apply(current: dict) -> dict:
         new = dict(current)
@@ -132,7 +139,7 @@ def _incremental(broker, res):
     return apply
 
 
-def _list_op(broker, res, c, new) -> str:
+def _list_op(broker: Services, res, c, new) -> str:
     topic_name = c.name if res.resource_type == TOPIC else BROKER_TO_TOPIC.get(c.name, c.name)
     if config_type(topic_name) != ConfigType.LIST:
         verb = "append" if c.config_operation == APPEND else "subtract"
@@ -155,7 +162,8 @@ def _list_op(broker, res, c, new) -> str:
     return ",".join(items)
 
 
-async def handle_incremental_alter_configs(broker, ctx, req):
+async def handle_incremental_alter_configs(broker: Services, ctx,
+                                           req: IncrementalAlterConfigsRequest):
     results = []
     for res in req.resources:
         results.append((res, await _change(broker, ctx, res, _incremental(broker, res),

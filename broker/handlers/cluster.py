@@ -1,13 +1,19 @@
 """DescribeCluster and DescribeTopicPartitions (KIP-966), used by Kafka 3.7+ admin tools."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from josefk.broker.security import acl
 from josefk.broker.security.authorizer import CLUSTER, CLUSTER_NAME, TOPIC, allowed, operations
 from josefk.wire import errors
 from josefk.wire.apis import DESCRIBE_CLUSTER, DESCRIBE_TOPIC_PARTITIONS
 
+if TYPE_CHECKING:
+    from josefk.broker.handlers.services import Services
+    from josefk.wire.apis import DescribeClusterRequest, DescribeTopicPartitionsRequest
 
-def handle_describe_cluster(broker, ctx, req):
+
+def handle_describe_cluster(broker: Services, ctx, req: DescribeClusterRequest):
     R = DESCRIBE_CLUSTER.Response
     md = broker.metadata
     if ctx.version >= 1 and req.endpoint_type != 1:  # only brokers are described, not controllers
@@ -23,7 +29,7 @@ def handle_describe_cluster(broker, ctx, req):
              error_message=None)
 
 
-def handle_describe_topic_partitions(broker, ctx, req):
+def handle_describe_topic_partitions(broker: Services, ctx, req: DescribeTopicPartitionsRequest):
     R = DESCRIBE_TOPIC_PARTITIONS.Response
     md = broker.metadata
     # Kafka answers the set of names, in order: a name asked twice is described once.

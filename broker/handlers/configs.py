@@ -3,6 +3,8 @@ Passwords and keys are described as sensitive, without their value, as Kafka des
 PASSWORD configs."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import re
 
 from josefk.broker.security import acl, authorizer, tls_reload
@@ -15,6 +17,10 @@ from josefk.broker.dynamic import DYNAMIC_BROKER_CONFIGS
 from josefk.wire import errors
 from josefk.wire.apis import DESCRIBE_CONFIGS, LIST_CONFIG_RESOURCES
 
+if TYPE_CHECKING:
+    from josefk.broker.handlers.services import Services
+    from josefk.wire.apis import DescribeConfigsRequest, ListConfigResourcesRequest
+
 R = DESCRIBE_CONFIGS.Response
 TOPIC, BROKER, CLIENT_METRICS, GROUP = 2, 4, 16, 32
 _SENSITIVE = re.compile(r"(^|\.)(ssl\.key\.password|ssl\.keystore\.password|"
@@ -25,7 +31,7 @@ def _shown(name, value):
     return None if _SENSITIVE.search(name) else value
 
 
-def handle_describe_configs(broker, ctx, req):
+def handle_describe_configs(broker: Services, ctx, req: DescribeConfigsRequest):
     results = []
     for res in req.resources:
         out = R.DescribeConfigsResult(resource_type=res.resource_type,
@@ -74,7 +80,7 @@ def handle_describe_configs(broker, ctx, req):
     return R(results=results)
 
 
-def _may_describe(broker, ctx, res) -> bool:
+def _may_describe(broker: Services, ctx, res) -> bool:
     """DescribeConfigs on the topic, or on the cluster for broker configs."""
     if res.resource_type == TOPIC:
         return allowed(broker, ctx, authorizer.TOPIC, res.resource_name, acl.DESCRIBE_CONFIGS)
@@ -84,7 +90,7 @@ def _may_describe(broker, ctx, res) -> bool:
                    acl.DESCRIBE_CONFIGS)
 
 
-def handle_list_config_resources(broker, ctx, req):
+def handle_list_config_resources(broker: Services, ctx, req: ListConfigResourcesRequest):
     """The config resources that exist: client metrics subscriptions (v0, which was
     ListClientMetricsResources), and from v1 topics and brokers too, as asked."""
     R = LIST_CONFIG_RESOURCES.Response

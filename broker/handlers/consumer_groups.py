@@ -2,14 +2,21 @@
 ConsumerGroupDescribe to ``coordinator.GroupCoordinator`` calls and back."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from josefk.broker.security import acl
 from josefk.broker.security.authorizer import GROUP, TOPIC, allowed, operations
 from josefk.coordinator.consumer_groups import Heartbeat
 from josefk.wire import errors
 from josefk.wire.apis import CONSUMER_GROUP_DESCRIBE, CONSUMER_GROUP_HEARTBEAT
 
+if TYPE_CHECKING:
+    from josefk.broker.handlers.services import Services
+    from josefk.wire.apis import ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest
 
-async def handle_consumer_group_heartbeat(broker, ctx, req):
+
+async def handle_consumer_group_heartbeat(broker: Services, ctx,
+                                          req: ConsumerGroupHeartbeatRequest):
     """Needs Read on the group (``requires_group`` in dispatch) and Describe on every topic it
     subscribes to by name; a regular expression only resolves to topics the member may
     describe."""
@@ -46,7 +53,7 @@ def heartbeat_assignment(R, assignment):
         for t, ps in sorted(assignment.items(), key=lambda kv: str(kv[0]))])
 
 
-def handle_consumer_group_describe(broker, ctx, req):
+def handle_consumer_group_describe(broker: Services, ctx, req: ConsumerGroupDescribeRequest):
     R = CONSUMER_GROUP_DESCRIBE.Response
     A = R.Assignment
     want_ops = req.include_authorized_operations

@@ -11,6 +11,8 @@ the stored v2 batches (``wire.legacy``); v4+ answers are the stored bytes, sent 
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from josefk.broker.security import acl
 from josefk.broker.security.authorizer import CLUSTER, CLUSTER_NAME, TOPIC, allowed
 from josefk.broker.fetch_sessions import FetchContext
@@ -19,13 +21,17 @@ from josefk.wire import errors
 from josefk.wire.apis import FETCH
 from josefk.wire.apis.fetch import fetching_replica_id
 
+if TYPE_CHECKING:
+    from josefk.broker.handlers.services import Services
+    from josefk.wire.apis import FetchRequest
+
 R = FETCH.Response
 _INT32_MAX = 0x7FFFFFFF
 READ_COMMITTED = 1
 _Aborted = R.FetchableTopicResponse.PartitionData.AbortedTransaction
 
 
-def handle_fetch(broker, ctx, req):
+def handle_fetch(broker: Services, ctx, req: FetchRequest):
     v = ctx.version
     fctx = _context(broker, req, v)
     if fctx.error:
@@ -63,7 +69,7 @@ def handle_fetch(broker, ctx, req):
     return broker.replicas.fetch_messages(params, reads, respond)
 
 
-def _denied(broker, ctx, replica_id, v, topics) -> set:
+def _denied(broker: Services, ctx, replica_id, v, topics) -> set:
     """The topics this client may not fetch: consumers need Read on the topic, followers
     ClusterAction on the cluster."""
     keys = {tkey for tkey, _fps in topics}
@@ -80,7 +86,7 @@ def _key(v):
     return (lambda t: t.topic_id) if v >= 13 else (lambda t: t.topic)
 
 
-def _context(broker, req, v) -> FetchContext:
+def _context(broker: Services, req, v) -> FetchContext:
     """The partitions this request reads: those it names, or its session's."""
     key = _key(v)
     topics = [(key(ft), ft.partitions) for ft in req.topics]
@@ -91,7 +97,7 @@ def _context(broker, req, v) -> FetchContext:
                                          privileged=fetching_replica_id(req, v) >= 0)
 
 
-def _response(broker, v, topics, results):
+def _response(broker: Services, v, topics, results):
     """The answer: ``topics`` as the request named them, the refused ones with their error,
     the others with the replica manager's ``results`` (in the same order)."""
     read = iter(results)
@@ -143,7 +149,7 @@ def _aborted(aborted):
     return [_Aborted(producer_id=pid, first_offset=first) for pid, first in aborted]
 
 
-def _leader(broker, topic, index):
+def _leader(broker: Services, topic, index):
     """KIP-951: the partition's current leader, sent with NOT_LEADER_OR_FOLLOWER and fencing
     errors so clients need not refresh their metadata first."""
     t = broker.metadata.topics.get(topic) if topic is not None else None

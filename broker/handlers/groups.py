@@ -1,6 +1,8 @@
 """Consumer group APIs: translate requests to `coordinator.GroupCoordinator` calls and back."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from josefk.broker.security import acl
 from josefk.broker.security.authorizer import (CLUSTER, CLUSTER_NAME, GROUP, TRANSACTIONAL_ID,
                                                allowed, operations)
@@ -11,10 +13,21 @@ from josefk.wire.types import uuid_from_base64
 from josefk.wire.apis import (DELETE_GROUPS, DESCRIBE_GROUPS, FIND_COORDINATOR, HEARTBEAT,
                               JOIN_GROUP, LEAVE_GROUP, LIST_GROUPS, SYNC_GROUP)
 
+if TYPE_CHECKING:
+    from josefk.broker.handlers.services import Services
+    from josefk.wire.apis import (DeleteGroupsRequest,
+                                  DescribeGroupsRequest,
+                                  FindCoordinatorRequest,
+                                  HeartbeatRequest,
+                                  JoinGroupRequest,
+                                  LeaveGroupRequest,
+                                  ListGroupsRequest,
+                                  SyncGroupRequest)
+
 GROUP_KEY, TRANSACTION_KEY, SHARE_KEY = 0, 1, 2
 
 
-def handle_find_coordinator(broker, ctx, req):
+def handle_find_coordinator(broker: Services, ctx, req: FindCoordinatorRequest):
     R = FIND_COORDINATOR.Response
     v = ctx.version
     keys = req.coordinator_keys if v >= 4 else [req.key]
@@ -36,9 +49,9 @@ def handle_find_coordinator(broker, ctx, req):
             code, msg = errors.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."
         else:
             if req.key_type == GROUP_KEY:
-                node = _coordinator_of(broker, ensure_offsets_topic(broker), broker.groups, key)
+                node = _coordinator_of(broker, ensure_offsets_topic(broker.internal_topics), broker.groups, key)
             elif req.key_type == TRANSACTION_KEY:
-                node = _coordinator_of(broker, ensure_txn_topic(broker), broker.txn, key)
+                node = _coordinator_of(broker, ensure_txn_topic(broker.internal_topics), broker.txn, key)
             else:
                 node = broker.metadata.brokers.get(
                     broker.share_persister.coordinator_node(*share_key(key)))
@@ -68,7 +81,7 @@ def share_key(key: str):
         return None
 
 
-def _coordinator_of(broker, topic, coordinator, key):
+def _coordinator_of(broker: Services, topic, coordinator, key):
     """The broker leading ``key``'s partition of the coordinator's internal ``topic``
     (``__consumer_offsets`` for a group, ``__transaction_state`` for a transactional id), or
     None while the topic is being created."""
@@ -80,7 +93,7 @@ def _coordinator_of(broker, topic, coordinator, key):
     return broker.metadata.brokers.get(topic.partitions[index].leader)
 
 
-async def handle_join_group(broker, ctx, req):
+async def handle_join_group(broker: Services, ctx, req: JoinGroupRequest):
     R = JOIN_GROUP.Response
     v = ctx.version
     if broker.share_groups.has(req.group_id):  # the id names a share group
@@ -103,7 +116,7 @@ async def handle_join_group(broker, ctx, req):
                       for m, i, md in res.members])
 
 
-async def handle_sync_group(broker, ctx, req):
+async def handle_sync_group(broker: Services, ctx, req: SyncGroupRequest):
     R = SYNC_GROUP.Response
     v = ctx.version
     res = await broker.groups.sync_group(
@@ -114,13 +127,13 @@ async def handle_sync_group(broker, ctx, req):
              protocol_name=res.protocol_name, assignment=res.assignment or b"")
 
 
-def handle_heartbeat(broker, ctx, req):
+def handle_heartbeat(broker: Services, ctx, req: HeartbeatRequest):
     code = broker.groups.heartbeat(req.group_id, req.generation_id, req.member_id,
                                    req.group_instance_id)
     return HEARTBEAT.Response(error_code=code)
 
 
-async def handle_leave_group(broker, ctx, req):
+async def handle_leave_group(broker: Services, ctx, req: LeaveGroupRequest):
     R = LEAVE_GROUP.Response
     if ctx.version >= 3:
         members = [(m.member_id, m.group_instance_id, m.reason) for m in req.members]
@@ -134,7 +147,7 @@ async def handle_leave_group(broker, ctx, req):
                          error_code=r.error) for r in results])
 
 
-def handle_describe_groups(broker, ctx, req):
+def handle_describe_groups(broker: Services, ctx, req: DescribeGroupsRequest):
     R = DESCRIBE_GROUPS.Response
     want_ops = ctx.version >= 3 and req.include_authorized_operations
     out = []
@@ -156,7 +169,7 @@ def handle_describe_groups(broker, ctx, req):
     return R(groups=out)
 
 
-def handle_list_groups(broker, ctx, req):
+def handle_list_groups(broker: Services, ctx, req: ListGroupsRequest):
     R = LIST_GROUPS.Response
     v = ctx.version
     types = {t.strip().lower() for t in req.types_filter} if v >= 5 and req.types_filter \
@@ -175,7 +188,7 @@ def handle_list_groups(broker, ctx, req):
                       group_type=t) for g, t in listed])
 
 
-async def handle_delete_groups(broker, ctx, req):
+async def handle_delete_groups(broker: Services, ctx, req: DeleteGroupsRequest):
     R = DELETE_GROUPS.Response
     names = [g for g in req.groups_names if allowed(broker, ctx, GROUP, g, acl.DELETE)]
     shared = [g for g in names if broker.share_groups.has(g)]

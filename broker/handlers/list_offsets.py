@@ -5,6 +5,8 @@ base offsets of segments last modified at or before it (and the log end offset),
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import time
 
 from josefk.broker.security import acl
@@ -12,13 +14,17 @@ from josefk.broker.security.authorizer import TOPIC, allowed
 from josefk.wire import errors
 from josefk.wire.apis import LIST_OFFSETS
 
+if TYPE_CHECKING:
+    from josefk.broker.handlers.services import Services
+    from josefk.wire.apis import ListOffsetsRequest
+
 R = LIST_OFFSETS.Response
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
 READ_COMMITTED = 1
 DEBUGGING_REPLICA_ID = -2  # a tool's ListOffsets any replica answers, not only the leader
 
 
-def handle_list_offsets(broker, ctx, req):
+def handle_list_offsets(broker: Services, ctx, req: ListOffsetsRequest):
     read_committed = ctx.version >= 2 and req.isolation_level == READ_COMMITTED
     topics_out = []
     for t in req.topics:

@@ -2,14 +2,20 @@
 with its partitions' sizes and offset lag, and the dir's total and usable bytes)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import os
 from pathlib import Path
 
 from josefk.wire import errors
 from josefk.wire.apis import DELETE_RECORDS, DESCRIBE_LOG_DIRS
 
+if TYPE_CHECKING:
+    from josefk.broker.handlers.services import Services
+    from josefk.wire.apis import DeleteRecordsRequest, DescribeLogDirsRequest
 
-async def handle_delete_records(broker, ctx, req):
+
+async def handle_delete_records(broker: Services, ctx, req: DeleteRecordsRequest):
     """Like Kafka's delayed DeleteRecords: answered once every live replica's log starts at
     the offset (`ReplicaManager.delete_records`), or at the timeout."""
     R = DELETE_RECORDS.Response
@@ -27,7 +33,7 @@ async def handle_delete_records(broker, ctx, req):
     return R(topics=topics)
 
 
-def handle_describe_log_dirs(broker, ctx, req):
+def handle_describe_log_dirs(broker: Services, ctx, req: DescribeLogDirsRequest):
     R = DESCRIBE_LOG_DIRS.Response
     wanted = None if req.topics is None else {
         (t.topic, p) for t in req.topics for p in t.partitions}

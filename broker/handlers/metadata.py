@@ -1,15 +1,21 @@
 """Metadata: brokers, controller, topics with partitions (auto-creating topics if allowed)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from josefk.broker.security import acl, authorizer
 from josefk.broker.security.authorizer import CLUSTER, CLUSTER_NAME, TOPIC
 from josefk.broker.control.metadata import topic_name_error
 from josefk.wire import errors
 from josefk.wire.apis import METADATA
 
+if TYPE_CHECKING:
+    from josefk.broker.handlers.services import Services
+    from josefk.wire.apis import MetadataRequest
+
 R = METADATA.Response
 
-def handle_metadata(broker, ctx, req):
+def handle_metadata(broker: Services, ctx, req: MetadataRequest):
     v = ctx.version
     md = broker.metadata
     if req.topics is None or (v == 0 and not req.topics):
@@ -36,7 +42,7 @@ def handle_metadata(broker, ctx, req):
                  8 <= v <= 10 and req.include_cluster_authorized_operations))
 
 
-def _refused(broker, ctx, name, auto_create):
+def _refused(broker: Services, ctx, name, auto_create):
     """TOPIC_AUTHORIZATION_FAILED for a topic the client may not describe (or, missing, may
     not create), else None."""
     if not isinstance(name, str):
@@ -50,7 +56,7 @@ def _refused(broker, ctx, name, auto_create):
         topic_authorized_operations=acl.NOT_REQUESTED)
 
 
-def _topic(broker, name, auto_create, topic_ops, v):
+def _topic(broker: Services, name, auto_create, topic_ops, v):
     md = broker.metadata
     if not isinstance(name, str):  # an unknown topic id
         return R.MetadataResponseTopic(error_code=errors.UNKNOWN_TOPIC_ID, name=None,
@@ -76,7 +82,7 @@ def _topic(broker, name, auto_create, topic_ops, v):
                                      lambda: _existing_topic(broker, t, topic_ops))
 
 
-def _existing_topic(broker, t, topic_ops):
+def _existing_topic(broker: Services, t, topic_ops):
     parts = [_partition(broker, t.name, p) for p in t.partitions]
     return R.MetadataResponseTopic(name=t.name, topic_id=t.topic_id, is_internal=t.internal,
                                    partitions=parts, topic_authorized_operations=topic_ops)
@@ -106,7 +112,7 @@ class TopicMetadataCache:
         return enc
 
 
-def _partition(broker, name, p):
+def _partition(broker: Services, name, p):
     if p.leader == broker.metadata.local.node_id and (name, p.index) in broker.replicas.offline:
         # Its log here cannot be served and no other replica took over (yet): no leader, this
         # broker's replica offline (as Kafka reports a partition whose only log dir failed).

@@ -6,16 +6,22 @@ OffsetCommit and OffsetFetch name topics by id: an id this broker does not know 
 UNKNOWN_TOPIC_ID."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from josefk.broker.security import acl
 from josefk.broker.security.authorizer import GROUP, TOPIC, allowed
 from josefk.broker.control.metadata import partition_exists
 from josefk.wire import errors
 from josefk.wire.apis import OFFSET_COMMIT, OFFSET_DELETE, OFFSET_FETCH
 
+if TYPE_CHECKING:
+    from josefk.broker.handlers.services import Services
+    from josefk.wire.apis import OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest
+
 NO_OFFSET = -1
 
 
-def _by_name(broker, topics, by_id: bool) -> list:
+def _by_name(broker: Services, topics, by_id: bool) -> list:
     """[(topic entry, its topic's name or None for an unknown id)] of a request's topics."""
     if not by_id:
         return [(t, t.name) for t in topics]
@@ -23,7 +29,7 @@ def _by_name(broker, topics, by_id: bool) -> list:
     return [(t, known[t.topic_id].name if t.topic_id in known else None) for t in topics]
 
 
-async def handle_offset_commit(broker, ctx, req):
+async def handle_offset_commit(broker: Services, ctx, req: OffsetCommitRequest):
     R = OFFSET_COMMIT.Response
     v = ctx.version
     offsets = {}
@@ -58,7 +64,8 @@ async def handle_offset_commit(broker, ctx, req):
         for p in t.partitions]) for t, name in topics])
 
 
-def _fetch_group(broker, ctx, group_id, topics, require_stable, by_id=False, member_id=None,
+def _fetch_group(broker: Services, ctx, group_id, topics, require_stable, by_id=False,
+                 member_id=None,
                  member_epoch=-1):
     """(error, [(topic, [(partition, offset, epoch, metadata, error)])]) for one group. The
     group needs Describe; topics the client may not describe are refused when named, left out
@@ -100,7 +107,7 @@ def _topic_field(version, topic) -> dict:
     return {"topic_id": topic} if version >= 10 else {"name": topic}
 
 
-def handle_offset_fetch(broker, ctx, req):
+def handle_offset_fetch(broker: Services, ctx, req: OffsetFetchRequest):
     R = OFFSET_FETCH.Response
     v = ctx.version
     if v >= 8:
@@ -128,7 +135,7 @@ def handle_offset_fetch(broker, ctx, req):
             for p, o, e, m, err in parts]) for name, parts in topics])
 
 
-async def handle_offset_delete(broker, ctx, req):
+async def handle_offset_delete(broker: Services, ctx, req: OffsetDeleteRequest):
     R = OFFSET_DELETE.Response
     if not allowed(broker, ctx, GROUP, req.group_id, acl.DELETE):
         return R(error_code=errors.GROUP_AUTHORIZATION_FAILED)

@@ -8,6 +8,8 @@ Produce v0-2 carry message formats v0/v1: those (and only those) are stored as o
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from josefk.broker.security import acl
 from josefk.broker.security.authorizer import TOPIC, TRANSACTIONAL_ID, allowed
 from josefk.broker.guards import produce_topic_error
@@ -16,13 +18,17 @@ from josefk.broker.handlers import NO_RESPONSE
 from josefk.wire import errors
 from josefk.wire.apis import PRODUCE
 
+if TYPE_CHECKING:
+    from josefk.broker.handlers.services import Services
+    from josefk.wire.apis import ProduceRequest
+
 R = PRODUCE.Response
 _VALID_ACKS = (0, 1, -1)
 _LEADER_HINT_VERSION = 10
 _OLD_FORMATS_BEFORE = 3  # Produce versions below this may carry message formats v0/v1
 
 
-def handle_produce(broker, ctx, req):
+def handle_produce(broker: Services, ctx, req: ProduceRequest):
     acks = req.acks
     topics = []  # (topic data, the error refusing all of it) in request order
     appends = []  # (name, partition data) of the topics appended to
@@ -48,7 +54,7 @@ def handle_produce(broker, ctx, req):
                                           old_formats=ctx.version < _OLD_FORMATS_BEFORE)
 
 
-def _response(broker, ctx, acks, topics, results):
+def _response(broker: Services, ctx, acks, topics, results):
     if acks == 0:
         return NO_RESPONSE
     appended = iter(results)
@@ -80,7 +86,7 @@ def _response(broker, ctx, acks, topics, results):
              node_endpoints=_endpoints(broker, ctx, topics_out) if hints else [])
 
 
-def _leader_hint(broker, ctx, out, topic, index) -> bool:
+def _leader_hint(broker: Services, ctx, out, topic, index) -> bool:
     """KIP-951: tell a v10+ client the partition's current leader with the error."""
     if ctx.version < _LEADER_HINT_VERSION:
         return False
@@ -95,7 +101,7 @@ def _leader_hint(broker, ctx, out, topic, index) -> bool:
     return True
 
 
-def _endpoints(broker, ctx, topics_out):
+def _endpoints(broker: Services, ctx, topics_out):
     brokers = {i: b.on(ctx.listener) for i, b in broker.metadata.brokers.items()}
     brokers = {i: b for i, b in brokers.items() if b is not None}
     ids = {p.current_leader.leader_id for t in topics_out for p in t.partition_responses

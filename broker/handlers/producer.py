@@ -2,6 +2,8 @@
 coordinator."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from josefk.broker.security import acl
 from josefk.broker.security.authorizer import (CLUSTER, CLUSTER_NAME, TOPIC, TRANSACTIONAL_ID,
                                                allowed, allowed_on_any)
@@ -9,10 +11,14 @@ from josefk.coordinator.producer_ids import ProducerIdsUnavailable
 from josefk.wire import errors
 from josefk.wire.apis import INIT_PRODUCER_ID
 
+if TYPE_CHECKING:
+    from josefk.broker.handlers.services import Services
+    from josefk.wire.apis import InitProducerIdRequest
+
 R = INIT_PRODUCER_ID.Response
 
 
-def handle_init_producer_id(broker, ctx, req):
+def handle_init_producer_id(broker: Services, ctx, req: InitProducerIdRequest):
     if req.transactional_id is not None:
         if not allowed(broker, ctx, TRANSACTIONAL_ID, req.transactional_id, acl.WRITE):
             return R(error_code=errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, producer_id=-1,
@@ -29,7 +35,7 @@ def handle_init_producer_id(broker, ctx, req):
     return R(producer_id=pid, producer_epoch=epoch)
 
 
-async def _init_transactional(broker, req):
+async def _init_transactional(broker: Services, req):
     code, pid, epoch = await broker.txn.init_producer_id(
         req.transactional_id, req.transaction_timeout_ms, req.producer_id, req.producer_epoch)
     return R(error_code=code, producer_id=pid, producer_epoch=epoch)

@@ -2,11 +2,17 @@
 Describing needs DescribeConfigs on the cluster, altering AlterConfigs (as in Kafka)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from josefk.broker.security import acl
 from josefk.broker.security.authorizer import CLUSTER, CLUSTER_NAME, allowed
 from josefk.broker.security.quotas import CLIENT, DEFAULT, KEYS, USER
 from josefk.wire import errors
 from josefk.wire.apis import ALTER_CLIENT_QUOTAS, DESCRIBE_CLIENT_QUOTAS
+
+if TYPE_CHECKING:
+    from josefk.broker.handlers.services import Services
+    from josefk.wire.apis import AlterClientQuotasRequest, DescribeClientQuotasRequest
 
 EXACT, DEFAULT_MATCH, SPECIFIED = 0, 1, 2
 
@@ -16,7 +22,7 @@ def _wire_entity(R, entity):
             for t, n in entity]
 
 
-def handle_describe_client_quotas(broker, ctx, req):
+def handle_describe_client_quotas(broker: Services, ctx, req: DescribeClientQuotasRequest):
     R = DESCRIBE_CLIENT_QUOTAS.Response
     if not allowed(broker, ctx, CLUSTER, CLUSTER_NAME, acl.DESCRIBE_CONFIGS):
         return R(error_code=errors.CLUSTER_AUTHORIZATION_FAILED,
@@ -48,7 +54,7 @@ def _matches(component, name) -> bool:
     return name == component.match
 
 
-async def handle_alter_client_quotas(broker, ctx, req):
+async def handle_alter_client_quotas(broker: Services, ctx, req: AlterClientQuotasRequest):
     R = ALTER_CLIENT_QUOTAS.Response
     may = allowed(broker, ctx, CLUSTER, CLUSTER_NAME, acl.ALTER_CONFIGS)
     out = []

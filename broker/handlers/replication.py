@@ -7,6 +7,8 @@ refused with STALE_CONTROLLER_EPOCH (no controller may steer it).
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import logging
 
 from josefk.broker.security import acl
@@ -18,12 +20,22 @@ from josefk.wire.apis import (ALTER_PARTITION, CONTROLLED_SHUTDOWN, ELECT_LEADER
                               OFFSET_FOR_LEADER_EPOCH, STOP_REPLICA, UPDATE_METADATA)
 from josefk.zk.client import ZkClosed
 
+if TYPE_CHECKING:
+    from josefk.broker.handlers.services import Services
+    from josefk.wire.apis import (AlterPartitionRequest,
+                                  ControlledShutdownRequest,
+                                  ElectLeadersRequest,
+                                  LeaderAndIsrRequest,
+                                  OffsetForLeaderEpochRequest,
+                                  StopReplicaRequest,
+                                  UpdateMetadataRequest)
+
 
 log = logging.getLogger("josefk.replication")
 FULL = 1  # LeaderAndIsr type: every partition of the broker (sent when it joins)
 
 
-def _controller_request_error(broker, req) -> int:
+def _controller_request_error(broker: Services, req) -> int:
     """Kafka's checks of a request from the controller: not meant for an earlier registration
     of this broker (KIP-380; e.g. one that reached it late over a connection from before a
     network partition, and would overwrite newer state), and not from an older controller."""
@@ -34,7 +46,7 @@ def _controller_request_error(broker, req) -> int:
     return broker.cluster.check_controller_epoch(req.controller_epoch)
 
 
-async def handle_leader_and_isr(broker, ctx, req):
+async def handle_leader_and_isr(broker: Services, ctx, req: LeaderAndIsrRequest):
     R = LEADER_AND_ISR.Response
     v = ctx.version
     if v >= 2:
@@ -63,7 +75,7 @@ async def handle_leader_and_isr(broker, ctx, req):
         for topic, _tid, ps in items])
 
 
-async def _apply_roles(broker, req, items, v, results) -> None:
+async def _apply_roles(broker: Services, req, items, v, results) -> None:
     """Take the roles ``items`` give; each partition's error into ``results``."""
     cluster = broker.cluster
     for b in req.live_leaders:
@@ -93,7 +105,7 @@ async def _apply_roles(broker, req, items, v, results) -> None:
         cluster.session.roles_received(req.broker_epoch)
 
 
-async def _create_logs(broker, items):
+async def _create_logs(broker: Services, items):
     """The logs of partitions new to this broker, made off the event loop (a topic of
     thousands of partitions takes seconds); a log that cannot be made is reported by
     ``apply``, which tries again."""
@@ -110,7 +122,7 @@ async def _create_logs(broker, items):
             pass
 
 
-def _delete_strays(broker, assigned):
+def _delete_strays(broker: Services, assigned):
     """A full LeaderAndIsr lists every partition this broker should host: logs kept here for
     topics the cluster no longer has (deleted while this broker was away) go."""
     known = broker.metadata.topics
@@ -121,7 +133,7 @@ def _delete_strays(broker, assigned):
     broker.replicas.stop_replicas(strays)
 
 
-def handle_update_metadata(broker, ctx, req):
+def handle_update_metadata(broker: Services, ctx, req: UpdateMetadataRequest):
     err = _controller_request_error(broker, req)
     if not err:
         if ctx.version < 5:
@@ -130,7 +142,7 @@ def handle_update_metadata(broker, ctx, req):
     return UPDATE_METADATA.Response(error_code=err)
 
 
-def handle_stop_replica(broker, ctx, req):
+def handle_stop_replica(broker: Services, ctx, req: StopReplicaRequest):
     R = STOP_REPLICA.Response
     v = ctx.version
     if v >= 3:
@@ -150,7 +162,7 @@ def handle_stop_replica(broker, ctx, req):
         for t, p, _d in items])
 
 
-async def handle_alter_partition(broker, ctx, req):
+async def handle_alter_partition(broker: Services, ctx, req: AlterPartitionRequest):
     R = ALTER_PARTITION.Response
     v = ctx.version
     controller = broker.cluster.controller if broker.cluster else None
@@ -180,7 +192,7 @@ async def handle_alter_partition(broker, ctx, req):
         for name, ps in by_topic.items()])
 
 
-async def handle_controlled_shutdown(broker, ctx, req):
+async def handle_controlled_shutdown(broker: Services, ctx, req: ControlledShutdownRequest):
     R = CONTROLLED_SHUTDOWN.Response
     controller = broker.cluster.controller if broker.cluster else None
     if controller is None or not controller.active:
@@ -191,7 +203,7 @@ async def handle_controlled_shutdown(broker, ctx, req):
         R.RemainingPartition(topic_name=t, partition_index=p) for t, p in remaining])
 
 
-async def handle_elect_leaders(broker, ctx, req):
+async def handle_elect_leaders(broker: Services, ctx, req: ElectLeadersRequest):
     R = ELECT_LEADERS.Response
     v = ctx.version
     controller = broker.cluster.controller if broker.cluster else None
@@ -216,7 +228,7 @@ async def handle_elect_leaders(broker, ctx, req):
         R.ReplicaElectionResult(topic=t, partition_result=ps) for t, ps in by_topic.items()])
 
 
-def handle_offset_for_leader_epoch(broker, ctx, req):
+def handle_offset_for_leader_epoch(broker: Services, ctx, req: OffsetForLeaderEpochRequest):
     R = OFFSET_FOR_LEADER_EPOCH.Response
     from_follower = ctx.version >= 3 and req.replica_id >= 0
     cluster_action = allowed(broker, ctx, CLUSTER, CLUSTER_NAME, acl.CLUSTER_ACTION)

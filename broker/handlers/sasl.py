@@ -8,15 +8,21 @@ After SaslHandshake v0 the client sends its tokens as bare size-prefixed frames 
 server's tokens the same way (``sasl_token``); a failure there can only be told by closing."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from josefk.broker.security.listeners import Authenticated, BareTokens, CloseAfter, Reply
 from josefk.broker.security.sasl import AuthenticationFailed, new_exchange
 from josefk.wire import errors
 from josefk.wire.apis import SASL_AUTHENTICATE, SASL_HANDSHAKE
 
+if TYPE_CHECKING:
+    from josefk.broker.handlers.services import Services
+    from josefk.wire.apis import SaslAuthenticateRequest, SaslHandshakeRequest
+
 AFTER_SUCCESS = "SaslAuthenticate request received after successful authentication"
 
 
-def handle_sasl_handshake(broker, ctx, req):
+def handle_sasl_handshake(broker: Services, ctx, req: SaslHandshakeRequest):
     sec = ctx.connection.security
     listener = sec.listener
     if not listener.sasl or sec.exchange is not None or (ctx.connection.authenticated
@@ -32,7 +38,7 @@ def handle_sasl_handshake(broker, ctx, req):
     return Reply(resp, BareTokens()) if ctx.version == 0 else resp
 
 
-async def handle_sasl_authenticate(broker, ctx, req):
+async def handle_sasl_authenticate(broker: Services, ctx, req: SaslAuthenticateRequest):
     R = SASL_AUTHENTICATE.Response
     sec = ctx.connection.security
     if sec.exchange is None:
@@ -49,14 +55,14 @@ async def handle_sasl_authenticate(broker, ctx, req):
                    session_lifetime_ms=sec.listener.reauth_ms), event)
 
 
-async def sasl_token(broker, sec, token: bytes):
+async def sasl_token(broker: Services, sec, token: bytes):
     """One bare token after SaslHandshake v0: (the server's token to send back bare, or None
     when the exchange failed, which only a close can tell; the event for the connection)."""
     reply, _failure, event = await _step(broker, sec, token)
     return reply, event
 
 
-async def _step(broker, sec, token: bytes):
+async def _step(broker: Services, sec, token: bytes):
     """Feed the exchange under way one client token: (server token, None, `Authenticated` once
     the exchange is done, else None), or (None, the failure message, `CloseAfter` the delay)."""
     reauthenticating = sec.expires_at is not None

@@ -2,6 +2,8 @@
 salted password; the broker stores only the salt, stored key, server key and iterations."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from josefk.broker.security import acl
 from josefk.broker.security.authorizer import CLUSTER, CLUSTER_NAME, allowed
 from josefk.broker.security.sasl import (MAX_ITERATIONS, MIN_ITERATIONS, SCRAM_CODES,
@@ -9,8 +11,14 @@ from josefk.broker.security.sasl import (MAX_ITERATIONS, MIN_ITERATIONS, SCRAM_C
 from josefk.wire import errors
 from josefk.wire.apis import ALTER_USER_SCRAM_CREDENTIALS, DESCRIBE_USER_SCRAM_CREDENTIALS
 
+if TYPE_CHECKING:
+    from josefk.broker.handlers.services import Services
+    from josefk.wire.apis import (AlterUserScramCredentialsRequest,
+                                  DescribeUserScramCredentialsRequest)
 
-async def handle_describe_user_scram_credentials(broker, ctx, req):
+
+async def handle_describe_user_scram_credentials(broker: Services, ctx,
+                                                 req: DescribeUserScramCredentialsRequest):
     R = DESCRIBE_USER_SCRAM_CREDENTIALS.Response
     store = broker.credentials
     if req.users is None or not req.users:
@@ -40,7 +48,8 @@ async def handle_describe_user_scram_credentials(broker, ctx, req):
     return R(results=results, error_message=None)
 
 
-async def handle_alter_user_scram_credentials(broker, ctx, req):
+async def handle_alter_user_scram_credentials(broker: Services, ctx,
+                                              req: AlterUserScramCredentialsRequest):
     R = ALTER_USER_SCRAM_CREDENTIALS.Response
     store = broker.credentials
     if not allowed(broker, ctx, CLUSTER, CLUSTER_NAME, acl.ALTER):

@@ -5,6 +5,8 @@ translated to `coordinator.share_groups`, `broker.share.manager` and `coordinato
 calls and back."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import asyncio
 import uuid
 
@@ -20,6 +22,21 @@ from josefk.wire.apis import (ALTER_SHARE_GROUP_OFFSETS, DELETE_SHARE_GROUP_OFFS
                               SHARE_GROUP_DESCRIBE, SHARE_GROUP_HEARTBEAT,
                               WRITE_SHARE_GROUP_STATE)
 
+if TYPE_CHECKING:
+    from josefk.broker.handlers.services import Services
+    from josefk.wire.apis import (AlterShareGroupOffsetsRequest,
+                                  DeleteShareGroupOffsetsRequest,
+                                  DeleteShareGroupStateRequest,
+                                  DescribeShareGroupOffsetsRequest,
+                                  InitializeShareGroupStateRequest,
+                                  ReadShareGroupStateRequest,
+                                  ReadShareGroupStateSummaryRequest,
+                                  ShareAcknowledgeRequest,
+                                  ShareFetchRequest,
+                                  ShareGroupDescribeRequest,
+                                  ShareGroupHeartbeatRequest,
+                                  WriteShareGroupStateRequest)
+
 LATEST = -1
 _ZERO = uuid.UUID(int=0)
 BATCH_OPTIMIZED, RECORD_LIMIT = 0, 1  # ShareFetch v2's ShareAcquireMode (KIP-1206)
@@ -27,7 +44,7 @@ BATCH_OPTIMIZED, RECORD_LIMIT = 0, 1  # ShareFetch v2's ShareAcquireMode (KIP-12
 
 # -- membership, at the group coordinator ---------------------------------------------------------
 
-async def handle_share_group_heartbeat(broker, ctx, req):
+async def handle_share_group_heartbeat(broker: Services, ctx, req: ShareGroupHeartbeatRequest):
     R = SHARE_GROUP_HEARTBEAT.Response
     denied = [t for t in req.subscribed_topic_names or ()
               if not allowed(broker, ctx, TOPIC, t, acl.DESCRIBE)]
@@ -42,7 +59,7 @@ async def handle_share_group_heartbeat(broker, ctx, req):
              assignment=heartbeat_assignment(R, res.assignment))
 
 
-def handle_share_group_describe(broker, ctx, req):
+def handle_share_group_describe(broker: Services, ctx, req: ShareGroupDescribeRequest):
     R = SHARE_GROUP_DESCRIBE.Response
     by_id = broker.metadata.topics_by_id
     out = []
@@ -81,7 +98,7 @@ def _ack_batches(p):
             for b in p.acknowledgement_batches]
 
 
-def _leader(broker, topic_id, index):
+def _leader(broker: Services, topic_id, index):
     meta = broker.metadata.topics_by_id.get(topic_id)
     if meta is None or not 0 <= index < len(meta.partitions):
         return -1, -1
@@ -89,7 +106,7 @@ def _leader(broker, topic_id, index):
     return p.leader, p.leader_epoch
 
 
-def _endpoints(broker, ctx, R, leaders):
+def _endpoints(broker: Services, ctx, R, leaders):
     out = []
     for node_id in sorted(leaders):
         b = broker.metadata.brokers.get(node_id)
@@ -99,13 +116,13 @@ def _endpoints(broker, ctx, R, leaders):
     return out
 
 
-def _topic_denied(broker, ctx, topic_ids) -> set:
+def _topic_denied(broker: Services, ctx, topic_ids) -> set:
     by_id = broker.metadata.topics_by_id
     return {t for t in topic_ids
             if t in by_id and not allowed(broker, ctx, TOPIC, by_id[t].name, acl.READ)}
 
 
-def _acks_by_partition(broker, topics, denied):
+def _acks_by_partition(broker: Services, topics, denied):
     """{(topic, index, topic id): batches} of the request's acknowledgements, and the errors of
     those that cannot be applied: {(topic id, index): error}."""
     by_id = broker.metadata.topics_by_id
@@ -125,7 +142,7 @@ def _acks_by_partition(broker, topics, denied):
     return acks, bad
 
 
-async def handle_share_fetch(broker, ctx, req):
+async def handle_share_fetch(broker: Services, ctx, req: ShareFetchRequest):
     R = SHARE_FETCH.Response
     v = ctx.version
     manager = broker.share
@@ -183,7 +200,7 @@ async def handle_share_fetch(broker, ctx, req):
              node_endpoints=_endpoints(broker, ctx, R, leaders))
 
 
-async def handle_share_acknowledge(broker, ctx, req):
+async def handle_share_acknowledge(broker: Services, ctx, req: ShareAcknowledgeRequest):
     R = SHARE_ACKNOWLEDGE.Response
     v = ctx.version
     manager = broker.share
@@ -235,14 +252,15 @@ async def _per_partition(api, result, req, answer):
     return R(results=results)
 
 
-async def handle_initialize_share_group_state(broker, ctx, req):
+async def handle_initialize_share_group_state(broker: Services, ctx,
+                                              req: InitializeShareGroupStateRequest):
     async def answer(topic_id, p):
         return {"error_code": await broker.share_state.initialize(
             req.group_id, topic_id, p.partition, p.state_epoch, p.start_offset)}
     return await _per_partition(INITIALIZE_SHARE_GROUP_STATE, "InitializeStateResult", req, answer)
 
 
-async def handle_read_share_group_state(broker, ctx, req):
+async def handle_read_share_group_state(broker: Services, ctx, req: ReadShareGroupStateRequest):
     B = READ_SHARE_GROUP_STATE.Response.StateBatch
 
     async def answer(topic_id, p):
@@ -254,7 +272,7 @@ async def handle_read_share_group_state(broker, ctx, req):
     return await _per_partition(READ_SHARE_GROUP_STATE, "ReadStateResult", req, answer)
 
 
-async def handle_write_share_group_state(broker, ctx, req):
+async def handle_write_share_group_state(broker: Services, ctx, req: WriteShareGroupStateRequest):
     v = ctx.version
 
     async def answer(topic_id, p):
@@ -265,14 +283,16 @@ async def handle_write_share_group_state(broker, ctx, req):
     return await _per_partition(WRITE_SHARE_GROUP_STATE, "WriteStateResult", req, answer)
 
 
-async def handle_delete_share_group_state(broker, ctx, req):
+async def handle_delete_share_group_state(broker: Services, ctx,
+                                          req: DeleteShareGroupStateRequest):
     async def answer(topic_id, p):
         return {"error_code": await broker.share_state.delete(req.group_id, topic_id,
                                                              p.partition)}
     return await _per_partition(DELETE_SHARE_GROUP_STATE, "DeleteStateResult", req, answer)
 
 
-async def handle_read_share_group_state_summary(broker, ctx, req):
+async def handle_read_share_group_state_summary(broker: Services, ctx,
+                                                req: ReadShareGroupStateSummaryRequest):
     async def answer(topic_id, p):
         code, state_epoch, leader_epoch, start, complete = broker.share_state.summary(
             req.group_id, topic_id, p.partition)
@@ -283,7 +303,7 @@ async def handle_read_share_group_state_summary(broker, ctx, req):
 
 # -- admin, at the group coordinator ---------------------------------------------------------------
 
-async def latest_offset(broker, topic: str, index: int) -> int:
+async def latest_offset(broker: Services, topic: str, index: int) -> int:
     """The partition's high watermark, asked of its leader; -1 when it cannot be had."""
     part = broker.replicas.leader_partition(topic, index)
     if part is not None:
@@ -304,7 +324,7 @@ async def latest_offset(broker, topic: str, index: int) -> int:
     return p.offset if not p.error_code else -1
 
 
-async def share_offsets(broker, group_id, partitions):
+async def share_offsets(broker: Services, group_id, partitions):
     """[(topic, topic id, index, start offset, leader epoch, lag, error)] of ``group_id``'s
     share-partitions ``partitions`` [(topic, topic id, index)]: their state's summary from the
     share coordinators, the lag as Kafka 4.2 counts it (records from the start offset to the
@@ -320,7 +340,8 @@ async def share_offsets(broker, group_id, partitions):
     return await asyncio.gather(*(one(*p) for p in partitions))
 
 
-async def handle_describe_share_group_offsets(broker, ctx, req):
+async def handle_describe_share_group_offsets(broker: Services, ctx,
+                                              req: DescribeShareGroupOffsetsRequest):
     R = DESCRIBE_SHARE_GROUP_OFFSETS.Response
     out = []
     for g in req.groups:
@@ -363,7 +384,7 @@ async def handle_describe_share_group_offsets(broker, ctx, req):
     return R(groups=out)
 
 
-async def _empty_share_group(broker, ctx, group_id, op, R, create=False):
+async def _empty_share_group(broker: Services, ctx, group_id, op, R, create=False):
     """(the share group, None), or (None, the response refusing the request): the admin
     offset APIs need ``op`` on the group, and a group without members (``create``: made if
     it does not exist)."""
@@ -375,7 +396,8 @@ async def _empty_share_group(broker, ctx, group_id, op, R, create=False):
     return group, None
 
 
-async def handle_alter_share_group_offsets(broker, ctx, req):
+async def handle_alter_share_group_offsets(broker: Services, ctx,
+                                           req: AlterShareGroupOffsetsRequest):
     """Start an empty share group's share-partitions over at the given offsets: a fresh state
     under the next state epoch (the partitions' leaders are fenced and read it again). A group
     that does not exist yet is created, empty, as Kafka does."""
@@ -408,7 +430,8 @@ async def handle_alter_share_group_offsets(broker, ctx, req):
     return R(responses=out)
 
 
-async def handle_delete_share_group_offsets(broker, ctx, req):
+async def handle_delete_share_group_offsets(broker: Services, ctx,
+                                            req: DeleteShareGroupOffsetsRequest):
     """Forget an empty share group's state on the given topics."""
     R = DELETE_SHARE_GROUP_OFFSETS.Response
     group, refused = await _empty_share_group(broker, ctx, req.group_id, acl.DELETE, R)

@@ -3,8 +3,14 @@ broker's `ClientMetricsManager` (broker/client_metrics.py), which keeps what cli
 the Prometheus endpoint."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from josefk.broker.client_metrics import ACCEPTED_COMPRESSION
 from josefk.wire.apis import GET_TELEMETRY_SUBSCRIPTIONS, PUSH_TELEMETRY
+
+if TYPE_CHECKING:
+    from josefk.broker.handlers.services import Services
+    from josefk.wire.apis import GetTelemetrySubscriptionsRequest, PushTelemetryRequest
 
 
 def _client(ctx) -> dict:
@@ -15,7 +21,8 @@ def _client(ctx) -> dict:
             "client_source_port": ctx.connection.client_port}
 
 
-def handle_get_telemetry_subscriptions(broker, ctx, req):
+def handle_get_telemetry_subscriptions(broker: Services, ctx,
+                                       req: GetTelemetrySubscriptionsRequest):
     R = GET_TELEMETRY_SUBSCRIPTIONS.Response
     manager = broker.client_metrics
     code, inst = manager.get_subscriptions(req.client_instance_id, _client(ctx))
@@ -25,7 +32,7 @@ def handle_get_telemetry_subscriptions(broker, ctx, req):
              requested_metrics=inst.requested_metrics())
 
 
-def handle_push_telemetry(broker, ctx, req):
+def handle_push_telemetry(broker: Services, ctx, req: PushTelemetryRequest):
     code = broker.client_metrics.push(req.client_instance_id, _client(ctx), req.subscription_id,
                                       req.terminating, req.compression_type, req.metrics)
     return PUSH_TELEMETRY.Response(error_code=code)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import collections
+from typing import TYPE_CHECKING
 
 from josefk.broker.security import acl
 from josefk.broker.security.authorizer import CLUSTER, CLUSTER_NAME, TOPIC, allowed
@@ -11,8 +12,12 @@ from josefk.broker.control.metadata import MetadataError
 from josefk.wire import errors
 from josefk.wire.apis import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS
 
+if TYPE_CHECKING:
+    from josefk.broker.handlers.services import Services
+    from josefk.wire.apis import CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest
 
-async def handle_create_topics(broker, ctx, req):
+
+async def handle_create_topics(broker: Services, ctx, req: CreateTopicsRequest):
     R = CREATE_TOPICS.Response
     cfg = broker.config
     out = []
@@ -55,7 +60,7 @@ async def handle_create_topics(broker, ctx, req):
     return R(topics=out)
 
 
-async def handle_delete_topics(broker, ctx, req):
+async def handle_delete_topics(broker: Services, ctx, req: DeleteTopicsRequest):
     R = DELETE_TOPICS.Response
     md = broker.metadata
     if ctx.version >= 6:
@@ -99,7 +104,7 @@ async def handle_delete_topics(broker, ctx, req):
     return R(responses=out)
 
 
-async def handle_create_partitions(broker, ctx, req):
+async def handle_create_partitions(broker: Services, ctx, req: CreatePartitionsRequest):
     R = CREATE_PARTITIONS.Response
     out = []
     for t in req.topics:

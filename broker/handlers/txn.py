@@ -7,6 +7,8 @@ DescribeTransactions and ListTransactions (which lists only those), Read on the 
 DescribeProducers, ClusterAction for the broker-to-broker forms."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from josefk.broker.security import acl
 from josefk.broker.security.authorizer import (CLUSTER, CLUSTER_NAME, GROUP, TOPIC,
                                                TRANSACTIONAL_ID, allowed)
@@ -19,6 +21,17 @@ from josefk.wire.apis import (ADD_OFFSETS_TO_TXN, ADD_PARTITIONS_TO_TXN, DESCRIB
                               DESCRIBE_TRANSACTIONS, END_TXN, LIST_TRANSACTIONS, TXN_OFFSET_COMMIT,
                               WRITE_TXN_MARKERS)
 
+if TYPE_CHECKING:
+    from josefk.broker.handlers.services import Services
+    from josefk.wire.apis import (AddOffsetsToTxnRequest,
+                                  AddPartitionsToTxnRequest,
+                                  DescribeProducersRequest,
+                                  DescribeTransactionsRequest,
+                                  EndTxnRequest,
+                                  ListTransactionsRequest,
+                                  TxnOffsetCommitRequest,
+                                  WriteTxnMarkersRequest)
+
 _CLIENT_VERSIONS = 3  # AddPartitionsToTxn v0-3 come from producers, v4+ from brokers
 
 
@@ -30,11 +43,12 @@ def _topic_results(R, topics, codes):
         for p in t.partitions]) for t in topics]
 
 
-def _may_write_txn(broker, ctx, tid) -> bool:
+def _may_write_txn(broker: Services, ctx, tid) -> bool:
     return allowed(broker, ctx, TRANSACTIONAL_ID, tid, acl.WRITE)
 
 
-async def _add_partitions(broker, ctx, tid, pid, epoch, topics, verify_only=False) -> dict:
+async def _add_partitions(broker: Services, ctx, tid, pid, epoch, topics,
+                          verify_only=False) -> dict:
     """{(topic, partition): error} for one transaction. Partitions of topics the client may not
     write (internal ones included) or does not know fail the whole request (the others answer
     OPERATION_NOT_ATTEMPTED), as in Kafka."""
@@ -54,7 +68,7 @@ async def _add_partitions(broker, ctx, tid, pid, epoch, topics, verify_only=Fals
     return {tp: code for tp in wanted}
 
 
-async def handle_add_partitions_to_txn(broker, ctx, req):
+async def handle_add_partitions_to_txn(broker: Services, ctx, req: AddPartitionsToTxnRequest):
     R = ADD_PARTITIONS_TO_TXN.Response
     if ctx.version <= _CLIENT_VERSIONS:
         tid, topics = req.v3_and_below_transactional_id, req.v3_and_below_topics
@@ -77,13 +91,13 @@ async def handle_add_partitions_to_txn(broker, ctx, req):
     return R(results_by_transaction=results)
 
 
-async def handle_add_offsets_to_txn(broker, ctx, req):
+async def handle_add_offsets_to_txn(broker: Services, ctx, req: AddOffsetsToTxnRequest):
     R = ADD_OFFSETS_TO_TXN.Response
     if not _may_write_txn(broker, ctx, req.transactional_id):
         return R(error_code=errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     if not allowed(broker, ctx, GROUP, req.group_id, acl.READ):
         return R(error_code=errors.GROUP_AUTHORIZATION_FAILED)
-    if ensure_offsets_topic(broker) is None:
+    if ensure_offsets_topic(broker.internal_topics) is None:
         return R(error_code=errors.COORDINATOR_NOT_AVAILABLE)
     tp = (OFFSETS_TOPIC, broker.groups.partition_for(req.group_id))
     code = await broker.txn.add_partitions(req.transactional_id, req.producer_id,
@@ -91,7 +105,7 @@ async def handle_add_offsets_to_txn(broker, ctx, req):
     return R(error_code=code)
 
 
-async def handle_end_txn(broker, ctx, req):
+async def handle_end_txn(broker: Services, ctx, req: EndTxnRequest):
     if not _may_write_txn(broker, ctx, req.transactional_id):
         return END_TXN.Response(error_code=errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     code = await broker.txn.end_txn(req.transactional_id, req.producer_id, req.producer_epoch,
@@ -99,7 +113,7 @@ async def handle_end_txn(broker, ctx, req):
     return END_TXN.Response(error_code=code)
 
 
-async def handle_txn_offset_commit(broker, ctx, req):
+async def handle_txn_offset_commit(broker: Services, ctx, req: TxnOffsetCommitRequest):
     R = TXN_OFFSET_COMMIT.Response
     v = ctx.version
     offsets, codes = {}, {}
@@ -129,15 +143,16 @@ async def handle_txn_offset_commit(broker, ctx, req):
         for p in t.partitions]) for t in req.topics])
 
 
-async def handle_write_txn_markers(broker, ctx, req):
+async def handle_write_txn_markers(broker: Services, ctx, req: WriteTxnMarkersRequest):
     R = WRITE_TXN_MARKERS.Response
     MR = R.WritableTxnMarkerResult
     TR = MR.WritableTxnMarkerTopicResult
     out = []
     for m in req.markers:
         tps = [(t.name, p) for t in m.topics for p in t.partition_indexes]
-        codes = await write_markers_locally(broker, m.producer_id, m.producer_epoch,
-                                            m.transaction_result, m.coordinator_epoch, tps)
+        codes = await write_markers_locally(broker.replicas, broker.groups, m.producer_id,
+                                            m.producer_epoch, m.transaction_result,
+                                            m.coordinator_epoch, tps)
         out.append(MR(producer_id=m.producer_id, topics=[TR(name=t.name, partitions=[
             TR.WritableTxnMarkerPartitionResult(partition_index=p,
                                                 error_code=codes[(t.name, p)])
@@ -145,7 +160,7 @@ async def handle_write_txn_markers(broker, ctx, req):
     return R(markers=out)
 
 
-def handle_describe_transactions(broker, ctx, req):
+def handle_describe_transactions(broker: Services, ctx, req: DescribeTransactionsRequest):
     R = DESCRIBE_TRANSACTIONS.Response
     S = R.TransactionState
     out = []
@@ -169,7 +184,7 @@ def handle_describe_transactions(broker, ctx, req):
     return R(transaction_states=out)
 
 
-def handle_list_transactions(broker, ctx, req):
+def handle_list_transactions(broker: Services, ctx, req: ListTransactionsRequest):
     R = LIST_TRANSACTIONS.Response
     known = set(STATE_NAMES.values())
     states = set(req.state_filters)
@@ -184,7 +199,7 @@ def handle_list_transactions(broker, ctx, req):
                            transaction_state=t.state_name) for t in txns])
 
 
-def handle_describe_producers(broker, ctx, req):
+def handle_describe_producers(broker: Services, ctx, req: DescribeProducersRequest):
     R = DESCRIBE_PRODUCERS.Response
     PR = R.TopicResponse.PartitionResponse
     topics = []

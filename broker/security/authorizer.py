@@ -11,7 +11,7 @@ import asyncio
 import json
 import os
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from josefk.broker.security import acl
 from josefk.wire import errors
@@ -186,20 +186,27 @@ class AclAuthorizer:
 
 
 # -- what handlers call ------------------------------------------------------------------------------
-def allowed(broker, ctx, resource_type: int, name: str, op: int) -> bool:
+class Authorizing(Protocol):
+    """What the checks below need of the broker: its authorizer (None: everything allowed)."""
+
+    @property
+    def authorizer(self) -> AclAuthorizer | None: ...
+
+
+def allowed(broker: Authorizing, ctx, resource_type: int, name: str, op: int) -> bool:
     """May the client of ``ctx`` do ``op`` on the resource? Always, without an authorizer."""
     a = broker.authorizer
     return a is None or a.authorize(ctx.connection.security.principal, ctx.client_host,
                                     resource_type, name, op)
 
 
-def allowed_on_any(broker, ctx, resource_type: int, op: int) -> bool:
+def allowed_on_any(broker: Authorizing, ctx, resource_type: int, op: int) -> bool:
     a = broker.authorizer
     return a is None or a.authorize_any(ctx.connection.security.principal, ctx.client_host,
                                         resource_type, op)
 
 
-def operations(broker, ctx, resource_type: int, name: str, requested: bool) -> int:
+def operations(broker: Authorizing, ctx, resource_type: int, name: str, requested: bool) -> int:
     """The authorized-operations field of a response (NOT_REQUESTED unless asked for)."""
     if not requested:
         return acl.NOT_REQUESTED

@@ -34,16 +34,6 @@ PRECEDENCE = [("u", "c"), ("u", DEFAULT), ("u", None), (DEFAULT, "c"), (DEFAULT,
               (DEFAULT, None), (None, "c"), (None, DEFAULT)]
 
 
-def entity_key(user: str | None, client: str | None, *, user_set: bool, client_set: bool):
-    """A stored entity: ((USER, name|DEFAULT) if set, (CLIENT, name|DEFAULT) if set)."""
-    parts = []
-    if user_set:
-        parts.append((USER, user if user is not None else DEFAULT))
-    if client_set:
-        parts.append((CLIENT, client if client is not None else DEFAULT))
-    return tuple(parts)
-
-
 class Rate:
     """A windowed rate as Kafka measures it: ``samples`` windows of ``window_s`` seconds; windows
     older than ``samples * window_s`` are forgotten."""

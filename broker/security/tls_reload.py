@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import logging
 import re
+from typing import Any, Protocol
 
-from josefk.broker.config import DEFAULTS, ConfigError
+from josefk.broker.config import DEFAULTS, BrokerConfig, ConfigError
 from josefk.broker.security.listeners import (RELOADABLE_TLS, listener_value, pkcs12_store,
                                               server_ssl_context, tls_settings)
 
@@ -30,10 +31,24 @@ def reloadable(name: str) -> bool:
     return m is not None and m.group(1) in RELOADABLE_TLS
 
 
+class Reloading(Protocol):
+    """What checking new TLS stores needs: the static config, the cluster-wide dynamic layer
+    (``dynamic.cluster_default``) and the listeners."""
+
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def dynamic(self) -> Any: ...
+
+    @property
+    def listeners(self) -> list: ...
+
+
 class _Layers:
     """The broker config as it would be with ``per_broker`` as this broker's dynamic layer."""
 
-    def __init__(self, broker, per_broker: dict):
+    def __init__(self, broker: Reloading, per_broker: dict):
         dyn = broker.dynamic
         self.props = {**DEFAULTS, **broker.config.explicit, **dyn.cluster_default, **per_broker}
 
@@ -42,7 +57,7 @@ class _Layers:
         return default if v is None or v == "" else v
 
 
-def check(broker, resource_name: str, overrides: dict) -> None:
+def check(broker: Reloading, resource_name: str, overrides: dict) -> None:
     """Raise `Refused` when the new overrides of broker ``resource_name``
     ("" = the cluster default) would give a TLS listener stores that do not load or a
     certificate Kafka would refuse."""
@@ -106,14 +121,14 @@ def _sans(cert) -> list:
     return sorted(str(n.value) for n in ext.value)
 
 
-def apply(broker) -> None:
+def apply(config, listeners) -> None:
     """Give every TLS listener whose stores changed in the broker config a new context."""
-    for listener in broker.listeners:
-        settings = tls_settings(broker.config, listener.name)
+    for listener in listeners:
+        settings = tls_settings(config, listener.name)
         if not listener.tls or settings == listener.tls_settings:
             continue
         try:
-            listener.current_context = server_ssl_context(broker.config, listener.name)
+            listener.current_context = server_ssl_context(config, listener.name)
         except ConfigError as e:  # checked before it was stored; a store may have gone since
             log.error("listener %s keeps its TLS keys: %s", listener.name, e)
             continue

@@ -23,13 +23,18 @@ import asyncio
 import logging
 import os
 import time
+from typing import TYPE_CHECKING, Protocol
 
 from josefk.broker import group_configs
+from josefk.broker.replication.leaders import FencedLeaders
 from josefk.broker.replication.purgatory import DelayedFetch
 from josefk.broker.share.partition import SharePartition, StateError
 from josefk.storage.log import FileRegion
 from josefk.wire import errors
 from josefk.wire.batch import HEADER_SIZE, iter_headers, read_header
+
+if TYPE_CHECKING:
+    from josefk.broker.share.persister import Persister
 
 log = logging.getLogger("josefk.share")
 
@@ -120,18 +125,35 @@ def _fenced_error(code: int) -> int:
     return code
 
 
+class TopicIds(Protocol):
+    """The metadata's topics by id."""
+
+    topics_by_id: dict
+
+
+class GroupSettings(Protocol):
+    """A group's effective configs (`group_configs.GroupConfigs`)."""
+
+    def get(self, group_id: str, name: str) -> str: ...
+    def int(self, group_id: str, name: str) -> int: ...
+
+
 class SharePartitionManager:
-    def __init__(self, broker, persister, clock):
-        self.broker = broker
+    def __init__(self, replicas: FencedLeaders, metadata: TopicIds, configs: GroupSettings,
+                 persister: Persister, clock, max_sessions: int):
+        self.replicas = replicas
+        self.metadata = metadata
+        self.configs = configs
         self.persister = persister
         self.clock = clock
         self.partitions: dict[tuple, SharedPartition] = {}  # (group, topic, index)
         self.sessions: dict[tuple, ShareSession] = {}  # (group, member)
-        self.max_sessions = broker.config.int("group.share.max.share.sessions")
+        self.max_sessions = max_sessions
 
-    @property
-    def configs(self):
-        return self.broker.group_configs
+    def _may_serve(self, topic: str, index: int) -> bool:
+        """False while this broker's leadership of the partition is fenced (its ZooKeeper
+        session in doubt): another leader's share-partition may deliver the same records."""
+        return not self.replicas.fenced_leader(topic, index)
 
     # ------------------------------------------------------------------ share-partitions
     def lock_ms(self, group_id: str) -> int:
@@ -140,10 +162,10 @@ class SharePartitionManager:
     def shared(self, group_id, topic, index, topic_id) -> SharedPartition | int:
         """The share-partition of ``group_id`` on this leader's ``topic``-``index``, made (and
         its initialization started: ``ready``) if needed; else the error to answer."""
-        part = self.broker.replicas.leader_partition(topic, index)
+        part = self.replicas.leader_partition(topic, index)
         if part is None:
-            return self.broker.replicas.not_hosted_error(topic, index)
-        if not self.broker.may_serve_share(topic, index):
+            return self.replicas.not_hosted_error(topic, index)
+        if not self._may_serve(topic, index):
             return errors.NOT_LEADER_OR_FOLLOWER
         key = (group_id, topic, index)
         entry = self.partitions.get(key)
@@ -203,11 +225,6 @@ class SharePartitionManager:
     def partition_moved(self, topic: str, index: int) -> None:
         """This broker no longer leads ``topic``-``index``: its share-partitions go."""
         for entry in [e for k, e in self.partitions.items() if k[1:] == (topic, index)]:
-            self.fence(entry, errors.NOT_LEADER_OR_FOLLOWER)
-
-    def forget_group_partitions(self, group_id, topic, index) -> None:
-        entry = self.partitions.get((group_id, topic, index))
-        if entry is not None:
             self.fence(entry, errors.NOT_LEADER_OR_FOLLOWER)
 
     def shutdown(self) -> None:
@@ -288,14 +305,14 @@ class SharePartitionManager:
         out = {}
         renew = renew and self.configs.get(group_id, "share.renew.acknowledge.enable") == "true"
         for (topic, index, topic_id), batches in acks.items():
-            if not self.broker.may_serve_share(topic, index):
+            if not self._may_serve(topic, index):
                 out[(topic, index, topic_id)] = errors.NOT_LEADER_OR_FOLLOWER
                 continue
             entry = self.partitions.get((group_id, topic, index))
             if entry is None or not entry.ready.done() or entry.error:
-                part = self.broker.replicas.leader_partition(topic, index)
+                part = self.replicas.leader_partition(topic, index)
                 out[(topic, index, topic_id)] = (errors.INVALID_RECORD_STATE if part is not None
-                                                 else self.broker.replicas.not_hosted_error(topic, index))
+                                                 else self.replicas.not_hosted_error(topic, index))
                 continue
             try:
                 if entry.sp.acknowledge(member_id, batches, renew):
@@ -313,7 +330,7 @@ class SharePartitionManager:
         session's), waiting up to ``max_wait_ms`` for some; at most ``max_records`` if
         ``strict``, else whole batches up to the one that reaches it. Returns {(topic id,
         index): (error, records, acquired)}."""
-        by_id = self.broker.metadata.topics_by_id
+        by_id = self.metadata.topics_by_id
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max_wait_ms / 1000
         loading = {}  # share-partitions being initialized: the others are answered meanwhile

@@ -140,9 +140,6 @@ class SharePartition:
                 return r.first
         return self.next_offset
 
-    def has_available(self) -> bool:
-        return any(r.state == AVAILABLE for r in self.runs)
-
     def acquire(self, member: str, fetch_offset: int, batches, max_records: int,
                 strict: bool = False) -> list:
         """Acquire for ``member`` what the ``batches`` read from ``fetch_offset`` hold: an

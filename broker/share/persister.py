@@ -13,8 +13,8 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from josefk.broker.channel import ChannelError
-from josefk.broker.group_log import ensure_internal_topic
+from josefk.broker.channel import ChannelError, Channels
+from josefk.broker.group_log import InternalTopics
 from josefk.wire import errors
 from josefk.wire.apis import (DELETE_SHARE_GROUP_STATE, INITIALIZE_SHARE_GROUP_STATE,
                               READ_SHARE_GROUP_STATE, READ_SHARE_GROUP_STATE_SUMMARY,
@@ -29,15 +29,15 @@ _RETRIABLE = (errors.NOT_COORDINATOR, errors.COORDINATOR_NOT_AVAILABLE,
 BACKOFF_S = (0.05, 0.1, 0.2, 0.5, 1.0)
 
 
-def ensure_share_state_topic(broker):
+def ensure_share_state_topic(topics: InternalTopics):
     """``__share_group_state``'s metadata, asking for its creation if needed (None until it
     exists). Like Kafka: delete policy, kept forever, pruned by the share coordinator."""
-    cfg = broker.config
+    cfg = topics.config
     replication = cfg.int("share.coordinator.state.topic.replication.factor")
     min_isr = min(cfg.int("share.coordinator.state.topic.min.isr"),
-                  replication if broker.cluster is not None else 1)
-    return ensure_internal_topic(
-        broker, SHARE_STATE_TOPIC, cfg.int("share.coordinator.state.topic.num.partitions"),
+                  replication if topics.clustered else 1)
+    return topics.ensure(
+        SHARE_STATE_TOPIC, cfg.int("share.coordinator.state.topic.num.partitions"),
         replication,
         {"cleanup.policy": "delete", "retention.ms": "-1", "compression.type": "producer",
          "min.insync.replicas": str(min_isr), "unclean.leader.election.enable": "false",
@@ -45,17 +45,19 @@ def ensure_share_state_topic(broker):
 
 
 class Persister:
-    def __init__(self, broker, timeout_s: float = 10.0):
-        self.broker = broker
+    def __init__(self, topics: InternalTopics, coordinator, node_id: int,
+                 channels: Channels | None, timeout_s: float = 10.0):
+        """``coordinator`` is this broker's share coordinator (``coordinator.share_state``);
+        ``channels`` None on a single broker, which is the coordinator of everything."""
+        self.topics = topics
+        self.coordinator = coordinator
+        self.node_id = node_id
+        self.channels = channels
         self.timeout_s = timeout_s
-
-    @property
-    def coordinator(self):
-        return self.broker.share_state
 
     def coordinator_node(self, group_id, topic_id, partition):
         """The broker id of the share coordinator, or None while there is none."""
-        topic = ensure_share_state_topic(self.broker)
+        topic = ensure_share_state_topic(self.topics)
         if topic is None:
             return None
         index = self.coordinator.partition_for(group_id, topic_id, partition)
@@ -157,11 +159,11 @@ class Persister:
             node = self.coordinator_node(group_id, topic_id, partition)
             if node is None:
                 result = errors.COORDINATOR_NOT_AVAILABLE
-            elif node == self.broker.config.node_id:
+            elif node == self.node_id:
                 result = await local()
             else:
                 try:
-                    result = await remote(self.broker.cluster.channel("share", node))
+                    result = await remote(self.channels.channel("share", node))
                 except ChannelError as e:
                     log.debug("share coordinator %d unreachable: %s", node, e)
                     result = errors.COORDINATOR_NOT_AVAILABLE

@@ -50,6 +50,9 @@ ALL_APIS = sorted([
 
 API_BY_KEY = {api.key: api for api in ALL_APIS}
 assert len(API_BY_KEY) == len(ALL_APIS), "duplicate api key"
+# Each API's request and response classes by name (``ProduceRequest``), for annotations; their
+# types are in __init__.pyi, which ``python -m josefk.wire.stubs`` writes.
+globals().update({cls.__name__: cls for api in ALL_APIS for cls in (api.Request, api.Response)})
 
 __all__ = [
     "ADD_OFFSETS_TO_TXN", "ADD_PARTITIONS_TO_TXN", "ALL_APIS", "ALTER_CLIENT_QUOTAS",
