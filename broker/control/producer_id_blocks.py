@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from josefk.coordinator.producer_ids import BLOCK_SIZE, ProducerIdsUnavailable
+from josefk.coordinator.txn.producer_ids import BLOCK_SIZE, ProducerIdsUnavailable
 from josefk.zk.producer_ids import claim_block
 
 log = logging.getLogger("josefk.producer_ids")

@@ -36,10 +36,10 @@ from josefk.wire.internal_topics.share_groups import (SHARE_GROUP_CURRENT_MEMBER
                                                       SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER,
                                                       SHARE_GROUP_TARGET_ASSIGNMENT_METADATA)
 
-from . import errors
+from ..runtime import errors
+from ..runtime.keyed_locks import KeyedLocks
 from .consumer_group import STABLE_MEMBER
 from .group import DEAD as CLASSIC_DEAD
-from .keyed_locks import KeyedLocks
 from .results import GroupOverview
 
 log = logging.getLogger("josefk.coordinator")

@@ -11,7 +11,7 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass
 
-from . import errors
+from ..runtime import errors
 from .results import JoinResult, SyncResult
 
 # Group states, spelled as Kafka's DescribeGroups/ListGroups report them.

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from . import errors
+from ..runtime import errors
 from .consumer_group import (STABLE_MEMBER, UNRELEASED_PARTITIONS, UNREVOKED_PARTITIONS, ApiError,
                              MemberAssignment)
 

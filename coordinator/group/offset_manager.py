@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import logging
 
-from . import consumer_records, errors
+from ..runtime import errors
+from . import consumer_records
 from .group import (COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE,
                     UNKNOWN_MEMBER_ID, CommitRecord, GroupMetadata, OffsetAndMetadata)
 from .group_catalog import GroupCatalog

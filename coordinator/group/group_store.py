@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import logging
 
-from . import consumer_records, errors
+from ..runtime import errors
+from . import consumer_records
 from .group import EMPTY, STABLE, GroupMetadata, MemberMetadata
 from .group_catalog import GroupCatalog
-from .offset_store import GroupMemberRecord, GroupRecord
+from .offset_store import GroupMemberRecord, GroupRecord, OffsetsReplay
 
 log = logging.getLogger("josefk.coordinator")
 
@@ -29,6 +30,7 @@ class GroupStore:
     def __init__(self, catalog: GroupCatalog, store):
         self.catalog = catalog
         self.store = store
+        self.replaying: OffsetsReplay | None = None   # the partition being loaded
 
     # ------------------------------------------------------------------ writing
     async def store_group(self, group: GroupMetadata, assignment: dict) -> int:
@@ -47,21 +49,23 @@ class GroupStore:
         return errors.NONE
 
     # ------------------------------------------------------------------ loading
-    def load_partition(self, partition: int) -> list[GroupMetadata]:
-        """Replay ``__consumer_offsets-<partition>`` into the catalog and own it. Groups with
-        members come back Stable (like Kafka), groups without members Empty. Returns the
-        groups it cached (a group already cached is not replaced from the log)."""
+    def loading(self, partition: int) -> bool:
+        """A load of ``__consumer_offsets-<partition>`` starts (False: it is owned already);
+        its records go to :attr:`replaying`."""
         if partition in self.catalog.owned_partitions:
-            return []
+            return False
+        self.catalog.loading_partitions.add(partition)
+        self.replaying = OffsetsReplay(partition)
+        return True
+
+    def loaded(self, partition: int) -> list[GroupMetadata]:
+        """Cache what the replay of the partition built, and own it. Groups with members come
+        back Stable (like Kafka), groups without members Empty. Returns the groups it cached (a
+        group already cached is not replaced from the log)."""
         catalog = self.catalog
         cached = []
-        catalog.loading_partitions.add(partition)
+        loaded, self.replaying = self.replaying.result(), None
         try:
-            try:
-                loaded = self.store.load(partition)
-            except Exception as e:  # noqa: BLE001 - like Kafka: log it, own the partition anyway
-                log.error("error loading offsets from __consumer_offsets-%d", partition, exc_info=e)
-                return cached
             now = catalog.now()
             made = set()
             for gid, records in loaded.consumer_groups.items():

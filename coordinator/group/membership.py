@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from . import errors
+from ..runtime import errors
 from .group import (COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE,
                     UNKNOWN_MEMBER_ID, GroupMetadata, IllegalStateError, MemberMetadata)
 from .group_catalog import GroupCatalog

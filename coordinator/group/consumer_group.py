@@ -18,7 +18,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
-from . import errors
+from ..runtime import errors
 from .group import CONSUMER_PROTOCOL_TYPE, CommittedOffsets
 
 # Group states, as ConsumerGroupDescribe and ListGroups spell them
