@@ -1,4 +1,4 @@
-"""Producer id blocks for a broker of a ZooKeeper cluster (`coordinator.producer_ids`' blocks
+"""Producer id blocks for a broker of a ZooKeeper cluster (`coordinator.txn.producer_ids`' blocks
 interface). Claiming a block is a ZooKeeper round trip, which never runs on the event loop: the
 next block is claimed in the background as soon as one is taken into use, so handing out an id
 stays synchronous; if ids run out before it arrives, InitProducerId answers

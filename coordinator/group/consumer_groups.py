@@ -2,21 +2,21 @@
 
 Owns: ConsumerGroupHeartbeat (join, heartbeat, leave, static members' temporary leave) and
 ConsumerGroupDescribe; the group epoch, the target assignment computed by the server-side
-assignor (``coordinator.assignors``) and each member's reconciliation towards it
-(``coordinator.reconciliation``); subscriptions by topic name and by regular expression (RE2
+assignor (``coordinator.group.assignors``) and each member's reconciliation towards it
+(``coordinator.group.reconciliation``); subscriptions by topic name and by regular expression (RE2
 syntax, resolved here); static membership; the session timeout
 (``group.consumer.session.timeout.ms``) and the rebalance timeout of members that do not revoke
 in time; members that joined with JoinGroup (the classic protocol) inside a consumer group; and
 converting a group between the two protocols (``group.consumer.migration.policy``).
 
-Every change is a list of records (``coordinator.consumer_group.Record``) computed from the
+Every change is a list of records (``coordinator.group.consumer_group.Record``) computed from the
 group as it is, appended to ``__consumer_offsets`` and only then applied to the group, under
 one lock per group: what a member is told is always what a new coordinator would read back.
 Timers go through the catalog's clock; while the coordinator may not serve (its ZooKeeper
 session in doubt) it fences nobody on timers either.
 
 Must not know: the wire (requests and responses are plain values), the broker, or the record
-layout (``coordinator.consumer_records``).
+layout (``coordinator.group.consumer_records``).
 """
 from __future__ import annotations
 
@@ -188,7 +188,7 @@ class ConsumerGroups:
         self.catalog = catalog
         self.clock = catalog.clock
         self.store = store
-        self.topics = topics        # coordinator.seams.TopicsView
+        self.topics = topics        # coordinator.group.seams.TopicsView
         self.config = config
         self.classic = classic      # the classic protocol's Membership, for conversions
         self._locks = KeyedLocks()

@@ -2,7 +2,7 @@
 the committed offsets every group keeps whatever its protocol (:class:`CommittedOffsets`).
 
 Pure data and bookkeeping: no timers, no I/O. The state machine that drives it lives in
-``coordinator.membership``, its offsets are managed by ``coordinator.offset_manager``.
+``coordinator.group.membership``, its offsets are managed by ``coordinator.group.offset_manager``.
 """
 from __future__ import annotations
 

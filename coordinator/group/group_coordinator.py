@@ -1,7 +1,7 @@
 """The group coordinator: the API the broker calls, answered by the part that owns it.
 
 The coordinator is five parts on one asyncio loop, sharing one
-:class:`~coordinator.group_catalog.GroupCatalog` (groups, owned partitions, clock, tasks)::
+:class:`~coordinator.group.group_catalog.GroupCatalog` (groups, owned partitions, clock, tasks)::
 
     membership.Membership        JoinGroup, SyncGroup, Heartbeat, LeaveGroup and their timers
     consumer_groups.ConsumerGroups  ConsumerGroupHeartbeat/Describe (KIP-848), classic members
@@ -12,7 +12,7 @@ The coordinator is five parts on one asyncio loop, sharing one
                                  DeleteGroups, and sending each classic group API to the part
                                  that owns the group (a classic group, or a consumer group)
 
-They call each other only through the protocols in ``coordinator.seams``. Everything takes plain
+They call each other only through the protocols in ``coordinator.group.seams``. Everything takes plain
 Python arguments and returns plain result objects (``coordinator.group.results``) with Kafka
 error codes (``coordinator.runtime.errors``); handlers translate to and from the wire. Timers go
 through the injected clock (``coordinator.runtime.clock``); records reach
@@ -302,7 +302,7 @@ class GroupCoordinator:
 
 
 class _Sessions:
-    """The member timers the offset manager touches (``coordinator.seams.MemberSessions``),
+    """The member timers the offset manager touches (``coordinator.group.seams.MemberSessions``),
     for groups of either protocol."""
 
     def __init__(self, membership: Membership, consumer_groups: ConsumerGroups):

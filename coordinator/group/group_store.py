@@ -6,7 +6,7 @@ the catalog when this broker becomes its leader: classic groups with their membe
 groups (KIP-848) from their records, committed offsets, and transactional offsets still waiting
 for their marker.
 
-Must not know: the record layout (``coordinator.offset_store`` and the declarations in
+Must not know: the record layout (``coordinator.group.offset_store`` and the declarations in
 ``wire.internal_topics`` own it), nor timers: a loaded group's sessions are restarted by the
 caller (``Membership.resume``).
 """
@@ -25,7 +25,7 @@ log = logging.getLogger("josefk.coordinator")
 
 class GroupStore:
     """Persists and loads the groups of ``catalog`` through ``store`` (an OffsetStore);
-    implements :class:`coordinator.seams.GroupMetadataWriter`."""
+    implements :class:`coordinator.group.seams.GroupMetadataWriter`."""
 
     def __init__(self, catalog: GroupCatalog, store):
         self.catalog = catalog

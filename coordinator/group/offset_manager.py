@@ -6,9 +6,9 @@ offsets.retention.check.interval.ms) and the clean-up that writes tombstones and
 left Empty without offsets.
 
 Must not know: how members join or rebalance (an offset commit keeps a classic member's session
-alive and a retired group's timers stop through :class:`coordinator.seams.MemberSessions`; a
+alive and a retired group's timers stop through :class:`coordinator.group.seams.MemberSessions`; a
 consumer group (KIP-848) checks its members' epochs itself), nor the record layout of
-``__consumer_offsets`` (the :class:`coordinator.offset_store.OffsetStore` writes it).
+``__consumer_offsets`` (the :class:`coordinator.group.offset_store.OffsetStore` writes it).
 """
 from __future__ import annotations
 

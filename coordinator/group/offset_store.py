@@ -7,7 +7,7 @@ Records are written exactly as Apache Kafka writes them, so Kafka's own tools
 GroupMetadataKey/Value); this module maps them to the coordinator's plain records. We write key
 type 1 with value v3 (v1 for offsets with an explicit expire timestamp) and group metadata
 value v3, like Kafka 2.3+; we read value versions 0-4. A null value (tombstone) deletes the key.
-The records of KIP-848 consumer groups are mapped by ``coordinator.consumer_records``; a replay
+The records of KIP-848 consumer groups are mapped by ``coordinator.group.consumer_records``; a replay
 hands them over per group.
 
 Writing and loading go through the topic's
@@ -192,7 +192,7 @@ class OffsetStore:
             now_ms)
 
     async def store_records(self, partition: int, records, now_ms: int) -> int:
-        """Append consumer group Records (``coordinator.consumer_group.Record``) and raw
+        """Append consumer group Records (``coordinator.group.consumer_group.Record``) and raw
         (key, value) pairs, in that order, as one batch: all of them or none."""
         pairs = [consumer_records.encode(r) if not isinstance(r, tuple) or len(r) != 2 else r
                  for r in records]
