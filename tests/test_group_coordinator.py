@@ -8,7 +8,7 @@ import struct
 from josefk.coordinator import errors
 from josefk.coordinator.runtime.clock import FakeClock
 from josefk.coordinator.group.group import COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE
-from josefk.coordinator.group.group_catalog import java_string_hash, partition_for
+from josefk.coordinator.runtime.partitions import java_string_hash, partition_for
 from josefk.coordinator.group.group_coordinator import GroupCoordinator
 from josefk.coordinator.group.membership import NEW_MEMBER_JOIN_TIMEOUT_MS
 from josefk.coordinator.runtime import InMemoryOffsetsLog

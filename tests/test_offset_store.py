@@ -8,7 +8,7 @@ import struct
 from josefk.coordinator import errors
 from josefk.coordinator.runtime.clock import FakeClock
 from josefk.coordinator.group.group import EMPTY, PREPARING_REBALANCE, STABLE, OffsetAndMetadata
-from josefk.coordinator.group.group_catalog import partition_for
+from josefk.coordinator.runtime.partitions import partition_for
 from josefk.coordinator.group.group_coordinator import GroupCoordinator
 from josefk.coordinator.group.offset_store import (GroupKey, GroupMemberRecord, GroupRecord,
                                                    OffsetKey, OffsetStore, group_metadata_key,

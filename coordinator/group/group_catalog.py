@@ -13,7 +13,7 @@ import asyncio
 import logging
 
 from ..runtime import errors
-from ..runtime.partitions import java_string_hash, partition_for  # noqa: F401 (re-exported)
+from ..runtime.partitions import partition_for
 from .group import GroupMetadata
 
 log = logging.getLogger("josefk.coordinator")
