@@ -2,9 +2,10 @@
 
 Owns: turning a group into its GroupMetadata record and appending it (mapping a failed append
 to the error JoinGroup/SyncGroup answer), and replaying a ``__consumer_offsets`` partition into
-the catalog when this broker becomes its leader: classic groups with their members, consumer
-groups (KIP-848) from their records, committed offsets, and transactional offsets still waiting
-for their marker.
+the catalog when this broker becomes its leader (the runtime replays the partition into
+:attr:`GroupStore.replaying` between :meth:`~GroupStore.loading` and :meth:`~GroupStore.loaded`):
+classic groups with their members, consumer groups (KIP-848) from their records, committed
+offsets, and transactional offsets still waiting for their marker.
 
 Must not know: the record layout (``coordinator.group.offset_store`` and the declarations in
 ``wire.internal_topics`` own it), nor timers: a loaded group's sessions are restarted by the

@@ -7,8 +7,8 @@ Records are written exactly as Apache Kafka writes them, so Kafka's own tools
 GroupMetadataKey/Value); this module maps them to the coordinator's plain records. We write key
 type 1 with value v3 (v1 for offsets with an explicit expire timestamp) and group metadata
 value v3, like Kafka 2.3+; we read value versions 0-4. A null value (tombstone) deletes the key.
-The records of KIP-848 consumer groups are mapped by ``coordinator.group.consumer_records``; a replay
-hands them over per group.
+The records of KIP-848 consumer groups are mapped by ``coordinator.group.consumer_records``; a
+replay hands them over per group.
 
 Writing and loading go through the topic's
 :class:`coordinator.runtime.CoordinatorRuntime` (which also describes the log interface);
