@@ -284,7 +284,7 @@ class ShareCoordinator:
                 return errors.FENCED_STATE_EPOCH
             st = ShareState(state_epoch, old.leader_epoch if old else -1, start,
                             created=self.clock.now_ms())
-            return await self._append_state(key, st, snapshot=True)
+            return await self._append_state(key, st)
 
     async def delete(self, group_id, topic_id, partition) -> int:
         """DeleteShareGroupState: tombstones for the share-partition's records."""
@@ -327,7 +327,7 @@ class ShareCoordinator:
         new.merge(start, batches)
         new.complete = complete
         if snapshot:
-            return await self._append_state(key, new, snapshot=True)
+            return await self._append_state(key, new)
         new.updates += 1
         group_id, topic_id, partition = key
         record = (SHARE_UPDATE.key(group_id=group_id, topic_id=topic_id, partition=partition),
@@ -340,7 +340,7 @@ class ShareCoordinator:
                                          for b in batches]))
         return await self._commit(key, [record], lambda _offset: self._take(key, new))
 
-    async def _append_state(self, key, st: ShareState, snapshot: bool) -> int:
+    async def _append_state(self, key, st: ShareState) -> int:
         st.snapshot_epoch += 1 if key in self.states else 0
         st.updates = 0
         group_id, topic_id, partition = key
