@@ -14,6 +14,7 @@ from josefk.coordinator import (CoordinatorResult, CoordinatorRuntime, FakeClock
 from josefk.coordinator.group.consumer_groups import Heartbeat
 from josefk.coordinator.share.share_state import ShareCoordinator
 from josefk.coordinator.txn.txn_coordinator import TransactionCoordinator
+from tests.test_consumer_groups import FakeTopics
 
 
 def run(coro):
@@ -134,27 +135,13 @@ def test_a_timer_per_key_on_the_clock_replaced_by_the_next_and_cancelled_at_shut
 # ---------------------------------------------------------------------------------------------
 # each coordinator as a shard: written by one runtime, loaded by a fresh one
 
-class Topics:
-    version = 1
-
-    def __init__(self, names):
-        self.by_name = {n: (uuid.uuid5(uuid.NAMESPACE_DNS, n), 3) for n in names}
-
-    def get(self, name):
-        return self.by_name.get(name)
-
-    def name_of(self, topic_id):
-        return next((n for n, (t, _) in self.by_name.items() if t == topic_id), None)
-
-    def names(self):
-        return list(self.by_name)
-
-
 GROUP_CONFIG = {"offsets.topic.num.partitions": 1, "group.initial.rebalance.delay.ms": 0}
 
 
 def group_coordinator(log, clock):
-    coord = GroupCoordinator(GROUP_CONFIG, OffsetStore(log), clock, topics=Topics(["t"]))
+    topics = FakeTopics()
+    topics.create("t", 3)
+    coord = GroupCoordinator(GROUP_CONFIG, OffsetStore(log), clock, topics=topics)
     coord.startup(enable_expiration=False)
     return coord
 
