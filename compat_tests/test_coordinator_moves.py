@@ -124,7 +124,8 @@ def _describe_txn(t, node, tid):
 def test_coordinators_moved_to_another_broker_keep_their_state(target_factory):
     t = target_factory(MOVABLE)
     topic = t.create_topic(unique_topic("cmove"), 2)
-    desc = t.admin().describe_topics(TopicCollection([topic]))[topic].result(15)
+    admin = t.admin()
+    desc = admin.describe_topics(TopicCollection([topic]))[topic].result(15)
     topic_id = uuid_from_base64(str(desc.topic_id).replace("+", "-").replace("/", "_")
                                 .rstrip("="))
     prefix = uuid.uuid4().hex[:6]
