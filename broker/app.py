@@ -33,11 +33,11 @@ from josefk.broker.share.manager import SharePartitionManager
 from josefk.broker.share.persister import SHARE_STATE_TOPIC, Persister
 from josefk.broker.txn import HOLD_MARKERS, TXN_TOPIC, TxnMarkerWriter
 from josefk.coordinator import AsyncioClock, GroupCoordinator, OffsetStore
-from josefk.coordinator.share_groups import ShareGroups
-from josefk.coordinator.share_state import ShareCoordinator
+from josefk.coordinator.group.share_groups import ShareGroups
+from josefk.coordinator.share.share_state import ShareCoordinator
 from josefk.broker.control.producer_id_blocks import ZkBlocks
-from josefk.coordinator.producer_ids import FileBlocks, ProducerIdManager
-from josefk.coordinator.txn_coordinator import TransactionCoordinator
+from josefk.coordinator.txn.producer_ids import FileBlocks, ProducerIdManager
+from josefk.coordinator.txn.txn_coordinator import TransactionCoordinator
 from josefk.storage.cleaner import LogCleaner
 from josefk.storage.config import LogConfig
 from josefk.storage.manager import LogManager
@@ -179,6 +179,10 @@ class Broker:
         self.share = SharePartitionManager(
             self.replicas, self.metadata, self.group_configs, self.share_persister,
             AsyncioClock(), config.int("group.share.max.share.sessions"))
+        # one coordinator runtime per internal topic: __consumer_offsets, __transaction_state,
+        # __share_group_state
+        self.coordinator_runtimes = {c.runtime.topic: c.runtime
+                                     for c in (self.groups, self.txn, self.share_state)}
         self.cleaner = LogCleaner(self.logs, config.int("log.cleaner.backoff.ms"))
         self.dynamic = DynamicConfigs(config, self.metadata, self.zk, self.replicas, self.logs,
                                       self.cleaner, self.listeners, self.client_metrics,
@@ -199,22 +203,14 @@ class Broker:
         return topic_log_config(self.config, meta.configs) if meta else None
 
     def _on_role_change(self, part, leader: bool) -> None:
-        """The group coordinator follows the leadership of ``__consumer_offsets`` partitions."""
-        if part.topic == OFFSETS_TOPIC:
+        """The coordinators follow the leadership of their internal topics' partitions (the
+        topic's runtime loads or unloads the partition)."""
+        runtime = self.coordinator_runtimes.get(part.topic)
+        if runtime is not None:
             if leader:
-                self.groups.load_partition(part.index)
+                runtime.load(part.index, part.leader_epoch)
             else:
-                self.groups.unload_partition(part.index)
-        elif part.topic == TXN_TOPIC:
-            if leader:
-                self.txn.load_partition(part.index, part.leader_epoch)
-            else:
-                self.txn.unload_partition(part.index)
-        elif part.topic == SHARE_STATE_TOPIC:
-            if leader:
-                self.share_state.load_partition(part.index)
-            else:
-                self.share_state.unload_partition(part.index)
+                runtime.unload(part.index)
         if not leader:
             self.share.partition_moved(part.topic, part.index)
 

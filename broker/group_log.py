@@ -10,7 +10,7 @@ import logging
 
 from josefk.broker.control.metadata import MetadataError
 from josefk.broker.replication.purgatory import wait_replicated
-from josefk.coordinator.errors import CoordinatorLogError
+from josefk.coordinator.runtime.errors import CoordinatorLogError
 from josefk.wire import errors
 
 log = logging.getLogger("josefk.groups")
@@ -65,7 +65,7 @@ class OffsetsTopicLog:
 
 class GroupTopics:
     """The topics the group coordinator assigns to consumer groups, as this broker's metadata
-    knows them (``coordinator.seams.TopicsView``)."""
+    knows them (``coordinator.group.seams.TopicsView``)."""
 
     def __init__(self, metadata):
         self.metadata = metadata

@@ -21,8 +21,8 @@ from compat_tests.helpers import (DeliveryLog, admin_client, consumer, create_to
                                   producer, read_partition, roundtrip_check, unique_topic,
                                   wait_for_topic_gone)
 from josefk.coordinator import partition_for
-from josefk.coordinator.group import OffsetAndMetadata
-from josefk.coordinator.offset_store import offset_commit_key, offset_commit_value
+from josefk.coordinator.group.group import OffsetAndMetadata
+from josefk.coordinator.group.offset_store import offset_commit_key, offset_commit_value
 
 pytestmark = pytest.mark.timeout(120)
 

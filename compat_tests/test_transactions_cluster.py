@@ -10,7 +10,7 @@ import pytest
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import NewTopic
 
-from josefk.coordinator.group_catalog import partition_for
+from josefk.coordinator.runtime.partitions import partition_for
 from compat_tests.helpers import unique_topic
 from compat_tests.test_transactions import read_values
 

@@ -1,11 +1,11 @@
-"""The server-side assignors of KIP-848 consumer groups (coordinator/assignors.py)."""
+"""The server-side assignors of KIP-848 consumer groups (coordinator/group/assignors.py)."""
 from __future__ import annotations
 
 import uuid
 
 import pytest
 
-from josefk.coordinator.assignors import (MemberSpec, assignor_names, range_assignor, uniform)
+from josefk.coordinator.group.assignors import (MemberSpec, assignor_names, range_assignor, uniform)
 
 T1, T2, T3 = (uuid.UUID(int=i) for i in (1, 2, 3))
 

@@ -9,13 +9,14 @@ import uuid
 import pytest
 
 from josefk.coordinator import errors
-from josefk.coordinator.clock import FakeClock
-from josefk.coordinator.consumer_group import (ConsumerGroup, STABLE, UNRELEASED_PARTITIONS,
+from josefk.coordinator.runtime.clock import FakeClock
+from josefk.coordinator.group.consumer_group import (ConsumerGroup, STABLE, UNRELEASED_PARTITIONS,
                                                UNREVOKED_PARTITIONS)
-from josefk.coordinator.consumer_groups import ConsumerGroupConfig, Heartbeat
-from josefk.coordinator.group import GroupMetadata
-from josefk.coordinator.group_coordinator import GroupCoordinator
-from josefk.coordinator.offset_store import InMemoryOffsetsLog, OffsetStore
+from josefk.coordinator.group.consumer_groups import ConsumerGroupConfig, Heartbeat
+from josefk.coordinator.group.group import GroupMetadata
+from josefk.coordinator.group.group_coordinator import GroupCoordinator
+from josefk.coordinator.group.offset_store import OffsetStore
+from josefk.coordinator.runtime import InMemoryOffsetsLog
 from josefk.wire.apis.consumer_protocol import ASSIGNMENT, SUBSCRIPTION
 
 SESSION = 45_000
@@ -31,7 +32,7 @@ def async_test(fn):
 
 
 class FakeTopics:
-    """coordinator.seams.TopicsView over a dict."""
+    """coordinator.group.seams.TopicsView over a dict."""
 
     def __init__(self):
         self.by_name = {}

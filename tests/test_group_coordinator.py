@@ -6,12 +6,13 @@ import functools
 import struct
 
 from josefk.coordinator import errors
-from josefk.coordinator.clock import FakeClock
-from josefk.coordinator.group import COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE
-from josefk.coordinator.group_catalog import java_string_hash, partition_for
-from josefk.coordinator.group_coordinator import GroupCoordinator
-from josefk.coordinator.membership import NEW_MEMBER_JOIN_TIMEOUT_MS
-from josefk.coordinator.offset_store import (InMemoryOffsetsLog, OffsetStore, read_group_value,
+from josefk.coordinator.runtime.clock import FakeClock
+from josefk.coordinator.group.group import COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE
+from josefk.coordinator.runtime.partitions import java_string_hash, partition_for
+from josefk.coordinator.group.group_coordinator import GroupCoordinator
+from josefk.coordinator.group.membership import NEW_MEMBER_JOIN_TIMEOUT_MS
+from josefk.coordinator.runtime import InMemoryOffsetsLog
+from josefk.coordinator.group.offset_store import (OffsetStore, read_group_value,
                                              read_key, GroupKey)
 
 SESSION = 10_000
@@ -1051,7 +1052,7 @@ async def test_unload_partition_answers_parked_requests():
 
 @async_test
 async def test_real_asyncio_clock_drives_timers():
-    from josefk.coordinator.clock import AsyncioClock
+    from josefk.coordinator.runtime.clock import AsyncioClock
     coord = GroupCoordinator({"group.initial.rebalance.delay.ms": "20",   # strings, like a
                               "group.min.session.timeout.ms": "50"},      # properties file
                              OffsetStore(InMemoryOffsetsLog()), AsyncioClock())

@@ -17,15 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from josefk.coordinator.clock import FakeClock
-from josefk.coordinator.group import CommitRecord, OffsetAndMetadata
-from josefk.coordinator.offset_store import (GroupKey, GroupMemberRecord, GroupRecord, OffsetKey,
+from josefk.coordinator.runtime.clock import FakeClock
+from josefk.coordinator.group.group import CommitRecord, OffsetAndMetadata
+from josefk.coordinator.group.offset_store import (GroupKey, GroupMemberRecord, GroupRecord, OffsetKey,
                                              OffsetStore, group_metadata_key,
                                              group_metadata_value, offset_commit_key,
                                              offset_commit_value, read_group_value, read_key,
                                              read_offset_value)
-from josefk.coordinator.txn_coordinator import TransactionCoordinator
-from josefk.coordinator.txn_log import (COMPLETE_ABORT, COMPLETE_COMMIT, ONGOING, PREPARE_COMMIT,
+from josefk.coordinator.txn.txn_coordinator import TransactionCoordinator
+from josefk.coordinator.txn.txn_log import (COMPLETE_ABORT, COMPLETE_COMMIT, ONGOING, PREPARE_COMMIT,
                                         TxnRecord, read_txn_key, read_txn_value, txn_key,
                                         txn_value)
 from josefk.wire import batch as wire_batch
@@ -194,8 +194,8 @@ def test_an_old_transaction_state_log_loads_unchanged():
 def test_consumer_group_records_in_kafkas_bytes():
     import uuid
 
-    from josefk.coordinator import consumer_records
-    from josefk.coordinator.consumer_group import (CURRENT_ASSIGNMENT, GROUP_EPOCH,
+    from josefk.coordinator.group import consumer_records
+    from josefk.coordinator.group.consumer_group import (CURRENT_ASSIGNMENT, GROUP_EPOCH,
                                                    MEMBER_METADATA, REGULAR_EXPRESSION,
                                                    ClassicMetadata, MemberAssignment,
                                                    MemberMetadata, Record, ResolvedRegex)
@@ -233,7 +233,7 @@ def test_consumer_group_records_in_kafkas_bytes():
 def test_share_group_member_records_in_kafkas_bytes():
     import uuid
 
-    from josefk.coordinator.share_groups import (ShareMember, current_assignment_record,
+    from josefk.coordinator.group.share_groups import (ShareMember, current_assignment_record,
                                                  member_record, member_tombstones)
     from josefk.wire.internal_topics.share_groups import (SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER,
                                                           SHARE_GROUP_TARGET_ASSIGNMENT_METADATA)

@@ -8,12 +8,14 @@ import struct
 
 import pytest
 
-from josefk.coordinator import offset_store
-from josefk.coordinator.group import OffsetAndMetadata
-from josefk.coordinator.offset_store import (GroupRecord, InMemoryOffsetsLog, OffsetStore,
-                                             group_metadata_key, group_metadata_value,
-                                             offset_commit_key, offset_commit_value)
+from josefk.coordinator.group import offset_store
+from josefk.coordinator.group.group import OffsetAndMetadata
+from josefk.coordinator.group.offset_store import (GroupRecord, OffsetStore, group_metadata_key,
+                                                   group_metadata_value, offset_commit_key,
+                                                   offset_commit_value)
+from josefk.coordinator.runtime import InMemoryOffsetsLog
 from josefk.wire import records as wire_records
+from josefk.wire import recscan
 
 pytestmark = pytest.mark.usefixtures("record_walk")
 
@@ -37,7 +39,7 @@ def _summary(loaded):
 
 def _replay_one_by_one(log):
     """What a replay that decodes every record in order yields (the reference)."""
-    r = offset_store._Replay(0)
+    r = offset_store.OffsetsReplay(0)
     for header, buf in log.read_batches(0):
         if header.is_control:
             rec = next(iter(wire_records.iter_records(buf, header)))
@@ -110,4 +112,4 @@ def test_a_malformed_batch_is_skipped_not_fatal():
 @pytest.mark.parametrize("data", [b"", b"\x02", b"\x0a\x00\x00\x00\x02"])
 def test_latest_rejects_truncated_records(data):
     with pytest.raises(ValueError):
-        offset_store.recscan.latest(data, 1, {}, 0)
+        recscan.latest(data, 1, {}, 0)

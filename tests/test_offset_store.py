@@ -6,15 +6,16 @@ import functools
 import struct
 
 from josefk.coordinator import errors
-from josefk.coordinator.clock import FakeClock
-from josefk.coordinator.group import EMPTY, PREPARING_REBALANCE, STABLE, OffsetAndMetadata
-from josefk.coordinator.group_catalog import partition_for
-from josefk.coordinator.group_coordinator import GroupCoordinator
-from josefk.coordinator.offset_store import (GroupKey, GroupMemberRecord, GroupRecord,
-                                             InMemoryOffsetsLog, OffsetKey, OffsetStore,
-                                             group_metadata_key, group_metadata_value,
-                                             offset_commit_key, offset_commit_value,
-                                             read_group_value, read_key, read_offset_value)
+from josefk.coordinator.runtime.clock import FakeClock
+from josefk.coordinator.group.group import EMPTY, PREPARING_REBALANCE, STABLE, OffsetAndMetadata
+from josefk.coordinator.runtime.partitions import partition_for
+from josefk.coordinator.group.group_coordinator import GroupCoordinator
+from josefk.coordinator.group.offset_store import (GroupKey, GroupMemberRecord, GroupRecord,
+                                                   OffsetKey, OffsetStore, group_metadata_key,
+                                                   group_metadata_value, offset_commit_key,
+                                                   offset_commit_value, read_group_value,
+                                                   read_key, read_offset_value)
+from josefk.coordinator.runtime import InMemoryOffsetsLog
 from josefk.wire import records as wire_records
 
 SESSION = 10_000

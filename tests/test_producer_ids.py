@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from josefk.coordinator.producer_ids import (BLOCK_SIZE, FileBlocks, ProducerIdManager,
+from josefk.coordinator.txn.producer_ids import (BLOCK_SIZE, FileBlocks, ProducerIdManager,
                                              ProducerIdsUnavailable)
 from testkit.zookeeper import zookeeper  # noqa: F401 - the session's one ZooKeeper
 from josefk.zk import znodes as zn

@@ -1,4 +1,4 @@
-"""The share coordinator (coordinator/share_state.py) and share groups (coordinator/
+"""The share coordinator (coordinator/share/share_state.py) and share groups (coordinator/group/
 share_groups.py) on in-memory logs and a fake clock: state writes, snapshots and replay, epoch
 fencing, pruning; heartbeats, the simple assignor, session expiry, persisted group records."""
 from __future__ import annotations
@@ -9,9 +9,9 @@ import uuid
 import pytest
 
 from josefk.coordinator import FakeClock, InMemoryOffsetsLog, OffsetStore
-from josefk.coordinator.group_catalog import GroupCatalog
-from josefk.coordinator.share_groups import ShareGroups, assign
-from josefk.coordinator.share_state import ShareCoordinator, coordinator_key, state_partition_for
+from josefk.coordinator.group.group_catalog import GroupCatalog
+from josefk.coordinator.group.share_groups import ShareGroups, assign
+from josefk.coordinator.share.share_state import ShareCoordinator, coordinator_key, state_partition_for
 from josefk.wire import errors
 from josefk.wire.internal_topics.share_group_state import SHARE_GROUP_STATE
 
@@ -351,7 +351,7 @@ def test_members_are_persisted_and_a_new_coordinator_keeps_them():
 
 def test_a_classic_group_id_is_not_a_share_group():
     g = Groups()
-    from josefk.coordinator.group import EMPTY, GroupMetadata
+    from josefk.coordinator.group.group import EMPTY, GroupMetadata
     g.catalog.add(GroupMetadata("g", EMPTY, 0))
     assert g.hb("m1", 0, ["t"]).error == errors.GROUP_ID_NOT_FOUND
 

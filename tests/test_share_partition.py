@@ -7,7 +7,7 @@ import pytest
 from josefk.broker.share.partition import (ACCEPT, ACKNOWLEDGED, ACQUIRED, ARCHIVED, AVAILABLE,
                                            GAP, REJECT, RELEASE, RENEW, SharePartition,
                                            StateError)
-from josefk.coordinator.clock import FakeClock
+from josefk.coordinator.runtime.clock import FakeClock
 from josefk.wire import errors
 
 

@@ -6,10 +6,10 @@ import asyncio
 import functools
 
 from josefk.coordinator import errors
-from josefk.coordinator.clock import FakeClock
-from josefk.coordinator.offset_store import InMemoryOffsetsLog
-from josefk.coordinator.txn_coordinator import MAX_EPOCH, TransactionCoordinator
-from josefk.coordinator.txn_log import (COMPLETE_ABORT, COMPLETE_COMMIT, EMPTY, ONGOING,
+from josefk.coordinator.runtime.clock import FakeClock
+from josefk.coordinator.runtime import InMemoryOffsetsLog
+from josefk.coordinator.txn.txn_coordinator import MAX_EPOCH, TransactionCoordinator
+from josefk.coordinator.txn.txn_log import (COMPLETE_ABORT, COMPLETE_COMMIT, EMPTY, ONGOING,
                                         PREPARE_ABORT, PREPARE_COMMIT, TxnRecord, read_txn_key,
                                         read_txn_value, txn_key, txn_value)
 from josefk.wire.records import build_batch

@@ -1,4 +1,4 @@
-"""Producer id blocks for a broker of a ZooKeeper cluster (`coordinator.producer_ids`' blocks
+"""Producer id blocks for a broker of a ZooKeeper cluster (`coordinator.txn.producer_ids`' blocks
 interface). Claiming a block is a ZooKeeper round trip, which never runs on the event loop: the
 next block is claimed in the background as soon as one is taken into use, so handing out an id
 stays synchronous; if ids run out before it arrives, InitProducerId answers
@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from josefk.coordinator.producer_ids import BLOCK_SIZE, ProducerIdsUnavailable
+from josefk.coordinator.txn.producer_ids import BLOCK_SIZE, ProducerIdsUnavailable
 from josefk.zk.producer_ids import claim_block
 
 log = logging.getLogger("josefk.producer_ids")

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from josefk.broker.security import acl
 from josefk.broker.security.authorizer import GROUP, TOPIC, allowed, operations
-from josefk.coordinator.consumer_groups import Heartbeat
+from josefk.coordinator.group.consumer_groups import Heartbeat
 from josefk.wire import errors
 from josefk.wire.apis import CONSUMER_GROUP_DESCRIBE, CONSUMER_GROUP_HEARTBEAT
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from josefk.broker.security import acl
 from josefk.broker.security.authorizer import (CLUSTER, CLUSTER_NAME, TOPIC, TRANSACTIONAL_ID,
                                                allowed, allowed_on_any)
-from josefk.coordinator.producer_ids import ProducerIdsUnavailable
+from josefk.coordinator.txn.producer_ids import ProducerIdsUnavailable
 from josefk.wire import errors
 from josefk.wire.apis import INIT_PRODUCER_ID
 

@@ -1,7 +1,7 @@
 """Share groups (KIP-932): the group's membership at its coordinator (ShareGroupHeartbeat,
 ShareGroupDescribe), records at the partitions' leaders (ShareFetch, ShareAcknowledge), the
 share coordinator's APIs between brokers and the share-group admin APIs. Requests are
-translated to `coordinator.share_groups`, `broker.share.manager` and `coordinator.share_state`
+translated to `coordinator.group.share_groups`, `broker.share.manager` and `coordinator.share.share_state`
 calls and back."""
 from __future__ import annotations
 

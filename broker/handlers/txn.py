@@ -15,7 +15,7 @@ from josefk.broker.security.authorizer import (CLUSTER, CLUSTER_NAME, GROUP, TOP
 from josefk.broker.group_log import OFFSETS_TOPIC, ensure_offsets_topic
 from josefk.broker.control.metadata import INTERNAL_TOPICS, partition_exists
 from josefk.broker.txn import write_markers_locally
-from josefk.coordinator.txn_log import STATE_NAMES
+from josefk.coordinator.txn.txn_log import STATE_NAMES
 from josefk.wire import errors
 from josefk.wire.apis import (ADD_OFFSETS_TO_TXN, ADD_PARTITIONS_TO_TXN, DESCRIBE_PRODUCERS,
                               DESCRIBE_TRANSACTIONS, END_TXN, LIST_TRANSACTIONS, TXN_OFFSET_COMMIT,

@@ -20,7 +20,7 @@ the finished runs at the front. What this class holds is persisted by its owner
 their new delivery count before they are handed out, so after a crash no record has been
 delivered more often than its persisted count says.
 
-Pure logic: no I/O; timers go through the injected clock (``coordinator.clock``).
+Pure logic: no I/O; timers go through the injected clock (``coordinator.runtime.clock``).
 """
 from __future__ import annotations
 

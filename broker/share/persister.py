@@ -1,7 +1,7 @@
 """The way from a share-partition's leader to its share coordinator (Kafka's Persister).
 
 A share-partition's state lives with the share coordinator of its ``__share_group_state``
-partition (``coordinator.share_state``), which is in general another broker than the leader of
+partition (``coordinator.share.share_state``), which is in general another broker than the leader of
 the topic-partition: the state must be written where it is replicated, and only the leader of a
 ``__share_group_state`` partition may append to it. So the leader reads and writes it with the
 share-coordinator APIs Kafka uses between brokers (ReadShareGroupState, WriteShareGroupState,

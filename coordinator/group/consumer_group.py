@@ -9,8 +9,8 @@ subscribed regular expression resolved to. :meth:`ConsumerGroup.apply` replays o
 the records it reads, so both paths build the same state. Everything else here (subscribed topic
 counts, partition owners' epochs, the group state) is derived from the records.
 
-Pure data: no timers, no I/O, no record layout (``coordinator.consumer_records`` maps records to
-Kafka's bytes); ``coordinator.consumer_groups`` runs the protocol.
+Pure data: no timers, no I/O, no record layout (``coordinator.group.consumer_records`` maps records to
+Kafka's bytes); ``coordinator.group.consumer_groups`` runs the protocol.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
-from . import errors
+from ..runtime import errors
 from .group import CONSUMER_PROTOCOL_TYPE, CommittedOffsets
 
 # Group states, as ConsumerGroupDescribe and ListGroups spell them

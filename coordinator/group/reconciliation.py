@@ -8,14 +8,14 @@ member whose new partitions are still owned elsewhere moves to the target epoch 
 ones and waits for the rest in UNRELEASED_PARTITIONS. Otherwise it is STABLE at the target
 epoch.
 
-Pure functions over plain values: ``coordinator.consumer_groups`` calls them and writes the
+Pure functions over plain values: ``coordinator.group.consumer_groups`` calls them and writes the
 result.
 """
 from __future__ import annotations
 
 from typing import Callable
 
-from . import errors
+from ..runtime import errors
 from .consumer_group import (STABLE_MEMBER, UNRELEASED_PARTITIONS, UNREVOKED_PARTITIONS, ApiError,
                              MemberAssignment)
 

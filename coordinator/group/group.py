@@ -2,7 +2,7 @@
 the committed offsets every group keeps whatever its protocol (:class:`CommittedOffsets`).
 
 Pure data and bookkeeping: no timers, no I/O. The state machine that drives it lives in
-``coordinator.membership``, its offsets are managed by ``coordinator.offset_manager``.
+``coordinator.group.membership``, its offsets are managed by ``coordinator.group.offset_manager``.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass
 
-from . import errors
+from ..runtime import errors
 from .results import JoinResult, SyncResult
 
 # Group states, spelled as Kafka's DescribeGroups/ListGroups report them.

@@ -2,11 +2,12 @@
 
 Owns: turning a group into its GroupMetadata record and appending it (mapping a failed append
 to the error JoinGroup/SyncGroup answer), and replaying a ``__consumer_offsets`` partition into
-the catalog when this broker becomes its leader: classic groups with their members, consumer
-groups (KIP-848) from their records, committed offsets, and transactional offsets still waiting
-for their marker.
+the catalog when this broker becomes its leader (the runtime replays the partition into
+:attr:`GroupStore.replaying` between :meth:`~GroupStore.loading` and :meth:`~GroupStore.loaded`):
+classic groups with their members, consumer groups (KIP-848) from their records, committed
+offsets, and transactional offsets still waiting for their marker.
 
-Must not know: the record layout (``coordinator.offset_store`` and the declarations in
+Must not know: the record layout (``coordinator.group.offset_store`` and the declarations in
 ``wire.internal_topics`` own it), nor timers: a loaded group's sessions are restarted by the
 caller (``Membership.resume``).
 """
@@ -14,21 +15,23 @@ from __future__ import annotations
 
 import logging
 
-from . import consumer_records, errors
+from ..runtime import errors
+from . import consumer_records
 from .group import EMPTY, STABLE, GroupMetadata, MemberMetadata
 from .group_catalog import GroupCatalog
-from .offset_store import GroupMemberRecord, GroupRecord
+from .offset_store import GroupMemberRecord, GroupRecord, OffsetsReplay
 
 log = logging.getLogger("josefk.coordinator")
 
 
 class GroupStore:
     """Persists and loads the groups of ``catalog`` through ``store`` (an OffsetStore);
-    implements :class:`coordinator.seams.GroupMetadataWriter`."""
+    implements :class:`coordinator.group.seams.GroupMetadataWriter`."""
 
     def __init__(self, catalog: GroupCatalog, store):
         self.catalog = catalog
         self.store = store
+        self.replaying: OffsetsReplay | None = None   # the partition being loaded
 
     # ------------------------------------------------------------------ writing
     async def store_group(self, group: GroupMetadata, assignment: dict) -> int:
@@ -47,21 +50,23 @@ class GroupStore:
         return errors.NONE
 
     # ------------------------------------------------------------------ loading
-    def load_partition(self, partition: int) -> list[GroupMetadata]:
-        """Replay ``__consumer_offsets-<partition>`` into the catalog and own it. Groups with
-        members come back Stable (like Kafka), groups without members Empty. Returns the
-        groups it cached (a group already cached is not replaced from the log)."""
+    def loading(self, partition: int) -> bool:
+        """A load of ``__consumer_offsets-<partition>`` starts (False: it is owned already);
+        its records go to :attr:`replaying`."""
         if partition in self.catalog.owned_partitions:
-            return []
+            return False
+        self.catalog.loading_partitions.add(partition)
+        self.replaying = OffsetsReplay(partition)
+        return True
+
+    def loaded(self, partition: int) -> list[GroupMetadata]:
+        """Cache what the replay of the partition built, and own it. Groups with members come
+        back Stable (like Kafka), groups without members Empty. Returns the groups it cached (a
+        group already cached is not replaced from the log)."""
         catalog = self.catalog
         cached = []
-        catalog.loading_partitions.add(partition)
+        loaded, self.replaying = self.replaying.result(), None
         try:
-            try:
-                loaded = self.store.load(partition)
-            except Exception as e:  # noqa: BLE001 - like Kafka: log it, own the partition anyway
-                log.error("error loading offsets from __consumer_offsets-%d", partition, exc_info=e)
-                return cached
             now = catalog.now()
             made = set()
             for gid, records in loaded.consumer_groups.items():

@@ -1,7 +1,7 @@
 """The group coordinator: the API the broker calls, answered by the part that owns it.
 
 The coordinator is five parts on one asyncio loop, sharing one
-:class:`~coordinator.group_catalog.GroupCatalog` (groups, owned partitions, clock, tasks)::
+:class:`~coordinator.group.group_catalog.GroupCatalog` (groups, owned partitions, clock, tasks)::
 
     membership.Membership        JoinGroup, SyncGroup, Heartbeat, LeaveGroup and their timers
     consumer_groups.ConsumerGroups  ConsumerGroupHeartbeat/Describe (KIP-848), classic members
@@ -12,11 +12,13 @@ The coordinator is five parts on one asyncio loop, sharing one
                                  DeleteGroups, and sending each classic group API to the part
                                  that owns the group (a classic group, or a consumer group)
 
-They call each other only through the protocols in ``coordinator.seams``. Everything takes plain
-Python arguments and returns plain result objects (``coordinator.results``) with Kafka error
-codes (``coordinator.errors``); handlers translate to and from the wire. Timers go through the
-injected clock (``coordinator.clock``); records reach ``__consumer_offsets`` through an
-:class:`coordinator.offset_store.OffsetStore`.
+They call each other only through the protocols in ``coordinator.group.seams``. Everything takes plain
+Python arguments and returns plain result objects (``coordinator.group.results``) with Kafka
+error codes (``coordinator.runtime.errors``); handlers translate to and from the wire. Timers go
+through the injected clock (``coordinator.runtime.clock``); records reach
+``__consumer_offsets`` through an :class:`coordinator.group.offset_store.OffsetStore` and the
+topic's :class:`coordinator.runtime.CoordinatorRuntime`, which loads and unloads its partitions
+into this coordinator, its shard (``loading``, ``replay``, ``loaded``, ``unloaded``).
 
 Must not know: the wire, the broker, or the record layout of ``__consumer_offsets``.
 """
@@ -24,8 +26,8 @@ from __future__ import annotations
 
 import logging
 
-from . import errors
-from .clock import AsyncioClock
+from ..runtime import errors
+from ..runtime.clock import AsyncioClock
 from .consumer_group import ConsumerGroup
 from .consumer_groups import ConsumerGroupConfig, ConsumerGroups
 from .group import DEAD, EMPTY, STABLE
@@ -71,6 +73,8 @@ class GroupCoordinator:
         self.catalog = GroupCatalog(cfg["offsets.topic.num.partitions"],
                                     clock if clock is not None else AsyncioClock(), may_serve)
         self.group_store = GroupStore(self.catalog, offset_store)
+        self.runtime = offset_store.runtime   # loads and writes __consumer_offsets for us
+        self.runtime.register(self, self.catalog.clock)
         self.membership = Membership(
             self.catalog, self.group_store,
             initial_rebalance_delay_ms=cfg["group.initial.rebalance.delay.ms"],
@@ -125,19 +129,37 @@ class GroupCoordinator:
 
     def load_partition(self, partition: int) -> None:
         """Replay ``__consumer_offsets-<partition>`` into groups and offsets and start answering
-        for the groups that map to it. Classic groups with members come back Stable (like
-        Kafka) with their session timers restarted: members that are still alive keep
-        heartbeating, the others expire and the group rebalances; groups without members come
-        back Empty. Consumer groups come back as their records left them, every member with a
-        fresh session."""
-        for group in self.group_store.load_partition(partition):
+        for the groups that map to it (through the runtime, which calls the shard methods
+        below). Classic groups with members come back Stable (like Kafka) with their session
+        timers restarted: members that are still alive keep heartbeating, the others expire and
+        the group rebalances; groups without members come back Empty. Consumer groups come back
+        as their records left them, every member with a fresh session."""
+        self.runtime.load(partition)
+
+    def unload_partition(self, partition: int) -> None:
+        """Stop answering for the groups of ``partition`` (leadership moved away)."""
+        self.runtime.unload(partition)
+
+    # ------------------------------------------------------------------ the runtime's shard
+    compacted = True   # offsets, group metadata and consumer group records: last write wins
+
+    def loading(self, partition: int) -> bool:
+        return self.group_store.loading(partition)
+
+    def replay(self, _partition, offset, producer_id, _producer_epoch, key, value) -> None:
+        self.group_store.replaying.apply(key, value, offset, producer_id)
+
+    def replay_end_txn(self, _partition, producer_id, _producer_epoch, commit) -> None:
+        self.group_store.replaying.end_txn(producer_id, commit)
+
+    def loaded(self, partition: int, _epoch: int) -> None:
+        for group in self.group_store.loaded(partition):
             if isinstance(group, ConsumerGroup):
                 self.consumer_groups.resume(group)
             else:
                 self.membership.resume(group)
 
-    def unload_partition(self, partition: int) -> None:
-        """Stop answering for the groups of ``partition`` (leadership moved away)."""
+    def unloaded(self, partition: int) -> None:
         self.catalog.owned_partitions.discard(partition)
         self.catalog.loading_partitions.discard(partition)
         for listener in self.catalog.partition_listeners:
@@ -280,7 +302,7 @@ class GroupCoordinator:
 
 
 class _Sessions:
-    """The member timers the offset manager touches (``coordinator.seams.MemberSessions``),
+    """The member timers the offset manager touches (``coordinator.group.seams.MemberSessions``),
     for groups of either protocol."""
 
     def __init__(self, membership: Membership, consumer_groups: ConsumerGroups):

@@ -10,31 +10,16 @@ the coordinator (``membership``, ``offset_manager``, ``group_store``) share this
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 
-from . import errors
+from ..runtime import errors
+from ..runtime.partitions import partition_for
 from .group import GroupMetadata
 
 log = logging.getLogger("josefk.coordinator")
 
 # APIs whose group id may be the empty string (Kafka keeps that for backwards compatibility).
 _EMPTY_ID_OK = frozenset({"OffsetCommit", "OffsetFetch", "DescribeGroups", "DeleteGroups"})
-
-
-def java_string_hash(s: str) -> int:
-    """Java's String.hashCode (over UTF-16 code units), as a signed 32-bit int."""
-    h = 0
-    data = s.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
-
-
-@functools.lru_cache(maxsize=4096)
-def partition_for(group_id: str, num_partitions: int) -> int:
-    """Kafka's ``Utils.abs(groupId.hashCode) % offsets.topic.num.partitions``."""
-    return (java_string_hash(group_id) & 0x7FFFFFFF) % num_partitions
 
 
 class GroupCatalog:

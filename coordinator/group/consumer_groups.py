@@ -2,21 +2,21 @@
 
 Owns: ConsumerGroupHeartbeat (join, heartbeat, leave, static members' temporary leave) and
 ConsumerGroupDescribe; the group epoch, the target assignment computed by the server-side
-assignor (``coordinator.assignors``) and each member's reconciliation towards it
-(``coordinator.reconciliation``); subscriptions by topic name and by regular expression (RE2
+assignor (``coordinator.group.assignors``) and each member's reconciliation towards it
+(``coordinator.group.reconciliation``); subscriptions by topic name and by regular expression (RE2
 syntax, resolved here); static membership; the session timeout
 (``group.consumer.session.timeout.ms``) and the rebalance timeout of members that do not revoke
 in time; members that joined with JoinGroup (the classic protocol) inside a consumer group; and
 converting a group between the two protocols (``group.consumer.migration.policy``).
 
-Every change is a list of records (``coordinator.consumer_group.Record``) computed from the
+Every change is a list of records (``coordinator.group.consumer_group.Record``) computed from the
 group as it is, appended to ``__consumer_offsets`` and only then applied to the group, under
 one lock per group: what a member is told is always what a new coordinator would read back.
 Timers go through the catalog's clock; while the coordinator may not serve (its ZooKeeper
 session in doubt) it fences nobody on timers either.
 
 Must not know: the wire (requests and responses are plain values), the broker, or the record
-layout (``coordinator.consumer_records``).
+layout (``coordinator.group.consumer_records``).
 """
 from __future__ import annotations
 
@@ -29,7 +29,10 @@ import re2
 
 from josefk.wire.apis.consumer_protocol import ASSIGNMENT, SUBSCRIPTION
 
-from . import consumer_records, errors
+from ..runtime import errors
+from ..runtime.keyed_locks import KeyedLocks
+from ..runtime.runtime import CoordinatorResult
+from . import consumer_records
 from .assignors import ASSIGNORS, MemberSpec, assignor_names
 from .consumer_group import (CURRENT_ASSIGNMENT, DEAD, GROUP_EPOCH,
                              JOIN_EPOCH, LEAVE_EPOCH, MEMBER_METADATA, REGULAR_EXPRESSION,
@@ -42,7 +45,6 @@ from .group import CONSUMER_PROTOCOL_TYPE, EMPTY as CLASSIC_EMPTY, STABLE as CLA
 from .group import GroupMetadata, MemberMetadata as ClassicMember
 from .group_catalog import GroupCatalog
 from .group_store import group_record
-from .keyed_locks import KeyedLocks
 from .offset_store import group_metadata_key, group_metadata_value
 from .reconciliation import reconcile
 from .results import (ConsumerGroupDescription, ConsumerHeartbeatResult,
@@ -186,7 +188,7 @@ class ConsumerGroups:
         self.catalog = catalog
         self.clock = catalog.clock
         self.store = store
-        self.topics = topics        # coordinator.seams.TopicsView
+        self.topics = topics        # coordinator.group.seams.TopicsView
         self.config = config
         self.classic = classic      # the classic protocol's Membership, for conversions
         self._locks = KeyedLocks()
@@ -1013,27 +1015,31 @@ class _Change:
         self._after.append(fn)
 
     async def commit(self, owner: ConsumerGroups, now: int) -> int:
-        """Write the records, then apply them; a Kafka error code when the write failed (and
-        nothing changed)."""
+        """Write the records, then apply them (through the runtime); a Kafka error code when
+        the write failed (and nothing changed)."""
         catalog = owner.catalog
         gid = self.group_id
         partition = catalog.partition_for(gid)
-        if self.records or self.raw:
-            if partition not in catalog.owned_partitions:
-                return errors.NOT_COORDINATOR
-            try:
-                await owner.store.store_records(partition, self.records + self.raw, now)
-            except Exception as e:  # noqa: BLE001 - every append failure becomes an error code
-                code = getattr(e, "error_code", None)
-                if code is None:
-                    log.error("consumer group %s: append failed", gid, exc_info=e)
-                    return errors.UNKNOWN_SERVER_ERROR
-                return errors.append_error_for_write(code)
-            if partition not in catalog.owned_partitions:
-                return errors.NOT_COORDINATOR   # the partition moved away meanwhile
+        records = self.records + self.raw
+        if records and partition not in catalog.owned_partitions:
+            return errors.NOT_COORDINATOR
+        try:
+            result = CoordinatorResult(records, errors.NONE, lambda _o: self._apply(owner, now))
+            return await owner.store.runtime.write(partition, result, now,
+                                                   owner.store.store_records)
+        except Exception as e:  # noqa: BLE001 - every append failure becomes an error code
+            code = getattr(e, "error_code", None)
+            if code is None:
+                log.error("consumer group %s: append failed", gid, exc_info=e)
+                return errors.UNKNOWN_SERVER_ERROR
+            return errors.append_error_for_write(code)
+
+    def _apply(self, owner: ConsumerGroups, now: int) -> None:
+        catalog = owner.catalog
+        gid = self.group_id
         if self.downgrade is not None:
             self._swap_to_classic(owner, now)
-            return errors.NONE
+            return
         group = catalog.groups.get(gid)
         if self.fresh or not isinstance(group, ConsumerGroup):
             old = group
@@ -1047,7 +1053,6 @@ class _Change:
             group.apply(r, now)
         for fn in self._after:
             fn(group)
-        return errors.NONE
 
     def _swap_to_classic(self, owner: ConsumerGroups, now: int) -> None:
         catalog = owner.catalog

@@ -1,12 +1,12 @@
 """A consumer group's records as Kafka writes them on ``__consumer_offsets``.
 
-Maps each :class:`coordinator.consumer_group.Record` to the key and value bytes of its declared
+Maps each :class:`coordinator.group.consumer_group.Record` to the key and value bytes of its declared
 record type (``wire.internal_topics.consumer_offsets``: ConsumerGroupMetadata,
 ConsumerGroupPartitionMetadata, ...MemberMetadata, ...TargetAssignmentMetadata,
 ...TargetAssignmentMember, ...CurrentMemberAssignment, ...RegularExpression, all at value version
 0), and decoded records back; and builds the records that write or remove a whole group.
 
-Must not know: how the protocol decides what to write (``coordinator.consumer_groups``).
+Must not know: how the protocol decides what to write (``coordinator.group.consumer_groups``).
 """
 from __future__ import annotations
 

@@ -36,10 +36,11 @@ from josefk.wire.internal_topics.share_groups import (SHARE_GROUP_CURRENT_MEMBER
                                                       SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER,
                                                       SHARE_GROUP_TARGET_ASSIGNMENT_METADATA)
 
-from . import errors
+from ..runtime import errors
+from ..runtime.keyed_locks import KeyedLocks
+from ..runtime.runtime import CoordinatorResult
 from .consumer_group import STABLE_MEMBER
 from .group import DEAD as CLASSIC_DEAD
-from .keyed_locks import KeyedLocks
 from .results import GroupOverview
 
 log = logging.getLogger("josefk.coordinator")
@@ -448,14 +449,15 @@ class ShareGroups:
         if partition not in self.catalog.owned_partitions:
             return errors.NOT_COORDINATOR
         try:
-            await self.store.store_records(partition, records, self.catalog.now())
+            result = CoordinatorResult(records, errors.NONE)
+            return await self.store.runtime.write(partition, result, self.catalog.now(),
+                                                  self.store.store_records)
         except Exception as e:  # noqa: BLE001
             code = getattr(e, "error_code", None)
             if code is None:
                 log.error("share group records for %s failed", group_id, exc_info=e)
                 return errors.UNKNOWN_SERVER_ERROR
             return errors.append_error_for_group(code)
-        return errors.NONE
 
     # ------------------------------------------------------------------ admin
     def describe(self, group_id):

@@ -11,11 +11,12 @@ changed; every ``share.coordinator.snapshot.update.records.per.snapshot`` update
 leader epoch changes, a ShareSnapshot holds the whole state instead, so a replay starts at the
 latest snapshot and records older than every key's latest snapshot can be pruned.
 
-Writes for one share-partition are applied one at a time: the new state is taken at once and
-put back if its record cannot be appended.
+Writes for one share-partition run one at a time, each through the topic's coordinator runtime:
+its record is appended, then the new state applied (this coordinator is the runtime's shard:
+loading a partition replays its records into ``replay``).
 
 Must not know: the wire or the broker; records reach the log through the interface
-``coordinator.offset_store`` documents (``append`` / ``read_batches``, plus ``prune``).
+``coordinator.runtime.runtime`` documents (``append`` / ``read_batches``, plus ``prune``).
 """
 from __future__ import annotations
 
@@ -23,14 +24,14 @@ import asyncio
 import logging
 import uuid
 
-from josefk.wire import records as wire_records
 from josefk.wire.internal_topics.share_group_state import (SHARE_GROUP_STATE, SHARE_SNAPSHOT,
                                                            SHARE_UPDATE)
 from josefk.wire.types import DecodeError, uuid_to_base64
 
-from . import errors
-from .clock import AsyncioClock
-from .group_catalog import java_string_hash
+from ..runtime import errors
+from ..runtime.clock import AsyncioClock
+from ..runtime.partitions import java_string_hash
+from ..runtime.runtime import CoordinatorResult, CoordinatorRuntime
 
 log = logging.getLogger("josefk.share")
 
@@ -44,6 +45,7 @@ _UpdateBatch = SHARE_UPDATE.Value.StateBatch
 TERMINAL = (2, 4)  # ACKNOWLEDGED, ARCHIVED
 PERSISTED = (0, 2, 4)  # the states a leader writes: AVAILABLE and the terminal ones
 INT32_MAX = 2**31 - 1
+TOPIC = "__share_group_state"
 
 
 def valid_batches(batches) -> bool:
@@ -127,14 +129,19 @@ class ShareCoordinator:
         self.num_partitions = cfg["share.coordinator.state.topic.num.partitions"]
         self.snapshot_every = cfg["share.coordinator.snapshot.update.records.per.snapshot"]
         self.prune_interval_ms = cfg["share.coordinator.state.topic.prune.interval.ms"]
-        self.log = state_log
         self.clock = clock if clock is not None else AsyncioClock()
+        self.runtime = CoordinatorRuntime(TOPIC, state_log)
+        self.runtime.register(self, self.clock)
         self.may_serve = may_serve or (lambda _partition: True)
         self.states: dict[tuple, ShareState] = {}
         self.owned: set[int] = set()
         self.active = False
         self._locks: dict[tuple, asyncio.Lock] = {}
-        self._prune_timer = None
+        self._replayed = 0   # records replayed into the partition being loaded
+
+    @property
+    def log(self):
+        return self.runtime.log
 
     def partition_for(self, group_id, topic_id, partition) -> int:
         return state_partition_for(group_id, topic_id, partition, self.num_partitions)
@@ -146,46 +153,55 @@ class ShareCoordinator:
 
     def shutdown(self) -> None:
         self.active = False
-        if self._prune_timer is not None:
-            self._prune_timer.cancel()
-        for p in list(self.owned):
-            self.unload_partition(p)
+        self.runtime.shutdown()
 
     def load_partition(self, partition: int) -> None:
         """Replay ``__share_group_state-<partition>``: a snapshot replaces a key's state, an
         update merges into it, a tombstone deletes it."""
-        if partition in self.owned:
-            return
-        for key in [k for k in self.states if self._partition_of(k) == partition]:
-            del self.states[key]
-        count = 0
-        for header, buf in self.log.read_batches(partition):
-            if header.is_control:
-                continue
-            for rec in wire_records.iter_records(buf, header):
-                try:
-                    record, k = SHARE_GROUP_STATE.read_key(rec.key)
-                    key = (k.group_id, k.topic_id, k.partition)
-                    if rec.value is None:
-                        self.states.pop(key, None)
-                        continue
-                    _v, value = record.read_value(rec.value)
-                except DecodeError as e:
-                    log.warning("skipping an undecodable record at offset %d of "
-                                "__share_group_state-%d: %s", rec.offset, partition, e)
-                    continue
-                self._replay(key, record, value, rec.offset)
-                count += 1
-        self.owned.add(partition)
-        log.info("loaded __share_group_state-%d: %d records", partition, count)
+        self.runtime.load(partition)
 
     def unload_partition(self, partition: int) -> None:
-        self.owned.discard(partition)
-        for key in [k for k in self.states if self._partition_of(k) == partition]:
-            del self.states[key]
+        self.runtime.unload(partition)
 
     def _partition_of(self, key) -> int:
         return self.partition_for(*key)
+
+    # ------------------------------------------------------------------ the runtime's shard
+    compacted = False   # an update merges into its key's state: every record counts
+
+    def loading(self, partition: int) -> bool:
+        if partition in self.owned:
+            return False
+        self.unloaded(partition)
+        self._replayed = 0
+        return True
+
+    def replay(self, partition, offset, _producer_id, _producer_epoch, raw_key, raw_value) -> None:
+        try:
+            record, k = SHARE_GROUP_STATE.read_key(raw_key)
+            key = (k.group_id, k.topic_id, k.partition)
+            if raw_value is None:
+                self.states.pop(key, None)
+                return
+            _v, value = record.read_value(raw_value)
+        except DecodeError as e:
+            log.warning("skipping an undecodable record at offset %d of "
+                        "__share_group_state-%d: %s", offset, partition, e)
+            return
+        self._replay(key, record, value, offset)
+        self._replayed += 1
+
+    def replay_end_txn(self, *_marker) -> None:
+        pass  # the share coordinator's log has no transactions
+
+    def loaded(self, partition: int, _epoch: int) -> None:
+        self.owned.add(partition)
+        log.info("loaded __share_group_state-%d: %d records", partition, self._replayed)
+
+    def unloaded(self, partition: int) -> None:
+        self.owned.discard(partition)
+        for key in [k for k in self.states if self._partition_of(k) == partition]:
+            del self.states[key]
 
     def _replay(self, key, record, v, offset: int) -> None:
         if record is SHARE_SNAPSHOT:
@@ -268,7 +284,7 @@ class ShareCoordinator:
                 return errors.FENCED_STATE_EPOCH
             st = ShareState(state_epoch, old.leader_epoch if old else -1, start,
                             created=self.clock.now_ms())
-            return await self._append_state(key, st, snapshot=True)
+            return await self._append_state(key, st)
 
     async def delete(self, group_id, topic_id, partition) -> int:
         """DeleteShareGroupState: tombstones for the share-partition's records."""
@@ -280,14 +296,9 @@ class ShareCoordinator:
             if key not in self.states:
                 return errors.NONE
             fields = dict(group_id=group_id, topic_id=topic_id, partition=partition)
-            try:
-                await self._append(self.partition_for(*key),
-                                   [(SHARE_SNAPSHOT.key(**fields), None),
-                                    (SHARE_UPDATE.key(**fields), None)])
-            except Exception as e:  # noqa: BLE001
-                return _append_error(e)
-            self.states.pop(key, None)
-            return errors.NONE
+            return await self._commit(key, [(SHARE_SNAPSHOT.key(**fields), None),
+                                            (SHARE_UPDATE.key(**fields), None)],
+                                      lambda _offset: self.states.pop(key, None))
 
     def summary(self, group_id, topic_id, partition):
         """ReadShareGroupStateSummary: (error, state epoch, leader epoch, start offset,
@@ -316,7 +327,7 @@ class ShareCoordinator:
         new.merge(start, batches)
         new.complete = complete
         if snapshot:
-            return await self._append_state(key, new, snapshot=True)
+            return await self._append_state(key, new)
         new.updates += 1
         group_id, topic_id, partition = key
         record = (SHARE_UPDATE.key(group_id=group_id, topic_id=topic_id, partition=partition),
@@ -327,9 +338,9 @@ class ShareCoordinator:
                                          first_offset=b[0], last_offset=b[1],
                                          delivery_state=b[2], delivery_count=b[3])
                                          for b in batches]))
-        return await self._commit(key, new, record, snapshot=False)
+        return await self._commit(key, [record], lambda _offset: self._take(key, new))
 
-    async def _append_state(self, key, st: ShareState, snapshot: bool) -> int:
+    async def _append_state(self, key, st: ShareState) -> int:
         st.snapshot_epoch += 1 if key in self.states else 0
         st.updates = 0
         group_id, topic_id, partition = key
@@ -344,36 +355,21 @@ class ShareCoordinator:
                                            first_offset=b[0], last_offset=b[1],
                                            delivery_state=b[2], delivery_count=b[3])
                                            for b in st.batches]))
-        return await self._commit(key, st, record, snapshot)
+        return await self._commit(key, [record], lambda offset: self._take(key, st, offset))
 
-    async def _commit(self, key, new: ShareState, record, snapshot: bool) -> int:
-        """Take ``new`` as the key's state, append ``record``; put the old state back if the
-        append fails."""
-        old = self.states.get(key)
-        self.states[key] = new
+    async def _commit(self, key, records, apply) -> int:
+        """Append ``records`` for ``key``, then ``apply(base offset)``; NONE or the error."""
         try:
-            offset = await self._append(self.partition_for(*key), [record])
+            return await self.runtime.write(self.partition_for(*key), CoordinatorResult(
+                records, errors.NONE, apply), self.clock.now_ms())
         except Exception as e:  # noqa: BLE001
-            if self.states.get(key) is new:
-                if old is None:
-                    self.states.pop(key, None)
-                else:
-                    self.states[key] = old
             return _append_error(e)
-        if snapshot:
-            new.snapshot_offset = offset
-        return errors.NONE
 
-    async def _append(self, partition: int, records) -> int:
-        now = self.clock.now_ms()
-        if len(records) == 1:
-            batch = wire_records.one_record_batch(records[0][0], records[0][1], now)
-        else:
-            batch = wire_records.build_batch([(k, v, None, now) for k, v in records], now_ms=now)
-        result = self.log.append(partition, batch)
-        if type(result) is not int:
-            result = await result
-        return result
+    def _take(self, key, new: ShareState, snapshot_offset: int | None = None) -> None:
+        """``new`` is the key's state (written at ``snapshot_offset`` when it is a snapshot)."""
+        if snapshot_offset is not None:
+            new.snapshot_offset = snapshot_offset
+        self.states[key] = new
 
     # ------------------------------------------------------------------ pruning
     def prunable(self, partition: int) -> int:
@@ -387,13 +383,13 @@ class ShareCoordinator:
 
     def _schedule_prune(self) -> None:
         if self.active and self.prune_interval_ms > 0:
-            self._prune_timer = self.clock.call_later(self.prune_interval_ms, self._prune)
+            self.runtime.schedule("prune", self.prune_interval_ms, self._prune)
 
     def _prune(self) -> None:
         for p in list(self.owned):
             offset = self.prunable(p)
             if offset > 0 and self.may_serve(p):
-                self.log.prune(p, offset)
+                self.runtime.log.prune(p, offset)
         self._schedule_prune()
 
 

@@ -7,33 +7,23 @@ Records are written exactly as Apache Kafka writes them, so Kafka's own tools
 GroupMetadataKey/Value); this module maps them to the coordinator's plain records. We write key
 type 1 with value v3 (v1 for offsets with an explicit expire timestamp) and group metadata
 value v3, like Kafka 2.3+; we read value versions 0-4. A null value (tombstone) deletes the key.
-The records of KIP-848 consumer groups are mapped by ``coordinator.consumer_records``; a replay
-hands them over per group.
+The records of KIP-848 consumer groups are mapped by ``coordinator.group.consumer_records``; a
+replay hands them over per group.
 
-The log interface the broker provides (duck-typed, see :class:`InMemoryOffsetsLog`)::
-
-    log.append(partition: int, batch: bytearray) -> int | Awaitable[int]
-        Append one magic-v2 record batch (built with base offset 0) to
-        __consumer_offsets-<partition> as its leader; the log assigns the offsets and returns
-        the batch's base offset. May return an awaitable (e.g. to wait for acks=all). On failure
-        raise an exception carrying ``error_code`` (a Kafka error: NOT_LEADER_OR_FOLLOWER,
-        NOT_ENOUGH_REPLICAS, MESSAGE_TOO_LARGE, ...), e.g. ``errors.CoordinatorLogError``.
-    log.read_batches(partition: int) -> Iterable[(BatchHeader, buffer)]
-        Every batch from the log start to the log end in offset order; ``BatchHeader`` is
-        ``wire.batch.BatchHeader`` and ``header.pos`` locates the batch inside ``buffer``.
+Writing and loading go through the topic's
+:class:`coordinator.runtime.CoordinatorRuntime` (which also describes the log interface);
+:class:`OffsetsReplay` is what a replay of one partition builds.
 """
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
 
-from josefk.wire import recscan
-from josefk.wire import batch as wire_batch
-from josefk.wire import records as wire_records
 from josefk.wire.internal_topics.consumer_offsets import (CONSUMER_OFFSETS, GROUP_METADATA,
                                                          OFFSET_COMMIT)
 from josefk.wire.types import DecodeError
 
+from ..runtime.runtime import CoordinatorRuntime
 from . import consumer_records
 from .group import CommitRecord, OffsetAndMetadata
 
@@ -170,32 +160,27 @@ def read_group_value(value) -> GroupRecord | None:
 # The store
 
 class OffsetStore:
-    """Writes and replays ``__consumer_offsets`` through ``log`` (see the module docstring)."""
+    """Writes and replays ``__consumer_offsets`` through ``log`` (see
+    :mod:`coordinator.runtime.runtime` for the interface), by its runtime."""
 
-    def __init__(self, log, compression: int = 0):
-        self.log = log
-        self.compression = compression
+    def __init__(self, log, compression: int = 0, topic: str = "__consumer_offsets"):
+        self.runtime = CoordinatorRuntime(topic, log, compression)
+        self._append = self.runtime.append
 
-    async def _append(self, partition: int, records, now_ms: int, producer_id=-1,
-                      producer_epoch=-1) -> int:
-        if len(records) == 1 and not self.compression and producer_id < 0:
-            key, value, _headers, timestamp = records[0]  # an OffsetCommit's one record
-            batch = wire_records.one_record_batch(key, value, timestamp)
-        else:
-            batch = wire_records.build_batch(
-                records, compression=self.compression, now_ms=now_ms, producer_id=producer_id,
-                producer_epoch=producer_epoch, transactional=producer_id >= 0)
-        result = self.log.append(partition, batch)
-        if type(result) is not int:  # the log waits for the acks (replication)
-            result = await result
-        return result
+    @property
+    def log(self):
+        return self.runtime.log
+
+    @log.setter
+    def log(self, log) -> None:
+        self.runtime.log = log
 
     def store_offsets(self, partition: int, group_id: str, offsets: dict,
                       now_ms: int, producer_id: int = -1, producer_epoch: int = -1):
         """Append one batch with an OffsetCommit record per {(topic, partition):
         OffsetAndMetadata}; await it for the batch's base offset. With a producer id the batch
         is transactional (TxnOffsetCommit): it counts once the producer's COMMIT marker follows.
-        (A plain function returning `_append`'s coroutine: one coroutine less per commit.)"""
+        (A plain function returning the append's awaitable: one coroutine less per commit.)"""
         records = [(offset_commit_key(group_id, t, p), offset_commit_value(om), None, now_ms)
                    for (t, p), om in offsets.items()]
         return self._append(partition, records, now_ms, producer_id, producer_epoch)
@@ -207,7 +192,7 @@ class OffsetStore:
             now_ms)
 
     async def store_records(self, partition: int, records, now_ms: int) -> int:
-        """Append consumer group Records (``coordinator.consumer_group.Record``) and raw
+        """Append consumer group Records (``coordinator.group.consumer_group.Record``) and raw
         (key, value) pairs, in that order, as one batch: all of them or none."""
         pairs = [consumer_records.encode(r) if not isinstance(r, tuple) or len(r) != 2 else r
                  for r in records]
@@ -230,38 +215,19 @@ class OffsetStore:
 
     def load(self, partition: int) -> LoadedPartition:
         """Replay the partition: last write wins, tombstones delete. Transactional offset
-        commits (TxnOffsetCommit) count only once their producer's COMMIT marker is read.
-
-        Plain batches are reduced in bulk, natively (``recscan.latest``), to each key's last
-        write, and only those are decoded: replaying a million commits of a few thousand keys
-        decodes a few thousand records. A transaction marker first applies what was reduced so
-        far, so the order of events is the log's."""
-        r = _Replay(partition)
-        latest: dict = {}   # raw key -> (raw value | None, batch base offset), last writes
-        for header, buf in self.log.read_batches(partition):
-            if header.is_control:
-                r.apply_latest(latest)
-                for rec in wire_records.iter_records(buf, header):
-                    kind, _epoch = wire_records.parse_control_record(rec)
-                    r.end_txn(header.producer_id, kind == wire_records.CONTROL_COMMIT)
-                    break
-                continue
-            if header.is_transactional:
-                for rec in wire_records.iter_records(buf, header):
-                    r.apply(rec.key, rec.value, header.base_offset, header.producer_id)
-                continue
-            try:
-                recscan.latest(wire_records.records_section(buf, header), header.count, latest,
-                                header.base_offset)
-            except ValueError as e:
-                log.warning("skipping a malformed batch at offset %d of __consumer_offsets-%d: "
-                            "%s", header.base_offset, partition, e)
-        r.apply_latest(latest)
+        commits (TxnOffsetCommit) count only once their producer's COMMIT marker is read. The
+        runtime hands over each key's last write of the plain batches; a transaction marker
+        comes after what was written before it, so the order of events is the log's."""
+        r = OffsetsReplay(partition)
+        self.runtime.replay(partition, r)
         return r.result()
 
 
-class _Replay:
-    """The state a replay of one __consumer_offsets partition builds, record by record."""
+class OffsetsReplay:
+    """The state a replay of one __consumer_offsets partition builds, record by record (the
+    replay side of the group coordinator's shard, see ``GroupCoordinator.replay``)."""
+
+    compacted = True
 
     __slots__ = ("partition", "offsets", "pending", "groups", "removed", "consumer",
                  "others")
@@ -275,10 +241,11 @@ class _Replay:
         self.consumer: dict[str, dict] = {}   # group id -> {(record type, key): Record}
         self.others: dict = {}  # raw key -> (record, key, raw value) of other record types
 
-    def apply_latest(self, latest: dict) -> None:
-        for key, (value, base_offset) in latest.items():
-            self.apply(key, value, base_offset, -1)
-        latest.clear()
+    def replay(self, _partition, offset: int, producer_id: int, _epoch, key, value) -> None:
+        self.apply(key, value, offset, producer_id)
+
+    def replay_end_txn(self, _partition, producer_id: int, _epoch, commit: bool) -> None:
+        self.end_txn(producer_id, commit)
 
     def end_txn(self, producer_id: int, commit: bool) -> None:
         txn = self.pending.pop(producer_id, {})
@@ -342,43 +309,3 @@ class _Replay:
         for (g, t, p), cr in self.offsets.items():
             loaded.offsets.setdefault(g, {})[(t, p)] = cr
         return loaded
-
-
-class InMemoryOffsetsLog:
-    """A list-of-batches implementation of the log interface, for tests and embedding.
-
-    ``fail_next(error_code)`` makes the next append raise ``CoordinatorLogError``.
-    """
-
-    def __init__(self):
-        self.batches: dict[int, list[bytearray]] = {}
-        self.next_offset: dict[int, int] = {}
-        self._fail: list[int] = []
-
-    def fail_next(self, error_code: int) -> None:
-        self._fail.append(error_code)
-
-    def append(self, partition: int, batch: bytearray) -> int:
-        if self._fail:
-            from .errors import CoordinatorLogError
-            raise CoordinatorLogError(self._fail.pop(0))
-        batch = bytearray(batch)
-        base = self.next_offset.get(partition, 0)
-        h = wire_batch.read_header(batch, 0)
-        wire_batch.set_base_offset(batch, 0, base)
-        self.batches.setdefault(partition, []).append(batch)
-        self.next_offset[partition] = base + h.last_offset_delta + 1
-        return base
-
-    def read_batches(self, partition: int):
-        for b in self.batches.get(partition, []):
-            yield wire_batch.read_header(b, 0), b
-
-    def records(self, partition: int):
-        """Every (offset, key, value) in the partition (test helper)."""
-        out = []
-        for h, b in self.read_batches(partition):
-            for r in wire_records.iter_records(b, h):
-                out.append((r.offset, None if r.key is None else bytes(r.key),
-                            None if r.value is None else bytes(r.value)))
-        return out

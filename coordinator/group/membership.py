@@ -7,8 +7,8 @@ pending sync), all on the injected clock; JoinGroup / SyncGroup requests that ha
 parked on asyncio futures.
 
 Must not know: offsets, or how group metadata is written (it hands a generation to a
-:class:`coordinator.seams.GroupMetadataWriter`). It answers with plain results
-(``coordinator.results``) and Kafka error codes, never wire classes.
+:class:`coordinator.group.seams.GroupMetadataWriter`). It answers with plain results
+(``coordinator.group.results``) and Kafka error codes, never wire classes.
 
 States and transitions are Kafka's::
 
@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from . import errors
+from ..runtime import errors
 from .group import (COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE,
                     UNKNOWN_MEMBER_ID, GroupMetadata, IllegalStateError, MemberMetadata)
 from .group_catalog import GroupCatalog
@@ -47,7 +47,7 @@ class _JoinOp:
 
 class Membership:
     """Membership and rebalancing of the classic groups in ``catalog``; implements
-    :class:`coordinator.seams.MemberSessions` for the offset manager."""
+    :class:`coordinator.group.seams.MemberSessions` for the offset manager."""
 
     def __init__(self, catalog: GroupCatalog, writer: GroupMetadataWriter, *,
                  initial_rebalance_delay_ms: int, min_session_timeout_ms: int,
@@ -674,7 +674,7 @@ class Membership:
             self.extend_session(group, m)
 
     def hand_over(self, group: GroupMetadata) -> None:
-        """``group`` became a consumer group (``coordinator.consumer_groups``): requests parked
+        """``group`` became a consumer group (``coordinator.group.consumer_groups``): requests parked
         in JoinGroup or SyncGroup are answered REBALANCE_IN_PROGRESS (their members join the
         consumer group) and its timers stop."""
         for m in list(group.members.values()):

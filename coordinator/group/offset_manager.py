@@ -6,15 +6,16 @@ offsets.retention.check.interval.ms) and the clean-up that writes tombstones and
 left Empty without offsets.
 
 Must not know: how members join or rebalance (an offset commit keeps a classic member's session
-alive and a retired group's timers stop through :class:`coordinator.seams.MemberSessions`; a
+alive and a retired group's timers stop through :class:`coordinator.group.seams.MemberSessions`; a
 consumer group (KIP-848) checks its members' epochs itself), nor the record layout of
-``__consumer_offsets`` (the :class:`coordinator.offset_store.OffsetStore` writes it).
+``__consumer_offsets`` (the :class:`coordinator.group.offset_store.OffsetStore` writes it).
 """
 from __future__ import annotations
 
 import logging
 
-from . import consumer_records, errors
+from ..runtime import errors
+from . import consumer_records
 from .group import (COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE,
                     UNKNOWN_MEMBER_ID, CommitRecord, GroupMetadata, OffsetAndMetadata)
 from .group_catalog import GroupCatalog
@@ -24,6 +25,7 @@ from .seams import MemberSessions
 log = logging.getLogger("josefk.coordinator")
 
 INT64_MAX = 0x7FFFFFFFFFFFFFFF
+_EXPIRY = "offsets expiry"   # the runtime's timer of the retention check
 
 
 def _utf16_len(s: str) -> int:
@@ -36,13 +38,11 @@ class OffsetManager:
     def __init__(self, catalog: GroupCatalog, store, sessions: MemberSessions, *,
                  retention_ms: int, retention_check_interval_ms: int, max_metadata_size: int):
         self.catalog = catalog
-        self.clock = catalog.clock
         self.store = store
         self.sessions = sessions
         self.offsets_retention_ms = retention_ms
         self.retention_check_interval_ms = retention_check_interval_ms
         self.max_metadata_size = max_metadata_size
-        self._expiry_timer = None
 
     # ------------------------------------------------------------------ commit / fetch
     def _to_offset_and_metadata(self, value, now, expire) -> OffsetAndMetadata:
@@ -272,16 +272,13 @@ class OffsetManager:
         self._schedule_expiration()
 
     def stop_expiry(self) -> None:
-        if self._expiry_timer is not None:
-            self._expiry_timer.cancel()
-            self._expiry_timer = None
+        self.store.runtime.cancel(_EXPIRY)
 
     def _schedule_expiration(self):
-        self._expiry_timer = self.clock.call_later(self.retention_check_interval_ms,
-                                                   self._on_expiry_timer)
+        self.store.runtime.schedule(_EXPIRY, self.retention_check_interval_ms,
+                                    self._on_expiry_timer)
 
     def _on_expiry_timer(self):
-        self._expiry_timer = None
         if not self.catalog.active:
             return
         self.catalog.spawn(self._expire_and_reschedule())

@@ -23,15 +23,14 @@ with a fake clock and in-memory log. Kafka's rules:
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 
-from josefk.wire import records as wire_records
 from josefk.wire.types import DecodeError
 
-from . import errors
-from .clock import AsyncioClock
-from .group_catalog import partition_for
+from ..runtime import errors
+from ..runtime.clock import AsyncioClock
+from ..runtime.partitions import partition_for
+from ..runtime.runtime import CoordinatorResult, CoordinatorRuntime
 from .producer_ids import ProducerIdsUnavailable
 from .txn_log import (COMPLETE_ABORT, COMPLETE_COMMIT, DEAD, EMPTY, ONGOING, PREPARE_ABORT,
                       PREPARE_COMMIT, STATE_NAMES, TxnRecord, read_txn_key, read_txn_value,
@@ -47,6 +46,7 @@ DEFAULTS = {
     "transactional.id.expiration.ms": 604800000,
     "transaction.remove.expired.transaction.cleanup.interval.ms": 3600000,
 }
+TOPIC = "__transaction_state"
 EXPIRABLE = (EMPTY, COMPLETE_COMMIT, COMPLETE_ABORT)
 RETRY_BACKOFF_MS = 100
 
@@ -93,7 +93,7 @@ class TransactionCoordinator:
         self.abort_interval_ms = cfg["transaction.abort.timed.out.transaction.cleanup.interval.ms"]
         self.expiration_ms = cfg["transactional.id.expiration.ms"]
         self.expire_interval_ms = cfg["transaction.remove.expired.transaction.cleanup.interval.ms"]
-        self.log = log_
+        self.runtime = CoordinatorRuntime(TOPIC, log_)
         self.producer_ids = producer_ids
         # async write_markers(producer_id, epoch, commit, coordinator_epoch, partitions): True
         # once every partition has its marker (retrying as it must), False if a partition
@@ -104,7 +104,12 @@ class TransactionCoordinator:
         self.txns: dict[str, TxnMetadata] = {}
         self.owned: dict[int, int] = {}  # partition -> coordinator epoch
         self._tasks: set = set()
-        self._timers: dict = {}  # periodic check -> its pending clock timer
+        self._replayed: dict[str, TxnRecord | None] = {}  # the partition being loaded
+        self.runtime.register(self, self.clock)
+
+    @property
+    def log(self):
+        return self.runtime.log
 
     # ------------------------------------------------------------------ life cycle
     def startup(self) -> None:
@@ -112,11 +117,7 @@ class TransactionCoordinator:
         self._every(self.expire_interval_ms, self.remove_expired)
 
     def shutdown(self) -> None:
-        for timer in self._timers.values():
-            timer.cancel()
-        self._timers.clear()
-        for p in list(self.owned):
-            self.unload_partition(p)
+        self.runtime.shutdown()
         for t in list(self._tasks):
             t.cancel()
 
@@ -131,19 +132,33 @@ class TransactionCoordinator:
     def load_partition(self, partition: int, coordinator_epoch: int) -> None:
         """Replay ``__transaction_state-<partition>`` (last write per id wins) and own it;
         transactions found in PrepareCommit/PrepareAbort get their markers written again."""
-        self.unload_partition(partition)
-        latest: dict[str, TxnRecord | None] = {}
-        for header, buf in self.log.read_batches(partition):
-            if header.is_control:
-                continue
-            for rec in wire_records.iter_records(buf, header):
-                try:
-                    latest[read_txn_key(rec.key)] = read_txn_value(rec.value)
-                except DecodeError as e:
-                    log.warning("skipping undecodable record at offset %d of "
-                                "__transaction_state-%d: %s", rec.offset, partition, e)
+        self.runtime.load(partition, coordinator_epoch)
+
+    def unload_partition(self, partition: int) -> None:
+        self.runtime.unload(partition)
+
+    # ------------------------------------------------------------------ the runtime's shard
+    compacted = True   # a transactional id's last record is its state
+
+    def loading(self, partition: int) -> bool:
+        self.unloaded(partition)
+        self._replayed = {}
+        return True
+
+    def replay(self, partition, offset, _producer_id, _producer_epoch, key, value) -> None:
+        try:
+            self._replayed[read_txn_key(key)] = read_txn_value(value)
+        except DecodeError as e:
+            log.warning("skipping undecodable record at offset %d of __transaction_state-%d: %s",
+                        offset, partition, e)
+
+    def replay_end_txn(self, *_marker) -> None:
+        pass  # the coordinator's own log has no transactions
+
+    def loaded(self, partition: int, coordinator_epoch: int) -> None:
         self.owned[partition] = coordinator_epoch
-        for tid, rec in latest.items():
+        replayed, self._replayed = self._replayed, {}
+        for tid, rec in replayed.items():
             if rec is None:
                 continue
             txn = self.txns[tid] = TxnMetadata(tid, rec)
@@ -152,7 +167,7 @@ class TransactionCoordinator:
                 self._spawn(self._complete(txn, rec.state == PREPARE_COMMIT, partition,
                                            coordinator_epoch))
 
-    def unload_partition(self, partition: int) -> None:
+    def unloaded(self, partition: int) -> None:
         self.owned.pop(partition, None)
         for tid in [t for t in self.txns if self.partition_for(t) == partition]:
             del self.txns[tid]
@@ -170,19 +185,24 @@ class TransactionCoordinator:
         return None
 
     async def _write(self, txn: TxnMetadata, rec: TxnRecord | None) -> int:
-        """Append ``rec`` for ``txn`` and apply it (None: a tombstone, and the id is removed);
-        returns NONE or the error to answer."""
-        partition = self.partition_for(txn.transactional_id)
-        epoch = self.owned.get(partition)
+        """Append ``rec`` for ``txn``, then apply it (None: a tombstone, and the id is
+        removed); returns NONE or the error to answer."""
+        tid = txn.transactional_id
+        partition = self.partition_for(tid)
         now = self._now() if rec is None else rec.update_ms
-        batch = wire_records.build_batch(
-            [(txn_key(txn.transactional_id), None if rec is None else txn_value(rec), None, now)],
-            now_ms=now)
+
+        def apply(_offset) -> None:
+            if self.txns.get(tid) is not txn:  # unloaded and loaded again while we wrote
+                raise errors.CoordinatorLogError(errors.NOT_COORDINATOR)
+            if rec is None:
+                del self.txns[tid]
+            else:
+                txn.apply(rec)
         txn.pending = True
         try:
-            result = self.log.append(partition, batch)
-            if inspect.isawaitable(result):
-                await result
+            return await self.runtime.write(partition, CoordinatorResult(
+                [(txn_key(tid), None if rec is None else txn_value(rec))], errors.NONE, apply),
+                now)
         except Exception as e:  # noqa: BLE001 - every append failure becomes an error code
             code = getattr(e, "error_code", None)
             if code is None:
@@ -192,13 +212,6 @@ class TransactionCoordinator:
                     else errors.COORDINATOR_NOT_AVAILABLE)
         finally:
             txn.pending = False
-        if self.owned.get(partition) != epoch or self.txns.get(txn.transactional_id) is not txn:
-            return errors.NOT_COORDINATOR  # leadership moved while we wrote
-        if rec is None:
-            del self.txns[txn.transactional_id]
-        else:
-            txn.apply(rec)
-        return errors.NONE
 
     def _current(self, transactional_id, producer_id, producer_epoch):
         """(error or None, metadata) for a request of the id's current producer."""
@@ -332,11 +345,11 @@ class TransactionCoordinator:
         await self._prepare(txn, commit=False)
 
     def _every(self, interval_ms, check) -> None:
-        """Run ``check`` every ``interval_ms`` on the clock until shutdown."""
+        """Run ``check`` every ``interval_ms`` on the runtime's clock until shutdown."""
         def tick():
             check()
-            self._timers[check] = self.clock.call_later(interval_ms, tick)
-        self._timers[check] = self.clock.call_later(interval_ms, tick)
+            self.runtime.schedule(check, interval_ms, tick)
+        self.runtime.schedule(check, interval_ms, tick)
 
     def abort_timed_out(self) -> list[str]:
         """Start aborting every Ongoing transaction past its timeout; returns their ids."""
