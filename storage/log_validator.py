@@ -162,10 +162,16 @@ def _convert(message_set, config: LogConfig, now_ms: int) -> ValidatedRecords:
     h = read_header(buf, 0)
     _check_sizes([h], config)
     window = config.timestamp_window()
+    if config.compact or window is not None:  # else no record can fail
+        _check_converted(records, h, config.compact, window, now_ms)
+    return ValidatedRecords(buf, [h], h.count, now_ms, log_append_time)
+
+
+def _check_converted(records, h: BatchHeader, compacted: bool, window, now_ms: int) -> None:
     lo, hi = _UNBOUNDED if window is None else _delta_range(window, now_ms, h.base_timestamp)
     bad = []
     for i, (key, _value, _headers, ts) in enumerate(records):
-        if config.compact and key is None:
+        if compacted and key is None:
             bad.append((i, "Compacted topic cannot accept message without key", False))
         delta = ts - h.base_timestamp
         if delta < lo or delta > hi:
@@ -173,7 +179,6 @@ def _convert(message_set, config: LogConfig, now_ms: int) -> ValidatedRecords:
                            f"[{lo}, {hi}] the topic accepts", True))
     if bad:
         _refuse(h, bad, False)
-    return ValidatedRecords(buf, [h], h.count, now_ms, log_append_time)
 
 
 def _refuse(h: BatchHeader, bad, structural: bool):
