@@ -1,8 +1,9 @@
 """A partition's log: an ordered list of segments, the last one active; appends, reads,
 offsets, truncation, retention, flushing and closing.
 
-The hot paths are per batch, never per record: ``append`` patches each batch's baseOffset and
-partitionLeaderEpoch in the caller's buffer and writes the whole buffer with one ``os.write``;
+The hot paths are per batch, never per record: ``append`` takes what ``log_validator`` made
+final, writes each batch's baseOffset and partitionLeaderEpoch in the caller's buffer at the
+positions the validator found, and writes the whole buffer with one ``os.write``;
 ``read`` finds a file range with an index bisect plus a short header scan and returns it with
 one ``os.pread`` (or a `FileRegion` for sendfile). Records are decoded only by
 ``offset_for_timestamp`` and ``max_timestamp`` (one batch).
@@ -20,26 +21,23 @@ from __future__ import annotations
 
 import logging
 import os
-import struct
 import threading
 import time
 from bisect import bisect_left, bisect_right
 from pathlib import Path
 
-from josefk.wire.batch import HEADER_SIZE, read_header, set_max_timestamp
+from josefk.wire.batch import HEADER_SIZE, read_header
 from josefk.wire.records import iter_records
 
 from . import compaction, recovery, snapshots
 from .config import LONG_MAX, LogConfig
 from .epochs import LeaderEpochCache
-from .errors import OffsetOutOfRange, RecordTooLarge, UnexpectedAppendOffset
+from .errors import OffsetOutOfRange, UnexpectedAppendOffset
+from .log_validator import ValidatedRecords
 from .segment import (INT32_MAX, NO_TIMESTAMP, SCAN_CHUNK, Scan, Segment, _fsync, _fsync_dir,
                       _unlink, file_prefix)
 
 log = logging.getLogger(__name__)
-
-_offset = struct.Struct(">q")
-_epoch = struct.Struct(">i")
 
 
 def _now_ms() -> int:
@@ -183,50 +181,26 @@ class Log:
     # =========================================================================================
     # append
 
-    def append(self, buf, headers, *, leader_epoch: int = 0, now_ms: int | None = None):
-        """Append validated batches (``headers`` from ``wire.batch.validate_batches(buf)``).
-
-        Assigns offsets from the log end offset by patching each batch's baseOffset and
-        partitionLeaderEpoch in ``buf`` (which must be writable) and updates ``headers``
-        accordingly. With message.timestamp.type=LogAppendTime each batch also gets
-        maxTimestamp = ``now_ms`` and the timestamp-type bit (CRC recomputed). Returns
-        ``(first_offset, last_offset)``. Raises RecordTooLarge for a batch above
-        max.message.bytes.
-        """
+    def append(self, records: ValidatedRecords, *, leader_epoch: int = 0):
+        """Append a leader's batches, validated by ``log_validator`` (their timestamps and
+        CRCs are final): assigns offsets from the log end offset, writing each batch's
+        baseOffset and partitionLeaderEpoch in place (``records.batches`` follow), and writes
+        the bytes. Returns ``(first_offset, last_offset)``."""
+        headers = records.batches
         if not headers:
             raise ValueError("nothing to append")
-        cfg = self.config
+        now_ms = records.now_ms
         with self._lock:
             self._check_open()
-            limit = cfg.max_message_bytes
-            count = 0
-            for h in headers:
-                if h.size > limit:
-                    raise RecordTooLarge(f"batch of {h.size} bytes exceeds max.message.bytes "
-                                         f"{limit}")
-                count += h.last_offset_delta + 1
-            if now_ms is None:
-                now_ms = _now_ms()
             first = self._leo
-            seg = self._maybe_roll(len(buf), first, first + count - 1, now_ms)
-            off = first
-            log_append_time = cfg.message_timestamp_type == "LogAppendTime"
-            pack_offset = _offset.pack_into
-            pack_epoch = _epoch.pack_into
-            for h in headers:
-                pos = h.pos
-                pack_offset(buf, pos, off)
-                pack_epoch(buf, pos + 12, leader_epoch)
-                h.base_offset = off
-                h.leader_epoch = leader_epoch
-                if log_append_time:
-                    set_max_timestamp(buf, h, now_ms, log_append_time=True)
-                off += h.last_offset_delta + 1
+            buf = records.buf
+            seg = self._maybe_roll(len(buf), first, first + records.count - 1, now_ms)
+            nxt = records.assign_offsets(first, leader_epoch)
             seg.append(buf, headers, now_ms)
-            self._leo = off  # the batches are in: the log end moves, whatever fails next
+            self._leo = nxt  # the batches are in: the log end moves, whatever fails next
             self.epochs.assign(leader_epoch, first)
-            self._after_append(count, now_ms)
-            return first, off - 1
+            self._after_append(records.count, now_ms)
+            return first, nxt - 1
 
     def append_as_follower(self, buf, headers, *, now_ms: int | None = None):
         """Append batches that already carry their offsets (replication). The first base offset

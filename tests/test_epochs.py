@@ -44,14 +44,14 @@ def test_new_epoch_overrides_entries_it_starts_before(tmp_path):
 
 def test_log_follows_epochs_through_appends_and_truncation(tmp_path):
     from josefk.storage.log import Log
-    from josefk.wire.batch import validate_batches
+    from josefk.storage.log_validator import validate_records
     from josefk.wire.records import build_batch
 
     lg = Log(tmp_path / "t-0")
 
     def append(epoch, n):
         buf = build_batch([(None, b"v", None, None)] * n)
-        lg.append(buf, validate_batches(buf), leader_epoch=epoch)
+        lg.append(validate_records(buf, lg.config), leader_epoch=epoch)
 
     append(0, 3)
     append(2, 2)

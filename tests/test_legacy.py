@@ -1,6 +1,6 @@
-"""Message formats v0/v1 (wire.legacy): up-conversion of Produce v0-2 data to v2 batches and
-down-conversion for Fetch v0-3, checked against kafka-python's own implementation of the
-old formats (an independent writer and reader)."""
+"""Message formats v0/v1 (wire.legacy): up-conversion of Produce v0-2 data to v2 batches (by
+storage's log validator) and down-conversion for Fetch v0-3, checked against kafka-python's
+own implementation of the old formats (an independent writer and reader)."""
 from __future__ import annotations
 
 import gzip
@@ -9,6 +9,8 @@ import lz4.frame
 import pytest
 from kafka.record.memory_records import MemoryRecords, MemoryRecordsBuilder
 
+from josefk.storage import LogConfig
+from josefk.storage.log_validator import validate_records
 from josefk.wire import legacy
 from josefk.wire.batch import CorruptRecord, InvalidRecord, read_header, validate_batches
 from josefk.wire.records import (GZIP, LZ4, NONE, SNAPPY, ZSTD, build_batch, control_record,
@@ -27,6 +29,11 @@ def kp_message_set(magic, codec, rows=ROWS, offset=0):
         b.append(timestamp=ts, key=key, value=value)
     b.close()
     return bytes(b.buffer())
+
+
+def to_batch(message_set):
+    """A Produce v0-2 message set as the log validator stores it: one v2 batch."""
+    return validate_records(message_set, LogConfig(), old_formats=True).buf
 
 
 def kp_read(buf):
@@ -49,7 +56,7 @@ def _records(batch):
 @pytest.mark.parametrize("codec", CODECS, ids=lambda c: f"codec{c}")
 @pytest.mark.parametrize("magic", [0, 1])
 def test_message_set_becomes_one_v2_batch(magic, codec):
-    batch = legacy.to_batch(kp_message_set(magic, codec))
+    batch = to_batch(kp_message_set(magic, codec))
     (h,) = validate_batches(batch)
     assert h.compression == codec and h.count == 3 and h.base_offset == 0
     want_ts = [ts if magic == 1 else -1 for _k, _v, ts in ROWS]
@@ -59,7 +66,7 @@ def test_message_set_becomes_one_v2_batch(magic, codec):
 def test_several_wrappers_and_plain_messages_keep_their_order():
     buf = (kp_message_set(1, GZIP, ROWS[:2]) + kp_message_set(1, NONE, ROWS[2:], offset=2)
            + kp_message_set(1, SNAPPY, ROWS[:1]))
-    batch = legacy.to_batch(buf)
+    batch = to_batch(buf)
     assert [r[2:] for r in _records(batch)] == [(k, v) for k, v, _ in ROWS + ROWS[:1]]
     assert read_header(batch).compression == GZIP
 
@@ -69,35 +76,35 @@ def test_corrupt_and_invalid_message_sets_are_refused():
     bad_crc = bytearray(good)
     bad_crc[-1] ^= 0xFF
     with pytest.raises(CorruptRecord):
-        legacy.to_batch(bad_crc)
+        legacy.to_records(bad_crc)
     with pytest.raises(CorruptRecord):
-        legacy.to_batch(good[:-3])
+        legacy.to_records(good[:-3])
     with pytest.raises(CorruptRecord):
-        legacy.to_batch(b"")
-    with pytest.raises(InvalidRecord):  # a v2 batch in a v0-2 produce
-        legacy.to_batch(build_batch([(b"k", b"v", None, 1)]))
+        legacy.to_records(b"")
+    with pytest.raises(InvalidRecord):  # v2 magic: the validator never hands it to to_records
+        legacy.to_records(build_batch([(b"k", b"v", None, 1)]))
     nested = bytearray()
     legacy.write_message(nested, 0, 1, GZIP, 5, None,
                          gzip.compress(kp_message_set(1, GZIP)))
     with pytest.raises(InvalidRecord):
-        legacy.to_batch(nested)
+        legacy.to_records(nested)
     zstd = bytearray()
     legacy.write_message(zstd, 0, 1, ZSTD, 5, None, b"\x28\xb5\x2f\xfd")
     with pytest.raises(InvalidRecord):
-        legacy.to_batch(zstd)
+        legacy.to_records(zstd)
     gap = bytearray()  # v1 inner offsets must be 0..n-1
     inner = bytearray()
     legacy.write_message(inner, 0, 1, 0, 5, b"k", b"v")
     legacy.write_message(inner, 2, 1, 0, 5, b"k", b"v")
     legacy.write_message(gap, 1, 1, GZIP, 5, None, gzip.compress(bytes(inner)))
     with pytest.raises(InvalidRecord):
-        legacy.to_batch(gap)
+        legacy.to_records(gap)
     mixed = bytearray()
     inner = bytearray()
     legacy.write_message(inner, 0, 0, 0, -1, b"k", b"v")
     legacy.write_message(mixed, 0, 1, GZIP, 5, None, gzip.compress(bytes(inner)))
     with pytest.raises(InvalidRecord):
-        legacy.to_batch(mixed)
+        legacy.to_records(mixed)
 
 
 def _stored(codec, base_offset=10):
@@ -130,7 +137,7 @@ def test_down_conversion_drops_a_partial_batch_and_refuses_zstd():
 def test_round_trip_old_format_to_v2_and_back():
     for magic in (0, 1):
         for codec in CODECS:
-            stored = legacy.to_batch(kp_message_set(magic, codec))
+            stored = to_batch(kp_message_set(magic, codec))
             back = kp_read(legacy.down_convert(bytes(stored), magic, 0))
             assert [(k, v) for _o, _t, k, v in back] == [(k, v) for k, v, _ in ROWS]
 

@@ -5,9 +5,9 @@ import threading
 
 import pytest
 
+from josefk.storage.log_validator import validate_records
 from josefk.storage.manager import LogManager
 from josefk.storage.open_files import OPEN_SEGMENTS, OpenSegments
-from josefk.wire.batch import validate_batches
 from josefk.wire.records import build_batch
 
 
@@ -25,7 +25,7 @@ def small_limit():
 
 def _append(lg, value: bytes):
     buf = bytearray(build_batch([(None, value, None, None)]))
-    return lg.append(buf, validate_batches(buf))
+    return lg.append(validate_records(buf, lg.config))
 
 
 def test_descriptors_stay_bounded_with_many_partitions(tmp_path, small_limit):

@@ -2,6 +2,7 @@ import json
 
 from josefk.broker.replication.producer_state import ProducerStateTable
 from josefk.storage import Log, LogConfig
+from josefk.storage.log_validator import own_records, validate_records
 from josefk.wire import errors
 from josefk.wire.batch import validate_batches
 from josefk.wire.records import CONTROL_ABORT, CONTROL_COMMIT, build_batch, control_record
@@ -159,9 +160,9 @@ def _append(lg, t, pid, seq, count=2):
     """Append as Partition.append does: to the log, then to the producer state."""
     buf = build_batch([(None, b"v" * 50, [], None)] * count, producer_id=pid, producer_epoch=0,
                       base_sequence=seq)
-    (h,) = validate_batches(buf)
-    first, last = lg.append(buf, [h])
-    t.update(h, first, last)
+    validated = validate_records(buf, lg.config)
+    first, last = lg.append(validated)
+    t.update(validated.batches[0], first, last)
 
 
 def _reopen(path, cfg):
@@ -229,15 +230,14 @@ def test_snapshots_keep_open_and_aborted_transactions(tmp_path):
     def txn_append(pid, seq):
         buf = build_batch([(None, b"v" * 50, [], None)], producer_id=pid, producer_epoch=0,
                           base_sequence=seq, transactional=True)
-        (h,) = validate_batches(buf)
-        first, last = lg.append(buf, [h])
-        t.update(h, first, last)
+        validated = validate_records(buf, lg.config)
+        first, last = lg.append(validated)
+        t.update(validated.batches[0], first, last)
 
     def marker_append(pid, kind):
         buf = build_batch([control_record(kind)], producer_id=pid, producer_epoch=0,
                           transactional=True, control=True)
-        (h,) = validate_batches(buf)
-        first, _ = lg.append(buf, [h])
+        first, _ = lg.append(own_records(buf, lg.config))
         t.end_txn(pid, 0, kind, first)
 
     txn_append(1, 0)
@@ -266,10 +266,10 @@ def test_aborted_transactions_go_with_their_markers(tmp_path):
     lg, t = _reopen(tmp_path / "p-0", cfg)
 
     def write(buf):
-        hs = validate_batches(buf)
-        first, last = lg.append(buf, hs)
+        validated = own_records(buf, lg.config)
+        first, last = lg.append(validated)
         lg.high_watermark = lg.log_end_offset
-        for h in hs:
+        for h in validated.batches:
             h.base_offset, h.pos = first, 0
             t.apply(h, buf)
         return first

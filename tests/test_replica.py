@@ -9,7 +9,8 @@ from josefk.broker.replication.purgatory import wait_replicated
 from josefk.broker.replication.replica import FetchParams, Partition, PartitionState
 from josefk.storage.config import LogConfig
 from josefk.storage.log import Log
-from josefk.wire import errors
+from josefk.wire import errors, legacy
+from josefk.wire.batch import TIMESTAMP_TYPE_FLAG, validate_batches
 from josefk.wire.records import build_batch
 
 
@@ -99,6 +100,24 @@ def test_own_batches_are_appended_like_clients_with_the_same_limits(tmp_path):
     assert small_isr.append_own(records(), acks=-1).error == errors.NOT_ENOUGH_REPLICAS
     own.stop()
     assert own.append_own(records(), acks=1).error == errors.NOT_LEADER_OR_FOLLOWER
+
+
+def test_appends_are_stored_as_the_validator_left_them(tmp_path):
+    """What the validator made final (LogAppendTime, a v1 message set converted) is what the
+    log stores, with the offsets and leader epoch the log wrote; the answer carries the time."""
+    cfg = LogConfig.from_props({"message.timestamp.type": "LogAppendTime"}, {})
+    p = Partition(FakeManager(), "t", 0, Log(tmp_path / "t-0", cfg), cfg)
+    p.make_leader(PartitionState("t", 0, 1, 5, [1], [1], partition_epoch=7))
+    res = p.append(records(2), acks=1)
+    message_set = bytearray()
+    for i in range(3):
+        legacy.write_message(message_set, i, 1, 0, 1_000 + i, b"k", b"v")
+    old = p.append(message_set, acks=1, old_formats=True)
+    assert (res.base_offset, old.base_offset, old.next_offset) == (0, 2, 5)
+    stored = validate_batches(bytearray(p.log.read(0, 1 << 20).records))  # CRCs hold
+    assert [(h.base_offset, h.count, h.leader_epoch) for h in stored] == [(0, 2, 5), (2, 3, 5)]
+    assert [h.max_timestamp for h in stored] == [res.log_append_time, old.log_append_time]
+    assert all(h.attributes & TIMESTAMP_TYPE_FLAG for h in stored) and res.log_append_time > 0
 
 
 def test_lagging_follower_is_proposed_out_and_caught_up_one_back_in(tmp_path):

@@ -7,6 +7,7 @@ import pytest
 
 from josefk.storage import (FetchData, InvalidConfig, Log, LogConfig, LogManager, OffsetOutOfRange,
                             RecordTooLarge, UnexpectedAppendOffset)
+from josefk.storage.log_validator import validate_records
 from josefk.storage.manager import read_checkpoint, write_checkpoint
 from josefk.wire import records as R
 from josefk.wire.batch import iter_headers, read_header, validate_batches
@@ -24,10 +25,10 @@ def mk(n=1, *, key=b"k", value=b"v" * 20, ts=1_000, codec=0, **kw):
     return build_batch(recs, base_offset=12345, compression=codec, **kw)
 
 
-def append(log, *batches, epoch=0, hwm=True, **kw):
+def append(log, *batches, epoch=0, hwm=True, now_ms=None):
+    """Append as a leader does: validated for the log's topic config, then written."""
     buf = bytearray(b"".join(batches))
-    hs = validate_batches(buf)
-    res = log.append(buf, hs, leader_epoch=epoch, **kw)
+    res = log.append(validate_records(buf, log.config, now_ms=now_ms), leader_epoch=epoch)
     if hwm:
         log.high_watermark = log.log_end_offset
     return res
@@ -70,8 +71,9 @@ def test_append_assigns_offsets_and_patches_in_place(tmp_path):
     assert (log.log_start_offset, log.log_end_offset, log.high_watermark) == (0, 0, 0)
     b1, b2, b3 = mk(2), mk(3), mk(1)
     buf = bytearray(b1 + b2 + b3)
-    hs = validate_batches(buf)
-    assert log.append(buf, hs, leader_epoch=7) == (0, 5)
+    validated = validate_records(buf, log.config)
+    hs = validated.batches
+    assert log.append(validated, leader_epoch=7) == (0, 5)
     assert [h.base_offset for h in hs] == [0, 2, 5]
     assert read_header(buf, hs[1].pos).base_offset == 2
     assert read_header(buf, hs[1].pos).leader_epoch == 7
@@ -211,7 +213,7 @@ def test_offset_out_of_range_below_log_start(tmp_path):
 
 def test_record_too_large_and_follower_append(tmp_path):
     log = Log(tmp_path / "t-0", cfg(max_message_bytes=200))
-    with pytest.raises(RecordTooLarge):
+    with pytest.raises(RecordTooLarge):  # refused by the validator, before the log
         append(log, mk(1, value=b"x" * 300))
     assert log.log_end_offset == 0
     leader = build_batch([(b"a", b"1", None, 1), (b"b", b"2", None, 2)], base_offset=0)

@@ -10,9 +10,9 @@ A compressed message is a wrapper whose value is the compressed message set of i
 messages. Inner offsets are absolute in v0; in v1 they are relative (0..n-1) and the wrapper
 carries the absolute offset of the last inner message.
 
-Only old protocol versions come here: Produce v0-2 data is converted to one v2 batch
-(`to_batch`), and Fetch v0-3 answers are converted down from the stored v2 batches
-(`down_convert`). Current clients never touch this module.
+Only old protocol versions come here: Produce v0-2 data is read as records (`to_records`)
+that storage's log validator stores as one v2 batch, and Fetch v0-3 answers are converted down
+from the stored v2 batches (`down_convert`). Current clients never touch this module.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ import xxhash
 
 from .batch import (COMPRESSION_MASK, TIMESTAMP_TYPE_FLAG, CorruptRecord, InvalidRecord,
                     iter_headers)
-from .records import LZ4, NONE, ZSTD, build_batch, compress, decompress, iter_records
+from .records import LZ4, NONE, ZSTD, compress, decompress, iter_records
 
 NO_TIMESTAMP = -1
 _prefix = struct.Struct(">qiIbb")     # offset, size, crc, magic, attributes
@@ -103,12 +103,13 @@ def _inflate(wrapper: LegacyMessage) -> bytes:
     return decompress(wrapper.codec, data)
 
 
-def to_batch(buf) -> bytearray:
-    """Convert a Produce v0-2 message set into one v2 batch (base offset 0, offsets 0..n-1).
+def to_records(buf) -> tuple[list, int]:
+    """The records of a Produce v0-2 message set, as ``build_batch`` takes them (``(key,
+    value, None, timestamp)``, offsets 0..n-1), and the codec to store them with: the first
+    compressed wrapper's, as Kafka does with ``compression.type=producer``.
 
-    Records keep their keys, values and v1 timestamps; v0 messages
-    have none (-1). The batch is compressed with the codec of the first compressed wrapper, as
-    Kafka does with ``compression.type=producer``. Raises CorruptRecord / InvalidRecord.
+    Records keep their keys, values and v1 timestamps; v0 messages have none (-1). Raises
+    CorruptRecord / InvalidRecord.
     """
     records = []
     codec = NONE
@@ -129,7 +130,7 @@ def to_batch(buf) -> bytearray:
             records.append((inner.key, inner.value, None, ts))
     if not records:
         raise CorruptRecord("compressed message set holds no messages")
-    return build_batch(records, compression=codec)
+    return records, codec
 
 
 # -- writing ------------------------------------------------------------------------------------

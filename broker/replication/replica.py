@@ -31,11 +31,10 @@ from josefk.broker.replication.purgatory import (AcksWatchers, DelayedFetch, Wat
 from josefk.storage.config import LogConfig
 from josefk.storage.errors import InvalidConfig, OffsetOutOfRange, RecordTooLarge, StorageError
 from josefk.storage.manager import remove_dirs
+from josefk.storage.log_validator import ValidatedRecords, own_records, validate_records
 from josefk.wire import errors, legacy
-from josefk.wire.batch import (MAGIC_OFFSET, CorruptRecord, InvalidRecord, crc_ok, iter_headers,
-                               read_header, validate_batches)
+from josefk.wire.batch import CorruptRecord, InvalidRecord, crc_ok, iter_headers
 from josefk.wire.records import CONTROL_ABORT, CONTROL_COMMIT, build_batch, control_record
-from josefk.wire.validate import validate_records
 
 log = logging.getLogger("josefk.replica")
 
@@ -212,53 +211,39 @@ class Partition:
 
     # -- leader: append -------------------------------------------------------------------------
     def append(self, records, acks: int, old_formats: bool = False) -> AppendResult:
-        """Append a client's batches. ``old_formats`` (Produce v0-2): message formats v0/v1
-        are stored as one v2 batch, as Kafka converts them to the log's format; Kafka does not
-        check the magic for these versions, so v2 batches sent with them are taken as they
-        are."""
+        """Append a client's batches: checked, converted from message formats v0/v1
+        (``old_formats``: Produce v0-2) and given their final timestamps in one pass
+        (`log_validator.validate_records`); the log then writes them."""
         if not self.is_leader:
             return AppendResult(errors.NOT_LEADER_OR_FOLLOWER)
         try:
-            if old_formats and not (len(records) > MAGIC_OFFSET and records[MAGIC_OFFSET] == 2):
-                records = legacy.to_batch(records)
-            batches = validate_batches(records)
-            # Kafka refuses an oversized batch before it looks at its records.
-            oversized = self._oversized(batches)
-            if oversized is not None:
-                return oversized
-            validate_records(records, self.config.compact, self.config.timestamp_window(),
-                             headers=batches)
+            validated = validate_records(records, self.config, old_formats=old_formats)
         except CorruptRecord as e:
             return AppendResult(errors.CORRUPT_MESSAGE, message=str(e))
         except InvalidRecord as e:
             return AppendResult(e.error_code, message=str(e), record_errors=e.record_errors)
-        return self._append_valid(records, batches, acks)
+        except RecordTooLarge as e:
+            return AppendResult(errors.MESSAGE_TOO_LARGE, message=str(e))
+        return self._append_valid(validated, acks)
 
     def append_own(self, batch, acks: int) -> AppendResult:
         """Append one batch the broker built itself (the coordinators' records): it is well
         formed by construction, so its framing, CRC and records are not checked again."""
         if not self.is_leader:
             return AppendResult(errors.NOT_LEADER_OR_FOLLOWER)
-        batches = [read_header(batch, 0)]
-        oversized = self._oversized(batches)
-        if oversized is not None:
-            return oversized
-        return self._append_valid(batch, batches, acks)
+        try:
+            validated = own_records(batch, self.config)
+        except RecordTooLarge as e:
+            return AppendResult(errors.MESSAGE_TOO_LARGE, message=str(e))
+        return self._append_valid(validated, acks)
 
-    def _oversized(self, batches) -> AppendResult | None:
-        limit = self.config.max_message_bytes
-        for h in batches:
-            if h.size > limit:
-                return AppendResult(errors.MESSAGE_TOO_LARGE, message=(
-                    f"batch of {h.size} bytes exceeds max.message.bytes {limit}"))
-        return None
-
-    def _append_valid(self, records, batches, acks: int) -> AppendResult:
+    def _append_valid(self, validated: ValidatedRecords, acks: int) -> AppendResult:
         lg = self.log
         if acks == -1 and len(self.isr) < self.min_insync:
             return AppendResult(errors.NOT_ENOUGH_REPLICAS, message=(
                 f"The size of the current ISR {self.isr} is insufficient to satisfy the min.isr "
                 f"requirement of {self.min_insync} for partition {self.topic}-{self.index}"))
+        batches = validated.batches
         h = batches[0]
         if any(b.is_control for b in batches):
             return AppendResult(errors.INVALID_RECORD,
@@ -275,9 +260,7 @@ class Partition:
                 return AppendResult(errors.NONE, duplicate[0], lg.log_start_offset,
                                     next_offset=duplicate[1] + 1)
         try:
-            first, last = lg.append(records, batches, leader_epoch=self.leader_epoch)
-        except RecordTooLarge as e:
-            return AppendResult(errors.MESSAGE_TOO_LARGE, message=str(e))
+            first, last = lg.append(validated, leader_epoch=self.leader_epoch)
         except OSError as e:  # disk full, file too large, I/O error: nothing was appended
             return self._storage_error(e)
         if idempotent:
@@ -286,8 +269,7 @@ class Partition:
             self.acks_waiting.complete(lg.high_watermark)
         self.fetches_waiting.wake()
         return AppendResult(errors.NONE, first, lg.log_start_offset, next_offset=last + 1,
-                            log_append_time=h.max_timestamp
-                            if self.config.message_timestamp_type == "LogAppendTime" else -1)
+                            log_append_time=validated.log_append_time_ms)
 
     def write_marker(self, producer_id: int, producer_epoch: int, commit: bool,
                      coordinator_epoch: int) -> AppendResult:
@@ -300,11 +282,13 @@ class Partition:
         kind = CONTROL_COMMIT if commit else CONTROL_ABORT
         buf = build_batch([control_record(kind, coordinator_epoch)], producer_id=producer_id,
                           producer_epoch=producer_epoch, transactional=True, control=True)
-        h = read_header(buf, 0)
         try:
-            first, _last = self.log.append(buf, [h], leader_epoch=self.leader_epoch)
+            validated = own_records(buf, self.config)
         except RecordTooLarge as e:  # max.message.bytes below a marker's size: Kafka refuses too
             return AppendResult(errors.MESSAGE_TOO_LARGE, message=str(e))
+        h = validated.batches[0]
+        try:
+            first, _last = self.log.append(validated, leader_epoch=self.leader_epoch)
         except OSError as e:
             return self._storage_error(e)
         self.producers.end_txn(producer_id, producer_epoch, kind, first, coordinator_epoch,
