@@ -6,7 +6,7 @@ from confluent_kafka import KafkaException, Producer, TopicPartition
 
 from compat_tests import rawkafka as rk
 from compat_tests.helpers import unique_topic
-from compat_tests.test_replication import create
+from compat_tests.clusters.test_replication import create
 
 EARLIEST = -2
 DEBUGGING_REPLICA_ID = -2  # ListOffsets any replica answers, not only the leader

@@ -18,7 +18,7 @@ import pytest
 
 from compat_tests import rawkafka as rk
 from compat_tests.helpers import create_topic, unique_topic
-from compat_tests.test_raw_v0 import B, I16, I32, I64, S, arr, call, produce
+from compat_tests.protocol.test_raw_v0 import B, I16, I32, I64, S, arr, call, produce
 
 pytestmark = pytest.mark.timeout(90)
 

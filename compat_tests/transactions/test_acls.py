@@ -13,7 +13,7 @@ from confluent_kafka import KafkaException, Producer
 from josefk.tools.client import Client
 from compat_tests.helpers import unique_topic
 from compat_tests.security_setup import josefk
-from compat_tests.test_acls import acl_broker, admin_props, create_topics, sasl  # noqa: F401
+from compat_tests.security.test_acls import acl_broker, admin_props, create_topics, sasl  # noqa: F401
 from josefk.wire import errors
 from josefk.wire.apis import (ADD_OFFSETS_TO_TXN, ADD_PARTITIONS_TO_TXN, DESCRIBE_PRODUCERS,
                               DESCRIBE_TRANSACTIONS, END_TXN, FIND_COORDINATOR, INIT_PRODUCER_ID,

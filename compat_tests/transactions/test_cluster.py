@@ -12,7 +12,7 @@ from confluent_kafka.admin import NewTopic
 
 from josefk.coordinator.group_catalog import partition_for
 from compat_tests.helpers import unique_topic
-from compat_tests.test_transactions import read_values
+from compat_tests.transactions.test_confluent import read_values
 
 TXN_PARTITIONS = 3
 OVERRIDES = {

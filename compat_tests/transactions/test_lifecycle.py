@@ -9,7 +9,7 @@ import uuid
 from josefk.tools.client import Client
 from compat_tests import rawkafka as rk
 from compat_tests.helpers import producer, unique_topic
-from compat_tests.test_transactions import (commit_and_abort_in_turn, committed_in_txn,
+from compat_tests.transactions.test_confluent import (commit_and_abort_in_turn, committed_in_txn,
                                             key_values, open_txn, read_values, txn_producer)
 from josefk.wire import errors
 from josefk.wire.apis import DESCRIBE_TRANSACTIONS, WRITE_TXN_MARKERS

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from josefk.faults import network
-from tests.test_testing import processes_naming
+from tests.testing.test_testing import processes_naming
 
 pytest_plugins = ["pytester"]
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "testing.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "testing.md"
 FAULTS_SKIPPED = "faults need brokers started by josefk.testing"
 
 PROMISES = '''
