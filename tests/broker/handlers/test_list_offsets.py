@@ -3,7 +3,7 @@ segment base offsets by last-modified time, plus the log end offset, newest firs
 import os
 
 from josefk.broker.handlers.list_offsets import EARLIEST, LATEST, _offsets_before
-from tests.storage.test_log import append, cfg, mk
+from tests.storage.logs import append, cfg, mk
 from josefk.storage import Log
 
 
