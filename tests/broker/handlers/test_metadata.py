@@ -11,31 +11,15 @@ from josefk.broker.app import Broker
 from josefk.broker.config import BrokerConfig
 from josefk.broker.handlers.metadata import handle_metadata
 from josefk.broker.control.metadata import PartitionMeta
-from josefk.broker.server import RequestContext
-from josefk.wire import headers
 from josefk.wire.apis import METADATA
-
-
-class _Listener:
-    name = "PLAINTEXT"
-
-
-class _Security:
-    listener = _Listener
-    principal = "User:ANONYMOUS"
-
-
-class _Connection:
-    security = _Security
+from testkit.handlers import context
 
 
 def metadata(broker, version=12, topics=None):
     R = METADATA.Request
     req = R(topics=None if topics is None else [R.MetadataRequestTopic(name=t) for t in topics],
             allow_auto_topic_creation=False)
-    ctx = RequestContext(headers.RequestHeader(3, version, 1, "test"), METADATA, "127.0.0.1",
-                         _Connection())
-    return handle_metadata(broker, ctx, req).to_bytes(version)
+    return handle_metadata(broker, context(METADATA, version), req).to_bytes(version)
 
 
 def decoded(data, version=12):
