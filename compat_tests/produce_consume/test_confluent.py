@@ -132,36 +132,6 @@ def test_compression_round_trip(target, new_topic, codec):
             assert b["base_offset"] == a["base_offset"] + a["last_offset_delta"] + 1
 
 
-def test_idempotent_producer_exactly_once_in_order(target, new_topic):
-    partitions = 3
-    n = 3000
-    topic = new_topic(partitions=partitions)
-    p = producer(target.bootstrap, **{"enable.idempotence": True, "linger.ms": 5,
-                                      "batch.num.messages": 200})
-    log = DeliveryLog()
-    for i in range(n):
-        while True:
-            try:
-                p.produce(topic, key=f"k{i}".encode(), value=f"{i}".encode(),
-                          partition=i % partitions, on_delivery=log)
-                break
-            except BufferError:
-                p.poll(0.1)
-        p.poll(0)
-    flush_all(p, 30)
-    assert log.errors == []
-    for part in range(partitions):
-        offsets = [off for pt, off, _, _ in log.ok if pt == part]
-        assert sorted(offsets) == list(range(n // partitions))
-
-    msgs = read_from_beginning(target.bootstrap, topic, partitions, n, timeout=40, quiet=1.0)
-    for part in range(partitions):
-        got = [(m.offset(), m.key(), m.value()) for m in msgs if m.partition() == part]
-        want = [(j, f"k{i}".encode(), f"{i}".encode())
-                for j, i in enumerate(range(part, n, partitions))]
-        assert got == want, f"partition {part} differs"
-
-
 def _produce_plain(bootstrap, topic, values, partition=0, acks="all"):
     p = producer(bootstrap, acks=acks)
     log = DeliveryLog()

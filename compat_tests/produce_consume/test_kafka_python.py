@@ -5,11 +5,12 @@ from __future__ import annotations
 import time
 
 import pytest
-from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaAdminClient, KafkaProducer, TopicPartition
 from kafka import codec as kcodec
 from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions, NewTopic
 from kafka.errors import TopicAlreadyExistsError
 
+from compat_tests.clients import kafka_python_read
 from compat_tests.helpers import unique_topic
 
 pytestmark = pytest.mark.timeout(90)
@@ -53,31 +54,6 @@ def _wait_listed(admin, name, present, timeout=15.0):
                          f"after {timeout}s")
 
 
-def _consume(target, tps, n, timeout=20.0, extra_wait=0.5):
-    """Explicit assign + seek_to_beginning; exactly n records, nothing more."""
-    c = KafkaConsumer(bootstrap_servers=target.bootstrap, group_id=None,
-                      enable_auto_commit=False, auto_offset_reset="none",
-                      request_timeout_ms=15000, fetch_max_wait_ms=100,
-                      client_id="compat-kafka-python-consumer")
-    try:
-        c.assign(tps)
-        c.seek_to_beginning(*tps)
-        records = []
-        deadline = time.monotonic() + timeout
-        while len(records) < n and time.monotonic() < deadline:
-            for _tp, recs in c.poll(timeout_ms=200).items():
-                records.extend(recs)
-        assert len(records) >= n, f"consumed {len(records)}/{n} within {timeout}s"
-        end = time.monotonic() + extra_wait
-        while time.monotonic() < end:
-            for _tp, recs in c.poll(timeout_ms=100).items():
-                records.extend(recs)
-        assert len(records) == n, f"{len(records) - n} unexpected extra record(s)"
-        return records
-    finally:
-        c.close()
-
-
 @pytest.mark.parametrize("codec", [None, "gzip", "snappy", "lz4", "zstd"])
 def test_producer_codecs_round_trip(target, codec):
     if not CODEC_AVAILABLE[codec]:
@@ -104,7 +80,7 @@ def test_producer_codecs_round_trip(target, codec):
         p.close(timeout=5)
     assert [(m.topic, m.partition, m.offset) for m in metas] == [(topic, 0, i) for i in range(120)]
 
-    records = _consume(target, [TopicPartition(topic, 0)], 120)
+    records = kafka_python_read(target.bootstrap, [TopicPartition(topic, 0)], 120)
     got = [(r.offset, r.key, r.value, list(r.headers), r.timestamp) for r in records]
     assert got == expected
 
@@ -128,7 +104,7 @@ def test_keys_across_partitions(target):
     assert all(len(s) == 1 for s in part_of_key.values())
 
     tps = [TopicPartition(topic, pt) for pt in range(3)]
-    records = _consume(target, tps, 210)
+    records = kafka_python_read(target.bootstrap, tps, 210)
     for pt in range(3):
         expect = [(md.offset, f"user-{i % 7}".encode(), f"{i}".encode())
                   for i, md in placed if md.partition == pt]
@@ -179,22 +155,3 @@ def test_admin_create_describe_delete(target):
         _wait_listed(admin, name, present=False)
     finally:
         admin.close()
-
-
-def test_idempotent_producer(target):
-    topic = unique_topic("kp-idem")
-    _create(target, topic, partitions=2)
-    p = KafkaProducer(bootstrap_servers=target.bootstrap, enable_idempotence=True, acks="all",
-                      linger_ms=5, request_timeout_ms=15000, max_block_ms=15000)
-    try:
-        futures = [p.send(topic, value=f"{i}".encode(), partition=i % 2) for i in range(1000)]
-        p.flush(timeout=30)
-        metas = [f.get(timeout=10) for f in futures]
-    finally:
-        p.close(timeout=5)
-    for pt in range(2):
-        assert [m.offset for m in metas if m.partition == pt] == list(range(500))
-    records = _consume(target, [TopicPartition(topic, 0), TopicPartition(topic, 1)], 1000)
-    for pt in range(2):
-        got = [(r.offset, r.value) for r in records if r.partition == pt]
-        assert got == [(j, f"{i}".encode()) for j, i in enumerate(range(pt, 1000, 2))]
