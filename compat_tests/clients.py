@@ -107,4 +107,12 @@ def kafka_python_read(bootstrap: str, tps: list, n: int, timeout: float = 20.0,
         c.close()
 
 
+def kafka_python_admin(bootstrap: str):
+    """kafka-python's KafkaAdminClient on ``bootstrap``."""
+    from kafka import KafkaAdminClient
+
+    return KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=15000,
+                            client_id="compat-kafka-python-admin")
+
+
 ADAPTERS = {"confluent": Confluent, "kafka-python": KafkaPython}

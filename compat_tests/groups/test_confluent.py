@@ -18,10 +18,13 @@ from josefk.faults.processes import REPO_ROOT
 from compat_tests.helpers import (
     GroupMember,
     admin_client,
+    assert_no_more,
     balanced,
     close_all,
+    consume_n,
     consumer,
     poll_until,
+    produce_plain,
     produce_values,
     settle,
     unique_topic,
@@ -570,3 +573,40 @@ def test_zombie_member_commit_is_fenced(target):
             z.wait(5)
         if m is not None:
             m.close()
+
+
+def test_consumer_group_subscribe_commit_resume(target, new_topic):
+    """subscribe() through the group coordinator; committed offsets are resumed from."""
+    topic = new_topic(partitions=2)
+    group = unique_topic("grp")
+    values = {pt: [f"p{pt}-{i}".encode() for i in range(10)] for pt in range(2)}
+    for pt, vs in values.items():
+        produce_plain(target.bootstrap, topic, vs, partition=pt)
+
+    c = consumer(target.bootstrap, **{"group.id": group, "auto.offset.reset": "earliest",
+                                      "session.timeout.ms": 10000})
+    try:
+        c.subscribe([topic])
+        msgs = consume_n(c, 20, timeout=30)
+        for pt in range(2):
+            assert [m.value() for m in msgs if m.partition() == pt] == values[pt]
+        # Commit a position in the middle of each partition.
+        c.commit(offsets=[TopicPartition(topic, 0, 4), TopicPartition(topic, 1, 7)],
+                 asynchronous=False)
+        committed = c.committed([TopicPartition(topic, 0), TopicPartition(topic, 1)], timeout=10)
+        assert sorted((t.partition, t.offset) for t in committed) == [(0, 4), (1, 7)]
+    finally:
+        c.close()
+
+    c = consumer(target.bootstrap, **{"group.id": group, "auto.offset.reset": "earliest",
+                                      "session.timeout.ms": 10000})
+    try:
+        c.subscribe([topic])
+        msgs = consume_n(c, 6 + 3, timeout=30)
+        assert_no_more(c, 1.0)
+    finally:
+        c.close()
+    got = sorted((m.partition(), m.offset(), m.value()) for m in msgs)
+    want = sorted([(0, i, values[0][i]) for i in range(4, 10)] +
+                  [(1, i, values[1][i]) for i in range(7, 10)])
+    assert got == want

@@ -15,14 +15,7 @@ from confluent_kafka import (
     KafkaException,
     TopicPartition,
 )
-from confluent_kafka.admin import (
-    ConfigResource,
-    ConfigSource,
-    NewPartitions,
-    NewTopic,
-    OffsetSpec,
-    ResourceType,
-)
+from confluent_kafka.admin import OffsetSpec
 
 from compat_tests import rawkafka
 from compat_tests.helpers import (
@@ -32,12 +25,11 @@ from compat_tests.helpers import (
     consume_n,
     consumer,
     flush_all,
+    produce_plain,
     producer,
     read_from_beginning,
     read_partition,
     unique_topic,
-    wait_for_topic,
-    wait_for_topic_gone,
 )
 
 pytestmark = pytest.mark.timeout(90)
@@ -132,20 +124,10 @@ def test_compression_round_trip(target, new_topic, codec):
             assert b["base_offset"] == a["base_offset"] + a["last_offset_delta"] + 1
 
 
-def _produce_plain(bootstrap, topic, values, partition=0, acks="all"):
-    p = producer(bootstrap, acks=acks)
-    log = DeliveryLog()
-    for v in values:
-        p.produce(topic, value=v, partition=partition, on_delivery=log)
-    flush_all(p)
-    assert log.errors == []
-    return log
-
-
 def test_consumer_from_earliest(target, new_topic):
     topic = new_topic(partitions=2)
     values = [f"m{i}".encode() for i in range(10)]
-    _produce_plain(target.bootstrap, topic, values, partition=1)
+    produce_plain(target.bootstrap, topic, values, partition=1)
     msgs = read_partition(target.bootstrap, topic, 1, 10)
     assert [(m.partition(), m.offset(), m.value()) for m in msgs] == [
         (1, i, v) for i, v in enumerate(values)
@@ -161,14 +143,14 @@ def test_consumer_from_earliest(target, new_topic):
 
 def test_consumer_from_latest_sees_only_new_messages(target, new_topic):
     topic = new_topic(partitions=1)
-    _produce_plain(target.bootstrap, topic, [f"old{i}".encode() for i in range(10)])
+    produce_plain(target.bootstrap, topic, [f"old{i}".encode() for i in range(10)])
     c = consumer(target.bootstrap)
     try:
         c.assign([TopicPartition(topic, 0, OFFSET_END)])
         # Give the consumer time to resolve "latest" (offset 10) before producing more.
         assert_no_more(c, 2.0)
         new = [f"new{i}".encode() for i in range(5)]
-        _produce_plain(target.bootstrap, topic, new)
+        produce_plain(target.bootstrap, topic, new)
         msgs = consume_n(c, 5)
         assert_no_more(c, 0.5)
     finally:
@@ -179,7 +161,7 @@ def test_consumer_from_latest_sees_only_new_messages(target, new_topic):
 def test_consumer_from_given_offset(target, new_topic):
     topic = new_topic(partitions=1)
     values = [f"m{i}".encode() for i in range(10)]
-    _produce_plain(target.bootstrap, topic, values)
+    produce_plain(target.bootstrap, topic, values)
     msgs = read_partition(target.bootstrap, topic, 0, 5, start=5)
     assert [(m.offset(), m.value()) for m in msgs] == [(i, values[i]) for i in range(5, 10)]
 
@@ -188,67 +170,12 @@ def test_consumer_from_given_offset(target, new_topic):
 def test_produce_acks(target, new_topic, acks):
     topic = new_topic(partitions=1)
     values = [f"acks{acks}-{i}".encode() for i in range(50)]
-    log = _produce_plain(target.bootstrap, topic, values, acks=acks)
+    log = produce_plain(target.bootstrap, topic, values, acks=acks)
     assert len(log.ok) == 50
     if acks != "0":
         assert [off for _, off, _, _ in log.ok] == list(range(50))
     msgs = read_partition(target.bootstrap, topic, 0, 50)
     assert [(m.offset(), m.value()) for m in msgs] == list(enumerate(values))
-
-
-def _source(entry):
-    s = entry.source
-    return s if isinstance(s, ConfigSource) else ConfigSource(s)
-
-
-def test_admin_create_describe_grow_delete(target):
-    admin = admin_client(target.bootstrap)
-    name = unique_topic("admin")
-    rf = target.replication_factor()
-    new = NewTopic(name, num_partitions=4, replication_factor=rf,
-                   config={"retention.ms": "123456789", "segment.bytes": "1048576"})
-    admin.create_topics([new], operation_timeout=10)[name].result(15)
-
-    # Creating it again is TOPIC_ALREADY_EXISTS.
-    with pytest.raises(KafkaException) as exc:
-        admin.create_topics([NewTopic(name, num_partitions=1, replication_factor=1)],
-                            operation_timeout=10)[name].result(15)
-    assert exc.value.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS
-
-    t = target.wait_for_topic(name, 4)
-    assert sorted(t.partitions) == [0, 1, 2, 3]
-    for pid, pm in t.partitions.items():
-        assert len(set(pm.replicas)) == rf and set(pm.replicas) <= set(target.brokers), pid
-        assert pm.leader in pm.replicas, pid
-        assert sorted(pm.isrs) == sorted(pm.replicas), pid
-
-    res = ConfigResource(ResourceType.TOPIC, name)
-    configs = admin.describe_configs([res])[res].result(15)
-    assert configs["retention.ms"].value == "123456789"
-    assert _source(configs["retention.ms"]) == ConfigSource.DYNAMIC_TOPIC_CONFIG
-    assert configs["segment.bytes"].value == "1048576"
-    # Unset configs are described too, with the broker default.
-    assert configs["cleanup.policy"].value == "delete"
-    assert _source(configs["cleanup.policy"]) != ConfigSource.DYNAMIC_TOPIC_CONFIG
-
-    admin.create_partitions([NewPartitions(name, 6)], operation_timeout=10)[name].result(15)
-    t = target.wait_for_topic(name, 6)
-    assert sorted(t.partitions) == list(range(6))
-    # The new partition takes writes and serves them.
-    _produce_plain(target.bootstrap, name, [b"in-p5"], partition=5)
-    (m,) = read_partition(target.bootstrap, name, 5, 1)
-    assert (m.partition(), m.offset(), m.value()) == (5, 0, b"in-p5")
-
-    admin.delete_topics([name], operation_timeout=10)[name].result(15)
-    wait_for_topic_gone(admin, name)
-
-
-def test_delete_unknown_topic_fails(target):
-    admin = admin_client(target.bootstrap)
-    name = unique_topic("never-created")
-    with pytest.raises(KafkaException) as exc:
-        admin.delete_topics([name], operation_timeout=10)[name].result(15)
-    assert exc.value.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
 
 
 def _produce_timestamped(bootstrap, topic, n, step=1000):
@@ -430,43 +357,6 @@ def test_many_producers_interleaved_partition_order(target, new_topic):
             assert stored[(pt, off)] == value
 
 
-def test_consumer_group_subscribe_commit_resume(target, new_topic):
-    """subscribe() through the group coordinator; committed offsets are resumed from."""
-    topic = new_topic(partitions=2)
-    group = unique_topic("grp")
-    values = {pt: [f"p{pt}-{i}".encode() for i in range(10)] for pt in range(2)}
-    for pt, vs in values.items():
-        _produce_plain(target.bootstrap, topic, vs, partition=pt)
-
-    c = consumer(target.bootstrap, **{"group.id": group, "auto.offset.reset": "earliest",
-                                      "session.timeout.ms": 10000})
-    try:
-        c.subscribe([topic])
-        msgs = consume_n(c, 20, timeout=30)
-        for pt in range(2):
-            assert [m.value() for m in msgs if m.partition() == pt] == values[pt]
-        # Commit a position in the middle of each partition.
-        c.commit(offsets=[TopicPartition(topic, 0, 4), TopicPartition(topic, 1, 7)],
-                 asynchronous=False)
-        committed = c.committed([TopicPartition(topic, 0), TopicPartition(topic, 1)], timeout=10)
-        assert sorted((t.partition, t.offset) for t in committed) == [(0, 4), (1, 7)]
-    finally:
-        c.close()
-
-    c = consumer(target.bootstrap, **{"group.id": group, "auto.offset.reset": "earliest",
-                                      "session.timeout.ms": 10000})
-    try:
-        c.subscribe([topic])
-        msgs = consume_n(c, 6 + 3, timeout=30)
-        assert_no_more(c, 1.0)
-    finally:
-        c.close()
-    got = sorted((m.partition(), m.offset(), m.value()) for m in msgs)
-    want = sorted([(0, i, values[0][i]) for i in range(4, 10)] +
-                  [(1, i, values[1][i]) for i in range(7, 10)])
-    assert got == want
-
-
 def test_message_larger_than_broker_limit_is_refused(target, new_topic):
     """Above message.max.bytes (Kafka default 1048588) the broker answers
     MESSAGE_TOO_LARGE (10); the topic-level max.message.bytes applies too."""
@@ -488,55 +378,6 @@ def test_message_larger_than_broker_limit_is_refused(target, new_topic):
     assert [(off, v) for _, off, _, v in log.ok] == [(0, b"fits")]
     (m,) = read_partition(target.bootstrap, small_limit, 0, 1)
     assert (m.offset(), m.value()) == (0, b"fits")
-
-
-def _create_error(admin, topic: NewTopic, **kw):
-    fut = admin.create_topics([topic], operation_timeout=10, **kw)[topic.topic]
-    try:
-        fut.result(15)
-    except KafkaException as e:
-        return e.args[0].code()
-    return None
-
-
-def test_admin_create_topic_errors(target):
-    admin = admin_client(target.bootstrap)
-    n = unique_topic("adm-err")
-    cases = [
-        (NewTopic("bad name!", num_partitions=1, replication_factor=1),
-         KafkaError.TOPIC_EXCEPTION),
-        (NewTopic("x" * 250, num_partitions=1, replication_factor=1),
-         KafkaError.TOPIC_EXCEPTION),
-        (NewTopic(n + "-rf", num_partitions=1, replication_factor=len(target.brokers) + 1),
-         KafkaError.INVALID_REPLICATION_FACTOR),
-        (NewTopic(n + "-cfg", num_partitions=1, replication_factor=1,
-                  config={"retention.ms": "not-a-number"}),
-         KafkaError.INVALID_CONFIG),
-        (NewTopic(n + "-key", num_partitions=1, replication_factor=1,
-                  config={"no.such.topic.config": "1"}),
-         KafkaError.INVALID_CONFIG),
-    ]
-    got = [(t.topic[:40], _create_error(admin, t)) for t, _ in cases]
-    assert got == [(t.topic[:40], code) for t, code in cases]
-    listed = admin.list_topics(timeout=10).topics
-    for t, _ in cases:
-        assert t.topic not in listed
-
-    # validate_only checks without creating.
-    v = NewTopic(n + "-validate", num_partitions=2, replication_factor=1)
-    assert _create_error(admin, v, validate_only=True) is None
-    time.sleep(0.5)
-    assert v.topic not in admin.list_topics(timeout=10).topics
-
-    # Shrinking a topic is refused.
-    t = NewTopic(n + "-shrink", num_partitions=3, replication_factor=target.replication_factor())
-    admin.create_topics([t], operation_timeout=10)[t.topic].result(15)
-    target.wait_for_topic(t.topic, 3)
-    with pytest.raises(KafkaException) as exc:
-        admin.create_partitions([NewPartitions(t.topic, 2)],
-                                operation_timeout=10)[t.topic].result(15)
-    assert exc.value.args[0].code() == KafkaError.INVALID_PARTITIONS
-    assert len(wait_for_topic(admin, t.topic).partitions) == 3
 
 
 @pytest.mark.parametrize("codec", ["gzip", "zstd"])

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
-from kafka import KafkaAdminClient, KafkaProducer, TopicPartition
+from kafka import KafkaProducer, TopicPartition
 from kafka import codec as kcodec
-from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions, NewTopic
-from kafka.errors import TopicAlreadyExistsError
+from kafka.admin import NewTopic
 
-from compat_tests.clients import kafka_python_read
+from compat_tests.clients import kafka_python_admin, kafka_python_read
 from compat_tests.helpers import unique_topic
 
 pytestmark = pytest.mark.timeout(90)
@@ -28,13 +25,8 @@ CODEC_AVAILABLE = {
 }
 
 
-def _admin(target) -> KafkaAdminClient:
-    return KafkaAdminClient(bootstrap_servers=target.bootstrap, request_timeout_ms=15000,
-                            client_id="compat-kafka-python-admin")
-
-
 def _create(target, name, partitions=1, configs=None):
-    admin = _admin(target)
+    admin = kafka_python_admin(target.bootstrap)
     try:
         admin.create_topics([NewTopic(name, num_partitions=partitions,
                                       replication_factor=target.replication_factor(),
@@ -42,16 +34,6 @@ def _create(target, name, partitions=1, configs=None):
         target.wait_for_topic(name, partitions)
     finally:
         admin.close()
-
-
-def _wait_listed(admin, name, present, timeout=15.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if (name in admin.list_topics()) == present:
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"topic {name!r} {'not listed' if present else 'still listed'} "
-                         f"after {timeout}s")
 
 
 @pytest.mark.parametrize("codec", [None, "gzip", "snappy", "lz4", "zstd"])
@@ -111,47 +93,3 @@ def test_keys_across_partitions(target):
         got = [(r.offset, r.key, r.value) for r in records if r.partition == pt]
         assert got == expect, f"partition {pt}"
         assert [o for o, _, _ in got] == list(range(len(got)))
-
-
-def test_admin_create_describe_delete(target):
-    name = unique_topic("kp-admin")
-    rf = target.replication_factor()
-    admin = _admin(target)
-    try:
-        admin.create_topics([NewTopic(name, num_partitions=3, replication_factor=rf,
-                                      topic_configs={"retention.ms": "7200000"})],
-                            timeout_ms=10000)
-        target.wait_for_topic(name, 3)
-
-        with pytest.raises(TopicAlreadyExistsError):
-            admin.create_topics([NewTopic(name, num_partitions=1, replication_factor=1)],
-                                timeout_ms=10000)
-
-        described = admin.describe_topics([name])
-        (t,) = described
-        assert t["name"] == name
-        assert t["error_code"] == 0
-        assert sorted(p["partition_index"] for p in t["partitions"]) == [0, 1, 2]
-        assert all(len(p["replica_nodes"]) == rf and p["leader_id"] in p["replica_nodes"]
-                   for p in t["partitions"])
-        assert all(p["error_code"] == 0 for p in t["partitions"])
-
-        # The default filter keeps only non-default ("modified") configs.
-        res = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, name)])
-        modified = res["topic"][name]
-        assert modified["retention.ms"]["value"] == "7200000", res
-        assert "cleanup.policy" not in modified, res
-
-        admin.create_partitions({name: NewPartitions(total_count=5)}, timeout_ms=10000)
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline:
-            (t,) = admin.describe_topics([name])
-            if len(t["partitions"]) == 5:
-                break
-            time.sleep(0.2)
-        assert sorted(p["partition_index"] for p in t["partitions"]) == [0, 1, 2, 3, 4]
-
-        admin.delete_topics([name], timeout_ms=10000)
-        _wait_listed(admin, name, present=False)
-    finally:
-        admin.close()
