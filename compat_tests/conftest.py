@@ -6,6 +6,7 @@ import pytest
 
 from josefk.faults.processes import BrokerProcess
 from josefk.zk.local_server import free_port
+from compat_tests.clients import ADAPTERS, CLIENTS
 from compat_tests.cluster import CONSUMER_GROUP_TIMING, Cluster
 from compat_tests.helpers import create_topic, unique_topic
 from compat_tests.targets import CLUSTER_SHAPES, FAST_FAILOVER, TARGETS, Target
@@ -205,6 +206,12 @@ def new_topic(request):
                             config)
 
     return make
+
+
+@pytest.fixture(params=CLIENTS)
+def client(request):
+    """The client a scenario every client should pass runs with (compat_tests/clients.py)."""
+    return ADAPTERS[request.param]()
 
 
 @pytest.fixture(scope="session", params=TARGETS)

@@ -177,6 +177,17 @@ def read_from_beginning(bootstrap: str, topic: str, partitions: int, n: int,
                                     for p in range(partitions)], n, timeout, quiet)
 
 
+def produce_plain(bootstrap, topic, values, partition=0, acks="all"):
+    """Produce ``values`` to one partition; the DeliveryLog of their acknowledgements."""
+    p = producer(bootstrap, acks=acks)
+    log = DeliveryLog()
+    for v in values:
+        p.produce(topic, value=v, partition=partition, on_delivery=log)
+    flush_all(p)
+    assert log.errors == []
+    return log
+
+
 def roundtrip_check(bootstrap: str, topic: str, timeout: float = 20.0) -> None:
     """A fresh producer and consumer (new connections) can still produce and consume."""
     marker = uuid.uuid4().hex.encode()
@@ -196,8 +207,8 @@ def roundtrip_check(bootstrap: str, topic: str, timeout: float = 20.0) -> None:
 
 
 # ------------------------------------------------------------------ consumer groups
-# Shared by the test_groups_*.py files: confluent-kafka consumers that subscribe() through
-# the broker's group coordinator.  Each member polls in its own thread, as applications do:
+# Shared by the scenarios of compat_tests/groups/: confluent-kafka consumers that subscribe()
+# through the broker's group coordinator.  Each member polls in its own thread, as applications do:
 # polling several members round-robin from one thread can deadlock the test itself (a
 # synchronous commit queued behind the member's own JoinGroup waits for the other members
 # to rejoin, which they cannot do while nobody polls them).

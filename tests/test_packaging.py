@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from josefk.zk.local_server import free_port
-from tests.test_testing import processes_naming
+from tests.testing.test_testing import processes_naming
 
 REPO = Path(__file__).resolve().parents[1]
 NOT_INSTALLED = ("tests", "compat_tests", "testkit", "bench", "scripts")
