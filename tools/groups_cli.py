@@ -63,6 +63,12 @@ def _fail(message: str) -> int:
     return 1
 
 
+# The groups kafka-consumer-groups.sh --list shows (Kafka's ListGroupsOptions.forConsumerGroups):
+# not those of other protocols on the same coordinator (Schema Registry's "sr", Connect's
+# "connect"), which --type still lists.
+CONSUMER_PROTOCOL_TYPES = ("consumer", "")
+
+
 def groups_list(args) -> int:
     """The groups of every broker (each lists those it coordinates), as kafka-consumer-groups.sh
     --list asks them all; with ``--type``, their types and protocols."""
@@ -70,9 +76,10 @@ def groups_list(args) -> int:
         listed = _listed(args, [t.lower() for t in args.type or []])
     except (KafkaError, OSError) as e:
         return _fail(str(e))
-    if args.type is None:
-        for group in sorted(listed):
-            print(group)
+    if args.type is None:  # as kafka-consumer-groups.sh: groups of consumers (and share groups)
+        for group, g in sorted(listed.items()):
+            if g.protocol_type in CONSUMER_PROTOCOL_TYPES or g.group_type == "share":
+                print(group)
         return 0
     _table([("GROUP", "TYPE", "PROTOCOL")] +
            [(g.group_id, g.group_type.capitalize(), g.protocol_type or "-")

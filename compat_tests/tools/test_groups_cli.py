@@ -5,10 +5,13 @@ cross-checked with real confluent-kafka clients."""
 from __future__ import annotations
 
 import subprocess
+import time
 
 import pytest
 from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, TopicPartition
 
+from josefk.tools.client import Client
+from josefk.wire.apis import FIND_COORDINATOR, JOIN_GROUP, SYNC_GROUP
 from compat_tests.helpers import (
     GroupMember,
     admin_client,
@@ -61,17 +64,52 @@ def test_groups_list(broker, spell):
     m = GroupMember(broker.bootstrap, active, [topic], name="cli-l")
     try:
         poll_until([m], lambda: len(m.assignment()) == 1, 30, "member assigned")
+        admin = admin_client(broker.bootstrap)  # keep a reference while the future runs
+
+        def admin_listed():
+            res = admin.list_consumer_groups(request_timeout=10).result(15)
+            assert res.errors == []
+            return {g.group_id for g in res.valid}
+
+        before = admin_listed()
         listed = groups(broker, spell("list")).stdout.splitlines()
+        after = admin_listed()
         assert simple in listed and active in listed
         assert all(ln == ln.strip() and ln for ln in listed), listed
         assert listed == sorted(listed)
-        # same set as the AdminClient sees
-        admin = admin_client(broker.bootstrap)  # keep a reference while the future runs
-        res = admin.list_consumer_groups(request_timeout=10).result(15)
-        assert res.errors == []
-        assert sorted(g.group_id for g in res.valid) == listed
+        # the groups the AdminClient sees (other tests' groups may come or expire meanwhile)
+        assert before & after <= set(listed) <= before | after
     finally:
         m.close()
+
+
+def test_groups_list_leaves_out_other_protocols_groups(broker):
+    """As kafka-consumer-groups.sh --list: a group of another protocol on the same coordinator
+    (Schema Registry's "sr") is not a consumer group; --type lists it with its protocol."""
+    group = unique_topic("cli-sr")
+    with Client(broker.bootstrap) as c:  # a member id first (KIP-394), the join, the sync
+        found = None
+        for _ in range(50):  # the first FindCoordinator creates __consumer_offsets
+            (found,) = c.request(FIND_COORDINATOR, key_type=0,
+                                 coordinator_keys=[group]).coordinators
+            if found.error_code == 0:
+                break
+            time.sleep(0.2)
+        assert found.error_code == 0, found
+        join = dict(group_id=group, session_timeout_ms=30000, rebalance_timeout_ms=30000,
+                    protocol_type="sr", protocols=[
+                        JOIN_GROUP.Request.JoinGroupRequestProtocol(name="v0", metadata=b"")])
+        member = c.request(JOIN_GROUP, member_id="", **join).member_id
+        joined = c.request(JOIN_GROUP, member_id=member, **join)
+        assert joined.error_code == 0, joined
+        synced = c.request(SYNC_GROUP, group_id=group, generation_id=joined.generation_id,
+                           member_id=member, protocol_type="sr", protocol_name="v0",
+                           assignments=[SYNC_GROUP.Request.SyncGroupRequestAssignment(
+                               member_id=member, assignment=b"")])
+        assert synced.error_code == 0, synced
+    typed = [ln.split() for ln in groups(broker, "list", "--type").stdout.splitlines()]
+    assert [group, "Classic", "sr"] in typed
+    assert group not in groups(broker, "list").stdout.splitlines()
 
 
 def test_groups_describe_lag(broker, spell):
