@@ -256,9 +256,9 @@ class ShareGroups:
 
     async def _heartbeat(self, group_id, member_id, member_epoch, rack_id, subscribed,
                          client_id, client_host) -> HeartbeatResult:
-        err = self._not_share_group(group_id)
-        if err is not None:
-            return err
+        refused = self._not_share_group(group_id)
+        if refused is not None:
+            return HeartbeatResult(errors.GROUP_ID_NOT_FOUND, refused)
         group = self.groups.get(group_id)
         session_ms, interval_ms = self.settings(group_id)
         if member_epoch == -1:
@@ -312,11 +312,12 @@ class ShareGroups:
         return HeartbeatResult(errors.NONE, None, member_id, member.epoch, interval_ms,
                                member.assignment if send else None)
 
-    def _not_share_group(self, group_id) -> HeartbeatResult | None:
+    def _not_share_group(self, group_id) -> str | None:
+        """Why ``group_id`` cannot be a share group (answered GROUP_ID_NOT_FOUND): a live
+        classic group has it; else None."""
         classic = self.catalog.groups.get(group_id)
         if classic is not None and not classic.is_state(CLASSIC_DEAD):
-            return HeartbeatResult(errors.GROUP_ID_NOT_FOUND,
-                                   f"Group {group_id} is not a share group.")
+            return f"Group {group_id} is not a share group."
         return None
 
     async def _leave(self, group, member_id, interval_ms) -> HeartbeatResult:
@@ -509,7 +510,7 @@ class ShareGroups:
             async with self._locks.hold(group_id):
                 refused = self._not_share_group(group_id)
                 if refused is not None:
-                    return refused.error, refused.message, None
+                    return errors.GROUP_ID_NOT_FOUND, refused, None
                 group = self.groups.get(group_id)
                 if group is None:
                     group = ShareGroup(group_id)
