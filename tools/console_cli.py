@@ -245,9 +245,10 @@ def _records(cc, positions, read_committed):
         tp = (topic, partition)
         start = positions[tp]
         for h in iter_headers(records):
-            if aborted(h) or h.last_offset < start:
+            skip = aborted(h)  # sees every batch in order, control batches included
+            if h.last_offset < start:
                 continue
-            if not h.is_control:
+            if not (skip or h.is_control):
                 ts_type = "LogAppendTime" if h.attributes & 0x08 else "CreateTime"
                 for r in iter_records(records, h):
                     if r.offset >= start:
