@@ -220,24 +220,6 @@ class ConsumerGroup(CommittedOffsets):
             topics |= resolved.topics
         return topics
 
-    def topic_counts_with(self, changes: dict) -> Counter:
-        """The subscribed topic counts once ``changes`` {member id: member or None} apply."""
-        counts = self.topic_counts.copy()
-        for mid, new in changes.items():
-            for t in self.member_topics(self.members.get(mid)):
-                _count(counts, t, -1)
-            for t in self.member_topics(new):
-                _count(counts, t, 1)
-        return counts
-
-    def regex_counts_with(self, changes: dict) -> Counter:
-        counts = self.regex_counts.copy()
-        for mid, new in changes.items():
-            old = self.members.get(mid)
-            _count(counts, old.meta.topic_regex if old is not None else None, -1)
-            _count(counts, new.meta.topic_regex if new is not None else None, 1)
-        return counts
-
     def supports_classic_protocols(self, protocol_type: str, names) -> bool:
         """Whether a member joining with JoinGroup fits: the ``consumer`` protocol type and a
         protocol every classic member of the group supports."""

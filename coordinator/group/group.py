@@ -226,9 +226,6 @@ class CommittedOffsets:
     def remove_all_offsets(self) -> dict:
         return self.remove_offsets(list(self.offsets))
 
-    def all_offsets(self) -> dict:
-        return {tp: rec.offset_and_metadata for tp, rec in self.offsets.items()}
-
     def _expire(self, now_ms, retention_ms, base_of, subscribed=frozenset()) -> dict:
         """Drop and return the offsets older than ``retention_ms`` (measured from
         ``base_of(offset)``, or their explicit expire timestamp) of topics not in
