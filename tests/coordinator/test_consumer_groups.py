@@ -18,6 +18,7 @@ from josefk.coordinator.group.group_coordinator import GroupCoordinator
 from josefk.coordinator.group.offset_store import OffsetStore
 from josefk.coordinator.runtime import InMemoryOffsetsLog
 from josefk.wire.apis.consumer_protocol import ASSIGNMENT, SUBSCRIPTION
+from tests.coordinator.stores import SlowStore
 
 SESSION = 45_000
 INTERVAL = 5_000
@@ -87,16 +88,6 @@ class Member:
 
     def partitions(self):
         return {(self.h.topics.name_of(t), p) for t, ps in self.owned.items() for p in ps}
-
-
-class SlowStore(OffsetStore):
-    """Writes that let other work run first, as a replicated ``__consumer_offsets`` write
-    waits for its followers."""
-
-    async def store_records(self, partition, records, now):
-        for _ in range(3):
-            await asyncio.sleep(0)
-        return await super().store_records(partition, records, now)
 
 
 class H:

@@ -14,6 +14,7 @@ from josefk.coordinator.group.share_groups import ShareGroups, assign
 from josefk.coordinator.share.share_state import ShareCoordinator, coordinator_key, state_partition_for
 from josefk.wire import errors
 from josefk.wire.internal_topics.share_group_state import SHARE_GROUP_STATE
+from tests.coordinator.stores import SlowStore
 
 T = uuid.UUID("6f1c1ab4-27a5-4c32-9a44-1d4b3b0a6b11")
 
@@ -154,16 +155,6 @@ def test_the_simple_assignor_shares_partitions_when_members_outnumber_them():
     # members of other subscriptions share what they have in common
     got = assign({"m1": ["a"], "m2": ["b"], "m3": ["a", "b"]}, {"a": (A, [0]), "b": (B, [0])})
     assert got == {"m1": {A: [0]}, "m2": {B: [0]}, "m3": {A: [0], B: [0]}}
-
-
-class SlowStore(OffsetStore):
-    """Writes that wait for other work to run first, as a write to a replicated
-    ``__consumer_offsets`` partition waits for its followers."""
-
-    async def store_records(self, partition, records, now):
-        for _ in range(3):
-            await asyncio.sleep(0)
-        return await super().store_records(partition, records, now)
 
 
 class Groups:
