@@ -1,0 +1,175 @@
+"""Connect's records: ``SourceRecord`` (what a source task returns: its source partition and
+offset beside the topic, key, value and headers), ``SinkRecord`` (what a sink task is given:
+the Kafka offset and timestamp type, and the original topic-partition-offset of KIP-793 that
+transforms do not change), their headers, and the ``RecordMetadata`` a source task's
+``commit_record`` is told."""
+from __future__ import annotations
+
+from typing import Any, Iterator, NamedTuple
+
+from josefk.connect.api.schema import Schema
+
+
+class Header(NamedTuple):
+    key: str
+    schema: Schema | None
+    value: Any
+
+
+class Headers:
+    """An ordered list of headers; a key may repeat (Connect's ConnectHeaders)."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items=()):
+        self._items: list[Header] = [h if isinstance(h, Header) else Header(*h) for h in items]
+
+    def add(self, key: str, value, schema: Schema | None = None) -> "Headers":
+        self._items.append(Header(key, schema, value))
+        return self
+
+    def add_header(self, header: Header) -> "Headers":
+        self._items.append(header)
+        return self
+
+    def last_with_name(self, key: str) -> Header | None:
+        for header in reversed(self._items):
+            if header.key == key:
+                return header
+        return None
+
+    def all_with_name(self, key: str) -> list[Header]:
+        return [h for h in self._items if h.key == key]
+
+    def remove(self, key: str) -> "Headers":
+        self._items = [h for h in self._items if h.key != key]
+        return self
+
+    def retain_latest(self) -> "Headers":
+        seen, kept = set(), []
+        for header in reversed(self._items):
+            if header.key not in seen:
+                seen.add(header.key)
+                kept.append(header)
+        self._items = kept[::-1]
+        return self
+
+    def clear(self) -> "Headers":
+        self._items.clear()
+        return self
+
+    def copy(self) -> "Headers":
+        return Headers(self._items)
+
+    def __iter__(self) -> Iterator[Header]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __eq__(self, other):
+        return isinstance(other, Headers) and self._items == other._items
+
+    def __repr__(self):
+        return f"Headers({self._items!r})"
+
+
+class ConnectRecord:
+    """The fields every record has. ``new_record`` makes a copy with some of them changed, the
+    way transforms build their output (Connect's ``newRecord``)."""
+
+    __slots__ = ("topic", "kafka_partition", "key_schema", "key", "value_schema", "value",
+                 "timestamp", "headers")
+
+    def __init__(self, topic: str, kafka_partition: int | None, key_schema: Schema | None,
+                 key, value_schema: Schema | None, value, timestamp: int | None = None,
+                 headers: Headers | None = None):
+        self.topic, self.kafka_partition = topic, kafka_partition
+        self.key_schema, self.key = key_schema, key
+        self.value_schema, self.value = value_schema, value
+        self.timestamp = timestamp
+        self.headers = headers if headers is not None else Headers()
+
+    def _fields(self) -> dict:
+        return {name: getattr(self, name) for name in _all_slots(type(self))}
+
+    def new_record(self, topic: str | None = None, kafka_partition: int | None = ...,
+                   key_schema=..., key=..., value_schema=..., value=..., timestamp=...,
+                   headers: Headers | None = None):
+        """A copy of this record (of the same class) with the given fields replaced; the
+        headers are copied, so the copy's may change without touching these."""
+        fields = self._fields()
+        changes = {"topic": topic, "kafka_partition": kafka_partition,
+                   "key_schema": key_schema, "key": key, "value_schema": value_schema,
+                   "value": value, "timestamp": timestamp}
+        for name, new in changes.items():
+            if new is not ... and not (name == "topic" and new is None):
+                fields[name] = new
+        fields["headers"] = headers if headers is not None else self.headers.copy()
+        clone = object.__new__(type(self))
+        for name, v in fields.items():
+            setattr(clone, name, v)
+        return clone
+
+    def __eq__(self, other):
+        return type(other) is type(self) and self._fields() == other._fields()
+
+    __hash__ = None
+
+    def __repr__(self):
+        inner = ", ".join(f"{k}={v!r}" for k, v in self._fields().items())
+        return f"{type(self).__name__}{{{inner}}}"
+
+
+def _all_slots(cls) -> list[str]:
+    names = []
+    for klass in reversed(cls.__mro__):
+        names.extend(getattr(klass, "__slots__", ()))
+    return names
+
+
+class SourceRecord(ConnectRecord):
+    """A record from a source system. ``source_partition`` and ``source_offset`` are maps of
+    JSON-able primitives (str keys): where it came from, and how far the source has been read,
+    which the worker stores in the offsets topic under the connector's name."""
+
+    __slots__ = ("source_partition", "source_offset")
+
+    def __init__(self, source_partition: dict | None, source_offset: dict | None, topic: str,
+                 kafka_partition: int | None = None, key_schema: Schema | None = None,
+                 key=None, value_schema: Schema | None = None, value=None,
+                 timestamp: int | None = None, headers: Headers | None = None):
+        super().__init__(topic, kafka_partition, key_schema, key, value_schema, value,
+                         timestamp, headers)
+        self.source_partition, self.source_offset = source_partition, source_offset
+
+
+class SinkRecord(ConnectRecord):
+    """A record read from Kafka for a sink task. ``original_*`` (KIP-793) keep the
+    topic-partition-offset it was read at, whatever the transforms made of it."""
+
+    __slots__ = ("kafka_offset", "timestamp_type", "original_topic", "original_kafka_partition",
+                 "original_kafka_offset")
+
+    def __init__(self, topic: str, partition: int, key_schema: Schema | None, key,
+                 value_schema: Schema | None, value, kafka_offset: int,
+                 timestamp: int | None = None, timestamp_type: str = "NoTimestampType",
+                 headers: Headers | None = None, original_topic: str | None = None,
+                 original_kafka_partition: int | None = None,
+                 original_kafka_offset: int | None = None):
+        super().__init__(topic, partition, key_schema, key, value_schema, value, timestamp,
+                         headers)
+        self.kafka_offset, self.timestamp_type = kafka_offset, timestamp_type
+        self.original_topic = topic if original_topic is None else original_topic
+        self.original_kafka_partition = (partition if original_kafka_partition is None
+                                         else original_kafka_partition)
+        self.original_kafka_offset = (kafka_offset if original_kafka_offset is None
+                                      else original_kafka_offset)
+
+
+class RecordMetadata(NamedTuple):
+    """Where a source record was written (the producer's acknowledgement)."""
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int | None

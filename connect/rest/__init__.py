@@ -1,0 +1,1 @@
+"""Kafka Connect's REST API (default port 8083) over a worker's herder: aiohttp on httpd, Connect's error bodies, requests forwarded to the group's leader, basic authentication and TLS as Connect configures them."""
