@@ -111,3 +111,28 @@ class Worker(Protocol):
 
     def stop(self) -> None:
         """Stop every connector and task."""
+
+
+class Status(NamedTuple):
+    """One connector's or task's status record (the status topic's value, Kafka's layout:
+    ``{"state","trace","worker_id","generation"}``)."""
+    state: State
+    trace: str | None
+    worker_id: str
+    generation: int
+
+
+class StatusStore(Protocol):
+    """Statuses of connectors and tasks, and the topics connectors used (KIP-558): in memory
+    for a standalone worker, the status topic for a distributed one (where a write from an
+    older generation than the stored one does not replace it, as Kafka's)."""
+
+    def put(self, id: str | ConnectorTaskId, status: Status) -> None: ...
+    def put_safe(self, id: str | ConnectorTaskId, status: Status) -> None:
+        """``put`` unless a newer generation's status is stored (Kafka's putSafe)."""
+    def get(self, id: str | ConnectorTaskId) -> Status | None: ...
+    def tasks(self, connector: str) -> dict[int, Status]: ...
+    def delete(self, id: str | ConnectorTaskId) -> None: ...
+    def put_topic(self, connector: str, topic: str, task: int, discovered_ms: int) -> None: ...
+    def topics(self, connector: str) -> list[str]: ...
+    def delete_topics(self, connector: str) -> None: ...
