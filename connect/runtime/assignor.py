@@ -11,7 +11,7 @@ before joining again): a worker that comes back in time gets them back, otherwis
 the workers that joined with nothing, or to everyone."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from josefk.connect.runtime.seams import ConnectorTaskId
 
@@ -244,9 +244,3 @@ def eager(configured: Load, members: list[str]) -> dict[str, Assignment]:
         out[order[i % len(order)]].tasks.append(t)
         i += 1
     return out
-
-
-def with_leader(assignments: dict[str, Assignment], leader: str, leader_url: str,
-                config_offset: int, error: int = 0) -> dict[str, Assignment]:
-    return {m: replace(a, leader=leader, leader_url=leader_url, config_offset=config_offset,
-                       error=error) for m, a in assignments.items()}
