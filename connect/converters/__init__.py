@@ -5,8 +5,9 @@ pyproject.toml declares the same under the ``josefk.connect.converters`` and
 ``josefk.connect.header_converters`` entry-point groups)."""
 from josefk.connect.converters.header import SimpleHeaderConverter
 from josefk.connect.converters.json import JsonConverter
-from josefk.connect.converters.registry import (AvroConverter, JsonSchemaConverter,
-                                                ProtobufConverter)
+from josefk.connect.converters.avro import AvroConverter
+from josefk.connect.converters.json_schema import JsonSchemaConverter
+from josefk.connect.converters.protobuf import ProtobufConverter
 from josefk.connect.converters.simple import (BooleanConverter, ByteArrayConverter,
                                               DoubleConverter, FloatConverter, IntegerConverter,
                                               LongConverter, ShortConverter, StringConverter)
