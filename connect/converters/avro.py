@@ -181,7 +181,20 @@ class _ToConnect:
     """An Avro schema (parsed JSON) as a Connect schema, and its datum reader."""
 
     def __init__(self):
-        self.named: dict[str, tuple[Schema, object]] = {}
+        self.named: dict[str, tuple[dict, str | None]] = {}
+        self.building: set[str] = set()
+
+    def _define(self, avro: dict, namespace: str | None) -> tuple[str, str | None]:
+        """Remember a named type's definition (for later references by name); its full name
+        and namespace."""
+        name = avro["name"]
+        if "." in name:
+            namespace = name.rpartition(".")[0]
+        else:
+            namespace = avro.get("namespace", namespace)
+        full = name if "." in name else (f"{namespace}.{name}" if namespace else name)
+        self.named[full] = (avro, namespace)
+        return full, namespace
 
     def schema(self, avro, namespace: str | None = None, optional: bool = False,
                default=None):
@@ -197,7 +210,10 @@ class _ToConnect:
                 avro = {"type": avro}
             else:
                 full = avro if "." in avro or not namespace else f"{namespace}.{avro}"
-                return self.named[full]
+                if full in self.building:
+                    raise DataException(f"the recursive Avro type {full} has no Connect schema")
+                definition, defined_in = self.named[full]
+                return self.schema(definition, defined_in, optional, default)
         kind = avro["type"]
         if isinstance(kind, (dict, list)) or (isinstance(kind, str) and kind not in
                                               _FROM_PRIMITIVE and kind not in
@@ -205,12 +221,13 @@ class _ToConnect:
             return self.schema(kind, namespace, optional, default)
         if kind == "record":
             return self._record(avro, namespace, optional, default)
+        if kind in ("enum", "fixed"):
+            self._define(avro, namespace)
         if kind == "array":
             items = avro["items"]
             item_def = items if isinstance(items, dict) else {}
-            if item_def.get("type") == "record" and item_def.get("name") == MAP_ENTRY \
-                    or str(item_def.get("name", "")).startswith(MAP_ENTRY) \
-                    and item_def.get("namespace") == NAMESPACE:
+            if item_def.get("type") == "record" and item_def.get("namespace") == NAMESPACE \
+                    and str(item_def.get("name", "")).startswith(MAP_ENTRY):
                 return self._entries(avro, item_def, namespace, optional, default)
             item_schema, item = self.schema(items, namespace)
             builder = SchemaBuilder.array(item_schema)
@@ -230,7 +247,7 @@ class _ToConnect:
         logical = avro.get("logicalType")
         if logical == "decimal":
             builder = Decimal.builder(int(avro.get("scale", 0)))
-            if avro.get("precision") is not None:
+            if avro.get("precision", 64) != 64:
                 builder.parameter(PRECISION_PARAMETER, str(avro["precision"]))
             return builder
         if logical in _FROM_LOGICAL:
@@ -262,22 +279,20 @@ class _ToConnect:
         return schema, read
 
     def _record(self, avro: dict, namespace: str | None, optional: bool, default):
-        name = avro["name"]
-        if "." in name:
-            namespace = name.rpartition(".")[0]
-        else:
-            namespace = avro.get("namespace", namespace)
-        full = name if "." in name else (f"{namespace}.{name}" if namespace else name)
+        full, namespace = self._define(avro, namespace)
+        name = avro["name"].rpartition(".")[2]
         builder = SchemaBuilder.struct()
         if avro.get("connect.name") is None and not (
                 namespace == NAMESPACE and name.startswith(DEFAULT_RECORD)):
             builder.name(full)
         readers = []
+        self.building.add(full)
         for field in avro["fields"]:
             field_schema, read = self.schema(field["type"], namespace,
                                              default=field.get("default"))
             builder.field(field["name"], field_schema)
             readers.append((builder.field_named(field["name"]), read))
+        self.building.discard(full)
         built: list[Schema] = []
 
         def convert(datum):
@@ -287,7 +302,6 @@ class _ToConnect:
             return struct
         schema, read = self._finish(builder, avro, optional, None, convert)
         built.append(schema)
-        self.named[full] = (schema, read)
         return schema, read
 
     def _entries(self, avro, entry, namespace, optional, default):
