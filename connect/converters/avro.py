@@ -1,7 +1,7 @@
 """``io.confluent.connect.avro.AvroConverter``: Connect data as Avro through a Schema
 Registry, the schemas translated as Confluent's AvroData translates them: a struct is a record
 named after the schema (``io.confluent.connect.avro.ConnectDefault`` when unnamed), an
-optional schema a union with null first, INT8/INT16 an int with ``connect.type``, a map with
+optional schema a union with null first (last when it has a default), INT8/INT16 an int with ``connect.type``, a map with
 non-string keys an array of ``MapEntry`` records, the logical types Avro's decimal, date,
 time-millis and timestamp-millis, and the Connect name, version, doc and parameters kept in
 ``connect.name`` / ``connect.version`` / ``connect.doc`` / ``connect.parameters``."""
@@ -53,19 +53,26 @@ class _ToAvro:
 
     def schema(self, schema: Schema):
         avro = self._non_null(schema)
-        return ["null", avro] if schema.optional else avro
+        if not schema.optional:
+            return avro
+        return [avro, "null"] if schema.default is not None else ["null", avro]
 
     def _props(self, schema: Schema, avro: dict) -> dict:
+        """Confluent's metadata properties, in its order."""
         if not self.meta:
             return avro
-        if schema.version is not None:
-            avro["connect.version"] = schema.version
         if schema.doc is not None:
             avro["connect.doc"] = schema.doc
+        if schema.version is not None:
+            avro["connect.version"] = schema.version
         if schema.parameters:
             avro["connect.parameters"] = dict(schema.parameters)
+        if schema.default is not None:
+            avro["connect.default"] = _json_default(schema, schema.default)
         if schema.name is not None:
             avro["connect.name"] = schema.name
+        if schema.type in (Type.INT8, Type.INT16):
+            avro["connect.type"] = schema.type.value
         return avro
 
     def _non_null(self, schema: Schema):
@@ -84,8 +91,6 @@ class _ToAvro:
                 {"name": "value", "type": self.schema(schema.value_schema)}]}
             return self._props(schema, {"type": "array", "items": entry})
         avro = {"type": _PRIMITIVES[t]}
-        if t in (Type.INT8, Type.INT16) and self.meta:
-            avro["connect.type"] = t.value
         if schema.name == Decimal.LOGICAL_NAME:
             avro["scale"] = Decimal.scale(schema)
             avro["precision"] = int((schema.parameters or {}).get(PRECISION_PARAMETER, 64))
@@ -105,16 +110,12 @@ class _ToAvro:
         record = {"type": "record", "name": name}
         if namespace:
             record["namespace"] = namespace
-        if schema.doc is not None:
-            record["doc"] = schema.doc
         record["fields"] = [self._field(f.name, f.schema) for f in schema.fields()]
         return self._props(schema, record)
 
     def _field(self, name: str, schema: Schema) -> dict:
         field = {"name": name, "type": self.schema(schema)}
         if schema.default is not None:
-            if schema.optional:
-                field["type"] = field["type"][1:] + ["null"]
             field["default"] = _json_default(schema, schema.default)
         elif schema.optional:
             field["default"] = None
@@ -269,6 +270,8 @@ class _ToConnect:
         if optional:
             builder.optional()
         schema = builder.build()
+        if default is None:
+            default = avro.get("connect.default")
         if default is not None:
             default_value = _from_json_default(schema, default)
             builder.default_value(default_value)

@@ -40,7 +40,7 @@ def test_record_schema_text():
         '{"name":"price","type":{"type":"bytes","scale":2,"precision":64,"connect.version":1,'
         '"connect.parameters":{"scale":"2"},"connect.name":"org.apache.kafka.connect.data.Decimal",'
         '"logicalType":"decimal"}},'
-        '{"name":"level","type":"int","default":3}],'
+        '{"name":"level","type":{"type":"int","connect.default":3},"default":3}],'
         '"connect.version":2,"connect.name":"com.example.User"}')
 
 
@@ -84,6 +84,8 @@ def test_without_connect_meta_data():
     c.configure({"schema.registry.url": "http://127.0.0.1:1", "connect.meta.data": "false"},
                 False)
     schema = SchemaBuilder.struct().name("a.B").version(1).field("x", Schema.INT8_SCHEMA).build()
+    assert AvroConverter().translate(SchemaBuilder.int16().name("n").doc("d").build()).text == \
+        '{"type":"int","connect.doc":"d","connect.name":"n","connect.type":"int16"}'
     assert c.translate(schema).text == \
         '{"type":"record","name":"B","namespace":"a","fields":[{"name":"x","type":"int"}]}'
 
