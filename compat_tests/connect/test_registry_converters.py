@@ -133,7 +133,9 @@ def test_json_schema_converter_both_ways(schema_registry):
                          "properties": {"id": {"type": "integer"}, "item": {"type": "string"}},
                          "required": ["id"]})
     foreign = JSONSerializer(schema, client)({"id": 1, "item": "pen"}, _ctx(other))
-    connect_schema, value = converter.to_connect_data(other, foreign)
+    lenient = _converter(JsonSchemaConverter, schema_registry,
+                         **{"use.optional.for.nonrequired": "true"})
+    connect_schema, value = lenient.to_connect_data(other, foreign)
     assert connect_schema.name == "Order"
     assert connect_schema.field("id").schema == Schema.INT64_SCHEMA
     assert connect_schema.field("item").schema == Schema.OPTIONAL_STRING_SCHEMA

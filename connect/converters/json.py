@@ -85,8 +85,10 @@ def _typed(schema: Schema, kinds, to_text):
     return write
 
 
-def _write_any(value) -> str:
-    """A value without a schema, typed by its Python type as Connect types Java values."""
+def write_tree(value, numeric_decimals: bool = False) -> str:
+    """A value without a schema as JSON text, typed by its Python type as Connect types Java
+    values (bytes as base64, maps with other than string keys as pairs); ``decimal.Decimal``
+    numbers are written exactly where ``numeric_decimals`` allows them."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -101,13 +103,16 @@ def _write_any(value) -> str:
         return json_string(value)
     if isinstance(value, (bytes, bytearray, memoryview)):
         return _b64(value)
+    if isinstance(value, decimal.Decimal) and numeric_decimals:
+        return str(value)
     if isinstance(value, (list, tuple)):
-        return "[" + ",".join(map(_write_any, value)) + "]"
+        return "[" + ",".join(write_tree(v, numeric_decimals) for v in value) + "]"
     if isinstance(value, dict):
         if all(isinstance(k, str) for k in value):
-            return "{" + ",".join(json_string(k) + ":" + _write_any(v)
+            return "{" + ",".join(json_string(k) + ":" + write_tree(v, numeric_decimals)
                                   for k, v in value.items()) + "}"
-        return "[" + ",".join(f"[{_write_any(k)},{_write_any(v)}]"
+        return "[" + ",".join(f"[{write_tree(k, numeric_decimals)},"
+                              f"{write_tree(v, numeric_decimals)}]"
                               for k, v in value.items()) + "]"
     if isinstance(value, Struct):
         raise DataException("Mismatching schema.")
@@ -255,7 +260,7 @@ class JsonConverter:
         if schema is None and value is None:
             return None
         if schema is None:
-            schema_text, write = "null", _write_any
+            schema_text, write = "null", write_tree
         else:
             schema_text, write = self._compiled(schema)
         payload = write(value)
@@ -311,7 +316,7 @@ class JsonConverter:
     def _writer(self, schema: Schema | None):
         """A function from a value of ``schema`` (None included) to its JSON text."""
         if schema is None:
-            return _write_any
+            return write_tree
         write = self._present_writer(schema)
         if schema.default is not None and self._replace_null:
             default_text = write(schema.default)

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import datetime
+import decimal
 import json
 
 import pytest
 
 from josefk.connect.api.errors import DataException
-from josefk.connect.api.schema import Date, Schema, SchemaBuilder, Struct
+from josefk.connect.api.schema import Date, Decimal, Schema, SchemaBuilder, Struct
 from josefk.connect.converters.json_schema import JsonSchemaConverter, to_connect
 from josefk.connect.converters.registry import RegisteredSchema
 
@@ -28,7 +29,8 @@ def test_schema_text_and_round_trip():
         '"day":{"type":"integer","connect.type":"int32","title":'
         '"org.apache.kafka.connect.data.Date","connect.version":1,"connect.index":3},'
         '"m":{"type":"array","items":{"type":"object","properties":{'
-        '"key":{"type":"integer","connect.type":"int8"},"value":{"type":"string"}}},'
+        '"key":{"type":"integer","connect.type":"int8","connect.index":0},'
+        '"value":{"type":"string","connect.index":1}}},'
         '"connect.type":"map","connect.index":4}},"title":"com.example.User"}')
     value = (Struct(schema).put("id", 1).put("raw", b"\x00\xff")
              .put("day", datetime.date(1970, 1, 11)).put("m", {1: "a"}))
@@ -39,6 +41,23 @@ def test_schema_text_and_round_trip():
     assert reader.schema == schema and reader.read(data) == value
 
 
+def test_decimals():
+    schema = SchemaBuilder.struct().field("price", Decimal.schema(2)).build()
+    value = Struct(schema).put("price", decimal.Decimal("1.56"))
+    for settings, payload in (({}, b'{"price":"AJw="}'),
+                              ({"decimal.format": "numeric"}, b'{"price":1.56}')):
+        c = JsonSchemaConverter()
+        c.configure({"schema.registry.url": "http://127.0.0.1:1", **settings}, False)
+        translation = c.translate(schema)
+        assert json.loads(translation.text)["properties"]["price"] == {
+            "type": "number", "connect.type": "bytes", "title": Decimal.LOGICAL_NAME,
+            "connect.version": 1, "connect.parameters": {"scale": "2"}, "connect.index": 0}
+        registered = RegisteredSchema(1, translation.text, "JSON", [])
+        data = c.writer(registered, translation)(translation.to_datum(value))
+        assert data == payload
+        assert c.reader(registered).read(data) == value
+
+
 def test_foreign_schema():
     schema, read = to_connect({"type": "object", "title": "Order", "required": ["id"],
                                "properties": {"id": {"type": "integer"},
@@ -47,12 +66,15 @@ def test_foreign_schema():
                                               "meta": {"type": "object",
                                                        "additionalProperties":
                                                            {"type": "number"}},
-                                              "note": {"type": ["null", "string"]}}})
+                                              "note": {"type": ["null", "string"]}}},
+                              optional_non_required=True)
     assert schema.field("id").schema == Schema.INT64_SCHEMA
     assert schema.field("note").schema == Schema.OPTIONAL_STRING_SCHEMA
     value = read({"id": 3, "tags": ["a"], "meta": {"x": 1.5}})
     assert (value.get("id"), value.get("tags"), value.get("meta"), value.get("note")) == (
         3, ["a"], {"x": 1.5}, None)
+    required_only, _ = to_connect({"type": "object", "properties": {"a": {"type": "string"}}})
+    assert required_only.field("a").schema == Schema.STRING_SCHEMA
     with pytest.raises(DataException, match="unsupported JSON Schema"):
         to_connect({"type": "null"})
 
