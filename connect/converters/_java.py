@@ -82,7 +82,10 @@ class LRUCache:
     def get(self, key):
         value = self._data.get(key)
         if value is not None:
-            self._data.move_to_end(key)
+            try:
+                self._data.move_to_end(key)
+            except KeyError:
+                pass  # evicted by another thread meanwhile: the value is still good
         return value
 
     def put(self, key, value) -> None:

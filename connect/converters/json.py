@@ -401,13 +401,15 @@ class JsonConverter:
         if not self._schemas_enabled:
             return SchemaAndValue(None, _schemaless(self._parse(text)))
         key, schema_node, payload = self._envelope(text)
-        schema = None
-        if schema_node is not None:
-            schema = self._to_connect.get(key)
-            if schema is None:
-                schema = self.as_connect_schema(schema_node)
-                self._to_connect.put(key, schema)
-        return SchemaAndValue(schema, self._convert(schema, payload))
+        if schema_node is None:
+            return SchemaAndValue(None, _schemaless(payload))
+        compiled = self._to_connect.get(key)
+        if compiled is None:
+            schema = self.as_connect_schema(schema_node)
+            compiled = (schema, self._reader(schema))
+            self._to_connect.put(key, compiled)
+        schema, read = compiled
+        return SchemaAndValue(schema, read(payload))
 
     def to_connect_header(self, topic, header_key, value):
         return self.to_connect_data(topic, value)
@@ -493,66 +495,92 @@ class JsonConverter:
                     raise DataException("Schema parameters must have string values.")
                 builder.parameter(key, value)
         if "default" in node:
-            builder.default_value(self._convert(builder.build(), node["default"]))
+            builder.default_value(self._reader(builder.build())(node["default"]))
         return builder.build()
 
-    def _convert(self, schema: Schema | None, node):
-        """Kafka's ``convertToConnect``: a parsed JSON value as a value of ``schema``."""
-        if schema is None:
-            return _schemaless(node)
-        if node is None:
-            if schema.default is not None and self._replace_null:
-                return schema.default
-            if schema.optional:
-                return None
-            raise DataException(f"Invalid null value for required {schema.type.name} field")
+    def _reader(self, schema: Schema):
+        """Kafka's ``convertToConnect`` for ``schema``, compiled: a function from a parsed JSON
+        value (None for null or missing) to the Connect value."""
+        read = self._present_reader(schema)
+        default = schema.default if self._replace_null else None
+        optional, type_name = schema.optional, schema.type.name
+
+        def read_or_null(node):
+            if node is None:
+                if default is not None:
+                    return default
+                if optional:
+                    return None
+                raise DataException(f"Invalid null value for required {type_name} field")
+            return read(node)
+        return read_or_null
+
+    def _present_reader(self, schema: Schema):
         logical = _LOGICAL_READERS.get(schema.name)
         if logical is not None:
-            return logical(schema, node)
+            return lambda node: logical(schema, node)
         t = schema.type
         if t in _BITS:
-            return _read_int(schema, node)
+            return lambda node: _read_int(schema, node)
         if t is Type.FLOAT32 or t is Type.FLOAT64:
-            _expect(schema, node, _is_number(node), "a number")
-            return to_float32(float(node)) if t is Type.FLOAT32 else float(node)
-        if t is Type.BOOLEAN:
-            _expect(schema, node, isinstance(node, bool), "a boolean")
-            return node
-        if t is Type.STRING:
-            _expect(schema, node, isinstance(node, str), "a string")
-            return node
-        if t is Type.BYTES:
-            return _read_bytes(schema, node)
-        if t is Type.ARRAY:
-            _expect(schema, node, isinstance(node, list), "an array")
-            return [self._convert(schema.value_schema, item) for item in node]
-        if t is Type.MAP:
-            return self._convert_map(schema, node)
-        if not isinstance(node, dict):
-            raise DataException("Structs should be encoded as JSON objects, but found "
-                                + _node_type(node))
-        struct = Struct(schema)
-        for field in schema.fields():
-            struct.put(field, self._convert(field.schema, node.get(field.name)))
-        return struct
+            narrow = to_float32 if t is Type.FLOAT32 else float
 
-    def _convert_map(self, schema: Schema, node) -> dict:
-        key_schema, value_schema = schema.key_schema, schema.value_schema
-        if key_schema.type is Type.STRING:
+            def read_float(node):
+                _expect(schema, node, _is_number(node), "a number")
+                return narrow(float(node))
+            return read_float
+        if t is Type.BOOLEAN or t is Type.STRING:
+            kind, what = (bool, "a boolean") if t is Type.BOOLEAN else (str, "a string")
+
+            def read_same(node):
+                _expect(schema, node, isinstance(node, kind), what)
+                return node
+            return read_same
+        if t is Type.BYTES:
+            return lambda node: _read_bytes(schema, node)
+        if t is Type.ARRAY:
+            item = self._reader(schema.value_schema)
+
+            def read_array(node):
+                _expect(schema, node, isinstance(node, list), "an array")
+                return [item(element) for element in node]
+            return read_array
+        if t is Type.MAP:
+            return self._map_reader(schema)
+        fields = [(field, field.name, self._reader(field.schema)) for field in schema.fields()]
+
+        def read_struct(node):
             if not isinstance(node, dict):
-                raise DataException("Maps with string fields should be encoded as JSON objects, "
-                                    "but found " + _node_type(node))
-            return {k: self._convert(value_schema, v) for k, v in node.items()}
-        if not isinstance(node, list):
-            raise DataException("Maps with non-string fields should be encoded as JSON array of "
-                                "tuples, but found " + _node_type(node))
-        result = {}
-        for entry in node:
-            if not isinstance(entry, list):
-                raise DataException("Found invalid map entry instead of array tuple: "
-                                    + _node_type(entry))
-            if len(entry) != 2:
-                raise DataException("Found invalid map entry, expected length 2 but found :"
-                                    + str(len(entry)))
-            result[self._convert(key_schema, entry[0])] = self._convert(value_schema, entry[1])
-        return result
+                raise DataException("Structs should be encoded as JSON objects, but found "
+                                    + _node_type(node))
+            struct = Struct(schema)
+            for field, name, read in fields:
+                struct.put(field, read(node.get(name)))
+            return struct
+        return read_struct
+
+    def _map_reader(self, schema: Schema):
+        key, value = self._reader(schema.key_schema), self._reader(schema.value_schema)
+        if schema.key_schema.type is Type.STRING:
+            def read_object(node):
+                if not isinstance(node, dict):
+                    raise DataException("Maps with string fields should be encoded as JSON "
+                                        "objects, but found " + _node_type(node))
+                return {k: value(v) for k, v in node.items()}
+            return read_object
+
+        def read_pairs(node):
+            if not isinstance(node, list):
+                raise DataException("Maps with non-string fields should be encoded as JSON "
+                                    "array of tuples, but found " + _node_type(node))
+            result = {}
+            for entry in node:
+                if not isinstance(entry, list):
+                    raise DataException("Found invalid map entry instead of array tuple: "
+                                        + _node_type(entry))
+                if len(entry) != 2:
+                    raise DataException("Found invalid map entry, expected length 2 but "
+                                        "found :" + str(len(entry)))
+                result[key(entry[0])] = value(entry[1])
+            return result
+        return read_pairs

@@ -49,7 +49,7 @@ class StringConverter(_DataAsHeader):
         return converter_config_def().define(
             ENCODING_CONFIG, ConfigType.STRING, "UTF-8", None, Importance.HIGH,
             "The name of the Java character set to use for encoding strings as byte arrays.",
-            group="Converter", order_in_group=0, width=Width.MEDIUM, display_name="Encoding")
+            width=Width.MEDIUM, display_name="Encoding")
 
     def _configure(self, settings: dict) -> None:
         try:
@@ -58,21 +58,18 @@ class StringConverter(_DataAsHeader):
             raise ConfigException(ENCODING_CONFIG, settings[ENCODING_CONFIG],
                                   "Unknown character set") from None
 
+    # Java's String(bytes, charset) and getBytes(charset) replace what the charset cannot
+    # hold (U+FFFD when decoding, '?' when encoding) rather than fail; so do these.
     def from_connect_data(self, topic, schema, value, headers=None):
         if value is None:
             return None
-        try:
-            return java_string(value).encode(self.encoding)
-        except UnicodeEncodeError as e:
-            raise DataException(f"Failed to serialize to a string in {self.encoding}: {e}") from e
+        return java_string(value).encode(self.encoding, errors="replace")
 
     def to_connect_data(self, topic, value, headers=None):
         if value is None:
             return SchemaAndValue(Schema.OPTIONAL_STRING_SCHEMA, None)
-        try:
-            return SchemaAndValue(Schema.OPTIONAL_STRING_SCHEMA, bytes(value).decode(self.encoding))
-        except UnicodeDecodeError as e:
-            raise DataException(f"Failed to deserialize string in {self.encoding}: {e}") from e
+        return SchemaAndValue(Schema.OPTIONAL_STRING_SCHEMA,
+                              bytes(value).decode(self.encoding, errors="replace"))
 
 
 class ByteArrayConverter(_DataAsHeader):

@@ -75,8 +75,8 @@ def test_string_converter():
     assert latin.to_connect_data("t", b"\xe9").value == "é"
     with pytest.raises(ConfigException, match="converter.encoding"):
         configured(StringConverter, {"converter.encoding": "NOPE-1"})
-    with pytest.raises(DataException, match="Failed to deserialize string in utf-8"):
-        c.to_connect_data("t", b"\xff")
+    assert c.to_connect_data("t", b"a\xff").value == "a\ufffd"
+    assert latin.from_connect_data("t", None, "€") == b"?"
 
 
 def test_byte_array_converter():
