@@ -16,7 +16,7 @@ import urllib.request
 from typing import Callable, NamedTuple
 
 from josefk.connect.api.config import (ConfigDef, ConfigException, Importance, Password,
-                                       ValidString)
+                                       Range, ValidString)
 from josefk.connect.api.config import Type as ConfigType
 from josefk.connect.api.errors import DataException
 from josefk.connect.api.schema import Schema, SchemaAndValue
@@ -31,6 +31,7 @@ USE_LATEST_VERSION = "use.latest.version"
 KEY_SUBJECT_NAME_STRATEGY = "key.subject.name.strategy"
 VALUE_SUBJECT_NAME_STRATEGY = "value.subject.name.strategy"
 MAX_SCHEMAS_PER_SUBJECT_CONFIG = "max.schemas.per.subject"
+SCHEMAS_CACHE_SIZE_CONFIG = "schemas.cache.config"
 
 _STRATEGY_PACKAGE = "io.confluent.kafka.serializers.subject."
 
@@ -167,8 +168,8 @@ class SchemaRegistryConverter:
     def __init__(self):
         self._client: RegistryClient | None = None
         self._translations = LRUCache(1000)
-        self._writers: dict[tuple[str, str], tuple[int, Callable]] = {}
-        self._readers: dict[int, Reader] = {}
+        self._writers = LRUCache(1000)  # (subject, schema text) -> (id, writer)
+        self._readers = LRUCache(1000)  # id -> Reader
 
     def config(self) -> ConfigDef:
         return converter_config_def().define(
@@ -204,8 +205,11 @@ class SchemaRegistryConverter:
             "registered with the schema registry. By default, <topic>-value is used as "
             "subject.",
         ).define(
-            MAX_SCHEMAS_PER_SUBJECT_CONFIG, ConfigType.INT, 1000, None, Importance.LOW,
-            "Maximum number of schemas to create or cache locally.")
+            MAX_SCHEMAS_PER_SUBJECT_CONFIG, ConfigType.INT, 1000, Range.at_least(1),
+            Importance.LOW, "Maximum number of schemas to create or cache locally.",
+        ).define(
+            SCHEMAS_CACHE_SIZE_CONFIG, ConfigType.INT, 1000, Range.at_least(1), Importance.LOW,
+            "Size of the converted schemas cache")
 
     def configure(self, configs: dict, is_key: bool | None = None) -> None:
         settings = self.config().parse(with_type(configs, is_key))
@@ -225,7 +229,9 @@ class SchemaRegistryConverter:
         self._subject_of = _strategy(settings[setting], setting)
         self._auto_register = settings[AUTO_REGISTER_SCHEMAS]
         self._use_latest = settings[USE_LATEST_VERSION]
-        self._translations = LRUCache(settings[MAX_SCHEMAS_PER_SUBJECT_CONFIG])
+        self._translations = LRUCache(settings[SCHEMAS_CACHE_SIZE_CONFIG])
+        self._writers = LRUCache(settings[MAX_SCHEMAS_PER_SUBJECT_CONFIG])
+        self._readers = LRUCache(settings[MAX_SCHEMAS_PER_SUBJECT_CONFIG])
         self._configure_format(settings)
 
     def _configure_format(self, settings: dict) -> None:
@@ -280,7 +286,7 @@ class SchemaRegistryConverter:
                 schema_id = register(subject, translation.text, self.schema_type)
                 registered = RegisteredSchema(schema_id, translation.text, self.schema_type, [])
             found = (registered.id, self.writer(registered, translation))
-            self._writers[key] = found
+            self._writers.put(key, found)
         return found
 
     def to_connect_data(self, topic: str, value: bytes | None, headers=None) -> SchemaAndValue:
@@ -293,7 +299,7 @@ class SchemaRegistryConverter:
             reader = self._readers.get(schema_id)
             if reader is None:
                 reader = self.reader(self._client.by_id(schema_id))
-                self._readers[schema_id] = reader
+                self._readers.put(schema_id, reader)
             return SchemaAndValue(reader.schema, reader.read(bytes(value[5:])))
         except (DataException, RegistryError, ValueError, TypeError, KeyError, EOFError) as e:
             raise DataException(f"Failed to deserialize data for topic {topic} to "
