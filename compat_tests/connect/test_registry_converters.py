@@ -9,6 +9,7 @@ import decimal
 import json
 import uuid
 
+import httpx
 import pytest
 from confluent_kafka.schema_registry import Schema as RegistrySchema
 from confluent_kafka.schema_registry import SchemaRegistryClient
@@ -18,6 +19,7 @@ from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, Proto
 from confluent_kafka.serialization import MessageField, SerializationContext
 from google.protobuf import descriptor_pool, message_factory
 
+from compat_tests.http_services import ServiceProcess, wait_until
 from josefk.connect.api.errors import DataException
 from josefk.connect.api.schema import (Date, Decimal, Schema, SchemaBuilder, Struct,
                                        Timestamp)
@@ -209,3 +211,47 @@ def test_without_auto_register_and_with_latest_version(schema_registry):
     data = latest.from_connect_data(topic, schema, Struct(schema).put("n", 3))
     assert int.from_bytes(data[1:5], "big") == schema_id
     assert AvroDeserializer(client)(data, _ctx(topic)) == {"n": 3, "extra": "d"}
+
+
+@pytest.fixture(scope="module")
+def auth_registry(broker, tmp_path_factory):
+    """A ``josefk registry`` with HTTP basic authentication (Jetty's property-file login
+    module, as Confluent configures it): ann may use it, eve may not."""
+    root = tmp_path_factory.mktemp("conv-auth-registry")
+    (root / "password.properties").write_text("ann: ann-pw,developer\neve: eve-pw,guest\n")
+    (root / "jaas.conf").write_text(
+        "SchemaRegistry-Props {\n  org.eclipse.jetty.jaas.spi.PropertyFileLoginModule required\n"
+        f'  file="{root / "password.properties"}";\n}};\n')
+    sr = ServiceProcess("registry", {
+        "kafkastore.bootstrap.servers": broker.bootstrap,
+        "kafkastore.topic": "_schemas_conv_auth", "kafkastore.topic.replication.factor": 1,
+        "schema.registry.group.id": "conv-auth",
+        "authentication.method": "BASIC", "authentication.roles": "developer",
+    }, root / "registry.log",
+        env={"SCHEMA_REGISTRY_OPTS": f"-Djava.security.auth.login.config={root / 'jaas.conf'}"}
+    ).start()
+    wait_until(lambda: httpx.put(f"{sr.url}/config/_probe", json={"compatibility": "BACKWARD"},
+                                 auth=("ann", "ann-pw"), timeout=10).status_code == 200, 30)
+    yield sr
+    sr.stop()
+
+
+def test_basic_auth_against_a_secured_registry(auth_registry):
+    topic = _topic()
+    schema = SchemaBuilder.struct().name("auth.Rec").field("n", Schema.INT32_SCHEMA).build()
+    host = auth_registry.url.removeprefix("http://")
+    for settings in ({"schema.registry.url": f"http://ann:ann-pw@{host}"},
+                     {"schema.registry.url": auth_registry.url,
+                      "basic.auth.credentials.source": "USER_INFO",
+                      "basic.auth.user.info": "ann:ann-pw"}):
+        converter = AvroConverter()
+        converter.configure(settings, False)
+        data = converter.from_connect_data(topic, schema, Struct(schema).put("n", 4))
+        assert converter.to_connect_data(topic, data).value.get("n") == 4
+    for user_info, code in (("ann:wrong", 401), ("eve:eve-pw", 403)):
+        converter = AvroConverter()
+        converter.configure({"schema.registry.url": auth_registry.url,
+                             "basic.auth.credentials.source": "USER_INFO",
+                             "basic.auth.user.info": user_info}, False)
+        with pytest.raises(DataException, match=f"error code: {code}$"):
+            converter.from_connect_data(topic, schema, Struct(schema).put("n", 4))
