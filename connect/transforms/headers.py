@@ -1,0 +1,151 @@
+"""The transforms on a record's headers: HeaderFrom (fields of the key or value copied or
+moved to headers), InsertHeader (a header with a literal value on every record) and
+DropHeaders (headers removed by name)."""
+from __future__ import annotations
+
+import decimal
+import math
+import re
+import struct
+
+from josefk.connect.api.config import (ConfigDef, ConfigException, Importance, NonNull, Type,
+                                       ValidString)
+from josefk.connect.api.errors import DataException
+from josefk.connect.api.records import Headers
+from josefk.connect.api.schema import Decimal, Schema, SchemaAndValue, SchemaBuilder, Struct
+from josefk.connect.transforms.util import (REPLACE_NULL_WITH_DEFAULT_CONFIG,
+                                            NonEmptyListValidator, SchemaCache, Transform,
+                                            copy_schema_basics, define_replace_null_with_default,
+                                            field_value, key_and_value, require_map,
+                                            require_struct)
+
+FIELDS, HEADERS, OPERATION = "fields", "headers", "operation"
+MOVE, COPY = "move", "copy"
+HEADER, VALUE_LITERAL = "header", "value.literal"
+_INTEGER = re.compile(r"[+-]?\d+")
+_DECIMAL = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+@key_and_value
+class HeaderFrom(Transform):
+    CONFIG_DEF = define_replace_null_with_default(
+        ConfigDef()
+        .define(FIELDS, Type.LIST, validator=NonEmptyListValidator(), importance=Importance.HIGH,
+                documentation="Field names in the record whose values are to be copied or moved "
+                              "to headers.")
+        .define(HEADERS, Type.LIST, validator=NonEmptyListValidator(),
+                importance=Importance.HIGH,
+                documentation="Header names, in the same order as the field names listed in the "
+                              "fields configuration property.")
+        .define(OPERATION, Type.STRING, validator=ValidString([MOVE, COPY]),
+                importance=Importance.HIGH,
+                documentation="Either <code>move</code> if the fields are to be moved to the "
+                              "headers (removed from the key/value), or <code>copy</code> if the "
+                              "fields are to be copied to the headers (retained in the "
+                              "key/value)."))
+
+    def configure(self, configs: dict) -> None:
+        config = self.CONFIG_DEF.parse(configs)
+        self.fields, self.headers = config[FIELDS], config[HEADERS]
+        if len(self.fields) != len(self.headers):
+            raise ConfigException(f"'{FIELDS}' config must have the same number of elements as "
+                                  f"'{HEADERS}' config.")
+        self.move = config[OPERATION] == MOVE
+        self.purpose = "header " + config[OPERATION]
+        self.replace_null_with_default = config[REPLACE_NULL_WITH_DEFAULT_CONFIG]
+        self._moved_fields = frozenset(self.fields)
+        self._schemas = SchemaCache()
+
+    def apply(self, record):
+        value = self.operating_value(record)
+        schema = self.operating_schema(record)
+        headers = record.headers.copy()
+        if schema is None:
+            value = require_map(value, self.purpose)
+            for field, header in zip(self.fields, self.headers):
+                headers.add(header, value.get(field))
+            if self.move:
+                value = {k: v for k, v in value.items() if k not in self._moved_fields}
+            return self.new_record(record, None, value, headers)
+        value = require_struct(value, self.purpose)
+        for field, header in zip(self.fields, self.headers):
+            found = value.schema.field(field)
+            if found is None:
+                raise DataException(f"Field does not exist: {field}")
+            headers.add(header, field_value(value, field, self.replace_null_with_default),
+                        found.schema)
+        if not self.move:
+            return self.new_record(record, schema, value, headers)
+        moved_schema = self._schemas.get(value.schema, self._moved_schema)
+        updated = Struct(moved_schema)
+        for field in moved_schema.fields():
+            updated.put(field, field_value(value, field.name, self.replace_null_with_default))
+        return self.new_record(record, moved_schema, updated, headers)
+
+    def _moved_schema(self, schema: Schema) -> Schema:
+        builder = copy_schema_basics(schema, SchemaBuilder.struct())
+        for field in schema.fields():
+            if field.name not in self._moved_fields:
+                builder.field(field.name, field.schema)
+        return builder.build()
+
+
+def parse_literal(text: str) -> SchemaAndValue:
+    """A literal's schema and value as Connect's Values.parseString infers them for scalars:
+    booleans, null, the narrowest integer type, FLOAT32 where the number is finite there
+    (FLOAT64 otherwise), a Decimal for an integer beyond INT64; any other text a string."""
+    lowered = text.strip().lower()
+    if lowered in ("true", "false"):
+        return SchemaAndValue(Schema.BOOLEAN_SCHEMA, lowered == "true")
+    if lowered == "null":
+        return SchemaAndValue.NULL
+    if _INTEGER.fullmatch(text):
+        number = int(text)
+        for bits, schema in ((8, Schema.INT8_SCHEMA), (16, Schema.INT16_SCHEMA),
+                             (32, Schema.INT32_SCHEMA), (64, Schema.INT64_SCHEMA)):
+            if -(1 << (bits - 1)) <= number < 1 << (bits - 1):
+                return SchemaAndValue(schema, number)
+        return SchemaAndValue(Decimal.schema(0), decimal.Decimal(number))
+    if _DECIMAL.fullmatch(text):
+        number = float(text)
+        try:
+            single = struct.unpack("f", struct.pack("f", number))[0]
+        except OverflowError:
+            single = math.inf
+        if math.isfinite(single):
+            return SchemaAndValue(Schema.FLOAT32_SCHEMA, single)
+        return SchemaAndValue(Schema.FLOAT64_SCHEMA, number)
+    return SchemaAndValue(Schema.STRING_SCHEMA, text)
+
+
+class InsertHeader(Transform):
+    CONFIG_DEF = (ConfigDef()
+                  .define(HEADER, Type.STRING, validator=NonNull(), importance=Importance.HIGH,
+                          documentation="The name of the header.")
+                  .define(VALUE_LITERAL, Type.STRING, validator=NonNull(),
+                          importance=Importance.HIGH,
+                          documentation="The literal value that is to be set as the header value "
+                                        "on all records."))
+
+    def configure(self, configs: dict) -> None:
+        config = self.CONFIG_DEF.parse(configs)
+        self.header = config[HEADER]
+        self.literal = parse_literal(config[VALUE_LITERAL])
+
+    def apply(self, record):
+        headers = record.headers.copy()
+        headers.add(self.header, self.literal.value, self.literal.schema)
+        return record.new_record(headers=headers)
+
+
+class DropHeaders(Transform):
+    CONFIG_DEF = ConfigDef().define(
+        HEADERS, Type.LIST, validator=NonEmptyListValidator(), importance=Importance.HIGH,
+        documentation="The name of the headers to be removed.")
+
+    def configure(self, configs: dict) -> None:
+        self.headers = frozenset(self.CONFIG_DEF.parse(configs)[HEADERS])
+
+    def apply(self, record):
+        return record.new_record(headers=Headers(
+            h for h in record.headers if h.key not in self.headers))
