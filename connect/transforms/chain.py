@@ -50,16 +50,17 @@ def _import(name: str) -> type | None:
 
 
 def find_class(kind: str, name: str) -> type | None:
-    """The class a ``type`` setting names: an alias of the table, an installed entry point,
-    a dotted Python path; None where nothing has that name."""
-    table = _KINDS[kind][0]
-    if name in table:
-        return table[name]
-    if kind == "Transformation" and name in ABSTRACT:
-        return ABSTRACT[name]
-    for entry in entry_points(group=ENTRY_POINT_GROUPS[kind]):
-        if entry.name == name:
-            return entry.load()
+    """The class a ``type`` setting names: an alias of the tables, an installed entry point, a
+    dotted Python path; None where nothing has that name. Every kind is searched, as Java loads
+    any class and then checks it (``Not a Transformation``); ``kind`` is there for the finder a
+    worker passes instead (its plug-in registry)."""
+    for table in (TRANSFORMS, PREDICATES, ABSTRACT):
+        if name in table:
+            return table[name]
+    for group in ENTRY_POINT_GROUPS.values():
+        for entry in entry_points(group=group):
+            if entry.name == name:
+                return entry.load()
     return _import(name)
 
 

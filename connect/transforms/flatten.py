@@ -59,26 +59,25 @@ class Flatten(Transform):
 
     def _updated_schema(self, schema: Schema) -> Schema:
         builder = copy_schema_basics(schema, SchemaBuilder.struct())
-        self._flatten_schema(schema, "", builder, schema.optional, schema.default)
+        self._flatten_schema(schema, "", builder, schema.optional)
         return builder.build()
 
     def _flatten_schema(self, schema: Schema, prefix: str, builder: SchemaBuilder,
-                        optional: bool, parent_default: Struct | None) -> None:
+                        optional: bool) -> None:
+        """Each leaf field under its joined name, optional where it or a struct above it is,
+        with its own default (a struct cannot have a default of its own schema here)."""
         for field in schema.fields():
             name = self._name(prefix, field.name)
             field_optional = optional or field.schema.optional
-            default = field.schema.default
-            if default is None and parent_default is not None:
-                default = parent_default.get(field.name)
             if field.schema.type in _KEPT:
                 flat = copy_schema_basics(field.schema)
                 if field_optional:
                     flat.optional()
-                if default is not None:
-                    flat.default_value(default)
+                if field.schema.default is not None:
+                    flat.default_value(field.schema.default)
                 builder.field(name, flat.build())
             elif field.schema.type is SchemaType.STRUCT:
-                self._flatten_schema(field.schema, name, builder, field_optional, default)
+                self._flatten_schema(field.schema, name, builder, field_optional)
             else:
                 raise DataException(f"Flatten transformation does not support "
                                     f"{field.schema.type.name} for record with schemas (for "

@@ -25,7 +25,7 @@ class RegexRouter(Transform):
     def configure(self, configs: dict) -> None:
         config = self.CONFIG_DEF.parse(configs)
         self.regex = java_regex(config[REGEX])
-        self.replacement = java_replacement(config[REPLACEMENT])
+        self.replacement = java_replacement(config[REPLACEMENT], self.regex)
 
     def apply(self, record):
         match = self.regex.fullmatch(record.topic)

@@ -146,53 +146,59 @@ class RegexValidator(Validator):
         return "valid regex"
 
 
-def java_replacement(replacement: str) -> Callable[[re.Match], str]:
-    """Java's Matcher replacement string (``$1``, ``${name}``, ``\\$`` for a dollar) as a
-    function of a match; a reference to a group the regex lacks fails as Java's does."""
+def java_replacement(replacement: str, regex: re.Pattern) -> Callable[[re.Match], str]:
+    """Java's Matcher replacement string (``$1``, ``${name}``, ``\\$`` for a dollar) for
+    ``regex``, as a function of its match. As in Java, ``$12`` refers to group 12 only where the
+    regex has one (else to group 1 and a "2"); a reference to a group the regex lacks is a
+    ConfigException here, where Java fails on the first record."""
+    def refused(reason: str) -> ConfigException:
+        return ConfigException("replacement", replacement, reason)
+
     parts: list = []
-    literal = []
+    literal: list[str] = []
     i, n = 0, len(replacement)
     while i < n:
         c = replacement[i]
-        if c == "\\" and i + 1 < n:
+        if c == "\\":
+            if i + 1 >= n:
+                raise refused("character to be escaped is missing")
             literal.append(replacement[i + 1])
             i += 2
-        elif c == "$":
-            if literal:
-                parts.append("".join(literal))
-                literal = []
-            if i + 1 < n and replacement[i + 1] == "{":
-                end = replacement.find("}", i + 2)
-                if end < 0:
-                    raise ConfigException("replacement", replacement,
-                                          "named capturing group is missing trailing '}'")
-                parts.append((replacement[i + 2:end],))
-                i = end + 1
-            else:
-                j = i + 1
-                while j < n and replacement[j].isdigit():
-                    j += 1
-                if j == i + 1:
-                    raise ConfigException("replacement", replacement,
-                                          "Illegal group reference")
-                parts.append((int(replacement[i + 1:j]),))
-                i = j
-        else:
+            continue
+        if c != "$":
             literal.append(c)
             i += 1
-    if literal:
+            continue
+        if i + 1 < n and replacement[i + 1] == "{":
+            end = replacement.find("}", i + 2)
+            if end < 0:
+                raise refused("named capturing group is missing trailing '}'")
+            group = replacement[i + 2:end]
+            if group not in regex.groupindex:
+                raise refused(f"No group with name {{{group}}}")
+            i = end + 1
+        else:
+            if i + 1 >= n or not replacement[i + 1].isdigit():
+                raise refused("Illegal group reference")
+            group = int(replacement[i + 1])
+            i += 2
+            while i < n and replacement[i].isdigit() and group * 10 + int(replacement[i]) <= \
+                    regex.groups:
+                group = group * 10 + int(replacement[i])
+                i += 1
+            if group > regex.groups:
+                raise refused(f"No group {group}")
         parts.append("".join(literal))
+        literal = []
+        parts.append(group)
+    parts.append("".join(literal))
+    texts, groups = parts[0::2], parts[1::2]
 
     def expand(match: re.Match) -> str:
-        out = []
-        for part in parts:
-            if isinstance(part, str):
-                out.append(part)
-                continue
-            try:
-                out.append(match.group(part[0]) or "")
-            except IndexError:
-                raise DataException(f"No group {part[0]}") from None
+        out = [texts[0]]
+        for group, text in zip(groups, texts[1:]):
+            out.append(match.group(group) or "")
+            out.append(text)
         return "".join(out)
     return expand
 

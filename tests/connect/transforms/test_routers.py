@@ -35,8 +35,9 @@ def test_regex_router_errors():
         configured(RegexRouter, regex="x")
     with pytest.raises(ConfigException, match="Illegal group reference"):
         configured(RegexRouter, regex="x", replacement="a$")
-    with pytest.raises(DataException, match="^No group 3$"):
-        route("(a)", "$3", "a")
+    with pytest.raises(ConfigException, match=r"^Invalid value \$3 for configuration replacement: "
+                                              r"No group 3$"):
+        configured(RegexRouter, regex="(a)", replacement="$3")
 
 
 def test_timestamp_router():
