@@ -89,6 +89,13 @@ def _aliases(props: dict, setting: str) -> list[str]:
     return aliases
 
 
+def _required(props: dict, key: str):
+    if props.get(key) is None:
+        raise ConfigException(f'Missing required configuration "{key}" which has no default '
+                              f'value.')
+    return props[key]
+
+
 def _with_prefix(props: dict, prefix: str) -> dict:
     return {k[len(prefix):]: v for k, v in props.items() if k.startswith(prefix)}
 
@@ -139,7 +146,7 @@ class TransformationChain:
                 prefix = f"{TRANSFORMS_CONFIG}.{alias}."
                 _check_negate(props, prefix)
                 transform = plugin_class("Transformation", prefix + "type",
-                                         props.get(prefix + "type"), find)()
+                                         _required(props, prefix + "type"), find)()
                 configs = _with_prefix(props, prefix)
                 predicate_alias = configs.pop(PREDICATE, None) or None
                 negate = str(configs.pop(NEGATE, "false")).lower() == "true"
@@ -153,7 +160,7 @@ class TransformationChain:
                                           f"'{PREDICATES_CONFIG}'")
                 predicate_prefix = f"{PREDICATES_CONFIG}.{predicate_alias}."
                 predicate = plugin_class("Predicate", predicate_prefix + "type",
-                                         props.get(predicate_prefix + "type"), find)()
+                                         _required(props, predicate_prefix + "type"), find)()
                 predicate.configure(_with_prefix(props, predicate_prefix))
                 stages[-1] = (alias, PredicatedTransformation(predicate, negate, transform))
         except BaseException:

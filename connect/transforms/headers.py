@@ -12,7 +12,9 @@ from josefk.connect.api.config import (ConfigDef, ConfigException, Importance, N
                                        ValidString)
 from josefk.connect.api.errors import DataException
 from josefk.connect.api.records import Headers
-from josefk.connect.api.schema import Decimal, Schema, SchemaAndValue, SchemaBuilder, Struct
+from josefk.connect.api.schema import (MILLIS_PER_DAY, Date, Decimal, Schema, SchemaAndValue,
+                                       SchemaBuilder, Struct, Time, Timestamp)
+from josefk.connect.transforms.date_format import SimpleDateFormat
 from josefk.connect.transforms.util import (REPLACE_NULL_WITH_DEFAULT_CONFIG,
                                             NonEmptyListValidator, SchemaCache, Transform,
                                             copy_schema_basics, define_replace_null_with_default,
@@ -22,8 +24,7 @@ from josefk.connect.transforms.util import (REPLACE_NULL_WITH_DEFAULT_CONFIG,
 FIELDS, HEADERS, OPERATION = "fields", "headers", "operation"
 MOVE, COPY = "move", "copy"
 HEADER, VALUE_LITERAL = "header", "value.literal"
-_INTEGER = re.compile(r"[+-]?\d+")
-_DECIMAL = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
 
 @key_and_value
@@ -90,31 +91,63 @@ class HeaderFrom(Transform):
         return builder.build()
 
 
+_BIGGER_THAN_LONG = decimal.Decimal("1e19")
+_TEMPORAL = {13: (SimpleDateFormat("HH:mm:ss.SSS'Z'"), Time),
+             24: (SimpleDateFormat("yyyy-MM-dd'T'HH:mm:ss.SSS'Z'"), Timestamp),
+             10: (SimpleDateFormat("yyyy-MM-dd"), Date)}
+
+
+def _finite(number: decimal.Decimal, single: bool) -> float | None:
+    try:
+        value = float(number)
+        if single:
+            value = struct.unpack("f", struct.pack("f", value))[0]
+    except OverflowError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _parse_number(text: str) -> SchemaAndValue:
+    number = decimal.Decimal(text)
+    if number == number.to_integral_value() and abs(number) < _BIGGER_THAN_LONG:
+        integral = int(number)
+        for bits, schema in ((8, Schema.INT8_SCHEMA), (16, Schema.INT16_SCHEMA),
+                             (32, Schema.INT32_SCHEMA), (64, Schema.INT64_SCHEMA)):
+            if -(1 << (bits - 1)) <= integral < 1 << (bits - 1):
+                return SchemaAndValue(schema, integral)
+    scale = -number.as_tuple().exponent
+    if scale != 0:
+        for single, schema in ((True, Schema.FLOAT32_SCHEMA), (False, Schema.FLOAT64_SCHEMA)):
+            value = _finite(number, single)
+            if value is not None:
+                return SchemaAndValue(schema, value)
+    return SchemaAndValue(Decimal.schema(scale), number)
+
+
 def parse_literal(text: str) -> SchemaAndValue:
-    """A literal's schema and value as Connect's Values.parseString infers them for scalars:
-    booleans, null, the narrowest integer type, FLOAT32 where the number is finite there
-    (FLOAT64 otherwise), a Decimal for an integer beyond INT64; any other text a string."""
+    """A literal's schema and value as Connect's Values.parseString infers them for a single
+    value: a boolean, null, a whole number as the narrowest integer type that holds it (a
+    Decimal beyond INT64), a fraction as FLOAT32 where it is finite there (FLOAT64, then
+    Decimal, otherwise), an ISO 8601 date, time (``HH:mm:ss.SSSZ``) or timestamp as Date, Time
+    or Timestamp; any other text (arrays and maps included) a string."""
     lowered = text.strip().lower()
     if lowered in ("true", "false"):
         return SchemaAndValue(Schema.BOOLEAN_SCHEMA, lowered == "true")
     if lowered == "null":
         return SchemaAndValue.NULL
-    if _INTEGER.fullmatch(text):
-        number = int(text)
-        for bits, schema in ((8, Schema.INT8_SCHEMA), (16, Schema.INT16_SCHEMA),
-                             (32, Schema.INT32_SCHEMA), (64, Schema.INT64_SCHEMA)):
-            if -(1 << (bits - 1)) <= number < 1 << (bits - 1):
-                return SchemaAndValue(schema, number)
-        return SchemaAndValue(Decimal.schema(0), decimal.Decimal(number))
-    if _DECIMAL.fullmatch(text):
-        number = float(text)
+    if _NUMBER.fullmatch(text):
+        return _parse_number(text)
+    temporal = _TEMPORAL.get(len(text))
+    if temporal is not None:
+        form, logical = temporal
         try:
-            single = struct.unpack("f", struct.pack("f", number))[0]
-        except OverflowError:
-            single = math.inf
-        if math.isfinite(single):
-            return SchemaAndValue(Schema.FLOAT32_SCHEMA, single)
-        return SchemaAndValue(Schema.FLOAT64_SCHEMA, number)
+            millis = form.parse(text)
+        except ValueError:
+            return SchemaAndValue(Schema.STRING_SCHEMA, text)
+        value = (Timestamp.to_logical(None, millis) if logical is Timestamp else
+                 Date.to_logical(None, millis // MILLIS_PER_DAY) if logical is Date else
+                 Time.to_logical(None, millis % MILLIS_PER_DAY))
+        return SchemaAndValue(logical.SCHEMA, value)
     return SchemaAndValue(Schema.STRING_SCHEMA, text)
 
 

@@ -103,7 +103,9 @@ def test_close_reaches_every_transform_and_predicate():
     ({"transforms": "route,route"},
      r"^Invalid value \[route, route\] for configuration transforms: Duplicate alias provided\.$"),
     ({"transforms.route.type": None},
-     r"^Invalid value null for configuration transforms.route.type: Not a Transformation$"),
+     r'^Missing required configuration "transforms.route.type" which has no default value\.$'),
+    ({"transforms.route.predicate": "p", "predicates": "p"},
+     r'^Missing required configuration "predicates.p.type" which has no default value\.$'),
     ({"transforms.route.type": "com.example.Nope"},
      r"^Invalid value com.example.Nope for configuration transforms.route.type: Class "
      r"com.example.Nope could not be found\.$"),
@@ -173,6 +175,12 @@ def test_enrich_reports_each_problem_as_validate_does():
     with pytest.raises(ConfigException, match="Class nope.Nope could not be found"):
         enrich({"transforms": "broken", "transforms.broken.type": "nope.Nope"},
                require_full_config=True)
+    with pytest.raises(ConfigException, match="^Invalid value null for configuration "
+                                              "transforms.t.type: Not a Transformation$"):
+        enrich({"transforms": "t"}, require_full_config=True)
+    missing = enrich({"transforms": "t"}).validate({"transforms": "t"})
+    assert missing["transforms.t.type"].errors == [
+        'Missing required configuration "transforms.t.type" which has no default value.']
 
 
 def test_with_schema_through_a_chain():

@@ -1,3 +1,4 @@
+import datetime
 import decimal
 
 import pytest
@@ -5,6 +6,7 @@ import pytest
 from josefk.connect.api import ConfigException, DataException, Decimal, Schema, SchemaBuilder
 from josefk.connect.api import Struct
 from josefk.connect.api.records import Header, Headers
+from josefk.connect.api.schema import Date, Time, Timestamp
 from josefk.connect.transforms.headers import (DropHeaders, HeaderFrom, InsertHeader,
                                                parse_literal)
 
@@ -73,8 +75,16 @@ def test_header_from_errors():
     ("true", Schema.BOOLEAN_SCHEMA, True), ("FALSE", Schema.BOOLEAN_SCHEMA, False),
     ("null", None, None), ("42", Schema.INT8_SCHEMA, 42), ("-129", Schema.INT16_SCHEMA, -129),
     ("70000", Schema.INT32_SCHEMA, 70000), ("3000000000", Schema.INT64_SCHEMA, 3_000_000_000),
-    ("1.5", Schema.FLOAT32_SCHEMA, 1.5), ("1e39", Schema.FLOAT64_SCHEMA, 1e39),
+    ("1.5", Schema.FLOAT32_SCHEMA, 1.5), ("0.1", Schema.FLOAT32_SCHEMA, 0.10000000149011612),
+    ("1.0", Schema.INT8_SCHEMA, 1), ("1e3", Schema.INT16_SCHEMA, 1000),
+    ("1e39", Schema.FLOAT64_SCHEMA, 1e39), ("1.5e39", Schema.FLOAT64_SCHEMA, 1.5e39),
     ("99999999999999999999", Decimal.schema(0), decimal.Decimal("99999999999999999999")),
+    ("2024-03-01", Date.SCHEMA, datetime.date(2024, 3, 1)),
+    ("01:02:03.004Z", Time.SCHEMA, datetime.time(1, 2, 3, 4000)),
+    ("2024-03-01T01:02:03.004Z", Timestamp.SCHEMA,
+     datetime.datetime(2024, 3, 1, 1, 2, 3, 4000, tzinfo=datetime.timezone.utc)),
+    ("2024-99-01", Schema.STRING_SCHEMA, "2024-99-01"),
+    ("[1, 2]", Schema.STRING_SCHEMA, "[1, 2]"),
 ])
 def test_literals(text, schema, value):
     assert parse_literal(text) == (schema, value)
