@@ -184,8 +184,9 @@ class TransformationChain:
 
 
 def _embed(target: ConfigDef, prefix: str, group: str, order: int, child: ConfigDef) -> None:
-    """``child``'s keys added to ``target`` under ``prefix`` (Kafka's ConfigDef.embed): their
-    validators still see the names without it."""
+    """``child``'s keys added to ``target`` under ``prefix`` in ``group`` (Kafka's
+    ConfigDef.embed; the group is the alias's, already in ``target``): their validators still
+    see the names without the prefix."""
     for key in child.keys.values():
         validator = key.validator
         if validator is not None:
@@ -198,8 +199,6 @@ def _embed(target: ConfigDef, prefix: str, group: str, order: int, child: Config
             key.width, key.display_name, [prefix + d for d in key.dependents], None,
             key.internal)
         order += 1
-    if group not in target.groups:
-        target.groups.append(group)
 
 
 def enrich(props: dict, base: ConfigDef | None = None, require_full_config: bool = False,

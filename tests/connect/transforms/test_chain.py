@@ -109,6 +109,9 @@ def test_close_reaches_every_transform_and_predicate():
     ({"transforms.route.type": "com.example.Nope"},
      r"^Invalid value com.example.Nope for configuration transforms.route.type: Class "
      r"com.example.Nope could not be found\.$"),
+    ({"transforms.route.type": "josefk.connect.transforms.routers.Nope"},
+     r"Class josefk.connect.transforms.routers.Nope could not be found\.$"),
+    ({"transforms.route.type": "Nope"}, r"Class Nope could not be found\.$"),
     ({"transforms.route.type": KAFKA + "InsertField"},
      r"^Invalid value org.apache.kafka.connect.transforms.InsertField for configuration "
      r"transforms.route.type: Transformation is abstract and cannot be created\. Did you mean "

@@ -27,6 +27,8 @@ def test_format(pattern, text):
     ("dd MMM yyyy hh:mm:ss.SSS a", "14 nov 2023 10:13:20.123 PM", MILLIS),
     ("yyyy D", "2023 318", 1_699_920_000_000),
     ("yyyy-MM-dd", "1969-12-31", -86_400_000),
+    ("yy-MM-dd kk:mm", "23-11-14 24:00", 1_699_920_000_000),  # two digits: this century
+    ("dd/MM/yy h a", "01/01/70 12 AM", 0),
 ])
 def test_parse(pattern, text, millis):
     assert SimpleDateFormat(pattern).parse(text) == millis

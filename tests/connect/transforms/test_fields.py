@@ -1,8 +1,8 @@
 import pytest
 
 from josefk.connect.api import ConfigException, DataException, Schema, SchemaBuilder, Struct
-from josefk.connect.transforms.fields import (ExtractField, HoistField, ValueToKey,
-                                              field_path_v2)
+from josefk.connect.transforms.fields import (ExtractField, HoistField, SingleFieldPath,
+                                              ValueToKey, field_path_v2)
 
 from tests.connect.transforms.records import configured, source
 
@@ -70,6 +70,15 @@ def test_extract_field_v2_nested_paths():
         source({"x": {"baz": "map"}})).value == "map"
     assert configured(ExtractField.Value, field="x.baz", field_syntax_version="V2").apply(
         source({"x": None})).value is None
+    for missing in ("x.nope", "nope.baz", "x.baz.deeper"):
+        with pytest.raises(DataException, match=f"^Unknown field: {missing}$"):
+            configured(ExtractField.Value, field=missing, field_syntax_version="V2").apply(
+                source(value, outer))
+    assert SingleFieldPath("x.nope", "V2").value_from_struct(value) is None
+    assert SingleFieldPath("nope.baz", "V2").value_from_struct(value) is None
+    empty = Struct(SchemaBuilder.struct().field("x", SchemaBuilder.struct().field(
+        "baz", Schema.STRING_SCHEMA).optional().build()).build())
+    assert SingleFieldPath("x.baz", "V2").value_from_struct(empty) is None
     v1 = configured(ExtractField.Value, field="foo.bar")
     assert v1.apply(source({"foo.bar": 1})).value == 1
 

@@ -91,6 +91,11 @@ def test_unmaskable_value():
         configured(MaskField.Value, fields="f").apply(source({"f": b"x"}))
 
 
+def test_tombstones_pass():
+    record = source(None)
+    assert configured(MaskField.Value, fields="a").apply(record) is record
+
+
 def test_key_side():
     out = configured(MaskField.Key, fields="id").apply(source("v", key={"id": 5}))
     assert out.key == {"id": 0} and out.value == "v"

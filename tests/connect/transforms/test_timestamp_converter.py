@@ -103,6 +103,9 @@ def test_data_errors():
     with pytest.raises(DataException, match="^Expected Timestamp to be a datetime.datetime, but "
                                             "found int$"):
         converter("unix").apply(source(5, Timestamp.SCHEMA))
+    with pytest.raises(DataException, match="^TimestampConverter requires format option to "
+                                            "parse string timestamps$"):
+        converter("unix").apply(source("2024-01-01"))
     with pytest.raises(ConnectException, match=r"^Schema Schema\{INT32\} does not correspond to "
                                                r"a known timestamp type format$"):
         converter("unix").apply(source(5, Schema.INT32_SCHEMA))
