@@ -27,8 +27,8 @@ class Flatten(Transform):
         self.delimiter = self.CONFIG_DEF.parse(configs)[DELIMITER]
         self._schemas = SchemaCache()
 
-    def _name(self, prefix: str, name: str) -> str:
-        return name if not prefix else prefix + self.delimiter + name
+    def _name(self, prefix: str, name) -> str:
+        return str(name) if not prefix else f"{prefix}{self.delimiter}{name}"
 
     def apply(self, record):
         value = self.operating_value(record)

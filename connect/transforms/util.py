@@ -11,6 +11,7 @@ from josefk.connect.api.config import ConfigDef, ConfigException, Importance, Ty
 from josefk.connect.api.errors import DataException
 from josefk.connect.api.records import ConnectRecord, SinkRecord
 from josefk.connect.api.schema import Schema, SchemaBuilder, Struct
+from josefk.connect.api.schema import Type as SchemaType
 
 REPLACE_NULL_WITH_DEFAULT_CONFIG = "replace.null.with.default"
 REPLACE_NULL_WITH_DEFAULT_DOC = ("Whether to replace fields that have a default value and that "
@@ -30,12 +31,6 @@ def class_name(value) -> str:
         return "null"
     cls = type(value)
     return cls.__name__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
-
-
-def require_schema(schema: Schema | None, purpose: str) -> Schema:
-    if schema is None:
-        raise DataException(f"Schema required for [{purpose}]")
-    return schema
 
 
 def require_map(value, purpose: str) -> dict:
@@ -72,13 +67,11 @@ def field_value(struct: Struct, name: str, replace_null_with_default: bool):
 
 
 def copy_schema_basics(source: Schema, builder: SchemaBuilder | None = None) -> SchemaBuilder:
-    """A builder (of ``source``'s type unless given) with its name, version, doc and
-    parameters: not its optionality nor default (Kafka's SchemaUtil)."""
+    """A builder (of ``source``'s type, a primitive or an array, unless given) with its name,
+    version, doc and parameters: not its optionality nor default (Kafka's SchemaUtil)."""
     if builder is None:
-        builder = (SchemaBuilder.array(source.value_schema) if source.value_schema is not None
-                   and source.key_schema is None else
-                   SchemaBuilder.map(source.key_schema, source.value_schema)
-                   if source.key_schema is not None else SchemaBuilder(source.type))
+        builder = (SchemaBuilder.array(source.value_schema) if source.type is SchemaType.ARRAY
+                   else SchemaBuilder(source.type))
     if source.name is not None:
         builder.name(source.name)
     if source.version is not None:
@@ -130,8 +123,8 @@ class NonEmptyListValidator(Validator):
 
 def java_regex(pattern: str) -> re.Pattern:
     """A Java regular expression compiled by Python's ``re``: Java's named groups
-    ``(?<name>...)`` become Python's ``(?P<name>...)``; possessive quantifiers and other Java-only
-    syntax fail to compile (re.error)."""
+    ``(?<name>...)`` become Python's ``(?P<name>...)``; Java syntax Python lacks (``\\p{Alpha}``
+    classes, ``[a-z&&[^e]]`` intersections) fails to compile (re.error)."""
     return re.compile(re.sub(r"\(\?<(?=[A-Za-z])", "(?P<", pattern))
 
 

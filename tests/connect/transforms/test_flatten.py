@@ -15,6 +15,7 @@ def test_schemaless_nested_maps():
                          "A.B.array": [1, {"x": 1}], "A.B.nothing": None, "top": True}
     assert configured(Flatten.Key, delimiter="#").apply(
         source("v", key={"a": {"b": 1}})).key == {"a#b": 1}
+    assert configured(Flatten.Value).apply(source({1: {2: "x"}})).value == {"1.2": "x"}
 
 
 def test_with_schema_nested_structs():
