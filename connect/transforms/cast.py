@@ -2,8 +2,9 @@
 value (``spec`` of one type), to int8, int16, int32, int64, float32, float64, boolean or string,
 as Java casts them: integers narrow by wrapping, floats truncate, strings parse strictly, a
 boolean is true where the string is "true" in any case. Bytes cast to a string in base64,
-Decimal values as numbers (or their plain text), Date/Time/Timestamp values to their ISO 8601
-text; other casts of logical types and of arrays, maps and structs are refused."""
+Decimal values as numbers (or their plain text); Date, Time and Timestamp values cast to their
+ISO 8601 text, and to numbers as what they are stored as (days since the epoch, milliseconds
+since midnight, milliseconds since the epoch). Arrays, maps and structs are refused."""
 from __future__ import annotations
 
 import base64
@@ -37,6 +38,7 @@ _ISO_TIME = SimpleDateFormat("HH:mm:ss.SSS'Z'")
 _ISO_DATE = SimpleDateFormat("yyyy-MM-dd")
 _ISO_TIMESTAMP = SimpleDateFormat("yyyy-MM-dd'T'HH:mm:ss.SSS'Z'")
 _MILLIS_PER_DAY = 86_400_000
+_TEMPORAL = (Date.LOGICAL_NAME, Time.LOGICAL_NAME, Timestamp.LOGICAL_NAME)
 
 
 def _names(types) -> str:
@@ -186,6 +188,8 @@ def cast_value(schema: Schema | None, value, target: SchemaType):
         raise DataException(f"Cast transformation was passed a value of type "
                             f"{class_name(value)} which is not supported by Connect's data API")
     _valid_cast_type(inferred, output=False)
+    if target is not _ST.STRING and schema is not None and schema.name in _TEMPORAL:
+        value = LOGICAL_TYPES[schema.name].from_logical(schema, value)
     return _cast(value, target)
 
 

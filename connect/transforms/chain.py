@@ -127,7 +127,8 @@ class PredicatedTransformation:
 
 class TransformationChain:
     """The connector's transforms in order: ``apply`` runs a record through each and returns
-    what comes out, or None where one of them dropped it."""
+    what comes out, or None where one of them dropped it. One chain per task: its transforms
+    keep per-schema caches that are not shared between threads."""
 
     def __init__(self, stages: Iterable[tuple[str, object]] = ()):
         self.stages: list[tuple[str, object]] = list(stages)

@@ -87,11 +87,21 @@ def test_whole_value_cast_of_a_logical_type_drops_its_name():
     assert out.value == "1.50" and out.value_schema == Schema.STRING_SCHEMA
 
 
+def test_dates_and_times_cast_to_numbers_as_they_are_stored():
+    schema = (SchemaBuilder.struct().field("date", Date.SCHEMA).field("time", Time.SCHEMA)
+              .field("timestamp", Timestamp.SCHEMA).build())
+    value = (Struct(schema).put("date", datetime.date(1970, 1, 3))
+             .put("time", datetime.time(0, 0, 1, 500000))
+             .put("timestamp", datetime.datetime(1970, 1, 1, 0, 0, 2,
+                                                 tzinfo=datetime.timezone.utc)))
+    out = cast("date:int32,time:float64,timestamp:int64").apply(source(value, schema)).value
+    assert (out.get("date"), out.get("time"), out.get("timestamp")) == (2, 1500.0, 2000)
+
+
 def test_data_errors():
-    timestamp = datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)
     with pytest.raises(DataException, match="^Unexpected type in Cast transformation: "
-                                            "datetime.datetime$"):
-        cast("int64").apply(source(timestamp, Timestamp.SCHEMA))
+                                            "datetime.date$"):
+        cast("int8").apply(source(datetime.date(2024, 1, 1), SchemaBuilder.int32().build()))
     with pytest.raises(DataException, match="^Cast transformation does not support casting "
                                             "from STRUCT; supported types are "
                                             + re.escape(SUPPORTED[:-1] + ", BYTES]") + "$"):
