@@ -1,9 +1,11 @@
-"""A dict-backed Herder for the REST tests: connectors, their states, task statuses, topics
-and offsets kept in dicts; ``follow(url)`` makes it a follower whose writes raise NotLeader;
-``calls`` records what the REST layer asked."""
+"""A dict-backed Herder for the REST tests (and the web console's Connect page): connectors,
+their states, task statuses, topics and offsets kept in dicts; ``follow(url)`` makes it a
+follower whose writes raise NotLeader; ``calls`` records what the REST layer asked. ``Loop``
+runs the REST servers (and so the herders) on an event loop of its own thread."""
 from __future__ import annotations
 
 import asyncio
+import threading
 
 from josefk.connect.runtime.herder import (AlreadyExists, BadRequest, NotFound, NotLeader,
                                            Rebalancing)
@@ -13,6 +15,23 @@ SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
 PLUGINS = [{"class": SINK, "type": "sink", "version": "1.0"},
            {"class": SOURCE, "type": "source", "version": "1.0"}]
 CONVERTERS = [{"class": "org.apache.kafka.connect.json.JsonConverter", "type": "converter"}]
+
+
+class Loop:
+    """An event loop on a thread: the servers' (and the herders') loop."""
+
+    def __init__(self):
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+    def run(self, coro, timeout: float = 10):
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def close(self):
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+        self.loop.close()
 
 
 class DictHerder:

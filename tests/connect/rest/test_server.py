@@ -6,11 +6,9 @@ file, TLS listeners (trustme), log levels under Log4j's names and the settings r
 worker's properties."""
 from __future__ import annotations
 
-import asyncio
 import base64
 import logging
 import ssl
-import threading
 
 import httpx
 import pytest
@@ -20,27 +18,10 @@ from josefk.connect.rest.loggers import level_name
 from josefk.connect.rest.resources import SETTINGS
 from josefk.connect.rest.server import (BASIC_AUTH_EXTENSION, NO_LEADER, TOO_MANY_HOPS,
                                         RestServer, basic_auth_of, ssl_settings_of)
-from tests.connect.rest.herders import CONVERTERS, PLUGINS, SINK, SOURCE, DictHerder
+from tests.connect.rest.herders import CONVERTERS, PLUGINS, SINK, SOURCE, DictHerder, Loop
 
 FILE_SOURCE = {"connector.class": SOURCE, "tasks.max": "1", "file": "/tmp/in.txt",
                "topic": "connect-test"}
-
-
-class Loop:
-    """An event loop on a thread: the servers' (and the herders') loop."""
-
-    def __init__(self):
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-
-    def run(self, coro, timeout: float = 10):
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
-
-    def close(self):
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(5)
-        self.loop.close()
 
 
 @pytest.fixture
