@@ -17,7 +17,7 @@ import pytest
 from josefk.connect.rest.server import BASIC_AUTH_EXTENSION, RestServer, basic_auth_of
 from josefk.tools.web_connect import ConnectClient, ConnectError, connect_client
 from josefk.tools.web_console import ConsoleData, Handler
-from tests.connect.rest.herders import SINK, SOURCE, DictHerder, Loop
+from testkit.connect_herder import SINK, SOURCE, DictHerder, Loop
 
 
 @pytest.fixture

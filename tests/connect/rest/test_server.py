@@ -1,5 +1,5 @@
 """Connect's REST API served by the real aiohttp server over real HTTP (httpx), against a
-dict-backed Herder (tests/connect/rest/herders.py): every endpoint's status code and JSON shape,
+dict-backed Herder (testkit/connect_herder.py): every endpoint's status code and JSON shape,
 Connect's error bodies, the request timeout, forwarding to the leader (one and two hops, the
 Authorization header, no known leader, an unreachable leader), basic authentication with a JAAS
 file, TLS listeners (trustme), log levels under Log4j's names and the settings read from a
@@ -18,7 +18,7 @@ from josefk.connect.rest.loggers import level_name
 from josefk.connect.rest.resources import SETTINGS
 from josefk.connect.rest.server import (BASIC_AUTH_EXTENSION, NO_LEADER, TOO_MANY_HOPS,
                                         RestServer, basic_auth_of, ssl_settings_of)
-from tests.connect.rest.herders import CONVERTERS, PLUGINS, SINK, SOURCE, DictHerder, Loop
+from testkit.connect_herder import CONVERTERS, PLUGINS, SINK, SOURCE, DictHerder, Loop
 
 FILE_SOURCE = {"connector.class": SOURCE, "tasks.max": "1", "file": "/tmp/in.txt",
                "topic": "connect-test"}

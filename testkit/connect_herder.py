@@ -1,7 +1,8 @@
-"""A dict-backed Herder for the REST tests (and the web console's Connect page): connectors,
-their states, task statuses, topics and offsets kept in dicts; ``follow(url)`` makes it a
-follower whose writes raise NotLeader; ``calls`` records what the REST layer asked. ``Loop``
-runs the REST servers (and so the herders) on an event loop of its own thread."""
+"""A dict-backed Herder for the tests of Connect's REST API and the web console's Connect page
+(tests/connect/rest, tests/tools, compat_tests/tools): connectors, their states, task statuses,
+topics and offsets kept in dicts; ``follow(url)`` makes it a follower whose writes raise
+NotLeader; ``calls`` records what the REST layer asked. ``Loop`` runs the REST servers (and so
+the herders) on an event loop of its own thread."""
 from __future__ import annotations
 
 import asyncio
