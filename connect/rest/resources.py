@@ -47,10 +47,13 @@ def ok(body, status: int = 200, headers=None) -> web.Response:
 async def ask(request: web.Request, call):
     """The herder's answer to ``call`` (a coroutine) within Connect's request timeout (500
     ``Request timed out`` after it; the herder's work goes on)."""
+    task = asyncio.ensure_future(call)
     try:
-        return await asyncio.wait_for(asyncio.shield(call),
+        return await asyncio.wait_for(asyncio.shield(task),
                                       request.app[SETTINGS].request_timeout_s)
     except TimeoutError:
+        # its outcome, when it comes, has no one to answer: taken so that it is not reported
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())
         raise HerderError("Request timed out", 500) from None
 
 

@@ -207,9 +207,13 @@ def forwarding(client_ssl: ssl.SSLContext | None, timeout_s: float) -> web.middl
                             headers=headers,
                             ssl=client_ssl if url.startswith("https:") else None) as answer:
                         raw = await answer.read()
-                        return web.Response(
+                        response = web.Response(
                             status=answer.status, body=raw or None,
                             content_type=answer.content_type if raw else None)
+                        if "Location" in answer.headers:  # the connector, on this worker
+                            response.headers["Location"] = str(request.url.origin()) + \
+                                urlsplit(answer.headers["Location"]).path
+                        return response
             except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as err:
                 return error_response(500, "IO Error trying to forward REST request: "
                                            f"{err or type(err).__name__}")
@@ -232,7 +236,7 @@ class RestServer:
         self.server_ssl = server_ssl_context(self.ssl_settings) if https else None
         self.client_ssl = forwarding_ssl_context(self.ssl_settings)
         self.app = web.Application(middlewares=[
-            connect_errors, *([authentication(auth)] if auth else []),
+            *([authentication(auth)] if auth else []), connect_errors,
             forwarding(self.client_ssl, forward_timeout_s)])
         self.app[HERDER] = herder
         self.app[LOGGERS] = Loggers()
@@ -243,10 +247,13 @@ class RestServer:
     @classmethod
     def from_worker_props(cls, props: dict, herder: Herder) -> "RestServer":
         """The REST server a worker's properties (Kafka Connect's names) describe:
-        ``listeners``, ``listeners.https.ssl.*`` / ``ssl.*``, ``rest.extension.classes``,
+        ``listeners`` (else the deprecated ``rest.host.name`` / ``rest.port``),
+        ``listeners.https.ssl.*`` / ``ssl.*``, ``rest.extension.classes``,
         ``topic.tracking.enable``, ``topic.tracking.allow.reset``."""
         listeners = [u.strip() for u in str(props.get("listeners") or "").split(",")
                      if u.strip()]
+        if not listeners and props.get("rest.port"):  # Connect 3's deprecated settings
+            listeners = [f"http://{props.get('rest.host.name') or ''}:{props['rest.port']}"]
         return cls(listeners or DEFAULT_LISTENERS, herder, ssl_settings=ssl_settings_of(props),
                    auth=basic_auth_of(props),
                    topic_tracking=_bool(props, "topic.tracking.enable", True),

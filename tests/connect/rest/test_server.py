@@ -364,6 +364,7 @@ def test_a_follower_forwards_to_the_leader(serve):
     base = serve(follower)
     r = httpx.post(base + "/connectors", json={"name": "c", "config": FILE_SOURCE})
     assert r.status_code == 201 and r.json()["name"] == "c"
+    assert r.headers["Location"] == base + "/connectors/c"
     assert "c" in leader.configs and not follower.configs
     r = httpx.put(base + "/connectors/c/config", json={**FILE_SOURCE, "topic": "t2"})
     assert r.status_code == 200 and leader.configs["c"]["topic"] == "t2"
@@ -427,6 +428,9 @@ def test_basic_auth(serve, herder, jaas):
         r = httpx.get(base + "/connectors", headers=headers)
         assert r.status_code == 401 and r.text == "User cannot access the resource."
     assert httpx.get(base + "/connectors", headers=_basic("alice", "secret")).json() == []
+    # credentials come first: a form post without them is 401, not 415
+    assert httpx.post(base + "/connectors", content=b"x=1", headers={
+        "Content-Type": "application/x-www-form-urlencoded"}).status_code == 401
 
 
 def test_basic_auth_from_kafka_opts(jaas, monkeypatch):
@@ -506,6 +510,10 @@ def test_from_worker_props(serve, herder, tls):
     assert [s for s, _h, _p in server.listeners] == ["http", "https"]
     assert server.server_ssl is not None and not server.app[SETTINGS].topic_tracking
     assert RestServer.from_worker_props({}, herder).listeners == [("http", "", 8083)]
+    assert RestServer.from_worker_props({"rest.host.name": "127.0.0.1", "rest.port": "8084"},
+                                        herder).listeners == [("http", "127.0.0.1", 8084)]
+    assert RestServer.from_worker_props({"rest.port": "8084", "listeners": "http://:9000"},
+                                        herder).listeners == [("http", "", 9000)]
 
 
 def test_bad_worker_props():
