@@ -23,7 +23,7 @@ from josefk.connect.rest.loggers import Loggers
 from josefk.connect.rest.resources import HERDER, LOGGERS, SETTINGS, Settings, routes
 from josefk.connect.runtime.herder import Herder, HerderError, NotLeader
 from josefk.httpd.config import ServiceConfig
-from josefk.httpd.server import BasicAuth
+from josefk.httpd.server import BasicAuth, ServiceError
 
 log = logging.getLogger("josefk.connect.rest")
 
@@ -260,7 +260,7 @@ class RestServer:
                    topic_tracking_reset=_bool(props, "topic.tracking.allow.reset", True))
 
     async def start(self) -> list[str]:
-        """Listen on every listener (a port in use fails at once, saying which); the bound
+        """Listen on every listener (a port in use is a ServiceError saying which); the bound
         URLs."""
         sockets = []
         try:
@@ -268,8 +268,8 @@ class RestServer:
                 try:
                     sockets.append(socket.create_server((host, port), backlog=1024))
                 except OSError as e:
-                    raise ConfigError(f"cannot listen on {scheme}://{host}:{port}: "
-                                      f"{os.strerror(e.errno)}") from None
+                    raise ServiceError(f"cannot listen on {scheme}://{host}:{port}: "
+                                       f"{os.strerror(e.errno)}") from None
             self.runner = web.AppRunner(self.app, access_log=None, handle_signals=False)
             await self.runner.setup()
             urls = []

@@ -16,6 +16,7 @@ import pytest
 from josefk.broker.config import ConfigError
 from josefk.connect.rest.loggers import level_name
 from josefk.connect.rest.resources import SETTINGS
+from josefk.httpd.server import ServiceError
 from josefk.connect.rest.server import (BASIC_AUTH_EXTENSION, NO_LEADER, TOO_MANY_HOPS,
                                         RestServer, basic_auth_of, ssl_settings_of)
 from testkit.connect_herder import CONVERTERS, PLUGINS, SINK, SOURCE, DictHerder, Loop
@@ -527,5 +528,5 @@ def test_bad_worker_props():
 
 def test_a_port_in_use_is_one_line(serve, herder):
     url = serve(herder)
-    with pytest.raises(ConfigError, match="cannot listen on http://127.0.0.1:"):
+    with pytest.raises(ServiceError, match="cannot listen on http://127.0.0.1:"):
         serve(herder, [url])
