@@ -6,6 +6,7 @@ with its tasks, or only what failed), pause, resume, stop, delete, a task's rest
 reset of a stopped connector's offsets. Only HTTP: nothing of josefk's Connect is imported."""
 from __future__ import annotations
 
+import argparse
 import base64
 import json
 import ssl
@@ -43,9 +44,7 @@ class ConnectClient:
     """Requests to a Connect cluster's REST API, to the first of ``urls`` that answers."""
 
     def __init__(self, urls: list[str], timeout: float = TIMEOUT):
-        self.workers = [_split_credentials(u) for u in urls if u.strip()]
-        if not self.workers:
-            raise ValueError("--connect-url names no URL")
+        self.workers = [_split_credentials(u) for u in urls]
         self.url = self.workers[0][0]
         self.timeout = timeout
         self.ssl = ssl.create_default_context()
@@ -83,9 +82,21 @@ class ConnectClient:
         return self.request("GET", path, **query)
 
 
-def connect_client(options: list[str]) -> ConnectClient | None:
-    """The client of ``--connect-url`` options (each a URL or a comma-separated list), if any."""
-    urls = [u for option in options for u in option.split(",") if u.strip()]
+def connect_urls(option: str) -> list[str]:
+    """A ``--connect-url`` value (argparse's type): one URL or a comma-separated list."""
+    urls = [u.strip() for u in option.split(",") if u.strip()]
+    if not urls:
+        raise argparse.ArgumentTypeError("no URL given")
+    for url in urls:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise argparse.ArgumentTypeError(f"{url!r} is not an http(s)://host:port URL")
+    return urls
+
+
+def connect_client(options: list[list[str]]) -> ConnectClient | None:
+    """The client of the ``--connect-url`` options given, if any."""
+    urls = [u for option in options for u in option]
     return ConnectClient(urls) if urls else None
 
 

@@ -40,7 +40,7 @@ from josefk.broker.security.sasl import (MIN_ITERATIONS, SCRAM_CODES, SCRAM_MECH
 from josefk.tools import web_html as h
 from josefk.tools.client import KafkaError
 from josefk.tools.web_connect import (ConnectClient, ConnectError, connect_client, connect_page,
-                                      connector_page, delete_action, pause_action,
+                                      connect_urls, connector_page, delete_action, pause_action,
                                       reset_connector_offsets_action, restart_action,
                                       restart_task_action, resume_action, stop_action)
 from josefk.tools.groups_cli import (commit_offsets, committed_offsets, decode_assignment,
@@ -79,6 +79,7 @@ def add_commands(sub, common):
                    help="the Schema Registry to show and decode records with (else "
                         "schema.registry.url in the --command-config file, if any)")
     c.add_argument("--connect-url", action="append", default=[], metavar="URL",
+                   type=connect_urls,
                    help="a Kafka Connect worker's REST API to show and act on (repeatable, or "
                         "a comma-separated list: the workers of one Connect cluster; "
                         "http://user:password@host:8083 for basic authentication)")

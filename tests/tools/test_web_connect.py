@@ -6,6 +6,7 @@ reset after confirmation; Connect's refusals and an unreachable Connect show on 
 client's basic authentication (user:password in the URL) and its fail-over between workers."""
 from __future__ import annotations
 
+import argparse
 import html
 import re
 import threading
@@ -15,7 +16,7 @@ import httpx
 import pytest
 
 from josefk.connect.rest.server import BASIC_AUTH_EXTENSION, RestServer, basic_auth_of
-from josefk.tools.web_connect import ConnectClient, ConnectError, connect_client
+from josefk.tools.web_connect import ConnectClient, ConnectError, connect_client, connect_urls
 from josefk.tools.web_console import ConsoleData, Handler
 from testkit.connect_herder import SINK, SOURCE, DictHerder, Loop
 
@@ -165,7 +166,7 @@ def test_the_client_fails_over_and_authenticates(connect_server, herder, tmp_pat
         ConnectClient([url]).get("/connectors")
     assert refused.value.status == 401
     authenticated = url.replace("http://", "http://admin:s3cret@")
-    client = connect_client(["http://127.0.0.1:1", authenticated])
+    client = connect_client([["http://127.0.0.1:1", authenticated]])
     assert client.get("/connectors") == ["files-in", "files-out"]
     with pytest.raises(ConnectError, match="unreachable"):
         ConnectClient(["http://127.0.0.1:1"]).get("/")
@@ -173,6 +174,10 @@ def test_the_client_fails_over_and_authenticates(connect_server, herder, tmp_pat
 
 def test_connect_url_options():
     assert connect_client([]) is None
-    client = connect_client(["http://a:8083,http://b:8083", "http://c:8083/"])
-    assert [url for url, _auth in client.workers] == ["http://a:8083", "http://b:8083",
-                                                      "http://c:8083"]
+    client = connect_client([connect_urls("http://a:8083,http://b:8083"),
+                             connect_urls("http://u:p@c:8083/")])
+    assert client.workers == [("http://a:8083", None), ("http://b:8083", None),
+                              ("http://c:8083", "Basic dTpw")]
+    for bad in ("garbage", "ftp://x:1", " , ", "http://:8083"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            connect_urls(bad)
