@@ -67,9 +67,9 @@ async def json_body(request: web.Request):
         raise BadRequest(f"Malformed JSON request body: {e}") from None
 
 
-def string_map(value, what: str, allow_null: bool = True) -> dict:
+def string_map(value, what: str, allow_null: bool = False) -> dict:
     """A JSON object read as Java's ``Map<String, String>``: numbers and booleans become their
-    text, as Jackson coerces them."""
+    text, as Jackson coerces them; null only where ``allow_null`` (a patch's removals)."""
     if not isinstance(value, dict):
         raise BadRequest(f"{what} must be a JSON object of strings")
     out = {}
@@ -81,7 +81,8 @@ def string_map(value, what: str, allow_null: bool = True) -> dict:
         elif v is None and allow_null:
             pass
         elif not isinstance(v, str):
-            raise BadRequest(f"{what}: the value of {key!r} must be a string")
+            raise BadRequest(f"{what}: the value of {key!r} must be a string"
+                             + (" or null" if allow_null else ""))
         out[key] = v
     return out
 
@@ -204,7 +205,7 @@ async def put_connector_config(request):
 @routes.patch("/connectors/{name}/config")
 async def patch_connector_config(request):
     name = _name(request)
-    patch = string_map(await json_body(request), "Connector config patch")
+    patch = string_map(await json_body(request), "Connector config patch", allow_null=True)
     if patch.get("name") is not None and patch["name"] != name:
         raise BadRequest(f"Connector name configuration ({patch['name']}) doesn't match "
                          f"connector name in the URL ({name})")

@@ -130,6 +130,8 @@ def test_create_refusals(api):
         "name": "   ", "config": FILE_SOURCE}), 400)
     assert error(api.post("/connectors", json=["not", "an", "object"]), 400)
     assert error(api.post("/connectors", json={"name": "a", "config": {"x": {"y": 1}}}), 400)
+    assert error(api.post("/connectors", json={"name": "a", "config": {"x": None}}), 400) == \
+        "Connector config: the value of 'x' must be a string"
 
 
 def test_bodies_that_are_not_json(api):
@@ -216,6 +218,8 @@ def test_patch_config_merges_and_removes(api):
     assert error(api.patch("/connectors/c/config", json={"name": "z"}), 400).startswith(
         "Connector name configuration (z)")
     assert error(api.patch("/connectors/zz/config", json={"topic": "t"}), 404)
+    assert error(api.patch("/connectors/c/config", json={"topic": ["t"]}), 400) == \
+        "Connector config patch: the value of 'topic' must be a string or null"
 
 
 def test_restart_pause_resume_stop_delete(api, herder):
