@@ -157,7 +157,8 @@ def _message_class(proto_text: str, full_name: str):
 def test_protobuf_converter_both_ways(schema_registry):
     topic = _topic()
     client = SchemaRegistryClient({"url": schema_registry.url})
-    converter = _converter(ProtobufConverter, schema_registry)
+    converter = _converter(ProtobufConverter, schema_registry,
+                           **{"optional.for.nullables": "true"})
     data = converter.from_connect_data(topic, USER, _user())
     assert data[5] == 0  # the message-index list of the first message: one zero byte
     text = client.get_latest_version(f"{topic}-value").schema.schema_str
@@ -177,6 +178,16 @@ def test_protobuf_converter_both_ways(schema_registry):
     assert connect_schema.name == "com.example.User"
     assert (value.get("id"), value.get("name"), value.get("email"), value.get("tags"),
             value.get("address")) == (9, "bo", "x@y", ["t"], None)
+
+    wrapped_topic = _topic()
+    wrapping = _converter(ProtobufConverter, schema_registry, **{"wrapper.for.nullables": "true"})
+    data = wrapping.from_connect_data(wrapped_topic, USER, _user(email="e@f"))
+    text = client.get_latest_version(f"{wrapped_topic}-value").schema.schema_str
+    assert "google.protobuf.StringValue email = 3;" in text
+    Wrapped = _message_class(text, "com.example.User")
+    got = ProtobufDeserializer(Wrapped, conf, schema_registry_client=client)(
+        data, _ctx(wrapped_topic))
+    assert got.email.value == "e@f" and got.address.city == "Oslo"
 
 
 @pytest.mark.parametrize("strategy, subject", [

@@ -3,7 +3,9 @@ Schema Registry, in Confluent's wire format with the message-index list after th
 
 A struct is a proto3 message (its name's last part; the rest the package; unnamed
 ``ConnectDefault1``), nested structs nested messages, field numbers the field index plus one;
-INT8/INT16/INT32 are int32, an optional primitive a proto3 ``optional`` field, an array a
+INT8/INT16/INT32 are int32; an optional primitive is a plain field (its zero value for null),
+or with ``optional.for.nullables`` a proto3 ``optional`` field, or with
+``wrapper.for.nullables`` a google.protobuf wrapper message; an array is a
 repeated field, a map a ``map<K, V>`` (string, integer or boolean keys); Timestamp, Date and
 Time are google.protobuf.Timestamp, google.type.Date and google.type.TimeOfDay. Read back,
 message fields are optional structs and enums strings."""
@@ -14,6 +16,8 @@ import datetime
 from google.protobuf import descriptor_pool, message_factory
 from google.protobuf.descriptor import FieldDescriptor as FD
 
+from josefk.connect.api.config import ConfigDef, Importance
+from josefk.connect.api.config import Type as ConfigType
 from josefk.connect.api.errors import DataException
 from josefk.connect.api.schema import (Date, Schema, SchemaBuilder, Struct, Time, Timestamp,
                                        Type)
@@ -31,16 +35,59 @@ _WELL_KNOWN = {Timestamp.LOGICAL_NAME: ("google.protobuf.Timestamp",
                                         "google/protobuf/timestamp.proto"),
                Date.LOGICAL_NAME: ("google.type.Date", "google/type/date.proto"),
                Time.LOGICAL_NAME: ("google.type.TimeOfDay", "google/type/timeofday.proto")}
-_FROM_WELL_KNOWN = {full: name for name, (full, _) in _WELL_KNOWN.items()}
+_WRAPPERS = {Type.INT8: "Int32Value", Type.INT16: "Int32Value", Type.INT32: "Int32Value",
+             Type.INT64: "Int64Value", Type.FLOAT32: "FloatValue", Type.FLOAT64: "DoubleValue",
+             Type.BOOLEAN: "BoolValue", Type.STRING: "StringValue", Type.BYTES: "BytesValue"}
+WRAPPERS_FILE = "google/protobuf/wrappers.proto"
+OPTIONAL_FOR_NULLABLES_CONFIG = "optional.for.nullables"
+WRAPPER_FOR_NULLABLES_CONFIG = "wrapper.for.nullables"
 _UTC = datetime.timezone.utc
 
 
+def _set_timestamp(msg, value):
+    msg.FromDatetime(value if value.tzinfo else value.replace(tzinfo=_UTC))
+
+
+def _set_date(msg, value):
+    msg.year, msg.month, msg.day = value.year, value.month, value.day
+
+
+def _set_time(msg, value):
+    msg.hours, msg.minutes, msg.seconds = value.hour, value.minute, value.second
+    msg.nanos = value.microsecond * 1000
+
+
+def _set_wrapped(msg, value):
+    msg.value = bytes(value) if isinstance(value, (bytearray, memoryview)) else value
+
+
+# The message types that stand for one Connect value: (schema builder, reader, setter).
+_WELL_KNOWN_TYPES = {
+    "google.protobuf.Timestamp": (Timestamp.builder, lambda m: datetime.datetime.fromtimestamp(
+        m.seconds, _UTC) + datetime.timedelta(microseconds=m.nanos // 1000), _set_timestamp),
+    "google.type.Date": (Date.builder, lambda m: datetime.date(m.year, m.month, m.day),
+                         _set_date),
+    "google.type.TimeOfDay": (Time.builder, lambda m: datetime.time(
+        m.hours, m.minutes, m.seconds, m.nanos // 1000), _set_time),
+    **{f"google.protobuf.{name}": ((lambda t=t: SchemaBuilder(t)), (lambda m: m.value),
+                                   _set_wrapped)
+       for name, t in (("Int32Value", Type.INT32), ("UInt32Value", Type.INT64),
+                       ("Int64Value", Type.INT64), ("UInt64Value", Type.INT64),
+                       ("FloatValue", Type.FLOAT32), ("DoubleValue", Type.FLOAT64),
+                       ("BoolValue", Type.BOOLEAN), ("StringValue", Type.STRING),
+                       ("BytesValue", Type.BYTES))},
+}
 class _ToProto:
     """One Connect struct schema as .proto text."""
 
-    def __init__(self):
+    def __init__(self, optional_label: bool = False, wrappers: bool = False):
+        self.optional_label, self.wrappers = optional_label, wrappers
         self.imports: list[str] = []
         self.unnamed = 0
+
+    def _import(self, path: str) -> None:
+        if path not in self.imports:
+            self.imports.append(path)
 
     def _message_name(self, schema: Schema) -> str:
         if schema.name:
@@ -51,8 +98,7 @@ class _ToProto:
     def _type(self, schema: Schema, nested: dict) -> str:
         if schema.name in _WELL_KNOWN:
             full, path = _WELL_KNOWN[schema.name]
-            if path not in self.imports:
-                self.imports.append(path)
+            self._import(path)
             return "." + full
         if schema.type is Type.STRUCT:
             name = self._message_name(schema)
@@ -79,10 +125,15 @@ class _ToProto:
                                         f"not {fs.key_schema.type.name} (field {f.name})")
                 line = (f"map<{_SCALARS[fs.key_schema.type]}, "
                         f"{self._type(fs.value_schema, nested)}>")
+            elif fs.optional and fs.type in _SCALARS and fs.name not in _WELL_KNOWN \
+                    and (self.wrappers or self.optional_label):
+                if self.wrappers:
+                    self._import(WRAPPERS_FILE)
+                    line = f".google.protobuf.{_WRAPPERS[fs.type]}"
+                else:
+                    line = "optional " + self._type(fs, nested)
             else:
-                type_name = self._type(fs, nested)
-                optional = fs.optional and fs.type in _SCALARS and fs.name not in _WELL_KNOWN
-                line = ("optional " if optional else "") + type_name
+                line = self._type(fs, nested)
             lines.append(f"{indent}  {line} {f.name} = {f.index + 1};")
         for _schema, body in nested.values():
             lines += [indent + text for text in body]
@@ -154,24 +205,10 @@ def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
 
 # ---- Connect values into messages ----------------------------------------------------------
 
-def _well_known_setter(full: str):
-    if full == "google.protobuf.Timestamp":
-        def put(msg, value):
-            msg.FromDatetime(value if value.tzinfo else value.replace(tzinfo=_UTC))
-    elif full == "google.type.Date":
-        def put(msg, value):
-            msg.year, msg.month, msg.day = value.year, value.month, value.day
-    else:
-        def put(msg, value):
-            msg.hours, msg.minutes, msg.seconds = value.hour, value.minute, value.second
-            msg.nanos = value.microsecond * 1000
-    return put
-
-
 def _filler(descriptor):
     """The function filling a message of ``descriptor`` from a Struct (by field name)."""
-    if descriptor.full_name in _FROM_WELL_KNOWN:
-        return _well_known_setter(descriptor.full_name)
+    if descriptor.full_name in _WELL_KNOWN_TYPES:
+        return _WELL_KNOWN_TYPES[descriptor.full_name][2]
     steps = []
     for fd in descriptor.fields:
         name = fd.name
@@ -233,16 +270,6 @@ _FROM_FIELD = {**{t: Type.INT32 for t in _INT32}, **{t: Type.INT64 for t in _INT
                FD.TYPE_BYTES: Type.BYTES, FD.TYPE_ENUM: Type.STRING}
 
 
-def _well_known_reader(full: str):
-    if full == "google.protobuf.Timestamp":
-        return Timestamp.builder(), lambda m: datetime.datetime.fromtimestamp(
-            m.seconds, _UTC) + datetime.timedelta(microseconds=m.nanos // 1000)
-    if full == "google.type.Date":
-        return Date.builder(), lambda m: datetime.date(m.year, m.month, m.day)
-    return Time.builder(), lambda m: datetime.time(m.hours, m.minutes, m.seconds,
-                                                   m.nanos // 1000)
-
-
 def _value_reader(fd, optional: bool = False):
     """(schema, reader of one value) of a singular field's type."""
     if fd.message_type is not None:
@@ -261,8 +288,9 @@ def _value_reader(fd, optional: bool = False):
 
 def _message_reader(descriptor, optional: bool = False):
     """(STRUCT schema, reader of a message) for ``descriptor``."""
-    if descriptor.full_name in _FROM_WELL_KNOWN:
-        builder, read = _well_known_reader(descriptor.full_name)
+    if descriptor.full_name in _WELL_KNOWN_TYPES:
+        builder_of, read, _set = _WELL_KNOWN_TYPES[descriptor.full_name]
+        builder = builder_of()
         return (builder.optional() if optional else builder).build(), read
     builder = SchemaBuilder.struct()
     if not descriptor.name.startswith(DEFAULT_MESSAGE):
@@ -309,8 +337,22 @@ class ProtobufConverter(SchemaRegistryConverter):
     schema_type = "PROTOBUF"
     format_name = "Protobuf"
 
+    optional_label = wrappers = False
+
+    def config(self) -> ConfigDef:
+        return super().config().define(
+            OPTIONAL_FOR_NULLABLES_CONFIG, ConfigType.BOOLEAN, False, None, Importance.LOW,
+            "Whether nullable fields should be specified with an optional label",
+        ).define(
+            WRAPPER_FOR_NULLABLES_CONFIG, ConfigType.BOOLEAN, False, None, Importance.LOW,
+            "Whether nullable fields should use primitive wrapper messages")
+
+    def _configure_format(self, settings: dict) -> None:
+        self.optional_label = settings[OPTIONAL_FOR_NULLABLES_CONFIG]
+        self.wrappers = settings[WRAPPER_FOR_NULLABLES_CONFIG]
+
     def translate(self, schema: Schema) -> Translation:
-        text = _ToProto().file(schema)
+        text = _ToProto(self.optional_label, self.wrappers).file(schema)
         return Translation(text, schema.name, lambda value: value)
 
     def writer(self, registered: RegisteredSchema, ours: Translation):

@@ -20,6 +20,13 @@ ORDER = (SchemaBuilder.struct().name("shop.Order")
          .field("at", Timestamp.SCHEMA).build())
 
 
+def converter(**settings) -> ProtobufConverter:
+    c = ProtobufConverter()
+    c.configure({"schema.registry.url": "http://127.0.0.1:1",
+                 **{k.replace("_", "."): v for k, v in settings.items()}}, False)
+    return c
+
+
 def test_proto_text():
     assert ProtobufConverter().translate(ORDER).text == (
         'syntax = "proto3";\n'
@@ -27,7 +34,7 @@ def test_proto_text():
         'import "google/protobuf/timestamp.proto";\n'
         "message Order {\n"
         "  int64 id = 1;\n"
-        "  optional string note = 2;\n"
+        "  string note = 2;\n"
         "  repeated Item items = 3;\n"
         "  map<string, int32> qty = 4;\n"
         "  .google.protobuf.Timestamp at = 5;\n"
@@ -37,8 +44,25 @@ def test_proto_text():
         "}\n")
 
 
+def test_nullable_fields():
+    labelled = converter(optional_for_nullables="true").translate(ORDER).text
+    assert "  optional string note = 2;\n" in labelled
+    wrapped = converter(wrapper_for_nullables="true").translate(ORDER).text
+    assert 'import "google/protobuf/wrappers.proto";\n' in wrapped
+    assert "  .google.protobuf.StringValue note = 2;\n" in wrapped
+    for c in (converter(wrapper_for_nullables="true"), ProtobufConverter()):
+        translation = c.translate(ORDER)
+        registered = RegisteredSchema(1, translation.text, "PROTOBUF", [])
+        write, reader = c.writer(registered, translation), c.reader(registered)
+        for note in ("hi", None):
+            value = (Struct(ORDER).put("id", 1).put("items", []).put("qty", {}).put("note", note)
+                     .put("at", datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)))
+            expected = note if c.wrappers or note else ""  # a plain field reads its zero value
+            assert reader.read(write(translation.to_datum(value))).get("note") == expected
+
+
 def test_values_round_trip():
-    c = ProtobufConverter()
+    c = converter(optional_for_nullables="true")
     translation = c.translate(ORDER)
     registered = RegisteredSchema(1, translation.text, "PROTOBUF", [])
     at = datetime.datetime(2024, 1, 2, 3, 4, 5, 6000, tzinfo=datetime.timezone.utc)
