@@ -37,6 +37,7 @@ TYPE_NAMES = {Type.BOOLEAN: "boolean", Type.INT8: "int8", Type.INT16: "int16",
               Type.ARRAY: "array", Type.MAP: "map", Type.STRUCT: "struct"}
 _BY_NAME = {name: t for t, name in TYPE_NAMES.items()}
 _BITS = {Type.INT8: 8, Type.INT16: 16, Type.INT32: 32, Type.INT64: 64}
+_UNEXPECTED = (TypeError, ValueError, RecursionError, OverflowError, AttributeError)
 
 # ---- writing JSON text as Jackson does -----------------------------------------------------
 
@@ -263,7 +264,11 @@ class JsonConverter:
             schema_text, write = "null", write_tree
         else:
             schema_text, write = self._compiled(schema)
-        payload = write(value)
+        try:
+            payload = write(value)
+        except _UNEXPECTED as e:  # e.g. a list holding itself
+            raise DataException("Converting Kafka Connect data to byte[] failed: "
+                                f"{type(e).__name__}: {e}") from e
         text = f'{{"schema":{schema_text},"payload":{payload}}}' if self._schemas_enabled \
             else payload
         try:
@@ -393,6 +398,13 @@ class JsonConverter:
     def to_connect_data(self, topic: str, value: bytes | None, headers=None) -> SchemaAndValue:
         if value is None:
             return SchemaAndValue.NULL
+        try:
+            return self._to_connect_data(value)
+        except _UNEXPECTED as e:  # e.g. an array as a map key, nesting past the stack
+            raise DataException("Converting byte[] to Kafka Connect data failed: "
+                                f"{type(e).__name__}: {e}") from e
+
+    def _to_connect_data(self, value) -> SchemaAndValue:
         try:
             text = bytes(value).decode("utf-8")
         except UnicodeDecodeError as e:

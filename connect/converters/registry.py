@@ -66,6 +66,13 @@ def _strategy(name: str, setting: str):
                                           for s in SUBJECT_NAME_STRATEGIES)) from None
 
 
+def _reason(error: Exception) -> str:
+    """An error's message, with its type where that is not a Connect or registry error."""
+    if isinstance(error, (DataException, RegistryError)):
+        return str(error)
+    return f"{type(error).__name__}: {error}"
+
+
 class RegistryError(Exception):
     """An error answer of the registry: Confluent's ``message; error code: N``."""
 
@@ -270,9 +277,9 @@ class SchemaRegistryConverter:
             schema_id, write = self._writer_for(subject, translation)
             return (bytes((MAGIC_BYTE,)) + schema_id.to_bytes(4, "big")
                     + write(translation.to_datum(value)))
-        except (DataException, RegistryError, ValueError, TypeError, KeyError) as e:
+        except Exception as e:  # the format libraries raise assorted types on bad data
             raise DataException(f"Failed to serialize {self.format_name} data from topic "
-                                f"{topic}: {e}") from e
+                                f"{topic}: {_reason(e)}") from e
 
     def _writer_for(self, subject: str, translation: Translation):
         key = (subject, translation.text)
@@ -301,6 +308,6 @@ class SchemaRegistryConverter:
                 reader = self.reader(self._client.by_id(schema_id))
                 self._readers.put(schema_id, reader)
             return SchemaAndValue(reader.schema, reader.read(bytes(value[5:])))
-        except (DataException, RegistryError, ValueError, TypeError, KeyError, EOFError) as e:
+        except Exception as e:  # the format libraries raise assorted types on bad data
             raise DataException(f"Failed to deserialize data for topic {topic} to "
-                                f"{self.format_name}: {e}") from e
+                                f"{self.format_name}: {_reason(e)}") from e

@@ -211,3 +211,19 @@ def test_settings_and_headers():
     header.configure({"schemas.enable": "false"})
     assert header.from_connect_header("t", "h", Schema.STRING_SCHEMA, "v") == b'"v"'
     assert header.to_connect_header("t", "h", b'"v"') == SchemaAndValue(None, "v")
+
+
+def test_unexpected_shapes_are_data_exceptions():
+    c = converter()
+    pairs = (b'{"schema":{"type":"map","keys":{"type":"array","items":{"type":"int8"}},'
+             b'"values":{"type":"int8"}},"payload":[[[1],2]]}')
+    with pytest.raises(DataException, match="^Converting byte\\[\\] to Kafka Connect data "
+                                            "failed: TypeError: unhashable type"):
+        c.to_connect_data("t", pairs)
+    with pytest.raises(DataException, match="RecursionError"):
+        converter(schemas_enable="false").to_connect_data("t", b"[" * 100_000)
+    cycle = []
+    cycle.append(cycle)
+    with pytest.raises(DataException, match="^Converting Kafka Connect data to byte\\[\\] "
+                                            "failed: RecursionError"):
+        c.from_connect_data("t", None, cycle)

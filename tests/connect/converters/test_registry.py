@@ -138,6 +138,12 @@ def test_failover_and_errors(registry):
         c.to_connect_data("t", b"\x01\x00\x00\x00\x01\x00")
     with pytest.raises(RegistryError, match="no Schema Registry at"):
         RegistryClient([dead], None, timeout=2).by_id(1)
+    with pytest.raises(DataException, match="^Failed to deserialize data for topic t to Avro: "
+                                            "EOFError"):
+        c.to_connect_data("t", b"\x00\x00\x00\x00\x01")  # schema 1 is a record: no bytes
+    with pytest.raises(DataException, match="^Failed to serialize Avro data from topic t: "
+                                            "Invalid value for STRUCT: dict$"):
+        c.from_connect_data("t", RECORD, {"n": 1})
     with pytest.raises(DataException, match="a schema is required"):
         c.from_connect_data("t", None, {"n": 1})
     with pytest.raises(ConfigException, match="schema.registry.url"):
