@@ -362,7 +362,11 @@ class SimpleHeaderConverter:
                             value) -> bytes | None:
         if value is None:
             return None
-        return convert_to_string(schema, value).encode("utf-8")
+        try:
+            return convert_to_string(schema, value).encode("utf-8")
+        except (RecursionError, UnicodeEncodeError) as e:  # a list holding itself, a lone surrogate
+            raise DataException(f"Failed to serialize value for header '{header_key}' on topic "
+                                f"'{topic}': {type(e).__name__}: {e}") from e
 
     def to_connect_header(self, topic: str, header_key: str,
                           value: bytes | None) -> SchemaAndValue:

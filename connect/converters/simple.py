@@ -63,7 +63,10 @@ class StringConverter(_DataAsHeader):
     def from_connect_data(self, topic, schema, value, headers=None):
         if value is None:
             return None
-        return java_string(value).encode(self.encoding, errors="replace")
+        try:
+            return java_string(value).encode(self.encoding, errors="replace")
+        except RecursionError as e:  # a list holding itself
+            raise DataException(f"Failed to serialize to a string: {e}") from e
 
     def to_connect_data(self, topic, value, headers=None):
         if value is None:

@@ -7,6 +7,7 @@ import decimal
 
 import pytest
 
+from josefk.connect.api.errors import DataException
 from josefk.connect.api.schema import (Date, Decimal, Schema, SchemaAndValue, SchemaBuilder,
                                        Struct, Time, Timestamp, Type)
 from josefk.connect.converters.header import (SimpleHeaderConverter, convert_to_string,
@@ -90,3 +91,8 @@ def test_header_converter_edges():
     assert c.to_connect_header("t", "h", b"\xff\xfe") == SchemaAndValue(Schema.BYTES_SCHEMA,
                                                                        b"\xff\xfe")
     assert c.config().keys == {}
+    cycle = []
+    cycle.append(cycle)
+    with pytest.raises(DataException, match="^Failed to serialize value for header 'h' on "
+                                            "topic 't': RecursionError"):
+        c.from_connect_header("t", "h", None, cycle)
