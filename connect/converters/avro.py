@@ -1,10 +1,11 @@
 """``io.confluent.connect.avro.AvroConverter``: Connect data as Avro through a Schema
 Registry, the schemas translated as Confluent's AvroData translates them: a struct is a record
 named after the schema (``io.confluent.connect.avro.ConnectDefault`` when unnamed), an
-optional schema a union with null first (last when it has a default), INT8/INT16 an int with ``connect.type``, a map with
-non-string keys an array of ``MapEntry`` records, the logical types Avro's decimal, date,
-time-millis and timestamp-millis, and the Connect name, version, doc and parameters kept in
-``connect.name`` / ``connect.version`` / ``connect.doc`` / ``connect.parameters``."""
+optional schema a union with null first (last when it has a default), INT8/INT16 an int with
+``connect.type``, a map with non-string keys an array of ``MapEntry`` records, the logical
+types Avro's decimal, date, time-millis and timestamp-millis, and the Connect name, version,
+doc, parameters and default kept in ``connect.name`` / ``connect.version`` / ``connect.doc`` /
+``connect.parameters`` / ``connect.default``."""
 from __future__ import annotations
 
 import io

@@ -3,15 +3,16 @@ Schema Registry, in Confluent's wire format with the message-index list after th
 
 A struct is a proto3 message (its name's last part; the rest the package; unnamed
 ``ConnectDefault1``), nested structs nested messages, field numbers the field index plus one;
-INT8/INT16/INT32 are int32; an optional primitive is a plain field (its zero value for null),
-or with ``optional.for.nullables`` a proto3 ``optional`` field, or with
-``wrapper.for.nullables`` a google.protobuf wrapper message; an array is a
-repeated field, a map a ``map<K, V>`` (string, integer or boolean keys); Timestamp, Date and
+INT8/INT16/INT32 are int32, a decimal a confluent.type.Decimal; an optional primitive is a
+plain field (its zero value for null), or with ``optional.for.nullables`` a proto3
+``optional`` field, or with ``wrapper.for.nullables`` a google.protobuf wrapper message; an
+array is a repeated field, a map a ``map<K, V>`` (string, integer or boolean keys); Timestamp, Date and
 Time are google.protobuf.Timestamp, google.type.Date and google.type.TimeOfDay. Read back,
 message fields are optional structs and enums strings."""
 from __future__ import annotations
 
 import datetime
+import decimal
 
 from google.protobuf import descriptor_pool, message_factory
 from google.protobuf.descriptor import FieldDescriptor as FD
@@ -19,8 +20,8 @@ from google.protobuf.descriptor import FieldDescriptor as FD
 from josefk.connect.api.config import ConfigDef, Importance
 from josefk.connect.api.config import Type as ConfigType
 from josefk.connect.api.errors import DataException
-from josefk.connect.api.schema import (Date, Schema, SchemaBuilder, Struct, Time, Timestamp,
-                                       Type)
+from josefk.connect.api.schema import (Date, Decimal, Schema, SchemaBuilder, Struct, Time,
+                                       Timestamp, Type)
 from josefk.connect.converters.registry import (Reader, RegisteredSchema,
                                                 SchemaRegistryConverter, Translation)
 from josefk.registry.protobuf_schema import ProtobufSchema, builtin_files
@@ -34,7 +35,8 @@ _MAP_KEYS = (Type.INT8, Type.INT16, Type.INT32, Type.INT64, Type.BOOLEAN, Type.S
 _WELL_KNOWN = {Timestamp.LOGICAL_NAME: ("google.protobuf.Timestamp",
                                         "google/protobuf/timestamp.proto"),
                Date.LOGICAL_NAME: ("google.type.Date", "google/type/date.proto"),
-               Time.LOGICAL_NAME: ("google.type.TimeOfDay", "google/type/timeofday.proto")}
+               Time.LOGICAL_NAME: ("google.type.TimeOfDay", "google/type/timeofday.proto"),
+               Decimal.LOGICAL_NAME: ("confluent.type.Decimal", "confluent/type/decimal.proto")}
 _WRAPPERS = {Type.INT8: "Int32Value", Type.INT16: "Int32Value", Type.INT32: "Int32Value",
              Type.INT64: "Int64Value", Type.FLOAT32: "FloatValue", Type.FLOAT64: "DoubleValue",
              Type.BOOLEAN: "BoolValue", Type.STRING: "StringValue", Type.BYTES: "BytesValue"}
@@ -57,6 +59,17 @@ def _set_time(msg, value):
     msg.nanos = value.microsecond * 1000
 
 
+def _set_decimal(msg, value):
+    sign, digits, exponent = value.as_tuple()
+    unscaled = int("".join(map(str, digits)) or "0") * (-1 if sign else 1)
+    msg.value = unscaled.to_bytes(max(1, (unscaled.bit_length() + 8) // 8), "big", signed=True)
+    msg.precision, msg.scale = len(digits), -exponent
+
+
+def _read_decimal(msg):
+    return decimal.Decimal(int.from_bytes(msg.value, "big", signed=True)).scaleb(-msg.scale)
+
+
 def _set_wrapped(msg, value):
     msg.value = bytes(value) if isinstance(value, (bytearray, memoryview)) else value
 
@@ -69,6 +82,9 @@ _WELL_KNOWN_TYPES = {
                          _set_date),
     "google.type.TimeOfDay": (Time.builder, lambda m: datetime.time(
         m.hours, m.minutes, m.seconds, m.nanos // 1000), _set_time),
+    # the scale of a decimal's schema is in field options .proto text may not keep: 0 here,
+    # as Confluent reads a decimal without them (each value keeps its own scale)
+    "confluent.type.Decimal": ((lambda: Decimal.builder(0)), _read_decimal, _set_decimal),
     **{f"google.protobuf.{name}": ((lambda t=t: SchemaBuilder(t)), (lambda m: m.value),
                                    _set_wrapped)
        for name, t in (("Int32Value", Type.INT32), ("UInt32Value", Type.INT64),

@@ -169,6 +169,7 @@ class BooleanConverter(_DataAsHeader):
             raise DataException("Failed to deserialize boolean: Size of data received by "
                                 "BooleanDeserializer is not 1")
         if value[0] not in (0, 1):
+            signed = value[0] - 256 if value[0] > 127 else value[0]  # as Java prints a byte
             raise DataException("Failed to deserialize boolean: Unexpected byte received by "
-                                f"BooleanDeserializer: {value[0] - 256 if value[0] > 127 else value[0]}")
+                                f"BooleanDeserializer: {signed}")
         return SchemaAndValue(Schema.OPTIONAL_BOOLEAN_SCHEMA, value[0] == 1)

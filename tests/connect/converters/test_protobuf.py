@@ -3,10 +3,12 @@ list, and messages back to Connect."""
 from __future__ import annotations
 
 import datetime
+import decimal
 
 import pytest
 
 from josefk.connect.api.errors import DataException
+from josefk.connect.api.schema import Decimal as DecimalType
 from josefk.connect.api.schema import Schema, SchemaBuilder, Struct, Timestamp
 from josefk.connect.converters.protobuf import (ProtobufConverter, _message_indexes,
                                                 _read_varint)
@@ -77,6 +79,22 @@ def test_values_round_trip():
     assert (back.get("id"), back.get("note"), back.get("qty"), back.get("at")) == (
         7, None, {"a": 2}, at)
     assert back.get("items")[0].get("sku") == "a"
+
+
+def test_decimals_as_confluent_decimal_messages():
+    schema = SchemaBuilder.struct().name("p.Price").field("amount", DecimalType.schema(2)).build()
+    c = ProtobufConverter()
+    translation = c.translate(schema)
+    assert 'import "confluent/type/decimal.proto";' in translation.text
+    assert "  .confluent.type.Decimal amount = 1;" in translation.text
+    registered = RegisteredSchema(1, translation.text, "PROTOBUF", [])
+    for amount in ("1.50", "-0.01", "0.00", "123456789012345678901234.56"):
+        data = c.writer(registered, translation)(
+            Struct(schema).put("amount", decimal.Decimal(amount)))
+        assert c.reader(registered).read(data).get("amount") == decimal.Decimal(amount)
+    # -0.01: unscaled -1 as one byte, precision 1, scale 2 (fields 1, 2, 3)
+    assert c.writer(registered, translation)(Struct(schema).put(
+        "amount", decimal.Decimal("-0.01"))) == b"\x00\x0a\x07\x0a\x01\xff\x10\x01\x18\x02"
 
 
 def test_nested_message_by_index_path():

@@ -128,7 +128,8 @@ def test_basic_auth_from_url_and_user_info(registry):
 def test_failover_and_errors(registry):
     dead = f"http://127.0.0.1:{free_port()}"
     c = avro(f"{dead},{registry.url}")
-    assert c.from_connect_data("t", RECORD, Struct(RECORD).put("n", 1))[:5] == b"\x00\x00\x00\x00\x01"
+    data = c.from_connect_data("t", RECORD, Struct(RECORD).put("n", 1))
+    assert data[:5] == b"\x00\x00\x00\x00\x01"
     with pytest.raises(DataException, match="^Failed to serialize Avro data from topic t: "
                                             "Subject 'x' not found.; error code: 40401$"):
         avro(registry.url, **{"auto.register.schemas": "false"}).from_connect_data(
