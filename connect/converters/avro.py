@@ -8,6 +8,8 @@ doc, parameters and default kept in ``connect.name`` / ``connect.version`` / ``c
 ``connect.parameters`` / ``connect.default``."""
 from __future__ import annotations
 
+import datetime
+import decimal
 import io
 import json
 
@@ -22,6 +24,7 @@ from josefk.connect.converters.registry import (Reader, RegisteredSchema,
                                                 SchemaRegistryConverter, Translation)
 
 NAMESPACE = "io.confluent.connect.avro"
+UNION = NAMESPACE + ".Union"
 DEFAULT_RECORD = "ConnectDefault"
 MAP_ENTRY = "MapEntry"
 CONNECT_META_DATA_CONFIG = "connect.meta.data"
@@ -53,6 +56,9 @@ class _ToAvro:
         return (default if count == 1 else f"{default}{count}"), NAMESPACE
 
     def schema(self, schema: Schema):
+        if schema.type is Type.STRUCT and schema.name == UNION:
+            members = [self.schema(_required(f.schema)) for f in schema.fields()]
+            return ["null", *members] if schema.optional else members
         avro = self._non_null(schema)
         if not schema.optional:
             return avro
@@ -142,10 +148,28 @@ LOGICAL_UNDERLYING = {Decimal.LOGICAL_NAME: Decimal, Date.LOGICAL_NAME: Date,
                       Time.LOGICAL_NAME: Time, Timestamp.LOGICAL_NAME: Timestamp}
 
 
+def _required(schema: Schema) -> Schema:
+    """``schema`` made required (a union member: the union holds the null)."""
+    if not schema.optional:
+        return schema
+    return Schema(schema.type, False, schema.default, schema.name, schema.version, schema.doc,
+                  schema.parameters, list(schema.fields()) if schema.type is Type.STRUCT else None,
+                  schema.key_schema, schema.value_schema)
+
+
 def _to_datum(schema: Schema):
     """The function from a Connect value of ``schema`` to the datum fastavro writes."""
     t = schema.type
-    if t is Type.STRUCT:
+    if t is Type.STRUCT and schema.name == UNION:
+        members = [(f, _to_datum(f.schema)) for f in schema.fields()]
+
+        def convert(value):
+            for f, c in members:
+                member = value.get(f)
+                if member is not None:
+                    return c(member)
+            return None
+    elif t is Type.STRUCT:
         fields = [(f, _to_datum(f.schema)) for f in schema.fields()]
 
         def convert(value):
@@ -203,10 +227,9 @@ class _ToConnect:
         """(Connect schema, function from datum to Connect value)."""
         if isinstance(avro, list):
             branches = [b for b in avro if b != "null"]
-            if len(branches) != 1 or len(avro) > 2:
-                raise DataException(f"unsupported Avro union {json.dumps(avro)}: only a union "
-                                    "of null and one type maps to Connect")
-            return self.schema(branches[0], namespace, optional=len(avro) == 2, default=default)
+            if len(branches) == 1 and len(avro) == 2:
+                return self.schema(branches[0], namespace, optional=True, default=default)
+            return self._union(avro, branches, namespace)
         if isinstance(avro, str):
             if avro in _FROM_PRIMITIVE:
                 avro = {"type": avro}
@@ -308,6 +331,45 @@ class _ToConnect:
         built.append(schema)
         return schema, read
 
+    def _member_name(self, branch, namespace: str | None) -> str:
+        """The Connect field of a union member: a named type's name, else its type's."""
+        if isinstance(branch, str):
+            if branch in _FROM_PRIMITIVE:
+                return branch
+            return self._member_name(self.named[branch if "." in branch or not namespace
+                                                else f"{namespace}.{branch}"][0], namespace)
+        if isinstance(branch, dict):
+            return branch["name"].rpartition(".")[2] if "name" in branch else branch["type"]
+        raise DataException("an Avro union cannot hold another union")
+
+    def _union(self, avro: list, branches: list, namespace: str | None):
+        """Confluent's union struct: one optional field per member, the one set that holds
+        the value (fastavro names the record when more than one is possible)."""
+        builder = SchemaBuilder.struct().name(UNION)
+        if "null" in avro:
+            builder.optional()
+        members = []
+        for branch in branches:
+            name = self._member_name(branch, namespace)
+            if builder.field_named(name) is not None:
+                raise DataException(f"Multiple union schemas map to the Connect union field "
+                                    f"name {name}")
+            member_schema, read = self.schema(branch, namespace, optional=True)
+            builder.field(name, member_schema)
+            members.append((name, member_schema, read))
+        schema = builder.build()
+
+        def convert(datum):
+            record_name = None
+            if isinstance(datum, tuple):
+                record_name, datum = datum
+            for name, member_schema, read in members:
+                if _matches(member_schema, datum, name, record_name):
+                    return Struct(schema).put(name, read(datum))
+            raise DataException(f"no member of the union {UNION} holds a "
+                                f"{type(datum).__name__}")
+        return schema, (lambda d: None if d is None else convert(d))
+
     def _entries(self, avro, entry, namespace, optional, default):
         fields = {f["name"]: f["type"] for f in entry["fields"]}
         key_schema, key = self.schema(fields["key"], namespace)
@@ -315,6 +377,23 @@ class _ToConnect:
         builder = SchemaBuilder.map(key_schema, value_schema)
         return self._finish(builder, avro, optional, default,
                             lambda d: {key(e["key"]): val(e["value"]) for e in d})
+
+
+_PYTHON_KINDS = {Type.INT8: int, Type.INT16: int, Type.INT32: int, Type.INT64: int,
+                 Type.FLOAT32: float, Type.FLOAT64: float, Type.BOOLEAN: bool, Type.STRING: str,
+                 Type.BYTES: bytes, Type.ARRAY: list, Type.MAP: dict, Type.STRUCT: dict}
+_LOGICAL_KINDS = {Decimal.LOGICAL_NAME: decimal.Decimal, Date.LOGICAL_NAME: datetime.date,
+                  Time.LOGICAL_NAME: datetime.time, Timestamp.LOGICAL_NAME: datetime.datetime}
+
+
+def _matches(schema: Schema, datum, member: str, record_name: str | None) -> bool:
+    """Whether fastavro's ``datum`` is of the union member ``schema``."""
+    if record_name is not None:
+        return schema.type is Type.STRUCT and record_name.rpartition(".")[2] == member
+    kind = _LOGICAL_KINDS.get(schema.name) or _PYTHON_KINDS[schema.type]
+    if kind is datetime.date and isinstance(datum, datetime.datetime):
+        return False
+    return isinstance(datum, kind) and (kind is bool or not isinstance(datum, bool))
 
 
 def _from_json_default(schema: Schema, value):
@@ -378,5 +457,7 @@ class AvroConverter(SchemaRegistryConverter):
         schema, convert = _ToConnect().schema(avro)
 
         def read(payload: bytes):
-            return convert(fastavro.schemaless_reader(io.BytesIO(payload), parsed, None))
+            return convert(fastavro.schemaless_reader(
+                io.BytesIO(payload), parsed, None, return_record_name=True,
+                return_record_name_override=True))
         return Reader(schema, read)

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import io
 import json
+
+import fastavro
 
 import pytest
 
@@ -101,13 +104,44 @@ def test_foreign_schema_to_connect():
     assert reader.schema.name == "x.Ev"
     assert reader.schema.field("opt").schema == Schema.OPTIONAL_STRING_SCHEMA
     assert reader.schema.field("raw").schema == Schema.BYTES_SCHEMA
-    import fastavro
-    import io
     out = io.BytesIO()
     fastavro.schemaless_writer(out, fastavro.parse_schema(avro),
                                {"kind": "B", "raw": b"ab", "opt": "A", "m": {"z": 0.5}})
     value = reader.read(out.getvalue())
     assert (value.get("kind"), value.get("raw"), value.get("opt"), value.get("m")) == (
         "B", b"ab", "A", {"z": 0.5})
-    with pytest.raises(DataException, match="unsupported Avro union"):
-        AvroConverter().reader(RegisteredSchema(4, '["int","string"]', "AVRO", []))
+    with pytest.raises(DataException, match="Multiple union schemas map to the Connect union "
+                                            "field name int"):
+        AvroConverter().reader(RegisteredSchema(4, '["int",{"type":"int"}]', "AVRO", []))
+
+
+def test_general_unions_as_confluent_union_structs():
+    avro = {"type": "record", "name": "E", "namespace": "x", "fields": [
+        {"name": "u", "type": ["null", "int", "string",
+                               {"type": "record", "name": "A", "fields": [
+                                   {"name": "a", "type": "int"}]},
+                               {"type": "record", "name": "B", "fields": [
+                                   {"name": "b", "type": "string"}]}]}]}
+    c = AvroConverter()
+    reader = c.reader(RegisteredSchema(1, json.dumps(avro), "AVRO", []))
+    union = reader.schema.field("u").schema
+    assert (union.name, union.optional, [f.name for f in union.fields()]) == (
+        "io.confluent.connect.avro.Union", True, ["int", "string", "A", "B"])
+    parsed = fastavro.parse_schema(avro)
+    seen = []
+    for datum in (5, "s", ("x.A", {"a": 1}), ("x.B", {"b": "q"}), None):
+        out = io.BytesIO()
+        fastavro.schemaless_writer(out, parsed, {"u": datum})
+        value = reader.read(out.getvalue()).get("u")
+        seen.append(None if value is None else
+                    [(f.name, value.get(f)) for f in union.fields() if value.get(f) is not None])
+    assert seen[:2] == [[("int", 5)], [("string", "s")]]
+    assert seen[2][0][0] == "A" and seen[2][0][1].get("a") == 1
+    assert seen[3][0][0] == "B" and seen[3][0][1].get("b") == "q"
+    assert seen[4] is None
+    translation = c.translate(reader.schema)
+    assert json.loads(translation.text)["fields"][0]["type"][:3] == ["null", "int", "string"]
+    value = reader.read(b"\x02\x0a")  # branch 1 (int), 5
+    registered = RegisteredSchema(2, translation.text, "AVRO", [])
+    data = c.writer(registered, translation)(translation.to_datum(value))
+    assert data == b"\x02\x0a" and c.reader(registered).read(data) == value
