@@ -8,7 +8,6 @@ import io
 import json
 
 import fastavro
-
 import pytest
 
 from josefk.connect.api.errors import DataException
