@@ -96,11 +96,19 @@ class RegistryClient:
         self.urls, self.timeout = [], timeout
         self.authorization = None
         for url in urls:
-            parts = urllib.parse.urlsplit(url.strip())
+            try:
+                parts = urllib.parse.urlsplit(url.strip())
+                port = parts.port
+            except ValueError as e:
+                raise ConfigException(SCHEMA_REGISTRY_URL_CONFIG, url, str(e)) from None
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                raise ConfigException(SCHEMA_REGISTRY_URL_CONFIG, url,
+                                      "Expected http://host:port or https://host:port")
             if parts.username is not None and user_info is None:
                 user_info = f"{urllib.parse.unquote(parts.username)}:" \
                             f"{urllib.parse.unquote(parts.password or '')}"
-            netloc = parts.hostname + (f":{parts.port}" if parts.port else "")
+            host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+            netloc = host + (f":{port}" if port else "")
             self.urls.append(urllib.parse.urlunsplit(parts._replace(netloc=netloc)).rstrip("/"))
         if user_info:
             self.authorization = "Basic " + base64.b64encode(user_info.encode()).decode()

@@ -149,3 +149,7 @@ def test_failover_and_errors(registry):
         c.from_connect_data("t", None, {"n": 1})
     with pytest.raises(ConfigException, match="schema.registry.url"):
         AvroConverter().configure({}, False)
+    for url in ("localhost:8081", "http://h:notaport", "ftp://h"):
+        with pytest.raises(ConfigException, match=f"Invalid value {url} for configuration "
+                                                  "schema.registry.url"):
+            avro(url)
