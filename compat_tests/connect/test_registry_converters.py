@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import json
+import ssl
 import uuid
 
 import httpx
@@ -20,11 +21,13 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 from google.protobuf import descriptor_pool, message_factory
 
 from compat_tests.http_services import ServiceProcess, wait_until
+from josefk.connect.api.config import ConfigException
 from josefk.connect.api.errors import DataException
 from josefk.connect.api.schema import (Date, Decimal, Schema, SchemaBuilder, Struct,
                                        Timestamp)
 from josefk.connect.converters import AvroConverter, JsonSchemaConverter, ProtobufConverter
 from josefk.registry.protobuf_schema import ProtobufSchema, builtin_files
+from josefk.zk.local_server import free_port
 
 ADDRESS = SchemaBuilder.struct().name("com.example.Address").field(
     "city", Schema.STRING_SCHEMA).field("zip", Schema.OPTIONAL_INT32_SCHEMA).optional().build()
@@ -266,3 +269,36 @@ def test_basic_auth_against_a_secured_registry(auth_registry):
                              "basic.auth.user.info": user_info}, False)
         with pytest.raises(DataException, match=f"error code: {code}$"):
             converter.from_connect_data(topic, schema, Struct(schema).put("n", 4))
+
+
+@pytest.fixture(scope="module")
+def tls_registry(broker, pki, tmp_path_factory):
+    """A ``josefk registry`` on https (the test CA's server certificate)."""
+    root = tmp_path_factory.mktemp("conv-tls-registry")
+    sr = ServiceProcess("registry", {
+        "listeners": f"https://127.0.0.1:{free_port()}",
+        "ssl.keystore.type": "PEM", "ssl.keystore.location": pki.server,
+        "kafkastore.bootstrap.servers": broker.bootstrap,
+        "kafkastore.topic": "_schemas_conv_tls", "kafkastore.topic.replication.factor": 1,
+        "schema.registry.group.id": "conv-tls"}, root / "registry.log").start()
+    wait_until(lambda: httpx.put(f"{sr.url}/config/_probe", json={"compatibility": "BACKWARD"},
+                                 verify=ssl.create_default_context(cafile=pki.ca),
+                                 timeout=10).status_code == 200, 30)
+    yield sr
+    sr.stop()
+
+
+def test_tls_registry_with_the_truststore(tls_registry, pki):
+    topic = _topic()
+    schema = SchemaBuilder.struct().name("tls.Rec").field("n", Schema.INT32_SCHEMA).build()
+    converter = _converter(JsonSchemaConverter, tls_registry,
+                           **{"schema.registry.ssl.truststore.location": pki.ca})
+    data = converter.from_connect_data(topic, schema, Struct(schema).put("n", 8))
+    assert converter.to_connect_data(topic, data).value.get("n") == 8
+    untrusting = _converter(JsonSchemaConverter, tls_registry)
+    with pytest.raises(DataException, match="CERTIFICATE_VERIFY_FAILED"):
+        untrusting.from_connect_data(topic, schema, Struct(schema).put("n", 8))
+    with pytest.raises(ConfigException, match="schema.registry.ssl.truststore.type JKS"):
+        _converter(JsonSchemaConverter, tls_registry,
+                   **{"schema.registry.ssl.truststore.location": pki.ca,
+                      "schema.registry.ssl.truststore.type": "JKS"})

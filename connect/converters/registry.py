@@ -1,7 +1,9 @@
 """What Confluent's Schema Registry converters share: the settings
 (``schema.registry.url``, basic auth, ``auto.register.schemas``, ``use.latest.version``, the
-subject name strategies), a small HTTP client of the registry's REST API (urllib), and
-Confluent's wire format: magic byte 0, the schema id as 4 big-endian bytes, the payload.
+subject name strategies; TLS to an https registry from ``schema.registry.ssl.*`` as Confluent
+passes them through: truststore and keystore as PEM or PKCS12), a small HTTP client of the
+registry's REST API (urllib), and Confluent's wire format: magic byte 0, the schema id as 4
+big-endian bytes, the payload.
 
 A format (Avro, JSON Schema, Protobuf) says how a Connect schema becomes its schema text and
 how a Connect value becomes a payload, and back; the converter caches each Connect schema's
@@ -10,11 +12,14 @@ from __future__ import annotations
 
 import base64
 import json
+import ssl
 import urllib.error
 import urllib.parse
 import urllib.request
 from typing import Callable, NamedTuple
 
+from josefk.broker.config import ConfigError
+from josefk.broker.security.listeners import load_keystore, load_truststore
 from josefk.connect.api.config import (ConfigDef, ConfigException, Importance, Password,
                                        Range, ValidString)
 from josefk.connect.api.config import Type as ConfigType
@@ -34,6 +39,29 @@ MAX_SCHEMAS_PER_SUBJECT_CONFIG = "max.schemas.per.subject"
 SCHEMAS_CACHE_SIZE_CONFIG = "schemas.cache.config"
 
 _STRATEGY_PACKAGE = "io.confluent.kafka.serializers.subject."
+_SSL_PREFIX = "schema.registry."
+
+
+def ssl_context(configs: dict) -> ssl.SSLContext | None:
+    """The context for an https registry from ``schema.registry.ssl.*`` (None without them:
+    the system's CAs then), or ConfigException naming what cannot be loaded."""
+    tls = {k[len(_SSL_PREFIX):]: v for k, v in configs.items()
+           if k.startswith(_SSL_PREFIX + "ssl.")}
+    if not tls:
+        return None
+
+    def get(name):
+        value = tls.get(name)
+        return value.value if isinstance(value, Password) else value
+    context = ssl.create_default_context()
+    try:
+        load_truststore(context, get)
+        load_keystore(context, get, required=False)
+    except ConfigError as e:
+        raise ConfigException(f"{_SSL_PREFIX}{e}") from None
+    if get("ssl.endpoint.identification.algorithm") == "":
+        context.check_hostname = False
+    return context
 
 
 def _topic_name(topic: str, is_key: bool, record_name: str | None) -> str:
@@ -92,8 +120,9 @@ class RegistryClient:
     """The few calls a converter makes, over each URL in turn until one answers."""
     CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 
-    def __init__(self, urls: list[str], user_info: str | None, timeout: float = 30.0):
-        self.urls, self.timeout = [], timeout
+    def __init__(self, urls: list[str], user_info: str | None,
+                 context: ssl.SSLContext | None = None, timeout: float = 30.0):
+        self.urls, self.timeout, self.context = [], timeout, context
         self.authorization = None
         for url in urls:
             try:
@@ -122,7 +151,8 @@ class RegistryClient:
         for base in self.urls:
             request = urllib.request.Request(base + path, data, headers, method=method)
             try:
-                with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                with urllib.request.urlopen(request, timeout=self.timeout,
+                                            context=self.context) as response:
                     return json.loads(response.read())
             except urllib.error.HTTPError as e:
                 try:
@@ -238,7 +268,8 @@ class SchemaRegistryConverter:
             if not user_info:
                 raise ConfigException(USER_INFO_CONFIG, "",
                                       "USER_INFO credentials need basic.auth.user.info")
-        self._client = RegistryClient(settings[SCHEMA_REGISTRY_URL_CONFIG], user_info)
+        self._client = RegistryClient(settings[SCHEMA_REGISTRY_URL_CONFIG], user_info,
+                                      ssl_context(configs))
         self._is_key = bool(is_key)
         setting = KEY_SUBJECT_NAME_STRATEGY if self._is_key else VALUE_SUBJECT_NAME_STRATEGY
         self._subject_of = _strategy(settings[setting], setting)
