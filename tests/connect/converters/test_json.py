@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import json
 
 import pytest
 
@@ -227,3 +228,19 @@ def test_unexpected_shapes_are_data_exceptions():
     with pytest.raises(DataException, match="^Converting Kafka Connect data to byte\\[\\] "
                                             "failed: RecursionError"):
         c.from_connect_data("t", None, cycle)
+
+
+def test_schema_json_both_ways():
+    schema = (SchemaBuilder.struct().name("n.S").version(2).doc("d")
+              .field("opt", SchemaBuilder.string().optional().default_value("x").build())
+              .field("day", Date.SCHEMA)
+              .field("m", SchemaBuilder.map(Schema.STRING_SCHEMA,
+                                            SchemaBuilder.array(Schema.FLOAT32_SCHEMA).build())
+                     .build())
+              .build())
+    c = converter()
+    text = c.as_json_schema(schema)
+    assert text.startswith('{"type":"struct","fields":[{"type":"string","optional":true,'
+                           '"default":"x","field":"opt"},')
+    assert c.as_connect_schema(json.loads(text)) == schema
+    assert c.as_json_schema(None) == "null" and c.as_connect_schema(None) is None
