@@ -6,19 +6,21 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import io
 import json
 import ssl
 import uuid
 
+import fastavro
 import httpx
 import pytest
 from confluent_kafka.schema_registry import Schema as RegistrySchema
-from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry import SchemaReference, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
-from google.protobuf import descriptor_pool, message_factory
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from compat_tests.http_services import ServiceProcess, wait_until
 from josefk.connect.api.config import ConfigException
@@ -302,3 +304,52 @@ def test_tls_registry_with_the_truststore(tls_registry, pki):
         _converter(JsonSchemaConverter, tls_registry,
                    **{"schema.registry.ssl.truststore.location": pki.ca,
                       "schema.registry.ssl.truststore.type": "JKS"})
+
+
+def test_schemas_with_references(schema_registry):
+    """Schemas that refer to others (Avro named types, Protobuf imports) are read with what
+    they refer to, fetched from the registry."""
+    client = SchemaRegistryClient({"url": schema_registry.url})
+    tag = uuid.uuid4().hex[:8]
+    address = {"type": "record", "name": "Address", "namespace": f"ref{tag}",
+               "fields": [{"name": "city", "type": "string"}]}
+    client.register_schema(f"addr-{tag}", RegistrySchema(json.dumps(address), "AVRO"))
+    customer = {"type": "record", "name": "Customer", "namespace": f"ref{tag}", "fields": [
+        {"name": "name", "type": "string"}, {"name": "home", "type": f"ref{tag}.Address"}]}
+    customer_id = client.register_schema(f"cust-{tag}-value", RegistrySchema(
+        json.dumps(customer), "AVRO",
+        [SchemaReference(f"ref{tag}.Address", f"addr-{tag}", 1)]))
+    named: dict = {}
+    fastavro.parse_schema(address, named_schemas=named)
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, fastavro.parse_schema(customer, named_schemas=named),
+                               {"name": "ann", "home": {"city": "Oslo"}})
+    data = b"\x00" + customer_id.to_bytes(4, "big") + out.getvalue()
+    schema, value = _converter(AvroConverter, schema_registry).to_connect_data("t", data)
+    assert schema.field("home").schema.name == f"ref{tag}.Address"
+    assert value.get("home").get("city") == "Oslo"
+
+    # confluent-kafka's ProtobufSerializer registers the imported file as a reference
+    F = descriptor_pb2.FieldDescriptorProto
+    addr_file = descriptor_pb2.FileDescriptorProto(
+        name=f"addr{tag}.proto", package=f"ref{tag}", syntax="proto3")
+    addr_file.message_type.add(name="Address").field.add(
+        name="city", number=1, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)
+    cust_file = descriptor_pb2.FileDescriptorProto(
+        name=f"cust{tag}.proto", package=f"ref{tag}", syntax="proto3",
+        dependency=[addr_file.name])
+    message = cust_file.message_type.add(name="Customer")
+    message.field.add(name="name", number=1, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)
+    message.field.add(name="home", number=2, type=F.TYPE_MESSAGE, label=F.LABEL_OPTIONAL,
+                      type_name=f".ref{tag}.Address")
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(addr_file)
+    pool.Add(cust_file)
+    Customer = message_factory.GetMessageClass(pool.FindMessageTypeByName(f"ref{tag}.Customer"))
+    topic = _topic()
+    written = ProtobufSerializer(Customer, client, {"use.deprecated.format": False})(
+        Customer(name="bo", home={"city": "Rome"}), _ctx(topic))
+    assert client.get_latest_version(f"{topic}-value").schema.references
+    schema, value = _converter(ProtobufConverter, schema_registry).to_connect_data(topic, written)
+    assert schema.name == f"ref{tag}.Customer"
+    assert (value.get("name"), value.get("home").get("city")) == ("bo", "Rome")

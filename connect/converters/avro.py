@@ -440,8 +440,20 @@ class AvroConverter(SchemaRegistryConverter):
         return Translation(json.dumps(avro, separators=(",", ":")), record_name,
                            _to_datum(schema))
 
+    def _parsed(self, registered: RegisteredSchema):
+        """(schema JSON, fastavro's parsed schema, its Connect translator) of a registered
+        schema, the named types of the schemas it refers to defined first."""
+        named: dict = {}
+        to_connect = _ToConnect()
+        for _name, dependency in self.references(registered):
+            definition = json.loads(dependency.schema)
+            fastavro.parse_schema(definition, named_schemas=named)
+            to_connect.schema(definition)
+        avro = json.loads(registered.schema)
+        return avro, fastavro.parse_schema(avro, named_schemas=named), to_connect
+
     def writer(self, registered: RegisteredSchema, ours: Translation):
-        parsed = fastavro.parse_schema(json.loads(registered.schema))
+        _avro, parsed, _to_connect = self._parsed(registered)
 
         def write(datum) -> bytes:
             out = io.BytesIO()
@@ -452,9 +464,8 @@ class AvroConverter(SchemaRegistryConverter):
     def reader(self, registered: RegisteredSchema) -> Reader:
         if registered.schema_type != "AVRO":
             raise DataException(f"schema {registered.id} is {registered.schema_type}, not Avro")
-        avro = json.loads(registered.schema)
-        parsed = fastavro.parse_schema(avro)
-        schema, convert = _ToConnect().schema(avro)
+        avro, parsed, to_connect = self._parsed(registered)
+        schema, convert = to_connect.schema(avro)
 
         def read(payload: bytes):
             return convert(fastavro.schemaless_reader(

@@ -24,7 +24,7 @@ from josefk.connect.api.schema import (Date, Decimal, Schema, SchemaBuilder, Str
                                        Timestamp, Type)
 from josefk.connect.converters.registry import (Reader, RegisteredSchema,
                                                 SchemaRegistryConverter, Translation)
-from josefk.registry.protobuf_schema import ProtobufSchema, builtin_files
+from josefk.registry.protobuf_schema import ProtobufSchema
 from josefk.registry.schema import InvalidSchema
 
 DEFAULT_MESSAGE = "ConnectDefault"
@@ -168,28 +168,30 @@ class _ToProto:
         return "\n".join(head + body) + "\n"
 
 
-def _message_class(registered: RegisteredSchema):
-    """The registered schema's first message class (and its file's descriptors)."""
+def _file(registered: RegisteredSchema, references: list[tuple[str, RegisteredSchema]]):
+    """The registered schema's file descriptor, built with the files it imports: the
+    well-known types and the schemas it refers to (``references``, each after its own)."""
     try:
-        parsed = ProtobufSchema(registered.schema)
+        schemas: dict[str, ProtobufSchema] = {}
+        for name, dependency in references:
+            schemas[name] = ProtobufSchema(
+                dependency.schema, {r["name"]: schemas[r["name"]] for r in dependency.references},
+                name=name)
+        parsed = ProtobufSchema(registered.schema,
+                                {r["name"]: schemas[r["name"]] for r in registered.references})
     except InvalidSchema as e:
         raise DataException(str(e)) from None
     pool = descriptor_pool.DescriptorPool()
-    files = builtin_files()
     added: set[str] = set()
 
     def add(fdp):
         for dep in fdp.dependency:
             if dep not in added:
-                if dep not in files:
-                    raise DataException(f"schema {registered.id} imports {dep}, which is not a "
-                                        "well-known type")
                 added.add(dep)
-                add(files[dep])
+                add(parsed.files[dep])
         pool.Add(fdp)
     add(parsed.fdp)
-    file = pool.FindFileByName(parsed.fdp.name)
-    return file
+    return pool.FindFileByName(parsed.fdp.name)
 
 
 def _message_indexes(indexes: list[int]) -> bytes:
@@ -372,7 +374,7 @@ class ProtobufConverter(SchemaRegistryConverter):
         return Translation(text, schema.name, lambda value: value)
 
     def writer(self, registered: RegisteredSchema, ours: Translation):
-        file = _message_class(registered)
+        file = _file(registered, self.references(registered))
         descriptor = next(iter(file.message_types_by_name.values()))
         cls = message_factory.GetMessageClass(descriptor)
         fill = _filler(descriptor)
@@ -388,7 +390,7 @@ class ProtobufConverter(SchemaRegistryConverter):
         if registered.schema_type != "PROTOBUF":
             raise DataException(f"schema {registered.id} is {registered.schema_type}, "
                                 "not Protobuf")
-        file = _message_class(registered)
+        file = _file(registered, self.references(registered))
         top = list(file.message_types_by_name.values())
         by_path: dict[tuple, tuple] = {}
 

@@ -185,6 +185,12 @@ class RegistryClient:
         return RegisteredSchema(answer["id"], answer["schema"],
                                 answer.get("schemaType", "AVRO"), answer.get("references", []))
 
+    def version(self, subject: str, version: int) -> RegisteredSchema:
+        answer = self._call("GET", f"/subjects/{urllib.parse.quote(subject, safe='')}"
+                                   f"/versions/{version}")
+        return RegisteredSchema(answer["id"], answer["schema"],
+                                answer.get("schemaType", "AVRO"), answer.get("references", []))
+
     def by_id(self, schema_id: int) -> RegisteredSchema:
         answer = self._call("GET", f"/schemas/ids/{schema_id}")
         return RegisteredSchema(schema_id, answer["schema"], answer.get("schemaType", "AVRO"),
@@ -297,6 +303,23 @@ class SchemaRegistryConverter:
 
     def reader(self, registered: RegisteredSchema) -> Reader:
         raise NotImplementedError
+
+    def references(self, registered: RegisteredSchema) -> list[tuple[str, RegisteredSchema]]:
+        """The schemas ``registered`` refers to (its references and theirs, by the names they
+        are referred to), each after those it refers to."""
+        resolved: list[tuple[str, RegisteredSchema]] = []
+        seen: set[tuple[str, int]] = set()
+
+        def visit(references):
+            for ref in references:
+                key = (ref["subject"], ref["version"])
+                if key not in seen:
+                    seen.add(key)
+                    dependency = self._client.version(ref["subject"], ref["version"])
+                    visit(dependency.references)
+                    resolved.append((ref["name"], dependency))
+        visit(registered.references)
+        return resolved
 
     # ---- the converter ----------------------------------------------------------------------
 
