@@ -1,0 +1,417 @@
+"""The distributed herder (Kafka Connect's DistributedHerder): workers of one ``group.id``
+share connectors and tasks through the group protocol, keep configs in the config topic,
+statuses in the status topic and source offsets in the offsets topic.
+
+One thread (the herder's "tick", as Kafka's) joins the group when a rebalance is due, applies
+the assignment (stops what was revoked, starts what was assigned: a rebalance that moves no
+task stops no task), and applies what was read from the config topic: a changed connector
+config restarts the connector where it runs and has its task configs generated again, written
+only if they changed; changed task configs restart those tasks where they run; a new or
+removed connector, or a new task count, asks for a rebalance; target states go to the worker.
+
+Requests from the REST API run on the event loop: writes to the config topic are the leader's
+(a follower raises NotLeader with the leader's URL, where the REST layer forwards them), and
+answer 409 while a rebalance is in progress, as Kafka's."""
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+
+from josefk.connect.runtime.assignor import Assignment, AssignorState, Load, eager, incremental
+from josefk.connect.runtime.config_store import (ClusterConfigState, KafkaConfigStore,
+                                                 RestartRequest)
+from josefk.connect.runtime.group import WorkerGroupMember, WorkerState
+from josefk.connect.runtime.herder import (AlreadyExists, BadRequest, NotFound, NotLeader,
+                                           Rebalancing)
+from josefk.connect.runtime.offset_store import KafkaOffsetStore
+from josefk.connect.runtime.seams import ConnectorTaskId, State, TargetState
+from josefk.connect.runtime.status_store import KafkaStatusStore
+from josefk.wire.apis.connect_protocol import CONFIG_MISMATCH
+
+log = logging.getLogger("josefk.connect.distributed")
+
+REBALANCING = ("Cannot complete request because a rebalance is in progress")
+NOT_LEADER = "Cannot complete request because of a conflicting operation (e.g. worker rebalance)"
+TICK_S = 0.2
+
+
+def not_found(name: str) -> NotFound:
+    return NotFound(f"Connector {name} not found")
+
+
+class DistributedHerder:
+    """``worker`` runs connectors and tasks (the Worker seam); ``plugins`` finds them."""
+
+    def __init__(self, config, worker, plugins):
+        self.config, self.worker, self.plugins = config, worker, plugins
+        self.config_store = KafkaConfigStore(config, listener=self)
+        self.status_store = KafkaStatusStore(config)
+        self.offset_store = KafkaOffsetStore(config)
+        self.member: WorkerGroupMember | None = None
+        self.snapshot = ClusterConfigState()
+        self.assignor_state = AssignorState()
+        self.generation = -1
+        self.rebalancing = True
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._needs_rebalance = False
+        self._connector_updates: set[str] = set()
+        self._task_updates: set[str] = set()
+        self._target_updates: set[str] = set()
+        self._restarts: list[RestartRequest] = []
+        self._thread: threading.Thread | None = None
+
+    # -- life -------------------------------------------------------------------------------
+    async def start(self) -> None:
+        await asyncio.to_thread(self._start_stores)
+        self.member = WorkerGroupMember(self.config, self._assign)
+        self._thread = threading.Thread(target=self._run, daemon=True,
+                                        name="DistributedHerder")
+        self._thread.start()
+
+    def _start_stores(self) -> None:
+        self.status_store.start()
+        self.offset_store.start()
+        self.config_store.start()
+        self.snapshot = self.config_store.snapshot()
+
+    async def stop(self) -> None:
+        self._stopping.set()
+        self._wake.set()
+        if self._thread is not None:
+            await asyncio.to_thread(self._thread.join, 30)
+        await asyncio.to_thread(self._stop_all)
+
+    def _stop_all(self) -> None:
+        self.worker.stop()
+        if self.member is not None:
+            self.member.close()  # LeaveGroup: the others take over at once
+        for store in (self.config_store, self.status_store, self.offset_store):
+            store.stop()
+
+    # -- the herder's thread ----------------------------------------------------------------
+    def _run(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                self._tick()
+            except Exception as e:  # noqa: BLE001 - the herder thread goes on, as Kafka's
+                log.error("Uncaught exception in herder work thread: %r", e, exc_info=True)
+                self.member.rejoin.set()
+                self._stopping.wait(1.0)
+
+    def _tick(self) -> None:
+        with self._lock:
+            if self._needs_rebalance:
+                self._needs_rebalance = False
+                self.member.rejoin.set()
+        if self.member.needs_join():
+            self._rebalance()
+            return
+        self._apply_config_updates()
+        self._wake.wait(TICK_S)
+        self._wake.clear()
+
+    def _rebalance(self) -> None:
+        self.rebalancing = True
+        self.config_store.refresh()
+        self.snapshot = self.config_store.snapshot()
+        self.member.state = WorkerState(self.config.rest_url, self.snapshot.offset,
+                                        self.member.state.allocation)
+        assignment = self.member.join()
+        if assignment.error == CONFIG_MISMATCH or assignment.config_offset > self.snapshot.offset:
+            # The leader has configs we have not read (or not ourselves): catch up, join again.
+            self.config_store.refresh(self.config["worker.sync.timeout.ms"] / 1000)
+            self.snapshot = self.config_store.snapshot()
+            if assignment.error:
+                self.member.rejoin.set()
+                return
+        self.generation = self.member.generation
+        self._apply_assignment(assignment)
+        self.rebalancing = self.member.needs_join()
+
+    def _assign(self, protocol: str, leader: str,
+                states: dict[str, WorkerState]) -> dict[str, Assignment]:
+        """The leader's part of a round (Kafka's ConnectAssignor): its config must be at least
+        as new as every member's, else every member is told CONFIG_MISMATCH."""
+        newest = max(s.config_offset for s in states.values())
+        if self.snapshot.offset < newest:
+            self.config_store.refresh()
+            self.snapshot = self.config_store.snapshot()
+        if self.snapshot.offset < newest:
+            return {m: Assignment(error=CONFIG_MISMATCH, config_offset=newest) for m in states}
+        snap = self.snapshot
+        configured = Load(snap.connectors(), [t for c in snap.connectors() for t in snap.tasks(c)])
+        if protocol == "default":
+            out = eager(configured, list(states))
+        else:
+            members = {m: Load(list(s.allocation.connectors), list(s.allocation.tasks))
+                       if s.allocation else Load() for m, s in states.items()}
+            out, self.assignor_state = incremental(
+                self.assignor_state, configured, members, int(time.time() * 1000),
+                self.config["scheduled.rebalance.max.delay.ms"], self.generation,
+                self.member.generation)
+        for a in out.values():
+            a.config_offset = snap.offset
+        return out
+
+    def _apply_assignment(self, a: Assignment) -> None:
+        running_c, running_t = set(self.worker.connector_names()), set(self.worker.task_ids())
+        stop_c = [c for c in a.revoked_connectors if c in running_c]
+        stop_t = [t for t in a.revoked_tasks if t in running_t]
+        if self.member.version == 0:
+            # Eager: everything was given up; what is assigned again keeps running.
+            stop_c = [c for c in stop_c if c not in a.connectors]
+            stop_t = [t for t in stop_t if t not in a.tasks]
+        if stop_c:
+            self.worker.stop_connectors(stop_c)
+        if stop_t:
+            self.worker.stop_tasks(stop_t)
+        running_c.difference_update(stop_c)
+        running_t.difference_update(stop_t)
+        for name in a.connectors:
+            if name not in running_c:
+                self._start_connector(name)
+        for id in a.tasks:
+            if id not in running_t:
+                self._start_task(id)
+
+    def _start_connector(self, name: str) -> None:
+        props = self.snapshot.connector_configs.get(name)
+        if props is None:
+            return
+        self.worker.start_connector(name, props, self.snapshot.target_state(name),
+                                    lambda: self._request_task_reconfiguration(name))
+        self._reconfigure_tasks(name)
+
+    def _start_task(self, id: ConnectorTaskId) -> None:
+        props = self.snapshot.connector_configs.get(id.connector)
+        task_props = self.snapshot.task_config(id)
+        if props is None or task_props is None:
+            return
+        self.worker.start_task(id, props, task_props, self.snapshot.target_state(id.connector))
+
+    def _reconfigure_tasks(self, name: str) -> None:
+        """The running connector's task configs, written only if they changed (Kafka's
+        reconfigureConnector)."""
+        props = self.snapshot.connector_configs.get(name)
+        if props is None or self.snapshot.target_state(name) is not TargetState.STARTED:
+            return
+        configs = self.worker.connector_task_configs(name, props)
+        current = [self.snapshot.task_config(t) for t in self.snapshot.tasks(name)]
+        if configs != current:
+            self.config_store.put_task_configs(name, configs)
+
+    def _request_task_reconfiguration(self, name: str) -> None:
+        with self._lock:
+            self._connector_updates.add(name)
+        self._wake.set()
+
+    def _apply_config_updates(self) -> None:
+        with self._lock:
+            connectors, self._connector_updates = self._connector_updates, set()
+            tasks, self._task_updates = self._task_updates, set()
+            targets, self._target_updates = self._target_updates, set()
+            restarts, self._restarts = self._restarts, []
+        if not (connectors or tasks or targets or restarts):
+            return
+        before, self.snapshot = self.snapshot, self.config_store.snapshot()
+        mine_c = set(self.worker.connector_names())
+        mine_t = set(self.worker.task_ids())
+        for name in sorted(connectors & mine_c):
+            self.worker.stop_connectors([name])
+            if name in self.snapshot.connector_configs:
+                self._start_connector(name)
+        for name in sorted(tasks):
+            if before.tasks(name) != self.snapshot.tasks(name):
+                with self._lock:
+                    self._needs_rebalance = True
+            ids = sorted(t for t in mine_t if t.connector == name)
+            if ids:
+                self.worker.stop_tasks(ids)
+                for id in ids:
+                    if id in self.snapshot.task_configs:
+                        self._start_task(id)
+        for name in sorted(targets & mine_c):
+            self.worker.set_target_state(name, self.snapshot.target_state(name))
+            if self.snapshot.target_state(name) is TargetState.STARTED:
+                self._reconfigure_tasks(name)
+        for request in restarts:
+            self._restart(request, mine_c, mine_t)
+
+    def _restart(self, r: RestartRequest, mine_c: set, mine_t: set) -> None:
+        """KIP-745 on the worker that runs them: the connector (unless only failed ones and it
+        is not FAILED), and with ``include_tasks`` its tasks (the same rule)."""
+        def wanted(id) -> bool:
+            status = self.status_store.get(id)
+            return not r.only_failed or (status is not None and status.state is State.FAILED)
+
+        if r.connector in mine_c and wanted(r.connector):
+            self.worker.stop_connectors([r.connector])
+            self._start_connector(r.connector)
+        if r.include_tasks:
+            ids = [t for t in sorted(mine_t) if t.connector == r.connector and wanted(t)]
+            if ids:
+                self.worker.stop_tasks(ids)
+                for id in ids:
+                    self._start_task(id)
+
+    # -- what the config store reads (its thread) --------------------------------------------
+    def on_connector_config_update(self, connector: str) -> None:
+        with self._lock:
+            if connector not in self.snapshot.connector_configs:
+                self._needs_rebalance = True
+            self._connector_updates.add(connector)
+        self._wake.set()
+
+    def on_connector_config_remove(self, connector: str) -> None:
+        with self._lock:
+            self._needs_rebalance = True
+            self._connector_updates.add(connector)
+        self._wake.set()
+
+    def on_task_config_update(self, tasks: list[ConnectorTaskId]) -> None:
+        with self._lock:
+            self._task_updates.update(t.connector for t in tasks)
+        self._wake.set()
+
+    def on_connector_target_state_change(self, connector: str) -> None:
+        with self._lock:
+            self._target_updates.add(connector)
+        self._wake.set()
+
+    def on_session_key_update(self, key) -> None:
+        """Requests between workers are not signed: the key is kept in the snapshot only."""
+
+    def on_restart_request(self, request: RestartRequest) -> None:
+        with self._lock:
+            self._restarts.append(request)
+        self._wake.set()
+
+    # -- requests (the event loop) ----------------------------------------------------------
+    def _is_leader(self) -> bool:
+        running = self.member.running if self.member else None
+        return bool(running and running.leader and running.leader == self.member.member_id)
+
+    def _check_leader(self) -> None:
+        if self.rebalancing:
+            raise Rebalancing(REBALANCING)
+        if not self._is_leader():
+            leader_url = self.member.running.leader_url if self.member else ""
+            raise NotLeader(NOT_LEADER, leader_url or None)
+
+    def _config_state(self) -> ClusterConfigState:
+        if self.rebalancing:
+            raise Rebalancing(REBALANCING)
+        return self.config_store.snapshot()
+
+    def _existing(self, name: str) -> ClusterConfigState:
+        snap = self._config_state()
+        if name not in snap.connector_configs:
+            raise not_found(name)
+        return snap
+
+    async def connectors(self) -> list[str]:
+        return self._config_state().connectors()
+
+    async def connector_config(self, name: str) -> dict[str, str]:
+        return dict(self._existing(name).connector_configs[name])
+
+    async def task_configs(self, name: str) -> list[dict]:
+        snap = self._existing(name)
+        return [{"id": {"connector": t.connector, "task": t.task},
+                 "config": snap.task_config(t)} for t in snap.tasks(name)]
+
+    async def connector_info(self, name: str) -> dict:
+        snap = self._existing(name)
+        props = snap.connector_configs[name]
+        return {"name": name, "config": dict(props),
+                "tasks": [{"connector": t.connector, "task": t.task} for t in snap.tasks(name)],
+                "type": "sink" if self.worker.is_sink(props) else "source"}
+
+    async def put_connector_config(self, name: str, config: dict[str, str],
+                                   allow_replace: bool) -> tuple[bool, dict]:
+        self._check_leader()
+        snap = self.config_store.snapshot()
+        exists = name in snap.connector_configs
+        if exists and not allow_replace:
+            raise AlreadyExists(f"Connector {name} already exists")
+        if not name:
+            raise BadRequest("Connector name must not be empty")
+        config = {**config, "name": name}
+        target = None if exists else TargetState.STARTED
+        await asyncio.to_thread(self.config_store.put_connector_config, name, config, target)
+        return not exists, {"name": name, "config": config, "tasks": [
+            {"connector": t.connector, "task": t.task} for t in snap.tasks(name)],
+            "type": "sink" if self.worker.is_sink(config) else "source"}
+
+    async def delete_connector(self, name: str) -> None:
+        self._check_leader()
+        self._existing(name)
+        await asyncio.to_thread(self.config_store.remove_connector_config, name)
+
+    async def _target(self, name: str, state: TargetState) -> None:
+        self._check_leader()
+        self._existing(name)
+        await asyncio.to_thread(self.config_store.put_target_state, name, state)
+
+    async def pause_connector(self, name: str) -> None:
+        await self._target(name, TargetState.PAUSED)
+
+    async def resume_connector(self, name: str) -> None:
+        await self._target(name, TargetState.STARTED)
+
+    async def stop_connector(self, name: str) -> None:
+        """KIP-875: STOPPED, and its task configs emptied (as Kafka writes zero tasks)."""
+        self._check_leader()
+        self._existing(name)
+        await asyncio.to_thread(self.config_store.put_target_state, name, TargetState.STOPPED)
+        await asyncio.to_thread(self.config_store.put_task_configs, name, [])
+
+    async def restart_connector(self, name: str, include_tasks: bool,
+                                only_failed: bool) -> dict | None:
+        """KIP-745: the request goes through the config topic to the workers running them;
+        the answer is the status with what will restart marked RESTARTING (None when only
+        the connector restarts, whatever its state)."""
+        self._check_leader()
+        snap = self._existing(name)
+        await asyncio.to_thread(self.config_store.put_restart_request,
+                                RestartRequest(name, include_tasks, only_failed))
+        if not include_tasks and not only_failed:
+            return None
+        status = self._status(name, snap)
+        for part in [status["connector"]] + (status["tasks"] if include_tasks else []):
+            if not only_failed or part["state"] == State.FAILED.value:
+                part["state"] = State.RESTARTING.value
+                part.pop("trace", None)
+        return status
+
+    async def connector_status(self, name: str) -> dict:
+        return self._status(name, self._existing(name))
+
+    async def task_status(self, name: str, task: int) -> dict:
+        id = ConnectorTaskId(name, task)
+        if id not in self._existing(name).tasks(name):
+            raise NotFound(f"No status found for task {id}")
+        return {"id": task, **self._entry(self.status_store.get(id))}
+
+    def _entry(self, status) -> dict:
+        if status is None:
+            return {"state": State.UNASSIGNED.value, "worker_id": self.config.worker_id}
+        out = {"state": status.state.value, "worker_id": status.worker_id}
+        if status.trace is not None:
+            out["trace"] = status.trace
+        return out
+
+    def _status(self, name: str, snap: ClusterConfigState) -> dict:
+        tasks = self.status_store.tasks(name)
+        return {"name": name, "connector": self._entry(self.status_store.get(name)),
+                "tasks": [{"id": t.task, **self._entry(tasks.get(t.task))}
+                          for t in snap.tasks(name)],
+                "type": "sink" if self.worker.is_sink(snap.connector_configs[name])
+                else "source"}
+
+    def worker_url(self) -> str:
+        return self.config.rest_url

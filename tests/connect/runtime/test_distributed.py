@@ -1,0 +1,171 @@
+"""The distributed herder: two herders on a real josefk broker (real internal topics, real group
+protocol) with a small test double of the Worker seam that records what it was asked to run.
+A connector created on the leader has its tasks generated and spread; a follower refuses
+writes with the leader's URL; a rebalance that moves nothing stops nothing; a worker stopped
+hard has its connector and tasks taken over once the scheduled delay is over."""
+import asyncio
+import threading
+import time
+import uuid
+
+import pytest
+
+from josefk.connect.runtime.distributed import DistributedHerder
+from josefk.connect.runtime.herder import NotLeader
+from josefk.connect.runtime.seams import ConnectorTaskId
+from josefk.connect.runtime.worker_config import WorkerConfig
+
+
+class RecordingWorker:
+    """The Worker seam: connectors and tasks are names in sets; task configs are
+    ``tasks.max`` copies of the connector's ``topic``."""
+
+    def __init__(self):
+        self.connectors, self.tasks = {}, {}
+        self.stopped_tasks: list[ConnectorTaskId] = []
+        self.lock = threading.Lock()
+        self.worker_id = ""
+
+    def start_connector(self, name, props, target, on_reconfigure):
+        with self.lock:
+            self.connectors[name] = props
+
+    def connector_task_configs(self, name, props):
+        return [{"task.class": "Recording", "topic": props["topic"]}
+                for _ in range(int(props["tasks.max"]))]
+
+    def set_target_state(self, name, target):
+        pass
+
+    def stop_connectors(self, names):
+        with self.lock:
+            for n in names:
+                self.connectors.pop(n, None)
+
+    def start_task(self, id, connector_props, task_props, target):
+        with self.lock:
+            self.tasks[id] = task_props
+        return True
+
+    def stop_tasks(self, ids):
+        with self.lock:
+            for id in ids:
+                self.tasks.pop(id, None)
+                self.stopped_tasks.append(id)
+
+    def connector_names(self):
+        with self.lock:
+            return list(self.connectors)
+
+    def task_ids(self):
+        with self.lock:
+            return list(self.tasks)
+
+    def is_sink(self, props):
+        return props.get("connector.class", "").endswith("SinkConnector")
+
+    def stop(self):
+        with self.lock:
+            self.connectors.clear()
+            self.tasks.clear()
+
+
+def config(bootstrap, prefix, port):
+    c = WorkerConfig({"bootstrap.servers": bootstrap, "group.id": prefix,
+                      "config.storage.topic": f"{prefix}-configs",
+                      "offset.storage.topic": f"{prefix}-offsets",
+                      "status.storage.topic": f"{prefix}-status",
+                      "config.storage.replication.factor": "1",
+                      "offset.storage.replication.factor": "1",
+                      "status.storage.replication.factor": "1",
+                      "offset.storage.partitions": "2", "status.storage.partitions": "2",
+                      "session.timeout.ms": "6000", "heartbeat.interval.ms": "300",
+                      "rebalance.timeout.ms": "10000",
+                      "scheduled.rebalance.max.delay.ms": "1000"}, distributed=True)
+    c.advertise([f"http://127.0.0.1:{port}"])
+    return c
+
+
+async def until(check, seconds=40.0):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        await asyncio.sleep(0.1)
+    return False
+
+
+def stable(*herders):
+    return all(not h.rebalancing and h.member is not None and h.member.running.leader
+               for h in herders)
+
+
+def hard_stop(h: DistributedHerder):
+    """The worker dies: no LeaveGroup, no more heartbeats; the group notices at the session
+    timeout."""
+    h._stopping.set()
+    h._wake.set()
+    h._thread.join(30)
+    h.member.closed.set()
+    h.member.heartbeats.join(5)
+    h.member.conn.close()
+    h.member.cc.close()
+    for store in (h.config_store, h.status_store, h.offset_store):
+        store.stop()
+
+
+@pytest.fixture
+def prefix():
+    return f"dist-{uuid.uuid4().hex[:8]}"
+
+
+def test_two_workers_share_a_connector_and_take_over_from_a_dead_one(josefk_broker, prefix):
+    async def scenario():
+        workers = [RecordingWorker(), RecordingWorker()]
+        herders = [DistributedHerder(config(josefk_broker.bootstrap_servers, prefix, 9000 + i),
+                                     w, None) for i, w in enumerate(workers)]
+        for h in herders:
+            await h.start()
+        dead = None
+        try:
+            assert await until(lambda: stable(*herders))
+            leader = next(h for h in herders if h._is_leader())
+            follower = next(h for h in herders if h is not leader)
+            props = {"connector.class": "FileStreamSourceConnector", "tasks.max": "4",
+                     "topic": "lines"}
+            with pytest.raises(NotLeader) as e:
+                await follower.put_connector_config("src", props, False)
+            assert e.value.leader_url == leader.config.rest_url
+            created, info = await leader.put_connector_config("src", props, False)
+            assert created and info["type"] == "source"
+
+            def spread():
+                tasks = [t for w in workers for t in w.task_ids()]
+                return (sorted(tasks) == [ConnectorTaskId("src", i) for i in range(4)]
+                        and all(len(w.task_ids()) == 2 for w in workers)
+                        and stable(*herders))
+
+            assert await until(spread)
+            assert sum(len(w.connector_names()) for w in workers) == 1
+            assert (await leader.task_configs("src"))[3] == {
+                "id": {"connector": "src", "task": 3},
+                "config": {"task.class": "Recording", "topic": "lines"}}
+
+            # A second connector: a rebalance that moves no running task stops none.
+            stopped_before = [list(w.stopped_tasks) for w in workers]
+            await leader.put_connector_config("other", {**props, "tasks.max": "2"}, False)
+            assert await until(lambda: sum(len(w.task_ids()) for w in workers) == 6
+                               and stable(*herders))
+            assert [w.stopped_tasks for w in workers] == stopped_before
+
+            dead = herders[1]
+            await asyncio.to_thread(hard_stop, dead)
+            assert await until(lambda: len(workers[0].task_ids()) == 6
+                               and sorted(workers[0].connector_names()) == ["other", "src"],
+                               seconds=60)
+        finally:
+            for h in herders:
+                if h is not dead:
+                    await h.stop()
+
+    asyncio.run(scenario())
