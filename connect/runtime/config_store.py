@@ -207,15 +207,16 @@ class ConfigState:
                       len(deferred))
             s.inconsistent.add(name)
             return
-        for id in [t for t in s.task_configs if t.connector == name]:
+        removed = [t for t in s.task_configs if t.connector == name]
+        for id in removed:
             del s.task_configs[id]
         ids = [ConnectorTaskId(name, i) for i in range(count)]
         for id in ids:
             s.task_configs[id] = deferred[id.task]
         s.task_counts[name] = count
         s.inconsistent.discard(name)
-        if self.listener:
-            self.listener.on_task_config_update(ids)
+        if self.listener:  # the tasks gone count as updated (a commit of zero tasks too)
+            self.listener.on_task_config_update(sorted(set(removed) | set(ids)))
 
 
 def _properties(data: dict) -> dict[str, str]:

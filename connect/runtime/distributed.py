@@ -32,9 +32,18 @@ from josefk.wire.apis.connect_protocol import CONFIG_MISMATCH
 
 log = logging.getLogger("josefk.connect.distributed")
 
-REBALANCING = ("Cannot complete request because a rebalance is in progress")
-NOT_LEADER = "Cannot complete request because of a conflicting operation (e.g. worker rebalance)"
+REBALANCING = ("Cannot complete request momentarily due to stale configuration (typically "
+               "caused by a concurrent config change)")
+NOT_LEADER = "Only the leader can make this request; it is forwarded to the leader"
 TICK_S = 0.2
+# What Kafka answers when the connector does not say it manages its offsets itself
+# (alterOffsets returning false, the default).
+MANAGED_ALTERED = ("The Connect framework-managed offsets for this connector have been altered "
+                   "successfully. However, if this connector manages offsets externally, they "
+                   "will need to be manually altered in the system that the connector uses.")
+MANAGED_RESET = ("The Connect framework-managed offsets for this connector have been reset "
+                 "successfully. However, if this connector manages offsets externally, they "
+                 "will need to be manually reset in the system that the connector uses.")
 
 
 def not_found(name: str) -> NotFound:
@@ -63,6 +72,8 @@ class DistributedHerder:
         self._target_updates: set[str] = set()
         self._restarts: list[RestartRequest] = []
         self._thread: threading.Thread | None = None
+        self._owners: dict = {}  # the leader's: connector or task -> its worker's URL
+        self._admin_client = None
 
     # -- life -------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -153,8 +164,17 @@ class DistributedHerder:
                 self.assignor_state, configured, members, int(time.time() * 1000),
                 self.config["scheduled.rebalance.max.delay.ms"], self.generation,
                 self.member.generation)
-        for a in out.values():
+        owners = {}
+        for m, a in out.items():
             a.config_offset = snap.offset
+            before = states[m].allocation or Assignment()
+            if protocol == "default":
+                before = Assignment()
+            for item in ([c for c in before.connectors if c not in a.revoked_connectors]
+                         + [t for t in before.tasks if t not in a.revoked_tasks]
+                         + a.connectors + a.tasks):
+                owners[item] = states[m].url
+        self._owners = owners
         return out
 
     def _apply_assignment(self, a: Assignment) -> None:
@@ -291,19 +311,24 @@ class DistributedHerder:
         self._wake.set()
 
     # -- requests (the event loop) ----------------------------------------------------------
+    def rebalance_due(self) -> bool:
+        """A rebalance is in progress or asked for (Kafka's checkRebalanceNeeded)."""
+        return (self.rebalancing or self._needs_rebalance
+                or (self.member is not None and self.member.needs_join()))
+
     def _is_leader(self) -> bool:
         running = self.member.running if self.member else None
         return bool(running and running.leader and running.leader == self.member.member_id)
 
     def _check_leader(self) -> None:
-        if self.rebalancing:
+        if self.rebalance_due():
             raise Rebalancing(REBALANCING)
         if not self._is_leader():
             leader_url = self.member.running.leader_url if self.member else ""
             raise NotLeader(NOT_LEADER, leader_url or None)
 
     def _config_state(self) -> ClusterConfigState:
-        if self.rebalancing:
+        if self.rebalance_due():
             raise Rebalancing(REBALANCING)
         return self.config_store.snapshot()
 
@@ -412,6 +437,114 @@ class DistributedHerder:
                           for t in snap.tasks(name)],
                 "type": "sink" if self.worker.is_sink(snap.connector_configs[name])
                 else "source"}
+
+    async def restart_task(self, name: str, task: int) -> None:
+        """Restarted where it runs: here, or the request goes to its worker (the leader knows
+        it) or to the leader, as Kafka's NotAssigned / NotLeader."""
+        if self.rebalance_due():
+            raise Rebalancing(REBALANCING)
+        id = ConnectorTaskId(name, task)
+        snap = self._existing(name)
+        if snap.task_config(id) is None:
+            raise NotFound(f"Unknown task: {id}")
+        if id in self.worker.task_ids():
+            def restart():
+                self.worker.stop_tasks([id])
+                self._start_task(id)
+            await asyncio.to_thread(restart)
+            return
+        if self._is_leader():
+            raise NotLeader("Cannot restart task since it is not assigned to this member",
+                            self._owners.get(id))
+        raise NotLeader("Cannot restart task since it is not assigned to this member",
+                        self.member.running.leader_url or None)
+
+    # KIP-875: offsets of a source connector in the offsets topic, of a sink connector in its
+    # consumer group.
+    def _sink_group(self, props: dict[str, str]) -> str:
+        return props.get("consumer.override.group.id") or f"connect-{props['name']}"
+
+    def _admin(self):
+        """One admin client, kept: a dropped one takes its pending requests with it."""
+        if self._admin_client is None:
+            from confluent_kafka.admin import AdminClient
+            self._admin_client = AdminClient(self.config.client_settings("admin"))
+        return self._admin_client
+
+    async def connector_offsets(self, name: str) -> dict:
+        props = self._existing(name).connector_configs[name]
+        if not self.worker.is_sink(props):
+            pairs = await asyncio.to_thread(self.offset_store.all, name)
+            return {"offsets": [{"partition": p, "offset": o} for p, o in pairs]}
+        return {"offsets": await asyncio.to_thread(self._sink_offsets, props)}
+
+    def _sink_offsets(self, props) -> list[dict]:
+        from confluent_kafka import ConsumerGroupTopicPartitions
+        group = self._sink_group(props)
+        futures = self._admin().list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])
+        result = futures[group].result(30)
+        return [{"partition": {"kafka_topic": tp.topic, "kafka_partition": tp.partition},
+                 "offset": {"kafka_offset": tp.offset}}
+                for tp in result.topic_partitions if tp.offset >= 0]
+
+    def _stopped(self, name: str) -> dict[str, str]:
+        self._check_leader()
+        snap = self._existing(name)
+        if snap.target_state(name) is not TargetState.STOPPED or snap.tasks(name):
+            raise BadRequest(
+                "Connectors must be in the STOPPED state before their offsets can be modified. "
+                "This can be done for the specified connector by issuing a 'PUT' request to "
+                f"the '/connectors/{name}/stop' endpoint")
+        return snap.connector_configs[name]
+
+    async def alter_connector_offsets(self, name: str, offsets: list[dict]) -> str:
+        props = self._stopped(name)
+        if self.worker.is_sink(props):
+            await asyncio.to_thread(self._alter_sink, props, offsets)
+        else:
+            await asyncio.to_thread(self.offset_store.put, name,
+                                    [(o["partition"], o.get("offset")) for o in offsets])
+        return MANAGED_ALTERED
+
+    def _alter_sink(self, props, offsets: list[dict]) -> None:
+        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+        group, admin = self._sink_group(props), self._admin()
+        moved, removed = [], []
+        for o in offsets:
+            p = o["partition"]
+            try:
+                tp = TopicPartition(str(p["kafka_topic"]), int(p["kafka_partition"]))
+                offset = o.get("offset")
+                if offset is not None:
+                    tp.offset = int(offset["kafka_offset"])
+            except (KeyError, TypeError, ValueError):
+                raise BadRequest("Kafka partitions must be given as {\"kafka_topic\": ..., "
+                                 "\"kafka_partition\": ...} and offsets as "
+                                 "{\"kafka_offset\": ...}") from None
+            (moved if offset is not None else removed).append(tp)
+        if moved:
+            admin.alter_consumer_group_offsets(
+                [ConsumerGroupTopicPartitions(group, moved)])[group].result(30)
+        if removed:
+            admin.delete_consumer_group_offsets(
+                [ConsumerGroupTopicPartitions(group, removed)])[group].result(30)
+
+    def _reset_sink(self, group: str) -> None:
+        from confluent_kafka import KafkaError, KafkaException
+        try:
+            self._admin().delete_consumer_groups([group])[group].result(30)
+        except KafkaException as e:
+            if e.args[0].code() != KafkaError.GROUP_ID_NOT_FOUND:  # nothing committed yet
+                raise
+
+    async def reset_connector_offsets(self, name: str) -> str:
+        props = self._stopped(name)
+        if self.worker.is_sink(props):
+            await asyncio.to_thread(self._reset_sink, self._sink_group(props))
+        else:
+            pairs = await asyncio.to_thread(self.offset_store.all, name)
+            await asyncio.to_thread(self.offset_store.put, name, [(p, None) for p, _ in pairs])
+        return MANAGED_RESET
 
     def worker_url(self) -> str:
         return self.config.rest_url

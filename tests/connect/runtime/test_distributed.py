@@ -11,7 +11,7 @@ import uuid
 import pytest
 
 from josefk.connect.runtime.distributed import DistributedHerder
-from josefk.connect.runtime.herder import NotLeader
+from josefk.connect.runtime.herder import BadRequest, NotLeader
 from josefk.connect.runtime.seams import ConnectorTaskId
 from josefk.connect.runtime.worker_config import WorkerConfig
 
@@ -96,8 +96,7 @@ async def until(check, seconds=40.0):
 
 
 def stable(*herders):
-    return all(not h.rebalancing and h.member is not None and h.member.running.leader
-               for h in herders)
+    return all(not h.rebalance_due() and h.member.running.leader for h in herders)
 
 
 def hard_stop(h: DistributedHerder):
@@ -167,5 +166,57 @@ def test_two_workers_share_a_connector_and_take_over_from_a_dead_one(josefk_brok
             for h in herders:
                 if h is not dead:
                     await h.stop()
+
+    asyncio.run(scenario())
+
+
+def test_offsets_are_altered_and_reset_only_when_stopped(josefk_broker, prefix):
+    async def scenario():
+        worker = RecordingWorker()
+        h = DistributedHerder(config(josefk_broker.bootstrap_servers, prefix, 9100), worker, None)
+        await h.start()
+        try:
+            assert await until(lambda: stable(h))
+            source = {"connector.class": "FileStreamSourceConnector", "tasks.max": "1",
+                      "topic": "t"}
+            sink = {"connector.class": "FileStreamSinkConnector", "tasks.max": "1",
+                    "topic": "t"}
+            await h.put_connector_config("src", source, False)
+            assert await until(lambda: stable(h))
+            await h.put_connector_config("snk", sink, False)
+            assert await until(lambda: len(worker.task_ids()) == 2 and stable(h))
+            await h.restart_task("src", 0)
+            assert worker.stopped_tasks == [ConnectorTaskId("src", 0)]
+            assert ConnectorTaskId("src", 0) in worker.task_ids()
+
+            partition = {"filename": "/data/in.txt"}
+            with pytest.raises(BadRequest) as e:
+                await h.alter_connector_offsets("src", [{"partition": partition,
+                                                         "offset": {"position": 7}}])
+            assert e.value.message.startswith(
+                "Connectors must be in the STOPPED state before their offsets can be modified.")
+            for name in ("src", "snk"):  # each empties its tasks: a rebalance follows
+                await h.stop_connector(name)
+                assert await until(lambda: stable(h))
+            assert worker.task_ids() == []
+
+            message = await h.alter_connector_offsets(
+                "src", [{"partition": partition, "offset": {"position": 7}}])
+            assert "offsets for this connector have been altered successfully" in message
+            assert await h.connector_offsets("src") == {
+                "offsets": [{"partition": partition, "offset": {"position": 7}}]}
+            await h.reset_connector_offsets("src")
+            assert await h.connector_offsets("src") == {"offsets": []}
+
+            josefk_broker.create_topic(f"{prefix}-in", partitions=1)
+            kafka_partition = {"kafka_topic": f"{prefix}-in", "kafka_partition": 0}
+            await h.alter_connector_offsets(
+                "snk", [{"partition": kafka_partition, "offset": {"kafka_offset": 12}}])
+            assert await h.connector_offsets("snk") == {
+                "offsets": [{"partition": kafka_partition, "offset": {"kafka_offset": 12}}]}
+            await h.reset_connector_offsets("snk")
+            assert await h.connector_offsets("snk") == {"offsets": []}
+        finally:
+            await h.stop()
 
     asyncio.run(scenario())
