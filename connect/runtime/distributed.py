@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
 import time
 
 from josefk.connect.runtime.assignor import Assignment, AssignorState, Load, eager, incremental
 from josefk.connect.runtime.config_store import (ClusterConfigState, KafkaConfigStore,
-                                                 RestartRequest)
+                                                 RestartRequest, SessionKey)
 from josefk.connect.runtime.group import WorkerGroupMember, WorkerState
 from josefk.connect.runtime.herder import (AlreadyExists, BadRequest, NotFound, NotLeader,
                                            Rebalancing)
@@ -36,6 +37,7 @@ REBALANCING = ("Cannot complete request momentarily due to stale configuration (
                "caused by a concurrent config change)")
 NOT_LEADER = "Only the leader can make this request; it is forwarded to the leader"
 TICK_S = 0.2
+SESSION_KEY_BYTES = 32  # Java's KeyGenerator for HmacSHA256: 256 bits
 # What Kafka answers when the connector does not say it manages its offsets itself
 # (alterOffsets returning false, the default).
 MANAGED_ALTERED = ("The Connect framework-managed offsets for this connector have been altered "
@@ -122,6 +124,7 @@ class DistributedHerder:
             self._rebalance()
             return
         self._apply_config_updates()
+        self._rotate_session_key()
         self._wake.wait(TICK_S)
         self._wake.clear()
 
@@ -142,6 +145,20 @@ class DistributedHerder:
         self.generation = self.member.generation
         self._apply_assignment(assignment)
         self.rebalancing = self.member.needs_join()
+
+    def _rotate_session_key(self) -> None:
+        """The leader of a ``sessioned`` group keeps a session key in the config topic, a new
+        one every ``inter.worker.key.ttl.ms`` (KIP-507)."""
+        if self.member.protocol != "sessioned" or not self._is_leader():
+            return
+        key, now = self.snapshot.session_key, int(time.time() * 1000)
+        ttl = self.config["inter.worker.key.ttl.ms"]
+        if key is not None and now < key.creation_timestamp + ttl:
+            return
+        self.config_store.put_session_key(SessionKey(
+            os.urandom(SESSION_KEY_BYTES),
+            self.config["inter.worker.key.generation.algorithm"], now))
+        self.snapshot = self.config_store.snapshot()
 
     def _assign(self, protocol: str, leader: str,
                 states: dict[str, WorkerState]) -> dict[str, Assignment]:

@@ -70,8 +70,8 @@ class RecordingWorker:
             self.tasks.clear()
 
 
-def config(bootstrap, prefix, port):
-    c = WorkerConfig({"bootstrap.servers": bootstrap, "group.id": prefix,
+def config(bootstrap, prefix, port, protocol="sessioned"):
+    c = WorkerConfig({"connect.protocol": protocol, "bootstrap.servers": bootstrap, "group.id": prefix,
                       "config.storage.topic": f"{prefix}-configs",
                       "offset.storage.topic": f"{prefix}-offsets",
                       "status.storage.topic": f"{prefix}-status",
@@ -118,11 +118,14 @@ def prefix():
     return f"dist-{uuid.uuid4().hex[:8]}"
 
 
-def test_two_workers_share_a_connector_and_take_over_from_a_dead_one(josefk_broker, prefix):
+@pytest.mark.parametrize("protocol", ["sessioned", "eager"])
+def test_two_workers_share_a_connector_and_take_over_from_a_dead_one(josefk_broker, prefix,
+                                                                    protocol):
     async def scenario():
         workers = [RecordingWorker(), RecordingWorker()]
-        herders = [DistributedHerder(config(josefk_broker.bootstrap_servers, prefix, 9000 + i),
-                                     w, None) for i, w in enumerate(workers)]
+        herders = [DistributedHerder(config(josefk_broker.bootstrap_servers, prefix, 9000 + i,
+                                            protocol), w, None)
+                   for i, w in enumerate(workers)]
         for h in herders:
             await h.start()
         dead = None
@@ -150,12 +153,18 @@ def test_two_workers_share_a_connector_and_take_over_from_a_dead_one(josefk_brok
                 "id": {"connector": "src", "task": 3},
                 "config": {"task.class": "Recording", "topic": "lines"}}
 
-            # A second connector: a rebalance that moves no running task stops none.
+            assert leader.member.protocol == {"eager": "default"}.get(protocol, protocol)
+            if protocol == "sessioned":
+                assert leader.config_store.snapshot().session_key is not None
+
+            # A second connector: with the cooperative protocol, a rebalance that moves no
+            # running task stops none.
             stopped_before = [list(w.stopped_tasks) for w in workers]
             await leader.put_connector_config("other", {**props, "tasks.max": "2"}, False)
             assert await until(lambda: sum(len(w.task_ids()) for w in workers) == 6
                                and stable(*herders))
-            assert [w.stopped_tasks for w in workers] == stopped_before
+            if protocol == "sessioned":
+                assert [w.stopped_tasks for w in workers] == stopped_before
 
             dead = herders[1]
             await asyncio.to_thread(hard_stop, dead)
