@@ -22,12 +22,16 @@ def offset_value(offset: dict | None) -> bytes | None:
     return None if offset is None else to_json(offset)
 
 
-def parse_offset_key(key: bytes) -> tuple[str, dict]:
-    """(connector, source partition) of an offsets topic key; ValueError when it is not one."""
-    data = json.loads(key)
+def parse_offset_key(key: bytes) -> tuple[str, dict] | None:
+    """(connector, source partition) of an offsets topic key, None if it is not Connect's
+    layout."""
+    try:
+        data = json.loads(key)
+    except (ValueError, UnicodeDecodeError):
+        return None
     if (not isinstance(data, list) or len(data) != 2 or not isinstance(data[0], str)
             or not isinstance(data[1], dict)):
-        raise ValueError("not a [connector, partition] pair")
+        return None
     return data[0], data[1]
 
 
@@ -44,12 +48,15 @@ class OffsetState:
         self.offsets: dict[str, dict[str, tuple[dict, dict]]] = {}
 
     def apply(self, key: bytes | None, value: bytes | None) -> None:
+        parsed = parse_offset_key(key or b"")
         try:
-            connector, partition = parse_offset_key(key or b"")
             offset = None if value is None else json.loads(value)
-        except ValueError as e:
-            log.warning("Ignoring offset record with key %r: %s", key, e)
+        except ValueError:
+            parsed = None
+        if parsed is None:
+            log.warning("Ignoring offset record with key %r: not Connect's layout", key)
             return
+        connector, partition = parsed
         mine = self.offsets.setdefault(connector, {})
         if offset is None:
             mine.pop(_identity(partition), None)
