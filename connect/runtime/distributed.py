@@ -206,6 +206,9 @@ class DistributedHerder:
             self.worker.stop_connectors(stop_c)
         if stop_t:
             self.worker.stop_tasks(stop_t)
+        for name in stop_c:
+            if name not in self.snapshot.connector_configs:
+                self._deleted(name, set())
         running_c.difference_update(stop_c)
         running_t.difference_update(stop_t)
         for name in a.connectors:
@@ -261,6 +264,8 @@ class DistributedHerder:
             self.worker.stop_connectors([name])
             if name in self.snapshot.connector_configs:
                 self._start_connector(name)
+            else:
+                self._deleted(name, mine_t)
         for name in sorted(tasks):
             if before.tasks(name) != self.snapshot.tasks(name):
                 with self._lock:
@@ -277,6 +282,17 @@ class DistributedHerder:
                 self._reconfigure_tasks(name)
         for request in restarts:
             self._restart(request, mine_c, mine_t)
+
+    def _deleted(self, name: str, mine_t: set) -> None:
+        """The deleted connector's worker stops its tasks here too (it may not wait for the
+        rebalance), and removes its statuses and used topics (Kafka's onDeletion)."""
+        tasks = sorted(t for t in mine_t if t.connector == name)
+        if tasks:
+            self.worker.stop_tasks(tasks)
+        for task in self.status_store.tasks(name):
+            self.status_store.delete(ConnectorTaskId(name, task))
+        self.status_store.delete(name)
+        self.status_store.delete_topics(name)
 
     def _restart(self, r: RestartRequest, mine_c: set, mine_t: set) -> None:
         """KIP-745 on the worker that runs them: the connector (unless only failed ones and it

@@ -12,7 +12,7 @@ import pytest
 
 from josefk.connect.runtime.distributed import DistributedHerder
 from josefk.connect.runtime.herder import BadRequest, NotLeader
-from josefk.connect.runtime.seams import ConnectorTaskId
+from josefk.connect.runtime.seams import ConnectorTaskId, State, Status
 from josefk.connect.runtime.worker_config import WorkerConfig
 
 
@@ -225,6 +225,14 @@ def test_offsets_are_altered_and_reset_only_when_stopped(josefk_broker, prefix):
                 "offsets": [{"partition": kafka_partition, "offset": {"kafka_offset": 12}}]}
             await h.reset_connector_offsets("snk")
             assert await h.connector_offsets("snk") == {"offsets": []}
+
+            # Deleted: its worker removes its statuses.
+            await h.resume_connector("src")
+            assert await until(lambda: stable(h) and "src" in worker.connector_names())
+            h.status_store.put("src", Status(State.RUNNING, None, h.config.worker_id, 1))
+            await h.delete_connector("src")
+            assert await until(lambda: stable(h) and h.status_store.get("src") is None)
+            assert await h.connectors() == ["snk"] and "src" not in worker.connector_names()
         finally:
             await h.stop()
 
