@@ -232,19 +232,25 @@ class GroupMember:
             finally:
                 self.lock.release()
 
-    def close(self):
-        """Leave the group (so the others get this member's partitions at once, not after the
-        session timeout) and close the connection."""
-        self.closed.set()
+    def leave(self, reason: str) -> None:
+        """LeaveGroup (the others get this member's partitions at once, not after the session
+        timeout); the member joins again as a new one."""
         with self.lock:
-            try:
-                if self.member_id and self.conn is not None:
-                    R = LEAVE_GROUP.Request
-                    self.conn.request(LEAVE_GROUP, group_id=self.group, member_id=self.member_id,
-                                      members=[R.MemberIdentity(
-                                          member_id=self.member_id,
-                                          reason="the consumer is being closed")])
-            finally:
+            if self.member_id and self.conn is not None:
+                R = LEAVE_GROUP.Request
+                self.conn.request(LEAVE_GROUP, group_id=self.group, member_id=self.member_id,
+                                  members=[R.MemberIdentity(member_id=self.member_id,
+                                                            reason=reason)])
+            self._reset()
+            self.rejoin.set()
+
+    def close(self):
+        """Leave the group and close the connection."""
+        self.closed.set()
+        try:
+            self.leave("the consumer is being closed")
+        finally:
+            with self.lock:
                 if self.conn is not None:
                     self.conn.close()
         self.heartbeats.join(timeout=1)

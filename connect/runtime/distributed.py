@@ -137,7 +137,11 @@ class DistributedHerder:
         assignment = self.member.join()
         if assignment.error == CONFIG_MISMATCH or assignment.config_offset > self.snapshot.offset:
             # The leader has configs we have not read (or not ourselves): catch up, join again.
-            self.config_store.refresh(self.config["worker.sync.timeout.ms"] / 1000)
+            try:
+                self.config_store.refresh(self.config["worker.sync.timeout.ms"] / 1000)
+            except TimeoutError:
+                self._out_of_sync()
+                return
             self.snapshot = self.config_store.snapshot()
             if assignment.error:
                 self.member.rejoin.set()
@@ -145,6 +149,18 @@ class DistributedHerder:
         self.generation = self.member.generation
         self._apply_assignment(assignment)
         self.rebalancing = self.member.needs_join()
+
+    def _out_of_sync(self) -> None:
+        """Kafka's: a worker that cannot read the config topic to the leader's offset within
+        ``worker.sync.timeout.ms`` gives up its work, leaves the group, and comes back after
+        ``worker.unsync.backoff.ms``."""
+        log.info("Didn't reach end of config log quickly enough; leaving the group for %d ms",
+                 self.config["worker.unsync.backoff.ms"])
+        running = self.member.running
+        self._apply_assignment(Assignment(revoked_connectors=list(running.connectors),
+                                          revoked_tasks=list(running.tasks)))
+        self.member.leave("the worker is out of sync with the config topic")
+        self._stopping.wait(self.config["worker.unsync.backoff.ms"] / 1000)
 
     def _rotate_session_key(self) -> None:
         """The leader of a ``sessioned`` group keeps a session key in the config topic, a new

@@ -105,7 +105,7 @@ class WorkerGroupMember(GroupMember):
         self.protocol_name = SUB_PROTOCOLS[config["connect.protocol"]][0]
         self.assign = assign
         self.state = WorkerState(config.rest_url, -1, None)
-        self._lost = False
+        self._given_up: Assignment | None = None  # what a lost membership gave up
         self._rejoin_at: float | None = None  # when the leader's scheduled delay is over
         security = {k: v for k, v in config.props.items()
                     if k == "security.protocol" or k.startswith(("ssl.", "sasl."))}
@@ -129,10 +129,12 @@ class WorkerGroupMember(GroupMember):
                 for name, version in (SUB_PROTOCOLS[p] for p in offered)]
 
     def _reset(self):
-        """The member is out of the group (its id unknown): as Kafka's, it gives up what it
-        ran; the next assignment revokes it all."""
+        """The member is out of the group (its id unknown, or it left): as Kafka's, it gives
+        up what it ran; it joins with no allocation, and the next assignment revokes it all."""
         super()._reset()
-        self._lost = True
+        if self.state.allocation is not None:
+            self._given_up = self.state.allocation
+            self.state.allocation = None
 
     def _decode(self, assignment: bytes) -> Assignment:
         """This round's assignment, its ``revoked`` also holding what a lost membership gave
@@ -140,11 +142,14 @@ class WorkerGroupMember(GroupMember):
         reports as its allocation)."""
         new = decode_assignment(assignment)
         before = self.state.allocation or Assignment()
-        if self.version == 0 or self._lost:
-            new.revoked_connectors = _union(before.connectors, new.revoked_connectors)
-            new.revoked_tasks = _union(before.tasks, new.revoked_tasks)
+        gone = [self._given_up or Assignment()]
+        if self.version == 0:  # eager: everything is given up before each round
+            gone.append(before)
             before = Assignment()
-        self._lost = False
+        self._given_up = None
+        for g in gone:
+            new.revoked_connectors = _union(g.connectors, new.revoked_connectors)
+            new.revoked_tasks = _union(g.tasks, new.revoked_tasks)
         running = Assignment(
             [c for c in before.connectors if c not in new.revoked_connectors] + new.connectors,
             [t for t in before.tasks if t not in new.revoked_tasks] + new.tasks,

@@ -48,8 +48,9 @@ class Leader:
         assert protocol == "sessioned"
         members = {m: Load(list(s.allocation.connectors), list(s.allocation.tasks))
                    if s.allocation else Load() for m, s in states.items()}
-        out, self.state = incremental(self.state, self.config, members, 0, 0,
-                                      self.generation, self.generation + 1)
+        out, self.state = incremental(self.state, self.config, members,
+                                      int(time.time() * 1000), 0, self.generation,
+                                      self.generation + 1)
         self.generation += 1
         return out
 
@@ -137,5 +138,23 @@ def test_a_member_finds_its_coordinator_again_after_a_dropped_connection(josefk_
         a.rejoin.set()
         again = a.join()
         assert again.error == 0 and a.running.tasks == [T("c", 0)]
+    finally:
+        a.close()
+
+
+def test_a_member_that_leaves_joins_again_as_a_new_one_giving_up_its_work(josefk_broker, group):
+    leader = Leader(Load(["c"], [T("c", 0)]))
+    a = WorkerGroupMember(worker(josefk_broker.bootstrap_servers, group, 8004), leader)
+    try:
+        join_all([a])
+        first_id = a.member_id
+        a.leave("out of sync")
+        assert a.member_id == "" and a.needs_join()
+        again = a.join()
+        assert a.member_id != first_id
+        assert again.revoked_tasks == [T("c", 0)]  # what it ran counts as given up
+        # The leader held the task for its lost member (no delay configured): the next
+        # round, which the revocation asks for, assigns it anew.
+        assert settle([a], lambda: a.running.tasks == [T("c", 0)])
     finally:
         a.close()
