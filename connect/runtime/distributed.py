@@ -116,6 +116,9 @@ class DistributedHerder:
                 self._stopping.wait(1.0)
 
     def _tick(self) -> None:
+        # Updates first, against what runs now (a connector the coming rebalance assigns
+        # is started by it, not bounced after it), as Kafka's tick.
+        self._apply_config_updates()
         with self._lock:
             if self._needs_rebalance:
                 self._needs_rebalance = False
@@ -123,7 +126,6 @@ class DistributedHerder:
         if self.member.needs_join():
             self._rebalance()
             return
-        self._apply_config_updates()
         self._rotate_session_key()
         self._wake.wait(TICK_S)
         self._wake.clear()

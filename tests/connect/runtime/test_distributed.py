@@ -23,12 +23,14 @@ class RecordingWorker:
     def __init__(self):
         self.connectors, self.tasks = {}, {}
         self.stopped_tasks: list[ConnectorTaskId] = []
+        self.started_connectors: list[str] = []
         self.lock = threading.Lock()
         self.worker_id = ""
 
     def start_connector(self, name, props, target, on_reconfigure):
         with self.lock:
             self.connectors[name] = props
+            self.started_connectors.append(name)
 
     def connector_task_configs(self, name, props):
         return [{"task.class": "Recording", "topic": props["topic"]}
@@ -149,6 +151,7 @@ def test_two_workers_share_a_connector_and_take_over_from_a_dead_one(josefk_brok
 
             assert await until(spread)
             assert sum(len(w.connector_names()) for w in workers) == 1
+            assert [c for w in workers for c in w.started_connectors] == ["src"]  # no bounce
             assert (await leader.task_configs("src"))[3] == {
                 "id": {"connector": "src", "task": 3},
                 "config": {"task.class": "Recording", "topic": "lines"}}
