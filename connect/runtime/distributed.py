@@ -72,6 +72,7 @@ class DistributedHerder:
         self._connector_updates: set[str] = set()
         self._task_updates: set[str] = set()
         self._target_updates: set[str] = set()
+        self._reconfigurations: set[str] = set()
         self._restarts: list[RestartRequest] = []
         self._thread: threading.Thread | None = None
         self._owners: dict = {}  # the leader's: connector or task -> its worker's URL
@@ -263,8 +264,9 @@ class DistributedHerder:
             self.config_store.put_task_configs(name, configs)
 
     def _request_task_reconfiguration(self, name: str) -> None:
+        """The connector's context asking for its task configs to be taken again."""
         with self._lock:
-            self._connector_updates.add(name)
+            self._reconfigurations.add(name)
         self._wake.set()
 
     def _apply_config_updates(self) -> None:
@@ -273,9 +275,10 @@ class DistributedHerder:
             tasks, self._task_updates = self._task_updates, set()
             targets, self._target_updates = self._target_updates, set()
             restarts, self._restarts = self._restarts, []
-        if not (connectors or tasks or targets or restarts):
+            reconfigure, self._reconfigurations = self._reconfigurations, set()
+        if not (connectors or tasks or targets or restarts or reconfigure):
             return
-        before, self.snapshot = self.snapshot, self.config_store.snapshot()
+        self.snapshot = self.config_store.snapshot()
         mine_c = set(self.worker.connector_names())
         mine_t = set(self.worker.task_ids())
         for name in sorted(connectors & mine_c):
@@ -285,9 +288,6 @@ class DistributedHerder:
             else:
                 self._deleted(name, mine_t)
         for name in sorted(tasks):
-            if before.tasks(name) != self.snapshot.tasks(name):
-                with self._lock:
-                    self._needs_rebalance = True
             ids = sorted(t for t in mine_t if t.connector == name)
             if ids:
                 self.worker.stop_tasks(ids)
@@ -300,6 +300,8 @@ class DistributedHerder:
                 self._reconfigure_tasks(name)
         for request in restarts:
             self._restart(request, mine_c, mine_t)
+        for name in sorted((reconfigure - connectors) & mine_c):
+            self._reconfigure_tasks(name)
 
     def _deleted(self, name: str, mine_t: set) -> None:
         """The deleted connector's worker stops its tasks here too (it may not wait for the
@@ -344,7 +346,10 @@ class DistributedHerder:
         self._wake.set()
 
     def on_task_config_update(self, tasks: list[ConnectorTaskId]) -> None:
+        """Its tasks restart where they run, and a rebalance places the new set (as Kafka's:
+        cooperative, it stops nothing else)."""
         with self._lock:
+            self._needs_rebalance = True
             self._task_updates.update(t.connector for t in tasks)
         self._wake.set()
 

@@ -24,6 +24,8 @@ class RecordingWorker:
         self.connectors, self.tasks = {}, {}
         self.stopped_tasks: list[ConnectorTaskId] = []
         self.started_connectors: list[str] = []
+        self.on_reconfigure = {}
+        self.extra = {}  # added to every task config
         self.lock = threading.Lock()
         self.worker_id = ""
 
@@ -31,9 +33,10 @@ class RecordingWorker:
         with self.lock:
             self.connectors[name] = props
             self.started_connectors.append(name)
+            self.on_reconfigure[name] = on_reconfigure
 
     def connector_task_configs(self, name, props):
-        return [{"task.class": "Recording", "topic": props["topic"]}
+        return [{"task.class": "Recording", "topic": props["topic"], **self.extra}
                 for _ in range(int(props["tasks.max"]))]
 
     def set_target_state(self, name, target):
@@ -200,6 +203,13 @@ def test_offsets_are_altered_and_reset_only_when_stopped(josefk_broker, prefix):
             await h.restart_task("src", 0)
             assert worker.stopped_tasks == [ConnectorTaskId("src", 0)]
             assert ConnectorTaskId("src", 0) in worker.task_ids()
+
+            # The connector asks for its task configs again: they changed, its task restarts.
+            worker.extra = {"v": "2"}
+            worker.on_reconfigure["src"]()
+            assert await until(lambda: worker.tasks.get(ConnectorTaskId("src", 0), {}).get("v")
+                               == "2" and stable(h))
+            assert worker.started_connectors.count("src") == 1
 
             partition = {"filename": "/data/in.txt"}
             with pytest.raises(BadRequest) as e:
