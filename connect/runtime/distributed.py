@@ -35,7 +35,6 @@ log = logging.getLogger("josefk.connect.distributed")
 
 REBALANCING = ("Cannot complete request momentarily due to stale configuration (typically "
                "caused by a concurrent config change)")
-NOT_LEADER = "Only the leader can make this request; it is forwarded to the leader"
 TICK_S = 0.2
 SESSION_KEY_BYTES = 32  # Java's KeyGenerator for HmacSHA256: 256 bits
 # What Kafka answers when the connector does not say it manages its offsets itself
@@ -376,12 +375,12 @@ class DistributedHerder:
         running = self.member.running if self.member else None
         return bool(running and running.leader and running.leader == self.member.member_id)
 
-    def _check_leader(self) -> None:
+    def _check_leader(self, message: str) -> None:
         if self.rebalance_due():
             raise Rebalancing(REBALANCING)
         if not self._is_leader():
             leader_url = self.member.running.leader_url if self.member else ""
-            raise NotLeader(NOT_LEADER, leader_url or None)
+            raise NotLeader(message, leader_url or None)
 
     def _config_state(self) -> ClusterConfigState:
         if self.rebalance_due():
@@ -414,7 +413,7 @@ class DistributedHerder:
 
     async def put_connector_config(self, name: str, config: dict[str, str],
                                    allow_replace: bool) -> tuple[bool, dict]:
-        self._check_leader()
+        self._check_leader("Only the leader can set connector configs.")
         snap = self.config_store.snapshot()
         exists = name in snap.connector_configs
         if exists and not allow_replace:
@@ -429,12 +428,12 @@ class DistributedHerder:
             "type": "sink" if self.worker.is_sink(config) else "source"}
 
     async def delete_connector(self, name: str) -> None:
-        self._check_leader()
+        self._check_leader("Only the leader can delete connector configs.")
         self._existing(name)
         await asyncio.to_thread(self.config_store.remove_connector_config, name)
 
     async def _target(self, name: str, state: TargetState) -> None:
-        self._check_leader()
+        """Any worker writes a pause or a resume (Kafka's AbstractHerder)."""
         self._existing(name)
         await asyncio.to_thread(self.config_store.put_target_state, name, state)
 
@@ -445,18 +444,19 @@ class DistributedHerder:
         await self._target(name, TargetState.STARTED)
 
     async def stop_connector(self, name: str) -> None:
-        """KIP-875: STOPPED, and its task configs emptied (as Kafka writes zero tasks)."""
-        self._check_leader()
+        """KIP-875: zero task configs first, then the STOPPED target state (a started
+        connector without tasks is a healthier half-way state than a stopped one with)."""
+        self._check_leader("Only the leader can transition connectors to the STOPPED state.")
         self._existing(name)
-        await asyncio.to_thread(self.config_store.put_target_state, name, TargetState.STOPPED)
         await asyncio.to_thread(self.config_store.put_task_configs, name, [])
+        await asyncio.to_thread(self.config_store.put_target_state, name, TargetState.STOPPED)
 
     async def restart_connector(self, name: str, include_tasks: bool,
                                 only_failed: bool) -> dict | None:
         """KIP-745: the request goes through the config topic to the workers running them;
         the answer is the status with what will restart marked RESTARTING (None when only
         the connector restarts, whatever its state)."""
-        self._check_leader()
+        self._check_leader("Only the leader can process restart requests.")
         snap = self._existing(name)
         await asyncio.to_thread(self.config_store.put_restart_request,
                                 RestartRequest(name, include_tasks, only_failed))
@@ -544,7 +544,8 @@ class DistributedHerder:
                 for tp in result.topic_partitions if tp.offset >= 0]
 
     def _stopped(self, name: str) -> dict[str, str]:
-        self._check_leader()
+        self._check_leader("Only the leader can process external offsets modification "
+                           "requests.")
         snap = self._existing(name)
         if snap.target_state(name) is not TargetState.STOPPED or snap.tasks(name):
             raise BadRequest(
