@@ -1,0 +1,201 @@
+"""The standalone herder and the worker on a real josefk broker with real confluent-kafka
+clients: file -> topic -> file, offsets resumed after a restart, the error handling (dead
+letter queue, tolerance none, retries)."""
+import asyncio
+import time
+
+from confluent_kafka import Consumer, Producer
+
+from josefk.connect.runtime.plugins import Plugins
+from josefk.connect.runtime.standalone import StandaloneHerder
+from josefk.connect.runtime.worker_config import WorkerConfig
+from tests.connect.runtime import doubles
+
+
+def worker_config(josefk_broker, tmp_path, **extra) -> WorkerConfig:
+    props = {"bootstrap.servers": josefk_broker.bootstrap_servers,
+             "offset.storage.file.filename": str(tmp_path / "offsets.json"),
+             "key.converter": "tests.Utf8Converter", "value.converter": "tests.Utf8Converter",
+             "header.converter": "tests.Utf8HeaderConverter",
+             "offset.flush.interval.ms": "200", **extra}
+    config = WorkerConfig(props, distributed=False)
+    config.worker_id = "127.0.0.1:8083"
+    return config
+
+
+def herder(josefk_broker, tmp_path, **extra) -> StandaloneHerder:
+    return StandaloneHerder(worker_config(josefk_broker, tmp_path, **extra), None,
+                            Plugins(doubles.PLUGINS))
+
+
+async def until(check, timeout=30.0, what="the condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = await check() if asyncio.iscoroutinefunction(check) else check()
+        if result:
+            return result
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def lines(path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def source(name, file, topic):
+    return {"name": name, "connector.class": "FileStreamSource", "file": str(file),
+            "topic": topic}
+
+
+def sink(name, file, topic, **extra):
+    return {"name": name, "connector.class": "FileStreamSinkConnector", "file": str(file),
+            "topics": topic, **extra}
+
+
+def produce(josefk_broker, topic, values, headers=None):
+    producer = Producer({"bootstrap.servers": josefk_broker.bootstrap_servers})
+    for value in values:
+        producer.produce(topic, value=value, headers=headers)
+    assert producer.flush(15) == 0
+
+
+def consume_all(josefk_broker, topic, count, timeout=20.0):
+    consumer = Consumer({"bootstrap.servers": josefk_broker.bootstrap_servers,
+                         "group.id": f"check-{topic}-{time.monotonic()}",
+                         "auto.offset.reset": "earliest"})
+    consumer.subscribe([topic])
+    found, deadline = [], time.monotonic() + timeout
+    try:
+        while len(found) < count and time.monotonic() < deadline:
+            m = consumer.poll(0.5)
+            if m is not None and m.error() is None:
+                found.append(m)
+    finally:
+        consumer.close()
+    return found
+
+
+def test_file_to_topic_to_file_resumes_after_a_restart_without_loss_or_duplicates(
+        josefk_broker, josefk_topic, tmp_path):
+    src, out = tmp_path / "in.txt", tmp_path / "out.txt"
+    src.write_text("".join(f"line {i}\n" for i in range(5)))
+
+    async def run(expected):
+        h = herder(josefk_broker, tmp_path)
+        await h.start([source("file-source", src, josefk_topic),
+                       sink("file-sink", out, josefk_topic)])
+        try:
+            await until(lambda: len(lines(out)) >= expected, what=f"{expected} lines")
+            status = await h.connector_status("file-source")
+            assert status["connector"]["state"] == "RUNNING"
+            assert [t["state"] for t in status["tasks"]] == ["RUNNING"]
+            assert status["type"] == "source"
+            assert await h.connector_topics("file-sink") == [josefk_topic]
+            offsets = await h.connector_offsets("file-source")
+            await until(lambda: h.offset_store.all("file-source"), what="source offsets")
+        finally:
+            await h.stop()
+        return offsets
+
+    asyncio.run(run(5))
+    with src.open("a") as f:
+        f.write("".join(f"line {i}\n" for i in range(5, 8)))
+    asyncio.run(run(8))
+    time.sleep(0.5)  # anything duplicated would have arrived by now
+    assert lines(out) == [f"line {i}" for i in range(8)]
+    stored = dict((p["filename"], o["position"])
+                  for p, o in herder(josefk_broker, tmp_path).offset_store.all("file-source"))
+    assert stored == {str(src): src.stat().st_size}
+
+
+def test_a_poison_record_goes_to_the_dead_letter_queue_with_the_error_headers(
+        josefk_broker, josefk_topic, tmp_path):
+    out, dlq = tmp_path / "out.txt", f"{josefk_topic}-dlq"
+    produce(josefk_broker, josefk_topic, [b"a", b"poison", b"b"], headers=[("origin", b"t")])
+
+    async def run():
+        h = herder(josefk_broker, tmp_path)
+        await h.start([sink("dlq-sink", out, josefk_topic,
+                            **{"value.converter": "tests.PoisonRefusingConverter",
+                               "errors.tolerance": "all", "errors.log.enable": "true",
+                               "errors.deadletterqueue.topic.name": dlq,
+                               "errors.deadletterqueue.topic.replication.factor": "1",
+                               "errors.deadletterqueue.context.headers.enable": "true"})])
+        try:
+            await until(lambda: len(lines(out)) >= 2, what="the good records")
+            assert (await h.task_status("dlq-sink", 0))["state"] == "RUNNING"
+        finally:
+            await h.stop()
+        return h.metrics.render().decode()
+
+    metrics = asyncio.run(run())
+    assert lines(out) == ["a", "b"]
+    [dead] = consume_all(josefk_broker, dlq, 1)
+    assert dead.value() == b"poison"
+    headers = dict(dead.headers())
+    assert headers["origin"] == b"t"
+    assert headers["__connect.errors.topic"] == josefk_topic.encode()
+    assert headers["__connect.errors.partition"] == b"0"
+    assert headers["__connect.errors.offset"] == b"1"
+    assert headers["__connect.errors.connector.name"] == b"dlq-sink"
+    assert headers["__connect.errors.task.id"] == b"0"
+    assert headers["__connect.errors.stage"] == b"VALUE_CONVERTER"
+    assert headers["__connect.errors.class.name"].endswith(b"PoisonRefusingConverter")
+    assert headers["__connect.errors.exception.class.name"] == \
+        b"josefk.connect.api.errors.DataException"
+    assert b"poison" in headers["__connect.errors.exception.message"]
+    assert b"Traceback" in headers["__connect.errors.exception.stacktrace"]
+    assert ('kafka_connect_task_error_deadletterqueue_produce_requests_total'
+            '{connector="dlq-sink",task="0"} 1.0') in metrics
+
+
+def test_tolerance_none_fails_the_task_with_its_trace(josefk_broker, josefk_topic, tmp_path):
+    out = tmp_path / "out.txt"
+    produce(josefk_broker, josefk_topic, [b"poison"])
+
+    async def run():
+        h = herder(josefk_broker, tmp_path)
+        await h.start([sink("strict-sink", out, josefk_topic,
+                            **{"value.converter": "tests.PoisonRefusingConverter"})])
+        try:
+            failed = await until(lambda: (s := h.status_store.tasks("strict-sink").get(0))
+                                 and s.state.value == "FAILED" and s, what="FAILED")
+            status = await h.connector_status("strict-sink")
+            plan = await h.restart_connector("strict-sink", True, True)
+        finally:
+            await h.stop()
+        return failed, status, plan
+
+    failed, status, plan = asyncio.run(run())
+    assert "Tolerance exceeded in error handler" in failed.trace
+    assert "DataException: Converting byte[] to Kafka Connect data failed" in failed.trace
+    assert status["connector"]["state"] == "RUNNING"
+    assert status["tasks"][0]["trace"] == failed.trace
+    assert plan["connector"]["state"] == "RUNNING"   # only the failed task restarts
+    assert plan["tasks"] == [{"id": 0, "state": "RESTARTING", "worker_id": "127.0.0.1:8083"}]
+    assert lines(out) == []
+
+
+def test_retriable_failures_are_retried(josefk_broker, josefk_topic, tmp_path):
+    out = tmp_path / "out.txt"
+    produce(josefk_broker, josefk_topic, [b"x", b"y"])
+    doubles.FlakySinkTask.failures, doubles.FlakySinkTask.attempts = 2, 0
+    doubles.FlakyConverter.failures = 2
+
+    async def run():
+        h = herder(josefk_broker, tmp_path)
+        await h.start([sink("flaky-sink", out, josefk_topic,
+                            **{"connector.class": "tests.FlakySinkConnector",
+                               "value.converter": "tests.FlakyConverter",
+                               "errors.retry.timeout": "10000",
+                               "errors.retry.delay.max.ms": "100"})])
+        try:
+            await until(lambda: len(lines(out)) >= 2, what="the records")
+            assert (await h.task_status("flaky-sink", 0))["state"] == "RUNNING"
+        finally:
+            await h.stop()
+
+    asyncio.run(run())
+    assert lines(out) == ["x", "y"]
+    assert doubles.FlakySinkTask.attempts >= 3
+    assert doubles.FlakyConverter.failures == 0
