@@ -138,6 +138,7 @@ class AbstractHerder:
         self.config, self.worker, self.plugins = config, worker, plugins
         self.status_store, self.offset_store = status_store, offset_store
         self._cluster_id: str | None = None
+        self._admin_client: AdminClient | None = None
 
     # ---- to implement ----------------------------------------------------------------------
     def _config(self, name: str) -> dict[str, str]:
@@ -221,7 +222,9 @@ class AbstractHerder:
 
     # ---- offsets (KIP-875) -----------------------------------------------------------------
     def _admin(self) -> AdminClient:
-        return AdminClient(self.config.client_settings("admin"))
+        if self._admin_client is None:
+            self._admin_client = AdminClient(self.config.client_settings("admin"))
+        return self._admin_client
 
     async def connector_offsets(self, name: str) -> dict:
         props = self._config(name)

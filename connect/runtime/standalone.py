@@ -50,6 +50,7 @@ class StandaloneHerder(AbstractHerder):
     async def stop(self) -> None:
         async with self._lock:
             await asyncio.to_thread(self.worker.stop)
+        self._admin_client = None
 
     # ---- configs ----------------------------------------------------------------------------
     def _config(self, name: str) -> dict[str, str]:

@@ -198,6 +198,7 @@ class Worker:
         ids = [id for id in self.tasks if id.connector == name]
         if target is TargetState.STOPPED:
             self.stop_tasks(ids)
+            return
         for id in ids:
             self.tasks[id].transition_to(target)
 

@@ -31,7 +31,9 @@ def herder(josefk_broker, tmp_path, **extra) -> StandaloneHerder:
 async def until(check, timeout=30.0, what="the condition"):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        result = await check() if asyncio.iscoroutinefunction(check) else check()
+        result = check()
+        if asyncio.iscoroutine(result):
+            result = await result
         if result:
             return result
         await asyncio.sleep(0.1)
@@ -199,3 +201,58 @@ def test_retriable_failures_are_retried(josefk_broker, josefk_topic, tmp_path):
     assert lines(out) == ["x", "y"]
     assert doubles.FlakySinkTask.attempts >= 3
     assert doubles.FlakyConverter.failures == 0
+
+
+def test_pause_resume_stop_and_the_offsets_endpoints(josefk_broker, josefk_topic, tmp_path):
+    src, out = tmp_path / "in.txt", tmp_path / "out.txt"
+    src.write_text("a\nb\n")
+
+    async def state(h, name):
+        status = await h.connector_status(name)
+        return [status["connector"]["state"]] + [t["state"] for t in status["tasks"]]
+
+    async def run():
+        h = herder(josefk_broker, tmp_path)
+        await h.start([source("src", src, josefk_topic), sink("snk", out, josefk_topic)])
+        try:
+            await until(lambda: len(lines(out)) == 2, what="two lines")
+            await h.pause_connector("src")
+            assert await until(lambda: _is(state(h, "src"), ["PAUSED", "PAUSED"]))
+            with src.open("a") as f:
+                f.write("c\n")
+            await asyncio.sleep(1.5)
+            assert len(lines(out)) == 2  # paused: nothing read
+            await h.resume_connector("src")
+            await until(lambda: len(lines(out)) == 3, what="the third line")
+            await until(lambda: h.offset_store.all("src") and
+                        h.offset_store.all("src")[0][1]["position"] == 6, what="offsets")
+            await h.stop_connector("src")
+            assert await until(lambda: _is(state(h, "src"), ["STOPPED", "UNASSIGNED"]))
+            assert (await h.connector_info("src"))["tasks"] == []
+            assert await h.connector_offsets("src") == {
+                "offsets": [{"partition": {"filename": str(src)}, "offset": {"position": 6}}]}
+            message = await h.alter_connector_offsets("src", [
+                {"partition": {"filename": str(src)}, "offset": {"position": 2}}])
+            assert message == "The offsets for this connector have been altered successfully"
+            await h.resume_connector("src")
+            await until(lambda: len(lines(out)) == 5, what="b and c again")
+            sink_offsets = await until(lambda: _sink_done(h, josefk_topic),
+                                       what="the sink's committed offsets")
+            assert sink_offsets == {"offsets": [{
+                "partition": {"kafka_topic": josefk_topic, "kafka_partition": 0},
+                "offset": {"kafka_offset": 5}}]}
+        finally:
+            await h.stop()
+
+    asyncio.run(run())
+    assert lines(out) == ["a", "b", "c", "b", "c"]
+
+
+async def _is(states, expected):
+    return await states == expected or None
+
+
+async def _sink_done(h, topic):
+    found = await h.connector_offsets("snk")
+    offsets = found["offsets"]
+    return found if offsets and offsets[0]["offset"]["kafka_offset"] == 5 else None
