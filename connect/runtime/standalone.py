@@ -198,11 +198,10 @@ class StandaloneHerder(AbstractHerder):
             if target is TargetState.STOPPED:
                 await asyncio.to_thread(self.worker.set_target_state, name, target)
                 self.task_configs_by_connector[name] = []
-            elif previous is TargetState.STOPPED:
-                self.worker.set_target_state(name, target)
-                await self._update_tasks(name)
             else:
-                self.worker.set_target_state(name, target)
+                await asyncio.to_thread(self.worker.set_target_state, name, target)
+                if previous is TargetState.STOPPED:
+                    await self._update_tasks(name)
 
     async def pause_connector(self, name: str) -> None:
         await self._set_target(name, TargetState.PAUSED)

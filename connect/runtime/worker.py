@@ -74,13 +74,21 @@ class WorkerConnector:
             self._fail(e)
             self.ready.set()
         while True:
-            target = self.commands.get()
+            target, done = self.commands.get()
             if target is _STOP:
                 break
             if not self.failed:
                 self._transition(target)
             self.ready.set()
+            done.set()
         self._shutdown()
+
+    def transition_to(self, target, wait: float = 0.0) -> None:
+        """Queue a target state (or _STOP); wait up to ``wait`` seconds for it to apply."""
+        done = threading.Event()
+        self.commands.put((target, done))
+        if wait:
+            done.wait(wait)
 
     def _transition(self, target: TargetState) -> None:
         try:
@@ -182,7 +190,7 @@ class Worker:
             self.connectors[name] = running
             self.metrics.connector_count.set(len(self.connectors))
         running.thread.start()
-        running.commands.put(target)
+        running.transition_to(target)
 
     def connector_task_configs(self, name: str, props: dict[str, str]) -> list[dict[str, str]]:
         running = self.connectors.get(name)
@@ -194,7 +202,7 @@ class Worker:
     def set_target_state(self, name: str, target: TargetState) -> None:
         running = self.connectors.get(name)
         if running is not None:
-            running.commands.put(target)
+            running.transition_to(target, wait=30)
         ids = [id for id in self.tasks if id.connector == name]
         if target is TargetState.STOPPED:
             self.stop_tasks(ids)
@@ -205,7 +213,7 @@ class Worker:
     def stop_connectors(self, names: list[str]) -> None:
         stopping = [self.connectors.pop(n) for n in names if n in self.connectors]
         for running in stopping:
-            running.commands.put(_STOP)
+            running.transition_to(_STOP)
         deadline = time.monotonic() + self.config["task.shutdown.graceful.timeout.ms"] / 1000
         for running in stopping:
             running.thread.join(max(0.0, deadline - time.monotonic()))
