@@ -16,6 +16,7 @@ from josefk.connect.api.connector import (ConnectorTransactionBoundaries, Exactl
                                           SinkConnector, SourceConnector)
 from josefk.connect.runtime.herder import BadRequest
 from josefk.connect.runtime.plugins import Plugins, config_key_info
+from josefk.connect.transforms import chain
 
 COMMON_GROUP = "Common"
 TRANSFORMS_GROUP = "Transforms"
@@ -223,7 +224,7 @@ def enriched_def(plugins: Plugins, props: dict, sink: bool,
                  topic_creation_enabled: bool = True) -> ConfigDef:
     """The connector's settings with its topic creation groups (sources) and each named
     transformation's and predicate's own settings under their prefixes (Kafka's
-    ``ConnectorConfig.enrich``, lenient as validation is)."""
+    ``ConnectorConfig.enrich``, lenient as validation is: the transforms' ``enrich``)."""
     d = sink_def() if sink else source_def()
     if not sink and topic_creation_enabled and uses_topic_creation(props):
         groups = [g.strip() for g in props.get("topic.creation.groups", "").split(",")
@@ -231,34 +232,16 @@ def enriched_def(plugins: Plugins, props: dict, sink: bool,
         _topic_creation_group(d, DEFAULT_TOPIC_CREATION_GROUP, True)
         for group in dict.fromkeys(groups):
             _topic_creation_group(d, group, False)
-    for kind, setting, title in (("transformation", "transforms", "Transforms"),
-                                 ("predicate", "predicates", "Predicates")):
-        aliases = [a.strip() for a in str(props.get(setting) or "").split(",") if a.strip()]
-        for alias in dict.fromkeys(aliases):
-            prefix, group = f"{setting}.{alias}.", f"{title}: {alias}"
-            d.define(prefix + "type", T.CLASS, NO_DEFAULT, _class_validator(plugins, kind),
-                     Importance.HIGH, f"Class for the '{alias}' {kind}.", group, -1,
-                     Width.LONG, f"{kind.capitalize()} type for {alias}")
-            if kind == "transformation":
-                d.define(prefix + "negate", T.BOOLEAN, False, None, Importance.MEDIUM,
-                         "Whether the configured predicate should be negated.", group, -1,
-                         Width.NONE, "negate")
-                d.define(prefix + "predicate", T.STRING, None, None, Importance.MEDIUM,
-                         "The alias of a predicate used to determine whether to apply this "
-                         "transformation.", group, -1, Width.NONE, "predicate")
-            cls = plugins.find(kind, props.get(prefix + "type") or "")
-            if cls is None:
-                continue
-            try:
-                own = cls().config()
-            except Exception:  # its settings stay undeclared; the type's error says enough
-                continue
-            for key in own.keys.values():
-                if prefix + key.name not in d.keys:
-                    d.define(prefix + key.name, key.type, key.default, key.validator,
-                             key.importance, key.documentation, group, key.order_in_group,
-                             key.width, key.display_name, key.dependents)
-    return d
+    return chain.enrich(props, d, False, finder(plugins))
+
+
+def finder(plugins: Plugins):
+    """The transforms' class finder over the worker's plug-ins (``Transformation`` /
+    ``Predicate`` kinds as the chain names them)."""
+    return lambda kind, name: plugins.find(_CHAIN_KINDS[kind], name)
+
+
+_CHAIN_KINDS = {"Transformation": "transformation", "Predicate": "predicate"}
 
 
 def _add_error(values: dict[str, ConfigValue], name: str, value, message: str) -> None:

@@ -90,9 +90,9 @@ class Plugins:
         self._aliases = {kind: self._alias_table(kind) for kind in GROUPS}
 
     def _alias_table(self, kind: str) -> dict[str, str]:
-        """Alias -> class name: simple names (and connectors' without ``Connector``) that
-        name one class only, as Connect's PluginUtils.computeAliases."""
-        candidates: dict[str, set[str]] = {}
+        """Alias -> class name: simple names (and connectors' without ``Connector``) and
+        Python paths that name one class only, as Connect's PluginUtils.computeAliases."""
+        candidates: dict[str, dict[type, str]] = {}
         for name, cls in self.classes[kind].items():
             simple = name.rsplit(".", 1)[-1].rsplit(":", 1)[-1]
             names = {simple, f"{cls.__module__}.{cls.__qualname__}",
@@ -100,9 +100,17 @@ class Plugins:
             if kind == "connector" and simple.endswith("Connector") and simple != "Connector":
                 names.add(simple[:-len("Connector")])
             for alias in names:
-                candidates.setdefault(alias, set()).add(name)
-        return {alias: next(iter(names)) for alias, names in candidates.items()
-                if len(names) == 1 and alias not in self.classes[kind]}
+                candidates.setdefault(alias, {}).setdefault(cls, name)
+        return {alias: next(iter(classes.values())) for alias, classes in candidates.items()
+                if len(classes) == 1 and alias not in self.classes[kind]}
+
+    def _listed(self, kind: str) -> dict[str, type]:
+        """One name per class, its fullest (a Java class name over a simple-name alias)."""
+        by_class: dict[type, str] = {}
+        for name, cls in self.classes[kind].items():
+            if cls not in by_class or name.count(".") > by_class[cls].count("."):
+                by_class[cls] = name
+        return {name: cls for cls, name in by_class.items()}
 
     def class_name(self, kind: str, name: str) -> str | None:
         """The registered class name ``name`` refers to (None: not a registered one)."""
@@ -134,7 +142,7 @@ class Plugins:
     def connector_class(self, name: str) -> type:
         cls = self.find("connector", name)
         if cls is None:
-            available = ", ".join(sorted(self.classes["connector"]))
+            available = ", ".join(sorted(self._listed("connector")))
             raise ConfigException(
                 f"Failed to find any class that implements Connector and which name matches "
                 f"{name}, available connectors are: {available}")
@@ -159,7 +167,7 @@ class Plugins:
         kinds = ["connector"] if connectors_only else list(GROUPS)
         found = []
         for kind in kinds:
-            for name, cls in self.classes[kind].items():
+            for name, cls in self._listed(kind).items():
                 found.append({"class": name, "type": plugin_type(kind, cls),
                               "version": plugin_version(cls)})
         return sorted(found, key=lambda p: (p["class"], p["type"]))

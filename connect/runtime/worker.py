@@ -19,7 +19,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from josefk.connect.api.config import ConfigException
 from josefk.connect.api.connector import Connector, SinkConnector, SinkTask, SourceTask
 from josefk.connect.api.errors import ConnectException
-from josefk.connect.runtime.connector_config import ConnectorConfig, uses_topic_creation
+from josefk.connect.runtime.connector_config import ConnectorConfig, finder, uses_topic_creation
 from josefk.connect.runtime.errors import (DeadLetterQueueReporter, LogReporter,
                                            RetryWithToleranceOperator, stack_trace)
 from josefk.connect.runtime.metrics import ConnectMetrics
@@ -30,7 +30,8 @@ from josefk.connect.runtime.sink_task import WorkerSinkTask, consumer_defaults, 
 from josefk.connect.runtime.source_task import (TopicCreation, WorkerSourceTask,
                                                 producer_defaults)
 from josefk.connect.runtime.worker_config import WorkerConfig
-from josefk.connect.runtime.worker_task import Pipeline, TransformStage, WorkerTask
+from josefk.connect.runtime.worker_task import Pipeline, WorkerTask
+from josefk.connect.transforms.chain import TransformationChain
 
 log = logging.getLogger("josefk.connect.worker")
 
@@ -342,23 +343,8 @@ class Worker:
                 settings["converter.type"] = "header"
                 converter.configure(settings)
             converters.append(converter)
-        predicates = {}
-        for alias in config["predicates"]:
-            predicate = self.plugins.new_plugin("predicate", config[f"predicates.{alias}.type"])
-            predicate.configure(config.prefixed(f"predicates.{alias}."))
-            predicates[alias] = predicate
-        stages = []
-        for alias in config["transforms"]:
-            prefix = f"transforms.{alias}."
-            transform = self.plugins.new_plugin("transformation", config[prefix + "type"])
-            transform.configure(config.prefixed(prefix))
-            predicate_alias = config.get(prefix + "predicate")
-            if predicate_alias and predicate_alias not in predicates:
-                raise ConfigException(prefix + "predicate", predicate_alias,
-                                      "This predicate is not defined in 'predicates'")
-            stages.append(TransformStage(alias, transform, predicates.get(predicate_alias),
-                                         bool(config.get(prefix + "negate"))))
-        return Pipeline(*converters, transforms=stages, predicates=list(predicates.values()))
+        chain = TransformationChain.from_config(config.props, finder(self.plugins))
+        return Pipeline(*converters, chain=chain)
 
     def stop_tasks(self, ids: list[ConnectorTaskId]) -> None:
         stopping = [self.tasks.pop(id) for id in ids if id in self.tasks]

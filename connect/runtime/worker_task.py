@@ -13,22 +13,9 @@ from josefk.connect.api.connector import Task
 from josefk.connect.runtime.errors import (ProcessingContext, RetryWithToleranceOperator, Stage,
                                            stack_trace)
 from josefk.connect.runtime.seams import ConnectorTaskId, StatusListener, TargetState
+from josefk.connect.transforms.chain import TransformationChain
 
 log = logging.getLogger("josefk.connect.task")
-
-
-@dataclass
-class TransformStage:
-    """One transformation, applied when its predicate (if any) tests ``not negate``."""
-    alias: str
-    transform: object
-    predicate: object | None = None
-    negate: bool = False
-
-    def apply(self, record):
-        if self.predicate is not None and self.predicate.test(record) == self.negate:
-            return record
-        return self.transform.apply(record)
 
 
 @dataclass
@@ -37,26 +24,26 @@ class Pipeline:
     key_converter: object
     value_converter: object
     header_converter: object
-    transforms: list[TransformStage] = field(default_factory=list)
-    predicates: list = field(default_factory=list)
+    chain: TransformationChain = field(default_factory=TransformationChain)
 
     def transform(self, record, operator: RetryWithToleranceOperator,
                   context: ProcessingContext):
         """The record after every transformation, None if one dropped it or failed (and
-        the failure was tolerated)."""
-        for stage in self.transforms:
-            record = operator.execute(context, Stage.TRANSFORMATION, type(stage.transform),
+        the failure was tolerated): each stage run by the operator, as Kafka's
+        TransformationChain does."""
+        for _, stage in self.chain.stages:
+            executing = getattr(stage, "transformation", stage)
+            record = operator.execute(context, Stage.TRANSFORMATION, type(executing),
                                       stage.apply, record)
             if record is None:
                 return None
         return record
 
     def close(self) -> None:
-        for closable in [s.transform for s in self.transforms] + self.predicates:
-            try:
-                closable.close()
-            except Exception as e:
-                log.warning("Closing %s failed: %s", type(closable).__name__, e)
+        try:
+            self.chain.close()
+        except Exception as e:
+            log.warning("Closing the transformation chain failed: %s", e)
 
 
 class WorkerTask:

@@ -97,13 +97,18 @@ def test_client_overrides_follow_the_workers_policy(plugins):
 
 def test_transforms_are_enriched_with_their_own_settings(plugins):
     body = by_name(validate(plugins, worker(), {
-        "connector.class": "FileStreamSink", "name": "s", "topics": "a", "transforms": "x",
-        "transforms.x.type": "NoSuchTransform"}))
+        "connector.class": "FileStreamSink", "name": "s", "topics": "a", "transforms": "x,y",
+        "transforms.x.type": "NoSuchTransform", "transforms.y.type": "RegexRouter",
+        "transforms.y.regex": "(.*)"}))
     assert body["transforms.x.type"]["definition"]["group"] == "Transforms: x"
     assert body["transforms.x.type"]["value"]["errors"] == [
         "Invalid value NoSuchTransform for configuration transforms.x.type: Class "
         "NoSuchTransform could not be found."]
-    assert body["transforms.x.negate"]["value"]["value"] == "false"
+    assert "transforms.x.negate" not in body  # an unknown type declares nothing more
+    assert body["transforms.y.negate"]["value"]["value"] == "false"
+    assert body["transforms.y.replacement"]["value"]["errors"] == [
+        'Missing required configuration "transforms.y.replacement" which has no default '
+        'value.']
 
 
 def test_an_unknown_or_missing_connector_class_is_a_bad_request(plugins):

@@ -256,3 +256,31 @@ async def _sink_done(h, topic):
     found = await h.connector_offsets("snk")
     offsets = found["offsets"]
     return found if offsets and offsets[0]["offset"]["kafka_offset"] == 5 else None
+
+
+def test_a_transform_chain_applies_in_order(josefk_broker, josefk_topic, tmp_path):
+    src = tmp_path / "in.txt"
+    src.write_text("keep\ndrop\n")
+
+    async def run():
+        h = herder(josefk_broker, tmp_path)
+        await h.start([dict(source("chained", src, f"raw-{josefk_topic}"), **{
+            "transforms": "route,mark,skip",
+            "transforms.route.type": "org.apache.kafka.connect.transforms.RegexRouter",
+            "transforms.route.regex": "raw-(.*)", "transforms.route.replacement": "$1",
+            "transforms.mark.type": "InsertHeader", "transforms.mark.header": "via",
+            "transforms.mark.value.literal": "connect",
+            "transforms.skip.type": "Filter", "transforms.skip.predicate": "isDrop",
+            "predicates": "isDrop",
+            "predicates.isDrop.type": "org.apache.kafka.connect.transforms.predicates."
+                                      "TopicNameMatches",
+            # the raw topic's name: route renamed it before skip tests it, so nothing drops
+            "predicates.isDrop.pattern": "raw-.*"})])
+        try:
+            return await asyncio.to_thread(consume_all, josefk_broker, josefk_topic, 2)
+        finally:
+            await h.stop()
+
+    found = asyncio.run(run())
+    assert [(m.value(), m.headers()) for m in found] == [
+        (b"keep", [("via", b"connect")]), (b"drop", [("via", b"connect")])]
