@@ -282,6 +282,8 @@ class Worker:
         transactional = None
         if self.config.exactly_once_source:
             settings["transactional.id"] = f"{self.config['group.id']}-{id}"
+            # librdkafka wants deliveries bounded by the transaction's timeout (60 s)
+            settings["delivery.timeout.ms"] = 60000
             boundary = config["transaction.boundary"].lower()
             transactional = {"boundary": boundary}
             if boundary == "interval" and config["transaction.boundary.interval.ms"] is not None:
