@@ -3,9 +3,9 @@ a Worker with exactly-once source support runs a generator source; its offsets a
 from the offsets topic by a seam double (the distributed offset store is cdist's).
 
     python -m tests.connect.runtime.eos_worker BOOTSTRAP TOPIC OFFSETS_TOPIC MESSAGES"""
+import json
 import sys
 import threading
-import time
 
 from confluent_kafka import Consumer, TopicPartition
 
@@ -38,7 +38,7 @@ class CommittedOffsets:
             empty = 0
             connector, partition = parse_offset_key(m.key())
             found[(connector, repr(sorted(partition.items())))] = (
-                None if m.value() is None else __import__("json").loads(m.value()))
+                None if m.value() is None else json.loads(m.value()))
         consumer.close()
         return found
 
@@ -80,4 +80,3 @@ def main(bootstrap, topic, offsets_topic, messages):
 
 if __name__ == "__main__":
     main(*sys.argv[1:5])
-    time.sleep(0)

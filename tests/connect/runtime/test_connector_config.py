@@ -135,3 +135,26 @@ def test_topic_creation_groups_are_declared_when_used(plugins):
     with pytest.raises(ConfigException, match="topic.creation.default.partitions"):
         ConnectorConfig(plugins, dict(props, **{"topic.creation.default.partitions": "0"}),
                         sink=False)
+
+
+def test_exactly_once_preflight_checks_on_a_worker_with_exactly_once_support(plugins):
+    eos = WorkerConfig({"group.id": "g", "config.storage.topic": "c",
+                        "offset.storage.topic": "o", "status.storage.topic": "s",
+                        "exactly.once.source.support": "enabled"}, True)
+    stdin = by_name(validate(plugins, eos, {
+        "connector.class": "FileStreamSource", "name": "s", "topic": "t",
+        "exactly.once.support": "required", "transaction.boundary": "connector"}))
+    assert stdin["exactly.once.support"]["value"]["errors"] == [
+        "The connector does not support exactly-once semantics with the provided "
+        "configuration."]
+    assert stdin["transaction.boundary"]["value"]["errors"] == [
+        "The connector does not support connector-defined transaction boundaries with the "
+        "given configuration. Please reconfigure it to use a different transaction boundary "
+        "definition."]
+    file = by_name(validate(plugins, eos, {
+        "connector.class": "FileStreamSource", "name": "s", "topic": "t", "file": "/f",
+        "exactly.once.support": "required"}))
+    assert file["exactly.once.support"]["value"]["errors"] == []
+    assert by_name(validate(plugins, worker(), {
+        "connector.class": "FileStreamSource", "name": "s", "topic": "t",
+        "exactly.once.support": "required"}))["exactly.once.support"]["value"]["errors"] == []

@@ -284,3 +284,80 @@ def test_a_transform_chain_applies_in_order(josefk_broker, josefk_topic, tmp_pat
     found = asyncio.run(run())
     assert [(m.value(), m.headers()) for m in found] == [
         (b"keep", [("via", b"connect")]), (b"drop", [("via", b"connect")])]
+
+
+def test_topics_are_created_as_topic_creation_says_and_a_sink_reads_a_regex(
+        josefk_broker, tmp_path):
+    from confluent_kafka.admin import AdminClient, ConfigResource
+    src, out = tmp_path / "in.txt", tmp_path / "out.txt"
+    src.write_text("one\ntwo\n")
+    topic = f"created-{int(time.time() * 1000)}"
+
+    async def run():
+        h = herder(josefk_broker, tmp_path)
+        await h.start([dict(source("creator", src, topic), **{
+            "topic.creation.default.replication.factor": "1",
+            "topic.creation.default.partitions": "3",
+            "topic.creation.default.retention.ms": "3600000"}),
+            {"name": "by-regex", "connector.class": "FileStreamSink", "file": str(out),
+             "topics.regex": "created-.*"}])
+        try:
+            await until(lambda: len(lines(out)) == 2, what="the lines through a regex")
+        finally:
+            await h.stop()
+
+    asyncio.run(run())
+    assert sorted(lines(out)) == ["one", "two"]
+    admin = AdminClient({"bootstrap.servers": josefk_broker.bootstrap_servers})
+    assert len(admin.list_topics(topic, timeout=10).topics[topic].partitions) == 3
+    [described] = admin.describe_configs([ConfigResource("topic", topic)]).values()
+    assert described.result(10)["retention.ms"].value == "3600000"
+
+
+def test_a_connector_that_raises_an_error_is_failed_and_one_asking_for_reconfiguration_gets_new_tasks(
+        josefk_broker, josefk_topic, tmp_path):
+    from josefk.connect.connectors.generator import GeneratorSourceConnector
+
+    class Growing(GeneratorSourceConnector):
+        instances = []
+
+        def start(self, props):
+            super().start(props)
+            Growing.instances.append(self)
+            self.tasks = 1
+
+        def task_configs(self, max_tasks):
+            return super().task_configs(self.tasks)
+
+    plugins = Plugins(dict(doubles.PLUGINS, connector={"tests.Growing": Growing}))
+
+    async def run():
+        h = StandaloneHerder(worker_config(josefk_broker, tmp_path), None, plugins)
+        await h.start([{"name": "grow", "connector.class": "tests.Growing",
+                        "topic": josefk_topic, "max.messages": "10", "tasks.max": "3"}])
+        try:
+            assert len(await h.task_configs("grow")) == 1
+            connector = Growing.instances[-1]
+            connector.tasks = 2
+            connector.context.request_task_reconfiguration()
+            await until(lambda: _task_count(h, "grow", 2), what="two tasks")
+            await until(lambda: _is(_states(h, "grow"), ["RUNNING", "RUNNING", "RUNNING"]),
+                        what="both tasks running")
+            connector.context.raise_error(RuntimeError("the source went away"))
+            status = await h.connector_status("grow")
+        finally:
+            await h.stop()
+        return status
+
+    status = asyncio.run(run())
+    assert status["connector"]["state"] == "FAILED"
+    assert "RuntimeError: the source went away" in status["connector"]["trace"]
+
+
+async def _task_count(h, name, count):
+    return len(await h.task_configs(name)) == count or None
+
+
+async def _states(h, name):
+    status = await h.connector_status(name)
+    return [status["connector"]["state"]] + [t["state"] for t in status["tasks"]]
