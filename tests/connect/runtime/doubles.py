@@ -1,56 +1,15 @@
-"""Test doubles of the plug-in protocols the worker calls (the real converters are the conv
-branch's): UTF-8 text converters, one that refuses a poison value, one that fails retriably
-a few times, and a sink task whose put fails retriably a few times."""
+"""Test doubles of plug-ins for failures the real ones do not make on demand: a converter
+that fails retriably a few times, and a sink task whose put does."""
 from __future__ import annotations
 
-from josefk.connect.api.config import ConfigDef
-from josefk.connect.api.errors import DataException, RetriableException
-from josefk.connect.api.schema import Schema, SchemaAndValue
+from josefk.connect.api.errors import RetriableException
 from josefk.connect.connectors.file_stream import FileStreamSinkConnector, FileStreamSinkTask
+from josefk.connect.converters.simple import StringConverter
 
 
-class Utf8Converter:
-    def configure(self, configs, is_key):
-        self.configs, self.is_key = configs, is_key
-
-    def from_connect_data(self, topic, schema, value, headers=None):
-        return None if value is None else str(value).encode()
-
-    def to_connect_data(self, topic, value, headers=None):
-        if value is None:
-            return SchemaAndValue(Schema.OPTIONAL_STRING_SCHEMA, None)
-        return SchemaAndValue(Schema.OPTIONAL_STRING_SCHEMA, value.decode())
-
-    def config(self):
-        return ConfigDef()
-
-
-class Utf8HeaderConverter:
-    def configure(self, configs):
-        self.configs = configs
-
-    def from_connect_header(self, topic, header_key, schema, value):
-        return None if value is None else str(value).encode()
-
-    def to_connect_header(self, topic, header_key, value):
-        return SchemaAndValue(Schema.OPTIONAL_STRING_SCHEMA,
-                              None if value is None else value.decode())
-
-    def config(self):
-        return ConfigDef()
-
-
-class PoisonRefusingConverter(Utf8Converter):
-    """Refuses the value ``poison`` (a DataException, as a converter meeting bad bytes)."""
-
-    def to_connect_data(self, topic, value, headers=None):
-        if value == b"poison":
-            raise DataException("Converting byte[] to Kafka Connect data failed: poison")
-        return super().to_connect_data(topic, value, headers)
-
-
-class FlakyConverter(Utf8Converter):
-    """Fails retriably the first ``failures`` calls of the whole test (class-wide)."""
+class FlakyConverter(StringConverter):
+    """A StringConverter failing retriably the first ``failures`` calls of the whole test
+    (class-wide), as a registry-backed converter whose registry is unreachable for a while."""
     failures = 0
 
     def to_connect_data(self, topic, value, headers=None):
@@ -79,8 +38,5 @@ class FlakySinkConnector(FileStreamSinkConnector):
         return FlakySinkTask
 
 
-PLUGINS = {"converter": {"tests.Utf8Converter": Utf8Converter,
-                         "tests.PoisonRefusingConverter": PoisonRefusingConverter,
-                         "tests.FlakyConverter": FlakyConverter},
-           "header_converter": {"tests.Utf8HeaderConverter": Utf8HeaderConverter},
+PLUGINS = {"converter": {"tests.FlakyConverter": FlakyConverter},
            "connector": {"tests.FlakySinkConnector": FlakySinkConnector}}

@@ -60,9 +60,8 @@ def main(bootstrap, topic, offsets_topic, messages):
     config = WorkerConfig({"bootstrap.servers": bootstrap, "group.id": "eos-cluster",
                            "config.storage.topic": "c", "offset.storage.topic": offsets_topic,
                            "status.storage.topic": "s", "exactly.once.source.support": "enabled",
-                           "key.converter": "tests.Utf8Converter",
-                           "value.converter": "tests.Utf8Converter",
-                           "header.converter": "tests.Utf8HeaderConverter"}, distributed=True)
+                           "key.converter": "StringConverter",
+                           "value.converter": "StringConverter"}, distributed=True)
     config.worker_id = "eos:0"
     listener = StatusWriter(MemoryStatusStore(), lambda: config.worker_id)
     worker = Worker(config, Plugins(doubles.PLUGINS), CommittedOffsets(bootstrap, offsets_topic),

@@ -15,8 +15,8 @@ from tests.connect.runtime import doubles
 def worker_config(josefk_broker, tmp_path, **extra) -> WorkerConfig:
     props = {"bootstrap.servers": josefk_broker.bootstrap_servers,
              "offset.storage.file.filename": str(tmp_path / "offsets.json"),
-             "key.converter": "tests.Utf8Converter", "value.converter": "tests.Utf8Converter",
-             "header.converter": "tests.Utf8HeaderConverter",
+             "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+             "value.converter": "org.apache.kafka.connect.storage.StringConverter",
              "offset.flush.interval.ms": "200", **extra}
     config = WorkerConfig(props, distributed=False)
     config.worker_id = "127.0.0.1:8083"
@@ -113,12 +113,14 @@ def test_file_to_topic_to_file_resumes_after_a_restart_without_loss_or_duplicate
 def test_a_poison_record_goes_to_the_dead_letter_queue_with_the_error_headers(
         josefk_broker, josefk_topic, tmp_path):
     out, dlq = tmp_path / "out.txt", f"{josefk_topic}-dlq"
-    produce(josefk_broker, josefk_topic, [b"a", b"poison", b"b"], headers=[("origin", b"t")])
+    produce(josefk_broker, josefk_topic, [b'"a"', b"poison", b'"b"'],
+            headers=[("origin", b"t")])
 
     async def run():
         h = herder(josefk_broker, tmp_path)
         await h.start([sink("dlq-sink", out, josefk_topic,
-                            **{"value.converter": "tests.PoisonRefusingConverter",
+                            **{"value.converter": "org.apache.kafka.connect.json.JsonConverter",
+                               "value.converter.schemas.enable": "false",
                                "errors.tolerance": "all", "errors.log.enable": "true",
                                "errors.deadletterqueue.topic.name": dlq,
                                "errors.deadletterqueue.topic.replication.factor": "1",
@@ -142,10 +144,12 @@ def test_a_poison_record_goes_to_the_dead_letter_queue_with_the_error_headers(
     assert headers["__connect.errors.connector.name"] == b"dlq-sink"
     assert headers["__connect.errors.task.id"] == b"0"
     assert headers["__connect.errors.stage"] == b"VALUE_CONVERTER"
-    assert headers["__connect.errors.class.name"].endswith(b"PoisonRefusingConverter")
+    assert headers["__connect.errors.class.name"] == \
+        b"josefk.connect.converters.json.JsonConverter"
     assert headers["__connect.errors.exception.class.name"] == \
         b"josefk.connect.api.errors.DataException"
-    assert b"poison" in headers["__connect.errors.exception.message"]
+    assert headers["__connect.errors.exception.message"].startswith(
+        b"Converting byte[] to Kafka Connect data failed due to serialization error")
     assert b"Traceback" in headers["__connect.errors.exception.stacktrace"]
     assert ('kafka_connect_task_error_deadletterqueue_produce_requests_total'
             '{connector="dlq-sink",task="0"} 1.0') in metrics
@@ -158,7 +162,7 @@ def test_tolerance_none_fails_the_task_with_its_trace(josefk_broker, josefk_topi
     async def run():
         h = herder(josefk_broker, tmp_path)
         await h.start([sink("strict-sink", out, josefk_topic,
-                            **{"value.converter": "tests.PoisonRefusingConverter"})])
+                            **{"value.converter": "JsonConverter"})])
         try:
             failed = await until(lambda: (s := h.status_store.tasks("strict-sink").get(0))
                                  and s.state.value == "FAILED" and s, what="FAILED")
@@ -171,6 +175,7 @@ def test_tolerance_none_fails_the_task_with_its_trace(josefk_broker, josefk_topi
     failed, status, plan = asyncio.run(run())
     assert "Tolerance exceeded in error handler" in failed.trace
     assert "DataException: Converting byte[] to Kafka Connect data failed" in failed.trace
+    assert "connect/converters/json.py" in failed.trace
     assert status["connector"]["state"] == "RUNNING"
     assert status["tasks"][0]["trace"] == failed.trace
     assert plan["connector"]["state"] == "RUNNING"   # only the failed task restarts
