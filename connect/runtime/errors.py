@@ -181,23 +181,33 @@ class RetryWithToleranceOperator:
         try:
             return self._retrying(context, operation, args)
         except Exception as e:
-            context.error = e
-            self.total_failures += 1
-            tolerated = self.tolerance_all and (stage in _TOLERATE_ANY
-                                                or isinstance(e, RetriableException))
-            for reporter in self.reporters:
-                try:
-                    reporter.report(context)
-                except Exception as failure:  # a failing reporter must not hide the error
-                    log.error("Error reporter %s failed: %s", type(reporter).__name__, failure)
-            if self.on_error:
-                self.on_error(tolerated)
-            if not tolerated:
-                if self.tolerance_all:
-                    raise ToleranceExceeded("Unhandled exception in error handler") from e
-                raise ToleranceExceeded("Tolerance exceeded in error handler") from e
-            self.total_skipped += 1
-            return None
+            return self._failed(context, e, stage in _TOLERATE_ANY
+                                or isinstance(e, RetriableException))
+
+    def execute_failed(self, context: ProcessingContext, stage: Stage, executing_class: type,
+                       error: Exception) -> None:
+        """A failure the task met itself (KIP-610's errant record reporter): reported, then
+        tolerated or ToleranceExceeded, as Kafka's executeFailed."""
+        context.stage, context.executing_class = stage, executing_class
+        self._failed(context, error, True)
+
+    def _failed(self, context: ProcessingContext, error: Exception, tolerable: bool):
+        context.error = error
+        self.total_failures += 1
+        tolerated = self.tolerance_all and tolerable
+        for reporter in self.reporters:
+            try:
+                reporter.report(context)
+            except Exception as failure:  # a failing reporter must not hide the error
+                log.error("Error reporter %s failed: %s", type(reporter).__name__, failure)
+        if self.on_error:
+            self.on_error(tolerated)
+        if not tolerated:
+            if self.tolerance_all:
+                raise ToleranceExceeded("Unhandled exception in error handler") from error
+            raise ToleranceExceeded("Tolerance exceeded in error handler") from error
+        self.total_skipped += 1
+        return None
 
     def _retrying(self, context: ProcessingContext, operation: Callable, args):
         start = time.monotonic()

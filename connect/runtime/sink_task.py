@@ -83,11 +83,8 @@ class ErrantRecordReporter:
     def report(self, record: SinkRecord, error: Exception) -> None:
         message = self._w.messages.get((record.original_topic, record.original_kafka_partition,
                                         record.original_kafka_offset))
-        context = ProcessingContext(consumed=message)
-
-        def fail():
-            raise error
-        self._w.operator.execute(context, Stage.TASK_PUT, type(self._w.task), fail)
+        self._w.operator.execute_failed(ProcessingContext(consumed=message), Stage.TASK_PUT,
+                                        type(self._w.task), error)
 
 
 class WorkerSinkTask(WorkerTask):

@@ -1,8 +1,9 @@
 """Test doubles of plug-ins for failures the real ones do not make on demand: a converter
-that fails retriably a few times, and a sink task whose put does."""
+that fails retriably a few times, a sink task whose put does, and one that reports a record
+to its errant record reporter."""
 from __future__ import annotations
 
-from josefk.connect.api.errors import RetriableException
+from josefk.connect.api.errors import DataException, RetriableException
 from josefk.connect.connectors.file_stream import FileStreamSinkConnector, FileStreamSinkTask
 from josefk.connect.converters.simple import StringConverter
 
@@ -38,5 +39,27 @@ class FlakySinkConnector(FileStreamSinkConnector):
         return FlakySinkTask
 
 
+class ReportingSinkTask(FileStreamSinkTask):
+    """FileStreamSink that sends the value ``bad`` to its errant record reporter (KIP-610)
+    and asks for a commit after each batch."""
+
+    def put(self, records):
+        reporter = self.context.errant_record_reporter()
+        good = []
+        for record in records:
+            if record.value == "bad":
+                reporter.report(record, DataException("a bad value"))
+            else:
+                good.append(record)
+        super().put(good)
+        self.context.request_commit()
+
+
+class ReportingSinkConnector(FileStreamSinkConnector):
+    def task_class(self):
+        return ReportingSinkTask
+
+
 PLUGINS = {"converter": {"tests.FlakyConverter": FlakyConverter},
-           "connector": {"tests.FlakySinkConnector": FlakySinkConnector}}
+           "connector": {"tests.FlakySinkConnector": FlakySinkConnector,
+                         "tests.ReportingSinkConnector": ReportingSinkConnector}}

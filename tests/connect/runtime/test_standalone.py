@@ -366,3 +366,46 @@ async def _task_count(h, name, count):
 async def _states(h, name):
     status = await h.connector_status(name)
     return [status["connector"]["state"]] + [t["state"] for t in status["tasks"]]
+
+
+def test_errant_records_reported_by_the_task_and_a_sinks_offsets_altered_and_reset(
+        josefk_broker, josefk_topic, tmp_path):
+    out, dlq = tmp_path / "out.txt", f"{josefk_topic}-errant"
+    produce(josefk_broker, josefk_topic, [b"a", b"bad", b"b"])
+    config = sink("reporting", out, josefk_topic, **{
+        "connector.class": "tests.ReportingSinkConnector", "errors.tolerance": "all",
+        "errors.deadletterqueue.topic.name": dlq,
+        "errors.deadletterqueue.topic.replication.factor": "1"})
+
+    async def committed_at(h, offset):
+        offsets = (await h.connector_offsets("reporting"))["offsets"]
+        return bool(offsets) and offsets[0]["offset"]["kafka_offset"] == offset or None
+
+    async def run():
+        h = herder(josefk_broker, tmp_path)
+        await h.start([config])
+        try:
+            await until(lambda: len(lines(out)) == 2, what="the good records")
+            await until(lambda: committed_at(h, 3), what="the offsets committed")
+            await h.stop_connector("reporting")
+            altered = await h.alter_connector_offsets("reporting", [{
+                "partition": {"kafka_topic": josefk_topic, "kafka_partition": 0},
+                "offset": {"kafka_offset": 2}}])
+            assert altered == "The offsets for this connector have been altered successfully"
+            assert await committed_at(h, 2)
+            await h.resume_connector("reporting")
+            await until(lambda: len(lines(out)) == 3, what="b again")
+            await until(lambda: committed_at(h, 3), what="the offsets committed again")
+            await h.stop_connector("reporting")
+            reset = await h.reset_connector_offsets("reporting")
+            assert reset == "The offsets for this connector have been reset successfully"
+            assert (await h.connector_offsets("reporting")) == {"offsets": []}
+            await h.resume_connector("reporting")
+            await until(lambda: len(lines(out)) == 5, what="everything again")
+        finally:
+            await h.stop()
+
+    asyncio.run(run())
+    assert lines(out) == ["a", "b", "b", "a", "b"]
+    dead = consume_all(josefk_broker, dlq, 2)
+    assert [m.value() for m in dead] == [b"bad", b"bad"]
