@@ -133,6 +133,8 @@ class WorkerSinkTask(WorkerTask):
             self._deliver()
 
     def paused_iteration(self) -> bool:
+        if self.commit_requested or time.monotonic() >= self.next_commit:
+            self.commit_offsets()
         self._poll(0.5)  # keeps the group membership; every partition is paused
         return True
 

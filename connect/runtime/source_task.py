@@ -179,6 +179,7 @@ class TopicCreation:
 
 class WorkerSourceTask(WorkerTask):
     kind = "source"
+    stop_from_caller = True
 
     def __init__(self, id, task: SourceTask, task_props, listener, target, pipeline, operator,
                  stopping, *, producer_settings: dict, offset_store, flush_interval_ms: int,

@@ -51,6 +51,10 @@ class WorkerTask:
     ``iteration`` (one turn of the loop), ``on_pause``/``on_resume`` hooks and ``close``."""
 
     kind = "task"
+    stop_from_caller = False
+    """Whether the task's ``stop`` is called from the thread stopping it (a source's, so a
+    blocking ``poll`` can be woken) rather than from the task's own thread once its loop
+    ended."""
 
     def __init__(self, id: ConnectorTaskId, task: Task, task_props: dict[str, str],
                  listener: StatusListener, target: TargetState, pipeline: Pipeline,
@@ -60,7 +64,8 @@ class WorkerTask:
         self.target = target
         self.stopping = stopping
         self._wake = threading.Event()
-        self.failed = False
+        self.failed = self._started = self._task_stopped = False
+        self._stop_lock = threading.Lock()
         self.thread = threading.Thread(target=self.run, name=f"task-{id}", daemon=True)
 
     def __str__(self):
@@ -76,6 +81,19 @@ class WorkerTask:
     def stop(self) -> None:
         self.stopping.set()
         self._wake.set()
+        if self.stop_from_caller:
+            self._stop_task()
+
+    def _stop_task(self) -> None:
+        """The task's ``stop``, once, if it was started."""
+        with self._stop_lock:
+            if self._task_stopped or not self._started:
+                return
+            self._task_stopped = True
+        try:
+            self.task.stop()
+        except Exception as e:
+            log.error("%s Task threw an exception in stop()", self, exc_info=e)
 
     def join(self, timeout: float) -> bool:
         self.thread.join(timeout)
@@ -85,7 +103,7 @@ class WorkerTask:
         started = False
         try:
             self.initialize_task()
-            started = True
+            started = self._started = True
             paused = False
             if self.target is TargetState.PAUSED:
                 self.listener.on_pause(self.id)
@@ -110,7 +128,10 @@ class WorkerTask:
                     self.listener.on_running(self.id)
                 self.iteration()
         except Exception as e:
-            self.fail(e)
+            if self.stopping.is_set() and self._task_stopped:
+                log.debug("%s failed while stopping: %s", self, e)
+            else:
+                self.fail(e)
         finally:
             self._shutdown(started)
 
@@ -125,11 +146,7 @@ class WorkerTask:
             self.close(started)
         except Exception as e:
             log.error("%s failed to close", self, exc_info=e)
-        try:
-            if started:
-                self.task.stop()
-        except Exception as e:
-            log.error("%s Task threw an exception in stop()", self, exc_info=e)
+        self._stop_task()
         self.pipeline.close()
         if not self.failed:
             self.listener.on_shutdown(self.id)

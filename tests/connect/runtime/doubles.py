@@ -1,10 +1,14 @@
 """Test doubles of plug-ins for failures the real ones do not make on demand: a converter
-that fails retriably a few times, a sink task whose put does, and one that reports a record
-to its errant record reporter."""
+that fails retriably a few times, a sink task whose put does, one that reports a record to
+its errant record reporter, and a source whose poll blocks until stopped."""
 from __future__ import annotations
 
-from josefk.connect.api.errors import DataException, RetriableException
+import threading
+
+from josefk.connect.api.connector import SourceTask
+from josefk.connect.api.errors import ConnectException, DataException, RetriableException
 from josefk.connect.connectors.file_stream import FileStreamSinkConnector, FileStreamSinkTask
+from josefk.connect.connectors.generator import GeneratorSourceConnector
 from josefk.connect.converters.simple import StringConverter
 
 
@@ -60,6 +64,26 @@ class ReportingSinkConnector(FileStreamSinkConnector):
         return ReportingSinkTask
 
 
+class BlockingSourceTask(SourceTask):
+    """A source whose poll blocks until ``stop`` (from another thread) wakes it."""
+
+    def start(self, props):
+        self.stopped = threading.Event()
+
+    def poll(self):
+        self.stopped.wait(60)
+        raise ConnectException("the source's connection was closed")  # as a closed socket
+
+    def stop(self):
+        self.stopped.set()
+
+
+class BlockingSourceConnector(GeneratorSourceConnector):
+    def task_class(self):
+        return BlockingSourceTask
+
+
 PLUGINS = {"converter": {"tests.FlakyConverter": FlakyConverter},
            "connector": {"tests.FlakySinkConnector": FlakySinkConnector,
-                         "tests.ReportingSinkConnector": ReportingSinkConnector}}
+                         "tests.ReportingSinkConnector": ReportingSinkConnector,
+                         "tests.BlockingSourceConnector": BlockingSourceConnector}}

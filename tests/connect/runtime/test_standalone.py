@@ -7,6 +7,7 @@ import time
 from confluent_kafka import Consumer, Producer
 
 from josefk.connect.runtime.plugins import Plugins
+from josefk.connect.runtime.seams import ConnectorTaskId
 from josefk.connect.runtime.standalone import StandaloneHerder
 from josefk.connect.runtime.worker_config import WorkerConfig
 from tests.connect.runtime import doubles
@@ -409,3 +410,19 @@ def test_errant_records_reported_by_the_task_and_a_sinks_offsets_altered_and_res
     assert lines(out) == ["a", "b", "b", "a", "b"]
     dead = consume_all(josefk_broker, dlq, 2)
     assert [m.value() for m in dead] == [b"bad", b"bad"]
+
+
+def test_a_source_blocked_in_poll_is_woken_by_stop(josefk_broker, josefk_topic, tmp_path):
+    async def run():
+        h = herder(josefk_broker, tmp_path)
+        await h.start([{"name": "blocked", "connector.class": "tests.BlockingSourceConnector",
+                        "topic": josefk_topic}])
+        await until(lambda: _is(_states(h, "blocked"), ["RUNNING", "RUNNING"]),
+                    what="the task running")
+        started = time.monotonic()
+        await h.stop()
+        return time.monotonic() - started, h.status_store.get(ConnectorTaskId("blocked", 0))
+
+    took, status = asyncio.run(run())
+    assert took < 3
+    assert status.state.value == "UNASSIGNED" and status.trace is None
