@@ -18,6 +18,7 @@ from confluent_kafka.admin import AdminClient
 from josefk.connect.api.connector import SinkConnector
 from josefk.connect.runtime import connector_config
 from josefk.connect.runtime.herder import BadRequest, HerderError, NotFound
+from josefk.connect.runtime.metrics import ConnectMetrics
 from josefk.connect.runtime.plugins import Plugins
 from josefk.connect.runtime.seams import (ConnectorTaskId, OffsetStore, State, Status,
                                           StatusStore, TargetState)
@@ -134,9 +135,11 @@ class AbstractHerder:
     connector's settings, NotFound if none), ``_target(name)`` and ``_task_count(name)``."""
 
     def __init__(self, config: WorkerConfig, worker, plugins: Plugins,
-                 status_store: StatusStore, offset_store: OffsetStore):
+                 status_store: StatusStore, offset_store: OffsetStore,
+                 metrics: ConnectMetrics):
         self.config, self.worker, self.plugins = config, worker, plugins
         self.status_store, self.offset_store = status_store, offset_store
+        self.metrics = metrics  # the REST API's /metrics: metrics.render()
         self._cluster_id: str | None = None
         self._admin_client: AdminClient | None = None
 

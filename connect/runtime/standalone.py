@@ -24,13 +24,12 @@ class StandaloneHerder(AbstractHerder):
     def __init__(self, config: WorkerConfig, worker: Worker | None, plugins: Plugins,
                  metrics: ConnectMetrics | None = None):
         status_store = MemoryStatusStore()
-        self.metrics = metrics or ConnectMetrics()
-        self.listener = StatusWriter(status_store, lambda: config.worker_id,
-                                     metrics=self.metrics)
+        metrics = metrics or ConnectMetrics()
+        self.listener = StatusWriter(status_store, lambda: config.worker_id, metrics=metrics)
         offset_store = (worker.offset_store if worker is not None
                         else FileOffsetStore(config["offset.storage.file.filename"]))
-        worker = worker or Worker(config, plugins, offset_store, self.listener, self.metrics)
-        super().__init__(config, worker, plugins, status_store, offset_store)
+        worker = worker or Worker(config, plugins, offset_store, self.listener, metrics)
+        super().__init__(config, worker, plugins, status_store, offset_store, metrics)
         self.configs: dict[str, dict[str, str]] = {}
         self.targets: dict[str, TargetState] = {}
         self.task_configs_by_connector: dict[str, list[dict[str, str]]] = {}
