@@ -92,7 +92,7 @@ class WorkerSinkTask(WorkerTask):
 
     def __init__(self, id, task: SinkTask, task_props, listener, target, pipeline, operator,
                  stopping, *, consumer_settings: dict, topics: list[str], flush_interval_ms: int,
-                 metrics, dlq=None):
+                 metrics, dlq=None, errant_reporting: bool = False):
         super().__init__(id, task, task_props, listener, target, pipeline, operator, stopping)
         self.consumer_settings, self.topics = consumer_settings, topics
         self.flush_interval = flush_interval_ms / 1000
@@ -111,7 +111,8 @@ class WorkerSinkTask(WorkerTask):
         self.commit_requested = False
         self.next_commit = time.monotonic() + self.flush_interval
         self.topics_used: set[str] = set()
-        self.errant_reporter = ErrantRecordReporter(self)
+        # KIP-610: a reporter when there is somewhere to report to (the DLQ or the log)
+        self.errant_reporter = ErrantRecordReporter(self) if errant_reporting else None
 
     # ---- lifecycle -------------------------------------------------------------------------
     def initialize_task(self) -> None:

@@ -32,8 +32,9 @@ log = logging.getLogger("josefk.connect.source")
 
 def producer_defaults(client_id: str) -> dict:
     """Connect's source producer settings (Worker.baseProducerConfigs): every record
-    acknowledged by all replicas, retried without end, one request in flight, no linger."""
-    return {"acks": "all", "enable.idempotence": True, "max.in.flight": 1, "linger.ms": 0,
+    acknowledged by all replicas, retried without end, one request in flight, idempotence off
+    (Connect turns it on only for exactly-once tasks), no linger (Java's default)."""
+    return {"acks": "all", "enable.idempotence": False, "max.in.flight": 1, "linger.ms": 0,
             "delivery.timeout.ms": 2147483647, "client.id": client_id}
 
 

@@ -275,13 +275,15 @@ class Worker:
             return WorkerSinkTask(id, task, task_props, self.listener, target, pipeline,
                                   operator, stopping, consumer_settings=settings,
                                   topics=subscription(config), flush_interval_ms=flush_ms,
-                                  metrics=task_metrics, dlq=dlq)
+                                  metrics=task_metrics, dlq=dlq,
+                                  errant_reporting=bool(reporters))
         if not isinstance(task, SourceTask):
             raise ConfigException(f"{task_class.__qualname__} is not a SourceTask")
         settings = dict(producer_defaults(f"connector-producer-{id}"))
         transactional = None
         if self.config.exactly_once_source:
             settings["transactional.id"] = f"{self.config['group.id']}-{id}"
+            settings["enable.idempotence"] = True
             # librdkafka wants deliveries bounded by the transaction's timeout (60 s)
             settings["delivery.timeout.ms"] = 60000
             boundary = config["transaction.boundary"].lower()
