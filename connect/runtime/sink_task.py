@@ -22,7 +22,7 @@ from josefk.connect.runtime.worker_task import WorkerTask
 log = logging.getLogger("josefk.connect.sink")
 
 _TIMESTAMP_TYPES = {1: "CreateTime", 2: "LogAppendTime"}
-MAX_POLL_RECORDS = 500
+MAX_POLL_RECORDS = 500  # the Java consumer's max.poll.records default: a put's batch at most
 
 
 def consumer_defaults(connector: str, client_id: str) -> dict:
@@ -92,11 +92,13 @@ class WorkerSinkTask(WorkerTask):
 
     def __init__(self, id, task: SinkTask, task_props, listener, target, pipeline, operator,
                  stopping, *, consumer_settings: dict, topics: list[str], flush_interval_ms: int,
-                 metrics, dlq=None, errant_reporting: bool = False):
+                 metrics, dlq=None, errant_reporting: bool = False,
+                 max_poll_records: int = MAX_POLL_RECORDS):
         super().__init__(id, task, task_props, listener, target, pipeline, operator, stopping)
         self.consumer_settings, self.topics = consumer_settings, topics
         self.flush_interval = flush_interval_ms / 1000
         self.metrics, self.dlq = metrics, dlq
+        self.max_poll_records = max_poll_records
         self.consumer: Consumer | None = None
         self.assignment: set[TopicPartition] = set()
         self.current: dict[TopicPartition, int] = {}     # next offsets, after put
@@ -159,7 +161,7 @@ class WorkerSinkTask(WorkerTask):
 
     # ---- the loop --------------------------------------------------------------------------
     def _poll(self, timeout: float) -> None:
-        messages = self.consumer.consume(MAX_POLL_RECORDS, timeout)
+        messages = self.consumer.consume(self.max_poll_records, timeout)
         if not messages:
             return
         records, offsets = [], {}

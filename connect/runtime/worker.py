@@ -26,7 +26,8 @@ from josefk.connect.runtime.metrics import ConnectMetrics
 from josefk.connect.runtime.plugins import Plugins, import_class
 from josefk.connect.runtime.seams import (ConnectorTaskId, OffsetStore, StatusListener,
                                           TargetState)
-from josefk.connect.runtime.sink_task import WorkerSinkTask, consumer_defaults, subscription
+from josefk.connect.runtime.sink_task import (MAX_POLL_RECORDS, WorkerSinkTask, consumer_defaults,
+                                              subscription)
 from josefk.connect.runtime.source_task import (TopicCreation, WorkerSourceTask,
                                                 producer_defaults)
 from josefk.connect.runtime.worker_config import WorkerConfig
@@ -276,7 +277,8 @@ class Worker:
                                   operator, stopping, consumer_settings=settings,
                                   topics=subscription(config), flush_interval_ms=flush_ms,
                                   metrics=task_metrics, dlq=dlq,
-                                  errant_reporting=bool(reporters))
+                                  errant_reporting=bool(reporters),
+                                  max_poll_records=self._max_poll_records(config))
         if not isinstance(task, SourceTask):
             raise ConfigException(f"{task_class.__qualname__} is not a SourceTask")
         settings = dict(producer_defaults(f"connector-producer-{id}"))
@@ -300,6 +302,17 @@ class Worker:
                                 flush_timeout_ms=self.config["offset.flush.timeout.ms"],
                                 metrics=task_metrics, topic_creation=creation,
                                 transactional=transactional)
+
+    def _max_poll_records(self, config: ConnectorConfig) -> int:
+        """The Java consumer's ``max.poll.records`` (librdkafka has none): the connector's
+        override, else the worker's ``consumer.max.poll.records``, else 500."""
+        value = config.props.get("consumer.override.max.poll.records",
+                                 self.config.props.get("consumer.max.poll.records"))
+        try:
+            return max(1, int(value)) if value is not None else MAX_POLL_RECORDS
+        except ValueError:
+            raise ConfigException("max.poll.records", value, "Not a number of type INT") \
+                from None
 
     def _client_settings(self, kind: str, config: ConnectorConfig) -> dict:
         overrides = config.prefixed(f"{kind}.override.")

@@ -87,3 +87,26 @@ PLUGINS = {"converter": {"tests.FlakyConverter": FlakyConverter},
            "connector": {"tests.FlakySinkConnector": FlakySinkConnector,
                          "tests.ReportingSinkConnector": ReportingSinkConnector,
                          "tests.BlockingSourceConnector": BlockingSourceConnector}}
+
+
+class RewindingSinkTask(FileStreamSinkTask):
+    """FileStreamSink that, after its first batch, rewinds its partitions to offset 0 once
+    (SinkTaskContext.offset) and pauses then resumes them."""
+    rewound = False
+
+    def put(self, records):
+        super().put(records)
+        if records and not RewindingSinkTask.rewound:
+            RewindingSinkTask.rewound = True
+            partitions = self.context.assignment()
+            self.context.pause(*partitions)
+            self.context.resume(*partitions)
+            self.context.offset({tp: 0 for tp in partitions})
+
+
+class RewindingSinkConnector(FileStreamSinkConnector):
+    def task_class(self):
+        return RewindingSinkTask
+
+
+PLUGINS["connector"]["tests.RewindingSinkConnector"] = RewindingSinkConnector

@@ -426,3 +426,24 @@ def test_a_source_blocked_in_poll_is_woken_by_stop(josefk_broker, josefk_topic, 
     took, status = asyncio.run(run())
     assert took < 3
     assert status.state.value == "UNASSIGNED" and status.trace is None
+
+
+def test_a_sink_task_rewinds_its_partitions_and_batches_are_bounded(
+        josefk_broker, josefk_topic, tmp_path):
+    out = tmp_path / "out.txt"
+    produce(josefk_broker, josefk_topic, [b"1", b"2", b"3"])
+    doubles.RewindingSinkTask.rewound = False
+
+    async def run():
+        h = herder(josefk_broker, tmp_path)
+        await h.start([sink("rewinding", out, josefk_topic, **{
+            "connector.class": "tests.RewindingSinkConnector",
+            "consumer.override.max.poll.records": "2"})])
+        try:
+            await until(lambda: len(lines(out)) == 5, what="the first batch twice")
+            await asyncio.sleep(1)
+        finally:
+            await h.stop()
+
+    asyncio.run(run())
+    assert lines(out) == ["1", "2", "1", "2", "3"]   # the first batch (2 records), then all
