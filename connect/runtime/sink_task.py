@@ -302,13 +302,17 @@ class WorkerSinkTask(WorkerTask):
         self.apply_pauses()
 
     def _on_revoke(self, consumer, partitions) -> None:
-        revoked = [TopicPartition(p.topic, p.partition) for p in partitions]
+        revoked = [tp for tp in (TopicPartition(p.topic, p.partition) for p in partitions)
+                   if tp in self.assignment]  # not those closed already on the way out
+        if not revoked:
+            return
         if not self.failed:
             self.commit_offsets(revoked)
         self._close_partitions(revoked)
 
     def _on_lost(self, consumer, partitions) -> None:
-        self._close_partitions([TopicPartition(p.topic, p.partition) for p in partitions])
+        self._close_partitions([tp for tp in (TopicPartition(p.topic, p.partition)
+                                              for p in partitions) if tp in self.assignment])
 
     def _close_partitions(self, partitions: list[TopicPartition]) -> None:
         try:

@@ -110,3 +110,22 @@ class RewindingSinkConnector(FileStreamSinkConnector):
 
 
 PLUGINS["connector"]["tests.RewindingSinkConnector"] = RewindingSinkConnector
+
+
+class ClosingSinkTask(FileStreamSinkTask):
+    """FileStreamSink that records the partitions opened and closed (class-wide)."""
+    calls: list = []
+
+    def open(self, partitions):
+        ClosingSinkTask.calls.append(("open", sorted(partitions)))
+
+    def close(self, partitions):
+        ClosingSinkTask.calls.append(("close", sorted(partitions)))
+
+
+class ClosingSinkConnector(FileStreamSinkConnector):
+    def task_class(self):
+        return ClosingSinkTask
+
+
+PLUGINS["connector"]["tests.ClosingSinkConnector"] = ClosingSinkConnector

@@ -4,7 +4,10 @@ letter queue, tolerance none, retries)."""
 import asyncio
 import time
 
+import pytest
 from confluent_kafka import Consumer, Producer
+
+from josefk.connect.api.connector import TopicPartition
 
 from josefk.connect.runtime.plugins import Plugins
 from josefk.connect.runtime.seams import ConnectorTaskId
@@ -447,3 +450,21 @@ def test_a_sink_task_rewinds_its_partitions_and_batches_are_bounded(
 
     asyncio.run(run())
     assert lines(out) == ["1", "2", "1", "2", "3"]   # the first batch (2 records), then all
+
+
+@pytest.mark.josefk_topic(partitions=2)
+def test_a_sink_opens_its_partitions_and_closes_them_once(josefk_broker, josefk_topic, tmp_path):
+    doubles.ClosingSinkTask.calls = []
+
+    async def run():
+        h = herder(josefk_broker, tmp_path)
+        await h.start([sink("closing", tmp_path / "out.txt", josefk_topic,
+                            **{"connector.class": "tests.ClosingSinkConnector"})])
+        try:
+            await until(lambda: doubles.ClosingSinkTask.calls, what="the partitions opened")
+        finally:
+            await h.stop()
+
+    asyncio.run(run())
+    both = [TopicPartition(josefk_topic, 0), TopicPartition(josefk_topic, 1)]
+    assert doubles.ClosingSinkTask.calls == [("open", both), ("close", both)]
