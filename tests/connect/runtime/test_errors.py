@@ -75,3 +75,23 @@ def test_retries_stop_at_the_timeout_and_when_the_task_stops():
     operator = RetryWithToleranceOperator(700, 100000, True)
     assert operator.execute(ProcessingContext(), Stage.KEY_CONVERTER, int, timed, 1) is None
     assert 2 <= len(timed_calls) <= 3  # 300 ms, then the rest of the 700 ms
+
+
+def test_the_log_reporter_says_where_and_with_which_record(caplog):
+    from josefk.connect.api.records import SourceRecord
+    from josefk.connect.runtime.errors import LogReporter
+    record = SourceRecord({"f": "x"}, {"p": 1}, "t", value="v")
+    context = ProcessingContext(source_record=record)
+    operation, _ = failing(1, DataException)
+    reporter = LogReporter("src-0", include_messages=True)
+    operator = RetryWithToleranceOperator(0, 10, True, [reporter])
+    with caplog.at_level("ERROR", logger="josefk.connect.errors"):
+        operator.execute(context, Stage.VALUE_CONVERTER, DataException, operation, 1)
+    [logged] = caplog.records
+    assert logged.getMessage().startswith(
+        "Error encountered in task src-0. Executing stage 'VALUE_CONVERTER' with class "
+        "'josefk.connect.api.errors.DataException', where source record is = SourceRecord{")
+    assert logged.exc_info[0] is DataException
+    assert LogReporter("src-0", include_messages=False).message(context) == (
+        "Error encountered in task src-0. Executing stage 'VALUE_CONVERTER' with class "
+        "'josefk.connect.api.errors.DataException'.")
