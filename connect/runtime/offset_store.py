@@ -9,6 +9,10 @@ import os
 import tempfile
 import threading
 
+from josefk.connect.api.config import ConfigException
+
+FILE_SETTING = "offset.storage.file.filename"
+
 
 def _compact(value) -> bytes:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
@@ -50,10 +54,14 @@ class FileOffsetStore:
         self._lock = threading.Lock()
         self._data: dict[str, dict] = {}
         if os.path.exists(path) and os.path.getsize(path):
-            with open(path, encoding="utf-8") as f:
-                loaded = json.load(f)
+            try:
+                with open(path, encoding="utf-8") as f:
+                    loaded = json.load(f)
+            except (OSError, ValueError) as e:
+                raise ConfigException(FILE_SETTING, path, f"not an offsets file: {e}") from None
             if not isinstance(loaded, dict):
-                raise ValueError(f"{path}: not an offsets file (a JSON object expected)")
+                raise ConfigException(FILE_SETTING, path,
+                                      "not an offsets file (a JSON object expected)")
             self._data = loaded
 
     @staticmethod

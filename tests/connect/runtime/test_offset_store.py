@@ -2,6 +2,7 @@ import json
 
 import pytest
 
+from josefk.connect.api.config import ConfigException
 from josefk.connect.runtime.offset_store import (FileOffsetStore, offset_key, offset_value,
                                                  parse_offset_key)
 
@@ -29,8 +30,10 @@ def test_offsets_survive_a_new_store_on_the_same_file(tmp_path):
     assert again.topic is None
 
 
-def test_a_file_that_is_not_an_offsets_file_is_refused(tmp_path):
+@pytest.mark.parametrize("content", ["[1,2]", "\xac\xed\x00\x05sr"])  # Kafka's is Java's
+def test_a_file_that_is_not_an_offsets_file_is_refused_in_one_line(tmp_path, content):
     path = tmp_path / "offsets.json"
-    path.write_text("[1,2]")
-    with pytest.raises(ValueError, match="not an offsets file"):
+    path.write_text(content)
+    with pytest.raises(ConfigException, match=f"Invalid value {path} for configuration "
+                       f"offset.storage.file.filename: not an offsets file"):
         FileOffsetStore(str(path))
