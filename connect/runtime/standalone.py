@@ -7,7 +7,8 @@ import asyncio
 import logging
 
 from josefk.connect.runtime.abstract_herder import AbstractHerder, MemoryStatusStore, StatusWriter
-from josefk.connect.runtime.herder import AlreadyExists, BadRequest, NotFound
+from josefk.connect.api.config import ConfigException
+from josefk.connect.runtime.herder import AlreadyExists, HerderError, NotFound
 from josefk.connect.runtime.metrics import ConnectMetrics
 from josefk.connect.runtime.offset_store import FileOffsetStore
 from josefk.connect.runtime.plugins import Plugins
@@ -38,13 +39,18 @@ class StandaloneHerder(AbstractHerder):
 
     # ---- lifecycle ------------------------------------------------------------------------
     async def start(self, connector_configs: list[dict]) -> None:
-        """Create each connector of ``connector_configs`` (their ``name`` setting)."""
+        """Create each connector of ``connector_configs`` (their ``name`` setting); a config
+        that cannot be is a ConfigException (``josefk connect`` exits with its message)."""
         self._loop = asyncio.get_running_loop()
         for props in connector_configs:
             name = props.get("name")
             if not name:
-                raise BadRequest("Connector config contains no connector name")
-            await self.put_connector_config(name, props, False)
+                raise ConfigException(f"Connector config {props} contains no connector name")
+            try:
+                await self.put_connector_config(name, props, False)
+            except HerderError as e:
+                raise ConfigException(f"Failed to create connector {name}: {e.message}") \
+                    from None
 
     async def stop(self) -> None:
         async with self._lock:

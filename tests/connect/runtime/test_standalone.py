@@ -468,3 +468,20 @@ def test_a_sink_opens_its_partitions_and_closes_them_once(josefk_broker, josefk_
     asyncio.run(run())
     both = [TopicPartition(josefk_topic, 0), TopicPartition(josefk_topic, 1)]
     assert doubles.ClosingSinkTask.calls == [("open", both), ("close", both)]
+
+
+def test_a_connector_config_that_cannot_be_created_at_start_is_a_config_error(
+        josefk_broker, tmp_path):
+    from josefk.connect.api.config import ConfigException
+
+    async def run():
+        h = herder(josefk_broker, tmp_path)
+        try:
+            await h.start([{"name": "nope", "connector.class": "NoSuchConnector"}])
+        finally:
+            await h.stop()
+
+    with pytest.raises(ConfigException, match="Failed to create connector nope: Failed to find "
+                       "any class that implements Connector and which name matches "
+                       "NoSuchConnector"):
+        asyncio.run(run())
