@@ -210,21 +210,21 @@ class RetryWithToleranceOperator:
         return None
 
     def _retrying(self, context: ProcessingContext, operation: Callable, args):
-        start = time.monotonic()
-        deadline = (start + self.retry_timeout_ms / 1000 if self.retry_timeout_ms >= 0
-                    else float("inf"))
-        attempt = 0
+        attempt, deadline = 1, None
         while True:
-            attempt += 1
             context.attempt = attempt
             try:
                 return operation(*args)
             except RetriableException:
                 now = time.monotonic()
+                if deadline is None:  # the clock is read only once something failed
+                    deadline = (now + self.retry_timeout_ms / 1000
+                                if self.retry_timeout_ms >= 0 else float("inf"))
                 if now >= deadline or self.stopping.is_set():
                     raise
                 self.total_retries += 1
                 self._backoff(attempt, deadline)
+                attempt += 1
 
     def _backoff(self, attempt: int, deadline: float) -> None:
         delay = RETRIES_DELAY_MIN_MS << min(attempt - 1, 40)

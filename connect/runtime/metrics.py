@@ -47,8 +47,8 @@ class ConnectMetrics:
         self.task_count = Gauge("kafka_connect_worker_task_count", "Tasks on this worker",
                                 registry=r)
 
-    def task(self, id: ConnectorTaskId) -> "TaskMetrics":
-        return TaskMetrics(self, (id.connector, str(id.task)))
+    def task(self, id: ConnectorTaskId, sink: bool) -> "TaskMetrics":
+        return TaskMetrics(self, (id.connector, str(id.task)), sink)
 
     def state(self, id: str | ConnectorTaskId, state: State) -> None:
         """One gauge set to 1 for the current state, the others of ``id`` to 0."""
@@ -74,14 +74,17 @@ class ConnectMetrics:
 
 
 class TaskMetrics:
-    """One task's counters (labels bound once)."""
+    """One task's counters (labels bound once): a source's poll and write, a sink's read and
+    send, and both kinds' commit times and errors."""
 
-    def __init__(self, metrics: ConnectMetrics, labels: tuple[str, str]):
+    def __init__(self, metrics: ConnectMetrics, labels: tuple[str, str], sink: bool):
         self.metrics, self.labels = metrics, labels
-        self.poll = metrics.poll.labels(*labels)
-        self.write = metrics.write.labels(*labels)
-        self.read = metrics.read.labels(*labels)
-        self.send = metrics.send.labels(*labels)
+        if sink:
+            self.read = metrics.read.labels(*labels)
+            self.send = metrics.send.labels(*labels)
+        else:
+            self.poll = metrics.poll.labels(*labels)
+            self.write = metrics.write.labels(*labels)
         self.dlq = metrics.dlq.labels(*labels)
         self.record_errors = metrics.record_errors.labels(*labels)
         self.records_skipped = metrics.records_skipped.labels(*labels)

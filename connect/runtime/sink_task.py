@@ -179,7 +179,8 @@ class WorkerSinkTask(WorkerTask):
             record = self._record(m)
             if record is not None:
                 records.append(record)
-                self.messages[(m.topic(), m.partition(), m.offset())] = m
+                if self.errant_reporter is not None:
+                    self.messages[(m.topic(), m.partition(), m.offset())] = m
             if m.topic() not in self.topics_used:
                 self.topics_used.add(m.topic())
                 self.listener.on_topic_used(self.id, m.topic())

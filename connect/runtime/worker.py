@@ -251,7 +251,7 @@ class Worker:
         task = task_class()
         pipeline = self._pipeline(config)
         stopping = threading.Event()
-        task_metrics = self.metrics.task(id)
+        task_metrics = self.metrics.task(id, config.sink)
         reporters = []
         if config["errors.log.enable"]:
             reporters.append(LogReporter(id, config["errors.log.include.messages"]))
