@@ -266,9 +266,8 @@ class WorkerSourceTask(WorkerTask):
             topic, key, value, headers = converted
             if self.topic_creation is not None:
                 self.topic_creation.ensure(topic)
-            if self.transactional and not self.in_transaction:
-                self.producer.begin_transaction()
-                self.in_transaction = True
+            if self.transactional:
+                self._ensure_transaction()
             entry = None if self.transactional else self.submitted.submit(record)
             kwargs = {"key": key, "value": value, "headers": headers,
                       "on_delivery": self._callback(record, entry)}
@@ -318,7 +317,8 @@ class WorkerSourceTask(WorkerTask):
         return [(h.key, convert(topic, h.key, h.schema, h.value)) for h in record.headers]
 
     def _dropped(self, record: SourceRecord) -> None:
-        if self.transactional:
+        if self.transactional:  # its offset still goes in the transaction
+            self._ensure_transaction()
             self._track_transaction(record)
         else:
             self.submitted.ack(self.submitted.submit(record))
@@ -361,6 +361,11 @@ class WorkerSourceTask(WorkerTask):
             log.error("%s Exception thrown while calling task.commit()", self, exc_info=e)
 
     # ---- exactly-once (KIP-618) -----------------------------------------------------------
+    def _ensure_transaction(self) -> None:
+        if not self.in_transaction:
+            self.producer.begin_transaction()
+            self.in_transaction = True
+
     def _track_transaction(self, record: SourceRecord) -> None:
         if record.source_partition is not None and record.source_offset is not None:
             self.txn_offsets[_partition_key(record.source_partition)] = (
