@@ -18,7 +18,7 @@ import re
 import time
 from collections import deque
 
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from josefk.connect.api.connector import SourceTask
@@ -94,6 +94,9 @@ class SourceContext:
 
     def transaction_context(self) -> TransactionContext | None:
         return self._transactions
+
+
+_PURGED = (KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT)
 
 
 def _partition_key(partition: dict) -> str:
@@ -327,6 +330,8 @@ class WorkerSourceTask(WorkerTask):
     def _callback(self, record: SourceRecord, entry):
         def delivered(err, msg):
             if err is not None:
+                if err.code() in _PURGED and self.transactional:
+                    return  # its transaction was aborted: the record is dropped with it
                 if self.operator.tolerance_all:
                     log.error("%s failed to send record to %s: %s", self, record.topic, err)
                     self.submitted.ack(entry)

@@ -1,14 +1,17 @@
 """Test doubles of plug-ins for failures the real ones do not make on demand: a converter
 that fails retriably a few times, a sink task whose put does, one that reports a record to
-its errant record reporter, and a source whose poll blocks until stopped."""
+its errant record reporter, a source whose poll blocks until stopped, and one that commits
+and aborts its own transactions."""
 from __future__ import annotations
 
 import threading
 
-from josefk.connect.api.connector import SourceTask
+from josefk.connect.api.connector import ConnectorTransactionBoundaries, SourceTask
 from josefk.connect.api.errors import ConnectException, DataException, RetriableException
 from josefk.connect.connectors.file_stream import FileStreamSinkConnector, FileStreamSinkTask
-from josefk.connect.connectors.generator import GeneratorSourceConnector
+from josefk.connect.api.records import SourceRecord
+from josefk.connect.api.schema import Schema
+from josefk.connect.connectors.generator import GeneratorSourceConnector, GeneratorSourceTask
 from josefk.connect.converters.simple import StringConverter
 
 
@@ -129,3 +132,36 @@ class ClosingSinkConnector(FileStreamSinkConnector):
 
 
 PLUGINS["connector"]["tests.ClosingSinkConnector"] = ClosingSinkConnector
+
+
+class BoundarySourceTask(GeneratorSourceTask):
+    """A generator whose batches of 5 are committed (even batches) or aborted (odd ones) by
+    the connector itself (transaction.boundary=connector)."""
+
+    def poll(self):
+        if self.next >= self.max:
+            self.stopped.wait(0.2)
+            return None
+        records = [self._record(seq) for seq in range(self.next, min(self.next + 5, self.max))]
+        self.next += len(records)
+        transactions = self.context.transaction_context()
+        if (self.next - 1) // 5 % 2 == 0:
+            transactions.commit_transaction()
+        else:
+            transactions.abort_transaction()
+        return records
+
+    def _record(self, seq):
+        return SourceRecord(self.partition, {"seq": seq}, self.topic, None,
+                            Schema.STRING_SCHEMA, str(seq), Schema.STRING_SCHEMA, str(seq))
+
+
+class BoundarySourceConnector(GeneratorSourceConnector):
+    def task_class(self):
+        return BoundarySourceTask
+
+    def can_define_transaction_boundaries(self, connector_config):
+        return ConnectorTransactionBoundaries.SUPPORTED
+
+
+PLUGINS["connector"]["tests.BoundarySourceConnector"] = BoundarySourceConnector

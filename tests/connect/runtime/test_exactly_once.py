@@ -10,6 +10,14 @@ from pathlib import Path
 
 from confluent_kafka import Consumer
 
+from josefk.connect.runtime.abstract_herder import MemoryStatusStore, StatusWriter
+from josefk.connect.runtime.plugins import Plugins
+from josefk.connect.runtime.seams import ConnectorTaskId, TargetState
+from josefk.connect.runtime.worker import Worker
+from josefk.connect.runtime.worker_config import WorkerConfig
+from tests.connect.runtime import doubles
+from tests.connect.runtime.eos_worker import CommittedOffsets
+
 ROOT = Path(__file__).resolve().parents[3]
 MESSAGES = 4000
 
@@ -75,3 +83,29 @@ def test_a_worker_killed_mid_transaction_leaves_each_record_once(josefk_broker, 
     everything = committed(josefk_broker.bootstrap_servers, josefk_topic, MESSAGES,
                            isolation="read_uncommitted")
     assert len(everything) > MESSAGES
+
+
+def test_connector_defined_transaction_boundaries(josefk_broker, josefk_topic):
+    offsets_topic = f"{josefk_topic}-offsets"
+    josefk_broker.create_topic(offsets_topic, 1, {"cleanup.policy": "compact"})
+    config = WorkerConfig({
+        "bootstrap.servers": josefk_broker.bootstrap_servers, "group.id": "boundaries",
+        "config.storage.topic": "c", "offset.storage.topic": offsets_topic,
+        "status.storage.topic": "s", "exactly.once.source.support": "enabled",
+        "key.converter": "StringConverter", "value.converter": "StringConverter"}, True)
+    offsets = CommittedOffsets(josefk_broker.bootstrap_servers, offsets_topic)
+    statuses = MemoryStatusStore()
+    worker = Worker(config, Plugins(doubles.PLUGINS), offsets,
+                    StatusWriter(statuses, lambda: "w"))
+    props = {"name": "bounded", "connector.class": "tests.BoundarySourceConnector",
+             "topic": josefk_topic, "max.messages": "20", "transaction.boundary": "connector"}
+    worker.start_connector("bounded", props, TargetState.STARTED, lambda: None)
+    [task] = worker.connector_task_configs("bounded", props)
+    assert worker.start_task(ConnectorTaskId("bounded", 0), props, task, TargetState.STARTED)
+    try:
+        seqs = committed(josefk_broker.bootstrap_servers, josefk_topic, 10, timeout=30)
+    finally:
+        worker.stop()
+    assert seqs == [*range(0, 5), *range(10, 15)]   # the odd batches were aborted
+    assert offsets.get("bounded", [{"task": 0}]) == [{"seq": 14}]
+    assert statuses.get(ConnectorTaskId("bounded", 0)).state.value == "UNASSIGNED"
