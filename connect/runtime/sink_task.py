@@ -32,10 +32,10 @@ def consumer_defaults(connector: str, client_id: str) -> dict:
 
 
 def subscription(config) -> list[str]:
-    """``topics``, or ``topics.regex`` as librdkafka's regex subscription (``^...``)."""
+    """``topics``, or ``topics.regex`` as librdkafka's regex subscription (``^...``), made
+    to match whole topic names as Java's ``Pattern.matcher().matches()`` does."""
     if config["topics.regex"]:
-        regex = config["topics.regex"]
-        return [regex if regex.startswith("^") else "^" + regex]
+        return [f"^({config['topics.regex']})$"]
     return [t for t in config["topics"] if t]
 
 
