@@ -170,8 +170,10 @@ class WorkerSinkTask(WorkerTask):
             if m.error() is not None:
                 if m.error().code() == KafkaError._PARTITION_EOF:
                     continue
-                if m.error().fatal() or not m.error().retriable():
+                if m.error().fatal():
                     raise ConnectException(f"Consumer error: {m.error().str()}")
+                # librdkafka's other errors are events it recovers from (a broker down, a
+                # topic not there yet), as the Java consumer retries them
                 log.warning("%s consumer error: %s", self, m.error().str())
                 continue
             tp = TopicPartition(m.topic(), m.partition())
@@ -245,8 +247,8 @@ class WorkerSinkTask(WorkerTask):
         every partition paused meanwhile."""
         self.paused_for_retry = True
         self.on_pause()
-        if not self.retry_timeout:
-            self.consumer.poll(0)
+        if not self.retry_timeout:  # put again soon; meanwhile the consumer stays alive
+            self.consumer.poll(0.1)
 
     def apply_pauses(self) -> None:
         self.consumer.pause([KafkaTopicPartition(t, p) for t, p in self.paused_by_task

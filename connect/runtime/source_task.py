@@ -195,7 +195,7 @@ class WorkerSourceTask(WorkerTask):
         self.flush_interval = flush_interval_ms / 1000
         self.flush_timeout = flush_timeout_ms / 1000
         self.topic_creation = topic_creation
-        self.transactional = transactional  # {"boundary", "interval_ms"} with EOS
+        self.transactional = transactional  # {"boundary": poll/interval/connector} with EOS
         self.transactions = (TransactionContext() if transactional and
                              transactional["boundary"] == "connector" else None)
         self.submitted = SubmittedRecords()
