@@ -174,6 +174,17 @@ class AbstractHerder:
             return "unknown"
         return "sink" if issubclass(cls, SinkConnector) else "source"
 
+    async def patch_connector_config(self, name: str, patch: dict) -> dict:
+        """KIP-477: the config with ``patch`` merged (a None value removes the key), put."""
+        props = dict(self._config(name))
+        for key, value in patch.items():
+            if value is None:
+                props.pop(key, None)
+            else:
+                props[key] = value
+        _, info = await self.put_connector_config(name, props, True)
+        return info
+
     # ---- statuses --------------------------------------------------------------------------
     async def connector_status(self, name: str) -> dict:
         props = self._config(name)

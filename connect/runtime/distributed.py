@@ -20,15 +20,19 @@ import os
 import threading
 import time
 
+from josefk.connect.runtime.abstract_herder import AbstractHerder, StatusWriter
 from josefk.connect.runtime.assignor import Assignment, AssignorState, Load, eager, incremental
 from josefk.connect.runtime.config_store import (ClusterConfigState, KafkaConfigStore,
                                                  RestartRequest, SessionKey)
 from josefk.connect.runtime.group import WorkerGroupMember, WorkerState
-from josefk.connect.runtime.herder import (AlreadyExists, BadRequest, NotFound, NotLeader,
-                                           Rebalancing)
+from josefk.connect.runtime.herder import AlreadyExists, NotFound, NotLeader, Rebalancing
+from josefk.connect.runtime.metrics import ConnectMetrics
 from josefk.connect.runtime.offset_store import KafkaOffsetStore
-from josefk.connect.runtime.seams import ConnectorTaskId, State, TargetState
+from josefk.connect.runtime.plugins import Plugins
+from josefk.connect.runtime.seams import ConnectorTaskId, TargetState
 from josefk.connect.runtime.status_store import KafkaStatusStore
+from josefk.connect.runtime.worker import Worker
+from josefk.connect.runtime.worker_config import WorkerConfig
 from josefk.wire.apis.connect_protocol import CONFIG_MISMATCH
 
 log = logging.getLogger("josefk.connect.distributed")
@@ -51,18 +55,24 @@ def not_found(name: str) -> NotFound:
     return NotFound(f"Connector {name} not found")
 
 
-class DistributedHerder:
-    """``worker`` runs connectors and tasks (the Worker seam); ``plugins`` finds them."""
+class DistributedHerder(AbstractHerder):
+    """``worker`` None: a Worker over the offsets topic, reporting to the status topic under
+    this worker's id and the group generation."""
 
-    def __init__(self, config, worker, plugins):
-        self.config, self.worker, self.plugins = config, worker, plugins
+    def __init__(self, config: WorkerConfig, worker: Worker | None, plugins: Plugins,
+                 metrics: ConnectMetrics | None = None):
+        status_store = KafkaStatusStore(config)
+        metrics = metrics or ConnectMetrics()
+        self.generation = -1
+        self.listener = StatusWriter(status_store, lambda: config.worker_id,
+                                     lambda: self.generation, metrics)
+        offset_store = worker.offset_store if worker is not None else KafkaOffsetStore(config)
+        worker = worker or Worker(config, plugins, offset_store, self.listener, metrics)
+        super().__init__(config, worker, plugins, status_store, offset_store, metrics)
         self.config_store = KafkaConfigStore(config, listener=self)
-        self.status_store = KafkaStatusStore(config)
-        self.offset_store = KafkaOffsetStore(config)
         self.member: WorkerGroupMember | None = None
         self.snapshot = ClusterConfigState()
         self.assignor_state = AssignorState()
-        self.generation = -1
         self.rebalancing = True
         self._lock = threading.Lock()
         self._wake = threading.Event()
@@ -75,7 +85,6 @@ class DistributedHerder:
         self._restarts: list[RestartRequest] = []
         self._thread: threading.Thread | None = None
         self._owners: dict = {}  # the leader's: connector or task -> its worker's URL
-        self._admin_client = None
 
     # -- life -------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -309,26 +318,27 @@ class DistributedHerder:
         if tasks:
             self.worker.stop_tasks(tasks)
         for task in self.status_store.tasks(name):
-            self.status_store.delete(ConnectorTaskId(name, task))
-        self.status_store.delete(name)
+            self.listener.on_deletion(ConnectorTaskId(name, task))
+        self.listener.on_deletion(name)
         self.status_store.delete_topics(name)
 
     def _restart(self, r: RestartRequest, mine_c: set, mine_t: set) -> None:
-        """KIP-745 on the worker that runs them: the connector (unless only failed ones and it
-        is not FAILED), and with ``include_tasks`` its tasks (the same rule)."""
-        def wanted(id) -> bool:
-            status = self.status_store.get(id)
-            return not r.only_failed or (status is not None and status.state is State.FAILED)
-
-        if r.connector in mine_c and wanted(r.connector):
+        """KIP-745 on each worker, for what it runs of the plan."""
+        try:
+            plan = self.restart_plan(r.connector, r.include_tasks, r.only_failed)
+        except NotFound:
+            return  # deleted since, or no status yet: nothing ran
+        if plan.restart_connector and r.connector in mine_c:
+            self.listener.on_restart(r.connector)
             self.worker.stop_connectors([r.connector])
             self._start_connector(r.connector)
-        if r.include_tasks:
-            ids = [t for t in sorted(mine_t) if t.connector == r.connector and wanted(t)]
-            if ids:
-                self.worker.stop_tasks(ids)
-                for id in ids:
-                    self._start_task(id)
+        ids = [t for t in plan.tasks if t in mine_t]
+        if ids:
+            for id in ids:
+                self.listener.on_restart(id)
+            self.worker.stop_tasks(ids)
+            for id in ids:
+                self._start_task(id)
 
     # -- what the config store reads (its thread) --------------------------------------------
     def on_connector_config_update(self, connector: str) -> None:
@@ -393,6 +403,16 @@ class DistributedHerder:
             raise not_found(name)
         return snap
 
+    def _config(self, name: str) -> dict[str, str]:
+        props = self.config_store.snapshot().connector_configs.get(name)
+        if props is None:
+            raise not_found(name)
+        return props
+
+    def _target(self, name: str) -> TargetState:
+        self._config(name)
+        return self.config_store.snapshot().target_state(name)
+
     async def connectors(self) -> list[str]:
         return self._config_state().connectors()
 
@@ -409,39 +429,38 @@ class DistributedHerder:
         props = snap.connector_configs[name]
         return {"name": name, "config": dict(props),
                 "tasks": [{"connector": t.connector, "task": t.task} for t in snap.tasks(name)],
-                "type": "sink" if self.worker.is_sink(props) else "source"}
+                "type": self.connector_type(props)}
 
     async def put_connector_config(self, name: str, config: dict[str, str],
                                    allow_replace: bool) -> tuple[bool, dict]:
         self._check_leader("Only the leader can set connector configs.")
+        config = {**config, "name": name}
+        await self._validated(config)
         snap = self.config_store.snapshot()
         exists = name in snap.connector_configs
         if exists and not allow_replace:
             raise AlreadyExists(f"Connector {name} already exists")
-        if not name:
-            raise BadRequest("Connector name must not be empty")
-        config = {**config, "name": name}
         target = None if exists else TargetState.STARTED
         await asyncio.to_thread(self.config_store.put_connector_config, name, config, target)
         return not exists, {"name": name, "config": config, "tasks": [
             {"connector": t.connector, "task": t.task} for t in snap.tasks(name)],
-            "type": "sink" if self.worker.is_sink(config) else "source"}
+            "type": self.connector_type(config)}
 
     async def delete_connector(self, name: str) -> None:
         self._check_leader("Only the leader can delete connector configs.")
         self._existing(name)
         await asyncio.to_thread(self.config_store.remove_connector_config, name)
 
-    async def _target(self, name: str, state: TargetState) -> None:
+    async def _put_target(self, name: str, state: TargetState) -> None:
         """Any worker writes a pause or a resume (Kafka's AbstractHerder)."""
         self._existing(name)
         await asyncio.to_thread(self.config_store.put_target_state, name, state)
 
     async def pause_connector(self, name: str) -> None:
-        await self._target(name, TargetState.PAUSED)
+        await self._put_target(name, TargetState.PAUSED)
 
     async def resume_connector(self, name: str) -> None:
-        await self._target(name, TargetState.STARTED)
+        await self._put_target(name, TargetState.STARTED)
 
     async def stop_connector(self, name: str) -> None:
         """KIP-875: zero task configs first, then the STOPPED target state (a started
@@ -454,45 +473,16 @@ class DistributedHerder:
     async def restart_connector(self, name: str, include_tasks: bool,
                                 only_failed: bool) -> dict | None:
         """KIP-745: the request goes through the config topic to the workers running them;
-        the answer is the status with what will restart marked RESTARTING (None when only
-        the connector restarts, whatever its state)."""
+        the answer is the plan's status, what restarts marked RESTARTING (None when only the
+        connector restarts, whatever its state)."""
         self._check_leader("Only the leader can process restart requests.")
-        snap = self._existing(name)
+        self._existing(name)
+        plan = self.restart_plan(name, include_tasks, only_failed)
         await asyncio.to_thread(self.config_store.put_restart_request,
                                 RestartRequest(name, include_tasks, only_failed))
         if not include_tasks and not only_failed:
             return None
-        status = self._status(name, snap)
-        for part in [status["connector"]] + (status["tasks"] if include_tasks else []):
-            if not only_failed or part["state"] == State.FAILED.value:
-                part["state"] = State.RESTARTING.value
-                part.pop("trace", None)
-        return status
-
-    async def connector_status(self, name: str) -> dict:
-        return self._status(name, self._existing(name))
-
-    async def task_status(self, name: str, task: int) -> dict:
-        id = ConnectorTaskId(name, task)
-        if id not in self._existing(name).tasks(name):
-            raise NotFound(f"No status found for task {id}")
-        return {"id": task, **self._entry(self.status_store.get(id))}
-
-    def _entry(self, status) -> dict:
-        if status is None:
-            return {"state": State.UNASSIGNED.value, "worker_id": self.config.worker_id}
-        out = {"state": status.state.value, "worker_id": status.worker_id}
-        if status.trace is not None:
-            out["trace"] = status.trace
-        return out
-
-    def _status(self, name: str, snap: ClusterConfigState) -> dict:
-        tasks = self.status_store.tasks(name)
-        return {"name": name, "connector": self._entry(self.status_store.get(name)),
-                "tasks": [{"id": t.task, **self._entry(tasks.get(t.task))}
-                          for t in snap.tasks(name)],
-                "type": "sink" if self.worker.is_sink(snap.connector_configs[name])
-                else "source"}
+        return plan.body
 
     async def restart_task(self, name: str, task: int) -> None:
         """Restarted where it runs: here, or the request goes to its worker (the leader knows
@@ -515,93 +505,20 @@ class DistributedHerder:
         raise NotLeader("Cannot restart task since it is not assigned to this member",
                         self.member.running.leader_url or None)
 
-    # KIP-875: offsets of a source connector in the offsets topic, of a sink connector in its
-    # consumer group.
-    def _sink_group(self, props: dict[str, str]) -> str:
-        return props.get("consumer.override.group.id") or f"connect-{props['name']}"
+    async def alter_connector_offsets(self, name: str, offsets: list[dict]) -> str:
+        """KIP-875, the leader's (AbstractHerder's, once the connector is STOPPED with no
+        tasks left)."""
+        self._offsets_modifiable(name)
+        return await super().alter_connector_offsets(name, offsets)
 
-    def _admin(self):
-        """One admin client, kept: a dropped one takes its pending requests with it."""
-        if self._admin_client is None:
-            from confluent_kafka.admin import AdminClient
-            self._admin_client = AdminClient(self.config.client_settings("admin"))
-        return self._admin_client
+    async def reset_connector_offsets(self, name: str) -> str:
+        self._offsets_modifiable(name)
+        return await super().reset_connector_offsets(name)
 
-    async def connector_offsets(self, name: str) -> dict:
-        props = self._existing(name).connector_configs[name]
-        if not self.worker.is_sink(props):
-            pairs = await asyncio.to_thread(self.offset_store.all, name)
-            return {"offsets": [{"partition": p, "offset": o} for p, o in pairs]}
-        return {"offsets": await asyncio.to_thread(self._sink_offsets, props)}
-
-    def _sink_offsets(self, props) -> list[dict]:
-        from confluent_kafka import ConsumerGroupTopicPartitions
-        group = self._sink_group(props)
-        futures = self._admin().list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])
-        result = futures[group].result(30)
-        return [{"partition": {"kafka_topic": tp.topic, "kafka_partition": tp.partition},
-                 "offset": {"kafka_offset": tp.offset}}
-                for tp in result.topic_partitions if tp.offset >= 0]
-
-    def _stopped(self, name: str) -> dict[str, str]:
+    def _offsets_modifiable(self, name: str) -> None:
         self._check_leader("Only the leader can process external offsets modification "
                            "requests.")
         snap = self._existing(name)
-        if snap.target_state(name) is not TargetState.STOPPED or snap.tasks(name):
-            raise BadRequest(
-                "Connectors must be in the STOPPED state before their offsets can be modified. "
-                "This can be done for the specified connector by issuing a 'PUT' request to "
-                f"the '/connectors/{name}/stop' endpoint")
-        return snap.connector_configs[name]
-
-    async def alter_connector_offsets(self, name: str, offsets: list[dict]) -> str:
-        props = self._stopped(name)
-        if self.worker.is_sink(props):
-            await asyncio.to_thread(self._alter_sink, props, offsets)
-        else:
-            await asyncio.to_thread(self.offset_store.put, name,
-                                    [(o["partition"], o.get("offset")) for o in offsets])
-        return MANAGED_ALTERED
-
-    def _alter_sink(self, props, offsets: list[dict]) -> None:
-        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
-        group, admin = self._sink_group(props), self._admin()
-        moved, removed = [], []
-        for o in offsets:
-            p = o["partition"]
-            try:
-                tp = TopicPartition(str(p["kafka_topic"]), int(p["kafka_partition"]))
-                offset = o.get("offset")
-                if offset is not None:
-                    tp.offset = int(offset["kafka_offset"])
-            except (KeyError, TypeError, ValueError):
-                raise BadRequest("Kafka partitions must be given as {\"kafka_topic\": ..., "
-                                 "\"kafka_partition\": ...} and offsets as "
-                                 "{\"kafka_offset\": ...}") from None
-            (moved if offset is not None else removed).append(tp)
-        if moved:
-            admin.alter_consumer_group_offsets(
-                [ConsumerGroupTopicPartitions(group, moved)])[group].result(30)
-        if removed:
-            admin.delete_consumer_group_offsets(
-                [ConsumerGroupTopicPartitions(group, removed)])[group].result(30)
-
-    def _reset_sink(self, group: str) -> None:
-        from confluent_kafka import KafkaError, KafkaException
-        try:
-            self._admin().delete_consumer_groups([group])[group].result(30)
-        except KafkaException as e:
-            if e.args[0].code() != KafkaError.GROUP_ID_NOT_FOUND:  # nothing committed yet
-                raise
-
-    async def reset_connector_offsets(self, name: str) -> str:
-        props = self._stopped(name)
-        if self.worker.is_sink(props):
-            await asyncio.to_thread(self._reset_sink, self._sink_group(props))
-        else:
-            pairs = await asyncio.to_thread(self.offset_store.all, name)
-            await asyncio.to_thread(self.offset_store.put, name, [(p, None) for p, _ in pairs])
-        return MANAGED_RESET
-
-    def worker_url(self) -> str:
-        return self.config.rest_url
+        if snap.tasks(name):
+            self._check_stopped(name)  # STOPPED with tasks: raced with the stop; said the same
+            raise Rebalancing(REBALANCING)

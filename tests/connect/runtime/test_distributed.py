@@ -12,15 +12,18 @@ import pytest
 
 from josefk.connect.runtime.distributed import DistributedHerder
 from josefk.connect.runtime.herder import BadRequest, NotLeader
+from josefk.connect.runtime.offset_store import KafkaOffsetStore
+from josefk.connect.runtime.plugins import Plugins
 from josefk.connect.runtime.seams import ConnectorTaskId, State, Status
 from josefk.connect.runtime.worker_config import WorkerConfig
 
 
 class RecordingWorker:
     """The Worker seam: connectors and tasks are names in sets; task configs are
-    ``tasks.max`` copies of the connector's ``topic``."""
+    ``tasks.max`` copies of the connector's ``topic`` (``topics``)."""
 
-    def __init__(self):
+    def __init__(self, config):
+        self.offset_store = KafkaOffsetStore(config)
         self.connectors, self.tasks = {}, {}
         self.stopped_tasks: list[ConnectorTaskId] = []
         self.started_connectors: list[str] = []
@@ -36,7 +39,8 @@ class RecordingWorker:
             self.on_reconfigure[name] = on_reconfigure
 
     def connector_task_configs(self, name, props):
-        return [{"task.class": "Recording", "topic": props["topic"], **self.extra}
+        topic = props.get("topic") or props["topics"]
+        return [{"task.class": "Recording", "topic": topic, **self.extra}
                 for _ in range(int(props["tasks.max"]))]
 
     def set_target_state(self, name, target):
@@ -65,9 +69,6 @@ class RecordingWorker:
     def task_ids(self):
         with self.lock:
             return list(self.tasks)
-
-    def is_sink(self, props):
-        return props.get("connector.class", "").endswith("SinkConnector")
 
     def stop(self):
         with self.lock:
@@ -127,10 +128,10 @@ def prefix():
 def test_two_workers_share_a_connector_and_take_over_from_a_dead_one(josefk_broker, prefix,
                                                                     protocol):
     async def scenario():
-        workers = [RecordingWorker(), RecordingWorker()]
-        herders = [DistributedHerder(config(josefk_broker.bootstrap_servers, prefix, 9000 + i,
-                                            protocol), w, None)
-                   for i, w in enumerate(workers)]
+        configs = [config(josefk_broker.bootstrap_servers, prefix, 9000 + i, protocol)
+                   for i in range(2)]
+        workers = [RecordingWorker(c) for c in configs]
+        herders = [DistributedHerder(c, w, Plugins()) for c, w in zip(configs, workers)]
         for h in herders:
             await h.start()
         dead = None
@@ -187,15 +188,16 @@ def test_two_workers_share_a_connector_and_take_over_from_a_dead_one(josefk_brok
 
 def test_offsets_are_altered_and_reset_only_when_stopped(josefk_broker, prefix):
     async def scenario():
-        worker = RecordingWorker()
-        h = DistributedHerder(config(josefk_broker.bootstrap_servers, prefix, 9100), worker, None)
+        c = config(josefk_broker.bootstrap_servers, prefix, 9100)
+        worker = RecordingWorker(c)
+        h = DistributedHerder(c, worker, Plugins())
         await h.start()
         try:
             assert await until(lambda: stable(h))
             source = {"connector.class": "FileStreamSourceConnector", "tasks.max": "1",
-                      "topic": "t"}
+                      "topic": "t", "file": "/data/in.txt"}
             sink = {"connector.class": "FileStreamSinkConnector", "tasks.max": "1",
-                    "topic": "t"}
+                    "topics": "t"}
             await h.put_connector_config("src", source, False)
             assert await until(lambda: stable(h))
             await h.put_connector_config("snk", sink, False)
