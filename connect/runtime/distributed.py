@@ -158,6 +158,12 @@ class DistributedHerder(AbstractHerder):
                 self.member.rejoin.set()
                 return
         self.generation = self.member.generation
+        log.info("Joined group at generation %d with protocol version %d and got assignment: "
+                 "connectors %s, tasks %s, revoked connectors %s, revoked tasks %s, delay %d "
+                 "ms, leader %s", self.generation, self.member.version, assignment.connectors,
+                 [str(t) for t in assignment.tasks], assignment.revoked_connectors,
+                 [str(t) for t in assignment.revoked_tasks], assignment.delay,
+                 assignment.leader_url)
         self._apply_assignment(assignment)
         self.rebalancing = self.member.needs_join()
 
