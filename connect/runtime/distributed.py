@@ -308,9 +308,11 @@ class DistributedHerder(AbstractHerder):
                 for id in ids:
                     if id in self.snapshot.task_configs:
                         self._start_task(id)
-        for name in sorted(targets & mine_c):
+        # Every worker: the connector's tasks may run here without it (Kafka's
+        # processTargetStateChanges).
+        for name in sorted(targets & set(self.snapshot.connector_configs)):
             self.worker.set_target_state(name, self.snapshot.target_state(name))
-            if self.snapshot.target_state(name) is TargetState.STARTED:
+            if name in mine_c and self.snapshot.target_state(name) is TargetState.STARTED:
                 self._reconfigure_tasks(name)
         for request in restarts:
             self._restart(request, mine_c, mine_t)

@@ -14,7 +14,7 @@ from josefk.connect.runtime.distributed import DistributedHerder
 from josefk.connect.runtime.herder import BadRequest, NotLeader
 from josefk.connect.runtime.offset_store import KafkaOffsetStore
 from josefk.connect.runtime.plugins import Plugins
-from josefk.connect.runtime.seams import ConnectorTaskId, State, Status
+from josefk.connect.runtime.seams import ConnectorTaskId, State, Status, TargetState
 from josefk.connect.runtime.worker_config import WorkerConfig
 
 
@@ -28,6 +28,7 @@ class RecordingWorker:
         self.stopped_tasks: list[ConnectorTaskId] = []
         self.started_connectors: list[str] = []
         self.on_reconfigure = {}
+        self.targets = {}
         self.extra = {}  # added to every task config
         self.lock = threading.Lock()
         self.worker_id = ""
@@ -44,7 +45,8 @@ class RecordingWorker:
                 for _ in range(int(props["tasks.max"]))]
 
     def set_target_state(self, name, target):
-        pass
+        with self.lock:
+            self.targets[name] = target
 
     def stop_connectors(self, names):
         with self.lock:
@@ -159,6 +161,15 @@ def test_two_workers_share_a_connector_and_take_over_from_a_dead_one(josefk_brok
             assert (await leader.task_configs("src"))[3] == {
                 "id": {"connector": "src", "task": 3},
                 "config": {"task.class": "Recording", "topic": "lines"}}
+
+            # Paused through the follower (any worker writes it): every worker pauses the
+            # tasks it runs.
+            await follower.pause_connector("src")
+            assert await until(lambda: all(w.targets.get("src") is TargetState.PAUSED
+                                           for w in workers))
+            await follower.resume_connector("src")
+            assert await until(lambda: all(w.targets.get("src") is TargetState.STARTED
+                                           for w in workers))
 
             assert leader.member.protocol == {"eager": "default"}.get(protocol, protocol)
             if protocol == "sessioned":
