@@ -266,8 +266,10 @@ class AbstractHerder:
                 for tp in sorted(found.topic_partitions, key=lambda t: (t.topic, t.partition))
                 if tp.offset >= 0]
 
-    def _check_stopped(self, name: str) -> None:
-        if self._target(name) is not TargetState.STOPPED:
+    def _check_stopped(self, name: str, tasks_left: bool = False) -> None:
+        """BadRequest unless the connector is STOPPED (and, distributed, its task configs
+        emptied: ``tasks_left`` False)."""
+        if tasks_left or self._target(name) is not TargetState.STOPPED:
             raise BadRequest(f"Connectors must be in the STOPPED state before their offsets can "
                              f"be modified. This can be done for the specified connector by "
                              f"issuing a 'PUT' request to the '/connectors/{name}/stop' endpoint")

@@ -514,8 +514,8 @@ class DistributedHerder(AbstractHerder):
                         self.member.running.leader_url or None)
 
     async def alter_connector_offsets(self, name: str, offsets: list[dict]) -> str:
-        """KIP-875, the leader's (AbstractHerder's, once the connector is STOPPED with no
-        tasks left)."""
+        """KIP-875, the leader's, once the connector is STOPPED with no tasks left (Kafka's
+        modifyConnectorOffsets)."""
         self._offsets_modifiable(name)
         return await super().alter_connector_offsets(name, offsets)
 
@@ -527,6 +527,4 @@ class DistributedHerder(AbstractHerder):
         self._check_leader("Only the leader can process external offsets modification "
                            "requests.")
         snap = self._existing(name)
-        if snap.tasks(name):
-            self._check_stopped(name)  # STOPPED with tasks: raced with the stop; said the same
-            raise Rebalancing(REBALANCING)
+        self._check_stopped(name, tasks_left=bool(snap.tasks(name)))
