@@ -1,4 +1,5 @@
-"""ListOffsets: earliest, latest, by timestamp and max timestamp (KIP-734).
+"""ListOffsets: earliest (remote data included), earliest local (KIP-1005), latest, by
+timestamp and max timestamp (KIP-734).
 
 v0 answers up to MaxNumOffsets offsets "before" a timestamp the way Kafka 3.9 still did: the
 base offsets of segments last modified at or before it (and the log end offset), newest first.
@@ -61,9 +62,14 @@ def _lookup(part, timestamp, read_committed):
     readers see nothing past the last stable offset."""
     log = part.log
     limit = part.last_stable_offset if read_committed else log.high_watermark
-    if timestamp == LATEST or timestamp == LATEST_TIERED:
+    if timestamp == LATEST:
         return -1, limit
-    if timestamp in (EARLIEST, EARLIEST_LOCAL):
+    if timestamp == LATEST_TIERED:  # KIP-1005: the last offset copied to the remote log
+        copied = log.remote_copied_end if part.config.remote_storage_enable else None
+        return -1, -1 if copied is None else copied
+    if timestamp == EARLIEST:  # remote data included (tiered storage)
+        return -1, part.log_start_offset
+    if timestamp == EARLIEST_LOCAL:  # KIP-1005: the local log's start
         return -1, log.log_start_offset
     if timestamp == MAX_TIMESTAMP:
         found = log.max_timestamp(max_offset=limit)

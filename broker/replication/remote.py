@@ -1,0 +1,95 @@
+"""Tiered storage seen from the partitions (the remote log manager itself is ``tiered/``): the
+`Leader` handed to it for each partition led here with remote.storage.enable, the reads below
+the local log start it answers (`RemoteRead`, resolved off the event loop), and the log start
+offset over remote and local data.
+"""
+from __future__ import annotations
+
+import asyncio
+
+from josefk.storage import snapshots
+from josefk.tiered.manager import Leader, LocalSegment, RemoteLogManager
+
+
+class RemoteRead:
+    """A consumer's read the local log cannot answer: filled in from the object store by
+    `resolve` before the fetch is answered."""
+
+    __slots__ = ("topic", "partition", "offset", "max_bytes", "limit", "min_one")
+
+    def __init__(self, topic, partition, offset, max_bytes, limit, min_one):
+        self.topic, self.partition, self.offset = topic, partition, offset
+        self.max_bytes, self.limit, self.min_one = max_bytes, limit, min_one
+
+    def __len__(self):
+        return 0
+
+
+def log_start_offset(part, rlm: RemoteLogManager | None) -> int:
+    """The partition's log start: its first remote offset (or the DeleteRecords point past
+    it) when remote segments exist below the local log, else the local log start."""
+    local = part.log.log_start_offset
+    if rlm is None or not part.config.remote_storage_enable:
+        return local
+    segs = rlm.remote_of(part.topic, part.index)
+    start = None if segs is None else segs.start_offset
+    if start is None:
+        return local
+    return min(max(start, part.remote_log_start), local)
+
+
+def leader_of(part) -> Leader:
+    lg = part.log
+
+    def segments_to_copy(after, limit):
+        return [LocalSegment(*s) for s in lg.rolled_segments(after, limit)]
+
+    def aborted(start, end):
+        return [a for a in part.producers.aborted if a[1] < end and a[2] >= start]
+
+    def snapshot(offset):
+        path = lg.dir / f"{offset:020d}{snapshots.SUFFIX}"
+        return path if path.exists() else None
+
+    def set_copied(offset):
+        lg.remote_copied_end = offset
+
+    def retention():
+        copied = -1 if lg.remote_copied_end is None else lg.remote_copied_end
+        local = sum(size for base, _mtime, size in lg.segment_times() if base > copied)
+        return part.config.retention_ms, part.config.retention_bytes, local
+
+    return Leader(part.topic, part.index, part.topic_id, part.leader_epoch,
+                  segments_to_copy=segments_to_copy,
+                  upload_limit=lambda: part.last_stable_offset, aborted=aborted,
+                  epochs=lambda: list(lg.epochs.entries), snapshot=snapshot,
+                  set_copied=set_copied, retention=retention,
+                  delete_below=lambda: part.remote_log_start)
+
+
+async def resolve(rlm: RemoteLogManager, results) -> None:
+    """Read every `RemoteRead` of ``results`` ([[(fetch partition, ReadResult)]]) from the
+    object store, in worker threads; a read the remote log no longer holds (retention moved
+    on meanwhile) answers OFFSET_OUT_OF_RANGE, a store failure KAFKA_STORAGE_ERROR."""
+    from josefk.tiered.store import StoreError
+    from josefk.wire import errors
+
+    pending = [res for out in results for _fp, res in out if type(res.records) is RemoteRead]
+
+    def read(res):
+        r = res.records
+        try:
+            data = rlm.read(r.topic, r.partition, r.offset, r.max_bytes, r.limit, r.min_one)
+        except StoreError:
+            res.error, res.records = errors.KAFKA_STORAGE_ERROR, None
+            return
+        if data is None:
+            res.error, res.records = errors.OFFSET_OUT_OF_RANGE, None
+        else:
+            res.records = data
+
+    await asyncio.gather(*(asyncio.to_thread(read, res) for res in pending))
+
+
+def has_remote(results) -> bool:
+    return any(type(res.records) is RemoteRead for out in results for _fp, res in out)

@@ -1,0 +1,396 @@
+"""The remote log manager (Kafka's RemoteLogManager): for every partition this broker leads
+with ``remote.storage.enable``, a task on the manager's threads copies each rolled segment
+above the highest copied offset to the object store (with its indexes, producer-state
+snapshot, leader-epoch checkpoint and transaction index), records it in
+``__remote_log_metadata`` and deletes remote segments past the topic's total retention or below
+a DeleteRecords; reads below the local log start are served from the store through a bounded
+cache of fixed-size chunks.
+
+Nothing here runs on the event loop: the broker calls `read` from a worker thread, and the
+copies run on the manager's own thread. The produce path does not know this module.
+"""
+from __future__ import annotations
+
+import logging
+import struct
+import threading
+import time
+import uuid
+from bisect import bisect_right
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Protocol
+
+from josefk.wire.batch import HEADER_SIZE, read_header
+
+from . import metadata as md
+from .store import ObjectStore, StoreError
+
+log = logging.getLogger("josefk.tiered")
+
+_IDX = struct.Struct(">ii")
+_TXN = struct.Struct(">hqqqq")  # Kafka's .txnindex entry: version, pid, first, last, LSO
+
+
+class MetadataLog(Protocol):
+    """Where the metadata events go and come back from: ``__remote_log_metadata``."""
+
+    def append(self, topic_id: uuid.UUID, partition: int, value: bytes) -> None:
+        """Write one event to the user partition's metadata partition; returns once it is
+        acknowledged by every in-sync replica. Raises on failure."""
+
+    def read(self, topic_id: uuid.UUID, partition: int) -> Iterable[bytes]:
+        """Every event written so far to the user partition's metadata partition (events of
+        other partitions included: the caller filters)."""
+
+
+@dataclass
+class LocalSegment:
+    """A rolled segment as the copy needs it: its files and offsets."""
+    base_offset: int
+    next_offset: int
+    log_path: Path
+    index_path: Path
+    timeindex_path: Path
+    size: int
+    max_timestamp: int
+
+
+class Leader:
+    """One partition led here with remote storage on: what the broker hands the manager.
+
+    ``segments_to_copy(after, limit)`` lists the rolled segments holding offsets past
+    ``after`` and wholly below ``limit``; ``upload_limit()`` is the last stable offset;
+    ``aborted(start, end)`` the aborted transactions [(pid, first, last)] in a range;
+    ``epochs()`` the leader-epoch entries [(epoch, start offset)]; ``snapshot(offset)`` the
+    producer-state snapshot file at an offset, if kept; ``set_copied(offset)`` tells the local
+    log what local retention may delete; ``retention()`` gives (retention.ms, retention.bytes,
+    local bytes above the remote end); ``delete_below()`` the log start DeleteRecords asked."""
+
+    def __init__(self, topic: str, partition: int, topic_id: uuid.UUID, leader_epoch: int, *,
+                 segments_to_copy, upload_limit, aborted, epochs, snapshot, set_copied,
+                 retention, delete_below):
+        self.topic, self.partition, self.topic_id = topic, partition, topic_id
+        self.leader_epoch = leader_epoch
+        self.segments_to_copy = segments_to_copy
+        self.upload_limit = upload_limit
+        self.aborted = aborted
+        self.epochs = epochs
+        self.snapshot = snapshot
+        self.set_copied = set_copied
+        self.retention = retention
+        self.delete_below = delete_below
+        self.remote: md.PartitionSegments | None = None  # loaded by the first task
+        self.stopped = False
+
+
+def object_prefix(topic: str, partition: int, topic_id: uuid.UUID) -> str:
+    return f"{topic}-{partition}-{md.uuid_text(topic_id)}/"
+
+
+def object_keys(prefix: str, seg: md.RemoteSegment) -> dict[str, str]:
+    """The objects of a remote segment, by Kafka's file suffix."""
+    stem = f"{prefix}{seg.start_offset:020d}-{md.uuid_text(seg.segment_id)}"
+    return {s: stem + s for s in (".log", ".index", ".timeindex", ".snapshot",
+                                  ".leader_epoch_checkpoint", ".txnindex")}
+
+
+class ChunkCache:
+    """An LRU of ``chunk_bytes``-aligned ranges of remote segment files, at most
+    ``max_bytes`` in all: a consumer reading from offset 0 makes one request per chunk."""
+
+    def __init__(self, store: ObjectStore, chunk_bytes: int, max_bytes: int):
+        self.store = store
+        self.chunk = chunk_bytes
+        self.max_bytes = max_bytes
+        self._chunks: OrderedDict[tuple[str, int], bytes] = OrderedDict()
+        self._size = 0
+        self._lock = threading.Lock()
+        self.requests = 0  # object-store GETs made, for the metrics and the benchmark
+
+    def read(self, key: str, start: int, end: int) -> bytes:
+        """Bytes ``[start, end)`` of object ``key`` (``end`` at most its size)."""
+        parts = []
+        first = start // self.chunk
+        for i in range(first, (end - 1) // self.chunk + 1):
+            data = self._chunk(key, i, end)
+            lo = start - i * self.chunk if i == first else 0
+            parts.append(data[lo:end - i * self.chunk])
+        return b"".join(parts)
+
+    def _chunk(self, key: str, i: int, object_end: int) -> bytes:
+        with self._lock:
+            data = self._chunks.get((key, i))
+            if data is not None:
+                self._chunks.move_to_end((key, i))
+                return data
+        data = self.store.get(key, i * self.chunk, (i + 1) * self.chunk)
+        with self._lock:
+            self.requests += 1
+            if (key, i) not in self._chunks:
+                self._chunks[(key, i)] = data
+                self._size += len(data)
+            while self._size > self.max_bytes and self._chunks:
+                _k, old = self._chunks.popitem(last=False)
+                self._size -= len(old)
+        return data
+
+    def forget(self, key: str) -> None:
+        with self._lock:
+            for k in [k for k in self._chunks if k[0] == key]:
+                self._size -= len(self._chunks.pop(k))
+
+
+class RemoteLogManager:
+    def __init__(self, store: ObjectStore, metadata_log: MetadataLog, node_id: int, *,
+                 interval_ms: int = 30000, cache_bytes: int = 64 << 20,
+                 chunk_bytes: int = 1 << 20, now_ms: Callable[[], int] | None = None):
+        self.store = store
+        self.metadata_log = metadata_log
+        self.node_id = node_id
+        self.interval_ms = interval_ms
+        self.cache = ChunkCache(store, chunk_bytes, cache_bytes)
+        self.now_ms = now_ms or (lambda: int(time.time() * 1000))
+        self.leaders: dict[tuple[str, int], Leader] = {}
+        self._indexes: OrderedDict[uuid.UUID, tuple[list[int], list[int]]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        # what the copy has not caught up with, for the RemoteCopyLagBytes metric
+        self.copy_lag_bytes = 0
+        self.copied_bytes = 0
+
+    # -- leadership -------------------------------------------------------------------------------
+    def lead(self, leader: Leader) -> None:
+        with self._lock:
+            old = self.leaders.get((leader.topic, leader.partition))
+            if old is not None:
+                old.stopped = True
+            self.leaders[(leader.topic, leader.partition)] = leader
+        self._wake.set()
+
+    def resign(self, topic: str, partition: int) -> None:
+        with self._lock:
+            old = self.leaders.pop((topic, partition), None)
+        if old is not None:
+            old.stopped = True
+
+    def remote_of(self, topic: str, partition: int) -> md.PartitionSegments | None:
+        """The partition's remote segments, once this broker leads it and loaded them."""
+        leader = self.leaders.get((topic, partition))
+        return None if leader is None else leader.remote
+
+    # -- the task thread ------------------------------------------------------------------------------
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="josefk-remote-log",
+                                        daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self._closed = True
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(30)
+
+    def _run(self) -> None:
+        while not self._closed:
+            self.run_once()
+            self._wake.wait(self.interval_ms / 1000)
+            self._wake.clear()
+
+    def run_once(self) -> None:
+        """One pass over the partitions led here: load, copy, expire (each partition's
+        failure is logged and retried at the next pass)."""
+        lag = 0
+        for leader in list(self.leaders.values()):
+            if self._closed:
+                return
+            try:
+                self._load(leader)
+                lag += self._copy(leader)
+                self._expire(leader)
+            except (StoreError, OSError, RuntimeError) as e:
+                log.warning("remote log task of %s-%d: %s (retried)", leader.topic,
+                            leader.partition, e)
+            except Exception:
+                log.exception("remote log task of %s-%d failed", leader.topic,
+                              leader.partition)
+        self.copy_lag_bytes = lag
+
+    def _load(self, leader: Leader) -> None:
+        if leader.remote is not None:
+            return
+        segs = md.PartitionSegments()
+        for value in self.metadata_log.read(leader.topic_id, leader.partition):
+            try:
+                record, _v, msg = md.deserialize(value)
+            except Exception:  # noqa: BLE001 - a foreign record is skipped, as Kafka logs it
+                continue
+            if md.partition_of(record, msg) == (leader.topic_id, leader.partition):
+                segs.apply(record, msg)
+        # uploads and deletions a crash interrupted: their objects go, their events end
+        for seg in segs.unfinished():
+            self._delete_segment(leader, segs, seg)
+        leader.remote = segs
+        leader.set_copied(segs.end_offset)
+        log.info("%s-%d: %d remote segment(s), remote log [%s, %d]", leader.topic,
+                 leader.partition, len(segs.copied()), segs.start_offset, segs.end_offset)
+
+    # -- copy ------------------------------------------------------------------------------------------
+    def _copy(self, leader: Leader) -> int:
+        """Copy the rolled segments not yet remote; returns the bytes still waiting."""
+        segs = leader.remote
+        pending = leader.segments_to_copy(segs.end_offset, leader.upload_limit())
+        waiting = sum(s.size for s in pending)
+        for local in pending:
+            if leader.stopped or self._closed:
+                break
+            self._copy_segment(leader, local)
+            waiting -= local.size
+        return waiting
+
+    def _copy_segment(self, leader: Leader, local: LocalSegment) -> None:
+        segs = leader.remote
+        sid = uuid.uuid4()
+        epochs = [(e, max(o, local.base_offset)) for e, o in _epochs_in(
+            leader.epochs(), local.base_offset, local.next_offset)]
+        aborted = leader.aborted(local.base_offset, local.next_offset)
+        seg = md.RemoteSegment(sid, local.base_offset, local.next_offset - 1,
+                               local.max_timestamp, local.size, epochs, md.COPY_SEGMENT_STARTED,
+                               not aborted)
+        self._publish(leader, segs, md.segment_metadata(leader, self.node_id, seg,
+                                                        self.now_ms()))
+        keys = object_keys(object_prefix(leader.topic, leader.partition, leader.topic_id), seg)
+        self.store.put(keys[".log"], local.log_path)
+        self.store.put(keys[".index"], local.index_path)
+        self.store.put(keys[".timeindex"], local.timeindex_path)
+        snapshot = leader.snapshot(local.next_offset)
+        self.store.put(keys[".snapshot"], snapshot if snapshot is not None else b"")
+        self.store.put(keys[".leader_epoch_checkpoint"], _epoch_checkpoint(epochs))
+        self.store.put(keys[".txnindex"], b"".join(
+            _TXN.pack(0, pid, first, last, last) for pid, first, last in aborted))
+        self._publish(leader, segs, md.segment_update(leader, self.node_id, seg,
+                                                      md.COPY_SEGMENT_FINISHED, self.now_ms()))
+        self.copied_bytes += local.size
+        leader.set_copied(seg.end_offset)
+        log.info("%s-%d: copied segment [%d, %d] (%d bytes) as %s", leader.topic,
+                 leader.partition, seg.start_offset, seg.end_offset, seg.size, sid)
+
+    def _publish(self, leader: Leader, segs: md.PartitionSegments, event) -> None:
+        record, msg = event
+        self.metadata_log.append(leader.topic_id, leader.partition, md.serialize(record, msg))
+        segs.apply(record, msg)
+
+    # -- retention -----------------------------------------------------------------------------------
+    def _expire(self, leader: Leader) -> None:
+        """Delete the remote segments past retention.ms, beyond retention.bytes over the
+        whole log (remote and local), or wholly below the log start DeleteRecords set."""
+        segs = leader.remote
+        copied = segs.copied()
+        if not copied:
+            return
+        retention_ms, retention_bytes, local_bytes = leader.retention()
+        now = self.now_ms()
+        excess = (segs.size + local_bytes - retention_bytes) if retention_bytes >= 0 else -1
+        below = leader.delete_below()
+        doomed = []
+        for seg in copied:
+            if seg.end_offset < below:
+                pass
+            elif retention_ms >= 0 and now - seg.max_timestamp_ms > retention_ms:
+                pass
+            elif excess >= seg.size:
+                pass
+            else:
+                break
+            doomed.append(seg)
+            excess -= seg.size
+        for seg in doomed:
+            if leader.stopped:
+                return
+            self._delete_segment(leader, segs, seg)
+
+    def _delete_segment(self, leader: Leader, segs, seg: md.RemoteSegment) -> None:
+        if seg.state != md.DELETE_SEGMENT_STARTED:
+            self._publish(leader, segs, md.segment_update(
+                leader, self.node_id, seg, md.DELETE_SEGMENT_STARTED, self.now_ms()))
+        keys = list(object_keys(object_prefix(leader.topic, leader.partition, leader.topic_id),
+                                seg).values())
+        self.store.delete(keys)
+        self.cache.forget(keys[0])
+        with self._lock:
+            self._indexes.pop(seg.segment_id, None)
+        self._publish(leader, segs, md.segment_update(
+            leader, self.node_id, seg, md.DELETE_SEGMENT_FINISHED, self.now_ms()))
+        log.info("%s-%d: deleted remote segment [%d, %d]", leader.topic, leader.partition,
+                 seg.start_offset, seg.end_offset)
+
+    # -- reads ------------------------------------------------------------------------------------------
+    def read(self, topic: str, partition: int, offset: int, max_bytes: int, limit: int,
+             min_one: bool = True) -> bytes | None:
+        """The batches from the one holding ``offset``, out of the remote segment that holds
+        it (or the next one after a hole): at most ``max_bytes`` but, with ``min_one``, the
+        first batch whole; none at or past ``limit``. None when no remote segment holds it."""
+        leader = self.leaders.get((topic, partition))
+        if leader is None or leader.remote is None:
+            return None
+        seg = leader.remote.segment_for(offset)
+        if seg is None:
+            return None
+        keys = object_keys(object_prefix(topic, partition, leader.topic_id), seg)
+        key, size, cache = keys[".log"], seg.size, self.cache
+        at = self._position(keys[".index"], seg, offset)
+        while True:  # to the batch holding ``offset`` (the index points at or before it)
+            if at + HEADER_SIZE > size:
+                return b""
+            h = read_header(cache.read(key, at, at + HEADER_SIZE), 0)
+            if h.last_offset >= offset:
+                break
+            at += h.size
+        first = at
+        while at + HEADER_SIZE <= size:
+            h = read_header(cache.read(key, at, at + HEADER_SIZE), 0)
+            taken = at - first
+            if h.base_offset >= limit or (taken + h.size > max_bytes
+                                          and (taken > 0 or not min_one)):
+                break
+            at += h.size
+        return cache.read(key, first, at) if at > first else b""
+
+    def _position(self, index_key: str, seg: md.RemoteSegment, offset: int) -> int:
+        """A position in the segment at or before the batch holding ``offset``, from its
+        remote offset index (each entry: the last offset of the batch at a position)."""
+        with self._lock:
+            entries = self._indexes.get(seg.segment_id)
+            if entries is not None:
+                self._indexes.move_to_end(seg.segment_id)
+        if entries is None:
+            raw = self.store.get(index_key)
+            offs, poss = [], []
+            for rel, p in _IDX.iter_unpack(raw[:len(raw) - len(raw) % 8]):
+                offs.append(seg.start_offset + rel)
+                poss.append(p)
+            entries = (offs, poss)
+            with self._lock:
+                self._indexes[seg.segment_id] = entries
+                while len(self._indexes) > 1024:
+                    self._indexes.popitem(last=False)
+        offs, poss = entries
+        i = bisect_right(offs, offset - 1) - 1  # the last batch wholly below ``offset``
+        return poss[i] if i >= 0 else 0
+
+
+def _epochs_in(entries, start: int, end: int):
+    """The leader epochs of entries [(epoch, start offset)] that cover [start, end)."""
+    out = []
+    for k, (epoch, offset) in enumerate(entries):
+        nxt = entries[k + 1][1] if k + 1 < len(entries) else None
+        if offset < end and (nxt is None or nxt > start):
+            out.append((epoch, offset))
+    return out
+
+
+def _epoch_checkpoint(epochs) -> bytes:
+    return ("0\n%d\n" % len(epochs) + "".join(f"{e} {o}\n" for e, o in epochs)).encode()
