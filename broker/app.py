@@ -65,10 +65,10 @@ def object_store(cfg):
     if kind == "s3":
         prefix = "remote.log.storage.josefk.s3."
         store = S3Store(cfg.get(prefix + "bucket"), endpoint=cfg.get(prefix + "endpoint") or None,
-                        region=cfg.get(prefix + "region"),
+                        region=cfg.get(prefix + "region") or "us-east-1",
                         access_key=cfg.get(prefix + "access.key") or None,
                         secret_key=cfg.get(prefix + "secret.key") or None,
-                        prefix=cfg.get(prefix + "prefix"))
+                        prefix=cfg.get(prefix + "prefix") or "")
         store.ensure_bucket()
         return store
     raise ConfigError(f"remote.log.storage.josefk.store must be local or s3, not {kind!r}")

@@ -81,9 +81,13 @@ def _wait_ready(endpoint: str, proc: subprocess.Popen, log_path: Path) -> None:
             raise RuntimeError(f"weed server exited with {proc.returncode}: "
                                f"{log_path.read_text()[-2000:]}")
         try:
-            urllib.request.urlopen(urllib.request.Request(probe, method="PUT"), timeout=2)
+            try:
+                urllib.request.urlopen(urllib.request.Request(probe, method="PUT"), timeout=5)
+            except urllib.error.HTTPError as e:
+                if e.code != 409:  # made by an earlier attempt that timed out
+                    raise
             urllib.request.urlopen(urllib.request.Request(probe + "/k", data=b"x", method="PUT"),
-                                   timeout=2)
+                                   timeout=5)
             return
         except (urllib.error.URLError, ConnectionError, TimeoutError):
             time.sleep(0.3)

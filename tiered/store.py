@@ -154,9 +154,12 @@ class S3Store:
     def list(self, prefix):
         import obstore
 
+        # object_store lists by whole path segments: list the folder, keep the string prefix
+        folder = (self.prefix + prefix).rsplit("/", 1)[0] if "/" in self.prefix + prefix \
+            else None
         try:
             out = []
-            for chunk in obstore.list(self._store, prefix=self.prefix + prefix):
+            for chunk in obstore.list(self._store, prefix=folder):
                 out.extend(m["path"][len(self.prefix):] for m in chunk)
             return sorted(k for k in out if k.startswith(prefix))
         except Exception as e:

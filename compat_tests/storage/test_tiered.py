@@ -1,0 +1,160 @@
+"""Tiered storage (KIP-405) with a real object store (SeaweedFS's S3 API): a topic whose local
+log keeps only its last segments reads whole from offset 0 with real clients, the rest coming
+from the bucket; on a cluster, a new leader serves the remote data its predecessor copied."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+
+from josefk.faults.processes import BrokerProcess, LocalCluster
+from josefk.tiered.store import S3Store
+from compat_tests.helpers import (DeliveryLog, admin_client, consumer, create_topic, flush_all,
+                                  producer, read_exactly, unique_topic, wait_for_topic)
+from testkit.seaweedfs import seaweedfs
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
+
+RECORDS = 1500
+VALUE = "v{:05d}-" + "x" * 90  # ~100 bytes a record: 20+ segments of 8 KiB
+TOPIC_CONFIG = {"remote.storage.enable": "true", "segment.bytes": "8192",
+                "local.retention.bytes": "16384", "retention.ms": "-1"}
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory):
+    with seaweedfs(tmp_path_factory.mktemp("seaweedfs")) as server:
+        yield server
+
+
+def tiered_overrides(s3, bucket: str, **extra) -> dict:
+    return {"remote.log.storage.system.enable": "true",
+            "remote.log.manager.task.interval.ms": 200,
+            "log.retention.check.interval.ms": 200,
+            "remote.log.metadata.topic.num.partitions": 3,
+            "remote.log.storage.josefk.store": "s3",
+            "remote.log.storage.josefk.s3.endpoint": s3.endpoint,
+            "remote.log.storage.josefk.s3.bucket": bucket,
+            "remote.log.storage.josefk.s3.access.key": s3.access_key,
+            "remote.log.storage.josefk.s3.secret.key": s3.secret_key,
+            "offsets.topic.replication.factor": 1, **extra}
+
+
+def local_segments(data_dirs, topic: str) -> list[int]:
+    """Base offsets of the partition's local segments, over the brokers' data dirs."""
+    for d in data_dirs:
+        part = Path(d) / f"{topic}-0"
+        if part.is_dir():
+            yield sorted(int(p.name[:20]) for p in part.glob("*.log"))
+
+
+def wait_tiered(bucket: S3Store, topic: str, data_dirs, timeout: float = 60.0) -> None:
+    """Until the bucket holds the topic's segments and every local log keeps only its last
+    ones (local.retention.bytes: two segments, plus the active one and one being copied)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        remote = [k for k in bucket.list(f"{topic}-0-") if k.endswith(".log")]
+        local = list(local_segments(data_dirs, topic))
+        if len(remote) >= 15 and local and all(s and s[0] > 0 and len(s) <= 4 for s in local):
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"not tiered after {timeout} s: remote {len(remote)} segments, "
+                         f"local {local}")
+
+
+def produce_small_batches(bootstrap: str, topic: str) -> None:
+    """Every record acknowledged, in batches of about 1 KiB (many per segment)."""
+    p = producer(bootstrap, acks="all", batch_size=1024, linger_ms=0)
+    delivered = DeliveryLog()
+    for v in values(RECORDS):
+        p.produce(topic, value=v, partition=0, on_delivery=delivered)
+    flush_all(p)
+    assert delivered.errors == []
+
+
+def values(n: int) -> list[str]:
+    return [VALUE.format(i) for i in range(n)]
+
+
+def check_read_from_zero(bootstrap: str, topic: str) -> None:
+    msgs = read_exactly(bootstrap, [TopicPartition(topic, 0, OFFSET_BEGINNING)], RECORDS,
+                        timeout=60)
+    assert [m.offset() for m in msgs] == list(range(RECORDS))
+    assert [m.value().decode() for m in msgs] == values(RECORDS)
+
+
+def test_one_broker_reads_every_record_from_the_bucket(s3, tmp_path):
+    bucket = "tiered-one"
+    store = S3Store(bucket, endpoint=s3.endpoint, access_key=s3.access_key,
+                    secret_key=s3.secret_key)
+    broker = BrokerProcess(data_dir=tmp_path / "data", log_dir=tmp_path,
+                           overrides=tiered_overrides(s3, bucket))
+    broker.start()
+    try:
+        topic = create_topic(broker.bootstrap, unique_topic("tiered"), config=TOPIC_CONFIG)
+        produce_small_batches(broker.bootstrap, topic)
+        wait_tiered(store, topic, [broker.data_dir])
+        check_read_from_zero(broker.bootstrap, topic)
+        consumer_low, _high = _watermarks(broker.bootstrap, topic)
+        assert consumer_low == 0  # ListOffsets EARLIEST: the remote log's start
+
+        if shutil.which("kcat"):
+            out = subprocess.run(["kcat", "-b", broker.bootstrap, "-C", "-t", topic, "-p", "0",
+                                  "-o", "beginning", "-e", "-q", "-f", "%o %s\n"],
+                                 capture_output=True, text=True, timeout=60)
+            assert out.returncode == 0, out.stderr
+            lines = out.stdout.splitlines()
+            assert lines == [f"{i} {v}" for i, v in enumerate(values(RECORDS))]
+
+        # the metadata is Kafka's: every copied segment has its six objects
+        keys = store.list(f"{topic}-0-")
+        stems = {k.rsplit(".", 1)[0] for k in keys}
+        for stem in stems:
+            for suffix in (".log", ".index", ".timeindex", ".snapshot",
+                           ".leader_epoch_checkpoint", ".txnindex"):
+                assert stem + suffix in keys, (stem, suffix)
+    finally:
+        broker.stop()
+
+
+def _watermarks(bootstrap: str, topic: str):
+    c = consumer(bootstrap)
+    try:
+        return c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+    finally:
+        c.close()
+
+
+def test_new_leader_serves_the_remote_data(s3, tmp_path):
+    bucket = "tiered-cluster"
+    store = S3Store(bucket, endpoint=s3.endpoint, access_key=s3.access_key,
+                    secret_key=s3.secret_key)
+    cluster = LocalCluster(tmp_path / "cluster", 3, overrides=tiered_overrides(
+        s3, bucket, **{"remote.log.metadata.topic.replication.factor": 3,
+                       "offsets.topic.replication.factor": 3}))
+    cluster.start()
+    try:
+        topic = create_topic(cluster.bootstrap, unique_topic("tiered"), config={
+            **TOPIC_CONFIG, "min.insync.replicas": "2"}, replication_factor=3)
+        produce_small_batches(cluster.bootstrap, topic)
+        dirs = [b.data_dir for b in cluster.brokers.values()]
+        wait_tiered(store, topic, dirs)
+        check_read_from_zero(cluster.bootstrap, topic)
+
+        meta = admin_client(cluster.bootstrap).list_topics(topic, timeout=10)
+        leader = meta.topics[topic].partitions[0].leader
+        cluster.kill(leader)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            meta = admin_client(cluster.bootstrap).list_topics(topic, timeout=10)
+            if meta.topics[topic].partitions[0].leader not in (-1, leader):
+                break
+            time.sleep(0.3)
+        wait_for_topic(admin_client(cluster.bootstrap), topic, 1)
+        check_read_from_zero(cluster.bootstrap, topic)
+    finally:
+        cluster.stop()
