@@ -49,6 +49,8 @@ def handle_list_offsets(broker: Services, ctx, req: ListOffsetsRequest):
                     old_style_offsets=[] if err else _offsets_before(
                         part.log, p.timestamp, p.max_num_offsets, req.replica_id)))
                 continue
+            if not err and p.timestamp == EARLIEST and part.remote_pending:
+                err = errors.REPLICA_NOT_AVAILABLE  # the remote log's start is not known yet
             ts, offset = (-1, -1) if err else _lookup(part, p.timestamp, read_committed)
             parts_out.append(R.ListOffsetsPartitionResponse(
                 partition_index=p.partition_index, error_code=err, timestamp=ts, offset=offset,

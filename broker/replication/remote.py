@@ -38,6 +38,15 @@ def log_start_offset(part, rlm: RemoteLogManager | None) -> int:
     return min(max(start, part.remote_log_start), local)
 
 
+def pending(part, rlm: RemoteLogManager | None) -> bool:
+    """Remote data may exist but this leader has not loaded its metadata yet (just elected):
+    reads below the local log and the log start wait (REPLICA_NOT_AVAILABLE, retriable, as
+    Kafka answers while its metadata manager initializes)."""
+    if rlm is None or not part.config.remote_storage_enable:
+        return False
+    return rlm.remote_of(part.topic, part.index) is None
+
+
 def leader_of(part) -> Leader:
     lg = part.log
 

@@ -170,6 +170,11 @@ class Partition:
         return remote.log_start_offset(self, self.manager.remote)
 
     @property
+    def remote_pending(self) -> bool:
+        """Tiered, and the remote log's metadata not loaded yet (a new leader)."""
+        return remote.pending(self, self.manager.remote)
+
+    @property
     def last_stable_offset(self) -> int:
         """The high watermark, or the first offset of the oldest open transaction below it."""
         hwm = self.log.high_watermark
@@ -437,6 +442,8 @@ class Partition:
                            zero_copy_min=zero_copy_min)
         except OffsetOutOfRange:
             if replica_id < 0 and self.config.remote_storage_enable:
+                if remote.pending(self, self.manager.remote):
+                    return ReadResult(errors.REPLICA_NOT_AVAILABLE)
                 start = self.log_start_offset
                 if start <= offset < lg.log_start_offset:  # the remote log holds it
                     return ReadResult(errors.NONE, remote.RemoteRead(
