@@ -15,5 +15,5 @@ deps=(kcat=kcat java=openjdk-17-jre-headless chromium=chromium chromedriver=chro
 # zk/local_server.py runs ZooKeeper from Debian's jars, or from an upstream tarball at $ZOOKEEPER_HOME.
 [ -n "${ZOOKEEPER_HOME:-}" ] || deps+=(/usr/share/java/zookeeper.jar=zookeeper)
 scripts/debian-deps.sh "${deps[@]}"
-scripts/setup.sh test,spark,http,connect
+scripts/setup.sh test,spark,http,connect,tiered
 exec .venv/bin/python -m pytest -q "${quick[@]}" "$@"

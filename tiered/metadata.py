@@ -17,6 +17,7 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 
 from josefk.wire.compiler import Message
+from josefk.wire.hashing import murmur2
 from josefk.wire.schema import (BOOL, BYTES, INT8, INT32, INT64, STRING, UUID, Field, Struct,
                                 Versions)
 from josefk.wire.types import DecodeError, read_uvarint, write_uvarint
@@ -171,32 +172,6 @@ def _java_int(v: int) -> int:
 def _long_hash(v: int) -> int:
     v &= 0xFFFFFFFFFFFFFFFF
     return _java_int(v ^ (v >> 32))
-
-
-def murmur2(data: bytes) -> int:
-    """Kafka's Utils.murmur2 (a signed 32-bit result)."""
-    m, r = 0x5BD1E995, 24
-    length = len(data)
-    h = (0x9747B28C ^ length) & 0xFFFFFFFF
-    for i in range(0, length - length % 4, 4):
-        k = int.from_bytes(data[i:i + 4], "little")
-        k = (k * m) & 0xFFFFFFFF
-        k ^= k >> r
-        k = (k * m) & 0xFFFFFFFF
-        h = ((h * m) & 0xFFFFFFFF) ^ k
-    rest = length % 4
-    tail = length - rest
-    if rest == 3:
-        h ^= data[tail + 2] << 16
-    if rest >= 2:
-        h ^= data[tail + 1] << 8
-    if rest >= 1:
-        h ^= data[tail]
-        h = (h * m) & 0xFFFFFFFF
-    h ^= h >> 13
-    h = (h * m) & 0xFFFFFFFF
-    h ^= h >> 15
-    return _java_int(h)
 
 
 def metadata_partition(topic_id: uuid.UUID, partition: int, partitions: int) -> int:
