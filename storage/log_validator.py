@@ -174,7 +174,8 @@ def _check_converted(records, h: BatchHeader, compacted: bool, window, now_ms: i
         if compacted and key is None:
             bad.append((i, "Compacted topic cannot accept message without key", False))
         delta = ts - h.base_timestamp
-        if delta < lo or delta > hi:
+        # v0 messages carry no timestamp: Kafka checks only records that have one
+        if ts != legacy.NO_TIMESTAMP and (delta < lo or delta > hi):
             bad.append((i, f"Timestamp delta {delta} of record {i} is out of the range "
                            f"[{lo}, {hi}] the topic accepts", True))
     if bad:

@@ -291,3 +291,13 @@ def test_old_formats_get_log_append_time_and_the_size_limit():
         check(v0, small, old_formats=True)
     v2 = batch(1)  # a v2 batch sent with Produce v0-2 is taken as it is
     assert check(v2, old_formats=True).buf is v2
+
+
+def test_v0_messages_have_no_timestamp_to_check_against_the_window():
+    """Kafka checks a record's timestamp against message.timestamp.before/after.max.ms only
+    where it has one: v0 messages (-1) pass on a topic with a window, v1 ones out of it not."""
+    v0 = _legacy_set(0, [(b"k", -1), (b"k", -1)])
+    validated = check(v0, window(50, 50), now_ms=TS, old_formats=True)
+    assert [r.timestamp for r in iter_records(validated.buf, validated.batches[0])] == [-1, -1]
+    with pytest.raises(InvalidRecord):
+        check(_legacy_set(1, [(b"k", TS - 100)]), window(50, 50), now_ms=TS, old_formats=True)

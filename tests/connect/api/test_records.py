@@ -1,0 +1,28 @@
+from josefk.connect.api import Headers, Schema, SinkRecord, SourceRecord
+
+
+def test_new_record_copies_with_changes_and_its_own_headers():
+    r = SourceRecord({"file": "a"}, {"pos": 3}, "t", 0, None, None, Schema.STRING_SCHEMA, "v",
+                     timestamp=5, headers=Headers().add("h", "1"))
+    c = r.new_record(topic="u", value="w")
+    assert type(c) is SourceRecord and (c.topic, c.value, c.kafka_partition) == ("u", "w", 0)
+    assert (c.source_partition, c.source_offset, c.timestamp) == ({"file": "a"}, {"pos": 3}, 5)
+    c.headers.add("x", "2")
+    assert len(r.headers) == 1 and len(c.headers) == 2
+    assert r.new_record(key=None) == r  # unchanged fields keep their values
+
+
+def test_sink_records_keep_where_they_were_read_through_transforms():
+    r = SinkRecord("orders", 2, None, b"k", None, b"v", 41)
+    moved = r.new_record(topic="orders-copy", kafka_partition=0)
+    assert (moved.topic, moved.kafka_partition, moved.kafka_offset) == ("orders-copy", 0, 41)
+    assert (moved.original_topic, moved.original_kafka_partition,
+            moved.original_kafka_offset) == ("orders", 2, 41)
+
+
+def test_headers_keep_order_and_repeats():
+    h = Headers().add("a", 1).add("b", 2).add("a", 3)
+    assert [x.value for x in h.all_with_name("a")] == [1, 3]
+    assert h.last_with_name("a").value == 3 and h.last_with_name("z") is None
+    assert [x.key for x in h.copy().retain_latest()] == ["b", "a"]
+    assert [x.key for x in h.remove("a")] == ["b"]
