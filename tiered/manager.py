@@ -83,6 +83,7 @@ class Leader:
         self.delete_below = delete_below
         self.remote: md.PartitionSegments | None = None  # loaded by the first task
         self.stopped = False
+        self.copy_lag_bytes = 0  # rolled bytes not copied yet (Kafka's RemoteCopyLagBytes)
 
 
 def object_prefix(topic: str, partition: int, topic_id: uuid.UUID) -> str:
@@ -142,6 +143,18 @@ class ChunkCache:
                 self._size -= len(self._chunks.pop(k))
 
 
+class TopicStats:
+    """Kafka's remote-storage meters of one topic (BrokerTopicMetrics' Remote*PerSec), as
+    totals; the manager's threads add to them."""
+
+    __slots__ = ("copy_bytes", "copy_requests", "copy_errors", "fetch_bytes", "fetch_requests",
+                 "fetch_errors", "delete_requests")
+
+    def __init__(self):
+        for name in self.__slots__:
+            setattr(self, name, 0)
+
+
 class RemoteLogManager:
     def __init__(self, store: ObjectStore, metadata_log: MetadataLog, node_id: int, *,
                  interval_ms: int = 30000, cache_bytes: int = 64 << 20,
@@ -158,16 +171,17 @@ class RemoteLogManager:
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self._closed = False
-        # what the copy has not caught up with, for the RemoteCopyLagBytes metric
-        self.copy_lag_bytes = 0
-        self.copied_bytes = 0
+        self.stats: dict[str, TopicStats] = {}
 
     # -- leadership -------------------------------------------------------------------------------
     def lead(self, leader: Leader) -> None:
+        """Lead a partition (again, at a new leader epoch: what this broker loaded and wrote
+        meanwhile stays current)."""
         with self._lock:
             old = self.leaders.get((leader.topic, leader.partition))
             if old is not None:
                 old.stopped = True
+                leader.remote = old.remote
             self.leaders[(leader.topic, leader.partition)] = leader
         self._wake.set()
 
@@ -200,24 +214,29 @@ class RemoteLogManager:
             self._wake.wait(self.interval_ms / 1000)
             self._wake.clear()
 
+    def topic_stats(self, topic: str) -> TopicStats:
+        st = self.stats.get(topic)
+        if st is None:
+            st = self.stats.setdefault(topic, TopicStats())
+        return st
+
     def run_once(self) -> None:
         """One pass over the partitions led here: load, copy, expire (each partition's
         failure is logged and retried at the next pass)."""
-        lag = 0
         for leader in list(self.leaders.values()):
             if self._closed:
                 return
             try:
                 self._load(leader)
-                lag += self._copy(leader)
+                self._copy(leader)
                 self._expire(leader)
             except (StoreError, OSError, RuntimeError) as e:
                 log.warning("remote log task of %s-%d: %s (retried)", leader.topic,
                             leader.partition, e)
+                self.topic_stats(leader.topic).copy_errors += 1
             except Exception:
                 log.exception("remote log task of %s-%d failed", leader.topic,
                               leader.partition)
-        self.copy_lag_bytes = lag
 
     def _load(self, leader: Leader) -> None:
         if leader.remote is not None:
@@ -239,17 +258,16 @@ class RemoteLogManager:
                  leader.partition, len(segs.copied()), segs.start_offset, segs.end_offset)
 
     # -- copy ------------------------------------------------------------------------------------------
-    def _copy(self, leader: Leader) -> int:
-        """Copy the rolled segments not yet remote; returns the bytes still waiting."""
+    def _copy(self, leader: Leader) -> None:
+        """Copy the rolled segments not yet remote, oldest first."""
         segs = leader.remote
         pending = leader.segments_to_copy(segs.end_offset, leader.upload_limit())
-        waiting = sum(s.size for s in pending)
+        leader.copy_lag_bytes = sum(s.size for s in pending)
         for local in pending:
             if leader.stopped or self._closed:
                 break
             self._copy_segment(leader, local)
-            waiting -= local.size
-        return waiting
+            leader.copy_lag_bytes -= local.size
 
     def _copy_segment(self, leader: Leader, local: LocalSegment) -> None:
         segs = leader.remote
@@ -273,7 +291,9 @@ class RemoteLogManager:
             _TXN.pack(0, pid, first, last, last) for pid, first, last in aborted))
         self._publish(leader, segs, md.segment_update(leader, self.node_id, seg,
                                                       md.COPY_SEGMENT_FINISHED, self.now_ms()))
-        self.copied_bytes += local.size
+        st = self.topic_stats(leader.topic)
+        st.copy_bytes += local.size
+        st.copy_requests += 1
         leader.set_copied(seg.end_offset)
         log.info("%s-%d: copied segment [%d, %d] (%d bytes) as %s", leader.topic,
                  leader.partition, seg.start_offset, seg.end_offset, seg.size, sid)
@@ -324,6 +344,7 @@ class RemoteLogManager:
             self._indexes.pop(seg.segment_id, None)
         self._publish(leader, segs, md.segment_update(
             leader, self.node_id, seg, md.DELETE_SEGMENT_FINISHED, self.now_ms()))
+        self.topic_stats(leader.topic).delete_requests += 1
         log.info("%s-%d: deleted remote segment [%d, %d]", leader.topic, leader.partition,
                  seg.start_offset, seg.end_offset)
 
@@ -333,6 +354,18 @@ class RemoteLogManager:
         """The batches from the one holding ``offset``, out of the remote segment that holds
         it (or the next one after a hole): at most ``max_bytes`` but, with ``min_one``, the
         first batch whole; none at or past ``limit``. None when no remote segment holds it."""
+        st = self.topic_stats(topic)
+        st.fetch_requests += 1
+        try:
+            data = self._read(topic, partition, offset, max_bytes, limit, min_one)
+        except StoreError:
+            st.fetch_errors += 1
+            raise
+        if data:
+            st.fetch_bytes += len(data)
+        return data
+
+    def _read(self, topic, partition, offset, max_bytes, limit, min_one):
         leader = self.leaders.get((topic, partition))
         if leader is None or leader.remote is None:
             return None

@@ -93,7 +93,9 @@ def test_copy_then_local_retention_then_remote_reads(tmp_path):
     assert len(copied) == rolled and log.remote_copied_end == copied[-1].end_offset
     assert meta.states() == [md.COPY_SEGMENT_STARTED, md.COPY_SEGMENT_FINISHED] * rolled
     assert len(store.list("t-0-")) == 6 * rolled
-    assert rlm.copy_lag_bytes == 0
+    assert leader.copy_lag_bytes == 0
+    stats = rlm.stats["t"]
+    assert (stats.copy_requests, stats.copy_bytes) == (rolled, sum(s.size for s in copied))
     seg = copied[0]
     stem = f"t-0-{md.uuid_text(TOPIC_ID)}/{seg.start_offset:020d}-{md.uuid_text(seg.segment_id)}"
     assert store.get(stem + ".leader_epoch_checkpoint") == b"0\n1\n0 0\n"
@@ -104,6 +106,7 @@ def test_copy_then_local_retention_then_remote_reads(tmp_path):
     assert [(r.offset, r.value) for r in read_all(rlm, log)] == everything
     # one request per chunk of 1 MiB: one per segment read from the remote log
     assert rlm.cache.requests == sum(1 for s in copied if s.end_offset < log.log_start_offset)
+    assert stats.fetch_requests >= rlm.cache.requests and stats.fetch_bytes > 0
     log.close()
 
 
