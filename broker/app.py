@@ -317,7 +317,8 @@ class Broker:
                 replication=cfg.int("remote.log.metadata.topic.replication.factor")),
             cfg.node_id, interval_ms=cfg.int("remote.log.manager.task.interval.ms"),
             cache_bytes=cfg.int("remote.log.storage.josefk.read.cache.bytes"),
-            chunk_bytes=cfg.int("remote.log.storage.josefk.read.chunk.bytes"))
+            chunk_bytes=cfg.int("remote.log.storage.josefk.read.chunk.bytes"),
+            copy_bytes_per_second=cfg.int("remote.log.manager.copy.max.bytes.per.second"))
         self.replicas.remote = rlm
         rlm.start()
         self._tasks.append(asyncio.ensure_future(self._periodic_on_loop(

@@ -81,6 +81,7 @@ DEFAULTS = {
     # Tiered storage (KIP-405; tiered/, docs/tiered-storage.md): off unless enabled
     "remote.log.storage.system.enable": "false",
     "remote.log.manager.task.interval.ms": "30000",
+    "remote.log.manager.copy.max.bytes.per.second": "9223372036854775807",
     "remote.log.metadata.topic.num.partitions": "50",
     "remote.log.metadata.topic.replication.factor": "3",
     # josefk's object store: "local" (a directory) or "s3" (any S3-compatible endpoint)
@@ -251,6 +252,7 @@ LONG_CONFIGS = frozenset({
     "log.message.timestamp.after.max.ms", "log.segment.delete.delay.ms",
     "log.flush.interval.messages", "log.local.retention.bytes", "log.local.retention.ms",
     "remote.log.manager.task.interval.ms", "remote.log.storage.josefk.read.cache.bytes",
+    "remote.log.manager.copy.max.bytes.per.second",
     "connections.max.idle.ms", "connections.max.reauth.ms", "replica.lag.time.max.ms",
     "offsets.retention.check.interval.ms", "producer.id.expiration.check.interval.ms",
 })

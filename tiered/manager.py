@@ -158,7 +158,8 @@ class TopicStats:
 class RemoteLogManager:
     def __init__(self, store: ObjectStore, metadata_log: MetadataLog, node_id: int, *,
                  interval_ms: int = 30000, cache_bytes: int = 64 << 20,
-                 chunk_bytes: int = 1 << 20, now_ms: Callable[[], int] | None = None):
+                 chunk_bytes: int = 1 << 20, copy_bytes_per_second: float = float("inf"),
+                 now_ms: Callable[[], int] | None = None):
         self.store = store
         self.metadata_log = metadata_log
         self.node_id = node_id
@@ -168,10 +169,13 @@ class RemoteLogManager:
         self.leaders: dict[tuple[str, int], Leader] = {}
         self._indexes: OrderedDict[uuid.UUID, tuple[list[int], list[int]]] = OrderedDict()
         self._lock = threading.Lock()
-        self._wake = threading.Event()
+        self._wake = threading.Event()  # a new leader to serve, or the close
+        self._closing = threading.Event()
         self._thread: threading.Thread | None = None
         self._closed = False
         self.stats: dict[str, TopicStats] = {}
+        self.copy_bytes_per_second = copy_bytes_per_second
+        self._copy_allowed_at = 0.0  # monotonic time the next copy may start (the quota)
 
     # -- leadership -------------------------------------------------------------------------------
     def lead(self, leader: Leader) -> None:
@@ -204,6 +208,7 @@ class RemoteLogManager:
 
     def close(self) -> None:
         self._closed = True
+        self._closing.set()
         self._wake.set()
         if self._thread is not None:
             self._thread.join(30)
@@ -264,10 +269,20 @@ class RemoteLogManager:
         pending = leader.segments_to_copy(segs.end_offset, leader.upload_limit())
         leader.copy_lag_bytes = sum(s.size for s in pending)
         for local in pending:
+            self._wait_for_quota()
             if leader.stopped or self._closed:
                 break
             self._copy_segment(leader, local)
             leader.copy_lag_bytes -= local.size
+            self._copy_allowed_at = max(self._copy_allowed_at, time.monotonic()) \
+                + local.size / self.copy_bytes_per_second
+
+    def _wait_for_quota(self) -> None:
+        """remote.log.manager.copy.max.bytes.per.second: the copies, one after the other,
+        average at most that rate (a close ends the wait)."""
+        delay = self._copy_allowed_at - time.monotonic()
+        if delay > 0:
+            self._closing.wait(delay)
 
     def _copy_segment(self, leader: Leader, local: LocalSegment) -> None:
         segs = leader.remote

@@ -14,7 +14,8 @@ from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 from josefk.faults.processes import BrokerProcess, LocalCluster
 from josefk.tiered.store import S3Store
 from compat_tests.helpers import (DeliveryLog, admin_client, consumer, create_topic, flush_all,
-                                  producer, read_exactly, unique_topic, wait_for_topic)
+                                  producer, read_exactly, scrape, unique_topic, wait_for_topic)
+from josefk.zk.local_server import free_port
 from testkit.seaweedfs import seaweedfs
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
@@ -91,8 +92,10 @@ def test_one_broker_reads_every_record_from_the_bucket(s3, tmp_path):
     bucket = "tiered-one"
     store = S3Store(bucket, endpoint=s3.endpoint, access_key=s3.access_key,
                     secret_key=s3.secret_key)
+    metrics_port = free_port()
     broker = BrokerProcess(data_dir=tmp_path / "data", log_dir=tmp_path,
-                           overrides=tiered_overrides(s3, bucket))
+                           overrides=tiered_overrides(s3, bucket, **{
+                               "josefk.metrics.port": metrics_port}))
     broker.start()
     try:
         topic = create_topic(broker.bootstrap, unique_topic("tiered"), config=TOPIC_CONFIG)
@@ -109,6 +112,15 @@ def test_one_broker_reads_every_record_from_the_bucket(s3, tmp_path):
             assert out.returncode == 0, out.stderr
             lines = out.stdout.splitlines()
             assert lines == [f"{i} {v}" for i, v in enumerate(values(RECORDS))]
+
+        # Kafka's remote-storage metrics
+        metrics = scrape(metrics_port)
+        labels = frozenset({("topic", topic)})
+        prefix = "kafka_server_brokertopicmetrics_"
+        assert metrics[(prefix + "remotefetchbytespersec_total", labels)] > 0
+        assert metrics[(prefix + "remotecopyrequestspersec_total", labels)] >= 15
+        assert metrics[(prefix + "remotelogsizebytes", labels)] > 15 * 7000
+        assert (prefix + "remotecopylagbytes", labels) in metrics
 
         # the metadata is Kafka's: every copied segment has its six objects
         keys = store.list(f"{topic}-0-")

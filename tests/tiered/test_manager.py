@@ -202,3 +202,19 @@ def test_chunk_cache_is_bounded(tmp_path):
     assert cache.requests == 3  # cached
     cache.read("obj", 8000, 16384)
     assert cache._size <= 4096
+
+
+def test_copies_keep_to_the_copy_quota(tmp_path):
+    import time
+
+    log = tiered_log(tmp_path / "t-0", n=12)
+    rlm = RemoteLogManager(LocalStore(tmp_path / "remote"), MemoryMetadataLog(), node_id=1,
+                           copy_bytes_per_second=20_000)
+    leader, _ = leader_for(log)
+    rlm.lead(leader)
+    sizes = [s[5] for s in log.rolled_segments(-1, log.high_watermark)]
+    start = time.monotonic()
+    rlm.run_once()
+    assert len(leader.remote.copied()) == len(sizes)
+    assert time.monotonic() - start >= sum(sizes[:-1]) / 20_000
+    log.close()
