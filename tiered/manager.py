@@ -167,6 +167,7 @@ class RemoteLogManager:
         self.cache = ChunkCache(store, chunk_bytes, cache_bytes)
         self.now_ms = now_ms or (lambda: int(time.time() * 1000))
         self.leaders: dict[tuple[str, int], Leader] = {}
+        self._deletions: list[tuple[str, int, uuid.UUID, int]] = []
         self._indexes: OrderedDict[uuid.UUID, tuple[list[int], list[int]]] = OrderedDict()
         self._lock = threading.Lock()
         self._wake = threading.Event()  # a new leader to serve, or the close
@@ -194,6 +195,15 @@ class RemoteLogManager:
             old = self.leaders.pop((topic, partition), None)
         if old is not None:
             old.stopped = True
+
+    def delete_partition(self, topic: str, partition: int, topic_id: uuid.UUID,
+                         leader_epoch: int) -> None:
+        """The partition is deleted: its remote log goes at the next pass (Kafka's
+        RemotePartitionDeleteMetadataRecord, DELETE_PARTITION_STARTED then FINISHED)."""
+        self.resign(topic, partition)
+        with self._lock:
+            self._deletions.append((topic, partition, topic_id, leader_epoch))
+        self._wake.set()
 
     def remote_of(self, topic: str, partition: int) -> md.PartitionSegments | None:
         """The partition's remote segments, once this broker leads it and loaded them."""
@@ -226,8 +236,19 @@ class RemoteLogManager:
         return st
 
     def run_once(self) -> None:
-        """One pass over the partitions led here: load, copy, expire (each partition's
-        failure is logged and retried at the next pass)."""
+        """One pass: the deleted partitions' remote logs, then for each partition led here
+        load, copy, expire (each partition's failure is logged and retried at the next
+        pass)."""
+        with self._lock:
+            deletions, self._deletions = self._deletions, []
+        for item in deletions:
+            try:
+                self._delete_partition(*item)
+            except (StoreError, OSError, RuntimeError) as e:
+                log.warning("deleting the remote log of %s-%d: %s (retried)", item[0], item[1],
+                            e)
+                with self._lock:
+                    self._deletions.append(item)
         for leader in list(self.leaders.values()):
             if self._closed:
                 return
@@ -261,6 +282,24 @@ class RemoteLogManager:
         leader.set_copied(segs.end_offset)
         log.info("%s-%d: %d remote segment(s), remote log [%s, %d]", leader.topic,
                  leader.partition, len(segs.copied()), segs.start_offset, segs.end_offset)
+
+    def _delete_partition(self, topic: str, partition: int, topic_id: uuid.UUID,
+                          leader_epoch: int) -> None:
+        leader = Leader(topic, partition, topic_id, leader_epoch, segments_to_copy=None,
+                        upload_limit=None, aborted=None, epochs=None, snapshot=None,
+                        set_copied=lambda offset: None, retention=None, delete_below=None)
+        self._publish_partition(leader, md.DELETE_PARTITION_STARTED)
+        self._load(leader)
+        for seg in leader.remote.copied():
+            self._delete_segment(leader, leader.remote, seg)
+        prefix = object_prefix(topic, partition, topic_id)
+        self.store.delete(self.store.list(prefix))  # anything no event names
+        self._publish_partition(leader, md.DELETE_PARTITION_FINISHED)
+        log.info("%s-%d: remote log deleted", topic, partition)
+
+    def _publish_partition(self, leader: Leader, state: int) -> None:
+        record, msg = md.partition_delete(leader, self.node_id, state, self.now_ms())
+        self.metadata_log.append(leader.topic_id, leader.partition, md.serialize(record, msg))
 
     # -- copy ------------------------------------------------------------------------------------------
     def _copy(self, leader: Leader) -> None:

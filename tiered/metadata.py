@@ -162,6 +162,16 @@ def segment_update(leader, broker_id: int, seg: RemoteSegment, state: int, now_m
         broker_leader_epoch=leader.leader_epoch, end_offset=seg.end_offset)
 
 
+def partition_delete(leader, broker_id: int, state: int, now_ms: int):
+    """The RemotePartitionDeleteMetadataRecord that moves a deleted partition to ``state``."""
+    s = PARTITION_DELETE.Struct
+    return PARTITION_DELETE, s(
+        topic_id_partition=s.TopicIdPartitionEntry(name=leader.topic, id=leader.topic_id,
+                                                   partition=leader.partition),
+        broker_id=broker_id, event_timestamp_ms=now_ms, remote_partition_delete_state=state,
+        broker_leader_epoch=leader.leader_epoch)
+
+
 # -- Kafka's RemoteLogMetadataTopicPartitioner ---------------------------------------------------
 
 def _java_int(v: int) -> int:

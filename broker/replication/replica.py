@@ -609,9 +609,14 @@ class ReplicaManager:
     def stop_replicas(self, items) -> None:
         """Stop serving each ``(topic, index, delete)``; the logs to delete are detached
         in one pass per topic (one checkpoint write, not one per partition) and their files
-        removed in a worker thread."""
+        removed in a worker thread. A deleted tiered partition led here has its remote log
+        deleted by the remote log manager."""
         doomed: dict[str, list[int]] = {}
         for topic, index, delete in items:
+            part = self.partitions.get((topic, index))
+            if delete and part is not None and part.is_leader and self.remote is not None \
+                    and part.config.remote_storage_enable and part.topic_id is not None:
+                self.remote.delete_partition(topic, index, part.topic_id, part.leader_epoch)
             self._stop(topic, index)
             if delete:
                 self.offline.discard((topic, index))

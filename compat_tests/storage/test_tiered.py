@@ -122,13 +122,39 @@ def test_one_broker_reads_every_record_from_the_bucket(s3, tmp_path):
         assert metrics[(prefix + "remotelogsizebytes", labels)] > 15 * 7000
         assert (prefix + "remotecopylagbytes", labels) in metrics
 
-        # the metadata is Kafka's: every copied segment has its six objects
+        # kafka-python reads it all too
+        from kafka import KafkaConsumer
+        from kafka import TopicPartition as KTopicPartition
+
+        kc = KafkaConsumer(bootstrap_servers=broker.bootstrap, enable_auto_commit=False,
+                           consumer_timeout_ms=20000)
+        try:
+            kc.assign([KTopicPartition(topic, 0)])
+            kc.seek_to_beginning()
+            got = []
+            for m in kc:
+                got.append((m.offset, m.value.decode()))
+                if len(got) == RECORDS:
+                    break
+        finally:
+            kc.close()
+        assert got == list(enumerate(values(RECORDS)))
+
+        # every copied segment has its six objects
         keys = store.list(f"{topic}-0-")
         stems = {k.rsplit(".", 1)[0] for k in keys}
         for stem in stems:
             for suffix in (".log", ".index", ".timeindex", ".snapshot",
                            ".leader_epoch_checkpoint", ".txnindex"):
                 assert stem + suffix in keys, (stem, suffix)
+
+        # a deleted topic's remote log goes too
+        admin = admin_client(broker.bootstrap)
+        admin.delete_topics([topic])[topic].result(15)
+        deadline = time.monotonic() + 30
+        while store.list(f"{topic}-0-") and time.monotonic() < deadline:
+            time.sleep(0.3)
+        assert store.list(f"{topic}-0-") == []
     finally:
         broker.stop()
 
@@ -168,5 +194,22 @@ def test_new_leader_serves_the_remote_data(s3, tmp_path):
             time.sleep(0.3)
         wait_for_topic(admin_client(cluster.bootstrap), topic, 1)
         check_read_from_zero(cluster.bootstrap, topic)
+
+        # the new leader copies on from where its predecessor stopped: no segment twice
+        copied_before = len([k for k in store.list(f"{topic}-0-") if k.endswith(".log")])
+        p = producer(cluster.bootstrap, acks="all", batch_size=1024, linger_ms=0)
+        delivered = DeliveryLog()
+        for i in range(RECORDS, RECORDS + 300):
+            p.produce(topic, value=VALUE.format(i), partition=0, on_delivery=delivered)
+        flush_all(p)
+        assert delivered.errors == []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            logs = [k for k in store.list(f"{topic}-0-") if k.endswith(".log")]
+            if len(logs) >= copied_before + 3:
+                break
+            time.sleep(0.3)
+        starts = [int(k.rsplit("/", 1)[1][:20]) for k in logs]
+        assert len(logs) >= copied_before + 3 and len(set(starts)) == len(starts), logs
     finally:
         cluster.stop()

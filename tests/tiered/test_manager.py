@@ -218,3 +218,26 @@ def test_copies_keep_to_the_copy_quota(tmp_path):
     assert len(leader.remote.copied()) == len(sizes)
     assert time.monotonic() - start >= sum(sizes[:-1]) / 20_000
     log.close()
+
+
+def test_a_deleted_partition_loses_its_remote_log(tmp_path):
+    log = tiered_log(tmp_path / "t-0")
+    store, meta = LocalStore(tmp_path / "remote"), MemoryMetadataLog()
+    rlm = RemoteLogManager(store, meta, node_id=1)
+    leader, _ = leader_for(log)
+    rlm.lead(leader)
+    rlm.run_once()
+    copied = len(leader.remote.copied())
+    prefix = f"t-0-{md.uuid_text(TOPIC_ID)}/"
+    store.put(prefix + "stray.log", b"no event names it")
+    rlm.delete_partition("t", 0, TOPIC_ID, 0)
+    assert rlm.leaders == {}
+    rlm.run_once()
+    assert store.list(prefix) == []
+    events = [md.deserialize(v) for vs in meta.events.values() for v in vs]
+    deletes = [m.remote_partition_delete_state for r, _v, m in events
+               if r is md.PARTITION_DELETE]
+    assert deletes == [md.DELETE_PARTITION_STARTED, md.DELETE_PARTITION_FINISHED]
+    assert [m.remote_log_segment_state for r, _v, m in events
+            if r is md.SEGMENT_UPDATE].count(md.DELETE_SEGMENT_FINISHED) == copied
+    log.close()
