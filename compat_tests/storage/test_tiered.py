@@ -148,8 +148,26 @@ def test_one_broker_reads_every_record_from_the_bucket(s3, tmp_path):
                            ".leader_epoch_checkpoint", ".txnindex"):
                 assert stem + suffix in keys, (stem, suffix)
 
-        # a deleted topic's remote log goes too
+        # DeleteRecords below the local log: the log starts there, the remote segments
+        # wholly below it go
+        cut = 500
         admin = admin_client(broker.bootstrap)
+        (done,) = admin.delete_records([TopicPartition(topic, 0, cut)]).values()
+        assert done.result(15).low_watermark == cut
+        assert _watermarks(broker.bootstrap, topic)[0] == cut
+        msgs = read_exactly(broker.bootstrap, [TopicPartition(topic, 0, OFFSET_BEGINNING)],
+                            RECORDS - cut, timeout=60)
+        assert [m.offset() for m in msgs] == list(range(cut, RECORDS))
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            starts = sorted(int(k.rsplit("/", 1)[1][:20]) for k in store.list(f"{topic}-0-")
+                            if k.endswith(".log"))
+            if starts and starts[0] > 0:
+                break
+            time.sleep(0.3)
+        assert 0 < starts[0] <= cut
+
+        # a deleted topic's remote log goes too
         admin.delete_topics([topic])[topic].result(15)
         deadline = time.monotonic() + 30
         while store.list(f"{topic}-0-") and time.monotonic() < deadline:
