@@ -234,6 +234,7 @@ class Broker:
                 runtime.unload(part.index)
         if not leader:
             self.share.partition_moved(part.topic, part.index)
+        self.replicas.sync_remote_partition(part)  # tiered storage follows leadership at once
 
     def _share_topics(self, names) -> dict:
         """{name: (topic id, partitions)} of the existing topics among ``names``."""
@@ -297,21 +298,24 @@ class Broker:
                              (cfg.int("log.flush.offset.checkpoint.interval.ms"), self._checkpoint)):
             self._tasks.append(asyncio.ensure_future(self._periodic(interval, fn)))
         if cfg.bool("remote.log.storage.system.enable"):
-            self._start_remote_log()
+            await self._start_remote_log()
         log.info("josefk broker %d listening on %s", self.config.node_id, cfg.get("listeners"))
         if not recscan.NATIVE:
             log.info("records are walked in plain Python (the C helper was not built): produce "
                      "validation costs more CPU")
 
-    def _start_remote_log(self) -> None:
+    async def _start_remote_log(self) -> None:
         """Tiered storage (KIP-405): the remote log manager on its own thread, its metadata
-        in ``__remote_log_metadata`` through this broker's inter-broker listener."""
+        in ``__remote_log_metadata`` through this broker's inter-broker listener; the
+        partitions already led here are handed to it, the others as they come, and topic
+        config changes at the next task interval."""
         from josefk.tiered.manager import RemoteLogManager
         from josefk.tiered.metadata_topic import TopicMetadataLog
 
         cfg = self.config
+        store = await asyncio.to_thread(object_store, cfg)  # may make the bucket
         rlm = RemoteLogManager(
-            object_store(cfg), TopicMetadataLog(
+            store, TopicMetadataLog(
                 f"{self.info.host}:{self.info.port}",
                 partitions=cfg.int("remote.log.metadata.topic.num.partitions"),
                 replication=cfg.int("remote.log.metadata.topic.replication.factor")),
@@ -320,6 +324,7 @@ class Broker:
             chunk_bytes=cfg.int("remote.log.storage.josefk.read.chunk.bytes"),
             copy_bytes_per_second=cfg.int("remote.log.manager.copy.max.bytes.per.second"))
         self.replicas.remote = rlm
+        self.replicas.sync_remote()
         rlm.start()
         self._tasks.append(asyncio.ensure_future(self._periodic_on_loop(
             cfg.int("remote.log.manager.task.interval.ms"), self.replicas.sync_remote)))

@@ -244,7 +244,7 @@ class RemoteLogManager:
         for item in deletions:
             try:
                 self._delete_partition(*item)
-            except (StoreError, OSError, RuntimeError) as e:
+            except (OSError, RuntimeError) as e:
                 log.warning("deleting the remote log of %s-%d: %s (retried)", item[0], item[1],
                             e)
                 with self._lock:
@@ -256,7 +256,7 @@ class RemoteLogManager:
                 self._load(leader)
                 self._copy(leader)
                 self._expire(leader)
-            except (StoreError, OSError, RuntimeError) as e:
+            except (OSError, RuntimeError) as e:
                 log.warning("remote log task of %s-%d: %s (retried)", leader.topic,
                             leader.partition, e)
                 self.topic_stats(leader.topic).copy_errors += 1
@@ -334,6 +334,30 @@ class RemoteLogManager:
                                not aborted)
         self._publish(leader, segs, md.segment_metadata(leader, self.node_id, seg,
                                                         self.now_ms()))
+        try:
+            self._upload(leader, local, seg, epochs, aborted)
+        except OSError:
+            # half in the bucket: its objects go and its events end (a crash leaves this to
+            # the next leader's load), then the copy is tried again at the next pass
+            try:
+                self._delete_segment(leader, segs, seg)
+            except (OSError, RuntimeError) as e:
+                log.warning("cannot clean up the failed copy of %s-%d at %d: %s", leader.topic,
+                            leader.partition, seg.start_offset, e)
+            raise
+        self._publish(leader, segs, md.segment_update(leader, self.node_id, seg,
+                                                      md.COPY_SEGMENT_FINISHED, self.now_ms()))
+        st = self.topic_stats(leader.topic)
+        st.copy_bytes += local.size
+        st.copy_requests += 1
+        leader.set_copied(seg.end_offset)
+        log.info("%s-%d: copied segment [%d, %d] (%d bytes) as %s", leader.topic,
+                 leader.partition, seg.start_offset, seg.end_offset, seg.size, sid)
+
+    def _upload(self, leader: Leader, local: LocalSegment, seg: md.RemoteSegment, epochs,
+                aborted) -> None:
+        """The segment's six objects (the transaction index's last stable offsets are the
+        markers' offsets)."""
         keys = object_keys(object_prefix(leader.topic, leader.partition, leader.topic_id), seg)
         self.store.put(keys[".log"], local.log_path)
         self.store.put(keys[".index"], local.index_path)
@@ -343,14 +367,6 @@ class RemoteLogManager:
         self.store.put(keys[".leader_epoch_checkpoint"], _epoch_checkpoint(epochs))
         self.store.put(keys[".txnindex"], b"".join(
             _TXN.pack(0, pid, first, last, last) for pid, first, last in aborted))
-        self._publish(leader, segs, md.segment_update(leader, self.node_id, seg,
-                                                      md.COPY_SEGMENT_FINISHED, self.now_ms()))
-        st = self.topic_stats(leader.topic)
-        st.copy_bytes += local.size
-        st.copy_requests += 1
-        leader.set_copied(seg.end_offset)
-        log.info("%s-%d: copied segment [%d, %d] (%d bytes) as %s", leader.topic,
-                 leader.partition, seg.start_offset, seg.end_offset, seg.size, sid)
 
     def _publish(self, leader: Leader, segs: md.PartitionSegments, event) -> None:
         record, msg = event

@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Protocol
 
 
-class StoreError(Exception):
-    """The object store refused or failed a call (the caller retries later)."""
+class StoreError(OSError):
+    """The object store refused or failed a call (the caller retries later; a broker that
+    cannot reach it at start reports it as any I/O failure)."""
 
 
 class ObjectStore(Protocol):
@@ -106,22 +107,30 @@ class S3Store:
         self.bucket = bucket
         self._store = _S3(bucket, config=config, client_options=client,
                           virtual_hosted_style_request=False)
-        self._endpoint, self._config = endpoint, config
+        self._endpoint = endpoint
 
     def ensure_bucket(self) -> None:
-        """Make the bucket if the endpoint does not have it (S3's CreateBucket, unsigned
-        payload): a fresh SeaweedFS or MinIO starts with none."""
+        """Make the bucket when the endpoint has none (a fresh SeaweedFS or MinIO): S3's
+        CreateBucket, unsigned (obstore does not make buckets); a bucket that exists is only
+        listed."""
+        import obstore
         import urllib.error
         import urllib.request
 
-        if not self._endpoint:
+        try:
+            next(iter(obstore.list(self._store, chunk_size=1)), None)
             return
+        except Exception as e:  # noqa: BLE001 - obstore raises its own error classes per cause
+            missing = e
+        if not self._endpoint:
+            raise StoreError(f"cannot list bucket {self.bucket}: {missing}")
         req = urllib.request.Request(f"{self._endpoint.rstrip('/')}/{self.bucket}", method="PUT")
         try:
             urllib.request.urlopen(req, timeout=10)
         except urllib.error.HTTPError as e:
             if e.code != 409:  # BucketAlreadyOwnedByYou / BucketAlreadyExists
-                raise StoreError(f"cannot create bucket {self.bucket}: HTTP {e.code}") from e
+                raise StoreError(f"bucket {self.bucket} cannot be listed ({missing}) nor made "
+                                 f"(HTTP {e.code})") from e
         except OSError as e:
             raise StoreError(f"cannot reach {self._endpoint}: {e}") from e
 

@@ -681,21 +681,27 @@ class ReplicaManager:
 
     def sync_remote(self) -> None:
         """Hand the remote log manager the partitions led here with remote.storage.enable,
-        and take back the others (after a role or a topic config change)."""
+        and take back the others (after a topic config change; roles follow at once through
+        `sync_remote_partition`)."""
         rlm = self.remote
         if rlm is None:
             return
-        led = rlm.leaders
-        for key, part in self.partitions.items():
-            tiered = part.is_leader and part.config.remote_storage_enable \
-                and part.topic_id is not None
-            current = led.get(key)
-            if tiered and (current is None or current.leader_epoch != part.leader_epoch):
-                rlm.lead(remote.leader_of(part))
-            elif not tiered and current is not None:
-                rlm.resign(*key)
-        for key in [k for k in led if k not in self.partitions]:
+        for part in self.partitions.values():
+            self.sync_remote_partition(part)
+        for key in [k for k in rlm.leaders if k not in self.partitions]:
             rlm.resign(*key)
+
+    def sync_remote_partition(self, part: Partition) -> None:
+        rlm = self.remote
+        if rlm is None:
+            return
+        tiered = part.is_leader and part.config.remote_storage_enable \
+            and part.topic_id is not None
+        current = rlm.leaders.get((part.topic, part.index))
+        if tiered and (current is None or current.leader_epoch != part.leader_epoch):
+            rlm.lead(remote.leader_of(part))
+        elif not tiered and current is not None:
+            rlm.resign(part.topic, part.index)
 
     def leader_partition(self, topic: str, index: int) -> Partition | None:
         """The partition if this broker leads it."""
