@@ -6,7 +6,7 @@ import uuid
 from josefk.storage import Log
 from josefk.tiered import metadata as md
 from josefk.tiered.manager import ChunkCache, Leader, LocalSegment, RemoteLogManager
-from josefk.tiered.store import LocalStore
+from josefk.tiered.store import LocalStore, StoreError
 from tests.storage.logs import append, cfg, mk, records_of
 
 TOPIC_ID = uuid.UUID("11111111-2222-3333-4444-555555555555")
@@ -240,4 +240,41 @@ def test_a_deleted_partition_loses_its_remote_log(tmp_path):
     assert deletes == [md.DELETE_PARTITION_STARTED, md.DELETE_PARTITION_FINISHED]
     assert [m.remote_log_segment_state for r, _v, m in events
             if r is md.SEGMENT_UPDATE].count(md.DELETE_SEGMENT_FINISHED) == copied
+    log.close()
+
+
+class FlakyStore(LocalStore):
+    """A local store that fails every put after ``puts_left`` (an object store going down
+    in the middle of a copy), until ``puts_left`` is None again."""
+
+    puts_left = None
+
+    def put(self, key, data):
+        if self.puts_left is not None:
+            if self.puts_left == 0:
+                raise StoreError(f"cannot write {key}: connection refused")
+            self.puts_left -= 1
+        super().put(key, data)
+
+
+def test_a_store_down_mid_copy_keeps_the_log_and_the_copy_resumes(tmp_path):
+    log = tiered_log(tmp_path / "t-0")
+    store, meta = FlakyStore(tmp_path / "remote"), MemoryMetadataLog()
+    rlm = RemoteLogManager(store, meta, node_id=1)
+    leader, _ = leader_for(log)
+    rlm.lead(leader)
+    store.puts_left = 8  # the first segment's six objects, then two of the second's
+    rlm.run_once()
+    assert len(leader.remote.copied()) == 1 and leader.remote.unfinished() == []
+    assert len(store.list("t-0-")) == 6  # the half copy's objects are gone
+    assert rlm.stats["t"].copy_errors == 1
+    local_start = log.log_start_offset
+    log.apply_retention()
+    assert log.log_start_offset <= leader.remote.end_offset + 1  # nothing lost locally
+    assert log.log_start_offset >= local_start
+    store.puts_left = None
+    rlm.run_once()
+    assert leader.remote.end_offset == log.rolled_segments(-1, log.high_watermark)[-1][1] - 1
+    starts = [s.start_offset for s in leader.remote.copied()]
+    assert starts == sorted(set(starts))
     log.close()
