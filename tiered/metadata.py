@@ -12,6 +12,7 @@ Kafka's RemoteLogMetadataCache does.
 from __future__ import annotations
 
 import base64
+import threading
 import uuid
 from bisect import bisect_left
 from dataclasses import dataclass, field
@@ -216,11 +217,17 @@ class PartitionSegments:
 
     def __init__(self):
         self.segments: dict[uuid.UUID, RemoteSegment] = {}
-        self._copied: list[RemoteSegment] | None = None
+        self._copied: tuple[list[RemoteSegment], list[int]] | None = None
         self.deleted = False  # a RemotePartitionDeleteMetadataRecord was seen
+        # the manager's thread applies events while reads (the event loop, fetch threads) ask
+        self._lock = threading.Lock()
 
     def apply(self, record: MetadataRecord, msg) -> None:
-        self._copied = None
+        with self._lock:
+            self._copied = None
+            self._apply(record, msg)
+
+    def _apply(self, record: MetadataRecord, msg) -> None:
         if record is SEGMENT_METADATA:
             sid = msg.remote_log_segment_id.id
             self.segments[sid] = RemoteSegment(
@@ -239,24 +246,35 @@ class PartitionSegments:
             self.deleted = msg.remote_partition_delete_state == DELETE_PARTITION_FINISHED
 
     def copied(self) -> list[RemoteSegment]:
-        """The segments whose copy finished, by start offset."""
-        if self._copied is None:
-            self._copied = sorted((s for s in self.segments.values()
+        """The segments whose copy finished, by start offset (a list never changed after)."""
+        return self._sorted()[0]
+
+    def _sorted(self) -> tuple[list[RemoteSegment], list[int]]:
+        """(the copied segments by start offset, their end offsets), computed once per
+        change."""
+        copied = self._copied
+        if copied is None:
+            with self._lock:
+                if self._copied is None:
+                    segs = sorted((s for s in self.segments.values()
                                    if s.state == COPY_SEGMENT_FINISHED),
                                   key=lambda s: s.start_offset)
-        return self._copied
+                    self._copied = (segs, [s.end_offset for s in segs])
+                copied = self._copied
+        return copied
 
     def unfinished(self) -> list[RemoteSegment]:
         """Segments left half copied or half deleted."""
-        return [s for s in self.segments.values()
-                if s.state in (COPY_SEGMENT_STARTED, DELETE_SEGMENT_STARTED)]
+        with self._lock:
+            return [s for s in self.segments.values()
+                    if s.state in (COPY_SEGMENT_STARTED, DELETE_SEGMENT_STARTED)]
 
     def segment_for(self, offset: int) -> RemoteSegment | None:
         """The first copied segment ending at or past ``offset``: the one holding it, or the
         next one when ``offset`` falls in a hole of the log (compaction, a transaction
         marker's offset); None past the last."""
-        segs = self.copied()
-        i = bisect_left([s.end_offset for s in segs], offset)
+        segs, ends = self._sorted()
+        i = bisect_left(ends, offset)
         return segs[i] if i < len(segs) else None
 
     @property
