@@ -290,6 +290,10 @@ class BrokerMetrics:
             for attr, fam in meters.items():
                 fam.add_metric([topic], getattr(st, attr))
         yield from meters.values()
+        gets = CounterMetricFamily("josefk_remote_storage_get_requests",
+                                   "Ranged reads sent to the object store (cache misses)")
+        gets.add_metric([], rlm.cache.requests)
+        yield gets
 
     def _client_metrics(self):
         """What clients pushed (KIP-714), labelled by client; a counter's name ends _total."""

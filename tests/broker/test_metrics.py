@@ -36,5 +36,6 @@ def test_remote_storage_metrics_have_kafkas_names(tmp_path):
     assert got[prefix + "remotelogsizebytes"] == {("t",): 0}
     assert got[prefix + "remotecopybytespersec"][("t",)] == 4096
     assert got[prefix + "remotefetchrequestspersec"][("t",)] == 3
+    assert got["josefk_remote_storage_get_requests"] == {(): 0}
     assert list(BrokerMetrics._remote_metrics(SimpleNamespace(
         replicas=SimpleNamespace(remote=None)))) == []
