@@ -33,6 +33,10 @@ _IDX = struct.Struct(">ii")
 _TXN = struct.Struct(">hqqqq")  # Kafka's .txnindex entry: version, pid, first, last, LSO
 
 
+class NotLeading(Exception):
+    """A remote read of a partition this manager does not lead (any more), or not loaded yet."""
+
+
 class MetadataLog(Protocol):
     """Where the metadata events go and come back from: ``__remote_log_metadata``."""
 
@@ -423,7 +427,9 @@ class RemoteLogManager:
              min_one: bool = True) -> bytes | None:
         """The batches from the one holding ``offset``, out of the remote segment that holds
         it (or the next one after a hole): at most ``max_bytes`` but, with ``min_one``, the
-        first batch whole; none at or past ``limit``. None when no remote segment holds it."""
+        first batch whole; none at or past ``limit``. None when no remote segment holds it
+        (retention moved on); NotLeading when this broker does not serve the partition's
+        remote log."""
         st = self.topic_stats(topic)
         st.fetch_requests += 1
         try:
@@ -438,7 +444,7 @@ class RemoteLogManager:
     def _read(self, topic, partition, offset, max_bytes, limit, min_one):
         leader = self.leaders.get((topic, partition))
         if leader is None or leader.remote is None:
-            return None
+            raise NotLeading(f"{topic}-{partition}")
         seg = leader.remote.segment_for(offset)
         if seg is None:
             return None

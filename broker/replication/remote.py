@@ -8,7 +8,9 @@ from __future__ import annotations
 import asyncio
 
 from josefk.storage import snapshots
-from josefk.tiered.manager import Leader, LocalSegment, RemoteLogManager
+from josefk.tiered.manager import Leader, LocalSegment, NotLeading, RemoteLogManager
+from josefk.tiered.store import StoreError
+from josefk.wire import errors
 
 
 class RemoteRead:
@@ -79,9 +81,8 @@ def leader_of(part) -> Leader:
 async def resolve(rlm: RemoteLogManager, results) -> None:
     """Read every `RemoteRead` of ``results`` ([[(fetch partition, ReadResult)]]) from the
     object store, in worker threads; a read the remote log no longer holds (retention moved
-    on meanwhile) answers OFFSET_OUT_OF_RANGE, a store failure KAFKA_STORAGE_ERROR."""
-    from josefk.tiered.store import StoreError
-    from josefk.wire import errors
+    on meanwhile) answers OFFSET_OUT_OF_RANGE, a store failure KAFKA_STORAGE_ERROR, a
+    leadership lost meanwhile NOT_LEADER_OR_FOLLOWER (retriable: the client looks again)."""
 
     pending = [res for out in results for _fp, res in out if type(res.records) is RemoteRead]
 
@@ -91,6 +92,9 @@ async def resolve(rlm: RemoteLogManager, results) -> None:
             data = rlm.read(r.topic, r.partition, r.offset, r.max_bytes, r.limit, r.min_one)
         except StoreError:
             res.error, res.records = errors.KAFKA_STORAGE_ERROR, None
+            return
+        except NotLeading:
+            res.error, res.records = errors.NOT_LEADER_OR_FOLLOWER, None
             return
         if data is None:
             res.error, res.records = errors.OFFSET_OUT_OF_RANGE, None

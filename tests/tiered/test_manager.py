@@ -3,9 +3,12 @@ segments with their metadata events, reads below the local log start, total rete
 leader taking over from the metadata, a copy a crash interrupted, the read cache's bound."""
 import uuid
 
+import pytest
+
 from josefk.storage import Log
 from josefk.tiered import metadata as md
-from josefk.tiered.manager import ChunkCache, Leader, LocalSegment, RemoteLogManager
+from josefk.tiered.manager import (ChunkCache, Leader, LocalSegment, NotLeading,
+                                   RemoteLogManager)
 from josefk.tiered.store import LocalStore, StoreError
 from tests.storage.logs import append, cfg, mk, records_of
 
@@ -124,7 +127,8 @@ def test_remote_read_limits(tmp_path):
     assert [r.offset for r in records_of(rlm.read("t", 0, 2, 1 << 20, 100))] == [2, 3]
     assert [r.offset for r in records_of(rlm.read("t", 0, 2, 1 << 20, 3))] == [2]
     assert rlm.read("t", 0, 10_000, 100, 20_000) is None
-    assert rlm.read("t", 1, 0, 100, 100) is None  # a partition not led here
+    with pytest.raises(NotLeading):
+        rlm.read("t", 1, 0, 100, 100)  # a partition not led here
     log.close()
 
 

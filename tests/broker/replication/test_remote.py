@@ -67,6 +67,13 @@ def test_reads_below_the_local_log_come_from_the_remote_log(tmp_path):
     local = p.read(local_start, 1 << 20, min_one=True)
     assert local.log_start_offset == 0 and offsets(bytes(local.records))[0] == local_start
 
+    res = p.read(0, 1 << 20, min_one=True)
+    rlm.resign("t", 0)  # leadership lost before the remote read ran
+    asyncio.run(remote.resolve(rlm, [[(None, res)]]))
+    assert res.error == errors.NOT_LEADER_OR_FOLLOWER and res.records is None
+    rlm.lead(remote.leader_of(p))
+    rlm.run_once()
+
     p.remote_log_start = 3  # DeleteRecords below the local log
     assert p.log_start_offset == 3
     assert p.read(1, 100, min_one=True).error == errors.OFFSET_OUT_OF_RANGE
