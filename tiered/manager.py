@@ -468,6 +468,22 @@ class RemoteLogManager:
             at += h.size
         return cache.read(key, first, at) if at > first else b""
 
+    def aborted(self, topic: str, partition: int, offset: int) -> list[tuple[int, int]]:
+        """``[(producer id, first offset)]`` of the aborted transactions that a read_committed
+        read from ``offset`` out of the remote segment holding it must drop: from that
+        segment's ``.txnindex`` (which names every aborted transaction with records in the
+        segment, wherever its marker is), those not over before ``offset``."""
+        leader = self.leaders.get((topic, partition))
+        if leader is None or leader.remote is None:
+            raise NotLeading(f"{topic}-{partition}")
+        seg = leader.remote.segment_for(offset)
+        if seg is None or seg.txn_index_empty:
+            return []
+        key = object_keys(object_prefix(topic, partition, leader.topic_id), seg)[".txnindex"]
+        raw = self.store.get(key)
+        return [(pid, first) for _v, pid, first, last, _lso
+                in _TXN.iter_unpack(raw[:len(raw) - len(raw) % _TXN.size]) if last >= offset]
+
     def _position(self, index_key: str, seg: md.RemoteSegment, offset: int) -> int:
         """A position in the segment at or before the batch holding ``offset``, from its
         remote offset index (each entry: the last offset of the batch at a position)."""

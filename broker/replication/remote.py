@@ -90,6 +90,8 @@ async def resolve(rlm: RemoteLogManager, results) -> None:
         r = res.records
         try:
             data = rlm.read(r.topic, r.partition, r.offset, r.max_bytes, r.limit, r.min_one)
+            if data and res.aborted is not None:  # read_committed
+                res.aborted = rlm.aborted(r.topic, r.partition, r.offset)
         except StoreError:
             res.error, res.records = errors.KAFKA_STORAGE_ERROR, None
             return

@@ -53,14 +53,15 @@ def local_segments(data_dirs, topic: str) -> list[int]:
             yield sorted(int(p.name[:20]) for p in part.glob("*.log"))
 
 
-def wait_tiered(bucket: S3Store, topic: str, data_dirs, timeout: float = 60.0) -> None:
+def wait_tiered(bucket: S3Store, topic: str, data_dirs, timeout: float = 60.0,
+                remote_segments: int = 15) -> None:
     """Until the bucket holds the topic's segments and every local log keeps only its last
     ones (local.retention.bytes: two segments, plus the active one and one being copied)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         remote = [k for k in bucket.list(f"{topic}-0-") if k.endswith(".log")]
         local = list(local_segments(data_dirs, topic))
-        if len(remote) >= 15 and local and all(s and s[0] > 0 and len(s) <= 4 for s in local):
+        if len(remote) >= remote_segments and local and all(s and s[0] > 0 and len(s) <= 4 for s in local):
             return
         time.sleep(0.3)
     raise AssertionError(f"not tiered after {timeout} s: remote {len(remote)} segments, "
@@ -173,6 +174,55 @@ def test_one_broker_reads_every_record_from_the_bucket(s3, tmp_path):
         while store.list(f"{topic}-0-") and time.monotonic() < deadline:
             time.sleep(0.3)
         assert store.list(f"{topic}-0-") == []
+    finally:
+        broker.stop()
+
+
+def test_read_committed_over_remote_data_skips_aborted_transactions(s3, tmp_path):
+    from confluent_kafka import Producer
+
+    bucket = "tiered-txn"
+    store = S3Store(bucket, endpoint=s3.endpoint, access_key=s3.access_key,
+                    secret_key=s3.secret_key)
+    broker = BrokerProcess(data_dir=tmp_path / "data", log_dir=tmp_path,
+                           overrides=tiered_overrides(s3, bucket, **{
+                               "transaction.state.log.replication.factor": 1,
+                               "transaction.state.log.min.isr": 1}))
+    broker.start()
+    try:
+        topic = create_topic(broker.bootstrap, unique_topic("tiered-txn"), config=TOPIC_CONFIG)
+        p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": topic,
+                      "batch.size": 1024, "linger.ms": 0})
+        p.init_transactions(30)
+        committed = []
+        for t in range(60):
+            p.begin_transaction()
+            batch = [VALUE.format(t * 100 + i) for i in range(20)]
+            for v in batch:
+                p.produce(topic, value=v, partition=0)
+            if t % 3 == 2:
+                assert p.flush(30) == 0  # in the log, not purged from the producer's queue
+                p.abort_transaction(30)
+            else:
+                p.commit_transaction(30)
+                committed.extend(batch)
+        wait_tiered(store, topic, [broker.data_dir], remote_segments=8)
+
+        c = consumer(broker.bootstrap, **{"isolation.level": "read_committed"})
+        try:
+            c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+            got = []
+            deadline = time.monotonic() + 60
+            while len(got) < len(committed) and time.monotonic() < deadline:
+                m = c.poll(0.5)
+                if m is not None and not m.error():
+                    got.append(m.value().decode())
+            time.sleep(1)
+            extra = c.poll(1)
+        finally:
+            c.close()
+        assert got == committed
+        assert extra is None or extra.error()
     finally:
         broker.stop()
 

@@ -129,6 +129,11 @@ def test_remote_read_limits(tmp_path):
     assert rlm.read("t", 0, 10_000, 100, 20_000) is None
     with pytest.raises(NotLeading):
         rlm.read("t", 1, 0, 100, 100)  # a partition not led here
+    # read_committed: the segment's transaction index (one aborted transaction per segment,
+    # pid 7, at the segment's first offset, in this test's leader)
+    seg = leader.remote.copied()[1]
+    assert rlm.aborted("t", 0, seg.start_offset) == [(7, seg.start_offset)]
+    assert rlm.aborted("t", 0, seg.start_offset + 1) == []  # over before the read
     log.close()
 
 
