@@ -172,7 +172,7 @@ class RemoteLogManager:
         self.now_ms = now_ms or (lambda: int(time.time() * 1000))
         self.leaders: dict[tuple[str, int], Leader] = {}
         self._deletions: list[tuple[str, int, uuid.UUID, int]] = []
-        self._indexes: OrderedDict[uuid.UUID, tuple[list[int], list[int]]] = OrderedDict()
+        self._indexes: OrderedDict[tuple[str, uuid.UUID], object] = OrderedDict()
         self._lock = threading.Lock()
         self._wake = threading.Event()  # a new leader to serve, or the close
         self._closing = threading.Event()
@@ -415,7 +415,8 @@ class RemoteLogManager:
         self.store.delete(keys)
         self.cache.forget(keys[0])
         with self._lock:
-            self._indexes.pop(seg.segment_id, None)
+            self._indexes.pop(("index", seg.segment_id), None)
+            self._indexes.pop(("txn", seg.segment_id), None)
         self._publish(leader, segs, md.segment_update(
             leader, self.node_id, seg, md.DELETE_SEGMENT_FINISHED, self.now_ms()))
         self.topic_stats(leader.topic).delete_requests += 1
@@ -479,29 +480,40 @@ class RemoteLogManager:
         seg = leader.remote.segment_for(offset)
         if seg is None or seg.txn_index_empty:
             return []
+        def parse(raw):
+            return [(pid, first, last) for _v, pid, first, last, _lso
+                    in _TXN.iter_unpack(raw[:len(raw) - len(raw) % _TXN.size])]
+
         key = object_keys(object_prefix(topic, partition, leader.topic_id), seg)[".txnindex"]
-        raw = self.store.get(key)
-        return [(pid, first) for _v, pid, first, last, _lso
-                in _TXN.iter_unpack(raw[:len(raw) - len(raw) % _TXN.size]) if last >= offset]
+        entries = self._cached(("txn", seg.segment_id), lambda: parse(self.store.get(key)))
+        return [(pid, first) for pid, first, last in entries if last >= offset]
+
+    def _cached(self, key, load):
+        """A remote segment's parsed index, kept for the next reads (the last 1024)."""
+        with self._lock:
+            value = self._indexes.get(key)
+            if value is not None:
+                self._indexes.move_to_end(key)
+                return value
+        value = load()
+        with self._lock:
+            self._indexes[key] = value
+            while len(self._indexes) > 1024:
+                self._indexes.popitem(last=False)
+        return value
 
     def _position(self, index_key: str, seg: md.RemoteSegment, offset: int) -> int:
         """A position in the segment at or before the batch holding ``offset``, from its
         remote offset index (each entry: the last offset of the batch at a position)."""
-        with self._lock:
-            entries = self._indexes.get(seg.segment_id)
-            if entries is not None:
-                self._indexes.move_to_end(seg.segment_id)
-        if entries is None:
-            raw = self.store.get(index_key)
+        def parse(raw):
             offs, poss = [], []
             for rel, p in _IDX.iter_unpack(raw[:len(raw) - len(raw) % 8]):
                 offs.append(seg.start_offset + rel)
                 poss.append(p)
-            entries = (offs, poss)
-            with self._lock:
-                self._indexes[seg.segment_id] = entries
-                while len(self._indexes) > 1024:
-                    self._indexes.popitem(last=False)
+            return offs, poss
+
+        entries = self._cached(("index", seg.segment_id),
+                               lambda: parse(self.store.get(index_key)))
         offs, poss = entries
         i = bisect_right(offs, offset - 1) - 1  # the last batch wholly below ``offset``
         return poss[i] if i >= 0 else 0
