@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Protocol
 
 from josefk.wire.batch import HEADER_SIZE, read_header
+from josefk.wire.records import iter_records
 
 from . import metadata as md
 from .store import ObjectStore, StoreError
@@ -30,6 +31,7 @@ from .store import ObjectStore, StoreError
 log = logging.getLogger("josefk.tiered")
 
 _IDX = struct.Struct(">ii")
+_TIME = struct.Struct(">qi")  # .timeindex entry: timestamp, relative offset
 _TXN = struct.Struct(">hqqqq")  # Kafka's .txnindex entry: version, pid, first, last, LSO
 
 
@@ -417,6 +419,7 @@ class RemoteLogManager:
         with self._lock:
             self._indexes.pop(("index", seg.segment_id), None)
             self._indexes.pop(("txn", seg.segment_id), None)
+            self._indexes.pop(("time", seg.segment_id), None)
         self._publish(leader, segs, md.segment_update(
             leader, self.node_id, seg, md.DELETE_SEGMENT_FINISHED, self.now_ms()))
         self.topic_stats(leader.topic).delete_requests += 1
@@ -488,6 +491,41 @@ class RemoteLogManager:
         entries = self._cached(("txn", seg.segment_id), lambda: parse(self.store.get(key)))
         return [(pid, first) for pid, first, last in entries if last >= offset]
 
+    def has_timestamp(self, topic: str, partition: int, timestamp: int,
+                      start: int) -> bool:
+        """Whether a remote segment (from the log start ``start``) holds a record at or past
+        ``timestamp``: ListOffsets by timestamp then answers from the remote log."""
+        segs = self.remote_of(topic, partition)
+        return segs is not None and any(
+            s.max_timestamp_ms >= timestamp and s.end_offset >= start for s in segs.copied())
+
+    def offset_for_timestamp(self, topic: str, partition: int, timestamp: int,
+                             start: int) -> tuple[int, int] | None:
+        """``(offset, timestamp)`` of the first remote record at or past ``start`` whose
+        timestamp is at least ``timestamp`` (the remote time index finds where to look), or
+        None."""
+        leader = self.leaders.get((topic, partition))
+        if leader is None or leader.remote is None:
+            raise NotLeading(f"{topic}-{partition}")
+        cache = self.cache
+        for seg in leader.remote.copied():
+            if seg.max_timestamp_ms < timestamp or seg.end_offset < start:
+                continue
+            keys = object_keys(object_prefix(topic, partition, leader.topic_id), seg)
+            times = self._cached(("time", seg.segment_id), lambda: _time_entries(
+                self.store.get(keys[".timeindex"]), seg.start_offset))
+            j = bisect_right([ts for ts, _o in times], timestamp) - 1
+            at = self._position(keys[".index"], seg, max(times[j][1] if j >= 0 else 0, start))
+            while at + HEADER_SIZE <= seg.size:
+                h = read_header(cache.read(keys[".log"], at, at + HEADER_SIZE), 0)
+                if h.max_timestamp >= timestamp and h.last_offset >= start:
+                    data = cache.read(keys[".log"], at, at + h.size)
+                    for r in iter_records(data, read_header(data, 0)):
+                        if r.offset >= start and r.timestamp >= timestamp:
+                            return r.offset, r.timestamp
+                at += h.size
+        return None
+
     def _cached(self, key, load):
         """A remote segment's parsed index, kept for the next reads (the last 1024)."""
         with self._lock:
@@ -517,6 +555,11 @@ class RemoteLogManager:
         offs, poss = entries
         i = bisect_right(offs, offset - 1) - 1  # the last batch wholly below ``offset``
         return poss[i] if i >= 0 else 0
+
+
+def _time_entries(raw: bytes, base: int) -> list[tuple[int, int]]:
+    """A time index's entries as (timestamp, offset)."""
+    return [(ts, base + rel) for ts, rel in _TIME.iter_unpack(raw[:len(raw) - len(raw) % 12])]
 
 
 def _epochs_in(entries, start: int, end: int):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import asyncio
 import time
 
 from josefk.broker.security import acl
@@ -28,6 +29,7 @@ DEBUGGING_REPLICA_ID = -2  # a tool's ListOffsets any replica answers, not only 
 def handle_list_offsets(broker: Services, ctx, req: ListOffsetsRequest):
     read_committed = ctx.version >= 2 and req.isolation_level == READ_COMMITTED
     topics_out = []
+    remote = []  # (answer, partition, timestamp) looked up in the remote log (tiered storage)
     for t in req.topics:
         parts_out = []
         may_describe = allowed(broker, ctx, TOPIC, t.name, acl.DESCRIBE)
@@ -49,14 +51,40 @@ def handle_list_offsets(broker: Services, ctx, req: ListOffsetsRequest):
                     old_style_offsets=[] if err else _offsets_before(
                         part.log, p.timestamp, p.max_num_offsets, req.replica_id)))
                 continue
-            if not err and p.timestamp == EARLIEST and part.remote_pending:
-                err = errors.REPLICA_NOT_AVAILABLE  # the remote log's start is not known yet
+            if not err and (p.timestamp == EARLIEST or p.timestamp >= 0) \
+                    and part.remote_pending:
+                err = errors.REPLICA_NOT_AVAILABLE  # the remote log is not known here yet
+            if not err and p.timestamp >= 0 and part.remote_has_timestamp(p.timestamp):
+                answer = R.ListOffsetsPartitionResponse(
+                    partition_index=p.partition_index, error_code=errors.NONE, timestamp=-1,
+                    offset=-1, leader_epoch=part.leader_epoch)
+                remote.append((answer, part, p.timestamp))
+                parts_out.append(answer)
+                continue
             ts, offset = (-1, -1) if err else _lookup(part, p.timestamp, read_committed)
             parts_out.append(R.ListOffsetsPartitionResponse(
                 partition_index=p.partition_index, error_code=err, timestamp=ts, offset=offset,
                 leader_epoch=part.leader_epoch if offset >= 0 else -1))
         topics_out.append(R.ListOffsetsTopicResponse(name=t.name, partitions=parts_out))
+    if remote:
+        return _remote_lookups(R(topics=topics_out), remote, read_committed)
     return R(topics=topics_out)
+
+
+async def _remote_lookups(response, remote, read_committed):
+    """Fill in the answers found in the remote log, read in worker threads (or, where it had
+    none after all, in the local log)."""
+    found = await asyncio.gather(*(asyncio.to_thread(part.remote_offset_for_timestamp, ts)
+                                   for _answer, part, ts in remote))
+    for (answer, part, ts), (hit, err) in zip(remote, found):
+        answer.error_code = err
+        if not err and hit is None:
+            hit = _lookup(part, ts, read_committed)[::-1]
+        if hit is not None and hit[0] >= 0:
+            answer.offset, answer.timestamp = hit
+        else:
+            answer.leader_epoch = -1
+    return response
 
 
 def _lookup(part, timestamp, read_committed):

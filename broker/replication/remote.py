@@ -106,5 +106,16 @@ async def resolve(rlm: RemoteLogManager, results) -> None:
     await asyncio.gather(*(asyncio.to_thread(read, res) for res in pending))
 
 
+def offset_for_timestamp(part, rlm: RemoteLogManager, timestamp: int):
+    """ListOffsets by timestamp from the remote log: ``(hit or None, error code)``."""
+    try:
+        return rlm.offset_for_timestamp(part.topic, part.index, timestamp,
+                                        part.log_start_offset), errors.NONE
+    except StoreError:
+        return None, errors.KAFKA_STORAGE_ERROR
+    except NotLeading:
+        return None, errors.NOT_LEADER_OR_FOLLOWER
+
+
 def has_remote(results) -> bool:
     return any(type(res.records) is RemoteRead for out in results for _fp, res in out)

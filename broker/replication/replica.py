@@ -174,6 +174,17 @@ class Partition:
         """Tiered, and the remote log's metadata not loaded yet (a new leader)."""
         return remote.pending(self, self.manager.remote)
 
+    def remote_has_timestamp(self, timestamp: int) -> bool:
+        """Whether ListOffsets for ``timestamp`` is answered from the remote log."""
+        rlm = self.manager.remote
+        return rlm is not None and self.config.remote_storage_enable and rlm.has_timestamp(
+            self.topic, self.index, timestamp, self.log_start_offset)
+
+    def remote_offset_for_timestamp(self, timestamp: int):
+        """``((offset, timestamp) or None, error code)`` from the remote log (blocking: from
+        a worker thread)."""
+        return remote.offset_for_timestamp(self, self.manager.remote, timestamp)
+
     @property
     def last_stable_offset(self) -> int:
         """The high watermark, or the first offset of the oldest open transaction below it."""

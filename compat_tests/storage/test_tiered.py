@@ -82,11 +82,12 @@ def values(n: int) -> list[str]:
     return [VALUE.format(i) for i in range(n)]
 
 
-def check_read_from_zero(bootstrap: str, topic: str) -> None:
+def check_read_from_zero(bootstrap: str, topic: str) -> list:
     msgs = read_exactly(bootstrap, [TopicPartition(topic, 0, OFFSET_BEGINNING)], RECORDS,
                         timeout=60)
     assert [m.offset() for m in msgs] == list(range(RECORDS))
     assert [m.value().decode() for m in msgs] == values(RECORDS)
+    return msgs
 
 
 def test_one_broker_reads_every_record_from_the_bucket(s3, tmp_path):
@@ -102,8 +103,19 @@ def test_one_broker_reads_every_record_from_the_bucket(s3, tmp_path):
         topic = create_topic(broker.bootstrap, unique_topic("tiered"), config=TOPIC_CONFIG)
         produce_small_batches(broker.bootstrap, topic)
         wait_tiered(store, topic, [broker.data_dir])
-        check_read_from_zero(broker.bootstrap, topic)
+        msgs = check_read_from_zero(broker.bootstrap, topic)
         consumer_low, _high = _watermarks(broker.bootstrap, topic)
+
+        # ListOffsets by timestamp finds records in the remote log
+        c = consumer(broker.bootstrap)
+        try:
+            for k in (0, 100, 400):
+                ts = msgs[k].timestamp()[1]
+                want = next(m.offset() for m in msgs if m.timestamp()[1] >= ts)
+                (tp,) = c.offsets_for_times([TopicPartition(topic, 0, ts)], timeout=15)
+                assert tp.error is None and tp.offset == want, (k, tp)
+        finally:
+            c.close()
         assert consumer_low == 0  # ListOffsets EARLIEST: the remote log's start
 
         if shutil.which("kcat"):

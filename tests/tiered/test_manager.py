@@ -33,12 +33,13 @@ class MemoryMetadataLog:
 
 
 def tiered_log(path, n=30, **settings):
+    """A log of ``n`` records, one a batch (two a segment), record i at timestamp 1000 + 10 i."""
     conf = dict(segment_bytes=400, retention_ms=-1, remote_storage_enable="true",
                 local_retention_bytes=500)
     conf.update(settings)
     log = Log(path, cfg(**conf))
     for i in range(n):
-        append(log, mk(1, key=b"k%d-" % i, value=b"v" * 100))
+        append(log, mk(1, key=b"k%d-" % i, value=b"v" * 100, ts=1000 + 10 * i))
     return log
 
 
@@ -134,6 +135,23 @@ def test_remote_read_limits(tmp_path):
     seg = leader.remote.copied()[1]
     assert rlm.aborted("t", 0, seg.start_offset) == [(7, seg.start_offset)]
     assert rlm.aborted("t", 0, seg.start_offset + 1) == []  # over before the read
+    log.close()
+
+
+def test_offset_for_timestamp_from_the_remote_log(tmp_path):
+    log = tiered_log(tmp_path / "t-0")
+    rlm = RemoteLogManager(LocalStore(tmp_path / "remote"), MemoryMetadataLog(), node_id=1)
+    leader, _ = leader_for(log)
+    rlm.lead(leader)
+    rlm.run_once()
+    end = leader.remote.end_offset
+    assert rlm.offset_for_timestamp("t", 0, 1050, 0) == (5, 1050)
+    assert rlm.offset_for_timestamp("t", 0, 1047, 0) == (5, 1050)
+    assert rlm.offset_for_timestamp("t", 0, 0, 0) == (0, 1000)
+    assert rlm.offset_for_timestamp("t", 0, 1000, 7) == (7, 1070)  # from the log start
+    assert rlm.has_timestamp("t", 0, 1000 + 10 * end, 0)
+    assert not rlm.has_timestamp("t", 0, 1000 + 10 * end + 1, 0)  # past the remote log
+    assert rlm.offset_for_timestamp("t", 0, 1000 + 10 * end + 1, 0) is None
     log.close()
 
 
