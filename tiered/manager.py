@@ -24,6 +24,7 @@ from typing import Callable, Iterable, Protocol
 
 from josefk.wire.batch import HEADER_SIZE, read_header
 from josefk.wire.records import iter_records
+from josefk.wire.types import DecodeError
 
 from . import metadata as md
 from .store import ObjectStore, StoreError
@@ -277,7 +278,8 @@ class RemoteLogManager:
         for value in self.metadata_log.read(leader.topic_id, leader.partition):
             try:
                 record, _v, msg = md.deserialize(value)
-            except Exception:  # noqa: BLE001 - a foreign record is skipped, as Kafka logs it
+            except DecodeError as e:  # a record of a later Kafka, or foreign: skipped
+                log.warning("%s: skipping a record it cannot read: %s", md.TOPIC, e)
                 continue
             if md.partition_of(record, msg) == (leader.topic_id, leader.partition):
                 segs.apply(record, msg)

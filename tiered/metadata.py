@@ -113,8 +113,11 @@ def serialize(record: MetadataRecord, message, version: int = VERSION) -> bytes:
 
 def deserialize(data: bytes):
     """``(record type, version, message)``; DecodeError for an unknown type or version."""
-    api_key, p = read_uvarint(data, 0)
-    version, p = read_uvarint(data, p)
+    try:
+        api_key, p = read_uvarint(data, 0)
+        version, p = read_uvarint(data, p)
+    except IndexError:
+        raise DecodeError("remote log metadata record truncated") from None
     record = RECORDS.get(api_key)
     if record is None or version not in record.versions:
         raise DecodeError(f"unknown remote log metadata record {api_key} v{version}")

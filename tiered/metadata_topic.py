@@ -85,7 +85,8 @@ class TopicMetadataLog:
                     raise RuntimeError(f"{TOPIC} partition {tp.partition} did not answer")
                 if msg.error():
                     raise RuntimeError(f"cannot read {TOPIC}: {msg.error()}")
-                out.append(msg.value())
+                if msg.value() is not None:
+                    out.append(msg.value())
                 if msg.offset() >= high - 1:
                     return out
         finally:

@@ -82,6 +82,9 @@ def test_unknown_record_type_or_version_is_refused():
         md.deserialize(bytes.fromhex("0700"))
     with pytest.raises(DecodeError):
         md.deserialize(bytes.fromhex("0005"))
+    for truncated in (b"", b"\x00", bytes.fromhex("0000027400")):
+        with pytest.raises(DecodeError):
+            md.deserialize(truncated)
 
 
 def test_metadata_partition_is_kafkas():
