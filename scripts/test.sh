@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install everything the tests need (pip packages; Debian's kcat, a JVM for the Spark tests,
+# Install everything the tests need (pip packages, SeaweedFS's weed among them for tiered
+# storage's object store; Debian's kcat, a JVM for the Spark tests,
 # ZooKeeper for cluster mode, chromium and its driver for the web console, iptables for the fault
 # harness's network partitions) and run the whole suite. --quick runs the quick tier instead
 # (testkit/quick.py: the unit tests and one scenario per area).
