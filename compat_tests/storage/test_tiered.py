@@ -161,6 +161,10 @@ def test_one_broker_reads_every_record_from_the_bucket(s3, tmp_path):
                            ".leader_epoch_checkpoint", ".txnindex"):
                 assert stem + suffix in keys, (stem, suffix)
 
+        # restarted, the broker reads its remote log's metadata back and serves it again
+        broker.restart()
+        check_read_from_zero(broker.bootstrap, topic)
+
         # DeleteRecords below the local log: the log starts there, the remote segments
         # wholly below it go
         cut = 500
