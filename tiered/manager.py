@@ -51,6 +51,9 @@ class MetadataLog(Protocol):
         """Every event written so far to the user partition's metadata partition (events of
         other partitions included: the caller filters)."""
 
+    def metadata_partition(self, topic_id: uuid.UUID, partition: int) -> int:
+        """Which metadata partition holds the user partition's events."""
+
 
 @dataclass
 class LocalSegment:
@@ -256,11 +259,12 @@ class RemoteLogManager:
                             e)
                 with self._lock:
                     self._deletions.append(item)
+        events: dict[int, list[bytes]] = {}  # metadata partitions read in this pass
         for leader in list(self.leaders.values()):
             if self._closed:
                 return
             try:
-                self._load(leader)
+                self._load(leader, events)
                 self._copy(leader)
                 self._expire(leader)
             except (OSError, RuntimeError) as e:
@@ -271,11 +275,20 @@ class RemoteLogManager:
                 log.exception("remote log task of %s-%d failed", leader.topic,
                               leader.partition)
 
-    def _load(self, leader: Leader) -> None:
+    def _load(self, leader: Leader, events: dict[int, list[bytes]] | None = None) -> None:
+        """Fold the partition's metadata events into its remote segments (a metadata
+        partition is read once per pass however many partitions it serves)."""
         if leader.remote is not None:
             return
+        mlog = self.metadata_log
+        key = mlog.metadata_partition(leader.topic_id, leader.partition)
+        values = None if events is None else events.get(key)
+        if values is None:
+            values = list(mlog.read(leader.topic_id, leader.partition))
+            if events is not None:
+                events[key] = values
         segs = md.PartitionSegments()
-        for value in self.metadata_log.read(leader.topic_id, leader.partition):
+        for value in values:
             try:
                 record, _v, msg = md.deserialize(value)
             except DecodeError as e:  # a record of a later Kafka, or foreign: skipped

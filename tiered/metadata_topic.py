@@ -58,17 +58,20 @@ class TopicMetadataLog:
         producer = self._ready_producer()
         done: list = []
         producer.produce(TOPIC, value=value,
-                         partition=metadata_partition(topic_id, partition, self.partitions),
+                         partition=self.metadata_partition(topic_id, partition),
                          on_delivery=lambda err, _msg: done.append(err))
         producer.flush(TIMEOUT_S)
         if not done or done[0] is not None:
             raise RuntimeError(f"cannot write to {TOPIC}: {done[0] if done else 'timed out'}")
 
+    def metadata_partition(self, topic_id: uuid.UUID, partition: int) -> int:
+        return metadata_partition(topic_id, partition, self.partitions)
+
     def read(self, topic_id: uuid.UUID, partition: int):
         from confluent_kafka import Consumer, TopicPartition
 
         self._ready_producer()
-        tp = TopicPartition(TOPIC, metadata_partition(topic_id, partition, self.partitions))
+        tp = TopicPartition(TOPIC, self.metadata_partition(topic_id, partition))
         consumer = Consumer(self._config(**{"group.id": "josefk-remote-log-metadata",
                                             "enable.auto.commit": False,
                                             "auto.offset.reset": "earliest"}))

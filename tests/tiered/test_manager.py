@@ -20,12 +20,17 @@ class MemoryMetadataLog:
 
     def __init__(self):
         self.events: dict[int, list[bytes]] = {}
+        self.reads = 0
 
     def append(self, topic_id, partition, value):
-        self.events.setdefault(md.metadata_partition(topic_id, partition, 50), []).append(value)
+        self.events.setdefault(self.metadata_partition(topic_id, partition), []).append(value)
 
     def read(self, topic_id, partition):
-        return list(self.events.get(md.metadata_partition(topic_id, partition, 50), []))
+        self.reads += 1
+        return list(self.events.get(self.metadata_partition(topic_id, partition), []))
+
+    def metadata_partition(self, topic_id, partition):
+        return md.metadata_partition(topic_id, partition, 50)
 
     def states(self):
         return [md.deserialize(v)[2].remote_log_segment_state
@@ -43,7 +48,7 @@ def tiered_log(path, n=30, **settings):
     return log
 
 
-def leader_for(log, epoch=0):
+def leader_for(log, epoch=0, partition=0):
     state = {"delete_below": -1}
 
     def retention():
@@ -51,7 +56,7 @@ def leader_for(log, epoch=0):
         local = sum(size for base, _m, size in log.segment_times() if base > copied)
         return log.config.retention_ms, log.config.retention_bytes, local
 
-    leader = Leader("t", 0, TOPIC_ID, epoch,
+    leader = Leader("t", partition, TOPIC_ID, epoch,
                     segments_to_copy=lambda after, limit: [
                         LocalSegment(*s) for s in log.rolled_segments(after, limit)],
                     upload_limit=lambda: log.high_watermark,
@@ -305,3 +310,19 @@ def test_a_store_down_mid_copy_keeps_the_log_and_the_copy_resumes(tmp_path):
     starts = [s.start_offset for s in leader.remote.copied()]
     assert starts == sorted(set(starts))
     log.close()
+
+
+def test_a_metadata_partition_is_read_once_a_pass(tmp_path):
+    meta = MemoryMetadataLog()
+    other = next(p for p in range(1, 1000)
+                 if meta.metadata_partition(TOPIC_ID, p) == meta.metadata_partition(TOPIC_ID, 0))
+    logs = [tiered_log(tmp_path / f"t-{p}", n=6) for p in (0, other)]
+    rlm = RemoteLogManager(LocalStore(tmp_path / "remote"), meta, node_id=1)
+    leaders = [leader_for(lg, partition=p)[0] for lg, p in zip(logs, (0, other))]
+    for leader in leaders:
+        rlm.lead(leader)
+    rlm.run_once()
+    assert meta.reads == 1
+    assert all(len(leader.remote.copied()) == 2 for leader in leaders)
+    for lg in logs:
+        lg.close()

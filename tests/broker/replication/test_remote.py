@@ -30,6 +30,9 @@ class Events:
     def read(self, topic_id, partition):
         return list(self.values)
 
+    def metadata_partition(self, topic_id, partition):
+        return 0
+
 
 def tiered_leader(tmp_path, rlm):
     manager = SimpleNamespace(node_id=1, isr_changes=None, remote=rlm)
