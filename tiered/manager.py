@@ -347,8 +347,9 @@ class RemoteLogManager:
     def _copy_segment(self, leader: Leader, local: LocalSegment) -> None:
         segs = leader.remote
         sid = uuid.uuid4()
+        history = [(e, o) for e, o in leader.epochs() if o < local.next_offset]
         epochs = [(e, max(o, local.base_offset)) for e, o in _epochs_in(
-            leader.epochs(), local.base_offset, local.next_offset)]
+            history, local.base_offset, local.next_offset)]
         aborted = leader.aborted(local.base_offset, local.next_offset)
         seg = md.RemoteSegment(sid, local.base_offset, local.next_offset - 1,
                                local.max_timestamp, local.size, epochs, md.COPY_SEGMENT_STARTED,
@@ -356,7 +357,7 @@ class RemoteLogManager:
         self._publish(leader, segs, md.segment_metadata(leader, self.node_id, seg,
                                                         self.now_ms()))
         try:
-            self._upload(leader, local, seg, epochs, aborted)
+            self._upload(leader, local, seg, history, aborted)
         except OSError:
             # half in the bucket: its objects go and its events end (a crash leaves this to
             # the next leader's load), then the copy is tried again at the next pass
@@ -375,17 +376,19 @@ class RemoteLogManager:
         log.info("%s-%d: copied segment [%d, %d] (%d bytes) as %s", leader.topic,
                  leader.partition, seg.start_offset, seg.end_offset, seg.size, sid)
 
-    def _upload(self, leader: Leader, local: LocalSegment, seg: md.RemoteSegment, epochs,
+    def _upload(self, leader: Leader, local: LocalSegment, seg: md.RemoteSegment, history,
                 aborted) -> None:
-        """The segment's six objects (the transaction index's last stable offsets are the
-        markers' offsets)."""
+        """The segment's six objects: its leader-epoch checkpoint is the partition's epochs up
+        to the segment's end, as Kafka's (what a follower rebuilding its state from the
+        segment needs); the transaction index's last stable offsets are the markers'
+        offsets."""
         keys = object_keys(object_prefix(leader.topic, leader.partition, leader.topic_id), seg)
         self.store.put(keys[".log"], local.log_path)
         self.store.put(keys[".index"], local.index_path)
         self.store.put(keys[".timeindex"], local.timeindex_path)
         snapshot = leader.snapshot(local.next_offset)
         self.store.put(keys[".snapshot"], snapshot if snapshot is not None else b"")
-        self.store.put(keys[".leader_epoch_checkpoint"], _epoch_checkpoint(epochs))
+        self.store.put(keys[".leader_epoch_checkpoint"], _epoch_checkpoint(history))
         self.store.put(keys[".txnindex"], b"".join(
             _TXN.pack(0, pid, first, last, last) for pid, first, last in aborted))
 

@@ -326,3 +326,20 @@ def test_a_metadata_partition_is_read_once_a_pass(tmp_path):
     assert all(len(leader.remote.copied()) == 2 for leader in leaders)
     for lg in logs:
         lg.close()
+
+
+def test_a_segments_epoch_checkpoint_is_the_history_up_to_its_end(tmp_path):
+    log = Log(tmp_path / "t-0", cfg(segment_bytes=400, retention_ms=-1,
+                                    remote_storage_enable="true"))
+    for i in range(12):
+        append(log, mk(1, key=b"k%d-" % i, value=b"v" * 100), epoch=0 if i < 5 else 3)
+    store = LocalStore(tmp_path / "remote")
+    rlm = RemoteLogManager(store, MemoryMetadataLog(), node_id=1)
+    leader, _ = leader_for(log)
+    rlm.lead(leader)
+    rlm.run_once()
+    late = next(s for s in leader.remote.copied() if s.start_offset >= 6)
+    assert late.leader_epochs == [(3, late.start_offset)]  # the segment's own, in the metadata
+    stem = f"t-0-{md.uuid_text(TOPIC_ID)}/{late.start_offset:020d}-{md.uuid_text(late.segment_id)}"
+    assert store.get(stem + ".leader_epoch_checkpoint") == b"0\n2\n0 0\n3 5\n"
+    log.close()
