@@ -161,17 +161,28 @@ def test_a_poison_record_goes_to_the_dead_letter_queue_with_the_error_headers(
 
 def test_tolerance_none_fails_the_task_with_its_trace(josefk_broker, josefk_topic, tmp_path):
     out = tmp_path / "out.txt"
-    produce(josefk_broker, josefk_topic, [b"poison"])
+    produce(josefk_broker, josefk_topic, [b"poison", b'"after"'])
+
+    def task_failed(h):
+        status = h.status_store.tasks("strict-sink").get(0)
+        return status if status and status.state.value == "FAILED" else None
 
     async def run():
         h = herder(josefk_broker, tmp_path)
-        await h.start([sink("strict-sink", out, josefk_topic,
-                            **{"value.converter": "JsonConverter"})])
+        config = sink("strict-sink", out, josefk_topic, **{
+            "value.converter": "JsonConverter", "value.converter.schemas.enable": "false"})
+        await h.start([config])
         try:
-            failed = await until(lambda: (s := h.status_store.tasks("strict-sink").get(0))
-                                 and s.state.value == "FAILED" and s, what="FAILED")
+            failed = await until(lambda: task_failed(h), what="FAILED")
             status = await h.connector_status("strict-sink")
             plan = await h.restart_connector("strict-sink", True, True)
+            await until(lambda: task_failed(h), what="FAILED again after the restart")
+            assert lines(out) == []
+            created, _ = await h.put_connector_config(
+                "strict-sink", dict(config, **{"errors.tolerance": "all"}), True)
+            assert not created
+            await until(lambda: lines(out) == ["after"], what="the record after the poison")
+            assert (await h.task_status("strict-sink", 0))["state"] == "RUNNING"
         finally:
             await h.stop()
         return failed, status, plan
@@ -184,7 +195,6 @@ def test_tolerance_none_fails_the_task_with_its_trace(josefk_broker, josefk_topi
     assert status["tasks"][0]["trace"] == failed.trace
     assert plan["connector"]["state"] == "RUNNING"   # only the failed task restarts
     assert plan["tasks"] == [{"id": 0, "state": "RESTARTING", "worker_id": "127.0.0.1:8083"}]
-    assert lines(out) == []
 
 
 def test_retriable_failures_are_retried(josefk_broker, josefk_topic, tmp_path):
