@@ -274,6 +274,14 @@ class AbstractHerder:
         return await asyncio.to_thread(self._modify_offsets, name, props, None)
 
     def _modify_offsets(self, name: str, props: dict[str, str], offsets: list[dict] | None):
+        try:
+            return self._modify_offsets_of(name, props, offsets)
+        except HerderError:
+            raise
+        except Exception as e:  # the connector's refusal, with its message (500 as Kafka)
+            raise HerderError(str(e)) from e
+
+    def _modify_offsets_of(self, name, props, offsets):
         connector = self.plugins.new_connector(props["connector.class"])
         sink = isinstance(connector, SinkConnector)
         if sink:

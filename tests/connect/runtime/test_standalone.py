@@ -8,6 +8,7 @@ import pytest
 from confluent_kafka import Consumer, Producer
 
 from josefk.connect.api.connector import TopicPartition
+from josefk.connect.runtime.herder import BadRequest, HerderError
 
 from josefk.connect.runtime.plugins import Plugins
 from josefk.connect.runtime.seams import ConnectorTaskId
@@ -250,6 +251,13 @@ def test_pause_resume_stop_and_the_offsets_endpoints(josefk_broker, josefk_topic
             assert (await h.connector_info("src"))["tasks"] == []
             assert await h.connector_offsets("src") == {
                 "offsets": [{"partition": {"filename": str(src)}, "offset": {"position": 6}}]}
+            with pytest.raises(HerderError, match="The value for the 'position' key in the "
+                               "offset should be a non-negative value") as refused:
+                await h.alter_connector_offsets("src", [
+                    {"partition": {"filename": str(src)}, "offset": {"position": -1}}])
+            assert refused.value.status == 500
+            with pytest.raises(BadRequest, match="must be a JSON object"):
+                await h.alter_connector_offsets("src", [{"partition": "nope"}])
             message = await h.alter_connector_offsets("src", [
                 {"partition": {"filename": str(src)}, "offset": {"position": 2}}])
             assert message == "The offsets for this connector have been altered successfully"
