@@ -163,7 +163,7 @@ class RetryWithToleranceOperator:
         self.reporters = reporters or []
         self.stopping = stopping or threading.Event()
         self.on_error = on_error  # told of each failure: (tolerated)
-        self.total_failures = self.total_skipped = self.total_retries = 0
+        self.total_skipped = self.total_retries = 0
 
     @classmethod
     def from_config(cls, config, reporters, stopping, on_error=None):
@@ -193,7 +193,6 @@ class RetryWithToleranceOperator:
 
     def _failed(self, context: ProcessingContext, error: Exception, tolerable: bool):
         context.error = error
-        self.total_failures += 1
         tolerated = self.tolerance_all and tolerable
         for reporter in self.reporters:
             try:
