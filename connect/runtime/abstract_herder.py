@@ -136,10 +136,10 @@ class AbstractHerder:
 
     def __init__(self, config: WorkerConfig, worker, plugins: Plugins,
                  status_store: StatusStore, offset_store: OffsetStore,
-                 metrics: ConnectMetrics):
+                 metrics: ConnectMetrics | None = None):
         self.config, self.worker, self.plugins = config, worker, plugins
         self.status_store, self.offset_store = status_store, offset_store
-        self.metrics = metrics  # the REST API's /metrics: metrics.render()
+        self.metrics = metrics or ConnectMetrics()  # the REST API's /metrics: render()
         self._cluster_id: str | None = None
         self._admin_client: AdminClient | None = None
 
