@@ -96,6 +96,9 @@ class SourceContext:
         return self._transactions
 
 
+# How long a transaction's init, commit or abort may block: the transaction's own timeout
+# (librdkafka's transaction.timeout.ms default), as the Java producer blocks up to max.block.ms.
+TRANSACTION_TIMEOUT = 60.0
 _PURGED = (KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT)
 
 
@@ -211,7 +214,7 @@ class WorkerSourceTask(WorkerTask):
     def initialize_task(self) -> None:
         self.producer = Producer(self.producer_settings)
         if self.transactional:
-            self.producer.init_transactions(30)
+            self.producer.init_transactions(TRANSACTION_TIMEOUT)
         reader = OffsetReader(self.offset_store, self.id.connector)
         self.task.initialize(SourceContext(self.task_props, reader, self.transactions))
         self.task.start(self.task_props)
@@ -237,7 +240,7 @@ class WorkerSourceTask(WorkerTask):
                 if self.in_transaction and not self.failed:
                     self._commit_transaction()
                 elif self.in_transaction:
-                    self.producer.abort_transaction(self.flush_timeout)
+                    self.producer.abort_transaction(TRANSACTION_TIMEOUT)
             elif started and not self.failed:
                 self.producer.flush(self.flush_timeout)
                 self.commit_offsets()
@@ -402,7 +405,7 @@ class WorkerSourceTask(WorkerTask):
         offsets = list(self.txn_offsets.values())
         for key, value in self.offset_store.records(self.id.connector, offsets):
             self.producer.produce(self.offset_store.topic, key=key, value=value)
-        self.producer.commit_transaction(self.flush_timeout)
+        self.producer.commit_transaction(TRANSACTION_TIMEOUT)
         self.in_transaction, self.txn_offsets = False, {}
         self.metrics.committed((time.monotonic() - started) * 1000)
         try:
@@ -412,5 +415,5 @@ class WorkerSourceTask(WorkerTask):
 
     def _abort_transaction(self) -> None:
         if self.in_transaction:
-            self.producer.abort_transaction(self.flush_timeout)
+            self.producer.abort_transaction(TRANSACTION_TIMEOUT)
         self.in_transaction, self.txn_offsets = False, {}
