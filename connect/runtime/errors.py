@@ -109,7 +109,6 @@ class DeadLetterQueueReporter:
         self.producer, self.topic = producer, topic
         self.connector, self.task, self.context_headers = connector, task, context_headers
         self.failure: str | None = None
-        self.produced = 0
 
     def report(self, context: ProcessingContext) -> None:
         m = context.consumed
@@ -122,7 +121,6 @@ class DeadLetterQueueReporter:
         self.producer.produce(self.topic, key=m.key(), value=m.value(), headers=headers,
                               timestamp=ts if ts_type in _TIMESTAMP_TYPES else 0,
                               on_delivery=self._delivered)
-        self.produced += 1
         self.producer.poll(0)
 
     def error_headers(self, context: ProcessingContext) -> list[tuple[str, bytes]]:
