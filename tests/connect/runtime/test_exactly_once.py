@@ -11,12 +11,12 @@ from pathlib import Path
 from confluent_kafka import Consumer
 
 from josefk.connect.runtime.abstract_herder import MemoryStatusStore, StatusWriter
+from josefk.connect.runtime.offset_store import KafkaOffsetStore
 from josefk.connect.runtime.plugins import Plugins
 from josefk.connect.runtime.seams import ConnectorTaskId, TargetState
 from josefk.connect.runtime.worker import Worker
 from josefk.connect.runtime.worker_config import WorkerConfig
 from tests.connect.runtime import doubles
-from tests.connect.runtime.eos_worker import CommittedOffsets
 
 ROOT = Path(__file__).resolve().parents[3]
 MESSAGES = 4000
@@ -93,9 +93,11 @@ def run_exactly_once(josefk_broker, topic, name, props, expected):
     config = WorkerConfig({
         "bootstrap.servers": josefk_broker.bootstrap_servers, "group.id": "boundaries",
         "config.storage.topic": "c", "offset.storage.topic": offsets_topic,
+        "offset.storage.replication.factor": "1",
         "status.storage.topic": "s", "exactly.once.source.support": "enabled",
         "key.converter": "StringConverter", "value.converter": "StringConverter"}, True)
-    offsets = CommittedOffsets(josefk_broker.bootstrap_servers, offsets_topic)
+    offsets = KafkaOffsetStore(config)
+    offsets.start()
     statuses = MemoryStatusStore()
     worker = Worker(config, Plugins(doubles.PLUGINS), offsets,
                     StatusWriter(statuses, lambda: "w"))
@@ -107,6 +109,7 @@ def run_exactly_once(josefk_broker, topic, name, props, expected):
         seqs = committed(josefk_broker.bootstrap_servers, topic, expected, timeout=30)
     finally:
         worker.stop()
+        offsets.stop()
     return seqs, offsets, statuses.get(ConnectorTaskId(name, 0))
 
 
