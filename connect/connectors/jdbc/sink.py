@@ -236,7 +236,9 @@ class JdbcSinkTask(SinkTask):
 
     def table_for(self, plan: Plan) -> sa.Table:
         """The plan's table, created or evolved as auto.create / auto.evolve allow."""
-        table = self._tables.get(plan.table_name) or self._reflect(plan.table_name)
+        table = self._tables.get(plan.table_name)
+        if table is None:
+            table = self._reflect(plan.table_name)
         if table is None:
             if not self.settings["auto.create"]:
                 raise ConnectException(f'Table "{plan.table_name}" is missing and '
@@ -355,8 +357,9 @@ class JdbcSinkTask(SinkTask):
         if not records:
             return
         try:
+            batches = list(self._batches(records))  # tables created or evolved first
             with self.engine.begin() as conn:
-                for (plan, delete), rows in self._batches(records):
+                for (plan, delete), rows in batches:
                     self._write(conn, plan, delete, rows)
         except sa.exc.DBAPIError as e:
             cause = common.describe(e)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import socket
+import time
 
 import pytest
 import sqlalchemy as sa
@@ -265,7 +267,6 @@ def test_a_new_table_asks_for_new_task_configs(db):
                      "table.poll.interval.ms": "50"})
     try:
         db.run("CREATE TABLE second (id INTEGER PRIMARY KEY)")
-        import time
         deadline = time.monotonic() + 10
         while not context.reconfigurations and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -342,7 +343,6 @@ def test_a_wrong_password_is_a_connect_exception_with_the_cause(postgres, pg_dat
 
 
 def test_an_unreachable_database_fails_after_the_attempts(tmp_path):
-    import socket
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
