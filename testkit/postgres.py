@@ -126,9 +126,19 @@ class LocalPostgres:
         import psycopg
 
         with psycopg.connect(self.dsn("postgres"), autocommit=True) as conn:
-            # a test's replication slots hold the database: drop them first
-            conn.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots"
-                         " WHERE database = %s AND NOT active", (name,))
+            # a test's replication slots hold the database: end their readers, drop them
+            deadline = time.monotonic() + 10
+            while True:
+                conn.execute("SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots"
+                             " WHERE database = %s AND active", (name,))
+                try:
+                    conn.execute("SELECT pg_drop_replication_slot(slot_name) FROM "
+                                  "pg_replication_slots WHERE database = %s", (name,))
+                    break
+                except psycopg.errors.ObjectInUse:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.05)
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
     def stop(self, timeout: float = 30) -> None:

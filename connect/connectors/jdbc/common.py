@@ -12,6 +12,7 @@ from sqlalchemy.engine import URL, make_url
 from josefk.connect.api.config import ConfigDef, Importance, Range
 from josefk.connect.api.config import Type as T
 from josefk.connect.api.errors import ConnectException
+from josefk.connect.connectors.cause import one_line
 
 CONNECTION_GROUP = "Database"
 
@@ -82,14 +83,6 @@ def sqlalchemy_url(url: str, user: str | None, password: str | None,
     return result
 
 
-def describe(error: BaseException) -> str:
-    """A database error's cause on one line (the driver's first line, without SQLAlchemy's
-    statement echo and background link)."""
-    cause = getattr(error, "orig", None) or error
-    lines = [line.strip() for line in str(cause).strip().splitlines() if line.strip()]
-    return lines[0] if lines else type(cause).__name__
-
-
 def connect(settings: dict) -> sa.Engine:
     """An engine whose first connection succeeded, after up to ``connection.attempts`` tries
     ``connection.backoff.ms`` apart; ConnectException with the cause otherwise."""
@@ -101,7 +94,7 @@ def connect(settings: dict) -> sa.Engine:
         engine = sa.create_engine(url)
     except (sa.exc.ArgumentError, sa.exc.NoSuchModuleError, ImportError) as e:
         raise ConnectException(f"Cannot use connection.url {url.render_as_string()}: "
-                               f"{describe(e)}") from None
+                               f"{one_line(e)}") from None
     attempts, attempt = settings["connection.attempts"], 1
     while True:
         try:
@@ -111,6 +104,6 @@ def connect(settings: dict) -> sa.Engine:
             if attempt >= attempts:
                 engine.dispose()
                 raise ConnectException(f"Could not connect to {url.render_as_string()} after "
-                                       f"{attempts} attempt(s): {describe(e)}") from None
+                                       f"{attempts} attempt(s): {one_line(e)}") from None
         time.sleep(settings["connection.backoff.ms"] / 1000)
         attempt += 1

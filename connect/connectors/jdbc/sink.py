@@ -17,6 +17,7 @@ from josefk.connect.api.connector import SinkConnector, SinkTask
 from josefk.connect.api.errors import ConnectException, RetriableException
 from josefk.connect.api.records import SinkRecord
 from josefk.connect.api.schema import Schema, Struct, Type
+from josefk.connect.connectors.cause import one_line
 from josefk.connect.connectors.jdbc import common, types
 
 VERSION = "10.8.0"
@@ -362,7 +363,7 @@ class JdbcSinkTask(SinkTask):
                 for (plan, delete), rows in batches:
                     self._write(conn, plan, delete, rows)
         except sa.exc.DBAPIError as e:
-            cause = common.describe(e)
+            cause = one_line(e)
             if self.remaining_retries > 0:
                 self.remaining_retries -= 1
                 self.engine.dispose()

@@ -23,6 +23,7 @@ from josefk.connect.api.connector import SourceConnector, SourceTask
 from josefk.connect.api.errors import ConnectException
 from josefk.connect.api.records import SourceRecord
 from josefk.connect.api.schema import SchemaBuilder, Struct
+from josefk.connect.connectors.cause import one_line
 from josefk.connect.connectors.jdbc import common, types
 
 VERSION = "10.8.0"
@@ -135,7 +136,7 @@ def list_tables(engine: sa.Engine, settings: dict) -> list[str]:
         if "VIEW" in kinds:
             names += inspector.get_view_names(schema=schema)
     except sa.exc.DBAPIError as e:
-        raise ConnectException(f"Cannot list the tables: {common.describe(e)}") from None
+        raise ConnectException(f"Cannot list the tables: {one_line(e)}") from None
     found = {_fqn(schema, n): n for n in names if not n.startswith("sqlite_")}
     wanted = settings["table.whitelist"]
     if wanted:
@@ -271,7 +272,7 @@ class TableQuerier:
                 from None
         except sa.exc.DBAPIError as e:
             raise ConnectException(f'Cannot read table "{self.table}": '
-                                   f"{common.describe(e)}") from None
+                                   f"{one_line(e)}") from None
         self.columns = [(c.name, c.type, c.nullable) for c in self.source.columns]
         self._build_schema(name)
         if self.mode in ("incrementing", "timestamp+incrementing") \
@@ -484,7 +485,7 @@ class JdbcSourceTask(SourceTask):
             except sa.exc.DBAPIError as e:
                 self._recover(querier)
                 raise ConnectException(f"Failed to run query for table {querier.topic}: "
-                                       f"{common.describe(e)}") from None
+                                       f"{one_line(e)}") from None
             heapq.heappop(self._queue)
             if not more:
                 querier.reset(time.monotonic())
