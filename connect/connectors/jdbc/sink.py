@@ -112,8 +112,57 @@ class JdbcSinkConnector(SinkConnector):
 
 
 def _at(record: SinkRecord) -> str:
+    timestamp = "null" if record.timestamp is None else record.timestamp
     return (f"(topic='{record.topic}',partition={record.kafka_partition},"
-            f"offset={record.kafka_offset},timestamp={record.timestamp})")
+            f"offset={record.kafka_offset},timestamp={timestamp})")
+
+
+_JAVA_TYPES = {Struct: "Struct", str: "String", int: "Long", float: "Double", bool: "Boolean",
+               bytes: "byte[]", dict: "HashMap", list: "ArrayList"}
+
+
+def _value_type(value) -> str:
+    return "null" if value is None else _JAVA_TYPES.get(type(value), type(value).__name__)
+
+
+def _schema_type(schema: Schema | None) -> str:
+    return "null" if schema is None else schema.type.name.capitalize()
+
+
+class RecordValidator:
+    """Confluent's RecordValidator: the record keys and values the settings need, checked
+    before anything is written, with Confluent's messages."""
+
+    def __init__(self, settings: dict, connector_name: str):
+        self.mode, self.deletes = settings["pk.mode"], settings["delete.enabled"]
+        self.needs_key = self.mode == "record_key" or self.deletes
+        self.needs_value = self.mode in ("record_value", "none") or not self.deletes
+        self.head = (f"The JDBC sink connector '{connector_name}' is configured with "
+                     f"'delete.enabled={str(self.deletes).lower()}' and 'pk.mode={self.mode}' "
+                     f"and therefore requires")
+
+    def _fail(self, need: str, record: SinkRecord, what: str, value, schema):
+        raise ConnectException(f"{self.head} {need}, but found record at {_at(record)} with a "
+                               f"{_value_type(value)} {what} and {_schema_type(schema)} "
+                               f"{what} schema.")
+
+    def __call__(self, record: SinkRecord) -> None:
+        if self.needs_key:
+            key, schema = record.key, record.key_schema
+            if key is None:
+                self._fail("non-null record keys", record, "key", key, schema)
+            if schema is None:
+                self._fail("non-null record keys with schemas", record, "key", key, schema)
+            if schema.type is not Type.STRUCT and not schema.type.is_primitive:
+                self._fail("non-null record keys that are either structs or a single "
+                           "primitive value", record, "key", key, schema)
+        if self.needs_value or record.value is not None:
+            value, schema = record.value, record.value_schema
+            if value is None or schema is None:
+                self._fail("non-null record values that are structs", record, "value", value,
+                           schema)
+            if schema.type is not Type.STRUCT or not isinstance(value, Struct):
+                self._fail("record values to be structs", record, "value", value, schema)
 
 
 class Plan:
@@ -126,9 +175,6 @@ class Plan:
         mode = s["pk.mode"]
         self.key_fields: list[tuple[str, Schema]] = []
         value_schema = record.value_schema
-        if value_schema is not None and value_schema.type is not Type.STRUCT:
-            raise ConnectException(f"Value schema must be of type Struct, not "
-                                   f"{value_schema.type.name}, for the record at {_at(record)}")
         value_fields = list(value_schema.fields()) if value_schema is not None else []
         pk_fields = s["pk.fields"]
         if mode == "kafka":
@@ -209,6 +255,7 @@ class JdbcSinkTask(SinkTask):
         self.remaining_retries = self.settings["max.retries"]
         self.engine = common.connect(self.settings)
         self.dialect = self.engine.dialect.name
+        self.validate = RecordValidator(self.settings, props.get("name", ""))
         self._plans: dict[tuple, Plan] = {}
         self._tables: dict[str, sa.Table] = {}
 
@@ -307,19 +354,10 @@ class JdbcSinkTask(SinkTask):
     def _batches(self, records: list[SinkRecord]):
         """Runs of records of one plan and one kind (write or delete), in order, at most
         batch.size long; later writes of a key replace earlier ones in an upsert run."""
-        delete_enabled = self.settings["delete.enabled"]
         limit = self.settings["batch.size"] or len(records)
         current, rows = None, []
         for record in records:
-            if record.value is None and not delete_enabled:
-                raise ConnectException(
-                    f"Sink connector is configured with 'delete.enabled=false' and 'pk.mode="
-                    f"{self.settings['pk.mode']}' and therefore requires records with a "
-                    f"non-null Struct value and non-null Struct schema, but found record at "
-                    f"{_at(record)} with a null value and null value schema.")
-            if record.value is not None and not isinstance(record.value, Struct):
-                raise ConnectException(f"Record value must be a Struct with a schema, found "
-                                       f"{type(record.value).__name__} at {_at(record)}")
+            self.validate(record)
             delete = record.value is None
             plan = self._plan(record) if not delete else self._delete_plan(record)
             kind = (plan, delete)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import re
 
 import pytest
 import sqlalchemy as sa
@@ -136,14 +137,29 @@ def test_tombstones_delete_in_order_with_writes(db):
     assert rows(db) == [(2, "back", None)]
 
 
-def test_a_tombstone_without_delete_enabled_fails_with_confluents_message(db):
-    task, _ = task_for(db, auto_create="true")
-    with pytest.raises(ConnectException, match=r"configured with 'delete.enabled=false' and "
-                                               r"'pk.mode=none' .* at \(topic='people',"
-                                               r"partition=0,offset=7,timestamp=None\) with a "
-                                               r"null value"):
+def test_records_the_settings_cannot_write_fail_with_confluents_messages(db):
+    task, _ = task_for(db, auto_create="true", name="mirror")
+    with pytest.raises(ConnectException, match=re.escape(
+            "The JDBC sink connector 'mirror' is configured with 'delete.enabled=false' and "
+            "'pk.mode=none' and therefore requires non-null record values that are structs, "
+            "but found record at (topic='people',partition=0,offset=7,timestamp=null) with a "
+            "null value and null value schema.")):
         task.put([record(1, None, 7)])
+    with pytest.raises(ConnectException, match=re.escape(
+            "requires record values to be structs, but found record at (topic='people',"
+            "partition=0,offset=8,timestamp=null) with a String value and String value "
+            "schema.")):
+        task.put([SinkRecord("people", 0, None, None, Schema.STRING_SCHEMA, "text", 8)])
     task.stop()
+    task, _ = task_for(db, auto_create="true", insert_mode="upsert", pk_mode="record_key",
+                       delete_enabled="true", name="mirror")
+    with pytest.raises(ConnectException, match=re.escape(
+            "'delete.enabled=true' and 'pk.mode=record_key' and therefore requires non-null "
+            "record keys, but found record at (topic='people',partition=0,offset=9,"
+            "timestamp=null) with a null key and Struct key schema.")):
+        task.put([SinkRecord("people", 0, KEY, None, VALUE, value(1, "a"), 9)])
+    task.stop()
+    assert not sa.inspect(db[1]).has_table("people")  # checked before anything is written
 
 
 def test_auto_evolve_adds_optional_and_defaulted_columns(db):
