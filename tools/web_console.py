@@ -10,9 +10,11 @@ in keys and values; one line a record, opening onto JSON pretty-printed; records
 wire format decoded with their Avro, JSON Schema or Protobuf schema from the registry),
 consumer groups with members, topics, lag and coordinator, each with its assignments, lag per
 partition and a lag chart, broker configs, ACLs, SCRAM users and client quotas, and the Schema
-Registry's subjects, versions and schemas (``--schema-registry`` or ``schema.registry.url``).
+Registry's subjects, versions and schemas (``--schema-registry`` or ``schema.registry.url``),
+and Kafka Connect's connectors, tasks and offsets (``--connect-url``, through Connect's REST API).
 Actions (create, delete a topic, add partitions, produce a record, alter a topic config, delete
-records, reset a group's offsets, add or delete an ACL or a SCRAM credential, set a quota) ask
+records, reset a group's offsets, add or delete an ACL or a SCRAM credential, set a quota;
+restart, pause, resume, stop or delete a connector, restart a task, reset its offsets) ask
 for confirmation first, and are refused to pages of other sites.
 """
 from __future__ import annotations
@@ -37,6 +39,10 @@ from josefk.broker.security.sasl import (MIN_ITERATIONS, SCRAM_CODES, SCRAM_MECH
                                          salted_password)
 from josefk.tools import web_html as h
 from josefk.tools.client import KafkaError
+from josefk.tools.web_connect import (ConnectClient, ConnectError, connect_client, connect_page,
+                                      connect_urls, connector_page, delete_action, pause_action,
+                                      reset_connector_offsets_action, restart_action,
+                                      restart_task_action, resume_action, stop_action)
 from josefk.tools.groups_cli import (commit_offsets, committed_offsets, decode_assignment,
                                      describe_group)
 from josefk.tools.ops_cli import SOURCES
@@ -72,21 +78,27 @@ def add_commands(sub, common):
     c.add_argument("--schema-registry", metavar="URL",
                    help="the Schema Registry to show and decode records with (else "
                         "schema.registry.url in the --command-config file, if any)")
+    c.add_argument("--connect-url", action="append", default=[], metavar="URL",
+                   type=connect_urls,
+                   help="a Kafka Connect worker's REST API to show and act on (repeatable, or "
+                        "a comma-separated list: the workers of one Connect cluster; "
+                        "http://user:password@host:8083 for basic authentication)")
     c.set_defaults(func=serve_console)
 
 
 class ConsoleData:
-    """What the pages show, asked from the cluster (one client, used by one thread at a time)
-    and from the Schema Registry, if there is one."""
+    """What the pages show, asked from the cluster (one client, used by one thread at a time),
+    from the Schema Registry and from Kafka Connect, if there are."""
 
     def __init__(self, bootstrap: str, props: dict | None = None,
-                 registry: RegistryClient | None = None):
+                 registry: RegistryClient | None = None, connect: ConnectClient | None = None):
         self.bootstrap, self.props = bootstrap, props
         self.lock = threading.Lock()
         self.cc = ClusterClient(bootstrap, "josefk-console", props)
         self.lag = collections.defaultdict(lambda: collections.deque(maxlen=LAG_HISTORY))
         self.registry = registry
         self.decoder = Decoder(registry) if registry else None
+        self.connect = connect
 
     def call(self, fn, *args):
         """Run ``fn(cluster_client, *args)`` under the lock, reconnecting once if needed."""
@@ -1147,7 +1159,8 @@ GET_ROUTES = [  # (path segments pattern, page); "*" matches one segment
     (("brokers", "*"), broker_page), (("schemas",), schemas_page),
     (("schemas", "ids", "*"), schema_id_page), (("schemas", "*"), subject_page),
     (("schemas", "*", "versions", "*"), version_page), (("acls",), acls_page),
-    (("users",), users_page), (("quotas",), quotas_page),
+    (("users",), users_page), (("quotas",), quotas_page), (("connect",), connect_page),
+    (("connect", "*"), connector_page),
 ]
 POST_ROUTES = [
     (("create-topic",), create_topic_action), (("topics", "*", "config"), alter_config_action),
@@ -1158,7 +1171,11 @@ POST_ROUTES = [
     (("topics", "*", "produce"), produce_action),
     (("acls",), add_acl_action), (("acls", "delete"), delete_acl_action),
     (("users",), add_user_action), (("users", "delete"), delete_user_action),
-    (("quotas",), set_quota_action),
+    (("quotas",), set_quota_action), (("connect", "*", "restart"), restart_action),
+    (("connect", "*", "pause"), pause_action), (("connect", "*", "resume"), resume_action),
+    (("connect", "*", "stop"), stop_action), (("connect", "*", "delete"), delete_action),
+    (("connect", "*", "reset-offsets"), reset_connector_offsets_action),
+    (("connect", "*", "tasks", "*", "restart"), restart_task_action),
 ]
 
 
@@ -1211,7 +1228,7 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(404, h.page("Not found", ""))
         try:
             self._send(200, fn(self.data, parse_qs(url.query), *args))
-        except (KafkaError, RegistryError, ValueError, KeyError, OSError) as e:
+        except (KafkaError, RegistryError, ConnectError, ValueError, KeyError, OSError) as e:
             self._failed(e)
 
     def do_POST(self):
@@ -1232,7 +1249,7 @@ class Handler(BaseHTTPRequestHandler):
                                                                         fields)))
             result = self.data.call(run)
             self._send(303, "", location=done + (result or ""))
-        except (KafkaError, ValueError, KeyError, OSError) as e:
+        except (KafkaError, ConnectError, ValueError, KeyError, OSError) as e:
             self._failed(e)
 
 
@@ -1241,7 +1258,8 @@ def serve_console(args) -> int:
         else {}
     settings = registry_settings(args.schema_registry, props)
     data = ConsoleData(args.bootstrap_server, props,
-                       RegistryClient(settings) if settings else None)
+                       RegistryClient(settings) if settings else None,
+                       connect_client(args.connect_url))
     Handler.data = data
     server = ThreadingHTTPServer((args.host, args.port), Handler)
     stop = threading.Event()
@@ -1254,7 +1272,8 @@ def serve_console(args) -> int:
                 pass
     threading.Thread(target=sampler, daemon=True).start()
     print(f"josefk console on http://{args.host}:{server.server_address[1]}/" +
-          (f" (Schema Registry {data.registry.url})" if data.registry else ""), flush=True)
+          (f" (Schema Registry {data.registry.url})" if data.registry else "") +
+          (f" (Connect {data.connect.url})" if data.connect else ""), flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -80,6 +80,7 @@ max-height:32em;overflow:auto}
 background:#e5e7eb;color:#374151;margin-right:6px}
 .badge.AVRO{background:#dbeafe;color:#1e40af}.badge.JSON{background:#d1fae5;color:#065f46}
 .badge.PROTOBUF{background:#ede9fe;color:#5b21b6}.badge.ok{background:#d1fae5;color:#065f46}
+.badge.bad{background:#fee2e2;color:#991b1b}.badge.held{background:#fef3c7;color:#92400e}
 .schema-of{font-size:12px;color:#4b5563;margin-bottom:4px}
 .muted{color:#6b7280}.note{font-size:12px;color:#92400e;margin-bottom:4px}
 details.raw summary{font-size:12px;color:#6b7280;cursor:pointer;margin-top:4px}
@@ -167,7 +168,7 @@ if(live){setInterval(()=>{fetch(location.href).then(r=>r.text()).then(t=>{
 
 SECTIONS = (("cluster", "/", "Cluster"), ("topics", "/topics", "Topics"),
             ("groups", "/groups", "Consumer groups"), ("security", "/acls", "Security"),
-            ("schemas", "/schemas", "Schema Registry"))
+            ("schemas", "/schemas", "Schema Registry"), ("connect", "/connect", "Connect"))
 
 
 def e(v) -> str:
@@ -245,12 +246,14 @@ def actions(items) -> str:
         "</div>"
 
 
-def hidden_form(action: str, fields: dict, button: str) -> str:
-    """A button posting ``fields`` (to be confirmed, as every change is)."""
+def hidden_form(action: str, fields: dict, button: str, danger: bool = True) -> str:
+    """A button posting ``fields`` (to be confirmed, as every change is); ``danger``: what it
+    does cannot be undone."""
     hidden = "".join(f"<input type='hidden' name='{e(k)}' value='{e(v)}'>"
                      for k, v in fields.items())
     return (f"<form method='post' action='{e(action)}' class='inline'>{hidden}"
-            f"<button type='submit' class='danger small'>{e(button)}</button></form>")
+            f"<button type='submit' class='{'danger ' if danger else ''}small'>{e(button)}"
+            f"</button></form>")
 
 
 def field(name: str, label: str, value="", kind: str = "text", size: int = 14,

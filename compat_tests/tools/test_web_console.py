@@ -44,11 +44,13 @@ from selenium.webdriver.common.by import By
 from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
+from josefk.connect.rest.server import RestServer
 from josefk.faults.processes import BROKER_PYTHON, REPO_ROOT, port_accepts
 from josefk.zk.local_server import free_port
 from compat_tests.helpers import (admin_client, consume_n, consumer, create_topic, flush_all,
                                   producer, read_partition, unique_topic, wait_for_topic,
                                   wait_for_topic_gone)
+from testkit.connect_herder import SINK as FILE_SINK, SOURCE as FILE_SOURCE, DictHerder, Loop
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -849,3 +851,86 @@ def test_console_without_a_registry(broker, console_factory, browser, tmp_path, 
     browser.get(down + f"/topics/{topic}")
     assert "unreachable" in browser.find_element(By.ID, "topic-schemas").text
     assert cells(browser, "partitions")[0][5] == "2"
+
+
+def test_console_connect_page(console_factory, browser, tmp_path, shots):
+    """The Connect page on a Connect REST server (josefk.connect.rest over the dict-backed
+    herder of testkit): the connectors, a connector's tasks with a failed task's trace, its
+    offsets and config, and pause / stop / reset offsets / task restart / delete confirmed in
+    the browser and carried out through the REST API."""
+    herder = DictHerder("http://worker-7:8083")
+    herder.configs = {"files-in": {"connector.class": FILE_SOURCE, "tasks.max": "2",
+                                   "file": "/var/in.txt", "topic": "lines",
+                                   "name": "files-in"},
+                      "files-out": {"connector.class": FILE_SINK, "tasks.max": "1",
+                                    "file": "/var/out.txt", "topics": "lines",
+                                    "name": "files-out"}}
+    herder.states = {"files-in": "RUNNING", "files-out": "RUNNING"}
+    herder.failed_tasks = {"files-in": {1}}
+    herder.topics = {"files-in": ["lines"]}
+    herder.offsets = {"files-in": [{"partition": {"filename": "/var/in.txt"},
+                                    "offset": {"position": 42}}]}
+    loop = Loop()
+    server = RestServer(["http://127.0.0.1:0"], herder)
+    try:
+        connect_url = loop.run(server.start())[0]
+        url = console_factory("--connect-url", connect_url)
+        browser.get(url + "/connect")
+        assert cells(browser, "connectors") == [
+            ["files-in", "source", "RUNNING", "1/2 1 failed", "http://worker-7:8083",
+             FILE_SOURCE],
+            ["files-out", "sink", "RUNNING", "1/1", "http://worker-7:8083", FILE_SINK]]
+        assert connect_url in browser.find_element(By.ID, "connect-url").text
+        assert_page_drawn(browser, shots / "connect.png")
+
+        click(browser, browser.find_element(By.LINK_TEXT, "files-in"))
+        tasks = cells(browser, "tasks")
+        assert [t[:3] for t in tasks] == [["0", "RUNNING", "http://worker-7:8083"],
+                                          ["1", "FAILED", "http://worker-7:8083"]]
+        trace = browser.find_elements(By.CSS_SELECTOR, "#tasks details.rec")
+        assert len(trace) == 1 and "ConnectException: boom" in content(trace[0])
+        assert cells(browser, "offsets") == [['{"filename": "/var/in.txt"}',
+                                              '{"position": 42}']]
+        assert ["file", "/var/in.txt"] in cells(browser, "config")
+        assert_page_drawn(browser, shots / "connector.png")
+
+        assert submit_and_confirm(browser, "pause") == \
+            "Pause connector files-in and its tasks?"
+        assert browser.find_element(By.ID, "flash").text == "Pausing files-in"
+        assert browser.find_element(By.ID, "state").text == "PAUSED"
+        submit_and_confirm(browser, "restart", mode="failed")
+        assert ("restart_connector", "files-in", True, True) in herder.calls
+        click(browser, browser.find_element(
+            By.CSS_SELECTOR, "form[action='/connect/files-in/tasks/1/restart'] button"))
+        click(browser, browser.find_element(By.ID, "confirm"))
+        assert herder.failed_tasks["files-in"] == set()
+        assert cells(browser, "tasks")[1][1] == "PAUSED"  # no longer FAILED
+
+        # offsets are reset only once the connector is stopped: Connect's refusal, then done
+        click(browser, browser.find_element(
+            By.CSS_SELECTOR, "form[action='/connect/files-in/reset-offsets'] button"))
+        click(browser, browser.find_element(By.ID, "confirm"))
+        assert "Connectors must be in the STOPPED state" in \
+            browser.find_element(By.ID, "error").text
+        browser.get(url + "/connect/files-in")
+        submit_and_confirm(browser, "stop")
+        assert browser.find_element(By.ID, "state").text == "STOPPED"
+        click(browser, browser.find_element(
+            By.CSS_SELECTOR, "form[action='/connect/files-in/reset-offsets'] button"))
+        click(browser, browser.find_element(By.ID, "confirm"))
+        assert browser.find_element(By.ID, "flash").text == "Offsets of files-in reset"
+        assert cells(browser, "offsets") == [["none"]]
+
+        browser.get(url + "/connect/files-out")
+        submit_and_confirm(browser, "delete")
+        assert browser.find_element(By.ID, "flash").text == "Deleted files-out"
+        assert [r[0] for r in cells(browser, "connectors")] == ["files-in"]
+        assert "files-out" not in herder.configs
+    finally:
+        loop.run(server.stop())
+        loop.close()
+
+    plain = console_factory()
+    browser.get(plain + "/connect")
+    assert "--connect-url" in browser.find_element(By.ID, "no-connect").text
+    assert_page_drawn(browser, shots / "no-connect.png")

@@ -59,7 +59,9 @@ class Headers:
         return self
 
     def copy(self) -> "Headers":
-        return Headers(self._items)
+        clone = Headers.__new__(Headers)
+        clone._items = self._items.copy()
+        return clone
 
     def __iter__(self) -> Iterator[Header]:
         return iter(self._items)
@@ -93,22 +95,36 @@ class ConnectRecord:
     def _fields(self) -> dict:
         return {name: getattr(self, name) for name in _all_slots(type(self))}
 
+    def _copy(self):
+        clone = object.__new__(type(self))
+        clone.topic, clone.kafka_partition = self.topic, self.kafka_partition
+        clone.key_schema, clone.key = self.key_schema, self.key
+        clone.value_schema, clone.value = self.value_schema, self.value
+        clone.timestamp = self.timestamp
+        return clone
+
     def new_record(self, topic: str | None = None, kafka_partition: int | None = ...,
                    key_schema=..., key=..., value_schema=..., value=..., timestamp=...,
                    headers: Headers | None = None):
         """A copy of this record (of the same class) with the given fields replaced; the
-        headers are copied, so the copy's may change without touching these."""
-        fields = self._fields()
-        changes = {"topic": topic, "kafka_partition": kafka_partition,
-                   "key_schema": key_schema, "key": key, "value_schema": value_schema,
-                   "value": value, "timestamp": timestamp}
-        for name, new in changes.items():
-            if new is not ... and not (name == "topic" and new is None):
-                fields[name] = new
-        fields["headers"] = headers if headers is not None else self.headers.copy()
-        clone = object.__new__(type(self))
-        for name, v in fields.items():
-            setattr(clone, name, v)
+        headers are copied, so the copy's may change without touching these. Transforms call
+        it for every record: it assigns fields, nothing more."""
+        clone = self._copy()
+        if topic is not None:
+            clone.topic = topic
+        if kafka_partition is not ...:
+            clone.kafka_partition = kafka_partition
+        if key_schema is not ...:
+            clone.key_schema = key_schema
+        if key is not ...:
+            clone.key = key
+        if value_schema is not ...:
+            clone.value_schema = value_schema
+        if value is not ...:
+            clone.value = value
+        if timestamp is not ...:
+            clone.timestamp = timestamp
+        clone.headers = headers if headers is not None else self.headers.copy()
         return clone
 
     def __eq__(self, other):
@@ -143,6 +159,11 @@ class SourceRecord(ConnectRecord):
                          timestamp, headers)
         self.source_partition, self.source_offset = source_partition, source_offset
 
+    def _copy(self):
+        clone = super()._copy()
+        clone.source_partition, clone.source_offset = self.source_partition, self.source_offset
+        return clone
+
 
 class SinkRecord(ConnectRecord):
     """A record read from Kafka for a sink task. ``original_*`` (KIP-793) keep the
@@ -165,6 +186,14 @@ class SinkRecord(ConnectRecord):
                                          else original_kafka_partition)
         self.original_kafka_offset = (kafka_offset if original_kafka_offset is None
                                       else original_kafka_offset)
+
+    def _copy(self):
+        clone = super()._copy()
+        clone.kafka_offset, clone.timestamp_type = self.kafka_offset, self.timestamp_type
+        clone.original_topic = self.original_topic
+        clone.original_kafka_partition = self.original_kafka_partition
+        clone.original_kafka_offset = self.original_kafka_offset
+        return clone
 
 
 class RecordMetadata(NamedTuple):
