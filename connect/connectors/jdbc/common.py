@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import time
 import urllib.parse
+import zoneinfo
 
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, make_url
 
-from josefk.connect.api.config import ConfigDef, Importance, Range
+from josefk.connect.api.config import ConfigDef, ConfigException, Importance, Range
 from josefk.connect.api.config import Type as T
 from josefk.connect.api.errors import ConnectException
 from josefk.connect.connectors.cause import one_line
@@ -44,6 +45,15 @@ def define_connection(config: ConfigDef) -> ConfigDef:
                     documentation="The SQLAlchemy dialect to use; empty: the URL's.")
             .define("db.timezone", T.STRING, "UTC", importance=Importance.MEDIUM,
                     documentation="Name of the time zone used for timestamps without one."))
+
+
+def parse_zone(settings: dict) -> None:
+    """``db.timezone`` as a time zone (in place)."""
+    try:
+        settings["db.timezone"] = zoneinfo.ZoneInfo(settings["db.timezone"])
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise ConfigException("db.timezone", settings["db.timezone"],
+                              "Invalid time zone identifier") from None
 
 
 def sqlalchemy_url(url: str, user: str | None, password: str | None,

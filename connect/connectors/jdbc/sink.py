@@ -84,6 +84,7 @@ def parse(props: dict) -> dict:
                               "PK mode for table is KAFKA so there should either be no "
                               "field names defined for defaults to be applicable, or "
                               "exactly 3")
+    common.parse_zone(settings)
     if settings["insert.mode"] in ("upsert", "update") and settings["pk.mode"] == "none":
         raise ConfigException("pk.mode", "none",
                               f"insert.mode {settings['insert.mode']} needs a primary key")
@@ -217,6 +218,7 @@ class Plan:
         self.value_fields = [(f.name, f.schema) for f in value_fields
                              if f.name not in key_names and (not allowed or f.name in allowed)]
         self.key_source = mode
+        self.zone = s["db.timezone"]
         self.table = task.table_for(self)
 
     def columns(self) -> list[tuple[str, Schema]]:
@@ -230,16 +232,16 @@ class Plan:
         elif self.key_source == "record_key":
             if isinstance(record.key, Struct):
                 for name, schema in self.key_fields:
-                    row[name] = types.sql_value(schema, record.key.get(name))
+                    row[name] = types.sql_value(schema, record.key.get(name), self.zone)
             else:
                 name, schema = self.key_fields[0]
-                row[name] = types.sql_value(schema, record.key)
+                row[name] = types.sql_value(schema, record.key, self.zone)
         value = record.value
         if value is not None:
             for name, schema in self.key_fields if self.key_source == "record_value" else ():
-                row[name] = types.sql_value(schema, value.get(name))
+                row[name] = types.sql_value(schema, value.get(name), self.zone)
             for name, schema in self.value_fields:
-                row[name] = types.sql_value(schema, value.get(name))
+                row[name] = types.sql_value(schema, value.get(name), self.zone)
         return row
 
     def key(self, row: dict) -> tuple:
@@ -275,7 +277,8 @@ class JdbcSinkTask(SinkTask):
     def _column(self, name: str, schema: Schema, primary: bool) -> sa.Column:
         default = None
         if schema.default is not None and not primary:
-            literal = sa.literal(types.sql_value(schema, schema.default),
+            literal = sa.literal(types.sql_value(schema, schema.default,
+                                                self.settings["db.timezone"]),
                                  types.sql_type(schema, self.dialect))
             default = sa.text(str(literal.compile(self.engine,
                                                   compile_kwargs={"literal_binds": True})))

@@ -12,7 +12,6 @@ import heapq
 import itertools
 import threading
 import time
-import zoneinfo
 
 import sqlalchemy as sa
 
@@ -104,11 +103,7 @@ def parse(props: dict) -> dict:
     if settings["numeric.mapping"] is None:
         settings["numeric.mapping"] = ("precision_only" if settings["numeric.precision.mapping"]
                                        else "none")
-    try:
-        settings["db.timezone"] = zoneinfo.ZoneInfo(settings["db.timezone"])
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        raise ConfigException("db.timezone", settings["db.timezone"],
-                              "Invalid time zone identifier") from None
+    common.parse_zone(settings)
     return settings
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import datetime
 import decimal
 import json
-import uuid
 from typing import Any, Callable
 
 import sqlalchemy as sa
@@ -166,12 +165,9 @@ def sql_type(schema: Schema, dialect: str) -> sa.types.TypeEngine:
                            f"(field schema {schema!r})")
 
 
-def sql_value(schema: Schema | None, value):
-    """A field's value as the driver takes it (logical types are Python values already;
-    uuid-like strings and the like pass as they are)."""
-    if isinstance(value, uuid.UUID):
-        return str(value)
-    if isinstance(value, datetime.datetime) and schema is not None \
-            and schema.name == Timestamp.LOGICAL_NAME and value.tzinfo is not None:
-        return value.astimezone(UTC).replace(tzinfo=None)
+def sql_value(schema: Schema, value, zone: datetime.tzinfo):
+    """A field's value as the driver takes it: Timestamps as naive datetimes in
+    ``db.timezone``; the other logical types are the driver's Python values already."""
+    if value is not None and schema.name == Timestamp.LOGICAL_NAME:
+        return value.astimezone(zone).replace(tzinfo=None)
     return value

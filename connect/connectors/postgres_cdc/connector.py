@@ -29,7 +29,8 @@ from josefk.connect.connectors.cause import one_line
 from josefk.connect.connectors.postgres_cdc import pgoutput
 from josefk.connect.connectors.postgres_cdc.schema import (DEBEZIUM_VERSION, HEARTBEAT_KEY,
                                                            HEARTBEAT_VALUE, SOURCE,
-                                                           TableColumn, TableSchema)
+                                                           TableColumn, TableSchema,
+                                                           is_known_type)
 
 SNAPSHOT_MODES = ("initial", "always", "never", "no_data", "initial_only", "when_needed")
 AUTOCREATE_MODES = ("all_tables", "disabled", "filtered", "no_tables")
@@ -462,8 +463,19 @@ class PostgresConnectorTask(SourceTask):
         if not self.accept(rel.namespace, rel.name):
             self.tables[rel.oid] = None
             return
-        self.tables[rel.oid] = TableSchema(self.prefix, rel.namespace, rel.name,
-                                           table_columns(self.conn, rel.oid))
+        # the columns as the stream has them now; NOT NULL, the primary key and the base
+        # types of domains from the catalog (which may already be ahead of the stream)
+        catalog = {c.name: c for c in table_columns(self.conn, rel.oid)}
+        columns = []
+        for col in rel.columns:
+            known = catalog.get(col.name)
+            type_oid, typmod = col.type_oid, col.type_modifier
+            if known is not None and not is_known_type(type_oid):
+                type_oid, typmod = known.type_oid, known.typmod
+            columns.append(TableColumn(col.name, type_oid, typmod,
+                                       known is not None and known.not_null,
+                                       known.pk_position if known is not None else None))
+        self.tables[rel.oid] = TableSchema(self.prefix, rel.namespace, rel.name, columns)
 
     def _stream_change(self, change: pgoutput.Change, lsn: int) -> list[SourceRecord]:
         ts = self.tables.get(change.relation_oid)

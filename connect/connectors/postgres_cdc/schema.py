@@ -155,6 +155,11 @@ _SIMPLE = {
 }
 
 
+def is_known_type(type_oid: int) -> bool:
+    """A type with a mapping of its own (others, domains among them, are text)."""
+    return type_oid in _SIMPLE or type_oid in (1700, 1083, 1114)
+
+
 class TableColumn(NamedTuple):
     name: str
     type_oid: int

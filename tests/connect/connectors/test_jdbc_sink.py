@@ -244,3 +244,25 @@ def test_settings_checked_across_fields():
     with pytest.raises(ConfigException, match="insert.mode upsert needs a primary key"):
         JdbcSinkConnector().start({"connection.url": "jdbc:sqlite::memory:",
                                    "insert.mode": "upsert"})
+
+
+def test_db_timezone_writes_timestamps_as_local_times(db):
+    schema = (SchemaBuilder.struct().field("id", Schema.INT32_SCHEMA)
+              .field("ts", Timestamp.SCHEMA).build())
+    task, _ = task_for(db, auto_create="true", db_timezone="America/New_York")
+    task.put([SinkRecord("times", 0, None, None, schema, Struct(schema).put("id", 1).put(
+        "ts", datetime.datetime(2024, 7, 1, 12, tzinfo=UTC)), 0)])
+    task.stop()
+    table = sa.Table("times", sa.MetaData(), autoload_with=db[1])
+    with db[1].connect() as conn:
+        assert conn.execute(sa.select(table.c.ts)).scalar() == datetime.datetime(2024, 7, 1, 8)
+
+
+def test_a_wrong_password_fails_the_task_start_with_the_cause(postgres, pg_database):
+    props = {"connection.url": postgres.jdbc_url(pg_database), "connection.user": postgres.user,
+             "connection.password": "wrong", "connection.attempts": "1"}
+    task = JdbcSinkTask()
+    task.initialize(SinkContext(props))
+    with pytest.raises(ConnectException, match="password authentication failed") as e:
+        task.start(props)
+    assert "\n" not in str(e.value)

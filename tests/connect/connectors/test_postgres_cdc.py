@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 from josefk.connect.api.errors import ConnectException
-from josefk.connect.api.schema import Type
+from josefk.connect.api.schema import Schema, Type
 from josefk.connect.connectors.postgres_cdc import PostgresConnector, PostgresConnectorTask
 from josefk.connect.connectors.postgres_cdc.pgoutput import parse_lsn
 from tests.connect.connectors.contexts import (ConnectorContext, Offsets, SourceContext,
@@ -255,12 +255,14 @@ def test_filters_and_a_filtered_publication(pg):
 
 
 def test_column_types_are_debeziums_in_the_snapshot_and_the_stream(pg):
-    pg.run("CREATE TABLE typed (id BIGINT PRIMARY KEY, flag BOOLEAN, small SMALLINT, "
+    pg.run("CREATE DOMAIN positive AS INT CHECK (VALUE > 0)",
+           "CREATE TABLE typed (id BIGINT PRIMARY KEY, flag BOOLEAN, small SMALLINT, "
            "price NUMERIC(10,2), free NUMERIC, f REAL, d DOUBLE PRECISION, day DATE, "
-           "at TIME, ts TIMESTAMP, tstz TIMESTAMPTZ, raw BYTEA, doc JSONB, u UUID)")
+           "at TIME, ts TIMESTAMP, tstz TIMESTAMPTZ, raw BYTEA, doc JSONB, u UUID, "
+           "dom positive NOT NULL)")
     row = ("true, 7, 12.50, 3.14159, 1.5, 2.25, '2024-02-29', '13:14:15.5', "
            "'2024-01-01 10:00:00.123456', '2024-01-01 10:00:00+02', '\\x0102', "
-           "'{\"a\": 1}', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'")
+           "'{\"a\": 1}', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', 9")
     pg.run(f"INSERT INTO typed VALUES (1, {row})")
     task = start(pg)
     try:
@@ -298,6 +300,7 @@ def test_column_types_are_debeziums_in_the_snapshot_and_the_stream(pg):
         assert json.loads(after.get("doc")) == {"a": 1}
         assert schema.field("u").schema.name == "io.debezium.data.Uuid"
         assert after.get("u") == "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"
+        assert schema.field("dom").schema == Schema.INT32_SCHEMA and after.get("dom") == 9
 
 
 def test_heartbeats_carry_the_position_past_uncaptured_changes(pg):
@@ -324,6 +327,25 @@ def test_heartbeats_carry_the_position_past_uncaptured_changes(pg):
         assert pg.slot_flushed() == heartbeat.source_offset["lsn"]
     finally:
         task.stop()
+
+
+def test_a_column_added_mid_stream_appears_in_the_next_events(pg):
+    pg.run("CREATE TABLE evolving (id INT PRIMARY KEY, name TEXT NOT NULL)")
+    task = start(pg, snapshot_mode="never")
+    try:
+        task.poll()
+        pg.run("INSERT INTO evolving VALUES (1, 'before')",
+               "ALTER TABLE evolving ADD COLUMN rank INT",
+               "INSERT INTO evolving VALUES (2, 'after')",
+               "UPDATE evolving SET rank = 5 WHERE id = 2")
+        old, new, updated = poll_until(task, 3)
+    finally:
+        task.stop()
+    assert [f.name for f in old.value.get("after").schema.fields()] == ["id", "name"]
+    after = new.value.get("after")
+    assert [f.name for f in after.schema.fields()] == ["id", "name", "rank"]
+    assert after.schema.field("rank").schema.optional and after.get("rank") is None
+    assert updated.value.get("after").get("rank") == 5
 
 
 # ---- bad input -------------------------------------------------------------------------
