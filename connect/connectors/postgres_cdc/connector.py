@@ -67,6 +67,11 @@ def config_def() -> ConfigDef:
              documentation="The name of the PostgreSQL logical decoding slot.")
     c.define("slot.drop.on.stop", T.BOOLEAN, False, importance=Importance.MEDIUM, group=r,
              documentation="Whether to drop the slot when the connector stops.")
+    c.define("slot.max.retries", T.INT, 6, Range.at_least(0), Importance.LOW,
+             "How many times to retry connecting to a replication slot another reader "
+             "holds.", group=r)
+    c.define("slot.retry.delay.ms", T.LONG, 10000, Range.at_least(0), Importance.LOW,
+             "Time to wait between retry attempts on a replication slot.", group=r)
     c.define("publication.name", T.STRING, "dbz_publication", importance=Importance.MEDIUM,
              group=r, documentation="The name of the PostgreSQL publication.")
     c.define("publication.autocreate.mode", T.STRING, "all_tables", ValidString(AUTOCREATE_MODES),
@@ -245,6 +250,7 @@ class PostgresConnectorTask(SourceTask):
         self.conn = _connect(s)
         _check_server(self.conn)
         self.repl = _connect(s, replication=True)
+        self._walsender = self.repl.get_backend_pid()
         self.cur = self.repl.cursor()
         self.tables: dict[int, TableSchema | None] = {}  # relation oid -> schema (None: not captured)
         self._tx: pgoutput.Begin | None = None
@@ -255,10 +261,17 @@ class PostgresConnectorTask(SourceTask):
         stored = self.context.offset_storage_reader().offset(self.partition) \
             if self.context is not None else None
         self.resume = self._resume_point(stored)
-        self._ensure_publication()
-        exported, consistent = self._ensure_slot(self._needs_snapshot(stored))
-        if self._needs_snapshot(stored):
-            self._snapshot = self._snapshot_rows(exported, consistent)
+        try:
+            self._ensure_publication()
+            slot_exists = self._check_slot()
+            snapshot = self._needs_snapshot(stored, slot_exists)
+            exported, consistent = (None, None) if slot_exists else self._create_slot(snapshot)
+            if snapshot:
+                self._snapshot = self._snapshot_rows(exported, consistent)
+        except BaseException:
+            self.repl.close()
+            self.conn.close()
+            raise
 
     # -- setting up ----------------------------------------------------------------------
 
@@ -269,7 +282,9 @@ class PostgresConnectorTask(SourceTask):
             return None
         return stored.get("lsn_commit", stored["lsn"]), stored["lsn"]
 
-    def _needs_snapshot(self, stored: dict | None) -> bool:
+    def _needs_snapshot(self, stored: dict | None, slot_exists: bool) -> bool:
+        """Debezium's snapshot.mode: initial (and initial_only) when no snapshot finished,
+        always, never/no_data, when_needed also when the slot of the offsets is gone."""
         mode = self.settings["snapshot.mode"]
         if mode in ("never", "no_data"):
             return False
@@ -277,7 +292,8 @@ class PostgresConnectorTask(SourceTask):
             return True
         unfinished = bool(stored and stored.get("snapshot")
                           and not stored.get("last_snapshot_record"))
-        return stored is None or unfinished
+        lost = mode == "when_needed" and stored is not None and not slot_exists
+        return stored is None or unfinished or lost
 
     def _ensure_publication(self) -> None:
         s = self.settings
@@ -305,24 +321,34 @@ class PostgresConnectorTask(SourceTask):
                 raise ConnectException(f"Cannot create publication '{name}': {one_line(e)}") \
                     from None
 
-    def _ensure_slot(self, snapshot: bool) -> tuple[str | None, int | None]:
-        """The slot, created where missing (with an exported snapshot when one is taken):
-        (snapshot name, consistent point) of a new slot, else (None, None)."""
+    def _check_slot(self) -> bool:
+        """Whether the slot exists (one that another reader holds, or of another plug-in or
+        database, is an error)."""
         name = self.settings["slot.name"]
-        with self.conn.cursor() as cur:
-            cur.execute("SELECT plugin, active, database FROM pg_replication_slots "
-                        "WHERE slot_name = %s", (name,))
-            row = cur.fetchone()
-        if row is not None:
-            plugin, active, database = row
-            if active:
+        retries = self.settings["slot.max.retries"]
+        while True:
+            with self.conn.cursor() as cur:
+                cur.execute("SELECT plugin, active, database FROM pg_replication_slots "
+                            "WHERE slot_name = %s", (name,))
+                row = cur.fetchone()
+            if row is None or not row[1]:
+                break
+            if retries == 0 or self._stopping.wait(self.settings["slot.retry.delay.ms"] / 1000):
                 raise ConnectException(f"Replication slot \"{name}\" is active: another "
                                        f"connector or client is reading it")
+            retries -= 1
+        if row is not None:
+            plugin, _, database = row
             if plugin != "pgoutput" or database != self.settings["database.dbname"]:
                 raise ConnectException(f"Replication slot \"{name}\" exists for plug-in "
                                        f"{plugin} on database {database}, not pgoutput on "
                                        f"{self.settings['database.dbname']}")
-            return None, None
+        return row is not None
+
+    def _create_slot(self, snapshot: bool) -> tuple[str | None, int]:
+        """A new slot (exporting its snapshot when one is taken): (snapshot name, consistent
+        point)."""
+        name = self.settings["slot.name"]
         export = "EXPORT_SNAPSHOT" if snapshot else "NOEXPORT_SNAPSHOT"
         try:
             self.cur.execute(f"CREATE_REPLICATION_SLOT {_quote(name)} LOGICAL pgoutput {export}")
@@ -582,6 +608,17 @@ class PostgresConnectorTask(SourceTask):
             self.cur.send_feedback(flush_lsn=self._flush_target, reply=True, force=True)
             self._flushed = self._flush_target
 
+    def _wait_walsender_gone(self, timeout: float = 5.0) -> None:
+        """The server lets the slot go when our walsender has exited, a moment after the
+        connection closes: a task started right after this one finds the slot free."""
+        deadline = time.monotonic() + timeout
+        with self.conn.cursor() as cur:
+            while time.monotonic() < deadline:
+                cur.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (self._walsender,))
+                if cur.fetchone() is None:
+                    return
+                time.sleep(0.01)
+
     def stop(self) -> None:
         self._stopping.set()
         with self._lock:
@@ -591,6 +628,7 @@ class PostgresConnectorTask(SourceTask):
                 if self._streaming and self._flush_target > self._flushed:
                     self.cur.send_feedback(flush_lsn=self._flush_target, force=True)
                 self.repl.close()
+                self._wait_walsender_gone()
                 if self.settings["slot.drop.on.stop"]:
                     with self.conn.cursor() as cur:
                         cur.execute("SELECT pg_drop_replication_slot(%s)",

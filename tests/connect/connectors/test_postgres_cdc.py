@@ -30,7 +30,7 @@ class Pg:
                       "database.user": server.user, "database.password": server.password,
                       "database.dbname": database, "topic.prefix": "shop",
                       "slot.name": f"s_{database}"[:63], "publication.name": f"p_{database}",
-                      "poll.interval.ms": "100"}
+                      "poll.interval.ms": "100", "slot.retry.delay.ms": "50"}
 
     def run(self, *statements):
         for statement in statements:
@@ -191,6 +191,27 @@ def test_an_unfinished_snapshot_is_taken_again_then_streaming_follows(pg):
         ids = [r.key.get("id") for r in records]
         assert ids[:5] == [1, 2, 3, 4, 5] and set(ids) == {1, 2, 3, 4, 5, 6}
         assert records[-1].value.get("op") in ("r", "c")
+    finally:
+        task.stop()
+
+
+def test_when_needed_snapshots_again_when_the_slot_is_gone(pg):
+    pg.run("CREATE TABLE t (id INT PRIMARY KEY, name TEXT)", "INSERT INTO t VALUES (1, 'a')")
+    offsets = Offsets()
+    task = start(pg, offsets)
+    try:
+        ack(task, offsets, poll_until(task, 1))
+    finally:
+        task.stop()
+    task = start(pg, offsets, snapshot_mode="when_needed")  # the slot is there: stream only
+    try:
+        assert task.poll() is None
+    finally:
+        task.stop()
+    pg.run("SELECT pg_drop_replication_slot(%s)" % repr(pg.props["slot.name"]))
+    task = start(pg, offsets, snapshot_mode="when_needed")
+    try:
+        assert [(r.value.get("op"), r.key.get("id")) for r in poll_until(task, 1)] == [("r", 1)]
     finally:
         task.stop()
 
@@ -373,7 +394,7 @@ def test_a_slot_in_use_and_a_missing_publication_are_named(pg):
         task.poll()
         with pytest.raises(ConnectException, match=f'Replication slot "{pg.props["slot.name"]}"'
                                                    f' is active'):
-            start(pg, snapshot_mode="never")
+            start(pg, snapshot_mode="never", slot_max_retries=2)
     finally:
         task.stop()
     with pytest.raises(ConnectException, match="Publication 'nope' does not exist and "
