@@ -373,7 +373,14 @@ class TableQuerier:
 
     def _start(self, conn) -> None:
         self.result = conn.execution_options(stream_results=True).execute(self.statement(conn))
-        if self.columns is None:  # query mode: the columns the query gives
+        names = list(self.result.keys())
+        if self.columns is not None and names == [c[0] for c in self.columns]:
+            return
+        # first query, or the columns changed since: the schema follows them, as Confluent's
+        # SchemaMapping follows the result set's metadata
+        if isinstance(self.source, sa.Table):
+            self._reflect(self.source.schema, self.source.name)
+        else:
             description = self.result.cursor.description or []
             first = None
             described = [types.described_type(d) for d in description]

@@ -139,6 +139,22 @@ def test_incrementing_column_found_from_the_autoincrement_primary_key(db):
         stop(connector, [task])
 
 
+def test_a_column_added_mid_stream_is_in_the_next_records_schema(db):
+    db.run("CREATE TABLE growing (id INTEGER PRIMARY KEY, name TEXT)")
+    db.run("INSERT INTO growing VALUES (1, 'a')")
+    connector, _, [task] = start(db, mode="incrementing", incrementing_column_name="id")
+    try:
+        [old] = poll_until(task, 1)
+        db.run("ALTER TABLE growing ADD COLUMN rank INTEGER")
+        db.run("INSERT INTO growing VALUES (2, 'b', 7)")
+        [new] = poll_until(task, 1)
+    finally:
+        stop(connector, [task])
+    assert [f.name for f in old.value_schema.fields()] == ["id", "name"]
+    assert [f.name for f in new.value_schema.fields()] == ["id", "name", "rank"]
+    assert new.value.get("rank") == 7 and new.source_offset == {"incrementing": 2}
+
+
 def test_an_older_confluent_offset_by_table_name_alone_is_resumed(db):
     db.run("CREATE TABLE legacy (id INTEGER PRIMARY KEY)")
     db.run("INSERT INTO legacy VALUES (1), (2), (3)")
