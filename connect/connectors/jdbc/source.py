@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import heapq
 import itertools
+import logging
 import threading
 import time
 
@@ -24,6 +25,8 @@ from josefk.connect.api.records import SourceRecord
 from josefk.connect.api.schema import SchemaBuilder, Struct
 from josefk.connect.connectors.cause import one_line
 from josefk.connect.connectors.jdbc import common, types
+
+log = logging.getLogger(__name__)
 
 VERSION = "10.8.0"
 MODES = ("bulk", "timestamp", "incrementing", "timestamp+incrementing")
@@ -69,6 +72,9 @@ def config_def() -> ConfigDef:
              documentation="Check that the incrementing and timestamp columns are NOT NULL.")
     c.define("query", T.STRING, "", importance=Importance.MEDIUM, group=m,
              documentation="If specified, the query to perform to select new or updated rows.")
+    c.define("query.retry.attempts", T.INT, -1, Range.at_least(-1), Importance.LOW,
+             "Number of times to retry SQL exceptions encountered when executing queries "
+             "(-1: no limit).", group=m)
     c.define("query.suffix", T.STRING, "", importance=Importance.LOW, group=m,
              documentation="Suffix to append at the end of the generated query.")
     k = "Connector"
@@ -109,11 +115,15 @@ def parse(props: dict) -> dict:
 
 # ---- tables -------------------------------------------------------------------------------
 
-def _schema_of(engine: sa.Engine, settings: dict) -> str | None:
-    """The schema tables are read from, as Confluent names them (SQLite has none)."""
+def _schemas(engine: sa.Engine, settings: dict) -> list[str | None]:
+    """The schemas tables are read from: ``schema.pattern``, else every user schema (as
+    JDBC's getTables with a null pattern); SQLite has none."""
     if engine.dialect.name == "sqlite":
-        return None
-    return settings["schema.pattern"] or sa.inspect(engine).default_schema_name
+        return [None]
+    if settings["schema.pattern"]:
+        return [settings["schema.pattern"]]
+    return [s for s in sa.inspect(engine).get_schema_names()
+            if s != "information_schema" and not s.startswith("pg_")]
 
 
 def _fqn(schema: str | None, table: str) -> str:
@@ -123,16 +133,17 @@ def _fqn(schema: str | None, table: str) -> str:
 def list_tables(engine: sa.Engine, settings: dict) -> list[str]:
     """The tables to read (qualified names), white- and blacklists applied; a whitelisted
     table that does not exist is an error."""
-    schema = _schema_of(engine, settings)
     inspector = sa.inspect(engine)
     kinds = {t.upper() for t in settings["table.types"]}
+    found = {}
     try:
-        names = inspector.get_table_names(schema=schema) if "TABLE" in kinds else []
-        if "VIEW" in kinds:
-            names += inspector.get_view_names(schema=schema)
+        for schema in _schemas(engine, settings):
+            names = inspector.get_table_names(schema=schema) if "TABLE" in kinds else []
+            if "VIEW" in kinds:
+                names += inspector.get_view_names(schema=schema)
+            found.update((_fqn(schema, n), n) for n in names if not n.startswith("sqlite_"))
     except sa.exc.DBAPIError as e:
         raise ConnectException(f"Cannot list the tables: {one_line(e)}") from None
-    found = {_fqn(schema, n): n for n in names if not n.startswith("sqlite_")}
     wanted = settings["table.whitelist"]
     if wanted:
         missing = [w for w in wanted if w not in found and w not in found.values()]
@@ -426,7 +437,10 @@ class TableQuerier:
 
     def reset(self, now: float) -> None:
         if self.result is not None:
-            self.result.close()
+            try:
+                self.result.close()
+            except sa.exc.DBAPIError:
+                pass  # a failed query's cursor: the transaction's end discards it
         self.result = None
         self.last_update = now
 
@@ -448,6 +462,7 @@ class JdbcSourceTask(SourceTask):
                                    "least one table assigned to it")
         self._stopping = threading.Event()
         self._lock = threading.Lock()
+        self._failures = 0
         self.engine = common.connect(self.settings)
         self.conn = self.engine.connect()
         offsets = self._offsets(tables)
@@ -482,25 +497,37 @@ class JdbcSourceTask(SourceTask):
         with self._lock:
             if self._stopping.is_set():
                 return None
+            heapq.heappop(self._queue)
             try:
                 records, more = querier.read(self.conn, self.settings["batch.max.rows"])
+                self._failures = 0
             except sa.exc.DBAPIError as e:
-                self._recover(querier)
-                raise ConnectException(f"Failed to run query for table {querier.topic}: "
-                                       f"{one_line(e)}") from None
-            heapq.heappop(self._queue)
-            if not more:
-                querier.reset(time.monotonic())
-                self.conn.commit()
-            heapq.heappush(self._queue, (querier.last_update, next(self._order), querier))
+                records, more = [], False
+                self._failed(querier, e)
+            finally:
+                if not more:
+                    querier.reset(time.monotonic())
+                    self._end_transaction()
+                heapq.heappush(self._queue, (querier.last_update, next(self._order), querier))
         return records or None
 
-    def _recover(self, querier: TableQuerier) -> None:
-        querier.result = None
+    def _failed(self, querier: TableQuerier, error: Exception) -> None:
+        """Confluent's query.retry.attempts: the query is tried again at its next poll,
+        until the attempts (-1: no limit) are spent."""
+        self._failures += 1
+        attempts = self.settings["query.retry.attempts"]
+        if 0 <= attempts < self._failures:
+            raise ConnectException(f"Failed to run query for table {querier.topic} "
+                                   f"({self._failures} attempts): {one_line(error)}") from None
+        log.warning("Failed to run query for table %s (will retry): %s", querier.topic,
+                    one_line(error))
+
+    def _end_transaction(self) -> None:
         try:
-            self.conn.rollback()
+            self.conn.commit()
         except sa.exc.DBAPIError:
-            self.conn.invalidate()
+            self.conn.invalidate()  # a broken connection: the next query opens a new one
+            self.conn.rollback()
 
     def stop(self) -> None:
         self._stopping.set()

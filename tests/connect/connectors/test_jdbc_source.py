@@ -33,10 +33,10 @@ class Db:
     def fqn(self, table: str) -> str:
         return f"{self.schema}.{table}" if self.schema else table
 
-    def run(self, *statements, **params):
+    def run(self, *statements):
         with self.engine.begin() as conn:
             for statement in statements:
-                conn.execute(sa.text(statement), params)
+                conn.execute(sa.text(statement))
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -333,6 +333,27 @@ def test_postgres_types_and_numeric_mapping(postgres, pg_database):
     db.engine.dispose()
 
 
+def test_every_user_schema_is_read_unless_schema_pattern_names_one(postgres, pg_database):
+    db = Db("postgresql", {"connection.url": postgres.jdbc_url(pg_database),
+                           "connection.user": postgres.user,
+                           "connection.password": postgres.password}, "public")
+    db.run("CREATE SCHEMA sales", "CREATE TABLE sales.orders (id INT PRIMARY KEY)",
+           "CREATE TABLE public.users (id INT PRIMARY KEY)")
+    connector, configs, tasks = start(db, mode="bulk")
+    stop(connector, tasks)
+    assert configs[0]["tables"] == "public.users,sales.orders"
+    connector, configs, [task] = start(db, mode="bulk", schema_pattern="sales")
+    try:
+        assert configs[0]["tables"] == "sales.orders"
+        db.run("INSERT INTO sales.orders VALUES (5)")
+        [record] = poll_until(task, 1)
+        assert record.topic == "db-orders"
+        assert record.source_partition == {"protocol": "1", "table": "sales.orders"}
+    finally:
+        stop(connector, [task])
+    db.engine.dispose()
+
+
 def test_db_timezone_places_timestamps_without_zone(db):
     db.run("CREATE TABLE local (id INTEGER PRIMARY KEY, v TEXT, ts TIMESTAMP NOT NULL)")
     _insert_ts(db, "local", [(1, "x", _ts(0))])
@@ -382,6 +403,26 @@ def test_a_missing_table_is_named(db):
     task.initialize(SourceContext(props))
     with pytest.raises(ConnectException, match=f'Table "{db.fqn("gone")}" does not exist'):
         task.start(props)
+
+
+def test_failed_queries_are_retried_query_retry_attempts_times(db):
+    db.run("CREATE TABLE fragile (id INTEGER PRIMARY KEY)", "INSERT INTO fragile VALUES (1)")
+    connector, _, [task] = start(db, mode="incrementing", incrementing_column_name="id",
+                                 query_retry_attempts=1)
+    try:
+        assert ids(poll_until(task, 1)) == [1]
+        db.run("DROP TABLE fragile")
+        assert task.poll() is None  # the first failure: tried again at the next poll
+        db.run("CREATE TABLE fragile (id INTEGER PRIMARY KEY)", "INSERT INTO fragile VALUES (2)")
+        assert ids(poll_until(task, 1)) == [2]  # back: the count starts again
+        db.run("DROP TABLE fragile")
+        assert task.poll() is None
+        with pytest.raises(ConnectException, match=r"Failed to run query for table db-fragile "
+                                                   r"\(2 attempts\): ") as e:
+            task.poll()
+        assert "\n" not in str(e.value)
+    finally:
+        stop(connector, [task])
 
 
 def test_a_nullable_incrementing_column_is_refused(db):
