@@ -46,8 +46,6 @@ def config_def() -> ConfigDef:
                            "table.whitelist may not be set.")
     c.define("schema.pattern", T.STRING, None, importance=Importance.MEDIUM, group=g,
              documentation="Schema whose tables are read (default: the connection's).")
-    c.define("catalog.pattern", T.STRING, None, importance=Importance.MEDIUM, group=g,
-             documentation="Catalog pattern to fetch table metadata from the database.")
     c.define("table.types", T.LIST, "TABLE", importance=Importance.LOW, group=g,
              documentation="TABLE and/or VIEW: the kinds of tables read.")
     c.define("numeric.precision.mapping", T.BOOLEAN, False, importance=Importance.LOW, group=g,

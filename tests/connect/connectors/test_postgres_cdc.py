@@ -216,6 +216,19 @@ def test_when_needed_snapshots_again_when_the_slot_is_gone(pg):
         task.stop()
 
 
+def test_initial_only_stops_after_the_snapshot_and_the_slot_can_go_with_the_task(pg):
+    pg.run("CREATE TABLE t (id INT PRIMARY KEY)", "INSERT INTO t VALUES (1), (2)")
+    task = start(pg, snapshot_mode="initial_only", slot_drop_on_stop="true")
+    try:
+        assert [r.key.get("id") for r in poll_until(task, 2)] == [1, 2]
+        pg.run("INSERT INTO t VALUES (3)")
+        assert task.poll() is None and task.poll() is None  # no streaming
+    finally:
+        task.stop()
+    assert pg.conn.execute("SELECT count(*) FROM pg_replication_slots WHERE slot_name = %s",
+                           (pg.props["slot.name"],)).fetchone() == (0,)
+
+
 def test_replica_identity_decides_what_before_holds(pg):
     pg.run("CREATE TABLE plain (id INT PRIMARY KEY, name TEXT NOT NULL, note TEXT)",
            "CREATE TABLE full_rows (id INT PRIMARY KEY, name TEXT NOT NULL, note TEXT)",
