@@ -76,10 +76,12 @@ class LocalPostgres:
             os.chown(self.dir, self._os_user.pw_uid, self._os_user.pw_gid)
             os.chown(pwfile, self._os_user.pw_uid, self._os_user.pw_gid)
         env = {**os.environ, "HOME": self.dir, "LC_ALL": "C"}
-        subprocess.run([f"{self.bin}/initdb", "-D", data, "-U", self.user, "--pwfile", pwfile,
-                        "--auth-host=scram-sha-256", "--auth-local=trust", "-E", "UTF8",
-                        "--no-sync"], check=True, capture_output=True, env=env,
-                       **self._run_as())
+        init = subprocess.run([f"{self.bin}/initdb", "-D", data, "-U", self.user, "--pwfile",
+                               pwfile, "--auth-host=scram-sha-256", "--auth-local=trust",
+                               "-E", "UTF8", "--no-sync"], capture_output=True, text=True,
+                              env=env, **self._run_as())
+        if init.returncode != 0:
+            raise RuntimeError(f"initdb failed ({init.returncode}): {init.stderr.strip()}")
         self.log = open(os.path.join(self.dir, "postgres.log"), "wb")
         settings = {"listen_addresses": self.host, "port": self.port,
                     "unix_socket_directories": "", "wal_level": "logical",
