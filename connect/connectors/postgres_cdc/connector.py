@@ -19,7 +19,7 @@ import time
 import psycopg2
 import psycopg2.extras
 
-from josefk.connect.api.config import ConfigDef, Importance, Range, ValidString
+from josefk.connect.api.config import ConfigDef, ConfigValue, Importance, Range, ValidString
 from josefk.connect.api.config import Type as T
 from josefk.connect.api.connector import SourceConnector, SourceTask
 from josefk.connect.api.errors import ConnectException
@@ -203,6 +203,23 @@ class PostgresConnector(SourceConnector):
         finally:
             conn.close()
         self.props = dict(props)
+
+    def validate(self, connector_configs: dict[str, str]) -> dict[str, ConfigValue]:
+        """The settings' checks, then, as Debezium's, a connection to the server: its failure
+        is an error of ``database.hostname``."""
+        results = CONFIG.validate(connector_configs)
+        if any(value.errors for value in results.values()):
+            return results
+        try:
+            conn = _connect(CONFIG.parse(connector_configs))
+            try:
+                _check_server(conn)
+            finally:
+                conn.close()
+        except ConnectException as e:
+            results["database.hostname"].errors.append(
+                f"Error while validating connector config: {e}")
+        return results
 
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
         return [dict(self.props)]  # one stream: one task, as Debezium's

@@ -433,3 +433,14 @@ def test_a_slot_in_use_and_a_missing_publication_are_named(pg):
     with pytest.raises(ConnectException, match="Publication 'nope' does not exist and "
                                                "publication.autocreate.mode is disabled"):
         start(pg, publication_name="nope", publication_autocreate_mode="disabled")
+
+
+def test_validate_connects_as_debezium_does(pg):
+    results = PostgresConnector().validate({**pg.props, "database.password": "wrong"})
+    [error] = results["database.hostname"].errors
+    assert error.startswith("Error while validating connector config: Couldn't connect to "
+                            "PostgreSQL") and "password authentication failed" in error
+    assert not any(v.errors for v in PostgresConnector().validate(pg.props).values())
+    missing = PostgresConnector().validate({"topic.prefix": "x"})
+    assert missing["database.hostname"].errors == [
+        'Missing required configuration "database.hostname" which has no default value.']
