@@ -11,13 +11,14 @@ import datetime
 import heapq
 import itertools
 import logging
+import re
 import threading
 import time
 
 import sqlalchemy as sa
 
-from josefk.connect.api.config import (ConfigDef, ConfigException, Importance, Range,
-                                       ValidString)
+from josefk.connect.api.config import (ConfigDef, ConfigException, Importance,
+                                       LambdaValidator, Range, ValidString)
 from josefk.connect.api.config import Type as T
 from josefk.connect.api.connector import SourceConnector, SourceTask
 from josefk.connect.api.errors import ConnectException
@@ -35,6 +36,24 @@ QUERY_PARTITION = {"query": "query"}
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
 
+# transaction.isolation.mode -> SQLAlchemy's isolation_level
+ISOLATION_LEVELS = {"DEFAULT": None, "READ_UNCOMMITTED": "READ UNCOMMITTED",
+                    "READ_COMMITTED": "READ COMMITTED", "REPEATABLE_READ": "REPEATABLE READ",
+                    "SERIALIZABLE": "SERIALIZABLE", "SQL_SERVER_SNAPSHOT": "SNAPSHOT"}
+_INVALID_PREFIX = re.compile(r"[^a-zA-Z0-9._-]")
+
+
+def _check_prefix(name: str, value) -> None:
+    if value is None:
+        raise ConfigException(name, value, "Topic prefix must not be null.")
+    if len(value.strip()) > 249:
+        raise ConfigException(name, value, "Topic prefix length must not exceed max topic "
+                                           "name length, 249 chars")
+    if _INVALID_PREFIX.search(value.strip()):
+        raise ConfigException(name, value, "Topic prefix must not contain any character other "
+                                           "than ASCII alphanumerics, '.', '_' and '-'.")
+
+
 def config_def() -> ConfigDef:
     c = common.define_connection(ConfigDef())
     g = "Database"
@@ -50,8 +69,9 @@ def config_def() -> ConfigDef:
              documentation="TABLE and/or VIEW: the kinds of tables read.")
     c.define("numeric.precision.mapping", T.BOOLEAN, False, importance=Importance.LOW, group=g,
              documentation="Deprecated: numeric.mapping=precision_only.")
-    c.define("numeric.mapping", T.STRING, None,
-             ValidString(types.NUMERIC_MAPPINGS + (None,)), Importance.LOW,
+    c.define("numeric.mapping", T.STRING, None, LambdaValidator(
+                 lambda n, v: v is None or ValidString(types.NUMERIC_MAPPINGS, False)(n, v),
+                 "[" + ", ".join(types.NUMERIC_MAPPINGS) + "]"), Importance.LOW,
              "Map NUMERIC values by precision and optionally scale to integral or decimal "
              "types: none, precision_only, best_fit, best_fit_eager_double.", group=g)
     m = "Mode"
@@ -70,6 +90,10 @@ def config_def() -> ConfigDef:
              documentation="Check that the incrementing and timestamp columns are NOT NULL.")
     c.define("query", T.STRING, "", importance=Importance.MEDIUM, group=m,
              documentation="If specified, the query to perform to select new or updated rows.")
+    c.define("transaction.isolation.mode", T.STRING, "DEFAULT",
+             ValidString(tuple(ISOLATION_LEVELS)), Importance.LOW,
+             "Mode to control which transaction isolation level is used when running queries "
+             "against the database.", group=m)
     c.define("query.retry.attempts", T.INT, -1, Range.at_least(-1), Importance.LOW,
              "Number of times to retry SQL exceptions encountered when executing queries "
              "(-1: no limit).", group=m)
@@ -83,9 +107,14 @@ def config_def() -> ConfigDef:
              "data.", group=k)
     c.define("table.poll.interval.ms", T.LONG, 60000, Range.at_least(0), Importance.LOW,
              "Frequency in ms to poll for new or removed tables.", group=k)
-    c.define("topic.prefix", T.STRING, importance=Importance.HIGH, group=k,
-             documentation="Prefix to prepend to table names to generate the name of the "
-                           "Kafka topic (in query mode: the topic).")
+    c.define("topic.prefix", T.STRING, "", LambdaValidator(_check_prefix), Importance.HIGH,
+             "Prefix to prepend to table names to generate the name of the Kafka topic to "
+             "publish data to, or in the case of a custom query, the full name of the topic "
+             "to publish to.", group=k)
+    c.define("timestamp.granularity", T.STRING, "connect_logical",
+             ValidString(types.TIMESTAMP_GRANULARITIES, case_sensitive=False), Importance.LOW,
+             "Define the granularity of the Timestamp column: connect_logical, nanos_long, "
+             "nanos_string, nanos_iso_datetime_string.", group=k)
     c.define("timestamp.delay.interval.ms", T.LONG, 0, Range.at_least(0), Importance.HIGH,
              "How long to wait after a row with a certain timestamp appears before it is "
              "included, so transactions with earlier timestamps can complete.", group=k)
@@ -97,6 +126,10 @@ CONFIG = config_def()
 
 def parse(props: dict) -> dict:
     settings = CONFIG.parse(props)
+    if not settings["mode"]:
+        raise ConfigException("Query mode must be specified")
+    settings["topic.prefix"] = settings["topic.prefix"].strip()
+    settings["timestamp.granularity"] = settings["timestamp.granularity"].lower()
     if settings["table.whitelist"] and settings["table.blacklist"]:
         raise ConfigException("table.whitelist", ",".join(settings["table.whitelist"]),
                               "table.whitelist and table.blacklist can't both be set")
@@ -107,6 +140,7 @@ def parse(props: dict) -> dict:
     if settings["numeric.mapping"] is None:
         settings["numeric.mapping"] = ("precision_only" if settings["numeric.precision.mapping"]
                                        else "none")
+    settings["numeric.mapping"] = settings["numeric.mapping"].lower()
     common.parse_zone(settings)
     return settings
 
@@ -312,12 +346,16 @@ class TableQuerier:
             builder.name(name)
         self.converters = []
         for column, sql_type, nullable in self.columns:
-            field, convert = types.column_schema(sql_type, s["numeric.mapping"], self.zone)
+            field, convert = types.column_schema(sql_type, s["numeric.mapping"], self.zone,
+                                                 s["timestamp.granularity"])
             builder.field(column, field.optional() if nullable else field)
             self.converters.append(convert)
         self.schema = builder.build()
         self.fields = self.schema.fields()
         self._positions = {f.name: f.index for f in self.fields}
+        self._ts_positions = [self._positions[c] for c in s["timestamp.column.name"]
+                              if c in self._positions]
+        self._instant = types.timestamp_converter(self.zone)
 
     # -- the statement -----------------------------------------------------------------------
 
@@ -426,9 +464,9 @@ class TableQuerier:
                 self.incrementing = int(row[self._positions[self.inc_column]])
                 offset["incrementing"] = self.incrementing
             if "timestamp" in self.mode:
-                self.timestamp = next(
-                    (struct.get(c) for c in self.task.settings["timestamp.column.name"]
-                     if struct.get(c) is not None), self.timestamp)
+                found = next((row[p] for p in self._ts_positions if row[p] is not None), None)
+                if found is not None:
+                    self.timestamp = self._instant(found)
                 offset["timestamp"], offset["timestamp_nanos"] = instant_offset(self.timestamp)
         return SourceRecord(self.partition, offset, self.topic, value_schema=self.schema,
                             value=struct)
@@ -449,8 +487,6 @@ class JdbcSourceTask(SourceTask):
 
     def start(self, props: dict[str, str]) -> None:
         self.settings = parse(props)
-        if not self.settings["mode"]:
-            raise ConnectException("Query mode must be specified")
         if "timestamp" in self.settings["mode"] and not self.settings["timestamp.column.name"]:
             raise ConnectException("Timestamp column name must be specified for mode "
                                    + self.settings["mode"])
@@ -463,6 +499,9 @@ class JdbcSourceTask(SourceTask):
         self._failures = 0
         self.engine = common.connect(self.settings)
         self.conn = self.engine.connect()
+        level = ISOLATION_LEVELS[self.settings["transaction.isolation.mode"]]
+        if level is not None:
+            self.conn = self.conn.execution_options(isolation_level=level)
         offsets = self._offsets(tables)
         self.queriers = ([TableQuerier(self, t, offsets.get(t)) for t in tables] if tables
                          else [TableQuerier(self, None, offsets.get(None))])

@@ -15,6 +15,7 @@ from josefk.connect.api.schema import Date, Decimal, Schema, SchemaBuilder, Time
 
 NUMERIC_MAPPINGS = ("none", "precision_only", "best_fit", "best_fit_eager_double")
 UTC = datetime.timezone.utc
+EPOCH = datetime.datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _int_schema(precision: int) -> SchemaBuilder:
@@ -67,6 +68,28 @@ def timestamp_converter(zone: datetime.tzinfo) -> Callable[[Any], datetime.datet
     return convert
 
 
+TIMESTAMP_GRANULARITIES = ("connect_logical", "nanos_long", "nanos_string",
+                           "nanos_iso_datetime_string")
+
+
+def _epoch_nanos(instant: datetime.datetime) -> int:
+    delta = instant - EPOCH
+    return ((delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds) * 1000
+
+
+def _timestamp(granularity: str, zone: datetime.tzinfo):
+    """Confluent's timestamp.granularity: the schema of a TIMESTAMP column and its values."""
+    instant = timestamp_converter(zone)
+    if granularity == "nanos_long":
+        return SchemaBuilder.int64(), lambda v: _epoch_nanos(instant(v))
+    if granularity == "nanos_string":
+        return SchemaBuilder.string(), lambda v: str(_epoch_nanos(instant(v)))
+    if granularity == "nanos_iso_datetime_string":
+        return SchemaBuilder.string(), lambda v: instant(v).astimezone(zone).strftime(
+            "%Y-%m-%dT%H:%M:%S.%f") + "000"
+    return Timestamp.builder(), instant
+
+
 def _date(value):
     if isinstance(value, str):
         return datetime.date.fromisoformat(value[:10])
@@ -81,8 +104,8 @@ def _time(value):
     return value.replace(tzinfo=None)
 
 
-def column_schema(sql_type: sa.types.TypeEngine, numeric_mapping: str,
-                  zone: datetime.tzinfo) -> tuple[SchemaBuilder, Callable | None]:
+def column_schema(sql_type: sa.types.TypeEngine, numeric_mapping: str, zone: datetime.tzinfo,
+                  granularity: str = "connect_logical") -> tuple[SchemaBuilder, Callable | None]:
     """The Connect schema of a column of ``sql_type`` and how its values become that schema's
     Python values (None: as they are)."""
     t = sql_type
@@ -101,7 +124,7 @@ def column_schema(sql_type: sa.types.TypeEngine, numeric_mapping: str,
     if isinstance(t, sa.Numeric):
         return _numeric(t.precision, t.scale, numeric_mapping)
     if isinstance(t, sa.DateTime):
-        return Timestamp.builder(), timestamp_converter(zone)
+        return _timestamp(granularity, zone)
     if isinstance(t, sa.Date):
         return Date.builder(), _date
     if isinstance(t, sa.Time):

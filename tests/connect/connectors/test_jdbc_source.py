@@ -10,6 +10,7 @@ import time
 import pytest
 import sqlalchemy as sa
 
+from josefk.connect.api.config import ConfigException
 from josefk.connect.api.errors import ConnectException
 from josefk.connect.api.schema import Date, Decimal, Schema, Time, Timestamp, Type
 from josefk.connect.connectors.jdbc import JdbcSourceConnector, JdbcSourceTask
@@ -366,6 +367,42 @@ def test_db_timezone_places_timestamps_without_zone(db):
     assert record.value.get("ts") == datetime.datetime(2024, 5, 1, 10, tzinfo=UTC)  # CEST
 
 
+def test_timestamp_granularity(db):
+    db.run("CREATE TABLE g (id INTEGER PRIMARY KEY, v TEXT, ts TIMESTAMP NOT NULL)")
+    _insert_ts(db, "g", [(1, "x", _ts(1, 250000))])
+    nanos = (int(datetime.datetime(2024, 5, 1, 12, tzinfo=UTC).timestamp()) + 1) * 10**9 \
+        + 250_000_000
+    for granularity, schema, expected in (
+            ("nanos_long", Schema.INT64_SCHEMA, nanos),
+            ("nanos_string", Schema.STRING_SCHEMA, str(nanos)),
+            ("NANOS_ISO_DATETIME_STRING", Schema.STRING_SCHEMA,
+             "2024-05-01T12:00:01.250000000")):
+        connector, _, [task] = start(db, mode="timestamp", timestamp_column_name="ts",
+                                     timestamp_granularity=granularity)
+        try:
+            [record] = poll_until(task, 1)
+        finally:
+            stop(connector, [task])
+        assert record.value_schema.field("ts").schema == schema
+        assert record.value.get("ts") == expected
+        assert record.source_offset == {"timestamp": nanos // 10**6,
+                                        "timestamp_nanos": 250_000_000}
+
+
+def test_transaction_isolation_mode_is_the_querys(postgres, pg_database):
+    db = Db("postgresql", {"connection.url": postgres.jdbc_url(pg_database),
+                           "connection.user": postgres.user,
+                           "connection.password": postgres.password}, "public")
+    connector, _, [task] = start(db, mode="bulk", transaction_isolation_mode="SERIALIZABLE",
+                                 query="SELECT current_setting('transaction_isolation') AS lvl")
+    try:
+        [record] = poll_until(task, 1)
+    finally:
+        stop(connector, [task])
+        db.engine.dispose()
+    assert record.value.get("lvl") == "serializable"
+
+
 # ---- bad input -------------------------------------------------------------------------
 
 def test_a_wrong_password_is_a_connect_exception_with_the_cause(postgres, pg_database):
@@ -423,6 +460,23 @@ def test_failed_queries_are_retried_query_retry_attempts_times(db):
         assert "\n" not in str(e.value)
     finally:
         stop(connector, [task])
+
+
+def test_settings_checked_as_confluents():
+    base = {"connection.url": "jdbc:sqlite::memory:", "mode": "bulk"}
+    with pytest.raises(ConfigException, match="^Query mode must be specified$"):
+        JdbcSourceConnector().start({"connection.url": "jdbc:sqlite::memory:"})
+    with pytest.raises(ConfigException, match="Invalid value db/ for configuration topic.prefix:"
+                                              " Topic prefix must not contain any character "
+                                              "other than ASCII alphanumerics"):
+        JdbcSourceConnector().start({**base, "topic.prefix": "db/"})
+    with pytest.raises(ConfigException, match="table.whitelist and table.blacklist"):
+        JdbcSourceConnector().start({**base, "table.whitelist": "a", "table.blacklist": "b"})
+    assert not any(v.errors for v in JdbcSourceConnector().validate(
+        {**base, "numeric.mapping": "BEST_FIT"}).values())
+    [error] = JdbcSourceConnector().validate({**base, "numeric.mapping": "exact"})[
+        "numeric.mapping"].errors
+    assert error.startswith("Invalid value exact for configuration numeric.mapping")
 
 
 def test_a_nullable_incrementing_column_is_refused(db):
