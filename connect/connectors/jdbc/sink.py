@@ -180,11 +180,8 @@ class Plan:
         pk_fields = s["pk.fields"]
         if mode == "kafka":
             self.key_fields = list(zip(pk_fields or KAFKA_PK_FIELDS, KAFKA_PK_SCHEMAS))
-        elif mode == "record_key":
+        elif mode == "record_key":  # a struct or a primitive: the RecordValidator saw to it
             key_schema = record.key_schema
-            if key_schema is None:
-                raise ConnectException(f"PK mode for table '{table_name}' is RECORD_KEY, but "
-                                       f"record key schema is missing at {_at(record)}")
             if key_schema.type is Type.STRUCT:
                 names = pk_fields or [f.name for f in key_schema.fields()]
                 for name in names:
@@ -195,15 +192,12 @@ class Plan:
                                                f"but record key schema does not contain "
                                                f"field: {name}")
                     self.key_fields.append((name, field.schema))
-            elif key_schema.type.is_primitive:
+            else:
                 if len(pk_fields) != 1:
                     raise ConnectException(f"Need exactly one PK column defined since the key "
                                            f"schema for records is a primitive type, defined "
                                            f"columns are: {pk_fields}")
                 self.key_fields = [(pk_fields[0], key_schema)]
-            else:
-                raise ConnectException(f"Key schema must be primitive type or Struct, was "
-                                       f"{key_schema.type.name}")
         elif mode == "record_value":
             names = pk_fields or [f.name for f in value_fields]
             for name in names:

@@ -162,6 +162,22 @@ def test_records_the_settings_cannot_write_fail_with_confluents_messages(db):
     assert not sa.inspect(db[1]).has_table("people")  # checked before anything is written
 
 
+def test_primary_key_fields_the_records_lack_are_named(db):
+    task, _ = task_for(db, auto_create="true", insert_mode="upsert", pk_mode="record_key")
+    with pytest.raises(ConnectException, match=r"Need exactly one PK column defined since the "
+                                               r"key schema for records is a primitive type, "
+                                               r"defined columns are: \[\]"):
+        task.put([record(5, value(5, "x"), key_schema=Schema.INT64_SCHEMA)])
+    task.stop()
+    task, _ = task_for(db, auto_create="true", insert_mode="upsert", pk_mode="record_value",
+                       pk_fields="id,email")
+    with pytest.raises(ConnectException, match="is RECORD_VALUE with configured PK fields "
+                                               r"\['id', 'email'\], but record value schema "
+                                               "does not contain field: email"):
+        task.put([record(1, value(1, "a"))])
+    task.stop()
+
+
 def test_auto_evolve_adds_optional_and_defaulted_columns(db):
     task, _ = task_for(db, auto_create="true", auto_evolve="true", insert_mode="upsert",
                        pk_mode="record_key")
