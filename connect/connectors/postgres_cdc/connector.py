@@ -278,6 +278,8 @@ class PostgresConnectorTask(SourceTask):
         stored = self.context.offset_storage_reader().offset(self.partition) \
             if self.context is not None else None
         self.resume = self._resume_point(stored)
+        # the commit LSN of the last transaction read through, Debezium's lsn_commit
+        self._commit_lsn = self.resume[0] if self.resume is not None else None
         try:
             self._ensure_publication()
             slot_exists = self._check_slot()
@@ -293,11 +295,18 @@ class PostgresConnectorTask(SourceTask):
     # -- setting up ----------------------------------------------------------------------
 
     @staticmethod
-    def _resume_point(stored: dict | None) -> tuple[int, int] | None:
-        """Events at or before this (commit LSN, LSN) were stored: passed over on replay."""
+    def _resume_point(stored: dict | None) -> tuple[int | None, int | None, int] | None:
+        """(lsn_commit, txId, lsn) of the stored offset: the events it covers are passed over
+        when the server replays them (the transactions committed at or before lsn_commit, and
+        the stored transaction's events up to lsn)."""
         if not stored or stored.get("snapshot") or "lsn" not in stored:
             return None
-        return stored.get("lsn_commit", stored["lsn"]), stored["lsn"]
+        return stored.get("lsn_commit"), stored.get("txId"), stored["lsn"]
+
+    def _stored(self, tx: pgoutput.Begin, lsn: int) -> bool:
+        commit_lsn, xid, stored_lsn = self.resume
+        return ((commit_lsn is not None and tx.final_lsn <= commit_lsn)
+                or (tx.xid == xid and lsn <= stored_lsn))
 
     def _needs_snapshot(self, stored: dict | None, slot_exists: bool) -> bool:
         """Debezium's snapshot.mode: initial (and initial_only) when no snapshot finished,
@@ -453,12 +462,11 @@ class PostgresConnectorTask(SourceTask):
     # -- records -------------------------------------------------------------------------
 
     def _source(self, ts: TableSchema, micros: int, snapshot: str, xid: int | None,
-                lsn: int | None, commit_lsn: int | None) -> Struct:
+                lsn: int | None, sequence: str | None) -> Struct:
         return (Struct(SOURCE).put("version", DEBEZIUM_VERSION).put("connector", "postgresql")
                 .put("name", self.prefix).put("ts_ms", micros // 1000).put("snapshot", snapshot)
                 .put("db", self.settings["database.dbname"])
-                .put("sequence", None if commit_lsn is None
-                     else json.dumps([str(commit_lsn), str(lsn)], separators=(",", ":")))
+                .put("sequence", sequence)
                 .put("ts_us", micros).put("ts_ns", micros * 1000)
                 .put("schema", ts.schema_name).put("table", ts.table).put("txId", xid)
                 .put("lsn", lsn))
@@ -525,11 +533,14 @@ class PostgresConnectorTask(SourceTask):
         tx = self._tx
         if ts is None or tx is None:
             return []
-        if self.resume is not None and (tx.final_lsn, lsn) <= self.resume:
+        if self.resume is not None and self._stored(tx, lsn):
             return []  # stored before a restart: already written
-        offset = {"lsn_proc": lsn, "lsn_commit": tx.final_lsn, "lsn": lsn, "txId": tx.xid,
+        offset = {"lsn_proc": lsn, "lsn_commit": self._commit_lsn, "lsn": lsn, "txId": tx.xid,
                   "ts_usec": tx.commit_micros}
-        source = self._source(ts, tx.commit_micros, "false", tx.xid, lsn, tx.final_lsn)
+        source = self._source(ts, tx.commit_micros, "false", tx.xid, lsn,
+                              json.dumps([None if self._commit_lsn is None
+                                          else str(self._commit_lsn), str(lsn)],
+                                         separators=(",", ":")))
         new = ts.parse(change.new) if change.new is not None else None
         old = ts.parse(change.old) if change.old is not None else None
         if change.op == "u" and old is not None and ts.key is not None:
@@ -579,6 +590,7 @@ class PostgresConnectorTask(SourceTask):
                 if self._tx is not None:
                     self._last_commit = (decoded.commit_lsn, decoded.end_lsn, self._tx.xid,
                                          decoded.commit_micros)
+                    self._commit_lsn = decoded.commit_lsn
                 self._tx = None
             elif isinstance(decoded, pgoutput.Relation):
                 self._relation(decoded)

@@ -130,13 +130,19 @@ def test_snapshot_then_stream_in_debeziums_envelope(pg):
         for r in (insert, update, delete):
             s = r.value.get("source")
             assert s.get("snapshot") == "false" and s.get("txId") > 0 and s.get("lsn") > 0
-            assert json.loads(s.get("sequence")) == [str(r.source_offset["lsn_commit"]),
+            commit = r.source_offset["lsn_commit"]
+            assert json.loads(s.get("sequence")) == [None if commit is None else str(commit),
                                                      str(s.get("lsn"))]
             assert set(r.source_offset) == {"lsn_proc", "lsn_commit", "lsn", "txId", "ts_usec"}
             assert r.source_offset["lsn"] == s.get("lsn")
             assert r.source_offset["txId"] == s.get("txId")
-        # one transaction: one txId, LSNs rising
+        # lsn_commit: the last transaction read through (none before the first one's commit)
+        assert insert.source_offset["lsn_commit"] is None
+        assert json.loads(insert.value.get("source").get("sequence"))[0] is None
+        assert update.source_offset["lsn_commit"] > insert.source_offset["lsn"]
+        # one transaction: one txId, one lsn_commit, LSNs rising
         assert stream[4].source_offset["txId"] == stream[5].source_offset["txId"]
+        assert stream[4].source_offset["lsn_commit"] == stream[5].source_offset["lsn_commit"]
         assert stream[4].source_offset["lsn"] < stream[5].source_offset["lsn"]
         ack(task, offsets, snapshot + stream)
     finally:
@@ -167,6 +173,33 @@ def test_the_slot_moves_only_to_acknowledged_records_and_a_crash_replays_the_res
         assert [r.key.get("id") for r in replayed] == [3, 4, 5]  # no gap, no duplicate
         pg.run("INSERT INTO customers VALUES (6, 'n6')")
         assert [r.key.get("id") for r in poll_until(task, 1)] == [6]
+    finally:
+        task.stop()
+
+
+def test_interleaved_transactions_replay_in_commit_order_without_a_gap(pg):
+    pg.run("CREATE TABLE t (id INT PRIMARY KEY)")
+    offsets = Offsets()
+    task = start(pg, offsets, snapshot_mode="never")
+    other = psycopg.connect(pg.server.dsn(pg.database))
+    try:
+        task.poll()
+        other.execute("INSERT INTO t VALUES (10)")  # a transaction left open: its change
+        pg.run("INSERT INTO t VALUES (11)")  # comes first in the WAL, its commit last
+        other.execute("INSERT INTO t VALUES (12)")
+        other.commit()
+        records = poll_until(task, 3)
+        assert [r.key.get("id") for r in records] == [11, 10, 12]  # commit order
+        assert records[1].source_offset["lsn"] < records[0].source_offset["lsn"]
+        ack(task, offsets, records[:1])
+        task.poll()
+    finally:
+        other.close()
+        task.stop()
+    task = start(pg, offsets, snapshot_mode="never")
+    try:
+        assert [r.key.get("id") for r in poll_until(task, 2)] == [10, 12]
+        assert task.poll() is None
     finally:
         task.stop()
 
