@@ -13,6 +13,7 @@ import pytest
 from josefk.connect.api.errors import ConnectException
 from josefk.connect.api.schema import Schema, Type
 from josefk.connect.connectors.postgres_cdc import PostgresConnector, PostgresConnectorTask
+from josefk.connect.converters.json import JsonConverter
 from josefk.connect.connectors.postgres_cdc.pgoutput import parse_lsn
 from tests.connect.connectors.contexts import (ConnectorContext, Offsets, SourceContext,
                                                poll_until)
@@ -147,6 +148,30 @@ def test_snapshot_then_stream_in_debeziums_envelope(pg):
         ack(task, offsets, snapshot + stream)
     finally:
         task.stop()
+
+
+def test_the_events_through_the_json_converter_read_as_debeziums(pg):
+    pg.run("CREATE TABLE customers (id INT PRIMARY KEY, name TEXT NOT NULL, "
+           "price NUMERIC(6,2))")
+    task = start(pg, snapshot_mode="never")
+    try:
+        task.poll()
+        pg.run("INSERT INTO customers VALUES (1004, 'anne', 1.50)")
+        [record] = poll_until(task, 1)
+    finally:
+        task.stop()
+    plain, enveloped = JsonConverter(), JsonConverter()
+    plain.configure({"schemas.enable": "false"}, is_key=False)
+    enveloped.configure({"schemas.enable": "true"}, is_key=True)
+    value = json.loads(plain.from_connect_data(record.topic, record.value_schema, record.value))
+    assert list(value) == ENVELOPE_FIELDS and list(value["source"]) == SOURCE_FIELDS
+    assert value["after"] == {"id": 1004, "name": "anne", "price": "AJY="}  # 150, scale 2
+    assert (value["before"], value["op"], value["transaction"]) == (None, "c", None)
+    assert value["source"]["snapshot"] == "false" and value["source"]["xmin"] is None
+    key = json.loads(enveloped.from_connect_data(record.topic, record.key_schema, record.key))
+    assert key == {"schema": {"type": "struct", "fields": [
+        {"type": "int32", "optional": False, "field": "id"}], "optional": False,
+        "name": "shop.public.customers.Key"}, "payload": {"id": 1004}}
 
 
 def test_the_slot_moves_only_to_acknowledged_records_and_a_crash_replays_the_rest(pg):
