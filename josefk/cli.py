@@ -13,7 +13,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 # The services' subcommand -> the module that declares it; every other subcommand is a tool's.
 SERVICES = {"broker": "josefk.broker.main", "registry": "josefk.registry.main",
-            "rest": "josefk.rest.main"}
+            "rest": "josefk.rest.main", "connect": "josefk.connect.main"}
 TOOLS = "josefk.tools.commands"
 
 
@@ -103,7 +103,7 @@ def build_parser(argv=()) -> tuple[argparse.ArgumentParser, tuple]:
     if command in commands:
         return parser, reported
     parser, _commands, reported = _parser([SERVICES["broker"], TOOLS, SERVICES["registry"],
-                                           SERVICES["rest"]])
+                                           SERVICES["rest"], SERVICES["connect"]])
     return parser, reported
 
 
