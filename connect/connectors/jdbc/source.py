@@ -33,7 +33,7 @@ VERSION = "10.8.0"
 MODES = ("bulk", "timestamp", "incrementing", "timestamp+incrementing")
 TABLES_CONFIG = "tables"
 QUERY_PARTITION = {"query": "query"}
-EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+EPOCH = types.EPOCH
 
 
 # transaction.isolation.mode -> SQLAlchemy's isolation_level
@@ -266,8 +266,7 @@ def offset_instant(offset: dict) -> datetime.datetime | None:
 
 def instant_offset(instant: datetime.datetime) -> tuple[int, int]:
     """An instant as Java's Timestamp getTime() and getNanos()."""
-    delta = instant - EPOCH
-    micros = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    micros = types.epoch_micros(instant)
     return micros // 1000, (micros % 1_000_000) * 1000
 
 

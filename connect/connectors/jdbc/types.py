@@ -72,9 +72,13 @@ TIMESTAMP_GRANULARITIES = ("connect_logical", "nanos_long", "nanos_string",
                            "nanos_iso_datetime_string")
 
 
-def _epoch_nanos(instant: datetime.datetime) -> int:
+def epoch_micros(instant: datetime.datetime) -> int:
     delta = instant - EPOCH
-    return ((delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds) * 1000
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def _epoch_nanos(instant: datetime.datetime) -> int:
+    return epoch_micros(instant) * 1000
 
 
 def _timestamp(granularity: str, zone: datetime.tzinfo):
