@@ -25,6 +25,7 @@ from josefk.connect.api.errors import ConnectException
 from josefk.connect.api.records import SourceRecord
 from josefk.connect.api.schema import SchemaBuilder, Struct
 from josefk.connect.connectors.cause import one_line
+from josefk.connect.connectors.epoch import EPOCH, epoch_micros
 from josefk.connect.connectors.jdbc import common, types
 
 log = logging.getLogger(__name__)
@@ -33,7 +34,6 @@ VERSION = "10.8.0"
 MODES = ("bulk", "timestamp", "incrementing", "timestamp+incrementing")
 TABLES_CONFIG = "tables"
 QUERY_PARTITION = {"query": "query"}
-EPOCH = types.EPOCH
 
 
 # transaction.isolation.mode -> SQLAlchemy's isolation_level
@@ -266,7 +266,7 @@ def offset_instant(offset: dict) -> datetime.datetime | None:
 
 def instant_offset(instant: datetime.datetime) -> tuple[int, int]:
     """An instant as Java's Timestamp getTime() and getNanos()."""
-    micros = types.epoch_micros(instant)
+    micros = epoch_micros(instant)
     return micros // 1000, (micros % 1_000_000) * 1000
 
 

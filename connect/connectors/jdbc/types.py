@@ -12,10 +12,10 @@ import sqlalchemy as sa
 
 from josefk.connect.api.errors import ConnectException
 from josefk.connect.api.schema import Date, Decimal, Schema, SchemaBuilder, Time, Timestamp, Type
+from josefk.connect.connectors.epoch import epoch_micros
 
 NUMERIC_MAPPINGS = ("none", "precision_only", "best_fit", "best_fit_eager_double")
 UTC = datetime.timezone.utc
-EPOCH = datetime.datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _int_schema(precision: int) -> SchemaBuilder:
@@ -70,11 +70,6 @@ def timestamp_converter(zone: datetime.tzinfo) -> Callable[[Any], datetime.datet
 
 TIMESTAMP_GRANULARITIES = ("connect_logical", "nanos_long", "nanos_string",
                            "nanos_iso_datetime_string")
-
-
-def epoch_micros(instant: datetime.datetime) -> int:
-    delta = instant - EPOCH
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
 def _epoch_nanos(instant: datetime.datetime) -> int:

@@ -10,6 +10,7 @@ import decimal
 from typing import Any, Callable, NamedTuple
 
 from josefk.connect.api.schema import Schema, SchemaBuilder, Struct, Type
+from josefk.connect.connectors.epoch import epoch_micros
 from josefk.connect.connectors.postgres_cdc.pgoutput import UNCHANGED
 
 DEBEZIUM_VERSION = "2.7.3.Final"
@@ -19,7 +20,6 @@ SNAPSHOT_VALUES = "true,first,first_in_data_collection,last_in_data_collection,l
 # what Debezium puts for a TOASTed value the server did not send (unavailable.value.placeholder)
 UNAVAILABLE = "__debezium_unavailable_value"
 _EPOCH_DATE = datetime.date(1970, 1, 1)
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 UTC = datetime.timezone.utc
 
 
@@ -44,13 +44,8 @@ def _time_micros(text: str) -> int:
     return ((t.hour * 60 + t.minute) * 60 + t.second) * 1_000_000 + t.microsecond
 
 
-def _micros(value: datetime.datetime) -> int:
-    delta = value - _EPOCH
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-
-
 def _timestamp_micros(text: str) -> int:
-    return _micros(datetime.datetime.fromisoformat(text).replace(tzinfo=UTC))
+    return epoch_micros(datetime.datetime.fromisoformat(text).replace(tzinfo=UTC))
 
 
 def _iso_utc(value: datetime.datetime) -> str:
