@@ -34,6 +34,7 @@ VERSION = "10.8.0"
 MODES = ("bulk", "timestamp", "incrementing", "timestamp+incrementing")
 TABLES_CONFIG = "tables"
 QUERY_PARTITION = {"query": "query"}
+OFFSET_FIELDS = ("incrementing", "timestamp", "timestamp_nanos")
 
 
 # transaction.isolation.mode -> SQLAlchemy's isolation_level
@@ -243,6 +244,23 @@ class JdbcSourceConnector(SourceConnector):
             return []
         groups = group_partitions(self.tables, min(max_tasks, len(self.tables)))
         return [{**self.props, TABLES_CONFIG: ",".join(group)} for group in groups]
+
+    def alter_offsets(self, connector_config: dict[str, str], offsets: dict) -> bool:
+        """KIP-875: the offsets live in Kafka only, so any well-formed ones may be written
+        (a table's or the query's partition; an offset of integer fields, or none: reset)."""
+        for partition, offset in offsets.items():
+            if not ("table" in partition or partition == QUERY_PARTITION):
+                raise ConnectException(f"Source partition {partition} names no table and is "
+                                       f"not the query's {QUERY_PARTITION}")
+            if offset is None:
+                continue
+            bad = [k for k, v in offset.items()
+                   if k not in OFFSET_FIELDS or not isinstance(v, int) or isinstance(v, bool)]
+            if bad:
+                raise ConnectException(f"Source offset {offset} for {partition}: "
+                                       f"{', '.join(bad)} must be among {OFFSET_FIELDS}, "
+                                       f"integers")
+        return True
 
     def stop(self) -> None:
         self._stopping.set()

@@ -479,6 +479,24 @@ def test_settings_checked_as_confluents():
     assert error.startswith("Invalid value exact for configuration numeric.mapping")
 
 
+class Partition(dict):
+    """A source partition as the worker hands them to alter_offsets: a dict, hashable."""
+
+    def __hash__(self):
+        return hash(tuple(sorted(self.items())))
+
+
+def test_offsets_may_be_altered_when_well_formed():
+    connector = JdbcSourceConnector()
+    assert connector.alter_offsets({}, {Partition(protocol="1", table="public.t"): {
+        "incrementing": 5, "timestamp": 1, "timestamp_nanos": 0},
+        Partition(query="query"): None})
+    with pytest.raises(ConnectException, match="names no table"):
+        connector.alter_offsets({}, {Partition(server="x"): {"incrementing": 1}})
+    with pytest.raises(ConnectException, match="lsn must be among"):
+        connector.alter_offsets({}, {Partition(table="t"): {"lsn": 1}})
+
+
 def test_a_nullable_incrementing_column_is_refused(db):
     db.run("CREATE TABLE loose (id INTEGER PRIMARY KEY, seq INTEGER)")
     with pytest.raises(ConnectException, match="using column seq on .*loose because this "
