@@ -108,6 +108,10 @@ class JdbcSinkConnector(SinkConnector):
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
         return [dict(self.props) for _ in range(max_tasks)]
 
+    def alter_offsets(self, connector_config, offsets) -> bool:
+        """KIP-875: the sink keeps no offsets of its own (the consumer group's are all)."""
+        return True
+
     def stop(self) -> None:
         pass
 

@@ -252,6 +252,10 @@ def test_logical_types_round_trip(db):
     assert bytes(row.raw) == b"\x00\x01"
 
 
+def test_the_consumer_groups_offsets_are_all_the_sinks():
+    assert JdbcSinkConnector().alter_offsets({}, {("t", 0): 5}) is True
+
+
 def test_settings_checked_across_fields():
     with pytest.raises(ConfigException, match="Primary key mode must be 'record_key' when "
                                               "delete support is enabled"):
