@@ -405,7 +405,10 @@ class JdbcSinkTask(SinkTask):
             cause = one_line(e)
             if self.remaining_retries > 0:
                 self.remaining_retries -= 1
+                # as Confluent's new writer: connections and what is known of the tables anew
                 self.engine.dispose()
+                self._plans.clear()
+                self._tables.clear()
                 if self.context is not None:
                     self.context.timeout(self.settings["retry.backoff.ms"])
                 raise RetriableException(f"Write to the database failed (retries left "

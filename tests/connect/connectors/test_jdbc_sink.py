@@ -230,6 +230,20 @@ def test_database_errors_are_retried_then_fail(db):
     assert rows(db) == [(1, "a", None)]
 
 
+def test_a_table_dropped_under_the_sink_is_created_again_on_the_retry(db):
+    task, context = task_for(db, auto_create="true", insert_mode="upsert",
+                             pk_mode="record_key", retry_backoff_ms=10)
+    task.put([record(1, value(1, "a"))])
+    with db[1].begin() as conn:
+        conn.execute(sa.text("DROP TABLE people"))
+    batch = [record(2, value(2, "b"), 1)]
+    with pytest.raises(RetriableException):
+        task.put(batch)
+    task.put(batch)  # the worker's retry of the same records
+    task.stop()
+    assert rows(db) == [(2, "b", None)] and context.timeouts == [10]
+
+
 def test_logical_types_round_trip(db):
     schema = (SchemaBuilder.struct().field("id", Schema.INT32_SCHEMA)
               .field("amount", Decimal.schema(2)).field("day", Date.SCHEMA)
