@@ -22,7 +22,7 @@ import psycopg2.extras
 from josefk.connect.api.config import ConfigDef, ConfigValue, Importance, Range, ValidString
 from josefk.connect.api.config import Type as T
 from josefk.connect.api.connector import SourceConnector, SourceTask
-from josefk.connect.api.errors import ConnectException
+from josefk.connect.api.errors import ConnectException, RetriableException
 from josefk.connect.api.records import RecordMetadata, SourceRecord
 from josefk.connect.api.schema import Struct
 from josefk.connect.connectors.cause import one_line
@@ -278,6 +278,7 @@ class PostgresConnectorTask(SourceTask):
         stored = self.context.offset_storage_reader().offset(self.partition) \
             if self.context is not None else None
         self.resume = self._resume_point(stored)
+        self._emitted = None  # the resume point of the last streamed record given out
         # the commit LSN of the last transaction read through, Debezium's lsn_commit
         self._commit_lsn = self.resume[0] if self.resume is not None else None
         try:
@@ -541,6 +542,7 @@ class PostgresConnectorTask(SourceTask):
                               json.dumps([None if self._commit_lsn is None
                                           else str(self._commit_lsn), str(lsn)],
                                          separators=(",", ":")))
+        self._emitted = (self._commit_lsn, tx.xid, lsn)
         new = ts.parse(change.new) if change.new is not None else None
         old = ts.parse(change.old) if change.old is not None else None
         if change.op == "u" and old is not None and ts.key is not None:
@@ -567,6 +569,7 @@ class PostgresConnectorTask(SourceTask):
             value_schema=HEARTBEAT_VALUE,
             value=Struct(HEARTBEAT_VALUE).put("ts_ms", time.time_ns() // 1_000_000))
         self._track(record, end_lsn)
+        self._emitted = (commit_lsn, xid, end_lsn)
         return [record]
 
     def _read_stream(self) -> list[SourceRecord]:
@@ -614,8 +617,39 @@ class PostgresConnectorTask(SourceTask):
                         return None
                     self._start_streaming()
                 return self._read_stream() or None
+            except (psycopg2.OperationalError, psycopg2.InterfaceError) as e:
+                if not self._streaming:
+                    raise ConnectException(f"PostgreSQL replication failed: {one_line(e)}") \
+                        from None
+                cause = one_line(e)
+                self._reconnect()
+                raise RetriableException(f"The replication connection was lost ({cause}); "
+                                         f"reconnected, the stream goes on after the last "
+                                         f"record given") from None
             except psycopg2.Error as e:
                 raise ConnectException(f"PostgreSQL replication failed: {one_line(e)}") from None
+
+    def _reconnect(self) -> None:
+        """New connections after a lost one (ConnectException where the server cannot be
+        reached); the stream restarts from the slot, passing over the events given before."""
+        try:
+            self.repl.close()
+        except psycopg2.Error:
+            pass  # already gone
+        try:
+            with self.conn.cursor() as cur:
+                cur.execute("SELECT 1")
+        except psycopg2.Error:
+            self.conn.close()
+            self.conn = _connect(self.settings)
+        self._wait_walsender_gone()
+        self.repl = _connect(self.settings, replication=True)
+        self._walsender = self.repl.get_backend_pid()
+        self.cur = self.repl.cursor()
+        self._streaming, self._tx, self._flushed = False, None, 0
+        self.tables.clear()  # the new session sends each relation again
+        if self._emitted is not None:
+            self.resume = self._emitted
 
     def commit_record(self, record: SourceRecord, metadata: RecordMetadata | None) -> None:
         with self._acks:

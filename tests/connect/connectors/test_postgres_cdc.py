@@ -6,11 +6,12 @@ from __future__ import annotations
 import decimal
 import json
 import socket
+import time
 
 import psycopg
 import pytest
 
-from josefk.connect.api.errors import ConnectException
+from josefk.connect.api.errors import ConnectException, RetriableException
 from josefk.connect.api.schema import Schema, Type
 from josefk.connect.connectors.postgres_cdc import PostgresConnector, PostgresConnectorTask
 from josefk.connect.converters.json import JsonConverter
@@ -225,6 +226,32 @@ def test_interleaved_transactions_replay_in_commit_order_without_a_gap(pg):
     try:
         assert [r.key.get("id") for r in poll_until(task, 2)] == [10, 12]
         assert task.poll() is None
+    finally:
+        task.stop()
+
+
+def test_a_lost_replication_connection_is_made_again_without_a_gap_or_a_repeat(pg):
+    pg.run("CREATE TABLE t (id INT PRIMARY KEY)")
+    task = start(pg, snapshot_mode="never")
+    try:
+        task.poll()
+        pg.run("INSERT INTO t VALUES (1)", "INSERT INTO t VALUES (2)")
+        assert [r.key.get("id") for r in poll_until(task, 2)] == [1, 2]
+        pg.run("SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots "
+               "WHERE slot_name = '%s'" % pg.props["slot.name"])
+        pg.run("INSERT INTO t VALUES (3)")
+        records, retried = [], []
+        deadline = time.monotonic() + 20
+        while not records and time.monotonic() < deadline:
+            try:
+                records = task.poll() or []
+            except RetriableException as e:  # the worker polls again, as Connect's does
+                retried.append(str(e))
+        assert [r.key.get("id") for r in records] == [3]
+        [message] = retried
+        assert message.startswith("The replication connection was lost (") and "\n" not in message
+        pg.run("INSERT INTO t VALUES (4)")
+        assert [r.key.get("id") for r in poll_until(task, 1)] == [4]
     finally:
         task.stop()
 
