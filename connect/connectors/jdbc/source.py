@@ -552,16 +552,16 @@ class JdbcSourceTask(SourceTask):
             if self._stopping.is_set():
                 return None
             heapq.heappop(self._queue)
+            failed, records, more = True, [], False
             try:
                 records, more = querier.read(self.conn, self.settings["batch.max.rows"])
-                self._failures = 0
+                failed, self._failures = False, 0
             except sa.exc.DBAPIError as e:
-                records, more = [], False
                 self._failed(querier, e)
             finally:
                 if not more:
                     querier.reset(time.monotonic())
-                    self._end_transaction()
+                    self._end_transaction(failed)
                 heapq.heappush(self._queue, (querier.last_update, next(self._order), querier))
         return records or None
 
@@ -576,11 +576,19 @@ class JdbcSourceTask(SourceTask):
         log.warning("Failed to run query for table %s (will retry): %s", querier.topic,
                     one_line(error))
 
-    def _end_transaction(self) -> None:
+    def _end_transaction(self, failed: bool) -> None:
+        """Commit after a query read through; after a failure roll back, and a connection
+        that broke is opened again at the next query."""
+        if not failed:
+            try:
+                self.conn.commit()
+                return
+            except sa.exc.DBAPIError:
+                pass
         try:
-            self.conn.commit()
+            self.conn.rollback()
         except sa.exc.DBAPIError:
-            self.conn.invalidate()  # a broken connection: the next query opens a new one
+            self.conn.invalidate()
             self.conn.rollback()
 
     def stop(self) -> None:

@@ -497,6 +497,24 @@ def test_offsets_may_be_altered_when_well_formed():
         connector.alter_offsets({}, {Partition(table="t"): {"lsn": 1}})
 
 
+def test_a_lost_connection_is_made_again_at_the_next_poll(postgres, pg_database):
+    db = Db("postgresql", {"connection.url": postgres.jdbc_url(pg_database),
+                           "connection.user": postgres.user,
+                           "connection.password": postgres.password}, "public")
+    db.run("CREATE TABLE t (id INT PRIMARY KEY)", "INSERT INTO t VALUES (1)")
+    connector, _, [task] = start(db, mode="incrementing", incrementing_column_name="id")
+    try:
+        assert ids(poll_until(task, 1)) == [1]
+        db.run("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+               "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+        db.engine.dispose()
+        db.run("INSERT INTO t VALUES (2)")
+        assert ids(poll_until(task, 1)) == [2]
+    finally:
+        stop(connector, [task])
+        db.engine.dispose()
+
+
 def test_a_nullable_incrementing_column_is_refused(db):
     db.run("CREATE TABLE loose (id INTEGER PRIMARY KEY, seq INTEGER)")
     with pytest.raises(ConnectException, match="using column seq on .*loose because this "
