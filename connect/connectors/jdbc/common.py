@@ -101,7 +101,9 @@ def connect(settings: dict) -> sa.Engine:
                          password.value if password is not None else None,
                          settings.get("dialect.name") or "")
     try:
-        engine = sa.create_engine(url)
+        # pre-ping: a pooled connection the server dropped is replaced, as Confluent's
+        # CachedConnectionProvider checks isValid before each use
+        engine = sa.create_engine(url, pool_pre_ping=True)
     except (sa.exc.ArgumentError, sa.exc.NoSuchModuleError, ImportError) as e:
         raise ConnectException(f"Cannot use connection.url {url.render_as_string()}: "
                                f"{one_line(e)}") from None

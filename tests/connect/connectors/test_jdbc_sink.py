@@ -266,6 +266,23 @@ def test_logical_types_round_trip(db):
     assert bytes(row.raw) == b"\x00\x01"
 
 
+def test_connections_the_server_dropped_are_replaced(postgres, pg_database):
+    props = {"connection.url": postgres.jdbc_url(pg_database), "connection.user": postgres.user,
+             "connection.password": postgres.password}
+    engine = sa.create_engine(sqlalchemy_url(props["connection.url"], postgres.user,
+                                             postgres.password))
+    task, _ = task_for((props, engine), auto_create="true")
+    task.put([record(1, value(1, "a"))])
+    with engine.begin() as conn:
+        conn.execute(sa.text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
+                             "datname = current_database() AND pid <> pg_backend_pid()"))
+    engine.dispose()
+    task.put([record(2, value(2, "b"), 1)])
+    task.stop()
+    assert rows((props, engine)) == [(1, "a", None), (2, "b", None)]
+    engine.dispose()
+
+
 def test_the_consumer_groups_offsets_are_all_the_sinks():
     assert JdbcSinkConnector().alter_offsets({}, {("t", 0): 5}) is True
 
