@@ -27,10 +27,10 @@ from josefk.connect.api.records import RecordMetadata, SourceRecord
 from josefk.connect.api.schema import Struct
 from josefk.connect.connectors.cause import one_line
 from josefk.connect.connectors.postgres_cdc import pgoutput
-from josefk.connect.connectors.postgres_cdc.schema import (DEBEZIUM_VERSION, HEARTBEAT_KEY,
-                                                           HEARTBEAT_VALUE, SOURCE,
-                                                           TableColumn, TableSchema,
-                                                           is_known_type)
+from josefk.connect.connectors.postgres_cdc.schema import (DEBEZIUM_VERSION, DECIMAL_MODES,
+                                                           HEARTBEAT_KEY, HEARTBEAT_VALUE,
+                                                           SOURCE, TIME_MODES, TableColumn,
+                                                           TableSchema, is_known_type)
 
 SNAPSHOT_MODES = ("initial", "always", "never", "no_data", "initial_only", "when_needed")
 AUTOCREATE_MODES = ("all_tables", "disabled", "filtered", "no_tables")
@@ -91,6 +91,13 @@ def config_def() -> ConfigDef:
     c.define("snapshot.mode", T.STRING, "initial", ValidString(SNAPSHOT_MODES), Importance.MEDIUM,
              "When to snapshot: initial, always, never/no_data, initial_only, when_needed.",
              group=e)
+    c.define("decimal.handling.mode", T.STRING, "precise", ValidString(DECIMAL_MODES),
+             Importance.MEDIUM, "How DECIMAL and NUMERIC values are represented: precise "
+             "(Connect's Decimal), double, string.", group=e)
+    c.define("time.precision.mode", T.STRING, "adaptive", ValidString(TIME_MODES),
+             Importance.MEDIUM, "How time values are represented: adaptive (the column's "
+             "precision), adaptive_time_microseconds, connect (Connect's Date, Time and "
+             "Timestamp).", group=e)
     c.define("tombstones.on.delete", T.BOOLEAN, True, importance=Importance.MEDIUM, group=e,
              documentation="Whether delete operations are followed by a tombstone event.")
     c.define("heartbeat.interval.ms", T.INT, 0, Range.at_least(0), Importance.MEDIUM,
@@ -418,7 +425,7 @@ class PostgresConnectorTask(SourceTask):
         held = None
         try:
             for n, (schema_name, table, columns) in enumerate(tables):
-                ts = TableSchema(self.prefix, schema_name, table, columns)
+                ts = self._table_schema(schema_name, table, columns)
                 select_list = ", ".join(f"{_quote(c.name)}::text" for c in columns) or "NULL"
                 cur = conn.cursor(name=f"josefk_snapshot_{n}")
                 cur.itersize = self.settings["max.batch.size"]
@@ -459,6 +466,11 @@ class PostgresConnectorTask(SourceTask):
                   "snapshot": True}
         source = self._source(ts, now, marker, xid, lsn, None)
         return self._change(ts, "r", None, ts.parse(texts), source, offset, lsn)[0]
+
+    def _table_schema(self, schema_name: str, table: str, columns) -> TableSchema:
+        return TableSchema(self.prefix, schema_name, table, columns,
+                           self.settings["decimal.handling.mode"],
+                           self.settings["time.precision.mode"])
 
     # -- records -------------------------------------------------------------------------
 
@@ -527,7 +539,7 @@ class PostgresConnectorTask(SourceTask):
             columns.append(TableColumn(col.name, type_oid, typmod,
                                        known is not None and known.not_null,
                                        known.pk_position if known is not None else None))
-        self.tables[rel.oid] = TableSchema(self.prefix, rel.namespace, rel.name, columns)
+        self.tables[rel.oid] = self._table_schema(rel.namespace, rel.name, columns)
 
     def _stream_change(self, change: pgoutput.Change, lsn: int) -> list[SourceRecord]:
         ts = self.tables.get(change.relation_oid)

@@ -9,7 +9,8 @@ import datetime
 import decimal
 from typing import Any, Callable, NamedTuple
 
-from josefk.connect.api.schema import Schema, SchemaBuilder, Struct, Type
+from josefk.connect.api.schema import (Date, Schema, SchemaBuilder, Struct, Time, Timestamp,
+                                       Type)
 from josefk.connect.connectors.epoch import epoch_micros
 from josefk.connect.connectors.postgres_cdc.pgoutput import UNCHANGED
 
@@ -106,14 +107,31 @@ def _precision(typmod: int) -> int:
     return 6 if typmod < 0 else typmod
 
 
-def column_type(type_oid: int, typmod: int) -> ColumnType:
+DECIMAL_MODES = ("precise", "double", "string")
+TIME_MODES = ("adaptive", "adaptive_time_microseconds", "connect")
+_CONNECT_DATE = ColumnType(Date.builder, datetime.date.fromisoformat, _EPOCH_DATE)
+_CONNECT_TIME = ColumnType(Time.builder, datetime.time.fromisoformat, datetime.time(0))
+_CONNECT_TIMESTAMP = ColumnType(
+    Timestamp.builder, lambda t: datetime.datetime.fromisoformat(t).replace(tzinfo=UTC),
+    datetime.datetime(1970, 1, 1, tzinfo=UTC))
+
+
+def column_type(type_oid: int, typmod: int, decimal_mode: str = "precise",
+                time_mode: str = "adaptive") -> ColumnType:
+    """A column's ColumnType under Debezium's decimal.handling.mode and time.precision.mode."""
+    if type_oid == 1700 and decimal_mode == "double":
+        return ColumnType(SchemaBuilder.float64, float, 0.0)
+    if type_oid == 1700 and decimal_mode == "string":
+        return ColumnType(SchemaBuilder.string, str, "")
+    if time_mode == "connect" and type_oid in (1082, 1083, 1114):
+        return {1082: _CONNECT_DATE, 1083: _CONNECT_TIME, 1114: _CONNECT_TIMESTAMP}[type_oid]
     simple = _SIMPLE.get(type_oid)
     if simple is not None:
         return simple
     if type_oid == 1700:
         return _numeric(typmod)
     if type_oid == 1083:  # time
-        if _precision(typmod) <= 3:
+        if _precision(typmod) <= 3 and time_mode == "adaptive":
             return ColumnType(lambda: _named(SchemaBuilder.int32(), "io.debezium.time.Time"),
                               lambda t: _time_micros(t) // 1000, 0)
         return ColumnType(lambda: _named(SchemaBuilder.int64(), "io.debezium.time.MicroTime"),
@@ -194,11 +212,13 @@ class TableSchema:
     """One table's key, value and envelope schemas and how a row (text values in column
     order) becomes its key and value structs."""
 
-    def __init__(self, prefix: str, schema: str, table: str, columns: list[TableColumn]):
+    def __init__(self, prefix: str, schema: str, table: str, columns: list[TableColumn],
+                 decimal_mode: str = "precise", time_mode: str = "adaptive"):
         self.schema_name, self.table = schema, table
         self.topic = f"{prefix}.{schema}.{table}"
         self.columns = columns
-        self.types = [column_type(c.type_oid, c.typmod) for c in columns]
+        self.types = [column_type(c.type_oid, c.typmod, decimal_mode, time_mode)
+                      for c in columns]
         value = SchemaBuilder.struct().name(f"{self.topic}.Value").optional()
         for column, ctype in zip(columns, self.types):
             field = ctype.builder()

@@ -3,6 +3,7 @@ the snapshot, then the stream, in Debezium's shapes; acknowledgements moving the
 restart after a crash replaying without a gap or a duplicate."""
 from __future__ import annotations
 
+import datetime
 import decimal
 import json
 import socket
@@ -12,7 +13,7 @@ import psycopg
 import pytest
 
 from josefk.connect.api.errors import ConnectException, RetriableException
-from josefk.connect.api.schema import Schema, Type
+from josefk.connect.api.schema import Date, Schema, Timestamp, Type
 from josefk.connect.connectors.postgres_cdc import PostgresConnector, PostgresConnectorTask
 from josefk.connect.converters.json import JsonConverter
 from josefk.connect.connectors.postgres_cdc.pgoutput import parse_lsn
@@ -440,6 +441,32 @@ def test_column_types_are_debeziums_in_the_snapshot_and_the_stream(pg):
         assert schema.field("u").schema.name == "io.debezium.data.Uuid"
         assert after.get("u") == "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"
         assert schema.field("dom").schema == Schema.INT32_SCHEMA and after.get("dom") == 9
+
+
+def test_decimal_handling_and_time_precision_modes(pg):
+    pg.run("CREATE TABLE m (id INT PRIMARY KEY, price NUMERIC(10,2), day DATE, at TIME, "
+           "ts TIMESTAMP)",
+           "INSERT INTO m VALUES (1, 12.50, '2024-02-29', '13:14:15.5', '2024-01-01 10:00:00')")
+    expected = {
+        ("double", "connect"): (12.5, datetime.date(2024, 2, 29), datetime.time(13, 14, 15, 500000),
+                                datetime.datetime(2024, 1, 1, 10, tzinfo=datetime.timezone.utc)),
+        ("string", "adaptive_time_microseconds"): (
+            "12.50", 19782, (13 * 3600 + 14 * 60 + 15) * 1_000_000 + 500_000,
+            1_704_103_200_000_000)}
+    for n, ((decimals, times), values) in enumerate(expected.items()):
+        task = start(pg, decimal_handling_mode=decimals, time_precision_mode=times,
+                     slot_name=f"{pg.props['slot.name'][:55]}_{n}")
+        try:
+            [record] = poll_until(task, 1)
+        finally:
+            task.stop()
+        after = record.value.get("after")
+        assert tuple(after.get(c) for c in ("price", "day", "at", "ts")) == values
+        if times == "connect":
+            assert after.schema.field("day").schema == Date.builder().optional().build()
+            assert after.schema.field("ts").schema == Timestamp.builder().optional().build()
+        else:
+            assert after.schema.field("at").schema.name == "io.debezium.time.MicroTime"
 
 
 def test_heartbeats_carry_the_position_past_uncaptured_changes(pg):
