@@ -1,4 +1,4 @@
-"""``josefk connect worker.properties``: a Kafka Connect worker in distributed mode, configured
+"""``josefk connect [worker.properties] [--override KEY=VALUE ...]``: a Kafka Connect worker in distributed mode, configured
 as ``connect-distributed.sh`` is; ``josefk connect --standalone worker.properties
 connector.properties|connector.json ...`` one in standalone mode, as ``connect-standalone.sh``
 (connector configs as properties files, or JSON either flat or ``{"name", "config"}``). It
@@ -22,8 +22,9 @@ log = logging.getLogger("josefk.connect")
 def add_commands(sub, kv):
     p = sub.add_parser("connect", help="run a Kafka Connect worker (distributed, or --standalone "
                                        "with connector configs)")
-    p.add_argument("config", help="the worker's properties (connect-distributed.properties, "
-                                  "or connect-standalone.properties with --standalone)")
+    p.add_argument("config", nargs="?", help="the worker's properties "
+                   "(connect-distributed.properties, or connect-standalone.properties with "
+                   "--standalone)")
     p.add_argument("connectors", nargs="*", metavar="connector-config",
                    help="standalone: connector configs (.properties or .json)")
     p.add_argument("--standalone", action="store_true",
@@ -59,7 +60,8 @@ def run(args) -> int:
     from josefk.httpd.server import ServiceError
 
     try:
-        props = {**parse_properties(Path(args.config).read_text()), **dict(args.override)}
+        props = parse_properties(Path(args.config).read_text()) if args.config else {}
+        props.update(dict(args.override))
         if args.connectors and not args.standalone:
             raise ConfigError("connector configs are given to a standalone worker "
                               "(--standalone); a distributed one takes them over REST")
@@ -107,8 +109,8 @@ async def serve(config, props: dict, connectors: list[dict]) -> int:
         else:
             await herder.start(connectors)
         mode = "distributed" if config.distributed else "standalone"
-        print(f"josefk connect ({mode}, worker {config.worker_id}) started; REST API on "
-              f"{', '.join(urls)}", flush=True)
+        print(f"josefk connect started on {', '.join(urls)} ({mode}, worker "
+              f"{config.worker_id})", flush=True)
         await stop.wait()
     finally:
         await herder.stop()
