@@ -1,7 +1,7 @@
 """PostgreSQL's ``pgoutput`` logical replication messages (protocol version 1), decoded from
-the CopyData payloads of a replication stream: Begin, Commit, Relation, Insert, Update,
-Delete, Truncate (Origin and Type are read and passed over). Column values stay in text
-form (``None`` for NULL, ``UNCHANGED`` for an unchanged TOASTed value)."""
+the CopyData payloads of a replication stream: Begin, Commit, Relation, Insert, Update and
+Delete (the others are passed over). Column values stay in text form (``None`` for NULL,
+``UNCHANGED`` for an unchanged TOASTed value)."""
 from __future__ import annotations
 
 import struct
@@ -49,11 +49,9 @@ class Change(NamedTuple):
     new: list | None
 
 
-class Truncate(NamedTuple):
-    relation_oids: tuple[int, ...]
-
-
 class Skipped(NamedTuple):
+    """A message the connector passes over: Origin, Type, Truncate (Debezium's default
+    skipped.operations=t), logical decoding messages."""
     kind: str
 
 
@@ -150,20 +148,11 @@ def decode(payload: bytes):
         oid = r.int32()
         marker = r.byte()
         return Change("d", oid, r.tuple_data(), marker == "K", None)
-    if kind == "T":
-        count = r.int32()
-        r.int8()
-        return Truncate(tuple(r.int32() for _ in range(count)))
     return Skipped(kind)
 
 
 def _i32(value: int) -> int:
     return value - (1 << 32) if value >= 1 << 31 else value
-
-
-def lsn_text(lsn: int) -> str:
-    """An LSN as PostgreSQL writes it (``16/B374D848``)."""
-    return f"{lsn >> 32:X}/{lsn & 0xFFFFFFFF:X}"
 
 
 def parse_lsn(text: str) -> int:
