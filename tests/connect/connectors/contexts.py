@@ -1,10 +1,9 @@
 """Small test doubles of the contexts the worker gives connectors and tasks (the Protocols of
-josefk.connect.api.connector), for driving connectors directly in their unit tests."""
+josefk.connect.api.connector, as far as these connectors use them), for driving connectors
+directly in their unit tests."""
 from __future__ import annotations
 
 import time
-
-from josefk.connect.api.connector import TopicPartition
 
 
 class Offsets:
@@ -40,9 +39,6 @@ class SourceContext:
     def offset_storage_reader(self):
         return self.reader
 
-    def transaction_context(self):
-        return None
-
 
 class ConnectorContext:
     def __init__(self):
@@ -56,6 +52,9 @@ class ConnectorContext:
 
 
 class SinkContext:
+    """What the JDBC sink uses of a SinkTaskContext: its settings, and the back-off it asks
+    for before a retry."""
+
     def __init__(self, props: dict):
         self.props, self.timeouts = props, []
 
@@ -64,24 +63,6 @@ class SinkContext:
 
     def timeout(self, timeout_ms: int):
         self.timeouts.append(timeout_ms)
-
-    def offset(self, offsets):
-        pass
-
-    def assignment(self):
-        return {TopicPartition("t", 0)}
-
-    def pause(self, *partitions):
-        pass
-
-    def resume(self, *partitions):
-        pass
-
-    def request_commit(self):
-        pass
-
-    def errant_record_reporter(self):
-        return None
 
 
 def poll_until(task, count: int, timeout: float = 10.0) -> list:
