@@ -1,0 +1,110 @@
+"""Where source connectors' offsets live, in Kafka Connect's layout: a record keyed by
+``["<connector>",{<source partition>}]`` with the source offset as value (None: removed), both
+compact JSON as Kafka's JsonConverter (``schemas.enable=false``) writes them. Standalone mode
+keeps them in a local file (``FileOffsetStore``); distributed mode in the offsets topic."""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import threading
+
+from josefk.connect.api.config import ConfigException
+
+FILE_SETTING = "offset.storage.file.filename"
+
+
+def _compact(value) -> bytes:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def offset_key(connector: str, partition: dict) -> bytes:
+    """The offsets topic's key of one source partition: ``["<connector>",{...}]``."""
+    return _compact([connector, partition])
+
+
+def offset_value(offset: dict | None) -> bytes | None:
+    """The offsets topic's value: the offset as compact JSON, None (a tombstone) to remove."""
+    return None if offset is None else _compact(offset)
+
+
+def parse_offset_key(key: bytes) -> tuple[str, dict] | None:
+    """(connector, partition) of an offsets key, None if it is not Connect's layout."""
+    try:
+        parsed = json.loads(key)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if (not isinstance(parsed, list) or len(parsed) != 2 or not isinstance(parsed[0], str)
+            or not isinstance(parsed[1], dict)):
+        return None
+    return parsed[0], parsed[1]
+
+
+class FileOffsetStore:
+    """Standalone mode's offsets (``offset.storage.file.filename``): every key and value of
+    the offsets topic's layout, kept in memory and written to the file as one JSON object
+    ``{"<key>": <offset>}`` on each ``put``, atomically (a temporary file renamed over it).
+    Kafka's own standalone worker writes this file as a serialised Java HashMap: neither
+    worker reads the other's file."""
+
+    topic = None
+
+    def __init__(self, path: str):
+        self.path = path
+        self._lock = threading.Lock()
+        self._data: dict[str, dict] = {}
+        if os.path.exists(path) and os.path.getsize(path):
+            try:
+                with open(path, encoding="utf-8") as f:
+                    loaded = json.load(f)
+            except (OSError, ValueError) as e:
+                raise ConfigException(FILE_SETTING, path, f"not an offsets file: {e}") from None
+            if not isinstance(loaded, dict):
+                raise ConfigException(FILE_SETTING, path,
+                                      "not an offsets file (a JSON object expected)")
+            self._data = loaded
+
+    @staticmethod
+    def _key(connector: str, partition: dict) -> str:
+        return offset_key(connector, partition).decode()
+
+    def get(self, connector: str, partitions: list[dict]) -> list[dict | None]:
+        with self._lock:
+            return [self._data.get(self._key(connector, p)) for p in partitions]
+
+    def put(self, connector: str, offsets: list[tuple[dict, dict | None]]) -> None:
+        with self._lock:
+            for partition, offset in offsets:
+                key = self._key(connector, partition)
+                if offset is None:
+                    self._data.pop(key, None)
+                else:
+                    self._data[key] = offset
+            self._write()
+
+    def all(self, connector: str) -> list[tuple[dict, dict]]:
+        with self._lock:
+            items = list(self._data.items())
+        found = []
+        for key, offset in items:
+            parsed = parse_offset_key(key.encode())
+            if parsed is not None and parsed[0] == connector:
+                found.append((parsed[1], offset))
+        return found
+
+    def records(self, connector: str,
+                offsets: list[tuple[dict, dict | None]]) -> list[tuple[bytes, bytes | None]]:
+        return [(offset_key(connector, p), offset_value(o)) for p, o in offsets]
+
+    def _write(self) -> None:
+        folder = os.path.dirname(os.path.abspath(self.path))
+        fd, tmp = tempfile.mkstemp(prefix=".offsets-", dir=folder)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(self._data, f, separators=(",", ":"), ensure_ascii=False)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
+        except BaseException:
+            os.unlink(tmp)
+            raise

@@ -1,0 +1,330 @@
+"""A sink task's loop (Kafka's WorkerSinkTask): a confluent-kafka Consumer in the group
+``connect-<connector>`` (auto commit off) reads ``topics`` or ``topics.regex``; each message
+goes through the converters (key, value, headers) and the transformations into a SinkRecord
+(KIP-793's original topic, partition and offset kept), and the batch to ``put``. Every
+``offset.flush.interval.ms`` (or when the task asks) ``pre_commit`` is given the offsets
+consumed so far, flushes, and the offsets it returns are committed: a sink's offsets are
+committed only once its data is durable. A rebalance commits then ``close``s the partitions
+taken away and ``open``s those given."""
+from __future__ import annotations
+
+import logging
+import time
+
+from confluent_kafka import Consumer, KafkaError, TopicPartition as KafkaTopicPartition
+
+from josefk.connect.api.connector import SinkTask, TopicPartition
+from josefk.connect.api.errors import ConnectException, RetriableException
+from josefk.connect.api.records import Headers, SinkRecord
+from josefk.connect.runtime.errors import ProcessingContext, Stage
+from josefk.connect.runtime.worker_task import WorkerTask
+
+log = logging.getLogger("josefk.connect.sink")
+
+_TIMESTAMP_TYPES = {1: "CreateTime", 2: "LogAppendTime"}
+MAX_POLL_RECORDS = 500  # the Java consumer's max.poll.records default: a put's batch at most
+
+
+def consumer_defaults(connector: str, client_id: str) -> dict:
+    """Connect's sink consumer settings (Worker.baseConsumerConfigs)."""
+    return {"group.id": f"connect-{connector}", "enable.auto.commit": False,
+            "auto.offset.reset": "earliest", "client.id": client_id}
+
+
+def subscription(config) -> list[str]:
+    """``topics``, or ``topics.regex`` as librdkafka's regex subscription (``^...``), made
+    to match whole topic names as Java's ``Pattern.matcher().matches()`` does."""
+    if config["topics.regex"]:
+        return [f"^({config['topics.regex']})$"]
+    return [t for t in config["topics"] if t]
+
+
+class SinkContext:
+    """The task's SinkTaskContext."""
+
+    def __init__(self, worker_task: "WorkerSinkTask"):
+        self._w = worker_task
+
+    def configs(self) -> dict[str, str]:
+        return self._w.task_props
+
+    def offset(self, offsets: dict[TopicPartition, int]) -> None:
+        self._w.rewinds.update(offsets)
+
+    def timeout(self, timeout_ms: int) -> None:
+        self._w.retry_timeout = timeout_ms / 1000
+
+    def assignment(self) -> set[TopicPartition]:
+        return set(self._w.assignment)
+
+    def pause(self, *partitions: TopicPartition) -> None:
+        self._w.paused_by_task.update(partitions)
+        self._w.apply_pauses()
+
+    def resume(self, *partitions: TopicPartition) -> None:
+        self._w.paused_by_task.difference_update(partitions)
+        self._w.consumer.resume([KafkaTopicPartition(t, p) for t, p in partitions
+                                 if TopicPartition(t, p) in self._w.assignment])
+
+    def request_commit(self) -> None:
+        self._w.commit_requested = True
+
+    def errant_record_reporter(self):
+        return self._w.errant_reporter
+
+
+class ErrantRecordReporter:
+    """KIP-610: a task's own failures with a record, handled as the error settings say
+    (reported, then skipped or the task failed)."""
+
+    def __init__(self, worker_task: "WorkerSinkTask"):
+        self._w = worker_task
+
+    def report(self, record: SinkRecord, error: Exception) -> None:
+        message = self._w.messages.get((record.original_topic, record.original_kafka_partition,
+                                        record.original_kafka_offset))
+        self._w.operator.execute_failed(ProcessingContext(consumed=message), Stage.TASK_PUT,
+                                        type(self._w.task), error)
+
+
+class WorkerSinkTask(WorkerTask):
+    kind = "sink"
+
+    def __init__(self, id, task: SinkTask, task_props, listener, target, pipeline, operator,
+                 stopping, *, consumer_settings: dict, topics: list[str], flush_interval_ms: int,
+                 metrics, dlq=None, errant_reporting: bool = False,
+                 max_poll_records: int = MAX_POLL_RECORDS):
+        super().__init__(id, task, task_props, listener, target, pipeline, operator, stopping)
+        self.consumer_settings, self.topics = consumer_settings, topics
+        self.flush_interval = flush_interval_ms / 1000
+        self.metrics, self.dlq = metrics, dlq
+        self.max_poll_records = max_poll_records
+        self.consumer: Consumer | None = None
+        self.assignment: set[TopicPartition] = set()
+        self.current: dict[TopicPartition, int] = {}     # next offsets, after put
+        self.committed: dict[TopicPartition, int] = {}
+        self.rewinds: dict[TopicPartition, int] = {}
+        self.paused_by_task: set[TopicPartition] = set()
+        self.paused_for_retry = False
+        self.retry_timeout = 0.0
+        self.batch: list[SinkRecord] = []
+        self.batch_offsets: dict[TopicPartition, int] = {}   # the batch's next offsets
+        self.messages: dict = {}    # (topic, partition, offset) -> message, this batch's
+        self.commit_requested = False
+        self.next_commit = time.monotonic() + self.flush_interval
+        self.topics_used: set[str] = set()
+        # KIP-610: a reporter when there is somewhere to report to (the DLQ or the log)
+        self.errant_reporter = ErrantRecordReporter(self) if errant_reporting else None
+
+    # ---- lifecycle -------------------------------------------------------------------------
+    def initialize_task(self) -> None:
+        if not self.topics:
+            raise ConnectException("Sink tasks require a list of topics or a topics.regex.")
+        self.consumer = Consumer(self.consumer_settings, logger=log)
+        self.consumer.subscribe(self.topics, on_assign=self._on_assign,
+                                on_revoke=self._on_revoke, on_lost=self._on_lost)
+        self.task.initialize(SinkContext(self))
+        self.task.start(self.task_props)
+
+    def iteration(self) -> None:
+        if self.commit_requested or time.monotonic() >= self.next_commit:
+            self.commit_offsets()
+        self._apply_rewinds()
+        if not self.batch:
+            self._poll(1.0)
+        if self.batch:
+            self._deliver()
+
+    def paused_iteration(self) -> bool:
+        if self.commit_requested or time.monotonic() >= self.next_commit:
+            self.commit_offsets()
+        self._poll(0.5)  # keeps the group membership; every partition is paused
+        return True
+
+    def on_pause(self) -> None:
+        self.consumer.pause([KafkaTopicPartition(t, p) for t, p in self.assignment])
+
+    def on_resume(self) -> None:
+        self.consumer.resume([KafkaTopicPartition(t, p) for t, p in self.assignment
+                              if (t, p) not in self.paused_by_task])
+
+    def close(self, started: bool) -> None:
+        if self.consumer is None:
+            return
+        try:
+            if started and not self.failed:
+                self.commit_offsets()
+                if self.assignment:
+                    self._close_partitions(list(self.assignment))
+        finally:
+            self.consumer.close()
+
+    # ---- the loop --------------------------------------------------------------------------
+    def _poll(self, timeout: float) -> None:
+        messages = self.consumer.consume(self.max_poll_records, timeout)
+        if not messages:
+            return
+        records, offsets = [], {}
+        self.messages = {}
+        for m in messages:
+            if m.error() is not None:
+                if m.error().code() == KafkaError._PARTITION_EOF:
+                    continue
+                if m.error().fatal():
+                    raise ConnectException(f"Consumer error: {m.error().str()}")
+                # librdkafka's other errors are events it recovers from (a broker down, a
+                # topic not there yet), as the Java consumer retries them
+                log.warning("%s consumer error: %s", self, m.error().str())
+                continue
+            tp = TopicPartition(m.topic(), m.partition())
+            offsets[tp] = m.offset() + 1
+            record = self._record(m)
+            if record is not None:
+                records.append(record)
+                if self.errant_reporter is not None:
+                    self.messages[(m.topic(), m.partition(), m.offset())] = m
+            if m.topic() not in self.topics_used:
+                self.topics_used.add(m.topic())
+                self.listener.on_topic_used(self.id, m.topic())
+        self.metrics.read.inc(len(messages))
+        self.batch, self.batch_offsets = records, offsets
+        if not records:  # every message dropped or skipped
+            self.current.update(offsets)
+
+    def _record(self, m) -> SinkRecord | None:
+        """The message as a SinkRecord after conversion and transformations; None when it
+        was dropped or failed (the failure tolerated)."""
+        p, op = self.pipeline, self.operator
+        context = ProcessingContext(consumed=m)
+        topic = m.topic()
+        key = op.execute(context, Stage.KEY_CONVERTER, type(p.key_converter),
+                         p.key_converter.to_connect_data, topic, m.key())
+        value = op.execute(context, Stage.VALUE_CONVERTER, type(p.value_converter),
+                           p.value_converter.to_connect_data, topic, m.value())
+        headers = op.execute(context, Stage.HEADER_CONVERTER, type(p.header_converter),
+                             self._headers, topic, m.headers())
+        if context.failed:
+            return None
+        ts_type, ts = m.timestamp()
+        record = SinkRecord(topic, m.partition(), key.schema, key.value, value.schema,
+                            value.value, m.offset(),
+                            ts if ts_type in _TIMESTAMP_TYPES else None,
+                            _TIMESTAMP_TYPES.get(ts_type, "NoTimestampType"), headers)
+        return p.transform(record, op, context)
+
+    def _headers(self, topic: str, raw) -> Headers:
+        headers = Headers()
+        convert = self.pipeline.header_converter.to_connect_header
+        for key, value in raw or ():
+            converted = convert(topic, key, value)
+            headers.add(key, converted.value, converted.schema)
+        return headers
+
+    def _deliver(self) -> None:
+        if self.retry_timeout:
+            if self.stopping.wait(self.retry_timeout):
+                return
+            self.retry_timeout = 0.0
+        try:
+            self.task.put(list(self.batch))
+        except RetriableException as e:
+            log.error("%s RetriableException from SinkTask: %s", self, e)
+            self._pause_for_retry()
+            return
+        except Exception as e:
+            raise ConnectException("Exiting WorkerSinkTask due to unrecoverable exception.") \
+                from e
+        self.metrics.send.inc(len(self.batch))
+        self.current.update(self.batch_offsets)
+        self.batch, self.messages, self.batch_offsets = [], {}, {}
+        if self.paused_for_retry:
+            self.paused_for_retry = False
+            if self.target.value == "STARTED":
+                self.on_resume()
+
+    def _pause_for_retry(self) -> None:
+        """The same batch is given to ``put`` again; the consumer keeps its membership with
+        every partition paused meanwhile."""
+        self.paused_for_retry = True
+        self.on_pause()
+        if not self.retry_timeout:  # put again soon; meanwhile the consumer stays alive
+            self.consumer.poll(0.1)
+
+    def apply_pauses(self) -> None:
+        self.consumer.pause([KafkaTopicPartition(t, p) for t, p in self.paused_by_task
+                             if (t, p) in self.assignment])
+
+    def _apply_rewinds(self) -> None:
+        if not self.rewinds:
+            return
+        for tp, offset in list(self.rewinds.items()):
+            if tp in self.assignment:
+                self.consumer.seek(KafkaTopicPartition(tp.topic, tp.partition, offset))
+                self.current[tp] = offset
+                del self.rewinds[tp]
+
+    # ---- commits and rebalances -----------------------------------------------------------
+    def commit_offsets(self, partitions: list[TopicPartition] | None = None) -> None:
+        """``pre_commit`` with the offsets consumed (and put) so far, then commit what it
+        returns (of assigned partitions, and only what moved)."""
+        self.commit_requested = False
+        self.next_commit = time.monotonic() + self.flush_interval
+        current = {tp: o for tp, o in self.current.items()
+                   if partitions is None or tp in partitions}
+        started = time.monotonic()
+        try:
+            wanted = self.task.pre_commit(dict(current))
+        except Exception as e:
+            log.error("%s Offset commit failed, rewinding to last committed offsets", self,
+                      exc_info=e)
+            for tp, offset in self.committed.items():
+                self.rewinds[tp] = offset
+            return
+        if self.dlq is not None:
+            self.dlq.flush(30)
+        to_commit = {tp: o for tp, o in (wanted or {}).items()
+                     if tp in self.assignment and self.committed.get(tp) != o}
+        if not to_commit:
+            return
+        self.consumer.commit(offsets=[KafkaTopicPartition(t, p, o)
+                                      for (t, p), o in to_commit.items()],
+                             asynchronous=False)
+        self.committed.update(to_commit)
+        self.metrics.committed((time.monotonic() - started) * 1000)
+
+    def _on_assign(self, consumer, partitions) -> None:
+        added = [TopicPartition(p.topic, p.partition) for p in partitions]
+        self.assignment.update(added)
+        committed = consumer.committed(partitions, timeout=30)
+        for p in committed:
+            if p.offset >= 0:
+                self.committed[TopicPartition(p.topic, p.partition)] = p.offset
+        self.task.open(added)
+        if self.target.value == "PAUSED" or self.paused_for_retry:
+            consumer.pause(partitions)
+        self.apply_pauses()
+
+    def _on_revoke(self, consumer, partitions) -> None:
+        revoked = [tp for tp in (TopicPartition(p.topic, p.partition) for p in partitions)
+                   if tp in self.assignment]  # not those closed already on the way out
+        if not revoked:
+            return
+        if not self.failed:
+            self.commit_offsets(revoked)
+        self._close_partitions(revoked)
+
+    def _on_lost(self, consumer, partitions) -> None:
+        self._close_partitions([tp for tp in (TopicPartition(p.topic, p.partition)
+                                              for p in partitions) if tp in self.assignment])
+
+    def _close_partitions(self, partitions: list[TopicPartition]) -> None:
+        try:
+            self.task.close(partitions)
+        finally:
+            for tp in partitions:
+                self.assignment.discard(tp)
+                self.current.pop(tp, None)
+                self.committed.pop(tp, None)
+                self.batch_offsets.pop(tp, None)
+            self.batch = [r for r in self.batch if (r.original_topic,
+                                                    r.original_kafka_partition) in self.assignment]

@@ -1,0 +1,416 @@
+"""A source task's loop (Kafka's WorkerSourceTask and, with exactly-once support,
+ExactlyOnceWorkerSourceTask): ``poll`` -> transformations -> converters (key, value, headers)
+-> a confluent-kafka Producer; ``commit_record`` once Kafka acknowledged a record (or a
+transform or the error handling dropped it); every ``offset.flush.interval.ms`` the offsets
+of the records that are acknowledged, with every record before them of the same source
+partition, go to the OffsetStore, then the task's ``commit``.
+
+With exactly-once support (KIP-618) the task's producer is transactional
+(``transactional.id`` ``<group.id>-<connector>-<task>``) and writes the offsets itself to the
+offsets topic in the same transaction as the records; ``transaction.boundary`` says when a
+transaction commits: after each poll's batch, every interval, or when the connector says
+(TransactionContext)."""
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from collections import deque
+
+from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from josefk.connect.api.connector import SourceTask
+from josefk.connect.api.errors import ConnectException, RetriableException
+from josefk.connect.api.records import RecordMetadata, SourceRecord
+from josefk.connect.runtime.errors import ProcessingContext, Stage
+from josefk.connect.runtime.worker_task import WorkerTask
+
+log = logging.getLogger("josefk.connect.source")
+
+
+def producer_defaults(client_id: str) -> dict:
+    """Connect's source producer settings (Worker.baseProducerConfigs): every record
+    acknowledged by all replicas, retried without end, one request in flight, idempotence off
+    (Connect turns it on only for exactly-once tasks), no linger (Java's default)."""
+    return {"acks": "all", "enable.idempotence": False, "max.in.flight": 1, "linger.ms": 0,
+            "delivery.timeout.ms": 2147483647, "client.id": client_id}
+
+
+class OffsetReader:
+    """The task's OffsetStorageReader over the worker's OffsetStore."""
+
+    def __init__(self, store, connector: str):
+        self.store, self.connector = store, connector
+
+    def offset(self, partition: dict) -> dict | None:
+        return self.offsets([partition])[0]
+
+    def offsets(self, partitions: list[dict]) -> list[dict | None]:
+        return self.store.get(self.connector, list(partitions))
+
+
+class TransactionContext:
+    """``transaction.boundary=connector``: the task asks to commit or abort, after the
+    current batch or after a given record."""
+
+    def __init__(self):
+        self.commit_requested = self.abort_requested = False
+        self.commit_after: list[SourceRecord] = []
+        self.abort_after: list[SourceRecord] = []
+
+    def commit_transaction(self, record: SourceRecord | None = None) -> None:
+        if record is None:
+            self.commit_requested = True
+        else:
+            self.commit_after.append(record)
+
+    def abort_transaction(self, record: SourceRecord | None = None) -> None:
+        if record is None:
+            self.abort_requested = True
+        else:
+            self.abort_after.append(record)
+
+    def after(self, record: SourceRecord) -> str | None:
+        """"abort" or "commit" when the connector asked for it after this record."""
+        for requests, what in ((self.abort_after, "abort"), (self.commit_after, "commit")):
+            for i, asked in enumerate(requests):
+                if asked is record:
+                    del requests[i]
+                    return what
+        return None
+
+
+class SourceContext:
+    def __init__(self, props, reader, transactions):
+        self._props, self._reader, self._transactions = props, reader, transactions
+
+    def configs(self) -> dict[str, str]:
+        return self._props
+
+    def offset_storage_reader(self) -> OffsetReader:
+        return self._reader
+
+    def transaction_context(self) -> TransactionContext | None:
+        return self._transactions
+
+
+_PURGED = (KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT)
+
+
+def _partition_key(partition: dict) -> str:
+    return json.dumps(partition, sort_keys=True, separators=(",", ":"))
+
+
+class SubmittedRecords:
+    """Records sent and not yet committed, per source partition, in order (Kafka's
+    SubmittedRecords): the offsets safe to commit are those of the acknowledged prefix."""
+
+    def __init__(self):
+        self.pending: dict[str, deque] = {}
+        self.partitions: dict[str, dict] = {}
+        self.outstanding = 0
+
+    def submit(self, record: SourceRecord) -> list | None:
+        if record.source_partition is None or record.source_offset is None:
+            return None
+        key = _partition_key(record.source_partition)
+        self.partitions[key] = record.source_partition
+        entry = [record.source_offset, False]
+        self.pending.setdefault(key, deque()).append(entry)
+        self.outstanding += 1
+        return entry
+
+    def ack(self, entry: list | None) -> None:
+        if entry is not None and not entry[1]:
+            entry[1] = True
+
+    def committable(self) -> list[tuple[dict, dict]]:
+        """Pop the acknowledged prefix of each partition; the last offset of each."""
+        found = []
+        for key, entries in self.pending.items():
+            last = None
+            while entries and entries[0][1]:
+                last = entries.popleft()[0]
+                self.outstanding -= 1
+            if last is not None:
+                found.append((self.partitions[key], last))
+        return found
+
+
+class TopicCreation:
+    """KIP-158: topics created as ``topic.creation.<group>.*`` say, before the first record
+    to a topic that does not exist: the first group (``topic.creation.groups``' order)
+    whose include regexes match and exclude ones do not, else ``default``."""
+
+    def __init__(self, admin: AdminClient, config):
+        self.admin, self.known = admin, set()
+        groups = [g for g in config["topic.creation.groups"] if g != "default"]
+        self.groups = []
+        for group in groups + ["default"]:
+            prefix = f"topic.creation.{group}."
+            include = [re.compile(p) for p in config.get(prefix + "include", [])] \
+                if group != "default" else [re.compile(".*")]
+            exclude = [re.compile(p) for p in config.get(prefix + "exclude", [])] \
+                if group != "default" else []
+            props = {k[len(prefix):]: v for k, v in config.props.items()
+                     if k.startswith(prefix) and k[len(prefix):] not in
+                     ("include", "exclude", "replication.factor", "partitions")}
+            self.groups.append((include, exclude, config[prefix + "partitions"],
+                                config[prefix + "replication.factor"], props))
+
+    def ensure(self, topic: str) -> None:
+        if topic in self.known:
+            return
+        metadata = self.admin.list_topics(topic=None, timeout=30)
+        if topic not in metadata.topics:
+            for include, exclude, partitions, replication, props in self.groups:
+                if (any(p.fullmatch(topic) for p in include)
+                        and not any(p.fullmatch(topic) for p in exclude)):
+                    break
+            future = self.admin.create_topics(
+                [NewTopic(topic, partitions, replication, config=props)])[topic]
+            try:
+                future.result(30)
+                log.info("Created topic %s (%d partitions, replication factor %d)", topic,
+                         partitions, replication)
+            except KafkaException as e:
+                if e.args[0].code() != 36:  # TOPIC_ALREADY_EXISTS: created meanwhile
+                    raise ConnectException(f"Unable to create topic {topic}: {e}") from e
+        self.known.add(topic)
+
+
+class WorkerSourceTask(WorkerTask):
+    kind = "source"
+    stop_from_caller = True
+
+    def __init__(self, id, task: SourceTask, task_props, listener, target, pipeline, operator,
+                 stopping, *, producer_settings: dict, offset_store, flush_interval_ms: int,
+                 flush_timeout_ms: int, metrics, topic_creation: TopicCreation | None = None,
+                 transactional: dict | None = None):
+        super().__init__(id, task, task_props, listener, target, pipeline, operator, stopping)
+        self.producer_settings = producer_settings
+        self.offset_store, self.metrics = offset_store, metrics
+        self.flush_interval = flush_interval_ms / 1000
+        self.flush_timeout = flush_timeout_ms / 1000
+        self.topic_creation = topic_creation
+        self.transactional = transactional  # {"boundary": poll/interval/connector} with EOS
+        self.transactions = (TransactionContext() if transactional and
+                             transactional["boundary"] == "connector" else None)
+        self.submitted = SubmittedRecords()
+        self.to_send: list[SourceRecord] | None = None
+        self.producer: Producer | None = None
+        self.producer_error: str | None = None
+        self.next_commit = time.monotonic() + self.flush_interval
+        self.topics_used: set[str] = set()
+        self.in_transaction = False
+        self.txn_offsets: dict[str, tuple[dict, dict]] = {}
+
+    # ---- lifecycle -------------------------------------------------------------------------
+    def initialize_task(self) -> None:
+        self.producer = Producer(self.producer_settings)
+        if self.transactional:
+            self.producer.init_transactions(30)
+        reader = OffsetReader(self.offset_store, self.id.connector)
+        self.task.initialize(SourceContext(self.task_props, reader, self.transactions))
+        self.task.start(self.task_props)
+
+    def iteration(self) -> None:
+        if self.producer_error:
+            raise ConnectException(self.producer_error)
+        if self.to_send is None:
+            self.to_send = self._poll()
+        if self.to_send:
+            self._send()
+        self.producer.poll(0 if self.to_send else 0.001)
+        if self.transactional:
+            self._maybe_end_transaction()
+        elif time.monotonic() >= self.next_commit:
+            self.commit_offsets()
+
+    def close(self, started: bool) -> None:
+        if self.producer is None:
+            return
+        try:
+            if self.transactional:
+                if self.in_transaction and not self.failed:
+                    self._commit_transaction()
+                elif self.in_transaction:
+                    self.producer.abort_transaction(self.flush_timeout)
+            elif started and not self.failed:
+                self.producer.flush(self.flush_timeout)
+                self.commit_offsets()
+        finally:
+            self.producer.flush(0)
+
+    # ---- the loop --------------------------------------------------------------------------
+    def _poll(self) -> list[SourceRecord] | None:
+        try:
+            records = self.task.poll()
+        except RetriableException as e:
+            log.warning("%s failed to poll records from SourceTask. Will retry operation.",
+                        self, exc_info=e)
+            return None
+        if records:
+            self.metrics.poll.inc(len(records))
+        return records or None
+
+    def _send(self) -> None:
+        written = 0
+        records, self.to_send = self.to_send, None
+        for i, record in enumerate(records):
+            context = ProcessingContext(source_record=record)
+            transformed = self.pipeline.transform(record, self.operator, context)
+            converted = None if transformed is None else self._convert(transformed, context)
+            if converted is None:
+                self._dropped(record)
+                continue
+            topic, key, value, headers = converted
+            if self.topic_creation is not None:
+                self.topic_creation.ensure(topic)
+            if self.transactional:
+                self._ensure_transaction()
+            entry = None if self.transactional else self.submitted.submit(record)
+            kwargs = {"key": key, "value": value, "headers": headers,
+                      "on_delivery": self._callback(record, entry)}
+            if transformed.kafka_partition is not None:
+                kwargs["partition"] = transformed.kafka_partition
+            if transformed.timestamp is not None:
+                kwargs["timestamp"] = transformed.timestamp
+            try:
+                self.producer.produce(topic, **kwargs)
+            except BufferError:
+                self.to_send = records[i:]  # the producer's queue is full: again after poll
+                if entry is not None:
+                    self.submitted.pending[_partition_key(record.source_partition)].pop()
+                    self.submitted.outstanding -= 1
+                self.producer.poll(0.1)
+                break
+            written += 1
+            if topic not in self.topics_used:
+                self.topics_used.add(topic)
+                self.listener.on_topic_used(self.id, topic)
+            if self.transactional:
+                self._track_transaction(record)
+        if written:
+            self.metrics.write.inc(written)
+        if self.transactional and self.transactional["boundary"] == "poll" and self.to_send is None:
+            self._commit_transaction()
+
+    def _convert(self, record: SourceRecord, context: ProcessingContext):
+        p, op = self.pipeline, self.operator
+        topic = record.topic
+        headers = None
+        if len(record.headers):
+            headers = op.execute(context, Stage.HEADER_CONVERTER, type(p.header_converter),
+                                 self._headers, topic, record)
+        key = op.execute(context, Stage.KEY_CONVERTER, type(p.key_converter),
+                         p.key_converter.from_connect_data, topic, record.key_schema,
+                         record.key, record.headers)
+        value = op.execute(context, Stage.VALUE_CONVERTER, type(p.value_converter),
+                           p.value_converter.from_connect_data, topic, record.value_schema,
+                           record.value, record.headers)
+        if context.failed:
+            return None
+        return topic, key, value, headers
+
+    def _headers(self, topic: str, record: SourceRecord) -> list[tuple[str, bytes | None]]:
+        convert = self.pipeline.header_converter.from_connect_header
+        return [(h.key, convert(topic, h.key, h.schema, h.value)) for h in record.headers]
+
+    def _dropped(self, record: SourceRecord) -> None:
+        if self.transactional:  # its offset still goes in the transaction
+            self._ensure_transaction()
+            self._track_transaction(record)
+        else:
+            self.submitted.ack(self.submitted.submit(record))
+        self._commit_record(record, None)
+
+    def _callback(self, record: SourceRecord, entry):
+        def delivered(err, msg):
+            if err is not None:
+                if err.code() in _PURGED and self.transactional:
+                    return  # its transaction was aborted: the record is dropped with it
+                if self.operator.tolerance_all:
+                    log.error("%s failed to send record to %s: %s", self, record.topic, err)
+                    self.submitted.ack(entry)
+                    self._commit_record(record, None)
+                elif self.producer_error is None:
+                    self.producer_error = (f"Unrecoverable exception from producer send "
+                                           f"callback: {err.str()}")
+                return
+            self.submitted.ack(entry)
+            ts = msg.timestamp()[1]
+            self._commit_record(record, RecordMetadata(msg.topic(), msg.partition(),
+                                                       msg.offset(), ts if ts > 0 else None))
+        return delivered
+
+    def _commit_record(self, record, metadata) -> None:
+        try:
+            self.task.commit_record(record, metadata)
+        except Exception as e:
+            log.error("%s Exception thrown while calling task.commitRecord()", self, exc_info=e)
+
+    def commit_offsets(self) -> None:
+        """Store the offsets of the acknowledged records, then the task's ``commit``."""
+        self.next_commit = time.monotonic() + self.flush_interval
+        started = time.monotonic()
+        offsets = self.submitted.committable()
+        if offsets:
+            self.offset_store.put(self.id.connector, offsets)
+        self.metrics.committed((time.monotonic() - started) * 1000)
+        try:
+            self.task.commit()
+        except Exception as e:
+            log.error("%s Exception thrown while calling task.commit()", self, exc_info=e)
+
+    # ---- exactly-once (KIP-618) -----------------------------------------------------------
+    def _ensure_transaction(self) -> None:
+        if not self.in_transaction:
+            self.producer.begin_transaction()
+            self.in_transaction = True
+
+    def _track_transaction(self, record: SourceRecord) -> None:
+        if record.source_partition is not None and record.source_offset is not None:
+            self.txn_offsets[_partition_key(record.source_partition)] = (
+                record.source_partition, record.source_offset)
+        if self.transactions is not None:
+            asked = self.transactions.after(record)
+            if asked == "commit":
+                self._commit_transaction()
+            elif asked == "abort":
+                self._abort_transaction()
+
+    def _maybe_end_transaction(self) -> None:
+        boundary = self.transactional["boundary"]
+        if boundary == "interval" and time.monotonic() >= self.next_commit:
+            self._commit_transaction()
+        elif boundary == "connector" and self.to_send is None:
+            if self.transactions.abort_requested:
+                self.transactions.abort_requested = False
+                self._abort_transaction()
+            elif self.transactions.commit_requested:
+                self.transactions.commit_requested = False
+                self._commit_transaction()
+
+    def _commit_transaction(self) -> None:
+        self.next_commit = time.monotonic() + self.flush_interval
+        if not self.in_transaction:
+            return
+        started = time.monotonic()
+        offsets = list(self.txn_offsets.values())
+        for key, value in self.offset_store.records(self.id.connector, offsets):
+            self.producer.produce(self.offset_store.topic, key=key, value=value)
+        self.producer.commit_transaction(self.flush_timeout)
+        self.in_transaction, self.txn_offsets = False, {}
+        self.metrics.committed((time.monotonic() - started) * 1000)
+        try:
+            self.task.commit()
+        except Exception as e:
+            log.error("%s Exception thrown while calling task.commit()", self, exc_info=e)
+
+    def _abort_transaction(self) -> None:
+        if self.in_transaction:
+            self.producer.abort_transaction(self.flush_timeout)
+        self.in_transaction, self.txn_offsets = False, {}

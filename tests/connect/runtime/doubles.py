@@ -1,0 +1,167 @@
+"""Test doubles of plug-ins for failures the real ones do not make on demand: a converter
+that fails retriably a few times, a sink task whose put does, one that reports a record to
+its errant record reporter, a source whose poll blocks until stopped, and one that commits
+and aborts its own transactions."""
+from __future__ import annotations
+
+import threading
+
+from josefk.connect.api.connector import ConnectorTransactionBoundaries, SourceTask
+from josefk.connect.api.errors import ConnectException, DataException, RetriableException
+from josefk.connect.connectors.file_stream import FileStreamSinkConnector, FileStreamSinkTask
+from josefk.connect.api.records import SourceRecord
+from josefk.connect.api.schema import Schema
+from josefk.connect.connectors.generator import GeneratorSourceConnector, GeneratorSourceTask
+from josefk.connect.converters.simple import StringConverter
+
+
+class FlakyConverter(StringConverter):
+    """A StringConverter failing retriably the first ``failures`` calls of the whole test
+    (class-wide), as a registry-backed converter whose registry is unreachable for a while."""
+    failures = 0
+
+    def to_connect_data(self, topic, value, headers=None):
+        if FlakyConverter.failures > 0:
+            FlakyConverter.failures -= 1
+            raise RetriableException("the schema store is unreachable for now")
+        return super().to_connect_data(topic, value, headers)
+
+
+class FlakySinkTask(FileStreamSinkTask):
+    """FileStreamSink whose put fails retriably ``failures`` times (class-wide) first."""
+    failures = 0
+    attempts = 0
+
+    def put(self, records):
+        FlakySinkTask.attempts += 1
+        if FlakySinkTask.failures > 0:
+            FlakySinkTask.failures -= 1
+            self.context.timeout(100)
+            raise RetriableException("the file system is busy")
+        super().put(records)
+
+
+class FlakySinkConnector(FileStreamSinkConnector):
+    def task_class(self):
+        return FlakySinkTask
+
+
+class ReportingSinkTask(FileStreamSinkTask):
+    """FileStreamSink that sends the value ``bad`` to its errant record reporter (KIP-610)
+    and asks for a commit after each batch."""
+
+    def put(self, records):
+        reporter = self.context.errant_record_reporter()
+        good = []
+        for record in records:
+            if record.value == "bad":
+                reporter.report(record, DataException("a bad value"))
+            else:
+                good.append(record)
+        super().put(good)
+        self.context.request_commit()
+
+
+class ReportingSinkConnector(FileStreamSinkConnector):
+    def task_class(self):
+        return ReportingSinkTask
+
+
+class BlockingSourceTask(SourceTask):
+    """A source whose poll blocks until ``stop`` (from another thread) wakes it."""
+
+    def start(self, props):
+        self.stopped = threading.Event()
+
+    def poll(self):
+        self.stopped.wait(60)
+        raise ConnectException("the source's connection was closed")  # as a closed socket
+
+    def stop(self):
+        self.stopped.set()
+
+
+class BlockingSourceConnector(GeneratorSourceConnector):
+    def task_class(self):
+        return BlockingSourceTask
+
+
+PLUGINS = {"converter": {"tests.FlakyConverter": FlakyConverter},
+           "connector": {"tests.FlakySinkConnector": FlakySinkConnector,
+                         "tests.ReportingSinkConnector": ReportingSinkConnector,
+                         "tests.BlockingSourceConnector": BlockingSourceConnector}}
+
+
+class RewindingSinkTask(FileStreamSinkTask):
+    """FileStreamSink that, after its first batch, rewinds its partitions to offset 0 once
+    (SinkTaskContext.offset) and pauses then resumes them."""
+    rewound = False
+
+    def put(self, records):
+        super().put(records)
+        if records and not RewindingSinkTask.rewound:
+            RewindingSinkTask.rewound = True
+            partitions = self.context.assignment()
+            self.context.pause(*partitions)
+            self.context.resume(*partitions)
+            self.context.offset({tp: 0 for tp in partitions})
+
+
+class RewindingSinkConnector(FileStreamSinkConnector):
+    def task_class(self):
+        return RewindingSinkTask
+
+
+PLUGINS["connector"]["tests.RewindingSinkConnector"] = RewindingSinkConnector
+
+
+class ClosingSinkTask(FileStreamSinkTask):
+    """FileStreamSink that records the partitions opened and closed (class-wide)."""
+    calls: list = []
+
+    def open(self, partitions):
+        ClosingSinkTask.calls.append(("open", sorted(partitions)))
+
+    def close(self, partitions):
+        ClosingSinkTask.calls.append(("close", sorted(partitions)))
+
+
+class ClosingSinkConnector(FileStreamSinkConnector):
+    def task_class(self):
+        return ClosingSinkTask
+
+
+PLUGINS["connector"]["tests.ClosingSinkConnector"] = ClosingSinkConnector
+
+
+class BoundarySourceTask(GeneratorSourceTask):
+    """A generator whose batches of 5 are committed (even batches) or aborted (odd ones) by
+    the connector itself (transaction.boundary=connector)."""
+
+    def poll(self):
+        if self.next >= self.max:
+            self.stopped.wait(0.2)
+            return None
+        records = [self._record(seq) for seq in range(self.next, min(self.next + 5, self.max))]
+        self.next += len(records)
+        transactions = self.context.transaction_context()
+        if (self.next - 1) // 5 % 2 == 0:
+            transactions.commit_transaction()
+        else:
+            transactions.abort_transaction()
+        return records
+
+    def _record(self, seq):
+        return SourceRecord(self.partition, {"seq": seq}, self.topic, None,
+                            Schema.STRING_SCHEMA, str(seq), Schema.STRING_SCHEMA, str(seq))
+
+
+class BoundarySourceConnector(GeneratorSourceConnector):
+    def task_class(self):
+        return BoundarySourceTask
+
+    def can_define_transaction_boundaries(self, connector_config):
+        return ConnectorTransactionBoundaries.SUPPORTED
+
+
+PLUGINS["connector"]["tests.BoundarySourceConnector"] = BoundarySourceConnector

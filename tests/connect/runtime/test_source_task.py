@@ -1,0 +1,34 @@
+from josefk.connect.api.records import SourceRecord
+from josefk.connect.runtime.source_task import SubmittedRecords, TransactionContext
+
+
+def record(partition, offset):
+    return SourceRecord({"p": partition}, {"o": offset}, "t")
+
+
+def test_only_the_acknowledged_prefix_of_each_partition_is_committable():
+    submitted = SubmittedRecords()
+    a0, a1, a2 = (submitted.submit(record("a", i)) for i in range(3))
+    b0 = submitted.submit(record("b", 0))
+    assert submitted.submit(SourceRecord(None, None, "t")) is None  # no offset to keep
+    submitted.ack(a1)
+    submitted.ack(b0)
+    assert submitted.committable() == [({"p": "b"}, {"o": 0})]   # a1 waits for a0
+    submitted.ack(a0)
+    assert submitted.committable() == [({"p": "a"}, {"o": 1})]
+    assert submitted.outstanding == 1
+    submitted.ack(a2)
+    assert submitted.committable() == [({"p": "a"}, {"o": 2})]
+    assert submitted.committable() == [] and submitted.outstanding == 0
+
+
+def test_the_connector_asks_for_commits_and_aborts_after_given_records():
+    context = TransactionContext()
+    first, second = record("a", 0), record("a", 1)
+    context.commit_transaction(first)
+    context.abort_transaction(second)
+    context.commit_transaction()
+    assert context.after(second) == "abort"
+    assert context.after(first) == "commit"
+    assert context.after(first) is None
+    assert context.commit_requested and not context.abort_requested
