@@ -1,0 +1,222 @@
+"""The database connectors in a standalone worker on a josefk broker, with Kafka's JsonConverter
+and real confluent-kafka clients: PostgreSQL changes as Debezium events in commit order, a
+table copied by the JDBC source into a topic and by the JDBC sink into a second database row
+for row (tombstones delete), each connector resuming after a restart without a gap or a
+duplicate."""
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import psycopg
+import sqlalchemy as sa
+from confluent_kafka import Consumer, Producer
+
+from josefk.connect.runtime.plugins import Plugins
+from josefk.connect.runtime.standalone import StandaloneHerder
+from josefk.connect.runtime.worker_config import WorkerConfig
+
+JSON = "org.apache.kafka.connect.json.JsonConverter"
+
+
+def herder(broker, tmp_path) -> StandaloneHerder:
+    config = WorkerConfig({"bootstrap.servers": broker.bootstrap_servers,
+                           "offset.storage.file.filename": str(tmp_path / "offsets.json"),
+                           "key.converter": JSON, "value.converter": JSON,
+                           "offset.flush.interval.ms": "200"}, distributed=False)
+    config.worker_id = "127.0.0.1:8083"
+    return StandaloneHerder(config, None, Plugins())
+
+
+async def until(check, timeout=30.0, what="the condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = check()
+        if asyncio.iscoroutine(result):
+            result = await result
+        if result:
+            return result
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+async def running(h: StandaloneHerder, name: str) -> None:
+    async def check():
+        status = await h.connector_status(name)
+        states = [t["state"] for t in status["tasks"]]
+        assert "FAILED" not in states, status
+        return states and all(s == "RUNNING" for s in states)
+    await until(check, what=f"{name}'s tasks running")
+
+
+class Topic:
+    """Reads a topic from the start, as JSON (None for tombstones)."""
+
+    def __init__(self, broker, topic):
+        self.consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers,
+                                  "group.id": f"check-{topic}-{time.monotonic()}",
+                                  "auto.offset.reset": "earliest"})
+        self.consumer.subscribe([topic])
+        self.messages = []
+
+    def read(self, count: int, timeout: float = 30.0) -> list:
+        deadline = time.monotonic() + timeout
+        while len(self.messages) < count and time.monotonic() < deadline:
+            m = self.consumer.poll(0.2)
+            if m is not None and m.error() is None:
+                self.messages.append((json.loads(m.key()) if m.key() else None,
+                                      json.loads(m.value()) if m.value() is not None else None))
+        return self.messages
+
+    def close(self):
+        self.consumer.close()
+
+
+def test_postgres_changes_arrive_as_debezium_events_and_resume_after_a_restart(
+        josefk_broker, postgres, pg_database, tmp_path):
+    db = psycopg.connect(postgres.dsn(pg_database), autocommit=True)
+    db.execute("CREATE TABLE customers (id INT PRIMARY KEY, name TEXT NOT NULL)")
+    db.execute("INSERT INTO customers VALUES (1, 'ann')")
+    cdc = {"name": "pg-cdc", "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+           "database.hostname": postgres.host, "database.port": str(postgres.port),
+           "database.user": postgres.user, "database.password": postgres.password,
+           "database.dbname": pg_database, "topic.prefix": "shop",
+           "slot.name": f"slot_{pg_database}"[:63], "publication.name": f"pub_{pg_database}",
+           "slot.retry.delay.ms": "100"}
+    topic = Topic(josefk_broker, "shop.public.customers")
+
+    async def run(before, changes, expected):
+        h = herder(josefk_broker, tmp_path)
+        await h.start([cdc])
+        try:
+            await running(h, "pg-cdc")
+            await asyncio.to_thread(topic.read, before)  # the snapshot is in
+            for statement in changes:
+                db.execute(statement)
+            await asyncio.to_thread(topic.read, expected)
+            await asyncio.sleep(1.0)  # offset flushes: the last records' offsets stored
+        finally:
+            await h.stop()
+
+    try:
+        asyncio.run(run(1, ["INSERT INTO customers VALUES (2, 'bob')",
+                            "UPDATE customers SET name = 'ann2' WHERE id = 1"], 3))
+        asyncio.run(run(3, ["DELETE FROM customers WHERE id = 2"], 5))
+        time.sleep(1.0)  # anything replayed twice would have arrived by now
+        messages = topic.read(5, timeout=1.0)
+    finally:
+        topic.close()
+        db.close()
+    events = [(key["payload"]["id"], value["payload"]["op"] if value else None)
+              for key, value in messages]
+    assert events == [(1, "r"), (2, "c"), (1, "u"), (2, "d"), (2, None)]
+    key, value = messages[1]
+    assert key["schema"]["name"] == "shop.public.customers.Key"
+    assert value["schema"]["name"] == "shop.public.customers.Envelope"
+    payload = value["payload"]
+    assert payload["after"] == {"id": 2, "name": "bob"} and payload["before"] is None
+    assert payload["source"]["connector"] == "postgresql"
+    assert payload["source"]["table"] == "customers" and payload["source"]["lsn"] > 0
+
+
+def test_a_table_copied_through_a_topic_into_another_database_row_for_row(
+        josefk_broker, postgres, pg_database, tmp_path):
+    source_url = postgres.jdbc_url(pg_database)
+    engine = sa.create_engine(f"postgresql+psycopg://{postgres.user}:{postgres.password}@"
+                              f"{postgres.host}:{postgres.port}/{pg_database}")
+    target = tmp_path / "mirror.db"
+    with engine.begin() as conn:
+        conn.execute(sa.text("CREATE TABLE items (id INT PRIMARY KEY, name TEXT NOT NULL, "
+                             "price NUMERIC(8,2))"))
+        conn.execute(sa.text("INSERT INTO items VALUES (1, 'a', 1.50), (2, 'b', NULL)"))
+    source = {"name": "jdbc-source", "connector.class": "io.confluent.connect.jdbc.JdbcSourceConnector",
+              "connection.url": source_url, "connection.user": postgres.user,
+              "connection.password": postgres.password, "mode": "incrementing",
+              "incrementing.column.name": "id", "table.whitelist": "items",
+              "topic.prefix": "pg-", "poll.interval.ms": "100"}
+    sink = {"name": "jdbc-sink", "connector.class": "io.confluent.connect.jdbc.JdbcSinkConnector",
+            "connection.url": f"jdbc:sqlite:{target}", "topics": "pg-items",
+            "insert.mode": "upsert", "pk.mode": "record_value", "pk.fields": "id",
+            "auto.create": "true"}
+
+    def mirrored():
+        if not target.exists():
+            return []
+        with sa.create_engine(f"sqlite:///{target}").connect() as conn:
+            try:
+                return [tuple(r) for r in conn.execute(sa.text(
+                    "SELECT id, name, price FROM \"pg-items\" ORDER BY id"))]
+            except sa.exc.OperationalError:
+                return []
+
+    async def run(inserts, expected):
+        h = herder(josefk_broker, tmp_path)
+        await h.start([source, sink])
+        try:
+            await running(h, "jdbc-source")
+            with engine.begin() as conn:
+                for statement in inserts:
+                    conn.execute(sa.text(statement))
+            await until(lambda: len(mirrored()) >= expected, what=f"{expected} rows")
+            await asyncio.sleep(0.5)
+        finally:
+            await h.stop()
+
+    asyncio.run(run([], 2))
+    asyncio.run(run(["INSERT INTO items VALUES (3, 'c', 9.99)"], 3))
+    engine.dispose()
+    rows = mirrored()
+    assert [(i, n, None if p is None else float(p)) for i, n, p in rows] == [
+        (1, "a", 1.5), (2, "b", None), (3, "c", 9.99)]
+    topic = Topic(josefk_broker, "pg-items")
+    try:
+        time.sleep(0.5)
+        messages = topic.read(4, timeout=2.0)
+    finally:
+        topic.close()
+    assert [v["payload"]["id"] for _, v in messages] == [1, 2, 3]  # none twice
+
+
+def test_tombstones_delete_mirrored_rows(josefk_broker, josefk_topic, tmp_path):
+    target = tmp_path / "keys.db"
+    key_schema = {"type": "struct", "optional": False,
+                  "fields": [{"field": "id", "type": "int64", "optional": False}]}
+    value_schema = {"type": "struct", "optional": False,
+                    "fields": [{"field": "id", "type": "int64", "optional": False},
+                               {"field": "name", "type": "string", "optional": False}]}
+    producer = Producer({"bootstrap.servers": josefk_broker.bootstrap_servers})
+
+    def send(id_, name):
+        key = json.dumps({"schema": key_schema, "payload": {"id": id_}})
+        value = None if name is None else json.dumps(
+            {"schema": value_schema, "payload": {"id": id_, "name": name}})
+        producer.produce(josefk_topic, key=key, value=value, partition=0)
+
+    for id_, name in ((1, "a"), (2, "b"), (1, None), (3, "c"), (2, "b2")):
+        send(id_, name)
+    assert producer.flush(15) == 0
+    sink = {"name": "keyed-sink", "connector.class": "JdbcSinkConnector",
+            "connection.url": f"jdbc:sqlite:{target}", "topics": josefk_topic,
+            "table.name.format": "mirror", "insert.mode": "upsert", "pk.mode": "record_key",
+            "delete.enabled": "true", "auto.create": "true"}
+
+    def rows():
+        if not target.exists():
+            return []
+        with sa.create_engine(f"sqlite:///{target}").connect() as conn:
+            try:
+                return [tuple(r) for r in conn.execute(sa.text(
+                    "SELECT id, name FROM mirror ORDER BY id"))]
+            except sa.exc.OperationalError:
+                return []
+
+    async def run():
+        h = herder(josefk_broker, tmp_path)
+        await h.start([sink])
+        try:
+            await until(lambda: rows() == [(2, "b2"), (3, "c")], what="the mirrored rows")
+        finally:
+            await h.stop()
+
+    asyncio.run(run())
