@@ -76,6 +76,38 @@ class Topic:
         self.consumer.close()
 
 
+class Workers:
+    """``josefk connect --standalone`` processes running one connector, one after another."""
+
+    def __init__(self, broker, tmp_path, connector: dict):
+        self.worker = tmp_path / "worker.properties"
+        self.worker.write_text(f"bootstrap.servers={broker.bootstrap_servers}\n"
+                               f"offset.storage.file.filename={tmp_path / 'offsets.json'}\n"
+                               "listeners=http://127.0.0.1:0\noffset.flush.interval.ms=200\n"
+                               f"key.converter={JSON}\nvalue.converter={JSON}\n")
+        self.connector = tmp_path / "connector.json"
+        self.connector.write_text(json.dumps(connector))
+        self.processes: list[subprocess.Popen] = []
+
+    def launch(self) -> None:
+        p = subprocess.Popen([sys.executable, "-m", "josefk", "connect", "--standalone",
+                              str(self.worker), str(self.connector)], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+        self.processes.append(p)
+        line = p.stdout.readline()  # bounded by the test's timeout
+        assert line.startswith("josefk connect started on"), line
+
+    def kill(self) -> None:
+        self.processes[-1].kill()
+        self.processes[-1].wait(10)
+
+    def stop(self) -> None:
+        for p in self.processes:
+            if p.poll() is None:
+                p.terminate()
+                p.wait(30)
+
+
 def test_postgres_changes_arrive_as_debezium_events_and_resume_after_a_restart(
         josefk_broker, postgres, pg_database, tmp_path):
     db = psycopg.connect(postgres.dsn(pg_database), autocommit=True)
@@ -232,29 +264,18 @@ def test_a_worker_killed_mid_stream_resumes_the_changes_without_a_gap(
     (those after the last offset flush may come twice: at least once, as Debezium's)."""
     db = psycopg.connect(postgres.dsn(pg_database), autocommit=True)
     db.execute("CREATE TABLE t (id INT PRIMARY KEY)")
-    worker = tmp_path / "worker.properties"
-    worker.write_text(f"bootstrap.servers={josefk_broker.bootstrap_servers}\n"
-                      f"offset.storage.file.filename={tmp_path / 'offsets.json'}\n"
-                      "listeners=http://127.0.0.1:0\noffset.flush.interval.ms=200\n"
-                      f"key.converter={JSON}\nvalue.converter={JSON}\n")
-    connector = tmp_path / "cdc.json"
-    connector.write_text(json.dumps({"name": "cdc", "config": {
-        "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+    slot = f"slot_{pg_database}"[:63]
+    workers = Workers(josefk_broker, tmp_path, {
+        "name": "cdc", "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
         "database.hostname": postgres.host, "database.port": str(postgres.port),
         "database.user": postgres.user, "database.password": postgres.password,
-        "database.dbname": pg_database, "topic.prefix": "killed",
-        "slot.name": f"slot_{pg_database}"[:63], "publication.name": f"pub_{pg_database}",
-        "slot.retry.delay.ms": "200", "snapshot.mode": "never"}}))
-    topic, workers = Topic(josefk_broker, "killed.public.t"), []
+        "database.dbname": pg_database, "topic.prefix": "killed", "slot.name": slot,
+        "publication.name": f"pub_{pg_database}", "slot.retry.delay.ms": "200",
+        "snapshot.mode": "never"})
+    topic = Topic(josefk_broker, "killed.public.t")
 
     def launch():
-        p = subprocess.Popen([sys.executable, "-m", "josefk", "connect", "--standalone",
-                              str(worker), str(connector)], stdout=subprocess.PIPE,
-                             stderr=subprocess.DEVNULL, text=True, start_new_session=True)
-        workers.append(p)
-        line = p.stdout.readline()  # bounded by the test's timeout
-        assert line.startswith("josefk connect started on"), line
-        slot = f"slot_{pg_database}"[:63]
+        workers.launch()
         deadline = time.monotonic() + 30
         while not db.execute("SELECT active FROM pg_replication_slots WHERE slot_name = %s",
                              (slot,)).fetchone() == (True,):
@@ -272,8 +293,7 @@ def test_a_worker_killed_mid_stream_resumes_the_changes_without_a_gap(
         launch()
         inserting.start()
         topic.read(10)
-        workers[-1].kill()  # kill -9, mid-stream
-        workers[-1].wait(10)
+        workers.kill()  # kill -9, mid-stream
         launch()
         deadline = time.monotonic() + 60
         while {k["payload"]["id"] for k, _ in topic.messages} != set(range(1, 61)):
@@ -282,12 +302,59 @@ def test_a_worker_killed_mid_stream_resumes_the_changes_without_a_gap(
     finally:
         if inserting.is_alive():
             inserting.join(30)
-        for p in workers:
-            if p.poll() is None:
-                p.terminate()
-                p.wait(30)
+        workers.stop()
         topic.close()
         db.close()
     firsts = list(dict.fromkeys(k["payload"]["id"] for k, _ in topic.messages))
     assert firsts == list(range(1, 61))  # each change, in commit order
     assert all(v["payload"]["op"] == "c" for _, v in topic.messages)
+
+
+def test_a_sink_killed_mid_batch_leaves_each_row_once_after_the_restart(
+        josefk_broker, josefk_topic, postgres, pg_database, tmp_path):
+    """The JDBC sink upserting into PostgreSQL, its worker killed with SIGKILL part way: the
+    next one redelivers from the committed consumer offsets and the table ends exactly as the
+    topic says, each key once with its last value."""
+    schema = {"type": "struct", "optional": False,
+              "fields": [{"field": "id", "type": "int32", "optional": False},
+                         {"field": "version", "type": "int32", "optional": False}]}
+    producer = Producer({"bootstrap.servers": josefk_broker.bootstrap_servers})
+    for version in range(3):
+        for id_ in range(300):
+            producer.produce(josefk_topic, partition=0, value=json.dumps(
+                {"schema": schema, "payload": {"id": id_, "version": version}}))
+    assert producer.flush(15) == 0
+    workers = Workers(josefk_broker, tmp_path, {
+        "name": "pg-sink", "connector.class": "io.confluent.connect.jdbc.JdbcSinkConnector",
+        "connection.url": postgres.jdbc_url(pg_database), "connection.user": postgres.user,
+        "connection.password": postgres.password, "topics": josefk_topic,
+        "table.name.format": "versions", "insert.mode": "upsert", "pk.mode": "record_value",
+        "pk.fields": "id", "auto.create": "true", "batch.size": "50",
+        # the killed worker's member leaves the group when its session times out
+        "consumer.override.session.timeout.ms": "6000",
+        "consumer.override.heartbeat.interval.ms": "1000"})
+    db = psycopg.connect(postgres.dsn(pg_database), autocommit=True)
+
+    def count(sql):
+        try:
+            return db.execute(sql).fetchone()[0]
+        except psycopg.errors.UndefinedTable:
+            return 0
+
+    try:
+        workers.launch()
+        deadline = time.monotonic() + 30
+        while count("SELECT count(*) FROM versions WHERE version > 0") == 0:
+            assert time.monotonic() < deadline, "nothing written"
+            time.sleep(0.02)
+        workers.kill()  # part way through the second pass over the keys
+        workers.launch()
+        deadline = time.monotonic() + 60
+        while count("SELECT count(*) FROM versions WHERE version = 2") < 300:
+            assert time.monotonic() < deadline, "the restarted sink did not finish"
+            time.sleep(0.1)
+        rows = db.execute("SELECT id, version FROM versions ORDER BY id").fetchall()
+    finally:
+        workers.stop()
+        db.close()
+    assert rows == [(i, 2) for i in range(300)]
