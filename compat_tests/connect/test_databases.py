@@ -21,10 +21,13 @@ from josefk.connect.runtime.standalone import StandaloneHerder
 from josefk.connect.runtime.worker_config import WorkerConfig
 
 JSON = "org.apache.kafka.connect.json.JsonConverter"
+KEY_SCHEMA = json.dumps({"fields": [{"field": "id", "optional": False, "type": "int32"}],
+                         "name": "shop.public.customers.Key", "optional": False,
+                         "type": "struct"}, sort_keys=True)
 
 
-def herder(broker, tmp_path) -> StandaloneHerder:
-    config = WorkerConfig({"bootstrap.servers": broker.bootstrap_servers,
+def herder(bootstrap: str, tmp_path) -> StandaloneHerder:
+    config = WorkerConfig({"bootstrap.servers": bootstrap,
                            "offset.storage.file.filename": str(tmp_path / "offsets.json"),
                            "key.converter": JSON, "value.converter": JSON,
                            "offset.flush.interval.ms": "200"}, distributed=False)
@@ -54,10 +57,10 @@ async def running(h: StandaloneHerder, name: str) -> None:
 
 
 class Topic:
-    """Reads a topic from the start, as JSON (None for tombstones)."""
+    """Reads a topic from the start: (partition, key, value) as JSON (None for tombstones)."""
 
-    def __init__(self, broker, topic):
-        self.consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers,
+    def __init__(self, bootstrap: str, topic: str):
+        self.consumer = Consumer({"bootstrap.servers": bootstrap,
                                   "group.id": f"check-{topic}-{time.monotonic()}",
                                   "auto.offset.reset": "earliest"})
         self.consumer.subscribe([topic])
@@ -68,9 +71,17 @@ class Topic:
         while len(self.messages) < count and time.monotonic() < deadline:
             m = self.consumer.poll(0.2)
             if m is not None and m.error() is None:
-                self.messages.append((json.loads(m.key()) if m.key() else None,
+                self.messages.append((m.partition(), json.loads(m.key()) if m.key() else None,
                                       json.loads(m.value()) if m.value() is not None else None))
         return self.messages
+
+    def by_key(self) -> dict:
+        """Each key's values (keys as their payload's JSON), in the order of its partition:
+        commit order per key."""
+        found: dict = {}
+        for _, key, value in self.messages:
+            found.setdefault(json.dumps(key["payload"], sort_keys=True), []).append(value)
+        return found
 
     def close(self):
         self.consumer.close()
@@ -79,9 +90,9 @@ class Topic:
 class Workers:
     """``josefk connect --standalone`` processes running one connector, one after another."""
 
-    def __init__(self, broker, tmp_path, connector: dict):
+    def __init__(self, bootstrap: str, tmp_path, connector: dict):
         self.worker = tmp_path / "worker.properties"
-        self.worker.write_text(f"bootstrap.servers={broker.bootstrap_servers}\n"
+        self.worker.write_text(f"bootstrap.servers={bootstrap}\n"
                                f"offset.storage.file.filename={tmp_path / 'offsets.json'}\n"
                                "listeners=http://127.0.0.1:0\noffset.flush.interval.ms=200\n"
                                f"key.converter={JSON}\nvalue.converter={JSON}\n")
@@ -109,7 +120,7 @@ class Workers:
 
 
 def test_postgres_changes_arrive_as_debezium_events_and_resume_after_a_restart(
-        josefk_broker, postgres, pg_database, tmp_path):
+        target, postgres, pg_database, tmp_path):
     db = psycopg.connect(postgres.dsn(pg_database), autocommit=True)
     db.execute("CREATE TABLE customers (id INT PRIMARY KEY, name TEXT NOT NULL)")
     db.execute("INSERT INTO customers VALUES (1, 'ann')")
@@ -119,10 +130,10 @@ def test_postgres_changes_arrive_as_debezium_events_and_resume_after_a_restart(
            "database.dbname": pg_database, "topic.prefix": "shop",
            "slot.name": f"slot_{pg_database}"[:63], "publication.name": f"pub_{pg_database}",
            "slot.retry.delay.ms": "100"}
-    topic = Topic(josefk_broker, "shop.public.customers")
+    topic = Topic(target.bootstrap, "shop.public.customers")
 
     async def run(before, changes, expected):
-        h = herder(josefk_broker, tmp_path)
+        h = herder(target.bootstrap, tmp_path)
         await h.start([cdc])
         try:
             await running(h, "pg-cdc")
@@ -139,17 +150,18 @@ def test_postgres_changes_arrive_as_debezium_events_and_resume_after_a_restart(
                             "UPDATE customers SET name = 'ann2' WHERE id = 1"], 3))
         asyncio.run(run(3, ["DELETE FROM customers WHERE id = 2"], 5))
         time.sleep(1.0)  # anything replayed twice would have arrived by now
-        messages = topic.read(5, timeout=1.0)
+        topic.read(6, timeout=1.0)  # a sixth would be an event twice
     finally:
         topic.close()
         db.close()
-    events = [(key["payload"]["id"], value["payload"]["op"] if value else None)
-              for key, value in messages]
-    assert events == [(1, "r"), (2, "c"), (1, "u"), (2, "d"), (2, None)]
-    key, value = messages[1]
-    assert key["schema"]["name"] == "shop.public.customers.Key"
-    assert value["schema"]["name"] == "shop.public.customers.Envelope"
-    payload = value["payload"]
+    events = {key: [v["payload"]["op"] if v else None for v in values]
+              for key, values in topic.by_key().items()}
+    assert events == {'{"id": 1}': ["r", "u"], '{"id": 2}': ["c", "d", None]}
+    assert {json.dumps(k["schema"], sort_keys=True) for _, k, _ in topic.messages} == {
+        KEY_SCHEMA}
+    created = next(v for _, k, v in topic.messages if v and v["payload"]["op"] == "c")
+    assert created["schema"]["name"] == "shop.public.customers.Envelope"
+    payload = created["payload"]
     assert payload["after"] == {"id": 2, "name": "bob"} and payload["before"] is None
     assert payload["source"]["connector"] == "postgresql"
     assert payload["source"]["table"] == "customers" and payload["source"]["lsn"] > 0
@@ -186,7 +198,7 @@ def test_a_table_copied_through_a_topic_into_another_database_row_for_row(
                 return []
 
     async def run(inserts, expected):
-        h = herder(josefk_broker, tmp_path)
+        h = herder(josefk_broker.bootstrap_servers, tmp_path)
         await h.start([source, sink])
         try:
             await running(h, "jdbc-source")
@@ -204,13 +216,13 @@ def test_a_table_copied_through_a_topic_into_another_database_row_for_row(
     rows = mirrored()
     assert [(i, n, None if p is None else float(p)) for i, n, p in rows] == [
         (1, "a", 1.5), (2, "b", None), (3, "c", 9.99)]
-    topic = Topic(josefk_broker, "pg-items")
+    topic = Topic(josefk_broker.bootstrap_servers, "pg-items")
     try:
         time.sleep(0.5)
         messages = topic.read(4, timeout=2.0)
     finally:
         topic.close()
-    assert [v["payload"]["id"] for _, v in messages] == [1, 2, 3]  # none twice
+    assert sorted(v["payload"]["id"] for _, _, v in messages) == [1, 2, 3]  # none twice
 
 
 def test_tombstones_delete_mirrored_rows(josefk_broker, josefk_topic, tmp_path):
@@ -247,7 +259,7 @@ def test_tombstones_delete_mirrored_rows(josefk_broker, josefk_topic, tmp_path):
                 return []
 
     async def run():
-        h = herder(josefk_broker, tmp_path)
+        h = herder(josefk_broker.bootstrap_servers, tmp_path)
         await h.start([sink])
         try:
             await until(lambda: rows() == [(2, "b2"), (3, "c")], what="the mirrored rows")
@@ -265,14 +277,14 @@ def test_a_worker_killed_mid_stream_resumes_the_changes_without_a_gap(
     db = psycopg.connect(postgres.dsn(pg_database), autocommit=True)
     db.execute("CREATE TABLE t (id INT PRIMARY KEY)")
     slot = f"slot_{pg_database}"[:63]
-    workers = Workers(josefk_broker, tmp_path, {
+    workers = Workers(josefk_broker.bootstrap_servers, tmp_path, {
         "name": "cdc", "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
         "database.hostname": postgres.host, "database.port": str(postgres.port),
         "database.user": postgres.user, "database.password": postgres.password,
         "database.dbname": pg_database, "topic.prefix": "killed", "slot.name": slot,
         "publication.name": f"pub_{pg_database}", "slot.retry.delay.ms": "200",
         "snapshot.mode": "never"})
-    topic = Topic(josefk_broker, "killed.public.t")
+    topic = Topic(josefk_broker.bootstrap_servers, "killed.public.t")
 
     def launch():
         workers.launch()
@@ -296,7 +308,7 @@ def test_a_worker_killed_mid_stream_resumes_the_changes_without_a_gap(
         workers.kill()  # kill -9, mid-stream
         launch()
         deadline = time.monotonic() + 60
-        while {k["payload"]["id"] for k, _ in topic.messages} != set(range(1, 61)):
+        while {k["payload"]["id"] for _, k, _ in topic.messages} != set(range(1, 61)):
             assert time.monotonic() < deadline, "changes missing after the restart"
             topic.read(len(topic.messages) + 1, timeout=1.0)
     finally:
@@ -305,9 +317,11 @@ def test_a_worker_killed_mid_stream_resumes_the_changes_without_a_gap(
         workers.stop()
         topic.close()
         db.close()
-    firsts = list(dict.fromkeys(k["payload"]["id"] for k, _ in topic.messages))
-    assert firsts == list(range(1, 61))  # each change, in commit order
-    assert all(v["payload"]["op"] == "c" for _, v in topic.messages)
+    for partition in {p for p, _, _ in topic.messages}:  # each change, in commit order
+        firsts = list(dict.fromkeys(k["payload"]["id"] for p, k, _ in topic.messages
+                                    if p == partition))
+        assert firsts == sorted(firsts)
+    assert all(v["payload"]["op"] == "c" for _, _, v in topic.messages)
 
 
 def test_a_sink_killed_mid_batch_leaves_each_row_once_after_the_restart(
@@ -324,7 +338,7 @@ def test_a_sink_killed_mid_batch_leaves_each_row_once_after_the_restart(
             producer.produce(josefk_topic, partition=0, value=json.dumps(
                 {"schema": schema, "payload": {"id": id_, "version": version}}))
     assert producer.flush(15) == 0
-    workers = Workers(josefk_broker, tmp_path, {
+    workers = Workers(josefk_broker.bootstrap_servers, tmp_path, {
         "name": "pg-sink", "connector.class": "io.confluent.connect.jdbc.JdbcSinkConnector",
         "connection.url": postgres.jdbc_url(pg_database), "connection.user": postgres.user,
         "connection.password": postgres.password, "topics": josefk_topic,
