@@ -13,9 +13,11 @@ import threading
 import time
 
 import psycopg
+import pytest
 import sqlalchemy as sa
 from confluent_kafka import Consumer, Producer
 
+from josefk.connect.runtime.herder import BadRequest
 from josefk.connect.runtime.plugins import Plugins
 from josefk.connect.runtime.standalone import StandaloneHerder
 from josefk.connect.runtime.worker_config import WorkerConfig
@@ -372,3 +374,69 @@ def test_a_sink_killed_mid_batch_leaves_each_row_once_after_the_restart(
         workers.stop()
         db.close()
     assert rows == [(i, 2) for i in range(300)]
+
+
+def test_a_source_killed_mid_table_resumes_from_its_offset_without_a_gap(
+        josefk_broker, postgres, pg_database, tmp_path):
+    """The JDBC source's worker killed with SIGKILL while it copies a table in batches: the
+    next one resumes at the stored incrementing offset; every row arrives (those after the
+    last offset flush may come twice)."""
+    db = psycopg.connect(postgres.dsn(pg_database), autocommit=True)
+    db.execute("CREATE TABLE big (id INT PRIMARY KEY)")
+    db.execute("INSERT INTO big SELECT generate_series(1, 3000)")
+    workers = Workers(josefk_broker.bootstrap_servers, tmp_path, {
+        "name": "big-source", "connector.class": "io.confluent.connect.jdbc.JdbcSourceConnector",
+        "connection.url": postgres.jdbc_url(pg_database), "connection.user": postgres.user,
+        "connection.password": postgres.password, "mode": "incrementing",
+        "incrementing.column.name": "id", "topic.prefix": f"{pg_database}-",
+        "batch.max.rows": "20", "poll.interval.ms": "100"})
+    topic = Topic(josefk_broker.bootstrap_servers, f"{pg_database}-big")
+    try:
+        workers.launch()
+        topic.read(200)
+        workers.kill()
+        workers.launch()
+        deadline = time.monotonic() + 60
+        while {v["payload"]["id"] for _, _, v in topic.messages} != set(range(1, 3001)):
+            assert time.monotonic() < deadline, "rows missing after the restart"
+            topic.read(len(topic.messages) + 100, timeout=1.0)
+    finally:
+        workers.stop()
+        topic.close()
+        db.close()
+    assert len(topic.messages) < 6000  # a replay from the last stored offset, not the start
+
+
+def test_a_wrong_password_refuses_the_cdc_connector_and_fails_the_jdbc_one_with_the_cause(
+        josefk_broker, postgres, pg_database, tmp_path):
+    """As on a JVM worker: Debezium's validation connects, so the CDC connector is refused
+    with the cause; the JDBC source, whose validation does not, is FAILED with it, and the
+    worker goes on."""
+    cdc = {"name": "bad-cdc", "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+           "database.hostname": postgres.host, "database.port": str(postgres.port),
+           "database.user": postgres.user, "database.password": "wrong",
+           "database.dbname": pg_database, "topic.prefix": "bad"}
+    jdbc = {"name": "bad-jdbc", "connector.class": "io.confluent.connect.jdbc.JdbcSourceConnector",
+            "connection.url": postgres.jdbc_url(pg_database), "connection.user": postgres.user,
+            "connection.password": "wrong", "connection.attempts": "1", "mode": "bulk",
+            "topic.prefix": "bad-"}
+
+    async def run():
+        h = herder(josefk_broker.bootstrap_servers, tmp_path)
+        await h.start([])
+        try:
+            with pytest.raises(BadRequest, match="Error while validating connector config: "
+                                                      "Couldn't connect to PostgreSQL .* password "
+                                                      "authentication failed"):
+                await h.put_connector_config("bad-cdc", cdc, False)
+            await h.put_connector_config("bad-jdbc", jdbc, False)
+
+            async def failed():
+                status = await h.connector_status("bad-jdbc")
+                return status if status["connector"]["state"] == "FAILED" else None
+            return await until(failed, what="the connector FAILED")
+        finally:
+            await h.stop()
+
+    status = asyncio.run(run())
+    assert "password authentication failed" in status["connector"]["trace"]
