@@ -166,10 +166,10 @@ def _fqn(schema: str | None, table: str) -> str:
 def list_tables(engine: sa.Engine, settings: dict) -> list[str]:
     """The tables to read (qualified names), white- and blacklists applied; a whitelisted
     table that does not exist is an error."""
-    inspector = sa.inspect(engine)
     kinds = {t.upper() for t in settings["table.types"]}
     found = {}
     try:
+        inspector = sa.inspect(engine)
         for schema in _schemas(engine, settings):
             names = inspector.get_table_names(schema=schema) if "TABLE" in kinds else []
             if "VIEW" in kinds:

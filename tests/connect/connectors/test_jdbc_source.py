@@ -61,11 +61,15 @@ def start(db: Db, offsets: Offsets | None = None, max_tasks: int = 1, **settings
     connector.start(props)
     configs = connector.task_configs(max_tasks)
     tasks = []
-    for config in configs:
-        task = JdbcSourceTask()
-        task.initialize(SourceContext(config, offsets))
-        task.start(config)
-        tasks.append(task)
+    try:
+        for config in configs:
+            task = JdbcSourceTask()
+            task.initialize(SourceContext(config, offsets))
+            task.start(config)
+            tasks.append(task)
+    except ConnectException:
+        stop(connector, tasks)
+        raise
     return connector, configs, tasks
 
 
@@ -290,6 +294,24 @@ def test_a_new_table_asks_for_new_task_configs(db):
         assert context.reconfigurations >= 1
         assert [c["tables"] for c in connector.task_configs(2)] == [db.fqn("first"),
                                                                      db.fqn("second")]
+    finally:
+        connector.stop()
+
+
+def test_a_whitelisted_table_dropped_later_fails_the_connector_through_its_context(db):
+    db.run("CREATE TABLE kept (id INTEGER PRIMARY KEY)")
+    connector = JdbcSourceConnector()
+    context = ConnectorContext()
+    connector.initialize(context)
+    connector.start({**db.props, "topic.prefix": "p-", "mode": "bulk",
+                     "table.whitelist": "kept", "table.poll.interval.ms": "50"})
+    try:
+        db.run("DROP TABLE kept")
+        deadline = time.monotonic() + 10
+        while not context.errors and time.monotonic() < deadline:
+            time.sleep(0.05)
+        [error] = context.errors
+        assert str(error) == "Table(s) kept in table.whitelist not found in the database"
     finally:
         connector.stop()
 
