@@ -26,7 +26,7 @@ import uuid
 
 import pytest
 
-INSTALL = "scripts/debian-deps.sh /usr/lib/postgresql/15/bin/initdb=postgresql"
+INSTALL = "scripts/debian-deps.sh pg_ctlcluster=postgresql"
 SUPERUSER = "postgres"
 PASSWORD = "josefk-test"
 
