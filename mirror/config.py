@@ -78,7 +78,8 @@ class MirrorConfig:
         ``cluster`` (source or target)."""
         prefix = f"{cluster}.cluster."
         java = {k[len(prefix):]: v for k, v in self.props.items()
-                if k.startswith(prefix) and not k[len(prefix):].startswith(_ROLES)}
+                if k.startswith(prefix) and k[len(prefix):] != "alias"
+                and not k[len(prefix):].startswith(_ROLES)}
         for more in (f"{role}.", f"{cluster}.{role}."):
             java.update({k[len(more):]: v for k, v in self.props.items() if k.startswith(more)})
         if "bootstrap.servers" not in java:

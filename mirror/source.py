@@ -12,7 +12,8 @@ import logging
 import threading
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import (ConfigResource, NewPartitions, NewTopic)
+from confluent_kafka.admin import (AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions,
+                                   NewTopic)
 
 from josefk.connect.api.config import ConfigDef, ConfigException, Importance, Range, ValidString
 from josefk.connect.api.config import Type as T
@@ -201,11 +202,13 @@ class MirrorSourceConnector(SourceConnector):
         resources = []
         for topic, configs in self._source_configs(list(topics)).items():
             if configs:
-                resources.append(ConfigResource(ConfigResource.Type.TOPIC, self._remote(topic),
-                                                set_config=configs))
+                resources.append(ConfigResource(
+                    ConfigResource.Type.TOPIC, self._remote(topic), incremental_configs=[
+                        ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
+                        for k, v in configs.items()]))
         if not resources:
             return
-        for resource, future in self.target_admin.alter_configs(resources).items():
+        for resource, future in self.target_admin.incremental_alter_configs(resources).items():
             try:
                 future.result(ADMIN_TIMEOUT)
             except KafkaException as e:
