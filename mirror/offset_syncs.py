@@ -7,8 +7,9 @@ skipped: compaction, transaction markers) and one after the downstream topic wen
 sent at once are "pending"; the others are "delayed" until the task's next offset commit. At
 most ten syncs are in flight.
 
-The store (in each MirrorCheckpointTask) keeps, per partition, 64 syncs spaced by powers of
-two below the latest, so that old group offsets still translate, and translates an upstream
+The store (in each MirrorCheckpointTask) keeps, per partition, 64 syncs spaced roughly
+exponentially below the latest (slot i within 2^i of slot 0, distinct slots at least
+2^(i-2) apart), so that older group offsets still translate closely, and translates an upstream
 offset to the downstream offset of the closest sync at or before it (one past it when the
 group is beyond the sync), or -1 when every sync kept is ahead of it."""
 from __future__ import annotations
@@ -90,6 +91,20 @@ class OffsetSyncWriter:
             self.outstanding -= 1
 
 
+def _spaced_below(newer: OffsetSync, older: OffsetSync, i: int, j: int) -> bool:
+    """Slot j's sync is recent enough below slot i's: newer.upstream <= older.upstream + 2^j
+    - 2^i."""
+    bound = older.upstream_offset + (1 << j) - (1 << i)
+    return newer is older or bound < 0 or newer.upstream_offset <= bound
+
+
+def _spaced_above(newer: OffsetSync, older: OffsetSync, i: int) -> bool:
+    """Slot i's sync is far enough above the next one: newer.upstream >= older.upstream +
+    2^max(i-2, 0)."""
+    bound = older.upstream_offset + (1 << max(i - 2, 0))
+    return newer is older or (bound >= 0 and newer.upstream_offset >= bound)
+
+
 class OffsetSyncStore:
     """Syncs read from the offset-syncs topic; ``read_to_end`` is set once the topic was read
     to its end: before that nothing is translated."""
@@ -100,20 +115,38 @@ class OffsetSyncStore:
 
     def handle(self, sync: OffsetSync) -> None:
         tp = (sync.topic, sync.partition)
-        syncs = self.syncs.get(tp)
-        if syncs is None or not self.read_to_end or syncs[0].upstream_offset > sync.upstream_offset:
-            # older syncs are invalid (a restart of the source task, or the initial read)
+        original = self.syncs.get(tp)
+        if (original is None or not self.read_to_end
+                or original[0].upstream_offset > sync.upstream_offset):
+            # the first, the initial read (only its latest sync may translate, so that
+            # translation never goes back) or a rewind (the older syncs are invalid)
             self.syncs[tp] = [sync] * _SLOTS
             return
-        syncs = syncs.copy()  # readers on other threads see the old list or the new one
+        syncs = original.copy()  # readers on other threads see the old list or the new one
         syncs[0] = sync
-        upstream = sync.upstream_offset
-        for i in range(1, _SLOTS):
-            mask = ((1 << 63) - 1) >> i << i  # Long.MAX_VALUE << i
-            if (syncs[i].upstream_offset ^ upstream) & mask:
-                syncs[i] = sync
-            else:
-                break
+        replacement, candidate = sync, 0
+        for current in range(1, _SLOTS):
+            previous = current - 1
+            # prefer an older sync of the original list as the replacement: more distinct
+            # syncs are kept, and translation of older offsets is closer
+            while True:
+                old = original[candidate]
+                recent = _spaced_below(syncs[previous], old, previous, current)
+                apart_from_previous = _spaced_above(syncs[previous], old, previous)
+                apart_from_next = (current + 1 >= _SLOTS
+                                   or _spaced_above(old, syncs[current + 1], current))
+                duplicate = candidate + 1 < _SLOTS and original[candidate + 1] is old
+                promote = recent and apart_from_previous and apart_from_next
+                if promote:
+                    replacement = old
+                skip = duplicate or not apart_from_previous
+                if promote or skip:
+                    candidate += 1
+                if not (candidate < current and skip):
+                    break
+            if _spaced_below(syncs[previous], syncs[current], previous, current):
+                break  # this slot and all later ones are still valid
+            syncs[current] = replacement
         self.syncs[tp] = syncs
 
     def translate_downstream(self, topic: str, partition: int, upstream: int) -> int | None:

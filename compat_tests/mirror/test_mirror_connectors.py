@@ -230,31 +230,40 @@ def test_checkpoints_translate_a_groups_offsets_and_sync_them(clusters):
                                      "emit.checkpoints.interval.seconds": "0",
                                      "sync.group.offsets.enabled": "true",
                                      "sync.group.offsets.interval.seconds": "0"})
+    app = Consumer({"bootstrap.servers": primary.bootstrap_servers, "group.id": "app",
+                    "enable.auto.commit": False})
+    app.commit(offsets=[TopicPartition("orders", 0, 0), TopicPartition("orders", 1, 0)],
+               asynchronous=False)
     source = MirrorSourceConnector()
     source.initialize(ConnectorContext())
     source.start({**props, "refresh.topics.enabled": "false"})
-    worker = MiniWorker(backup.bootstrap_servers)
-    worker.start(source, 2)
+    worker, checkpointer = MiniWorker(backup.bootstrap_servers), MiniWorker(
+        backup.bootstrap_servers)
     checkpoints = MirrorCheckpointConnector()
     try:
-        mirror_until(worker, backup.bootstrap_servers, "primary.orders", 2, 40)
-        worker.stop()
-
-        app = Consumer({"bootstrap.servers": primary.bootstrap_servers, "group.id": "app",
-                        "enable.auto.commit": False})
-        app.commit(offsets=[TopicPartition("orders", 0, 13), TopicPartition("orders", 1, 20)],
-                   asynchronous=False)
-        app.close()
-
+        # the checkpoint task reads the offset-syncs topic to its end before any translation,
+        # and keeps only the latest sync of what that first read finds (as Kafka's store)
         checkpoints.initialize(ConnectorContext())
         checkpoints.start({**props, "groups.exclude": "check-.*"})
         configs = checkpoints.task_configs(3)
         assert [c["task.assigned.groups"] for c in configs] == ["app"]
-        worker.start(checkpoints, 3)
-        until(lambda: worker.run_once() >= 2)
-        records = read_all(backup.bootstrap_servers, "primary.checkpoints.internal", 1)
-        got = {(c.topic, c.partition): c for c in
-               (Checkpoint.from_record(m.key(), m.value()) for m in records)}
+        checkpointer.start(checkpoints, 3)
+        until(lambda: checkpointer.tasks[0].store.read_to_end or checkpointer.run_once())
+
+        worker.start(source, 2)
+        mirror_until(worker, backup.bootstrap_servers, "primary.orders", 2, 40)
+        app.commit(offsets=[TopicPartition("orders", 0, 13), TopicPartition("orders", 1, 20)],
+                   asynchronous=False)
+        app.close()
+
+        def checkpointed():
+            checkpointer.run_once()
+            latest = {}
+            for m in read_all(backup.bootstrap_servers, "primary.checkpoints.internal", 1, 5):
+                c = Checkpoint.from_record(m.key(), m.value())
+                latest[c.topic, c.partition] = c
+            return {c.upstream_offset for c in latest.values()} == {13, 20} and latest
+        got = until(checkpointed)
         assert set(got) == {("primary.orders", 0), ("primary.orders", 1)}
         assert got["primary.orders", 1] == Checkpoint("app", "primary.orders", 1, 20, 20, "")
         first = got["primary.orders", 0]
@@ -268,6 +277,7 @@ def test_checkpoints_translate_a_groups_offsets_and_sync_them(clusters):
         assert [tp.offset for tp in committed] == [first.downstream_offset, 20]
     finally:
         worker.stop()
+        checkpointer.stop()
         checkpoints.stop()
         source.stop()
 

@@ -108,3 +108,25 @@ def test_a_sync_going_back_upstream_clears_the_older_ones():
     store = loaded((100, 200), (150, 251), (10, 300))
     assert store.translate_downstream("t", 0, 120) == 301
     assert store.translate_downstream("t", 0, 5) == -1
+
+
+def test_recent_syncs_stay_distinct():
+    store = loaded((0, 0), (6, 6), (12, 12), (18, 18), (19, 19))
+    assert store.translate_downstream("t", 0, 13) == 13
+    assert store.translate_downstream("t", 0, 19) == 19
+
+
+def test_the_store_keeps_its_invariants_and_translation_is_monotonic():
+    store = loaded(*[(u, 2 * u) for u in range(0, 5000, 3)])
+    syncs = store.syncs[("t", 0)]
+    assert syncs[0].upstream_offset == 4998
+    for i in range(len(syncs) - 1):
+        newer, older = syncs[i], syncs[i + 1]
+        if newer is not older:
+            assert newer.upstream_offset <= older.upstream_offset + 2 ** (i + 1) - 2 ** i
+            assert newer.upstream_offset >= older.upstream_offset + 2 ** max(i - 2, 0)
+    translated = [store.translate_downstream("t", 0, u) for u in range(0, 5000)]
+    assert translated == sorted(translated)
+    for upstream in (4990, 4900, 4000):   # recent offsets translate closely
+        assert 2 * upstream - store.translate_downstream("t", 0, upstream) <= \
+            2 * (5000 - upstream)
