@@ -16,6 +16,8 @@ from josefk.mirror.records import Checkpoint, Heartbeat, OffsetSync
 from josefk.mirror.source import MirrorSourceConnector
 from josefk.testing import broker
 
+from compat_tests.mirror.mirroring import flow, read_all, until
+
 LAG = 5
 
 
@@ -99,46 +101,10 @@ class MiniWorker:
         self.tasks.clear()
 
 
-def read_all(bootstrap, topic, partitions, timeout=15):
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{time.time()}",
-                         "enable.auto.commit": False, "enable.partition.eof": True})
-    consumer.assign([TopicPartition(topic, p, -2) for p in range(partitions)])
-    out, done, deadline = [], set(), time.monotonic() + timeout
-    while len(done) < partitions and time.monotonic() < deadline:
-        msg = consumer.poll(0.5)
-        if msg is None:
-            continue
-        if msg.error():
-            done.add(msg.partition())
-            continue
-        out.append(msg)
-    consumer.close()
-    return out
-
-
-def until(check, timeout=20):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = check()
-        if result:
-            return result
-        time.sleep(0.2)
-    raise AssertionError("timed out")
-
-
 @pytest.fixture
 def clusters():
     with broker() as primary, broker() as backup:
         yield primary, backup
-
-
-def flow(primary, backup, **more):
-    return {"source.cluster.alias": "primary", "target.cluster.alias": "backup",
-            "source.cluster.bootstrap.servers": primary.bootstrap_servers,
-            "target.cluster.bootstrap.servers": backup.bootstrap_servers,
-            "replication.factor": "1", "offset-syncs.topic.replication.factor": "1",
-            "checkpoints.topic.replication.factor": "1",
-            "heartbeats.topic.replication.factor": "1", **more}
 
 
 def produce_orders(bootstrap, topic, count, start=0):
