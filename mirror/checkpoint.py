@@ -20,7 +20,8 @@ from josefk.connect.api.connector import SourceConnector, SourceTask
 from josefk.connect.api.records import SourceRecord
 from josefk.connect.api.schema import Schema
 from josefk.mirror.config import (ADMIN_TIMEOUT, GROUPS_EXCLUDE_DEFAULT, Filter, MirrorConfig,
-                                  common_config, create_compacted_topic, topic_filter_config)
+                                  common_config, create_compacted_topic, split,
+                                  topic_filter_config)
 from josefk.mirror.offset_syncs import OffsetSyncStore
 from josefk.mirror.records import Checkpoint, FormatError, OffsetSync
 
@@ -117,11 +118,10 @@ class MirrorCheckpointConnector(SourceConnector):
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
         with self.lock:
             groups = list(self.groups)
-        if not groups or not self.mirror["emit.checkpoints.enabled"]:
+        if not self.mirror["emit.checkpoints.enabled"]:
             return []
-        count = min(max_tasks, len(groups))
-        return [{**self.mirror.props, ASSIGNED_GROUPS: ",".join(groups[task::count])}
-                for task in range(count)]
+        return [{**self.mirror.props, ASSIGNED_GROUPS: assigned}
+                for assigned in split(groups, max_tasks)]
 
     def alter_offsets(self, connector_config, offsets) -> bool:
         return True

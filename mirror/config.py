@@ -108,6 +108,13 @@ class Filter:
                 and not any(p.fullmatch(name) for p in self.exclude))
 
 
+def split(items: list[str], max_tasks: int) -> list[str]:
+    """``items`` dealt round-robin to at most ``max_tasks`` tasks, each as a comma list (as
+    Kafka's ConnectorUtils.groupPartitions); no task without items."""
+    count = min(max_tasks, len(items))
+    return [",".join(items[task::count]) for task in range(count)]
+
+
 def create_compacted_topic(admin: AdminClient, topic: str, replication_factor: int,
                            partitions: int = 1) -> None:
     """Create one of MirrorMaker's internal topics unless it is there."""

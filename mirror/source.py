@@ -22,8 +22,9 @@ from josefk.connect.api.errors import ConnectException
 from josefk.connect.api.records import Headers, RecordMetadata, SourceRecord
 from josefk.connect.api.schema import Schema
 from josefk.mirror.config import (ADMIN_TIMEOUT, Filter, MirrorConfig, common_config,
-                                  create_compacted_topic, topic_filter_config)
+                                  create_compacted_topic, split, topic_filter_config)
 from josefk.mirror.offset_syncs import OffsetSyncWriter
+from josefk.mirror.policy import DefaultReplicationPolicy
 from josefk.mirror.records import OffsetSync
 
 log = logging.getLogger(__name__)
@@ -69,8 +70,21 @@ def source_config() -> ConfigDef:
                     documentation="Timeout when polling source cluster."))
 
 
-def source_topic_partition(record: SourceRecord) -> tuple[str, int]:
-    return record.source_partition["topic"], record.source_partition["partition"]
+def should_replicate(policy: DefaultReplicationPolicy, topic_filter: Filter, target: str,
+                     topic: str) -> bool:
+    """Accepted by the filter, not internal, and not come from the target (a cycle)."""
+    return (topic_filter(topic) and not policy.is_internal_topic(topic)
+            and not is_cycle(policy, target, topic))
+
+
+def is_cycle(policy: DefaultReplicationPolicy, target: str, topic: str) -> bool:
+    source = policy.topic_source(topic)
+    if source is None:
+        return False
+    if source == target:
+        return True
+    upstream = policy.upstream_topic(topic)
+    return upstream is not None and upstream != topic and is_cycle(policy, target, upstream)
 
 
 class MirrorSourceConnector(SourceConnector):
@@ -111,12 +125,8 @@ class MirrorSourceConnector(SourceConnector):
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
         with self.lock:
             partitions = [f"{t}-{p}" for t in sorted(self.known) for p in range(self.known[t])]
-        if not partitions:
-            return []
-        count = min(max_tasks, len(partitions))
-        return [{**self.mirror.props,
-                 ASSIGNED_PARTITIONS: ",".join(partitions[task::count])}
-                for task in range(count)]
+        return [{**self.mirror.props, ASSIGNED_PARTITIONS: assigned}
+                for assigned in split(partitions, max_tasks)]
 
     def alter_offsets(self, connector_config, offsets) -> bool:
         return True
@@ -124,18 +134,7 @@ class MirrorSourceConnector(SourceConnector):
     # ---- topics ---------------------------------------------------------------------------
 
     def should_replicate(self, topic: str) -> bool:
-        policy = self.mirror.policy
-        return (self.topic_filter(topic) and not policy.is_internal_topic(topic)
-                and not self._is_cycle(topic))
-
-    def _is_cycle(self, topic: str) -> bool:
-        source = self.mirror.policy.topic_source(topic)
-        if source is None:
-            return False
-        if source == self.mirror.target:
-            return True
-        upstream = self.mirror.policy.upstream_topic(topic)
-        return upstream is not None and upstream != topic and self._is_cycle(upstream)
+        return should_replicate(self.mirror.policy, self.topic_filter, self.mirror.target, topic)
 
     def _source_partitions(self) -> dict[str, int]:
         topics = self.source_admin.list_topics(timeout=ADMIN_TIMEOUT).topics
@@ -295,9 +294,9 @@ class MirrorSourceTask(SourceTask):
     def commit_record(self, record: SourceRecord, metadata: RecordMetadata | None) -> None:
         if self.writer is None or metadata is None:
             return
-        topic, partition = source_topic_partition(record)
-        self.writer.maybe_queue(topic, partition, record.source_offset["offset"],
-                                metadata.offset)
+        source = record.source_partition
+        self.writer.maybe_queue(source["topic"], source["partition"],
+                                record.source_offset["offset"], metadata.offset)
         self.writer.fire_pending()
 
     def commit(self) -> None:
