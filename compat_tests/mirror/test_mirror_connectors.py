@@ -157,12 +157,17 @@ def test_records_topics_and_offset_syncs(clusters):
             assert (copy.key(), copy.value(), copy.headers(), copy.timestamp()) == \
                 (msg.key(), msg.value(), msg.headers(), msg.timestamp())
 
-        syncs = [OffsetSync.from_record(m.key(), m.value()) for m in
-                 read_all(primary.bootstrap_servers, "mm2-offset-syncs.backup.internal", 1)]
-        for partition in (0, 1):
-            mine = [s for s in syncs if (s.topic, s.partition) == ("orders", partition)]
+        def synced():
+            syncs = [OffsetSync.from_record(m.key(), m.value()) for m in read_all(
+                primary.bootstrap_servers, "mm2-offset-syncs.backup.internal", 1, 5)]
+            by_partition = [[s for s in syncs if (s.topic, s.partition) == ("orders", p)]
+                            for p in (0, 1)]
+            # the last record's sync is sent by the commit, after the task's poll
+            return all(mine and mine[-1].upstream_offset == 9 for mine in by_partition) and \
+                by_partition
+        for partition, mine in enumerate(until(synced)):
             assert mine[0] == OffsetSync("orders", partition, 0, 0)
-            assert mine[-1] == OffsetSync("orders", partition, 9, 9)  # the commit's sync
+            assert mine[-1] == OffsetSync("orders", partition, 9, 9)
             assert all(b.downstream_offset - a.downstream_offset <= LAG + 1
                        for a, b in zip(mine, mine[1:]))
 
