@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import (AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions,
-                                   NewTopic)
+from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType,
+                                   AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions,
+                                   NewTopic, ResourcePatternType, ResourceType)
 
 from josefk.connect.api.config import ConfigDef, ConfigException, Importance, Range, ValidString
 from josefk.connect.api.config import Type as T
@@ -51,6 +53,15 @@ def source_config() -> ConfigDef:
             .define("sync.topic.configs.enabled", T.BOOLEAN, True, importance=Importance.LOW,
                     documentation="Whether to periodically configure remote topics to match "
                                   "their corresponding upstream topics.")
+            .define("sync.topic.configs.interval.seconds", T.LONG, 600, Range.at_least(1),
+                    importance=Importance.LOW,
+                    documentation="Frequency of topic config sync.")
+            .define("sync.topic.acls.enabled", T.BOOLEAN, True, importance=Importance.LOW,
+                    documentation="Whether to periodically configure remote topic ACLs to match "
+                                  "their corresponding upstream topics.")
+            .define("sync.topic.acls.interval.seconds", T.LONG, 600, Range.at_least(1),
+                    importance=Importance.LOW,
+                    documentation="Frequency of topic ACL sync.")
             .define("replication.factor", T.INT, 2, importance=Importance.LOW,
                     documentation="Replication factor for newly created remote topics.")
             .define("offset-syncs.topic.replication.factor", T.INT, 3,
@@ -111,16 +122,19 @@ class MirrorSourceConnector(SourceConnector):
         self.lock = threading.Lock()
         self.stopping = threading.Event()
         self.refresh()
-        self.refresher = None
-        if self.mirror["refresh.topics.enabled"]:
-            self.refresher = threading.Thread(target=self._refresh_loop, daemon=True,
-                                              name=f"mirror-source-refresh-{self.mirror.source}")
-            self.refresher.start()
+        jobs = [(self.mirror[f"{name}.interval.seconds"], job) for name, job in (
+            ("refresh.topics", self._refresh_topics), ("sync.topic.configs", self._sync_configs),
+            ("sync.topic.acls", self._sync_acls)) if self.mirror[f"{name}.enabled"]]
+        for _, job in jobs:
+            if job != self._refresh_topics:  # done just now
+                self._run(job)
+        self.scheduler = threading.Thread(target=self._schedule, args=(jobs,), daemon=True,
+                                          name=f"mirror-source-{self.mirror.source}")
+        self.scheduler.start()
 
     def stop(self) -> None:
         self.stopping.set()
-        if self.refresher is not None:
-            self.refresher.join(ADMIN_TIMEOUT)
+        self.scheduler.join(ADMIN_TIMEOUT)
 
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
         with self.lock:
@@ -151,9 +165,11 @@ class MirrorSourceConnector(SourceConnector):
             self._create_remote_topics(found)
             with self.lock:
                 self.known = found
-        if self.mirror["sync.topic.configs.enabled"] and found:
-            self._sync_topic_configs(found)
         return changed
+
+    def _refresh_topics(self) -> None:
+        if self.refresh() and self.context is not None:
+            self.context.request_task_reconfiguration()
 
     def _remote(self, topic: str) -> str:
         return self.mirror.policy.format_remote_topic(self.mirror.source, topic)
@@ -197,9 +213,11 @@ class MirrorSourceConnector(SourceConnector):
                 and self.config_filter(name)}
         return out
 
-    def _sync_topic_configs(self, topics: dict[str, int]) -> None:
+    def _sync_configs(self) -> None:
+        with self.lock:
+            topics = list(self.known)
         resources = []
-        for topic, configs in self._source_configs(list(topics)).items():
+        for topic, configs in (self._source_configs(topics) if topics else {}).items():
             if configs:
                 resources.append(ConfigResource(
                     ConfigResource.Type.TOPIC, self._remote(topic), incremental_configs=[
@@ -213,15 +231,60 @@ class MirrorSourceConnector(SourceConnector):
             except KafkaException as e:
                 log.warning("mirror: could not sync %s's configs: %s", resource.name, e)
 
-    def _refresh_loop(self) -> None:
-        interval = self.mirror["refresh.topics.interval.seconds"]
-        while not self.stopping.wait(interval):
-            try:
-                if self.refresh() and self.context is not None:
-                    self.context.request_task_reconfiguration()
-            except KafkaException as e:
-                log.warning("mirror %s->%s: topic refresh failed: %s", self.mirror.source,
-                            self.mirror.target, e)
+    def _sync_acls(self) -> None:
+        """The source's LITERAL topic ACLs of the replicated topics onto their remote topics:
+        ALLOW WRITE left out (only MirrorMaker writes there), ALLOW ALL made ALLOW READ."""
+        topic_acls = AclBindingFilter(ResourceType.TOPIC, None, ResourcePatternType.LITERAL,
+                                      None, None, AclOperation.ANY, AclPermissionType.ANY)
+        try:
+            bindings = self.source_admin.describe_acls(topic_acls).result(ADMIN_TIMEOUT)
+        except KafkaException as e:
+            if e.args[0].code() == KafkaError.SECURITY_DISABLED:
+                log.info("mirror %s: no authorizer on the source, no ACLs to sync (set "
+                         "sync.topic.acls.enabled=false)", self.mirror.source)
+                return
+            raise
+        with self.lock:
+            known = set(self.known)
+        remote = [AclBinding(ResourceType.TOPIC, self._remote(b.name), ResourcePatternType.LITERAL,
+                             b.principal, b.host,
+                             AclOperation.READ if allow_all(b) else b.operation,
+                             b.permission_type)
+                  for b in bindings if b.name in known and not allow_write(b)]
+        if remote:
+            for binding, future in self.target_admin.create_acls(remote).items():
+                try:
+                    future.result(ADMIN_TIMEOUT)
+                except KafkaException as e:
+                    log.warning("mirror: could not create ACL %s: %s", binding, e)
+
+    def _schedule(self, jobs) -> None:
+        """Run each job every its interval (seconds) until the connector stops."""
+        due = [(time.monotonic() + interval, interval, job) for interval, job in jobs]
+        while due:
+            due.sort(key=lambda item: item[0])
+            when, interval, job = due[0]
+            if self.stopping.wait(max(0.0, when - time.monotonic())):
+                return
+            self._run(job)
+            due[0] = (time.monotonic() + interval, interval, job)
+
+    def _run(self, job) -> None:
+        try:
+            job()
+        except KafkaException as e:
+            log.warning("mirror %s->%s: %s failed: %s", self.mirror.source, self.mirror.target,
+                        job.__name__.strip("_").replace("_", " "), e)
+
+
+def allow_all(binding) -> bool:
+    return (binding.permission_type == AclPermissionType.ALLOW
+            and binding.operation == AclOperation.ALL)
+
+
+def allow_write(binding) -> bool:
+    return (binding.permission_type == AclPermissionType.ALLOW
+            and binding.operation == AclOperation.WRITE)
 
 
 class MirrorSourceTask(SourceTask):

@@ -7,7 +7,9 @@ import time
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions
+from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType,
+                                   AdminClient, ConfigResource, NewPartitions,
+                                   ResourcePatternType, ResourceType)
 
 from josefk.connect.api.records import RecordMetadata
 from josefk.mirror.checkpoint import MirrorCheckpointConnector
@@ -272,3 +274,38 @@ def test_heartbeats(clusters):
     finally:
         worker.stop()
         connector.stop()
+
+
+def test_literal_topic_acls_are_synced():
+    secured = {"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+               "super.users": "User:ANONYMOUS"}
+    with broker(secured) as primary, broker(secured) as backup:
+        primary.create_topic("orders", 1)
+        primary.create_topic("private", 1)
+        admin = AdminClient({"bootstrap.servers": primary.bootstrap_servers})
+
+        def acl(topic, operation, pattern=ResourcePatternType.LITERAL, principal="User:alice"):
+            return AclBinding(ResourceType.TOPIC, topic, pattern, principal, "*", operation,
+                              AclPermissionType.ALLOW)
+        wanted = [acl("orders", AclOperation.DESCRIBE),
+                  acl("orders", AclOperation.ALL, principal="User:bob"),
+                  acl("orders", AclOperation.WRITE),
+                  acl("ord", AclOperation.READ, ResourcePatternType.PREFIXED),
+                  acl("private", AclOperation.READ)]
+        for future in admin.create_acls(wanted).values():
+            future.result(10)
+        connector = MirrorSourceConnector()
+        connector.initialize(ConnectorContext())
+        connector.start(flow(primary, backup, topics="orders"))
+        try:
+            target = AdminClient({"bootstrap.servers": backup.bootstrap_servers})
+            everything = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None,
+                                          None, AclOperation.ANY, AclPermissionType.ANY)
+            synced = target.describe_acls(everything).result(10)
+            got = [(b.name, b.resource_pattern_type, b.principal, b.operation) for b in synced]
+            assert sorted(got, key=str) == [
+                ("primary.orders", ResourcePatternType.LITERAL, "User:alice",
+                 AclOperation.DESCRIBE),
+                ("primary.orders", ResourcePatternType.LITERAL, "User:bob", AclOperation.READ)]
+        finally:
+            connector.stop()
