@@ -78,7 +78,7 @@ class MirrorCheckpointConnector(SourceConnector):
 
     def start(self, props: dict[str, str]) -> None:
         self.mirror = MirrorConfig(checkpoint_config(), props)
-        self.group_filter = Filter(self.mirror["groups"], self.mirror["groups.exclude"])
+        self.group_filter = Filter(self.mirror["groups"], self.mirror["groups.exclude"], "groups")
         self.source_admin = self.mirror.admin("source")
         create_compacted_topic(self.mirror.admin("target"),
                                self.mirror.policy.checkpoints_topic(self.mirror.source),
@@ -134,7 +134,7 @@ class MirrorCheckpointTask(SourceTask):
     def start(self, props: dict[str, str]) -> None:
         self.mirror = MirrorConfig(checkpoint_config(), props)
         self.groups = [g for g in props.get(ASSIGNED_GROUPS, "").split(",") if g]
-        self.topic_filter = Filter(self.mirror["topics"], self.mirror["topics.exclude"])
+        self.topic_filter = Filter(self.mirror["topics"], self.mirror["topics.exclude"], "topics")
         self.checkpoints_topic = self.mirror.policy.checkpoints_topic(self.mirror.source)
         self.source_admin, self.target_admin = (self.mirror.admin("source"),
                                                 self.mirror.admin("target"))

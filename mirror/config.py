@@ -93,15 +93,17 @@ class MirrorConfig:
 
 
 class Filter:
-    """Kafka's include/exclude regex lists, each matching whole names (Java's matches)."""
+    """Kafka's include/exclude regex lists (settings ``<setting>`` and ``<setting>.exclude``),
+    each matching whole names (Java's matches)."""
 
-    def __init__(self, include: list[str], exclude: list[str]):
+    def __init__(self, include: list[str], exclude: list[str], setting: str):
         def compile_all(patterns, name):
             try:
                 return [re.compile(p.strip()) for p in patterns if p.strip()]
             except re.error as e:
                 raise ConfigException(name, ",".join(patterns), f"not a regex: {e}") from None
-        self.include, self.exclude = compile_all(include, "include"), compile_all(exclude, "exclude")
+        self.include = compile_all(include, setting)
+        self.exclude = compile_all(exclude, f"{setting}.exclude")
 
     def __call__(self, name: str) -> bool:
         return (any(p.fullmatch(name) for p in self.include)

@@ -110,8 +110,9 @@ class MirrorSourceConnector(SourceConnector):
 
     def start(self, props: dict[str, str]) -> None:
         self.mirror = MirrorConfig(source_config(), props)
-        self.topic_filter = Filter(self.mirror["topics"], self.mirror["topics.exclude"])
-        self.config_filter = Filter([".*"], self.mirror["config.properties.exclude"])
+        self.topic_filter = Filter(self.mirror["topics"], self.mirror["topics.exclude"], "topics")
+        self.config_filter = Filter([".*"], self.mirror["config.properties.exclude"],
+                                    "config.properties")
         self.source_admin, self.target_admin = (self.mirror.admin("source"),
                                                 self.mirror.admin("target"))
         if self.mirror["emit.offset-syncs.enabled"]:

@@ -49,14 +49,15 @@ def test_the_policy_is_configured_from_the_flow():
 def test_topics_the_source_connector_replicates():
     config = MirrorConfig(source_config(), {**FLOW, "topics": "orders.*, payments",
                                             "topics.exclude": "orders\\.test"})
-    accepted = Filter(config["topics"], config["topics.exclude"])
+    accepted = Filter(config["topics"], config["topics.exclude"], "topics")
 
     def replicated(topic):
         return should_replicate(config.policy, accepted, "b", topic)
     assert replicated("orders") and replicated("orders.eu") and replicated("payments")
     assert not replicated("orders.test")          # excluded
     assert not replicated("payments2")            # patterns match whole names
-    everything = Filter([".*"], MirrorConfig(source_config(), FLOW)["topics.exclude"])
+    everything = Filter([".*"], MirrorConfig(source_config(), FLOW)["topics.exclude"],
+                        "topics")
 
     def default(topic):
         return should_replicate(config.policy, everything, "b", topic)
@@ -69,8 +70,8 @@ def test_topics_the_source_connector_replicates():
 
 
 def test_bad_regexes_are_config_errors():
-    with pytest.raises(ConfigException, match="not a regex"):
-        Filter(["orders("], [])
+    with pytest.raises(ConfigException, match="topics.exclude.*not a regex"):
+        Filter(["orders"], ["orders("], "topics")
 
 
 def test_split_deals_round_robin():
