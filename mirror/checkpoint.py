@@ -21,7 +21,7 @@ from josefk.connect.api.records import SourceRecord
 from josefk.connect.api.schema import Schema
 from josefk.mirror.config import (ADMIN_TIMEOUT, GROUPS_EXCLUDE_DEFAULT, Filter, MirrorConfig,
                                   common_config, create_compacted_topic, split,
-                                  topic_filter_config)
+                                  topic_filter_config, validate_offsets)
 from josefk.mirror.offset_syncs import OffsetSyncStore
 from josefk.mirror.records import Checkpoint, FormatError, OffsetSync
 
@@ -124,8 +124,8 @@ class MirrorCheckpointConnector(SourceConnector):
                 for assigned in split(groups, max_tasks)]
 
     def alter_offsets(self, connector_config, offsets) -> bool:
+        validate_offsets(offsets, {"group": str, "topic": str, "partition": int}, only_zero=True)
         return True
-
 
 class MirrorCheckpointTask(SourceTask):
     def version(self) -> str:

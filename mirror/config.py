@@ -11,6 +11,7 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from josefk.connect.api.config import ConfigDef, ConfigException, Importance, NonEmptyString
+from josefk.connect.api.errors import ConnectException
 from josefk.connect.api.config import Type as T
 from josefk.connect.runtime.worker_config import to_librdkafka
 from josefk.mirror.policy import DefaultReplicationPolicy, replication_policy
@@ -108,6 +109,27 @@ class Filter:
     def __call__(self, name: str) -> bool:
         return (any(p.fullmatch(name) for p in self.include)
                 and not any(p.fullmatch(name) for p in self.exclude))
+
+
+def validate_offsets(offsets: dict, partition_keys: dict[str, type], only_zero: bool) -> None:
+    """KIP-875 offsets for a mirror connector, as Kafka's MirrorUtils checks them: partitions
+    with these keys; offsets ``{"offset": n}`` (n >= 0, or only 0 where the offset is unused);
+    null offsets (resets) always."""
+    for partition, offset in offsets.items():
+        if offset is None:
+            continue
+        if not isinstance(partition, dict):
+            raise ConnectException("Source partitions may not be null")
+        for key, kind in partition_keys.items():
+            if not isinstance(partition.get(key), kind) or isinstance(partition.get(key), bool):
+                raise ConnectException(f"Source partition {partition} must have a "
+                                       f"{kind.__name__} {key!r}")
+        value = offset.get("offset") if isinstance(offset, dict) else None
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0 or \
+                (only_zero and value != 0):
+            wanted = "0" if only_zero else "a non-negative integer"
+            raise ConnectException(f"Source offset {offset} for {partition} must be "
+                                   f"{{\"offset\": {wanted}}}")
 
 
 def split(items: list[str], max_tasks: int) -> list[str]:

@@ -12,7 +12,8 @@ from josefk.connect.api.config import Type as T
 from josefk.connect.api.connector import SourceConnector, SourceTask
 from josefk.connect.api.records import SourceRecord
 from josefk.connect.api.schema import Schema
-from josefk.mirror.config import MirrorConfig, common_config, create_compacted_topic
+from josefk.mirror.config import (MirrorConfig, common_config, create_compacted_topic,
+                                  validate_offsets)
 from josefk.mirror.records import Heartbeat
 
 VERSION = "1.0"
@@ -53,8 +54,9 @@ class MirrorHeartbeatConnector(SourceConnector):
         """Nothing to release."""
 
     def alter_offsets(self, connector_config, offsets) -> bool:
+        validate_offsets(offsets, {"sourceClusterAlias": str, "targetClusterAlias": str},
+                         only_zero=True)
         return True
-
 
 class MirrorHeartbeatTask(SourceTask):
     def version(self) -> str:

@@ -19,12 +19,13 @@ from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, A
 
 from josefk.connect.api.config import ConfigDef, ConfigException, Importance, Range, ValidString
 from josefk.connect.api.config import Type as T
-from josefk.connect.api.connector import SourceConnector, SourceTask
+from josefk.connect.api.connector import ExactlyOnceSupport, SourceConnector, SourceTask
 from josefk.connect.api.errors import ConnectException
 from josefk.connect.api.records import Headers, RecordMetadata, SourceRecord
 from josefk.connect.api.schema import Schema
 from josefk.mirror.config import (ADMIN_TIMEOUT, Filter, MirrorConfig, common_config,
-                                  create_compacted_topic, split, topic_filter_config)
+                                  create_compacted_topic, split, topic_filter_config,
+                                  validate_offsets)
 from josefk.mirror.offset_syncs import OffsetSyncWriter
 from josefk.mirror.policy import DefaultReplicationPolicy
 from josefk.mirror.records import OffsetSync
@@ -98,6 +99,14 @@ def is_cycle(policy: DefaultReplicationPolicy, target: str, topic: str) -> bool:
     return upstream is not None and upstream != topic and is_cycle(policy, target, upstream)
 
 
+def task_consumer(mirror: MirrorConfig) -> dict:
+    """The source consumer's settings: Java's defaults where librdkafka's differ
+    (read_uncommitted), offsets kept by Connect, not the group."""
+    return {"group.id": f"mirror-{mirror.source}-{mirror.target}", "enable.auto.commit": False,
+            "auto.offset.reset": "earliest", "isolation.level": "read_uncommitted",
+            **mirror.client("source", "consumer")}
+
+
 class MirrorSourceConnector(SourceConnector):
     def version(self) -> str:
         return VERSION
@@ -144,7 +153,15 @@ class MirrorSourceConnector(SourceConnector):
                 for assigned in split(partitions, max_tasks)]
 
     def alter_offsets(self, connector_config, offsets) -> bool:
+        validate_offsets(offsets, {"cluster": str, "topic": str, "partition": int}, only_zero=False)
         return True
+
+    def exactly_once_support(self, connector_config) -> ExactlyOnceSupport:
+        """SUPPORTED when the source is read committed (as Kafka's: otherwise aborted records
+        would be mirrored as if committed)."""
+        consumer = task_consumer(MirrorConfig(source_config(), connector_config))
+        return (ExactlyOnceSupport.SUPPORTED if consumer["isolation.level"] == "read_committed"
+                else ExactlyOnceSupport.UNSUPPORTED)
 
     # ---- topics ---------------------------------------------------------------------------
 
@@ -302,10 +319,7 @@ class MirrorSourceTask(SourceTask):
                                       f"{item!r} is not topic-partition")
             self.partitions.append((topic, int(partition)))
         self.timeout = self.mirror["consumer.poll.timeout.ms"] / 1000
-        consumer = {"group.id": f"mirror-{self.mirror.source}-{self.mirror.target}",
-                    "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                    **self.mirror.client("source", "consumer")}
-        self.consumer = Consumer(consumer)
+        self.consumer = Consumer(task_consumer(self.mirror))
         self.closing, self.closed = threading.Lock(), False
         self.consumer.assign([TopicPartition(t, p, self._start_offset(t, p))
                               for t, p in self.partitions])

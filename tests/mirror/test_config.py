@@ -1,9 +1,12 @@
 import pytest
 
 from josefk.connect.api.config import ConfigException
-from josefk.mirror.config import Filter, MirrorConfig, split
+from josefk.connect.api.errors import ConnectException
+from josefk.connect.runtime.abstract_herder import SourcePartition
+from josefk.mirror.config import Filter, MirrorConfig, split, validate_offsets
 from josefk.mirror.policy import IdentityReplicationPolicy
-from josefk.mirror.source import should_replicate, source_config
+from josefk.connect.api.connector import ExactlyOnceSupport
+from josefk.mirror.source import MirrorSourceConnector, should_replicate, source_config
 
 FLOW = {"source.cluster.alias": "a", "target.cluster.alias": "b",
         "source.cluster.bootstrap.servers": "s:9092", "target.cluster.bootstrap.servers": "t:9092"}
@@ -78,3 +81,25 @@ def test_split_deals_round_robin():
     assert split(["t-0", "t-1", "u-0"], 2) == ["t-0,u-0", "t-1"]
     assert split(["t-0"], 4) == ["t-0"]
     assert split([], 4) == []
+
+
+def test_offsets_an_operator_may_set():
+    partition = {"cluster": "a", "topic": "t", "partition": 0}
+    keys = {"cluster": str, "topic": str, "partition": int}
+    validate_offsets({SourcePartition(partition): None}, keys, only_zero=False)  # a reset
+    validate_offsets({SourcePartition(partition): {"offset": 7}}, keys, only_zero=False)
+    with pytest.raises(ConnectException, match="must be .\"offset\": a non-negative integer"):
+        validate_offsets({SourcePartition(partition): {"offset": -1}}, keys, only_zero=False)
+    with pytest.raises(ConnectException, match="must have a int 'partition'"):
+        validate_offsets({SourcePartition({**partition, "partition": "0"}): {"offset": 1}}, keys,
+                         only_zero=False)
+    with pytest.raises(ConnectException, match="must be .\"offset\": 0"):
+        validate_offsets({SourcePartition(partition): {"offset": 3}}, keys, only_zero=True)
+
+
+def test_exactly_once_needs_a_read_committed_source():
+    connector = MirrorSourceConnector()
+    assert connector.exactly_once_support(FLOW) is ExactlyOnceSupport.UNSUPPORTED
+    assert connector.exactly_once_support(
+        {**FLOW, "source.consumer.isolation.level": "read_committed"}) is \
+        ExactlyOnceSupport.SUPPORTED
