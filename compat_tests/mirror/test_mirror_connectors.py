@@ -309,3 +309,26 @@ def test_literal_topic_acls_are_synced():
                 ("primary.orders", ResourcePatternType.LITERAL, "User:bob", AclOperation.READ)]
         finally:
             connector.stop()
+
+
+def test_identity_policy_with_the_offset_syncs_on_the_target(clusters):
+    primary, backup = clusters
+    primary.create_topic("orders", 2)
+    produce_orders(primary.bootstrap_servers, "orders", 6)
+    connector = MirrorSourceConnector()
+    connector.initialize(ConnectorContext())
+    connector.start(flow(primary, backup, **{
+        "replication.policy.class": "org.apache.kafka.connect.mirror.IdentityReplicationPolicy",
+        "offset-syncs.topic.location": "target", "refresh.topics.enabled": "false"}))
+    worker = MiniWorker(backup.bootstrap_servers)
+    try:
+        worker.start(connector, 1)
+        mirror_until(worker, backup.bootstrap_servers, "orders", 2, 6)
+        copies = read_all(backup.bootstrap_servers, "orders", 2)
+        assert sorted(m.key() for m in copies) == sorted(f"key-{i}".encode() for i in range(6))
+        syncs = until(lambda: read_all(backup.bootstrap_servers,
+                                       "mm2-offset-syncs.backup.internal", 1, 5))
+        assert {OffsetSync.from_record(m.key(), m.value()).topic for m in syncs} == {"orders"}
+    finally:
+        worker.stop()
+        connector.stop()

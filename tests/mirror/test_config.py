@@ -1,11 +1,11 @@
 import pytest
 
 from josefk.connect.api.config import ConfigException
+from josefk.connect.api.connector import ExactlyOnceSupport
 from josefk.connect.api.errors import ConnectException
 from josefk.connect.runtime.abstract_herder import SourcePartition
 from josefk.mirror.config import Filter, MirrorConfig, split, validate_offsets
 from josefk.mirror.policy import IdentityReplicationPolicy
-from josefk.connect.api.connector import ExactlyOnceSupport
 from josefk.mirror.source import MirrorSourceConnector, should_replicate, source_config
 
 FLOW = {"source.cluster.alias": "a", "target.cluster.alias": "b",
