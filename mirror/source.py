@@ -12,7 +12,8 @@ import logging
 import threading
 import time
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import (OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer,
+                             TopicPartition)
 from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType,
                                    AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions,
                                    NewTopic, ResourcePatternType, ResourceType)
@@ -321,12 +322,12 @@ class MirrorSourceTask(SourceTask):
         self.timeout = self.mirror["consumer.poll.timeout.ms"] / 1000
         self.consumer = Consumer(task_consumer(self.mirror))
         self.closing, self.closed = threading.Lock(), False
-        self.consumer.assign([TopicPartition(t, p, self._start_offset(t, p))
-                              for t, p in self.partitions])
         self.remote = {t: self.mirror.policy.format_remote_topic(self.mirror.source, t)
                        for t, _ in self.partitions}
         self.partition_keys = {tp: {"cluster": self.mirror.source, "topic": tp[0],
                                     "partition": tp[1]} for tp in self.partitions}
+        self.consumer.assign([TopicPartition(t, p, start) for (t, p), start in
+                              zip(self.partitions, self._start_offsets())])
         self.writer = self.syncs_producer = None
         if self.mirror["emit.offset-syncs.enabled"]:
             self.syncs_producer = Producer(
@@ -335,15 +336,13 @@ class MirrorSourceTask(SourceTask):
             self.syncs_topic = self.mirror.policy.offset_syncs_topic(self.mirror.target)
             self.writer = OffsetSyncWriter(self._send_sync, self.mirror["offset.lag.max"])
 
-    def _start_offset(self, topic: str, partition: int) -> int:
-        """One past the last offset stored for the partition; the beginning without one."""
-        stored = None
-        if self.context is not None:
-            stored = self.context.offset_storage_reader().offset(
-                {"cluster": self.mirror.source, "topic": topic, "partition": partition})
-        if stored and isinstance(stored.get("offset"), int) and stored["offset"] >= 0:
-            return stored["offset"] + 1
-        return -2  # OFFSET_BEGINNING, as auto.offset.reset=earliest
+    def _start_offsets(self) -> list[int]:
+        """One past the last offset stored for each partition; the beginning without one."""
+        keys = [self.partition_keys[tp] for tp in self.partitions]
+        stored = (self.context.offset_storage_reader().offsets(keys)
+                  if self.context is not None else [None] * len(keys))
+        return [s["offset"] + 1 if s and isinstance(s.get("offset"), int) and s["offset"] >= 0
+                else OFFSET_BEGINNING for s in stored]
 
     def poll(self) -> list[SourceRecord] | None:
         with self.closing:
