@@ -11,7 +11,8 @@ import logging
 import threading
 import time
 
-from confluent_kafka import Consumer, ConsumerGroupState, ConsumerGroupTopicPartitions
+from confluent_kafka import (OFFSET_BEGINNING, Consumer, ConsumerGroupState,
+                             ConsumerGroupTopicPartitions)
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from josefk.connect.api.config import ConfigDef, Importance, Range, ValidString
@@ -30,7 +31,7 @@ log = logging.getLogger(__name__)
 VERSION = "1.0"
 ASSIGNED_GROUPS = "task.assigned.groups"
 _BYTES = Schema.BYTES_SCHEMA
-_IDLE = (ConsumerGroupState.EMPTY, ConsumerGroupState.DEAD, ConsumerGroupState.UNKNOWN)
+_IDLE = (ConsumerGroupState.EMPTY, ConsumerGroupState.DEAD)  # DEAD: none of that name
 
 
 def checkpoint_config() -> ConfigDef:
@@ -144,7 +145,7 @@ class MirrorCheckpointTask(SourceTask):
             "enable.auto.commit": False, "enable.partition.eof": True,
             **self.mirror.client(self.mirror["offset-syncs.topic.location"], "consumer")})
         self.syncs_consumer.assign([TopicPartition(
-            self.mirror.policy.offset_syncs_topic(self.mirror.target), 0, -2)])
+            self.mirror.policy.offset_syncs_topic(self.mirror.target), 0, OFFSET_BEGINNING)])
         self.stopping = threading.Event()
         self.closing = threading.Lock()
         self.emitted: dict[tuple[str, str, int], Checkpoint] = {}
