@@ -246,8 +246,19 @@ def test_checkpoints_translate_a_groups_offsets_and_sync_them(clusters):
         committed = until(lambda: (c := moved.committed(
             [TopicPartition("primary.orders", 0), TopicPartition("primary.orders", 1)],
             timeout=10)) and all(tp.offset >= 0 for tp in c) and c)
-        moved.close()
         assert [tp.offset for tp in committed] == [first.downstream_offset, 20]
+        # the group moved to the target resumes there: nothing lost, at most offset.lag.max
+        # records read again (partition 0 holds the even records: value-0, value-2...)
+        moved.subscribe(["primary.orders"])
+        values, deadline = [], time.monotonic() + 20
+        while len(values) < 20 - first.downstream_offset and time.monotonic() < deadline:
+            msg = moved.poll(0.5)
+            if msg is not None and msg.error() is None:
+                assert msg.partition() == 0  # partition 1 was read to its end at the source
+                values.append(int(msg.value().decode().split("-")[1]))
+        moved.close()
+        assert values == [2 * n for n in range(first.downstream_offset, 20)]
+        assert 13 - first.downstream_offset <= LAG
     finally:
         worker.stop()
         checkpointer.stop()
