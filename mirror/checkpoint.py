@@ -18,6 +18,7 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from josefk.connect.api.config import ConfigDef, Importance, Range, ValidString
 from josefk.connect.api.config import Type as T
 from josefk.connect.api.connector import SourceConnector, SourceTask
+from josefk.connect.api.errors import ConnectException
 from josefk.connect.api.records import SourceRecord
 from josefk.connect.api.schema import Schema
 from josefk.mirror.config import (ADMIN_TIMEOUT, GROUPS_EXCLUDE_DEFAULT, Filter, MirrorConfig,
@@ -65,6 +66,14 @@ def checkpoint_config() -> ConfigDef:
             .define("offset-syncs.topic.location", T.STRING, "source",
                     ValidString.in_("source", "target"), importance=Importance.LOW,
                     documentation="The location (source/target) of the offset-syncs topic."))
+
+
+def more_recent(checkpoint: Checkpoint, last: Checkpoint | None) -> bool:
+    """Whether to emit ``checkpoint`` after ``last`` (Kafka's checkpointIsMoreRecent): the
+    first, after a rewind of the source group, or further downstream; never back
+    downstream, never a repeat."""
+    return (last is None or checkpoint.upstream_offset < last.upstream_offset
+            or checkpoint.downstream_offset > last.downstream_offset)
 
 
 class MirrorCheckpointConnector(SourceConnector):
@@ -148,9 +157,41 @@ class MirrorCheckpointTask(SourceTask):
             self.mirror.policy.offset_syncs_topic(self.mirror.target), 0, OFFSET_BEGINNING)])
         self.stopping = threading.Event()
         self.closing = threading.Lock()
-        self.emitted: dict[tuple[str, str, int], Checkpoint] = {}
-        self.latest: dict[str, dict[tuple[str, int], Checkpoint]] = {}
+        # the last checkpoint of each group's partitions, from the checkpoints topic at start
+        self.checkpoints: dict[str, dict[tuple[str, int], Checkpoint]] = {
+            g: {} for g in self.groups}
+        self._load_checkpoints()
         self.next_emit = self.next_sync = 0.0
+
+    def _load_checkpoints(self) -> None:
+        """Read the checkpoints topic on the target to its end (as Kafka's CheckpointStore),
+        so that a restarted task never emits a checkpoint behind one already written."""
+        reader = Consumer({"group.id": f"mirror-checkpoints-store-{self.mirror.source}",
+                           "enable.auto.commit": False, "enable.partition.eof": True,
+                           **self.mirror.client("target", "consumer")})
+        try:
+            reader.assign([TopicPartition(self.checkpoints_topic, 0, OFFSET_BEGINNING)])
+            deadline = time.monotonic() + ADMIN_TIMEOUT
+            while time.monotonic() < deadline:
+                msg = reader.poll(0.5)
+                if msg is None:
+                    continue
+                if msg.error() is not None:
+                    if msg.error().code() == KafkaError._PARTITION_EOF:
+                        return
+                    raise ConnectException(f"mirror: cannot read {self.checkpoints_topic}: "
+                                           f"{msg.error()}")
+                try:
+                    c = Checkpoint.from_record(msg.key(), msg.value())
+                except FormatError as e:
+                    log.warning("mirror: skipped a record of %s: %s", self.checkpoints_topic, e)
+                    continue
+                if c.group in self.checkpoints:
+                    self.checkpoints[c.group][c.topic, c.partition] = c
+            raise ConnectException(f"mirror: {self.checkpoints_topic} not read to its end in "
+                                   f"{ADMIN_TIMEOUT:.0f} s")
+        finally:
+            reader.close()
 
     def _read_syncs(self, timeout: float) -> None:
         """Apply the offset syncs written since the last read; the first read to the end of
@@ -193,7 +234,7 @@ class MirrorCheckpointTask(SourceTask):
         target (fail-back)."""
         policy = self.mirror.policy
         if policy.topic_source(topic) == self.mirror.target:
-            return policy.upstream_topic(topic)
+            return policy.original_topic(topic)
         return policy.format_remote_topic(self.mirror.source, topic)
 
     def checkpoints_for(self, group: str, offsets: list[TopicPartition]) -> list[Checkpoint]:
@@ -219,20 +260,18 @@ class MirrorCheckpointTask(SourceTask):
             except KafkaException as e:
                 log.warning("mirror: could not read group %s's offsets: %s", group, e)
                 continue
-            checkpoints = self.checkpoints_for(group, offsets.topic_partitions or [])
-            self.latest[group] = {(c.topic, c.partition): c for c in checkpoints}
-            for c in checkpoints:
-                key = (group, c.topic, c.partition)
-                if self.emitted.get(key) == c:
+            last = self.checkpoints[group]
+            for c in self.checkpoints_for(group, offsets.topic_partitions or []):
+                if not more_recent(c, last.get((c.topic, c.partition))):
                     continue
-                self.emitted[key] = c
+                last[c.topic, c.partition] = c
                 records.append(SourceRecord(c.connect_partition(), {"offset": 0},
                                             self.checkpoints_topic, 0, _BYTES, c.record_key(),
                                             _BYTES, c.record_value(), now_ms))
         return records
 
     def _sync_group_offsets(self) -> None:
-        groups = [g for g in self.groups if self.latest.get(g)]
+        groups = [g for g in self.groups if self.checkpoints[g]]
         if not groups:
             return
         described = self.target_admin.describe_consumer_groups(groups)
@@ -249,7 +288,7 @@ class MirrorCheckpointTask(SourceTask):
                 committed = {(tp.topic, tp.partition): tp.offset
                              for tp in current.topic_partitions or []}
                 moves = [TopicPartition(c.topic, c.partition, c.downstream_offset)
-                         for tp, c in self.latest[group].items()
+                         for tp, c in self.checkpoints[group].items()
                          if committed.get(tp, -1) < c.downstream_offset]
                 if moves:
                     self.target_admin.alter_consumer_group_offsets(

@@ -242,6 +242,20 @@ def test_checkpoints_translate_a_groups_offsets_and_sync_them(clusters):
         first = got["primary.orders", 0]
         assert first.upstream_offset == 13 and 13 - LAG <= first.downstream_offset <= 13
 
+        # a restarted task has read the checkpoints written: it repeats none of them
+        checkpointer.stop()
+        checkpointer.start(checkpoints, 3)
+        assert checkpointer.tasks[0].checkpoints["app"][("primary.orders", 1)] == \
+            got["primary.orders", 1]
+        emitted = []
+
+        def translating():
+            emitted.append(checkpointer.run_once())
+            return checkpointer.tasks[0].store.read_to_end
+        until(translating)
+        emitted.append(checkpointer.run_once())
+        assert sum(emitted) == 0
+
         moved = Consumer({"bootstrap.servers": backup.bootstrap_servers, "group.id": "app"})
         committed = until(lambda: (c := moved.committed(
             [TopicPartition("primary.orders", 0), TopicPartition("primary.orders", 1)],
