@@ -18,9 +18,9 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from josefk.connect.api.config import ConfigDef, Importance, Range, ValidString
 from josefk.connect.api.config import Type as T
 from josefk.connect.api.connector import SourceConnector, SourceTask
-from josefk.connect.api.errors import ConnectException
 from josefk.connect.api.records import SourceRecord
 from josefk.connect.api.schema import Schema
+from josefk.mirror.client import read_checkpoints
 from josefk.mirror.config import (ADMIN_TIMEOUT, GROUPS_EXCLUDE_DEFAULT, Filter, MirrorConfig,
                                   common_config, create_compacted_topic, split,
                                   topic_filter_config, validate_offsets)
@@ -166,32 +166,10 @@ class MirrorCheckpointTask(SourceTask):
     def _load_checkpoints(self) -> None:
         """Read the checkpoints topic on the target to its end (as Kafka's CheckpointStore),
         so that a restarted task never emits a checkpoint behind one already written."""
-        reader = Consumer({"group.id": f"mirror-checkpoints-store-{self.mirror.source}",
-                           "enable.auto.commit": False, "enable.partition.eof": True,
-                           **self.mirror.client("target", "consumer")})
-        try:
-            reader.assign([TopicPartition(self.checkpoints_topic, 0, OFFSET_BEGINNING)])
-            deadline = time.monotonic() + ADMIN_TIMEOUT
-            while time.monotonic() < deadline:
-                msg = reader.poll(0.5)
-                if msg is None:
-                    continue
-                if msg.error() is not None:
-                    if msg.error().code() == KafkaError._PARTITION_EOF:
-                        return
-                    raise ConnectException(f"mirror: cannot read {self.checkpoints_topic}: "
-                                           f"{msg.error()}")
-                try:
-                    c = Checkpoint.from_record(msg.key(), msg.value())
-                except FormatError as e:
-                    log.warning("mirror: skipped a record of %s: %s", self.checkpoints_topic, e)
-                    continue
-                if c.group in self.checkpoints:
-                    self.checkpoints[c.group][c.topic, c.partition] = c
-            raise ConnectException(f"mirror: {self.checkpoints_topic} not read to its end in "
-                                   f"{ADMIN_TIMEOUT:.0f} s")
-        finally:
-            reader.close()
+        for c in read_checkpoints(self.mirror.client("target", "consumer"),
+                                  self.checkpoints_topic, ADMIN_TIMEOUT):
+            if c.group in self.checkpoints:
+                self.checkpoints[c.group][c.topic, c.partition] = c
 
     def _read_syncs(self, timeout: float) -> None:
         """Apply the offset syncs written since the last read; the first read to the end of

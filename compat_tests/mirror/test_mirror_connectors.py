@@ -13,6 +13,7 @@ from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, A
 
 from josefk.connect.api.records import RecordMetadata
 from josefk.mirror.checkpoint import MirrorCheckpointConnector
+from josefk.mirror.client import translate_offsets
 from josefk.mirror.heartbeat import MirrorHeartbeatConnector
 from josefk.mirror.records import Checkpoint, Heartbeat, OffsetSync
 from josefk.mirror.source import MirrorSourceConnector
@@ -241,6 +242,12 @@ def test_checkpoints_translate_a_groups_offsets_and_sync_them(clusters):
         assert got["primary.orders", 1] == Checkpoint("app", "primary.orders", 1, 20, 20, "")
         first = got["primary.orders", 0]
         assert first.upstream_offset == 13 and 13 - LAG <= first.downstream_offset <= 13
+
+        # what a client of the target reads, as Java's RemoteClusterUtils.translateOffsets
+        translated = translate_offsets({"bootstrap.servers": backup.bootstrap_servers},
+                                       "primary", "app")
+        assert sorted((tp.topic, tp.partition, tp.offset) for tp in translated) == [
+            ("primary.orders", 0, first.downstream_offset), ("primary.orders", 1, 20)]
 
         # a restarted task has read the checkpoints written: it repeats none of them
         checkpointer.stop()
