@@ -15,7 +15,7 @@ from pathlib import Path
 from setuptools import Extension, setup
 
 HERE = Path(__file__).parent
-TOP = ["wire", "storage", "coordinator", "zk", "broker", "tools", "pipelines", "registry", "rest",
+TOP = ["wire", "storage", "coordinator", "zk", "tiered", "broker", "tools", "pipelines", "registry", "rest",
        "httpd", "connect", "faults", "testing"]
 TOP = [t for t in TOP if (HERE / t / "__init__.py").exists()]
 

@@ -53,6 +53,27 @@ log = logging.getLogger("josefk")
 TXN_LOG_TIMEOUT_MS = 30000  # Kafka waits request.timeout.ms for __transaction_state appends
 
 
+def object_store(cfg):
+    """The object store remote segments go to, as remote.log.storage.josefk.* say."""
+    from josefk.tiered.store import LocalStore, S3Store
+
+    kind = cfg.get("remote.log.storage.josefk.store")
+    if kind == "local":
+        root = cfg.get("remote.log.storage.josefk.local.dir") or str(
+            Path(cfg.log_dirs[0]).parent / "remote-storage")
+        return LocalStore(root)
+    if kind == "s3":
+        prefix = "remote.log.storage.josefk.s3."
+        store = S3Store(cfg.get(prefix + "bucket"), endpoint=cfg.get(prefix + "endpoint") or None,
+                        region=cfg.get(prefix + "region") or "us-east-1",
+                        access_key=cfg.get(prefix + "access.key") or None,
+                        secret_key=cfg.get(prefix + "secret.key") or None,
+                        prefix=cfg.get(prefix + "prefix") or "")
+        store.ensure_bucket()
+        return store
+    raise ConfigError(f"remote.log.storage.josefk.store must be local or s3, not {kind!r}")
+
+
 def _read_properties(path: Path) -> dict:
     return parse_properties(path.read_text()) if path.exists() else {}
 
@@ -213,6 +234,7 @@ class Broker:
                 runtime.unload(part.index)
         if not leader:
             self.share.partition_moved(part.topic, part.index)
+        self.replicas.sync_remote_partition(part)  # tiered storage follows leadership at once
 
     def _share_topics(self, names) -> dict:
         """{name: (topic id, partitions)} of the existing topics among ``names``."""
@@ -275,10 +297,37 @@ class Broker:
         for interval, fn in ((cfg.int("log.retention.check.interval.ms"), self._retention),
                              (cfg.int("log.flush.offset.checkpoint.interval.ms"), self._checkpoint)):
             self._tasks.append(asyncio.ensure_future(self._periodic(interval, fn)))
+        if cfg.bool("remote.log.storage.system.enable"):
+            await self._start_remote_log()
         log.info("josefk broker %d listening on %s", self.config.node_id, cfg.get("listeners"))
         if not recscan.NATIVE:
             log.info("records are walked in plain Python (the C helper was not built): produce "
                      "validation costs more CPU")
+
+    async def _start_remote_log(self) -> None:
+        """Tiered storage (KIP-405): the remote log manager on its own thread, its metadata
+        in ``__remote_log_metadata`` through this broker's inter-broker listener; the
+        partitions already led here are handed to it, the others as they come, and topic
+        config changes at the next task interval."""
+        from josefk.tiered.manager import RemoteLogManager
+        from josefk.tiered.metadata_topic import TopicMetadataLog
+
+        cfg = self.config
+        store = await asyncio.to_thread(object_store, cfg)  # may make the bucket
+        rlm = RemoteLogManager(
+            store, TopicMetadataLog(
+                f"{self.info.host}:{self.info.port}",
+                partitions=cfg.int("remote.log.metadata.topic.num.partitions"),
+                replication=cfg.int("remote.log.metadata.topic.replication.factor")),
+            cfg.node_id, interval_ms=cfg.int("remote.log.manager.task.interval.ms"),
+            cache_bytes=cfg.int("remote.log.storage.josefk.read.cache.bytes"),
+            chunk_bytes=cfg.int("remote.log.storage.josefk.read.chunk.bytes"),
+            copy_bytes_per_second=cfg.int("remote.log.manager.copy.max.bytes.per.second"))
+        self.replicas.remote = rlm
+        self.replicas.sync_remote()
+        rlm.start()
+        self._tasks.append(asyncio.ensure_future(self._periodic_on_loop(
+            cfg.int("remote.log.manager.task.interval.ms"), self.replicas.sync_remote)))
 
     def _advertise_bound_ports(self) -> None:
         """Listeners on port 0 got their port from the system: from now on the configuration,
@@ -321,6 +370,8 @@ class Broker:
         self.share_state.shutdown()
         self.groups.shutdown()
         self.txn.shutdown()
+        if self.replicas.remote is not None:
+            await asyncio.to_thread(self.replicas.remote.close)
         await asyncio.to_thread(self._housekeeping.shutdown, True)  # let a running pass finish
         await asyncio.to_thread(self.cleaner.stop)
         self.logs.checkpoint()

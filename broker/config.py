@@ -78,6 +78,23 @@ DEFAULTS = {
     "log.preallocate": "false",
     "log.local.retention.bytes": "-2",
     "log.local.retention.ms": "-2",
+    # Tiered storage (KIP-405; tiered/, docs/tiered-storage.md): off unless enabled
+    "remote.log.storage.system.enable": "false",
+    "remote.log.manager.task.interval.ms": "30000",
+    "remote.log.manager.copy.max.bytes.per.second": "9223372036854775807",
+    "remote.log.metadata.topic.num.partitions": "50",
+    "remote.log.metadata.topic.replication.factor": "3",
+    # josefk's object store: "local" (a directory) or "s3" (any S3-compatible endpoint)
+    "remote.log.storage.josefk.store": "local",
+    "remote.log.storage.josefk.local.dir": "",  # default: remote-storage/ beside the log dirs
+    "remote.log.storage.josefk.s3.endpoint": "",  # default: AWS for the region
+    "remote.log.storage.josefk.s3.bucket": "",
+    "remote.log.storage.josefk.s3.region": "us-east-1",
+    "remote.log.storage.josefk.s3.access.key": "",
+    "remote.log.storage.josefk.s3.secret.key": "",
+    "remote.log.storage.josefk.s3.prefix": "",
+    "remote.log.storage.josefk.read.cache.bytes": "67108864",
+    "remote.log.storage.josefk.read.chunk.bytes": "1048576",
     "compression.type": "producer",
     "log.flush.interval.messages": "9223372036854775807",
     "log.flush.offset.checkpoint.interval.ms": "60000",
@@ -234,6 +251,8 @@ LONG_CONFIGS = frozenset({
     "log.message.timestamp.difference.max.ms", "log.message.timestamp.before.max.ms",
     "log.message.timestamp.after.max.ms", "log.segment.delete.delay.ms",
     "log.flush.interval.messages", "log.local.retention.bytes", "log.local.retention.ms",
+    "remote.log.manager.task.interval.ms", "remote.log.storage.josefk.read.cache.bytes",
+    "remote.log.manager.copy.max.bytes.per.second",
     "connections.max.idle.ms", "connections.max.reauth.ms", "replica.lag.time.max.ms",
     "offsets.retention.check.interval.ms", "producer.id.expiration.check.interval.ms",
 })

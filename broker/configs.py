@@ -82,9 +82,12 @@ def config_type(name: str) -> int:
     return ConfigType.STRING
 
 
-def validate_topic_configs(configs: dict, defaults: dict) -> None:
+def validate_topic_configs(configs: dict, defaults: dict, *,
+                           tiered_storage: bool | None = None) -> None:
     """Raise MetadataError(INVALID_CONFIG) for an unknown name, a malformed value or one the
-    log would refuse (Kafka's types and ranges), so nothing invalid is ever persisted."""
+    log would refuse (Kafka's types and ranges), so nothing invalid is ever persisted. With
+    ``tiered_storage`` (the broker's remote.log.storage.system.enable), a topic with
+    remote.storage.enable is checked as Kafka's LogConfig checks it."""
     for name, value in configs.items():
         if name not in TOPIC_CONFIG_NAMES:
             raise MetadataError(errors.INVALID_CONFIG, f"Unknown topic config name: {name}")
@@ -116,9 +119,33 @@ def validate_topic_configs(configs: dict, defaults: dict) -> None:
                                 "be the literal '*' or a list of replicas in the following "
                                 "format: [partitionId]:[brokerId],[partitionId]:[brokerId],...")
     try:
-        LogConfig.from_props(configs, defaults)
+        cfg = LogConfig.from_props(configs, defaults)
     except InvalidConfig as e:
         raise MetadataError(errors.INVALID_CONFIG, str(e)) from None
+    if cfg.remote_storage_enable and tiered_storage is not None:
+        _validate_remote_storage(cfg, tiered_storage)
+
+
+def _validate_remote_storage(cfg: LogConfig, system_enabled: bool) -> None:
+    if not system_enabled:
+        raise MetadataError(errors.INVALID_CONFIG, "Tiered Storage functionality is disabled in "
+                            "the broker. Topic cannot be configured with remote log storage.")
+    if cfg.compact:
+        raise MetadataError(errors.INVALID_CONFIG,
+                            "Remote log storage is unsupported for the compacted topics")
+    for total_name, local_name in (("retention.bytes", "local.retention.bytes"),
+                                   ("retention.ms", "local.retention.ms")):
+        total, local = cfg.get(total_name), cfg.get(local_name)
+        if total == -1 or local == -2:
+            continue
+        if local == -1:
+            message = f"Value must not be -1 as {total_name} value is set as {total}."
+        elif local > total:
+            message = f"Value must not be more than {total_name} property value: {total}"
+        else:
+            continue
+        raise MetadataError(errors.INVALID_CONFIG, f"Invalid value {local} for configuration "
+                            f"{local_name}: {message}")
 
 
 def _throttled_replicas_ok(value: str) -> bool:

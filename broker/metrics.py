@@ -247,10 +247,53 @@ class BrokerMetrics:
         yield from self._group_metrics()
         yield from self._quota_metrics()
         yield from self._client_metrics()
+        yield from self._remote_metrics()
         idle = GaugeMetricFamily("kafka_network_socketserver_networkprocessoravgidlepercent",
                                  "Share of time the event loop was idle (last second)")
         idle.add_metric([], self.idle_ratio)
         yield idle
+
+    def _remote_metrics(self):
+        """Tiered storage, per topic under Kafka's BrokerTopicMetrics names: the rolled bytes
+        not copied yet (RemoteCopyLagBytes), the remote log's size (RemoteLogSizeBytes), and
+        the copy, fetch and delete meters as totals (Remote*PerSec)."""
+        rlm = self.replicas.remote
+        if rlm is None:
+            return
+        prefix = "kafka_server_brokertopicmetrics_"
+        lag = GaugeMetricFamily(prefix + "remotecopylagbytes",
+                                "Bytes of rolled segments not copied to the remote log yet",
+                                labels=["topic"])
+        size = GaugeMetricFamily(prefix + "remotelogsizebytes",
+                                 "Bytes of the remote log's segments", labels=["topic"])
+        by_topic: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        for (topic, _index), leader in list(rlm.leaders.items()):
+            sums = by_topic[topic]
+            sums[0] += leader.copy_lag_bytes
+            sums[1] += leader.remote.size if leader.remote is not None else 0
+        for topic, (lag_bytes, size_bytes) in sorted(by_topic.items()):
+            lag.add_metric([topic], lag_bytes)
+            size.add_metric([topic], size_bytes)
+        yield lag
+        yield size
+        meters = {attr: CounterMetricFamily(prefix + name, doc, labels=["topic"])
+                  for attr, name, doc in (
+                      ("copy_bytes", "remotecopybytespersec", "Bytes copied to the remote log"),
+                      ("copy_requests", "remotecopyrequestspersec", "Segments copied"),
+                      ("copy_errors", "remotecopyerrorspersec", "Failed copy passes"),
+                      ("fetch_bytes", "remotefetchbytespersec", "Bytes read from the remote log"),
+                      ("fetch_requests", "remotefetchrequestspersec", "Remote reads"),
+                      ("fetch_errors", "remotefetcherrorspersec", "Failed remote reads"),
+                      ("delete_requests", "remotedeleterequestspersec",
+                       "Remote segments deleted"))}
+        for topic, st in sorted(rlm.stats.items()):
+            for attr, fam in meters.items():
+                fam.add_metric([topic], getattr(st, attr))
+        yield from meters.values()
+        gets = CounterMetricFamily("josefk_remote_storage_get_requests",
+                                   "Ranged reads sent to the object store (cache misses)")
+        gets.add_metric([], rlm.cache.requests)
+        yield gets
 
     def _client_metrics(self):
         """What clients pushed (KIP-714), labelled by client; a counter's name ends _total."""

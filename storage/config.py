@@ -19,6 +19,9 @@ PROPS: dict[str, tuple[str, str, object]] = {
     "flush.messages": ("flush_messages", "long", LONG_MAX),
     "flush.ms": ("flush_ms", "long", LONG_MAX),
     "index.interval.bytes": ("index_interval_bytes", "int", 4096),
+    # tiered storage (KIP-405): -2 means the total retention.ms / retention.bytes
+    "local.retention.bytes": ("local_retention_bytes", "long", -2),
+    "local.retention.ms": ("local_retention_ms", "long", -2),
     "max.compaction.lag.ms": ("max_compaction_lag_ms", "long", LONG_MAX),
     "max.message.bytes": ("max_message_bytes", "int", 1048588),
     "message.downconversion.enable": ("message_downconversion_enable", "bool", True),
@@ -31,6 +34,7 @@ PROPS: dict[str, tuple[str, str, object]] = {
     "min.compaction.lag.ms": ("min_compaction_lag_ms", "long", 0),
     "min.insync.replicas": ("min_insync_replicas", "int", 1),
     "preallocate": ("preallocate", "bool", False),
+    "remote.storage.enable": ("remote_storage_enable", "bool", False),
     "retention.bytes": ("retention_bytes", "long", -1),
     "retention.ms": ("retention_ms", "long", 604800000),
     "segment.bytes": ("segment_bytes", "int", 1073741824),
@@ -50,6 +54,8 @@ BROKER_SYNONYMS: dict[str, list[str]] = {
     "flush.messages": ["log.flush.interval.messages"],
     "flush.ms": ["log.flush.interval.ms", "log.flush.scheduler.interval.ms"],
     "index.interval.bytes": ["log.index.interval.bytes"],
+    "local.retention.bytes": ["log.local.retention.bytes"],
+    "local.retention.ms": ["log.local.retention.ms"],
     "max.compaction.lag.ms": ["log.cleaner.max.compaction.lag.ms"],
     "max.message.bytes": ["message.max.bytes"],
     "message.downconversion.enable": ["log.message.downconversion.enable"],
@@ -79,6 +85,8 @@ MINIMUM = {
     "flush.messages": 1,
     "flush.ms": 0,
     "retention.ms": -1,
+    "local.retention.ms": -2,
+    "local.retention.bytes": -2,
     "max.message.bytes": 0,
     "index.interval.bytes": 0,
     "delete.retention.ms": 0,
@@ -215,6 +223,14 @@ class LogConfig:
         if before == LONG_MAX and after == LONG_MAX:
             return None
         return before, after
+
+    @property
+    def local_retention(self) -> tuple[int, int]:
+        """``(ms, bytes)`` a tiered log keeps locally: local.retention.*, or where -2 the
+        total retention.*."""
+        ms, size = self.local_retention_ms, self.local_retention_bytes
+        return (self.retention_ms if ms == -2 else ms,
+                self.retention_bytes if size == -2 else size)
 
     @property
     def compact(self) -> bool:

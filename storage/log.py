@@ -120,6 +120,9 @@ class Log:
         self._last_flush_ms = _now_ms()
         self.snapshot_source = None  # callable giving the owner's state as bytes (snapshots.py)
         self.on_markers_removed = None  # callable told the offsets of markers compaction removed
+        # tiered storage: the last offset copied to the remote log, None while nothing tells
+        # (local retention then deletes nothing a copy may still need)
+        self.remote_copied_end: int | None = None
         with self._lock:  # no other thread parks its segments while they load
             loaded = recovery.load(self.dir, self.config.index_interval_bytes, self._lock,
                                    log_start_offset, recovery_point, high_watermark)
@@ -422,6 +425,18 @@ class Log:
             return [(s.base_offset, s.last_modified_ms(), s.size)
                     for s in self._segments]
 
+    def rolled_segments(self, after: int, limit: int) -> list[tuple]:
+        """``(base offset, next segment's base, .log, .index, .timeindex, size, max
+        timestamp)`` of the rolled segments holding offsets past ``after`` and wholly below
+        ``limit``, oldest first: what tiered storage copies next."""
+        with self._lock:
+            self._check_open()
+            segs = self._segments
+            return [(s.base_offset, nxt.base_offset, Path(s.log_path), Path(s.index_path),
+                     Path(s.timeindex_path), s.size, s.max_timestamp)
+                    for s, nxt in zip(segs, segs[1:])
+                    if nxt.base_offset - 1 > after and nxt.base_offset <= limit]
+
     def offset_for_timestamp(self, timestamp: int, *, max_offset: int | None = None):
         """``(offset, timestamp)`` of the first record with timestamp >= ``timestamp`` and
         offset in [log_start_offset, max_offset) (default: high watermark), or None."""
@@ -549,8 +564,9 @@ class Log:
     def apply_retention(self, now_ms: int | None = None) -> int:
         """Delete closed segments past retention.ms (by their max timestamp) or beyond
         retention.bytes (cleanup.policy with "delete"), and any below the log start offset.
-        Never deletes the active segment nor data above the high watermark. Returns the
-        number of segments deleted."""
+        A tiered log (remote.storage.enable) keeps local.retention.* instead and deletes only
+        segments copied to the remote log (``remote_copied_end``). Never deletes the active
+        segment nor data above the high watermark. Returns the number of segments deleted."""
         if now_ms is None:
             now_ms = _now_ms()
         cfg = self.config
@@ -559,12 +575,16 @@ class Log:
             by_policy = cfg.delete
             retention_ms = cfg.retention_ms
             retention_bytes = cfg.retention_bytes
+            copied = self.remote_copied_end
+            tiered = cfg.remote_storage_enable
+            if tiered:  # only what is remote goes, by the local retention
+                retention_ms, retention_bytes = cfg.local_retention
             excess = [self.size - retention_bytes]
 
             def deletable(seg, next_base):
                 if next_base <= self._lso:
                     return True
-                if not by_policy:
+                if not by_policy or (tiered and (copied is None or next_base - 1 > copied)):
                     return False
                 if retention_ms >= 0 and now_ms - seg.largest_timestamp() > retention_ms:
                     return True

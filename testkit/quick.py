@@ -24,6 +24,7 @@ SCENARIOS = (
     "compat_tests/share_groups/test_confluent.py::test_three_share_consumers_split_one_partition[single]",
     "compat_tests/storage/test_restart.py::test_kill_9_keeps_acknowledged_data",
     "compat_tests/storage/test_retention.py::test_compaction_keeps_latest_value_per_key",
+    "compat_tests/storage/test_tiered.py::test_one_broker_reads_every_record_from_the_bucket",
     "compat_tests/security/test_clients.py::test_confluent_produce_consume_group_admin[SASL_SSL-SCRAM-SHA-256]",
     "compat_tests/tools/test_topics_cli.py::test_topics_create_list_describe_delete[kafka-flag]",
     "compat_tests/clusters/test_cluster.py::test_confluent_produce_consume_replicated_through_any_broker[1]",

@@ -8,35 +8,10 @@ import time
 from josefk.tools.client import Client, KafkaError, command_config
 from josefk.wire import errors
 from josefk.wire.apis import FETCH, FIND_COORDINATOR, LIST_OFFSETS, METADATA, PRODUCE
+from josefk.wire.hashing import murmur2
 
 LATEST, EARLIEST = -1, -2
 MAX_BLOCK_MS = 60000  # the Java producer's max.block.ms
-
-
-def murmur2(data: bytes) -> int:
-    """Kafka's murmur2 hash of a key (what its default partitioner uses), as a signed int32."""
-    m, r = 0x5BD1E995, 24
-    length = len(data)
-    h = (0x9747B28C ^ length) & 0xFFFFFFFF
-    n4 = length // 4
-    for i in range(n4):
-        k = int.from_bytes(data[i * 4:i * 4 + 4], "little")
-        k = (k * m) & 0xFFFFFFFF
-        k ^= k >> r
-        k = (k * m) & 0xFFFFFFFF
-        h = ((h * m) & 0xFFFFFFFF) ^ k
-    tail = data[n4 * 4:]
-    if len(tail) >= 3:
-        h ^= tail[2] << 16
-    if len(tail) >= 2:
-        h ^= tail[1] << 8
-    if tail:
-        h ^= tail[0]
-        h = (h * m) & 0xFFFFFFFF
-    h ^= h >> 13
-    h = (h * m) & 0xFFFFFFFF
-    h ^= h >> 15
-    return h - (1 << 32) if h >= 1 << 31 else h
 
 
 def partition_for_key(key: bytes, partitions: int) -> int:

@@ -76,7 +76,8 @@ async def _change(broker: Services, ctx, res, new_overrides, validate_only) -> t
             raise MetadataError(errors.INVALID_REQUEST, "Error due to duplicate config keys")
         new = new_overrides(current)
         if res.resource_type == TOPIC:
-            validate_topic_configs(new, broker.config.topic_defaults())
+            validate_topic_configs(new, broker.config.topic_defaults(), tiered_storage=(
+                broker.config.bool("remote.log.storage.system.enable")))
             if not validate_only:
                 await broker.dynamic.alter_topic(res.resource_name, new)
         elif res.resource_type == CLIENT_METRICS:

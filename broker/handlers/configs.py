@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 R = DESCRIBE_CONFIGS.Response
 TOPIC, BROKER, CLIENT_METRICS, GROUP = 2, 4, 16, 32
 _SENSITIVE = re.compile(r"(^|\.)(ssl\.key\.password|ssl\.keystore\.password|"
-                        r"ssl\.truststore\.password|ssl\.keystore\.key|sasl\.jaas\.config)$")
+                        r"ssl\.truststore\.password|ssl\.keystore\.key|sasl\.jaas\.config|"
+                        r"remote\.log\.storage\.josefk\.s3\.secret\.key)$")
 
 
 def _shown(name, value):

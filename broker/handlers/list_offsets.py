@@ -1,4 +1,5 @@
-"""ListOffsets: earliest, latest, by timestamp and max timestamp (KIP-734).
+"""ListOffsets: earliest (remote data included), earliest local (KIP-1005), latest, by
+timestamp and max timestamp (KIP-734).
 
 v0 answers up to MaxNumOffsets offsets "before" a timestamp the way Kafka 3.9 still did: the
 base offsets of segments last modified at or before it (and the log end offset), newest first.
@@ -7,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import asyncio
 import time
 
 from josefk.broker.security import acl
@@ -27,6 +29,7 @@ DEBUGGING_REPLICA_ID = -2  # a tool's ListOffsets any replica answers, not only 
 def handle_list_offsets(broker: Services, ctx, req: ListOffsetsRequest):
     read_committed = ctx.version >= 2 and req.isolation_level == READ_COMMITTED
     topics_out = []
+    remote = []  # (answer, partition, timestamp) looked up in the remote log (tiered storage)
     for t in req.topics:
         parts_out = []
         may_describe = allowed(broker, ctx, TOPIC, t.name, acl.DESCRIBE)
@@ -48,12 +51,40 @@ def handle_list_offsets(broker: Services, ctx, req: ListOffsetsRequest):
                     old_style_offsets=[] if err else _offsets_before(
                         part.log, p.timestamp, p.max_num_offsets, req.replica_id)))
                 continue
+            if not err and (p.timestamp == EARLIEST or p.timestamp >= 0) \
+                    and part.remote_pending:
+                err = errors.REPLICA_NOT_AVAILABLE  # the remote log is not known here yet
+            if not err and p.timestamp >= 0 and part.remote_has_timestamp(p.timestamp):
+                answer = R.ListOffsetsPartitionResponse(
+                    partition_index=p.partition_index, error_code=errors.NONE, timestamp=-1,
+                    offset=-1, leader_epoch=part.leader_epoch)
+                remote.append((answer, part, p.timestamp))
+                parts_out.append(answer)
+                continue
             ts, offset = (-1, -1) if err else _lookup(part, p.timestamp, read_committed)
             parts_out.append(R.ListOffsetsPartitionResponse(
                 partition_index=p.partition_index, error_code=err, timestamp=ts, offset=offset,
                 leader_epoch=part.leader_epoch if offset >= 0 else -1))
         topics_out.append(R.ListOffsetsTopicResponse(name=t.name, partitions=parts_out))
+    if remote:
+        return _remote_lookups(R(topics=topics_out), remote, read_committed)
     return R(topics=topics_out)
+
+
+async def _remote_lookups(response, remote, read_committed):
+    """Fill in the answers found in the remote log, read in worker threads (or, where it had
+    none after all, in the local log)."""
+    found = await asyncio.gather(*(asyncio.to_thread(part.remote_offset_for_timestamp, ts)
+                                   for _answer, part, ts in remote))
+    for (answer, part, ts), (hit, err) in zip(remote, found):
+        answer.error_code = err
+        if not err and hit is None:
+            hit = _lookup(part, ts, read_committed)[::-1]
+        if hit is not None and hit[0] >= 0:
+            answer.offset, answer.timestamp = hit
+        else:
+            answer.leader_epoch = -1
+    return response
 
 
 def _lookup(part, timestamp, read_committed):
@@ -61,9 +92,14 @@ def _lookup(part, timestamp, read_committed):
     readers see nothing past the last stable offset."""
     log = part.log
     limit = part.last_stable_offset if read_committed else log.high_watermark
-    if timestamp == LATEST or timestamp == LATEST_TIERED:
+    if timestamp == LATEST:
         return -1, limit
-    if timestamp in (EARLIEST, EARLIEST_LOCAL):
+    if timestamp == LATEST_TIERED:  # KIP-1005: the last offset copied to the remote log
+        copied = log.remote_copied_end if part.config.remote_storage_enable else None
+        return -1, -1 if copied is None else copied
+    if timestamp == EARLIEST:  # remote data included (tiered storage)
+        return -1, part.log_start_offset
+    if timestamp == EARLIEST_LOCAL:  # KIP-1005: the local log's start
         return -1, log.log_start_offset
     if timestamp == MAX_TIMESTAMP:
         found = log.max_timestamp(max_offset=limit)

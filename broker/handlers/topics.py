@@ -37,7 +37,8 @@ async def handle_create_topics(broker: Services, ctx, req: CreateTopicsRequest):
             continue
         try:
             configs = {c.name: c.value for c in t.configs}
-            validate_topic_configs(configs, cfg.topic_defaults())
+            validate_topic_configs(configs, cfg.topic_defaults(), tiered_storage=cfg.bool(
+                "remote.log.storage.system.enable"))
             assignments = [(a.partition_index, a.broker_ids) for a in t.assignments]
             n, rf = t.num_partitions, t.replication_factor
             if not assignments:

@@ -26,6 +26,7 @@ import time
 
 from josefk.broker.control.metadata import MetadataError, partition_exists
 from josefk.broker.replication.producer_state import ProducerStateTable
+from josefk.broker.replication import remote
 from josefk.broker.replication.purgatory import (AcksWatchers, DelayedFetch, Watchers,
                                                  wait_replicated)
 from josefk.storage.config import LogConfig
@@ -131,7 +132,7 @@ class Partition:
     __slots__ = ("topic", "index", "topic_id", "log", "node_id", "leader", "leader_epoch",
                  "partition_epoch", "replicas", "isr", "pending_isr", "followers", "producers",
                  "fetches_waiting", "acks_waiting", "config", "min_insync", "manager",
-                 "epoch_start_offset", "deletes_waiting")
+                 "epoch_start_offset", "deletes_waiting", "remote_log_start")
 
     def __init__(self, manager, topic, index, log_, config: LogConfig):
         self.manager = manager
@@ -155,10 +156,34 @@ class Partition:
         self.fetches_waiting = Watchers()  # fetches waiting for data
         self.acks_waiting = AcksWatchers()  # acks=all produces
         self.deletes_waiting = Watchers()  # DeleteRecords waiting for the followers
+        # tiered storage: where DeleteRecords moved the log start below the local log (the
+        # remote segments wholly below go at the remote log manager's next pass)
+        self.remote_log_start = -1
 
     @property
     def is_leader(self) -> bool:
         return self.leader == self.node_id
+
+    @property
+    def log_start_offset(self) -> int:
+        """The first offset a consumer may read, remote data included (tiered storage)."""
+        return remote.log_start_offset(self, self.manager.remote)
+
+    @property
+    def remote_pending(self) -> bool:
+        """Tiered, and the remote log's metadata not loaded yet (a new leader)."""
+        return remote.pending(self, self.manager.remote)
+
+    def remote_has_timestamp(self, timestamp: int) -> bool:
+        """Whether ListOffsets for ``timestamp`` is answered from the remote log."""
+        rlm = self.manager.remote
+        return rlm is not None and self.config.remote_storage_enable and rlm.has_timestamp(
+            self.topic, self.index, timestamp, self.log_start_offset)
+
+    def remote_offset_for_timestamp(self, timestamp: int):
+        """``((offset, timestamp) or None, error code)`` from the remote log (blocking: from
+        a worker thread)."""
+        return remote.offset_for_timestamp(self, self.manager.remote, timestamp)
 
     @property
     def last_stable_offset(self) -> int:
@@ -337,7 +362,7 @@ class Partition:
         """Kafka's low watermark: the smallest log start offset over this replica and the
         followers on live brokers (``alive``), learned from their fetches. DeleteRecords is
         done when it reaches the requested offset."""
-        low = self.log.log_start_offset
+        low = self.log_start_offset
         for r in self.replicas:
             if r != self.node_id and r in alive:
                 st = self.followers.get(r)
@@ -427,12 +452,24 @@ class Partition:
             data = lg.read(offset, max_bytes, max_offset=limit, min_one=min_one,
                            zero_copy_min=zero_copy_min)
         except OffsetOutOfRange:
+            if replica_id < 0 and self.config.remote_storage_enable:
+                if remote.pending(self, self.manager.remote):
+                    return ReadResult(errors.REPLICA_NOT_AVAILABLE)
+                start = self.log_start_offset
+                if start <= offset < lg.log_start_offset:  # the remote log holds it
+                    return ReadResult(errors.NONE, remote.RemoteRead(
+                        self.topic, self.index, offset, max_bytes, limit, min_one), hwm, start,
+                        last_stable_offset=lso, aborted=[] if read_committed else None)
+                return ReadResult(errors.OFFSET_OUT_OF_RANGE, None, hwm, start,
+                                  last_stable_offset=lso)
             return ReadResult(errors.OFFSET_OUT_OF_RANGE, None, hwm, lg.log_start_offset,
                               last_stable_offset=lso)
         aborted = None
         if read_committed:
             aborted = self.producers.aborted_between(offset, limit) if data.records else []
-        return ReadResult(errors.NONE, data.records, hwm, lg.log_start_offset,
+        start = lg.log_start_offset if replica_id >= 0 or not self.config.remote_storage_enable \
+            else self.log_start_offset
+        return ReadResult(errors.NONE, data.records, hwm, start,
                           last_stable_offset=lso, aborted=aborted)
 
     def check_leader_epoch(self, current_leader_epoch: int) -> int:
@@ -502,6 +539,8 @@ class ReplicaManager:
         self.session = None
         self.silent_ms = max(1000, 2 * broker_config.int("replica.fetch.wait.max.ms"))
         self.fenced_leaders: set[tuple[str, int]] = set()
+        # tiered storage: the remote log manager (tiered/) when remote.log.storage.system.enable
+        self.remote = None
 
     def _partition(self, topic, index, configs: dict, cfg: LogConfig | None) -> Partition:
         key = (topic, index)
@@ -581,9 +620,14 @@ class ReplicaManager:
     def stop_replicas(self, items) -> None:
         """Stop serving each ``(topic, index, delete)``; the logs to delete are detached
         in one pass per topic (one checkpoint write, not one per partition) and their files
-        removed in a worker thread."""
+        removed in a worker thread. A deleted tiered partition led here has its remote log
+        deleted by the remote log manager."""
         doomed: dict[str, list[int]] = {}
         for topic, index, delete in items:
+            part = self.partitions.get((topic, index))
+            if delete and part is not None and part.is_leader and self.remote is not None \
+                    and part.config.remote_storage_enable and part.topic_id is not None:
+                self.remote.delete_partition(topic, index, part.topic_id, part.leader_epoch)
             self._stop(topic, index)
             if delete:
                 self.offline.discard((topic, index))
@@ -645,6 +689,30 @@ class ReplicaManager:
 
     def get(self, topic: str, index: int) -> Partition | None:
         return self.partitions.get((topic, index))
+
+    def sync_remote(self) -> None:
+        """Hand the remote log manager the partitions led here with remote.storage.enable,
+        and take back the others (after a topic config change; roles follow at once through
+        `sync_remote_partition`)."""
+        rlm = self.remote
+        if rlm is None:
+            return
+        for part in self.partitions.values():
+            self.sync_remote_partition(part)
+        for key in [k for k in rlm.leaders if k not in self.partitions]:
+            rlm.resign(*key)
+
+    def sync_remote_partition(self, part: Partition) -> None:
+        rlm = self.remote
+        if rlm is None:
+            return
+        tiered = part.is_leader and part.config.remote_storage_enable \
+            and part.topic_id is not None
+        current = rlm.leaders.get((part.topic, part.index))
+        if tiered and (current is None or current.leader_epoch != part.leader_epoch):
+            rlm.lead(remote.leader_of(part))
+        elif not tiered and current is not None:
+            rlm.resign(part.topic, part.index)
 
     def leader_partition(self, topic: str, index: int) -> Partition | None:
         """The partition if this broker leads it."""
@@ -756,11 +824,17 @@ class ReplicaManager:
         coroutine returned, which waits (a delayed fetch) up to max_wait_ms for appends to the
         partitions read, reading again each time one comes."""
         results, size, ready, watch = self._read(params, reads)
+        if self.remote is not None and remote.has_remote(results):
+            return self._respond_remote(results, respond)
         if ready or size >= params.min_bytes or params.max_wait_ms <= 0 or not watch:
             return respond(results)
         # Register before returning: an append handled before the coroutine first runs must
         # wake it.
         return self._respond_fetched(params, reads, respond, DelayedFetch(watch))
+
+    async def _respond_remote(self, results, respond):
+        await remote.resolve(self.remote, results)
+        return respond(results)
 
     async def _respond_fetched(self, params, reads, respond, waiter):
         loop = asyncio.get_running_loop()
@@ -768,6 +842,9 @@ class ReplicaManager:
         while True:
             await waiter.wait(deadline - loop.time())
             results, size, ready, watch = self._read(params, reads)
+            if self.remote is not None and remote.has_remote(results):
+                await remote.resolve(self.remote, results)
+                return respond(results)
             if ready or size >= params.min_bytes or loop.time() >= deadline or not watch:
                 return respond(results)
             waiter = DelayedFetch(watch)
@@ -867,6 +944,13 @@ class ReplicaManager:
                 continue
             lg = part.log
             offset = lg.high_watermark if offset == HIGH_WATERMARK else offset
+            if self.remote is not None and part.config.remote_storage_enable \
+                    and 0 <= offset <= lg.high_watermark:
+                # remote segments wholly below go at the remote log manager's next pass
+                part.remote_log_start = max(part.remote_log_start, offset)
+                if offset <= lg.log_start_offset:
+                    answers.append(self._low_watermark_reached(part, offset, deadline))
+                    continue
             try:
                 # Dropping whole segments unlinks files: off the event loop (the log locks).
                 await asyncio.to_thread(lg.delete_records_before, offset)

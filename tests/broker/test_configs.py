@@ -17,3 +17,42 @@ def test_throttled_replicas_lists_are_validated_as_kafka_does():
             validate_topic_configs({"follower.replication.throttled.replicas": bad}, defaults)
         assert e.value.code == errors.INVALID_CONFIG
         assert "must be the literal '*' or a list of replicas" in e.value.message
+
+
+@pytest.mark.parametrize("configs, system, message", [
+    ({"remote.storage.enable": "true"}, False,
+     "Tiered Storage functionality is disabled in the broker. Topic cannot be configured with "
+     "remote log storage."),
+    ({"remote.storage.enable": "true", "cleanup.policy": "compact,delete"}, True,
+     "Remote log storage is unsupported for the compacted topics"),
+    ({"remote.storage.enable": "true", "retention.bytes": "1000",
+      "local.retention.bytes": "2000"}, True,
+     "Invalid value 2000 for configuration local.retention.bytes: Value must not be more than "
+     "retention.bytes property value: 1000"),
+    ({"remote.storage.enable": "true", "retention.ms": "1000", "local.retention.ms": "-1"},
+     True, "Invalid value -1 for configuration local.retention.ms: Value must not be -1 as "
+           "retention.ms value is set as 1000."),
+])
+def test_remote_storage_topics_are_checked_as_kafka_does(configs, system, message):
+    from josefk.broker.config import BrokerConfig
+    from josefk.broker.configs import validate_topic_configs
+
+    defaults = BrokerConfig({}).topic_defaults()
+    with pytest.raises(MetadataError) as e:
+        validate_topic_configs(configs, defaults, tiered_storage=system)
+    assert (e.value.code, e.value.message) == (errors.INVALID_CONFIG, message)
+
+
+def test_remote_storage_topics_that_kafka_accepts():
+    from josefk.broker.config import BrokerConfig
+    from josefk.broker.configs import validate_topic_configs
+
+    defaults = BrokerConfig({}).topic_defaults()
+    for configs in ({"remote.storage.enable": "true"},
+                    {"remote.storage.enable": "true", "retention.ms": "-1",
+                     "local.retention.ms": "-1"},
+                    {"remote.storage.enable": "true", "retention.bytes": "1000",
+                     "local.retention.bytes": "1000", "local.retention.ms": "60000"},
+                    {"remote.storage.enable": "false", "cleanup.policy": "compact"}):
+        validate_topic_configs(configs, defaults, tiered_storage=True)
+    validate_topic_configs({"remote.storage.enable": "false"}, defaults, tiered_storage=False)

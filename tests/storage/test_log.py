@@ -333,3 +333,24 @@ def test_an_epoch_checkpoint_that_cannot_be_written_leaves_the_log_consistent(tm
     assert LeaderEpochCache(tmp_path / "t-0").entries == [(0, 0)]  # not written yet
     log.flush()
     assert LeaderEpochCache(tmp_path / "t-0").entries == [(0, 0), (1, 2)]
+
+
+def test_tiered_retention_deletes_only_copied_segments_by_local_retention(tmp_path):
+    c = cfg(segment_bytes=400, retention_bytes=100000, retention_ms=-1,
+            local_retention_bytes=500, remote_storage_enable="true")
+    log = Log(tmp_path / "t-0", c)
+    for i in range(20):
+        append(log, mk(1, value=b"b" * 100))
+    rolled = log.rolled_segments(-1, log.high_watermark)
+    assert [s[0] for s in rolled] == [b for b, _m, _s in log.segment_times()][:-1]
+    assert all(nxt > base and path.name.endswith(".log") for base, nxt, path, *_ in rolled)
+    assert log.rolled_segments(rolled[-1][1] - 1, log.high_watermark) == []
+    assert log.rolled_segments(-1, rolled[0][1] - 1) == []  # not wholly below the limit
+    assert log.apply_retention() == 0  # nothing told copied: nothing goes
+    log.remote_copied_end = rolled[2][1] - 1
+    assert log.apply_retention() == 3  # local.retention.bytes, but only what is remote
+    assert log.log_start_offset == rolled[3][0]
+    log.remote_copied_end = log.high_watermark
+    log.apply_retention()
+    assert log.size - log._segments[0].size < 500
+    log.close()

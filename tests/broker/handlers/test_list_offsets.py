@@ -95,3 +95,19 @@ def test_version_0_answers_old_style_offsets(services):
         name="t", partitions=[R.ListOffsetsPartition(partition_index=0, timestamp=LATEST,
                                                      max_num_offsets=5)])]), version=0)
     assert resp.topics[0].partitions[0].old_style_offsets == [3, 0]
+
+
+def test_tiered_partition_earliest_is_the_remote_start_and_earliest_local_the_local_one():
+    from types import SimpleNamespace
+
+    from josefk.broker.handlers.list_offsets import EARLIEST_LOCAL, LATEST_TIERED, _lookup
+
+    log = SimpleNamespace(log_start_offset=40, high_watermark=90, remote_copied_end=69)
+    part = SimpleNamespace(log=log, log_start_offset=0, last_stable_offset=90,
+                           config=SimpleNamespace(remote_storage_enable=True))
+    assert _lookup(part, EARLIEST, False) == (-1, 0)
+    assert _lookup(part, EARLIEST_LOCAL, False) == (-1, 40)
+    assert _lookup(part, LATEST_TIERED, False) == (-1, 69)
+    assert _lookup(part, LATEST, False) == (-1, 90)
+    part.config.remote_storage_enable = False
+    assert _lookup(part, LATEST_TIERED, False) == (-1, -1)  # nothing is tiered

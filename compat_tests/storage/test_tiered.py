@@ -1,0 +1,299 @@
+"""Tiered storage (KIP-405) with a real object store (SeaweedFS's S3 API): a topic whose local
+log keeps only its last segments reads whole from offset 0 with real clients, the rest coming
+from the bucket; on a cluster, a new leader serves the remote data its predecessor copied."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+
+from josefk.faults.processes import BrokerProcess, LocalCluster
+from josefk.tiered.store import S3Store
+from compat_tests.helpers import (DeliveryLog, admin_client, consumer, create_topic, flush_all,
+                                  producer, read_exactly, scrape, unique_topic, wait_for_topic)
+from josefk.zk.local_server import free_port
+from testkit.seaweedfs import seaweedfs
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
+
+RECORDS = 1500
+VALUE = "v{:05d}-" + "x" * 90  # ~100 bytes a record: 20+ segments of 8 KiB
+TOPIC_CONFIG = {"remote.storage.enable": "true", "segment.bytes": "8192",
+                "local.retention.bytes": "16384", "retention.ms": "-1"}
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory):
+    with seaweedfs(tmp_path_factory.mktemp("seaweedfs")) as server:
+        yield server
+
+
+def tiered_overrides(s3, bucket: str, **extra) -> dict:
+    return {"remote.log.storage.system.enable": "true",
+            "remote.log.manager.task.interval.ms": 200,
+            "log.retention.check.interval.ms": 200,
+            "remote.log.metadata.topic.num.partitions": 3,
+            "remote.log.storage.josefk.store": "s3",
+            "remote.log.storage.josefk.s3.endpoint": s3.endpoint,
+            "remote.log.storage.josefk.s3.bucket": bucket,
+            "remote.log.storage.josefk.s3.access.key": s3.access_key,
+            "remote.log.storage.josefk.s3.secret.key": s3.secret_key,
+            "offsets.topic.replication.factor": 1, **extra}
+
+
+def local_segments(data_dirs, topic: str) -> list[int]:
+    """Base offsets of the partition's local segments, over the brokers' data dirs."""
+    for d in data_dirs:
+        part = Path(d) / f"{topic}-0"
+        if part.is_dir():
+            yield sorted(int(p.name[:20]) for p in part.glob("*.log"))
+
+
+def wait_tiered(bucket: S3Store, topic: str, data_dirs, timeout: float = 60.0,
+                remote_segments: int = 15) -> None:
+    """Until the bucket holds the topic's segments and every local log keeps only its last
+    ones (local.retention.bytes: two segments, plus the active one and one being copied)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        remote = [k for k in bucket.list(f"{topic}-0-") if k.endswith(".log")]
+        local = list(local_segments(data_dirs, topic))
+        if len(remote) >= remote_segments and local and all(s and s[0] > 0 and len(s) <= 4 for s in local):
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"not tiered after {timeout} s: remote {len(remote)} segments, "
+                         f"local {local}")
+
+
+def produce_small_batches(bootstrap: str, topic: str) -> None:
+    """Every record acknowledged, in batches of about 1 KiB (many per segment)."""
+    p = producer(bootstrap, acks="all", batch_size=1024, linger_ms=0)
+    delivered = DeliveryLog()
+    for v in values(RECORDS):
+        p.produce(topic, value=v, partition=0, on_delivery=delivered)
+    flush_all(p)
+    assert delivered.errors == []
+
+
+def values(n: int) -> list[str]:
+    return [VALUE.format(i) for i in range(n)]
+
+
+def check_read_from_zero(bootstrap: str, topic: str) -> list:
+    msgs = read_exactly(bootstrap, [TopicPartition(topic, 0, OFFSET_BEGINNING)], RECORDS,
+                        timeout=60)
+    assert [m.offset() for m in msgs] == list(range(RECORDS))
+    assert [m.value().decode() for m in msgs] == values(RECORDS)
+    return msgs
+
+
+def test_one_broker_reads_every_record_from_the_bucket(s3, tmp_path):
+    bucket = "tiered-one"
+    store = S3Store(bucket, endpoint=s3.endpoint, access_key=s3.access_key,
+                    secret_key=s3.secret_key)
+    metrics_port = free_port()
+    broker = BrokerProcess(data_dir=tmp_path / "data", log_dir=tmp_path,
+                           overrides=tiered_overrides(s3, bucket, **{
+                               "josefk.metrics.port": metrics_port}))
+    broker.start()
+    try:
+        topic = create_topic(broker.bootstrap, unique_topic("tiered"), config=TOPIC_CONFIG)
+        produce_small_batches(broker.bootstrap, topic)
+        wait_tiered(store, topic, [broker.data_dir])
+        msgs = check_read_from_zero(broker.bootstrap, topic)
+        consumer_low, _high = _watermarks(broker.bootstrap, topic)
+
+        # ListOffsets by timestamp finds records in the remote log
+        c = consumer(broker.bootstrap)
+        try:
+            for k in (0, 100, 400):
+                ts = msgs[k].timestamp()[1]
+                want = next(m.offset() for m in msgs if m.timestamp()[1] >= ts)
+                (tp,) = c.offsets_for_times([TopicPartition(topic, 0, ts)], timeout=15)
+                assert tp.error is None and tp.offset == want, (k, tp)
+        finally:
+            c.close()
+        assert consumer_low == 0  # ListOffsets EARLIEST: the remote log's start
+
+        if shutil.which("kcat"):
+            out = subprocess.run(["kcat", "-b", broker.bootstrap, "-C", "-t", topic, "-p", "0",
+                                  "-o", "beginning", "-e", "-q", "-f", "%o %s\n"],
+                                 capture_output=True, text=True, timeout=60)
+            assert out.returncode == 0, out.stderr
+            lines = out.stdout.splitlines()
+            assert lines == [f"{i} {v}" for i, v in enumerate(values(RECORDS))]
+
+        # Kafka's remote-storage metrics
+        metrics = scrape(metrics_port)
+        labels = frozenset({("topic", topic)})
+        prefix = "kafka_server_brokertopicmetrics_"
+        assert metrics[(prefix + "remotefetchbytespersec_total", labels)] > 0
+        assert metrics[(prefix + "remotecopyrequestspersec_total", labels)] >= 15
+        assert metrics[(prefix + "remotelogsizebytes", labels)] > 15 * 7000
+        assert (prefix + "remotecopylagbytes", labels) in metrics
+
+        # kafka-python reads it all too
+        from kafka import KafkaConsumer
+        from kafka import TopicPartition as KTopicPartition
+
+        kc = KafkaConsumer(bootstrap_servers=broker.bootstrap, enable_auto_commit=False,
+                           consumer_timeout_ms=20000)
+        try:
+            kc.assign([KTopicPartition(topic, 0)])
+            kc.seek_to_beginning()
+            got = []
+            for m in kc:
+                got.append((m.offset, m.value.decode()))
+                if len(got) == RECORDS:
+                    break
+        finally:
+            kc.close()
+        assert got == list(enumerate(values(RECORDS)))
+
+        # every copied segment has its six objects
+        keys = store.list(f"{topic}-0-")
+        stems = {k.rsplit(".", 1)[0] for k in keys}
+        for stem in stems:
+            for suffix in (".log", ".index", ".timeindex", ".snapshot",
+                           ".leader_epoch_checkpoint", ".txnindex"):
+                assert stem + suffix in keys, (stem, suffix)
+
+        # restarted, the broker reads its remote log's metadata back and serves it again
+        broker.restart()
+        check_read_from_zero(broker.bootstrap, topic)
+
+        # DeleteRecords below the local log: the log starts there, the remote segments
+        # wholly below it go
+        cut = 500
+        admin = admin_client(broker.bootstrap)
+        (done,) = admin.delete_records([TopicPartition(topic, 0, cut)]).values()
+        assert done.result(15).low_watermark == cut
+        assert _watermarks(broker.bootstrap, topic)[0] == cut
+        msgs = read_exactly(broker.bootstrap, [TopicPartition(topic, 0, OFFSET_BEGINNING)],
+                            RECORDS - cut, timeout=60)
+        assert [m.offset() for m in msgs] == list(range(cut, RECORDS))
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            starts = sorted(int(k.rsplit("/", 1)[1][:20]) for k in store.list(f"{topic}-0-")
+                            if k.endswith(".log"))
+            if starts and starts[0] > 0:
+                break
+            time.sleep(0.3)
+        assert 0 < starts[0] <= cut
+
+        # a deleted topic's remote log goes too
+        admin.delete_topics([topic])[topic].result(15)
+        deadline = time.monotonic() + 30
+        while store.list(f"{topic}-0-") and time.monotonic() < deadline:
+            time.sleep(0.3)
+        assert store.list(f"{topic}-0-") == []
+    finally:
+        broker.stop()
+
+
+def test_read_committed_over_remote_data_skips_aborted_transactions(s3, tmp_path):
+    from confluent_kafka import Producer
+
+    bucket = "tiered-txn"
+    store = S3Store(bucket, endpoint=s3.endpoint, access_key=s3.access_key,
+                    secret_key=s3.secret_key)
+    broker = BrokerProcess(data_dir=tmp_path / "data", log_dir=tmp_path,
+                           overrides=tiered_overrides(s3, bucket, **{
+                               "transaction.state.log.replication.factor": 1,
+                               "transaction.state.log.min.isr": 1}))
+    broker.start()
+    try:
+        topic = create_topic(broker.bootstrap, unique_topic("tiered-txn"), config=TOPIC_CONFIG)
+        p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": topic,
+                      "batch.size": 1024, "linger.ms": 0})
+        p.init_transactions(30)
+        committed = []
+        for t in range(60):
+            p.begin_transaction()
+            batch = [VALUE.format(t * 100 + i) for i in range(20)]
+            for v in batch:
+                p.produce(topic, value=v, partition=0)
+            if t % 3 == 2:
+                assert p.flush(30) == 0  # in the log, not purged from the producer's queue
+                p.abort_transaction(30)
+            else:
+                p.commit_transaction(30)
+                committed.extend(batch)
+        wait_tiered(store, topic, [broker.data_dir], remote_segments=8)
+
+        c = consumer(broker.bootstrap, **{"isolation.level": "read_committed"})
+        try:
+            c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+            got = []
+            deadline = time.monotonic() + 60
+            while len(got) < len(committed) and time.monotonic() < deadline:
+                m = c.poll(0.5)
+                if m is not None and not m.error():
+                    got.append(m.value().decode())
+            time.sleep(1)
+            extra = c.poll(1)
+        finally:
+            c.close()
+        assert got == committed
+        assert extra is None or extra.error()
+    finally:
+        broker.stop()
+
+
+def _watermarks(bootstrap: str, topic: str):
+    c = consumer(bootstrap)
+    try:
+        return c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+    finally:
+        c.close()
+
+
+def test_new_leader_serves_the_remote_data(s3, tmp_path):
+    bucket = "tiered-cluster"
+    store = S3Store(bucket, endpoint=s3.endpoint, access_key=s3.access_key,
+                    secret_key=s3.secret_key)
+    cluster = LocalCluster(tmp_path / "cluster", 3, overrides=tiered_overrides(
+        s3, bucket, **{"remote.log.metadata.topic.replication.factor": 3,
+                       "offsets.topic.replication.factor": 3}))
+    cluster.start()
+    try:
+        topic = create_topic(cluster.bootstrap, unique_topic("tiered"), config={
+            **TOPIC_CONFIG, "min.insync.replicas": "2"}, replication_factor=3)
+        produce_small_batches(cluster.bootstrap, topic)
+        dirs = [b.data_dir for b in cluster.brokers.values()]
+        wait_tiered(store, topic, dirs)
+        check_read_from_zero(cluster.bootstrap, topic)
+
+        meta = admin_client(cluster.bootstrap).list_topics(topic, timeout=10)
+        leader = meta.topics[topic].partitions[0].leader
+        cluster.kill(leader)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            meta = admin_client(cluster.bootstrap).list_topics(topic, timeout=10)
+            if meta.topics[topic].partitions[0].leader not in (-1, leader):
+                break
+            time.sleep(0.3)
+        wait_for_topic(admin_client(cluster.bootstrap), topic, 1)
+        check_read_from_zero(cluster.bootstrap, topic)
+
+        # the new leader copies on from where its predecessor stopped: no segment twice
+        copied_before = len([k for k in store.list(f"{topic}-0-") if k.endswith(".log")])
+        p = producer(cluster.bootstrap, acks="all", batch_size=1024, linger_ms=0)
+        delivered = DeliveryLog()
+        for i in range(RECORDS, RECORDS + 300):
+            p.produce(topic, value=VALUE.format(i), partition=0, on_delivery=delivered)
+        flush_all(p)
+        assert delivered.errors == []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            logs = [k for k in store.list(f"{topic}-0-") if k.endswith(".log")]
+            if len(logs) >= copied_before + 3:
+                break
+            time.sleep(0.3)
+        starts = [int(k.rsplit("/", 1)[1][:20]) for k in logs]
+        assert len(logs) >= copied_before + 3 and len(set(starts)) == len(starts), logs
+    finally:
+        cluster.stop()

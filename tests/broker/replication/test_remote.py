@@ -1,0 +1,101 @@
+"""A tiered partition's reads: below the local log start from the remote log (resolved off the
+event loop), the log start over remote and local data, a new leader's reads waiting for its
+remote metadata, followers kept to the local log."""
+import asyncio
+import uuid
+from types import SimpleNamespace
+
+from josefk.broker.replication import remote
+from josefk.broker.replication.replica import Partition, PartitionState
+from josefk.storage.config import LogConfig
+from josefk.storage.log import Log
+from josefk.tiered.manager import RemoteLogManager
+from josefk.tiered.store import LocalStore
+from josefk.wire import errors
+from josefk.wire.batch import iter_headers
+from josefk.wire.records import build_batch, iter_records
+
+TOPIC_ID = uuid.UUID(int=42)
+
+
+class Events:
+    """A test double of the MetadataLog seam."""
+
+    def __init__(self):
+        self.values = []
+
+    def append(self, topic_id, partition, value):
+        self.values.append(value)
+
+    def read(self, topic_id, partition):
+        return list(self.values)
+
+    def metadata_partition(self, topic_id, partition):
+        return 0
+
+
+def tiered_leader(tmp_path, rlm):
+    manager = SimpleNamespace(node_id=1, isr_changes=None, remote=rlm)
+    cfg = LogConfig.from_props({"remote.storage.enable": "true", "segment.bytes": "300",
+                                "local.retention.bytes": "300", "retention.ms": "-1"}, {})
+    p = Partition(manager, "t", 0, Log(tmp_path / "t-0", cfg), cfg)
+    p.make_leader(PartitionState("t", 0, 1, 0, [1], [1], topic_id=TOPIC_ID))
+    for i in range(12):
+        p.append(build_batch([(None, b"value-%03d" % i + b"x" * 90, None, None)]), acks=1)
+    return p
+
+
+def offsets(data):
+    return [r.offset for h in iter_headers(data) for r in iter_records(data, h)]
+
+
+def test_reads_below_the_local_log_come_from_the_remote_log(tmp_path):
+    rlm = RemoteLogManager(LocalStore(tmp_path / "remote"), Events(), node_id=1)
+    p = tiered_leader(tmp_path, rlm)
+    rlm.lead(remote.leader_of(p))
+    rlm.run_once()
+    p.log.apply_retention()
+    local_start = p.log.log_start_offset
+    assert local_start > 0 and p.log_start_offset == 0
+
+    res = p.read(0, 1 << 20, min_one=True)
+    assert res.error == errors.NONE and isinstance(res.records, remote.RemoteRead)
+    assert res.log_start_offset == 0 and remote.has_remote([[(None, res)]])
+    asyncio.run(remote.resolve(rlm, [[(None, res)]]))
+    assert offsets(res.records)[0] == 0
+
+    follower = p.read(0, 1 << 20, min_one=True, replica_id=2)
+    assert follower.error == errors.OFFSET_OUT_OF_RANGE
+    assert follower.log_start_offset == local_start  # followers keep to the local log
+    local = p.read(local_start, 1 << 20, min_one=True)
+    assert local.log_start_offset == 0 and offsets(bytes(local.records))[0] == local_start
+
+    res = p.read(0, 1 << 20, min_one=True)
+    rlm.resign("t", 0)  # leadership lost before the remote read ran
+    asyncio.run(remote.resolve(rlm, [[(None, res)]]))
+    assert res.error == errors.NOT_LEADER_OR_FOLLOWER and res.records is None
+    rlm.lead(remote.leader_of(p))
+    rlm.run_once()
+
+    p.remote_log_start = 3  # DeleteRecords below the local log
+    assert p.log_start_offset == 3
+    assert p.read(1, 100, min_one=True).error == errors.OFFSET_OUT_OF_RANGE
+    p.log.close()
+
+
+def test_a_new_leader_answers_replica_not_available_until_it_loaded(tmp_path):
+    events = Events()
+    first = RemoteLogManager(LocalStore(tmp_path / "remote"), events, node_id=1)
+    p = tiered_leader(tmp_path, first)
+    first.lead(remote.leader_of(p))
+    first.run_once()
+    p.log.apply_retention()
+
+    second = RemoteLogManager(LocalStore(tmp_path / "remote"), events, node_id=2)
+    p.manager.remote = second
+    second.lead(remote.leader_of(p))
+    assert p.remote_pending
+    assert p.read(0, 1 << 20, min_one=True).error == errors.REPLICA_NOT_AVAILABLE
+    second.run_once()
+    assert not p.remote_pending and p.log_start_offset == 0
+    p.log.close()
