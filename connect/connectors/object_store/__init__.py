@@ -1,0 +1,357 @@
+"""The object-storage sink, with Confluent's S3 sink settings (``S3SinkConnector``): records
+of each topic partition are buffered and written as whole files to a bucket of any
+S3-compatible endpoint (``store.url``; AWS without it) or to a local directory
+(``store.url=file:///path``), named as Confluent's:
+``<topics.dir>/<topic>/<encoded partition>/<topic>+<partition>+<start offset>.<ext>``.
+
+Exactly once by construction: a topic partition's buffer is written when ``flush.size``
+records are in it or a rotation interval has passed, every file of it uploaded whole, and
+``pre_commit`` gives the worker offsets only up to what is uploaded. A file's name is its
+first record's offset, so a batch read again after a crash is written again under the same
+names, replacing what was there. On ``open`` the task lists the partition's files and, with
+the DefaultPartitioner (one file per batch), rewinds the consumer to the newest file's start:
+that file is written again whole and nothing before it twice, whatever the committed offsets
+say."""
+from __future__ import annotations
+
+import datetime
+import logging
+import re
+import time
+import zoneinfo
+
+from josefk.connect.api.config import ConfigDef, Importance, Range, ValidString
+from josefk.connect.api.config import Type as T
+from josefk.connect.api.connector import SinkConnector, SinkTask, TopicPartition
+from josefk.connect.api.errors import ConnectException, DataException
+from josefk.connect.api.records import SinkRecord
+from josefk.connect.connectors.object_store.formats import FORMATS
+from josefk.connect.connectors.object_store.partitioners import (PARTITIONERS,
+                                                                 DefaultPartitioner,
+                                                                 TimeBasedPartitioner)
+from josefk.tiered.store import LocalStore, ObjectStore, S3Store, StoreError
+
+log = logging.getLogger("josefk.connect.object_store")
+
+VERSION = "10.5.0"
+_S3 = "S3"
+_STORAGE = "Storage"
+_PARTITIONER = "Partitioner"
+
+
+def config() -> ConfigDef:
+    return (ConfigDef()
+            .define("s3.bucket.name", T.STRING, None, importance=Importance.HIGH, group=_S3,
+                    documentation="The S3 Bucket (not needed for a file:// store.url).")
+            .define("s3.region", T.STRING, "us-west-2", importance=Importance.MEDIUM, group=_S3,
+                    documentation="The AWS region to be used the connector.")
+            .define("aws.access.key.id", T.STRING, "", importance=Importance.HIGH, group=_S3,
+                    documentation="The AWS access key ID used to authenticate personal AWS "
+                                  "credentials.")
+            .define("aws.secret.access.key", T.PASSWORD, "", importance=Importance.HIGH,
+                    group=_S3, documentation="The secret access key used to authenticate "
+                                             "personal AWS credentials.")
+            .define("store.url", T.STRING, None, importance=Importance.HIGH, group=_STORAGE,
+                    documentation="Store's connection URL: an S3-compatible endpoint "
+                                  "(http[s]://host:port), or file:///path for a local "
+                                  "directory; none: AWS S3.")
+            .define("topics.dir", T.STRING, "topics", importance=Importance.HIGH,
+                    group=_STORAGE, documentation="Top level directory to store the data "
+                                                  "ingested from Kafka.")
+            .define("directory.delim", T.STRING, "/", importance=Importance.MEDIUM,
+                    group=_STORAGE, documentation="Directory delimiter pattern")
+            .define("file.delim", T.STRING, "+", importance=Importance.MEDIUM, group=_STORAGE,
+                    documentation="File delimiter pattern")
+            .define("filename.offset.zero.pad.width", T.INT, 10, validator=Range.at_least(0),
+                    importance=Importance.LOW, group=_STORAGE,
+                    documentation="Width to zero-pad offsets in store's filenames if offsets "
+                                  "are too short in order to provide fixed-width filenames "
+                                  "that can be ordered by simple lexicographic sorting.")
+            .define("format.class", T.CLASS, validator=ValidString(FORMATS),
+                    importance=Importance.HIGH, group=_STORAGE,
+                    documentation="The format class to use when writing data to the store.")
+            .define("flush.size", T.INT, validator=Range.at_least(1),
+                    importance=Importance.HIGH, group=_STORAGE,
+                    documentation="Number of records written to store before invoking file "
+                                  "commits.")
+            .define("rotate.interval.ms", T.LONG, -1, importance=Importance.HIGH,
+                    group=_STORAGE,
+                    documentation="The time interval in milliseconds to invoke file commits. "
+                                  "The time of a record is the partitioner's timestamp "
+                                  "extractor's (the wall clock for the other partitioners); a "
+                                  "file is committed when a record's time is this much past "
+                                  "its first record's. -1: disabled.")
+            .define("rotate.schedule.interval.ms", T.LONG, -1, importance=Importance.MEDIUM,
+                    group=_STORAGE,
+                    documentation="The time interval in milliseconds to periodically invoke "
+                                  "file commits, on the wall clock, aligned in timezone. "
+                                  "-1: disabled.")
+            .define("avro.codec", T.STRING, "null",
+                    validator=ValidString(["null", "deflate", "snappy", "bzip2", "xz",
+                                           "zstandard"]),
+                    importance=Importance.LOW, group=_STORAGE,
+                    documentation="The Avro compression codec to be used for output files.")
+            .define("parquet.codec", T.STRING, "snappy",
+                    validator=ValidString(["none", "snappy", "gzip", "brotli", "lz4", "zstd"]),
+                    importance=Importance.LOW, group=_STORAGE,
+                    documentation="The Parquet compression codec to be used for output files.")
+            .define("partitioner.class", T.CLASS,
+                    "io.confluent.connect.storage.partitioner.DefaultPartitioner",
+                    validator=ValidString(PARTITIONERS), importance=Importance.HIGH,
+                    group=_PARTITIONER, documentation="The partitioner to use when writing "
+                                                      "data to the store.")
+            .define("partition.field.name", T.LIST, "", importance=Importance.MEDIUM,
+                    group=_PARTITIONER, documentation="The name of the partitioning field "
+                                                      "when FieldPartitioner is used.")
+            .define("path.format", T.STRING, "", importance=Importance.MEDIUM,
+                    group=_PARTITIONER,
+                    documentation="This configuration is used to set the format of the data "
+                                  "directories when partitioning with TimeBasedPartitioner "
+                                  "(a Joda-Time pattern, e.g. 'year'=YYYY/'month'=MM).")
+            .define("partition.duration.ms", T.LONG, -1, importance=Importance.MEDIUM,
+                    group=_PARTITIONER,
+                    documentation="The duration of a partition milliseconds used by "
+                                  "TimeBasedPartitioner.")
+            .define("locale", T.STRING, "", importance=Importance.MEDIUM, group=_PARTITIONER,
+                    documentation="The locale to use when partitioning with "
+                                  "TimeBasedPartitioner.")
+            .define("timezone", T.STRING, "", importance=Importance.MEDIUM, group=_PARTITIONER,
+                    documentation="The timezone to use when partitioning with "
+                                  "TimeBasedPartitioner.")
+            .define("timestamp.extractor", T.STRING, "Wallclock",
+                    importance=Importance.MEDIUM, group=_PARTITIONER,
+                    documentation="The extractor that gets the timestamp for records when "
+                                  "partitioning with TimeBasedPartitioner: Wallclock, Record "
+                                  "or RecordField.")
+            .define("timestamp.field", T.STRING, "timestamp", importance=Importance.MEDIUM,
+                    group=_PARTITIONER,
+                    documentation="The record field to be used as timestamp by the timestamp "
+                                  "extractor."))
+
+
+def open_store(props: dict) -> ObjectStore:
+    """The store ``store.url`` names; a bucket that is not there is a ConnectException."""
+    url = props["store.url"]
+    if url and url.startswith("file://"):
+        return LocalStore(url[len("file://"):])
+    bucket = props["s3.bucket.name"]
+    if not bucket:
+        raise ConnectException("s3.bucket.name is required (store.url is not a file:// URL)")
+    secret = props["aws.secret.access.key"]
+    store = S3Store(bucket, endpoint=url or None, region=props["s3.region"],
+                    access_key=props["aws.access.key.id"] or None,
+                    secret_key=getattr(secret, "value", secret) or None)
+    try:
+        store.list(f"{props['topics.dir']}/.bucket-check/")
+    except StoreError as e:
+        cause = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise ConnectException(f"Non-existent S3 bucket: {bucket} ({cause})") from e
+    return store
+
+
+class S3SinkConnector(SinkConnector):
+    """Every task has the connector's settings; the worker spreads the partitions."""
+
+    def version(self) -> str:
+        return VERSION
+
+    def start(self, props: dict[str, str]) -> None:
+        self.props = dict(props)
+        config().parse(props)
+
+    def task_class(self):
+        return S3SinkTask
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        return [dict(self.props) for _ in range(max_tasks)]
+
+    def stop(self) -> None:
+        """Nothing to release: the tasks hold the store."""
+
+    def config(self) -> ConfigDef:
+        return config()
+
+
+class _Batch:
+    """What a topic partition has buffered: records per encoded partition, in order."""
+
+    __slots__ = ("files", "count", "start", "first_time")
+
+    def __init__(self):
+        self.files: dict[str, list[SinkRecord]] = {}
+        self.count = 0
+        self.start: int | None = None
+        self.first_time: int | None = None
+
+
+class S3SinkTask(SinkTask):
+    def version(self) -> str:
+        return VERSION
+
+    def start(self, props: dict[str, str]) -> None:
+        values = config().parse(props)
+        self.values = values
+        self.topics_dir = values["topics.dir"].strip("/")
+        self.delim, self.file_delim = values["directory.delim"], values["file.delim"]
+        self.pad = values["filename.offset.zero.pad.width"]
+        self.flush_size = values["flush.size"]
+        self.rotate_ms = values["rotate.interval.ms"]
+        self.schedule_ms = values["rotate.schedule.interval.ms"]
+        self.format = FORMATS[values["format.class"]](values)
+        self.partitioner = PARTITIONERS[values["partitioner.class"]](values)
+        self.time_of = (self.partitioner.extractor.extract
+                        if isinstance(self.partitioner, TimeBasedPartitioner) else None)
+        if self.schedule_ms > 0:
+            if not values["timezone"]:
+                raise ConnectException("rotate.schedule.interval.ms needs timezone")
+            self.zone = zoneinfo.ZoneInfo(values["timezone"])
+        self.store = open_store(values)
+        self.batches: dict[TopicPartition, _Batch] = {}
+        self.next_schedule: dict[TopicPartition, int] = {}
+        self._name = re.compile(
+            rf"(?:^|{re.escape(self.delim)})(?P<topic>[^{re.escape(self.delim)}]+)"
+            rf"{re.escape(self.file_delim)}(?P<partition>\d+){re.escape(self.file_delim)}"
+            rf"(?P<offset>\d+){re.escape(self.format.extension)}$")
+
+    # ---- partitions --------------------------------------------------------------------
+
+    def open(self, partitions: list[TopicPartition]) -> None:
+        rewinds = {}
+        for tp in partitions:
+            tp = TopicPartition(*tp)
+            if tp in self.batches:
+                continue
+            self.batches[tp] = _Batch()
+            if isinstance(self.partitioner, DefaultPartitioner):
+                newest = self._newest_file_start(tp)
+                if newest is not None:
+                    rewinds[tp] = newest
+        if rewinds and self.context is not None:
+            log.info("rewinding to the newest files in the store: %s", rewinds)
+            self.context.offset(rewinds)
+
+    def _newest_file_start(self, tp: TopicPartition) -> int | None:
+        prefix = (f"{self.topics_dir}{self.delim}"
+                  f"{self.partitioner.path(tp.topic, self.partitioner.encode_partition(tp.partition))}"
+                  f"{self.delim}")
+        try:
+            keys = self.store.list(prefix)
+        except StoreError as e:
+            raise ConnectException(f"cannot list {prefix} in the store: {e}") from e
+        newest = None
+        for key in keys:
+            m = self._name.search(key)
+            if m and m["topic"] == tp.topic and int(m["partition"]) == tp.partition:
+                offset = int(m["offset"])
+                newest = offset if newest is None else max(newest, offset)
+        return newest
+
+    def close(self, partitions: list[TopicPartition]) -> None:
+        # Not uploaded, not committed: read again by whoever is given the partition.
+        for tp in partitions:
+            tp = TopicPartition(*tp)
+            self.batches.pop(tp, None)
+            self.next_schedule.pop(tp, None)
+
+    def stop(self) -> None:
+        self.batches.clear()
+
+    # ---- records -----------------------------------------------------------------------
+
+    def put(self, records: list[SinkRecord]) -> None:
+        now = int(time.time() * 1000)
+        encode, time_of = self.partitioner.encode, self.time_of
+        for record in records:
+            tp = TopicPartition(record.topic, record.kafka_partition)
+            batch = self.batches.get(tp)
+            if batch is None:
+                batch = self.batches[tp] = _Batch()
+            when = time_of(record) if time_of is not None else now
+            if batch.count and self._due(tp, batch, when, now):
+                self._commit(tp, batch)
+                batch = self.batches[tp] = _Batch()
+            encoded = encode(record)
+            files = batch.files.get(encoded)
+            if files is None:
+                files = batch.files[encoded] = []
+            elif files[-1].value_schema is not record.value_schema and \
+                    files[-1].value_schema != record.value_schema:
+                # a new schema starts a new file, as Confluent's schema compatibility NONE
+                self._commit(tp, batch)
+                batch = self.batches[tp] = _Batch()
+                files = batch.files[encoded] = []
+            files.append(record)
+            if batch.count == 0:
+                batch.start, batch.first_time = record.kafka_offset, when
+                self._schedule(tp, now)
+            batch.count += 1
+            if batch.count >= self.flush_size:
+                self._commit(tp, batch)
+                self.batches[tp] = _Batch()
+        self._rotate_on_schedule(now)
+
+    def _due(self, tp, batch: _Batch, when: int, now: int) -> bool:
+        if self.rotate_ms > 0 and when - batch.first_time >= self.rotate_ms:
+            return True
+        return self._scheduled(tp, now)
+
+    def _scheduled(self, tp, now: int) -> bool:
+        return self.schedule_ms > 0 and now >= self.next_schedule.get(tp, now + 1)
+
+    def _schedule(self, tp: TopicPartition, now: int) -> None:
+        """The next ``rotate.schedule.interval.ms`` boundary after ``now``, aligned on the
+        zone's local time."""
+        if self.schedule_ms <= 0:
+            return
+        offset = int(self.zone.utcoffset(_utc(now)).total_seconds() * 1000)
+        self.next_schedule[tp] = ((now + offset) // self.schedule_ms + 1) \
+            * self.schedule_ms - offset
+
+    def _rotate_on_schedule(self, now: int) -> None:
+        if self.schedule_ms <= 0 and (self.rotate_ms <= 0 or self.time_of is not None):
+            return
+        for tp, batch in list(self.batches.items()):
+            if not batch.count:
+                continue
+            wall_due = (self.time_of is None and self.rotate_ms > 0
+                        and now - batch.first_time >= self.rotate_ms)
+            if wall_due or self._scheduled(tp, now):
+                self._commit(tp, batch)
+                self.batches[tp] = _Batch()
+
+    def _commit(self, tp: TopicPartition, batch: _Batch) -> None:
+        """Write and upload every file of the batch; only then is it committable."""
+        for encoded, records in batch.files.items():
+            name = (f"{tp.topic}{self.file_delim}{tp.partition}{self.file_delim}"
+                    f"{records[0].kafka_offset:0{self.pad}d}{self.format.extension}")
+            key = (f"{self.topics_dir}{self.delim}{self.partitioner.path(tp.topic, encoded)}"
+                   f"{self.delim}{name}")
+            try:
+                data = self.format.write(records)
+            except DataException as e:
+                raise ConnectException(f"cannot write {key}: {e}") from e
+            try:
+                self.store.put(key, data)
+            except StoreError as e:
+                raise ConnectException(f"cannot upload {key}: {e}") from e
+
+    # ---- commits -----------------------------------------------------------------------
+
+    def flush(self, current_offsets):
+        """Nothing: files are written when rotation says, and ``pre_commit`` tells the worker
+        how far that is."""
+
+    def pre_commit(self, current_offsets: dict[TopicPartition, int]) -> dict[TopicPartition,
+                                                                             int]:
+        self._rotate_on_schedule(int(time.time() * 1000))
+        committable = {}
+        for tp, offset in current_offsets.items():
+            tp = TopicPartition(*tp)
+            batch = self.batches.get(tp)
+            if batch is not None:
+                committable[tp] = batch.start if batch.count else offset
+        return committable
+
+
+def _utc(ms: int) -> datetime.datetime:
+    return datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc)

@@ -1,0 +1,344 @@
+"""The file formats of Confluent's storage sinks (``format.class``): JSON (a record's value per
+line, as JsonConverter writes it with schemas.enable=false), Avro (an object container file,
+its schema from the records' Connect schema, as Confluent's AvroData makes it) and Parquet
+(pyarrow, its schema from the Connect schema). A format turns a batch of records into the
+bytes of one file; the Connect-to-Python value conversion is built once per schema."""
+from __future__ import annotations
+
+import base64
+import decimal
+import io
+from functools import lru_cache
+
+import orjson
+
+from josefk.connect.api.errors import ConnectException, DataException
+from josefk.connect.api.records import SinkRecord
+from josefk.connect.api.schema import Date, Decimal, Schema, Struct, Time, Timestamp, Type
+
+AVRO_NAMESPACE = "io.confluent.connect.avro"
+
+
+class Format:
+    """Writes a batch of one schema's records to the bytes of one file."""
+    extension: str
+
+    def __init__(self, props: dict):
+        pass
+
+    def write(self, records: list[SinkRecord]) -> bytes:
+        raise NotImplementedError
+
+
+# ---- Connect values as plain Python, one converter per schema --------------------------
+
+@lru_cache(maxsize=256)
+def plain_converter(schema: Schema):
+    """A function from a value of ``schema`` to dicts, lists and primitives (logical types as
+    their Python objects), made once per schema."""
+    name = schema.name
+    if name in (Decimal.LOGICAL_NAME, Date.LOGICAL_NAME, Time.LOGICAL_NAME,
+                Timestamp.LOGICAL_NAME):
+        return _identity
+    if schema.type is Type.STRUCT:
+        fields = [(f.name, plain_converter(f.schema)) for f in schema.fields()]
+        return _nullable(lambda v: {n: conv(v.get(n)) for n, conv in fields})
+    if schema.type is Type.ARRAY:
+        item = plain_converter(schema.value_schema)
+        return _nullable(lambda value: [item(v) for v in value])
+    if schema.type is Type.MAP:
+        key, val = plain_converter(schema.key_schema), plain_converter(schema.value_schema)
+        return _nullable(lambda value: {key(k): val(v) for k, v in value.items()})
+    if schema.type is Type.BYTES:
+        return _nullable(bytes)
+    return _identity
+
+
+def _identity(value):
+    return value
+
+
+def _nullable(convert):
+    return lambda value: None if value is None else convert(value)
+
+
+def schemaless_plain(value):
+    """A value without a schema (maps and lists of JSON-able values, Structs inside them)."""
+    if isinstance(value, Struct):
+        return plain_converter(value.schema)(value)
+    if isinstance(value, dict):
+        return {k: schemaless_plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [schemaless_plain(v) for v in value]
+    return value
+
+
+def _json_default(value):
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return base64.b64encode(bytes(value)).decode()
+    if isinstance(value, decimal.Decimal):
+        return float(value)
+    raise TypeError(type(value).__name__)
+
+
+# ---- JSON ------------------------------------------------------------------------------
+
+class JsonFormat(Format):
+    """Each record's value as one line of JSON. Logical types are written as JsonConverter
+    writes them without schemas: dates as days, times and timestamps as milliseconds."""
+    extension = ".json"
+
+    def write(self, records):
+        lines = []
+        for record in records:
+            if record.value_schema is not None:
+                value = _json_logical(record.value_schema)(record.value)
+            else:
+                value = schemaless_plain(record.value)
+            lines.append(orjson.dumps(value, default=_json_default,
+                                      option=orjson.OPT_PASSTHROUGH_DATETIME))
+        return b"\n".join(lines) + b"\n" if lines else b""
+
+
+@lru_cache(maxsize=256)
+def _json_logical(schema: Schema):
+    """As ``plain_converter`` but logical types as JsonConverter writes them."""
+    name = schema.name
+    if name == Date.LOGICAL_NAME:
+        return _nullable(lambda v: Date.from_logical(schema, v))
+    if name == Time.LOGICAL_NAME:
+        return _nullable(lambda v: Time.from_logical(schema, v))
+    if name == Timestamp.LOGICAL_NAME:
+        return _nullable(lambda v: Timestamp.from_logical(schema, v))
+    if name == Decimal.LOGICAL_NAME:
+        return _nullable(lambda v: base64.b64encode(Decimal.from_logical(schema, v)).decode())
+    if schema.type is Type.STRUCT:
+        fields = [(f.name, _json_logical(f.schema)) for f in schema.fields()]
+        return _nullable(lambda v: {n: conv(v.get(n)) for n, conv in fields})
+    if schema.type is Type.ARRAY:
+        item = _json_logical(schema.value_schema)
+        return _nullable(lambda value: [item(v) for v in value])
+    if schema.type is Type.MAP:
+        key, val = _json_logical(schema.key_schema), _json_logical(schema.value_schema)
+        return _nullable(lambda value: {key(k): val(v) for k, v in value.items()})
+    return plain_converter(schema)
+
+
+# ---- Avro ------------------------------------------------------------------------------
+
+_AVRO_PRIMITIVES = {Type.INT8: "int", Type.INT16: "int", Type.INT32: "int", Type.INT64: "long",
+                    Type.FLOAT32: "float", Type.FLOAT64: "double", Type.BOOLEAN: "boolean",
+                    Type.STRING: "string", Type.BYTES: "bytes"}
+
+
+def avro_schema(schema: Schema, names: dict | None = None) -> dict | str | list:
+    """Connect schema -> Avro schema as Confluent's AvroData makes it: structs are records
+    (unnamed ones ``ConnectDefault<n>`` in ``io.confluent.connect.avro``), optional schemas a
+    union with null first (default null), maps with non-string keys arrays of key/value."""
+    names = {} if names is None else names
+    out = _avro_type(schema, names)
+    if schema.optional:
+        return ["null", out]
+    return out
+
+
+def _avro_type(schema: Schema, names: dict):
+    name = schema.name
+    if name == Decimal.LOGICAL_NAME:
+        return {"type": "bytes", "logicalType": "decimal", "precision": 64,
+                "scale": Decimal.scale(schema)}
+    if name == Date.LOGICAL_NAME:
+        return {"type": "int", "logicalType": "date"}
+    if name == Time.LOGICAL_NAME:
+        return {"type": "int", "logicalType": "time-millis"}
+    if name == Timestamp.LOGICAL_NAME:
+        return {"type": "long", "logicalType": "timestamp-millis"}
+    if schema.type in _AVRO_PRIMITIVES:
+        return _AVRO_PRIMITIVES[schema.type]
+    if schema.type is Type.ARRAY:
+        return {"type": "array", "items": avro_schema(schema.value_schema, names)}
+    if schema.type is Type.MAP:
+        if schema.key_schema.type is Type.STRING and not schema.key_schema.optional:
+            return {"type": "map", "values": avro_schema(schema.value_schema, names)}
+        names["map"] = names.get("map", 0) + 1
+        return {"type": "array", "items": {
+            "type": "record", "name": f"MapEntry{names['map']}" if names["map"] > 1
+            else "MapEntry", "namespace": AVRO_NAMESPACE,
+            "fields": [{"name": "key", "type": avro_schema(schema.key_schema, names)},
+                       {"name": "value", "type": avro_schema(schema.value_schema, names)}]}}
+    if name:
+        namespace, _, simple = name.rpartition(".")
+    else:
+        names["struct"] = names.get("struct", 0) + 1
+        namespace = AVRO_NAMESPACE
+        simple = "ConnectDefault" + str(names["struct"])
+    fields = []
+    for f in schema.fields():
+        field = {"name": f.name, "type": avro_schema(f.schema, names)}
+        if f.schema.optional:
+            field["default"] = None
+        fields.append(field)
+    record = {"type": "record", "name": simple, "fields": fields}
+    if namespace:
+        record["namespace"] = namespace
+    return record
+
+
+@lru_cache(maxsize=256)
+def _avro_converter(schema: Schema):
+    """Values for fastavro: maps with non-string keys as key/value entries, Decimals rounded
+    to their scale."""
+    if schema.name == Decimal.LOGICAL_NAME:
+        return _identity
+    if schema.type is Type.STRUCT:
+        fields = [(f.name, _avro_converter(f.schema)) for f in schema.fields()]
+        return _nullable(lambda v: {n: conv(v.get(n)) for n, conv in fields})
+    if schema.type is Type.ARRAY:
+        item = _avro_converter(schema.value_schema)
+        return _nullable(lambda value: [item(v) for v in value])
+    if schema.type is Type.MAP:
+        key, val = _avro_converter(schema.key_schema), _avro_converter(schema.value_schema)
+        if schema.key_schema.type is Type.STRING and not schema.key_schema.optional:
+            return _nullable(lambda value: {k: val(v) for k, v in value.items()})
+        return _nullable(lambda value: [{"key": key(k), "value": val(v)}
+                                        for k, v in value.items()])
+    return plain_converter(schema)
+
+
+class AvroFormat(Format):
+    """An Avro object container file (``avro.codec``: null, deflate, snappy, bzip2, xz,
+    zstandard)."""
+    extension = ".avro"
+
+    def __init__(self, props):
+        self.codec = props.get("avro.codec") or "null"
+
+    def write(self, records):
+        import fastavro
+
+        schema = records[0].value_schema
+        if schema is None:
+            raise DataException(f"AvroFormat needs records with a value schema: record "
+                                f"{records[0].topic}-{records[0].kafka_partition}"
+                                f"@{records[0].kafka_offset} has none")
+        parsed = _parsed_avro(schema)
+        convert = _avro_converter(schema)
+        out = io.BytesIO()
+        try:
+            fastavro.writer(out, parsed, [convert(r.value) for r in records],
+                            codec=self.codec)
+        except (ValueError, TypeError) as e:
+            raise DataException(f"cannot write Avro: {e}") from e
+        return out.getvalue()
+
+
+@lru_cache(maxsize=64)
+def _parsed_avro(schema: Schema):
+    import fastavro
+
+    return fastavro.parse_schema(avro_schema(schema))
+
+
+# ---- Parquet ---------------------------------------------------------------------------
+
+PARQUET_CODECS = {"none": "", "uncompressed": "", "snappy": ".snappy", "gzip": ".gz",
+                  "lzo": ".lzo", "brotli": ".brotli", "lz4": ".lz4", "zstd": ".zstd"}
+
+
+def arrow_type(schema: Schema):
+    import pyarrow as pa
+
+    name = schema.name
+    if name == Decimal.LOGICAL_NAME:
+        return pa.decimal128(38, Decimal.scale(schema))
+    if name == Date.LOGICAL_NAME:
+        return pa.date32()
+    if name == Time.LOGICAL_NAME:
+        return pa.time32("ms")
+    if name == Timestamp.LOGICAL_NAME:
+        return pa.timestamp("ms", tz="UTC")
+    simple = {Type.INT8: pa.int8(), Type.INT16: pa.int16(), Type.INT32: pa.int32(),
+              Type.INT64: pa.int64(), Type.FLOAT32: pa.float32(), Type.FLOAT64: pa.float64(),
+              Type.BOOLEAN: pa.bool_(), Type.STRING: pa.string(), Type.BYTES: pa.binary()}
+    if schema.type in simple:
+        return simple[schema.type]
+    if schema.type is Type.ARRAY:
+        return pa.list_(arrow_field("element", schema.value_schema))
+    if schema.type is Type.MAP:
+        return pa.map_(arrow_type(schema.key_schema), arrow_field("value", schema.value_schema))
+    return pa.struct([arrow_field(f.name, f.schema) for f in schema.fields()])
+
+
+def arrow_field(name: str, schema: Schema):
+    import pyarrow as pa
+
+    return pa.field(name, arrow_type(schema), nullable=schema.optional)
+
+
+@lru_cache(maxsize=64)
+def arrow_schema(schema: Schema):
+    """A struct value schema's fields as the Parquet file's columns; any other schema as one
+    column named ``value``."""
+    import pyarrow as pa
+
+    if schema.type is Type.STRUCT:
+        return pa.schema([arrow_field(f.name, f.schema) for f in schema.fields()])
+    return pa.schema([arrow_field("value", schema)])
+
+
+@lru_cache(maxsize=256)
+def _arrow_converter(schema: Schema):
+    """Values for pyarrow: maps as key/value pairs, the rest as ``plain_converter``."""
+    if schema.type is Type.STRUCT:
+        fields = [(f.name, _arrow_converter(f.schema)) for f in schema.fields()]
+        return _nullable(lambda v: {n: conv(v.get(n)) for n, conv in fields})
+    if schema.type is Type.ARRAY:
+        item = _arrow_converter(schema.value_schema)
+        return _nullable(lambda value: [item(v) for v in value])
+    if schema.type is Type.MAP:
+        key, val = _arrow_converter(schema.key_schema), _arrow_converter(schema.value_schema)
+        return _nullable(lambda value: [(key(k), val(v)) for k, v in value.items()])
+    return plain_converter(schema)
+
+
+class ParquetFormat(Format):
+    """A Parquet file (``parquet.codec``, snappy by default: ``.snappy.parquet``)."""
+
+    def __init__(self, props):
+        self.codec = (props.get("parquet.codec") or "snappy").lower()
+        if self.codec not in PARQUET_CODECS:
+            raise ConnectException(f"parquet.codec {self.codec!r} is not one of "
+                                   f"{', '.join(PARQUET_CODECS)}")
+        self.extension = PARQUET_CODECS[self.codec] + ".parquet"
+
+    def write(self, records):
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        schema = records[0].value_schema
+        if schema is None:
+            raise DataException(f"ParquetFormat needs records with a value schema: record "
+                                f"{records[0].topic}-{records[0].kafka_partition}"
+                                f"@{records[0].kafka_offset} has none")
+        convert = _arrow_converter(schema)
+        values = [convert(r.value) for r in records]
+        target = arrow_schema(schema)
+        try:
+            if schema.type is Type.STRUCT:
+                table = pa.Table.from_pylist(values, schema=target)
+            else:
+                table = pa.Table.from_pydict({"value": values}, schema=target)
+        except (pa.ArrowException, ValueError, TypeError) as e:
+            raise DataException(f"cannot write Parquet: {e}") from e
+        out = io.BytesIO()
+        pq.write_table(table, out, compression="none" if not PARQUET_CODECS[self.codec]
+                       else self.codec)
+        return out.getvalue()
+
+
+FORMATS = {
+    "io.confluent.connect.s3.format.json.JsonFormat": JsonFormat,
+    "io.confluent.connect.s3.format.avro.AvroFormat": AvroFormat,
+    "io.confluent.connect.s3.format.parquet.ParquetFormat": ParquetFormat,
+}
+FORMATS.update({name.rsplit(".", 1)[1]: cls for name, cls in list(FORMATS.items())})

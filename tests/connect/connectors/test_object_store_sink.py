@@ -1,0 +1,363 @@
+"""The object-storage sink (Confluent's S3 sink settings) driven as the worker drives it:
+connector start and task_configs, then a task with a small SinkTaskContext given put, pre_commit,
+open and close, writing to a real SeaweedFS S3 server and to a local directory. Every file is
+read back with pyarrow, fastavro or json."""
+from __future__ import annotations
+
+import datetime
+import io
+import itertools
+import json
+import time
+from importlib.metadata import entry_points
+
+import fastavro
+import pyarrow.parquet as pq
+import pytest
+
+from josefk.connect.api.connector import TopicPartition
+from josefk.connect.api.errors import ConnectException
+from josefk.connect.api.records import SinkRecord
+from josefk.connect.api.schema import Schema, SchemaBuilder, Struct, Timestamp
+from josefk.connect.connectors.object_store import S3SinkConnector, S3SinkTask
+from josefk.tiered.store import LocalStore, S3Store
+from testkit.seaweedfs import seaweedfs
+
+pytestmark = pytest.mark.timeout(120)
+
+TOPIC = "orders"
+TP0, TP1 = TopicPartition(TOPIC, 0), TopicPartition(TOPIC, 1)
+ORDER = (SchemaBuilder.struct().name("shop.Order")
+         .field("id", Schema.INT64_SCHEMA)
+         .field("customer", Schema.STRING_SCHEMA)
+         .field("amount", Schema.OPTIONAL_FLOAT64_SCHEMA)
+         .field("at", Timestamp.builder().optional().build())
+         .build())
+BASE_MS = 1_700_000_000_000  # 2023-11-14T22:13:20Z
+
+
+class Context:
+    """The worker's side of a sink task: its assignment, and the rewinds the task asks for."""
+
+    def __init__(self, props, assignment=()):
+        self.props = props
+        self.rewinds: dict[TopicPartition, int] = {}
+        self._assignment = set(assignment)
+
+    def configs(self):
+        return self.props
+
+    def offset(self, offsets):
+        self.rewinds.update(offsets)
+
+    def timeout(self, timeout_ms):
+        raise AssertionError("the sink never asks for a retry")
+
+    def assignment(self):
+        return self._assignment
+
+    def pause(self, *partitions):
+        raise AssertionError("the sink never pauses")
+
+    resume = pause
+
+    def request_commit(self):
+        raise AssertionError("the sink never requests a commit")
+
+    def errant_record_reporter(self):
+        return None
+
+
+def order(offset, partition=0, customer=None, timestamp=None):
+    value = (Struct(ORDER).put("id", offset).put("customer", customer or f"c{offset % 3}")
+             .put("amount", offset * 1.5)
+             .put("at", datetime.datetime.fromtimestamp(BASE_MS / 1000 + offset,
+                                                        datetime.timezone.utc)))
+    return SinkRecord(TOPIC, partition, Schema.STRING_SCHEMA, f"k{offset}", ORDER, value,
+                      offset, BASE_MS + offset * 1000 if timestamp is None else timestamp,
+                      "CreateTime")
+
+
+def start_task(props, partitions=(TP0,)):
+    connector = S3SinkConnector()
+    connector.start(props)
+    [task_props] = connector.task_configs(1)
+    task = S3SinkTask()
+    context = Context(task_props, partitions)
+    task.initialize(context)
+    task.start(task_props)
+    task.open(list(partitions))
+    return task, context
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory):
+    with seaweedfs(tmp_path_factory.mktemp("seaweedfs")) as server:
+        yield server
+
+
+_buckets = itertools.count()
+
+
+@pytest.fixture
+def bucket(s3):
+    """A bucket of its own for each test."""
+    name = f"sink-{next(_buckets)}"
+    store = S3Store(name, endpoint=s3.endpoint, access_key=s3.access_key,
+                    secret_key=s3.secret_key)
+    store.ensure_bucket()
+    return name, store
+
+
+def s3_props(s3, bucket_name, **extra):
+    props = {"connector.class": "io.confluent.connect.s3.S3SinkConnector", "topics": TOPIC,
+             "s3.bucket.name": bucket_name, "store.url": s3.endpoint,
+             "s3.region": s3.region, "aws.access.key.id": s3.access_key,
+             "aws.secret.access.key": s3.secret_key, "flush.size": "3",
+             "format.class": "io.confluent.connect.s3.format.json.JsonFormat"}
+    props.update({k.replace("_", "."): str(v) for k, v in extra.items()})
+    return props
+
+
+def local_props(root, **extra):
+    props = {"connector.class": "S3SinkConnector", "topics": TOPIC,
+             "store.url": f"file://{root}", "flush.size": "3",
+             "format.class": "io.confluent.connect.s3.format.json.JsonFormat"}
+    props.update({k.replace("_", "."): str(v) for k, v in extra.items()})
+    return props
+
+
+def json_lines(store, key):
+    return [json.loads(line) for line in store.get(key).decode().splitlines()]
+
+
+# ---- formats, names and commits --------------------------------------------------------
+
+def test_json_on_a_local_directory_named_by_offset_and_committed_only_once_uploaded(tmp_path):
+    task, _ = start_task(local_props(tmp_path))
+    task.put([order(i) for i in range(7)])
+    store = LocalStore(tmp_path)
+    assert store.list("") == ["topics/orders/partition=0/orders+0+0000000000.json",
+                              "topics/orders/partition=0/orders+0+0000000003.json"]
+    rows = json_lines(store, "topics/orders/partition=0/orders+0+0000000003.json")
+    assert [r["id"] for r in rows] == [3, 4, 5]
+    # as JsonConverter without schemas: a Timestamp is its milliseconds
+    assert rows[0] == {"id": 3, "customer": "c0", "amount": 4.5, "at": BASE_MS + 3000}
+    # offset 6 is buffered, not uploaded: the worker may commit up to it, not past it
+    assert task.pre_commit({TP0: 7}) == {TP0: 6}
+    task.put([order(7), order(8)])
+    assert task.pre_commit({TP0: 9}) == {TP0: 9}
+    task.close([TP0])
+    task.stop()
+
+
+def test_schemaless_maps_as_json(tmp_path):
+    task, _ = start_task(local_props(tmp_path, flush_size=2))
+    records = [SinkRecord(TOPIC, 0, None, None, None, {"n": i, "tags": ["a", "b"],
+                                                       "raw": b"\x01"}, i) for i in range(2)]
+    task.put(records)
+    rows = json_lines(LocalStore(tmp_path), "topics/orders/partition=0/orders+0+0000000000.json")
+    assert rows == [{"n": 0, "tags": ["a", "b"], "raw": "AQ=="},
+                    {"n": 1, "tags": ["a", "b"], "raw": "AQ=="}]
+
+
+def test_parquet_on_seaweedfs_read_back_with_pyarrow(s3, bucket):
+    name, store = bucket
+    task, _ = start_task(s3_props(s3, name, flush_size=4,
+                                  format_class="io.confluent.connect.s3.format.parquet."
+                                               "ParquetFormat"), [TP0, TP1])
+    task.put([order(i, partition=i % 2) for i in range(8)])
+    keys = store.list("topics/")
+    assert keys == ["topics/orders/partition=0/orders+0+0000000000.snappy.parquet",
+                    "topics/orders/partition=1/orders+1+0000000001.snappy.parquet"]
+    table = pq.read_table(io.BytesIO(store.get(keys[0])))
+    assert table.column_names == ["id", "customer", "amount", "at"]
+    assert table.column("id").to_pylist() == [0, 2, 4, 6]
+    assert table.column("at").to_pylist()[0] == datetime.datetime.fromtimestamp(
+        BASE_MS / 1000, datetime.timezone.utc)
+    assert pq.ParquetFile(io.BytesIO(store.get(keys[0]))).metadata.row_group(0) \
+        .column(0).compression == "SNAPPY"
+    assert task.pre_commit({TP0: 7, TP1: 8}) == {TP0: 7, TP1: 8}
+
+
+def test_parquet_without_compression_is_named_dot_parquet(tmp_path):
+    task, _ = start_task(local_props(tmp_path, parquet_codec="none", format_class=(
+        "io.confluent.connect.s3.format.parquet.ParquetFormat")))
+    task.put([order(i) for i in range(3)])
+    [key] = LocalStore(tmp_path).list("")
+    assert key == "topics/orders/partition=0/orders+0+0000000000.parquet"
+    assert pq.read_table(tmp_path / key).num_rows == 3
+
+
+def test_avro_on_seaweedfs_read_back_with_fastavro(s3, bucket):
+    name, store = bucket
+    task, _ = start_task(s3_props(s3, name, avro_codec="deflate",
+                                  format_class="io.confluent.connect.s3.format.avro.AvroFormat"))
+    task.put([order(i) for i in range(3)])
+    [key] = store.list("topics/")
+    assert key == "topics/orders/partition=0/orders+0+0000000000.avro"
+    reader = fastavro.reader(io.BytesIO(store.get(key)))
+    assert reader.codec == "deflate"
+    assert reader.writer_schema["name"] == "shop.Order"
+    rows = list(reader)
+    assert [r["id"] for r in rows] == [0, 1, 2]
+    assert rows[1]["at"] == datetime.datetime.fromtimestamp(BASE_MS / 1000 + 1,
+                                                            datetime.timezone.utc)
+
+
+def test_a_new_schema_starts_a_new_file(tmp_path):
+    task, _ = start_task(local_props(tmp_path, flush_size=10, format_class="AvroFormat"))
+    v2 = SchemaBuilder.struct().name("shop.Order").field("id", Schema.INT64_SCHEMA).build()
+    task.put([order(0), order(1), SinkRecord(TOPIC, 0, None, None, v2,
+                                             Struct(v2).put("id", 2), 2)])
+    [key] = LocalStore(tmp_path).list("")
+    assert key.endswith("orders+0+0000000000.avro")
+    assert [r["id"] for r in fastavro.reader(open(tmp_path / key, "rb"))] == [0, 1]
+    assert task.pre_commit({TP0: 3}) == {TP0: 2}
+
+
+# ---- rotation --------------------------------------------------------------------------
+
+def test_rotation_by_record_time(tmp_path):
+    task, _ = start_task(local_props(
+        tmp_path, flush_size=100, rotate_interval_ms=10_000, partitioner_class="Hourly"
+        "Partitioner", locale="en-US", timezone="UTC", timestamp_extractor="Record"))
+    # one record a second: 0..9 in the first file, 10 opens the second
+    task.put([order(i) for i in range(12)])
+    [key] = LocalStore(tmp_path).list("")
+    assert key == ("topics/orders/year=2023/month=11/day=14/hour=22/"
+                   "orders+0+0000000000.json")
+    assert [r["id"] for r in json_lines(LocalStore(tmp_path), key)] == list(range(10))
+    assert task.pre_commit({TP0: 12}) == {TP0: 10}
+
+
+def test_rotation_on_the_wall_clock_schedule(tmp_path):
+    task, _ = start_task(local_props(tmp_path, flush_size=100,
+                                     rotate_schedule_interval_ms=300, timezone="UTC"))
+    task.put([order(0), order(1)])
+    assert LocalStore(tmp_path).list("") == []
+    assert task.pre_commit({TP0: 2}) == {TP0: 0}
+    deadline = time.monotonic() + 5
+    while task.pre_commit({TP0: 2}) != {TP0: 2} and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert LocalStore(tmp_path).list("") == ["topics/orders/partition=0/orders+0+0000000000.json"]
+
+
+def test_rotation_by_wall_clock_interval(tmp_path):
+    task, _ = start_task(local_props(tmp_path, flush_size=100, rotate_interval_ms=200))
+    task.put([order(0)])
+    time.sleep(0.25)
+    task.put([order(1)])  # past the interval: the first file is written, 1 opens the next
+    assert LocalStore(tmp_path).list("") == ["topics/orders/partition=0/orders+0+0000000000.json"]
+    assert task.pre_commit({TP0: 2}) == {TP0: 1}
+
+
+# ---- restart ---------------------------------------------------------------------------
+
+def read_ids(store, keys):
+    return [r["id"] for key in keys for r in json_lines(store, key)]
+
+
+@pytest.mark.parametrize("where", ["local", "s3"])
+def test_restart_rewinds_to_the_newest_file_without_duplicates_or_gaps(where, tmp_path,
+                                                                       request):
+    if where == "s3":
+        s3 = request.getfixturevalue("s3")
+        name, store = request.getfixturevalue("bucket")
+        props = s3_props(s3, name)
+    else:
+        store, props = LocalStore(tmp_path), local_props(tmp_path)
+    log = [order(i) for i in range(20)]
+    first, _ = start_task(props)
+    first.put(log[:8])  # files at 0, 3; 6-7 buffered
+    committed = first.pre_commit({TP0: 8})[TP0]
+    assert committed == 6
+    first.put(log[8:11])  # file at 6 (6..8) uploaded, then the task dies before a commit
+    first.stop()
+
+    second, context = start_task(props)
+    assert context.rewinds == {TP0: 6}  # the newest file is written again, not past it
+    second.put(log[context.rewinds[TP0]:])
+    assert second.pre_commit({TP0: 20}) == {TP0: 18}
+    keys = store.list("topics/")
+    assert [k.rsplit("+", 1)[1] for k in keys] == [
+        f"{o:010d}.json" for o in (0, 3, 6, 9, 12, 15)]
+    assert read_ids(store, keys) == list(range(18))
+
+
+def test_restart_after_the_committed_offsets_were_lost_skips_what_is_uploaded(tmp_path):
+    props = local_props(tmp_path)
+    first, _ = start_task(props)
+    first.put([order(i) for i in range(9)])
+    first.stop()
+    second, context = start_task(props)
+    # the consumer would start at 0 again: the task rewinds it to the newest file
+    assert context.rewinds == {TP0: 6}
+
+
+# ---- partitioners ----------------------------------------------------------------------
+
+def test_field_partitioner(s3, bucket):
+    name, store = bucket
+    task, _ = start_task(s3_props(s3, name, flush_size=6, partitioner_class=(
+        "io.confluent.connect.storage.partitioner.FieldPartitioner"),
+        partition_field_name="customer"))
+    task.put([order(i) for i in range(6)])
+    keys = store.list("topics/")
+    assert keys == ["topics/orders/customer=c0/orders+0+0000000000.json",
+                    "topics/orders/customer=c1/orders+0+0000000001.json",
+                    "topics/orders/customer=c2/orders+0+0000000002.json"]
+    assert read_ids(store, keys) == [0, 3, 1, 4, 2, 5]
+    assert task.pre_commit({TP0: 6}) == {TP0: 6}
+
+
+def test_field_partitioner_without_the_field_fails_with_its_name(tmp_path):
+    task, _ = start_task(local_props(tmp_path, partitioner_class="FieldPartitioner",
+                                     partition_field_name="region"))
+    with pytest.raises(ConnectException, match="partition.field.name 'region' is not a "
+                                               "field of the value of record orders-0@0"):
+        task.put([order(0)])
+
+
+def test_time_based_partitioner_with_path_format_timezone_and_record_field(tmp_path):
+    task, _ = start_task(local_props(
+        tmp_path, flush_size=2, partitioner_class="TimeBasedPartitioner",
+        path_format="'dt'=YYYY-MM-dd/'hr'=HH", partition_duration_ms=3_600_000,
+        locale="en-US", timezone="Asia/Kolkata", timestamp_extractor="RecordField",
+        timestamp_field="at"))
+    # 22:13:20Z is 03:43:20 next day in Kolkata (+05:30); hours aligned on local time
+    task.put([order(0, timestamp=0), order(1, timestamp=0)])
+    assert LocalStore(tmp_path).list("") == [
+        "topics/orders/dt=2023-11-15/hr=03/orders+0+0000000000.json"]
+
+
+def test_time_based_partitioner_needs_its_settings(tmp_path):
+    with pytest.raises(ConnectException, match="needs path.format"):
+        start_task(local_props(tmp_path, partitioner_class="TimeBasedPartitioner",
+                               partition_duration_ms=1000, locale="en", timezone="UTC"))
+    with pytest.raises(ConnectException, match="'Mars/Olympus' is not a time zone"):
+        start_task(local_props(tmp_path, partitioner_class="TimeBasedPartitioner",
+                               path_format="YYYY", partition_duration_ms=1000, locale="en",
+                               timezone="Mars/Olympus"))
+
+
+# ---- bad input and discovery -----------------------------------------------------------
+
+def test_a_bucket_that_does_not_exist(s3):
+    with pytest.raises(ConnectException, match="^Non-existent S3 bucket: no-such-bucket"):
+        start_task(s3_props(s3, "no-such-bucket"))
+
+
+def test_parquet_needs_a_schema(tmp_path):
+    task, _ = start_task(local_props(tmp_path, flush_size=1, format_class="ParquetFormat"))
+    with pytest.raises(ConnectException, match="ParquetFormat needs records with a value "
+                                               "schema: record orders-0@0 has none"):
+        task.put([SinkRecord(TOPIC, 0, None, None, None, {"a": 1}, 0)])
+
+
+def test_found_by_confluents_class_name():
+    names = {ep.name: ep.value for ep in entry_points(group="josefk.connect.plugins")}
+    assert names["io.confluent.connect.s3.S3SinkConnector"] == \
+        "josefk.connect.connectors.object_store:S3SinkConnector"
+    assert names["S3SinkConnector"] == names["io.confluent.connect.s3.S3SinkConnector"]
+    assert "flush.size" in S3SinkConnector().config().keys
