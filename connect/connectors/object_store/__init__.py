@@ -144,8 +144,7 @@ def open_store(props: dict) -> ObjectStore:
     try:
         store.list(f"{props['topics.dir']}/.bucket-check/")
     except StoreError as e:
-        cause = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise ConnectException(f"Non-existent S3 bucket: {bucket} ({cause})") from e
+        raise ConnectException(f"Non-existent S3 bucket: {bucket} ({_cause(e)})") from e
     return store
 
 
@@ -175,13 +174,14 @@ class S3SinkConnector(SinkConnector):
 class _Batch:
     """What a topic partition has buffered: records per encoded partition, in order."""
 
-    __slots__ = ("files", "count", "start", "first_time")
+    __slots__ = ("files", "count", "start", "first_time", "encoded")
 
     def __init__(self):
         self.files: dict[str, list[SinkRecord]] = {}
         self.count = 0
         self.start: int | None = None
         self.first_time: int | None = None
+        self.encoded: str | None = None
 
 
 class S3SinkTask(SinkTask):
@@ -190,21 +190,29 @@ class S3SinkTask(SinkTask):
 
     def start(self, props: dict[str, str]) -> None:
         values = config().parse(props)
-        self.values = values
         self.topics_dir = values["topics.dir"].strip("/")
         self.delim, self.file_delim = values["directory.delim"], values["file.delim"]
         self.pad = values["filename.offset.zero.pad.width"]
         self.flush_size = values["flush.size"]
-        self.rotate_ms = values["rotate.interval.ms"]
-        self.schedule_ms = values["rotate.schedule.interval.ms"]
         self.format = FORMATS[values["format.class"]](values)
         self.partitioner = PARTITIONERS[values["partitioner.class"]](values)
-        self.time_of = (self.partitioner.extractor.extract
-                        if isinstance(self.partitioner, TimeBasedPartitioner) else None)
+        time_based = isinstance(self.partitioner, TimeBasedPartitioner)
+        self.time_of = self.partitioner.extractor.extract if time_based else None
+        self.rotate_ms = values["rotate.interval.ms"] if time_based else -1
+        if values["rotate.interval.ms"] > 0 and not time_based:
+            log.warning("rotate.interval.ms is set to %sms but partitioner is not an instance "
+                        "of TimeBasedPartitioner. This property is ignored.",
+                        values["rotate.interval.ms"])
+        self.schedule_ms = values["rotate.schedule.interval.ms"]
         if self.schedule_ms > 0:
-            if not values["timezone"]:
-                raise ConnectException("rotate.schedule.interval.ms needs timezone")
-            self.zone = zoneinfo.ZoneInfo(values["timezone"])
+            try:
+                self.zone = zoneinfo.ZoneInfo(values["timezone"])
+            except (zoneinfo.ZoneInfoNotFoundError, ValueError) as e:
+                raise ConnectException("rotate.schedule.interval.ms needs a timezone, not "
+                                       f"{values['timezone']!r}") from e
+        # Where every batch is one file, the newest file in the store starts the newest batch.
+        self.one_file_per_batch = (isinstance(self.partitioner, DefaultPartitioner)
+                                   or self.rotate_ms > 0)
         self.store = open_store(values)
         self.batches: dict[TopicPartition, _Batch] = {}
         self.next_schedule: dict[TopicPartition, int] = {}
@@ -217,27 +225,33 @@ class S3SinkTask(SinkTask):
 
     def open(self, partitions: list[TopicPartition]) -> None:
         rewinds = {}
+        now = _now_ms()
         for tp in partitions:
             tp = TopicPartition(*tp)
             if tp in self.batches:
                 continue
-            self.batches[tp] = _Batch()
-            if isinstance(self.partitioner, DefaultPartitioner):
+            self._new_partition(tp, now)
+            if self.one_file_per_batch:
                 newest = self._newest_file_start(tp)
                 if newest is not None:
                     rewinds[tp] = newest
-        if rewinds and self.context is not None:
+        if rewinds:
             log.info("rewinding to the newest files in the store: %s", rewinds)
             self.context.offset(rewinds)
 
+    def _new_partition(self, tp: TopicPartition, now: int) -> _Batch:
+        batch = self.batches[tp] = _Batch()
+        self._schedule(tp, now)
+        return batch
+
     def _newest_file_start(self, tp: TopicPartition) -> int | None:
-        prefix = (f"{self.topics_dir}{self.delim}"
-                  f"{self.partitioner.path(tp.topic, self.partitioner.encode_partition(tp.partition))}"
-                  f"{self.delim}")
+        where = (self.partitioner.path(tp.topic, self.partitioner.encode_partition(tp.partition))
+                 if isinstance(self.partitioner, DefaultPartitioner) else tp.topic)
+        prefix = f"{self.topics_dir}{self.delim}{where}{self.delim}"
         try:
             keys = self.store.list(prefix)
         except StoreError as e:
-            raise ConnectException(f"cannot list {prefix} in the store: {e}") from e
+            raise ConnectException(f"cannot list {prefix} in the store: {_cause(e)}") from e
         newest = None
         for key in keys:
             m = self._name.search(key)
@@ -259,63 +273,66 @@ class S3SinkTask(SinkTask):
     # ---- records -----------------------------------------------------------------------
 
     def put(self, records: list[SinkRecord]) -> None:
-        now = int(time.time() * 1000)
+        now = _now_ms()
         encode, time_of = self.partitioner.encode, self.time_of
         for record in records:
             tp = TopicPartition(record.topic, record.kafka_partition)
             batch = self.batches.get(tp)
-            if batch is None:
-                batch = self.batches[tp] = _Batch()
-            when = time_of(record) if time_of is not None else now
-            if batch.count and self._due(tp, batch, when, now):
-                self._commit(tp, batch)
-                batch = self.batches[tp] = _Batch()
+            if batch is None:  # not opened: the worker always opens first
+                batch = self._new_partition(tp, now)
+            when = time_of(record) if time_of is not None else None
             encoded = encode(record)
             files = batch.files.get(encoded)
-            if files is None:
-                files = batch.files[encoded] = []
-            elif files[-1].value_schema is not record.value_schema and \
-                    files[-1].value_schema != record.value_schema:
-                # a new schema starts a new file, as Confluent's schema compatibility NONE
+            if batch.count and self._rotates(tp, batch, files, record, encoded, when, now):
                 self._commit(tp, batch)
                 batch = self.batches[tp] = _Batch()
+                files = None
+            if files is None:
                 files = batch.files[encoded] = []
             files.append(record)
             if batch.count == 0:
                 batch.start, batch.first_time = record.kafka_offset, when
-                self._schedule(tp, now)
+            batch.encoded = encoded
             batch.count += 1
             if batch.count >= self.flush_size:
                 self._commit(tp, batch)
                 self.batches[tp] = _Batch()
         self._rotate_on_schedule(now)
 
-    def _due(self, tp, batch: _Batch, when: int, now: int) -> bool:
-        if self.rotate_ms > 0 and when - batch.first_time >= self.rotate_ms:
+    def _rotates(self, tp, batch: _Batch, files, record, encoded, when, now) -> bool:
+        """Whether the batch is written before ``record``: a new value schema for its file
+        (Confluent's schema.compatibility NONE), ``rotate.interval.ms`` past the batch's first
+        record's time or a new time partition, the scheduled rotation's time."""
+        if files and files[-1].value_schema is not record.value_schema and \
+                files[-1].value_schema != record.value_schema:
             return True
-        return self._scheduled(tp, now)
+        if self.rotate_ms > 0 and (when - batch.first_time >= self.rotate_ms
+                                   or encoded != batch.encoded) or self._scheduled(tp, now):
+            self._schedule(tp, now)
+            return True
+        return False
 
     def _scheduled(self, tp, now: int) -> bool:
-        return self.schedule_ms > 0 and now >= self.next_schedule.get(tp, now + 1)
+        return self.schedule_ms > 0 and now >= self.next_schedule[tp]
 
     def _schedule(self, tp: TopicPartition, now: int) -> None:
-        """The next ``rotate.schedule.interval.ms`` boundary after ``now``, aligned on the
-        zone's local time."""
+        """The next ``rotate.schedule.interval.ms`` boundary after ``now``, counted from the
+        start of the day in the zone (Confluent's getNextTimeAdjustedByDay)."""
         if self.schedule_ms <= 0:
             return
-        offset = int(self.zone.utcoffset(_utc(now)).total_seconds() * 1000)
-        self.next_schedule[tp] = ((now + offset) // self.schedule_ms + 1) \
-            * self.schedule_ms - offset
+        local = datetime.datetime.fromtimestamp(now / 1000, self.zone)
+        midnight = int(local.replace(hour=0, minute=0, second=0, microsecond=0)
+                       .timestamp() * 1000)
+        self.next_schedule[tp] = midnight + ((now - midnight) // self.schedule_ms + 1) \
+            * self.schedule_ms
 
     def _rotate_on_schedule(self, now: int) -> None:
-        if self.schedule_ms <= 0 and (self.rotate_ms <= 0 or self.time_of is not None):
+        """Without records to put: the batches whose scheduled rotation is due."""
+        if self.schedule_ms <= 0:
             return
         for tp, batch in list(self.batches.items()):
-            if not batch.count:
-                continue
-            wall_due = (self.time_of is None and self.rotate_ms > 0
-                        and now - batch.first_time >= self.rotate_ms)
-            if wall_due or self._scheduled(tp, now):
+            if batch.count and self._scheduled(tp, now):
+                self._schedule(tp, now)
                 self._commit(tp, batch)
                 self.batches[tp] = _Batch()
 
@@ -333,7 +350,7 @@ class S3SinkTask(SinkTask):
             try:
                 self.store.put(key, data)
             except StoreError as e:
-                raise ConnectException(f"cannot upload {key}: {e}") from e
+                raise ConnectException(f"cannot upload {key}: {_cause(e)}") from e
 
     # ---- commits -----------------------------------------------------------------------
 
@@ -343,7 +360,7 @@ class S3SinkTask(SinkTask):
 
     def pre_commit(self, current_offsets: dict[TopicPartition, int]) -> dict[TopicPartition,
                                                                              int]:
-        self._rotate_on_schedule(int(time.time() * 1000))
+        self._rotate_on_schedule(_now_ms())
         committable = {}
         for tp, offset in current_offsets.items():
             tp = TopicPartition(*tp)
@@ -353,5 +370,11 @@ class S3SinkTask(SinkTask):
         return committable
 
 
-def _utc(ms: int) -> datetime.datetime:
-    return datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc)
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _cause(error: Exception) -> str:
+    """The first line of a store's error (obstore's carry the whole request after it)."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__

@@ -243,13 +243,26 @@ def test_rotation_on_the_wall_clock_schedule(tmp_path):
     assert LocalStore(tmp_path).list("") == ["topics/orders/partition=0/orders+0+0000000000.json"]
 
 
-def test_rotation_by_wall_clock_interval(tmp_path):
-    task, _ = start_task(local_props(tmp_path, flush_size=100, rotate_interval_ms=200))
+def test_rotation_interval_is_ignored_without_a_time_based_partitioner(tmp_path):
+    task, _ = start_task(local_props(tmp_path, flush_size=100, rotate_interval_ms=1))
     task.put([order(0)])
-    time.sleep(0.25)
-    task.put([order(1)])  # past the interval: the first file is written, 1 opens the next
-    assert LocalStore(tmp_path).list("") == ["topics/orders/partition=0/orders+0+0000000000.json"]
-    assert task.pre_commit({TP0: 2}) == {TP0: 1}
+    time.sleep(0.01)
+    task.put([order(1)])
+    assert LocalStore(tmp_path).list("") == []
+    assert task.pre_commit({TP0: 2}) == {TP0: 0}
+
+
+def test_rotation_on_a_new_time_partition(tmp_path):
+    task, _ = start_task(local_props(
+        tmp_path, flush_size=100, rotate_interval_ms=60_000, partitioner_class=(
+            "TimeBasedPartitioner"), path_format="'t'=HH-mm-ss", partition_duration_ms=5000,
+        locale="en", timezone="UTC", timestamp_extractor="Record"))
+    task.put([order(i) for i in range(12)])  # a record a second, a partition in five
+    keys = LocalStore(tmp_path).list("")
+    assert keys == ["topics/orders/t=22-13-20/orders+0+0000000000.json",
+                    "topics/orders/t=22-13-25/orders+0+0000000005.json"]
+    assert read_ids(LocalStore(tmp_path), keys) == list(range(10))
+    assert task.pre_commit({TP0: 12}) == {TP0: 10}
 
 
 # ---- restart ---------------------------------------------------------------------------
@@ -283,6 +296,23 @@ def test_restart_rewinds_to_the_newest_file_without_duplicates_or_gaps(where, tm
     assert [k.rsplit("+", 1)[1] for k in keys] == [
         f"{o:010d}.json" for o in (0, 3, 6, 9, 12, 15)]
     assert read_ids(store, keys) == list(range(18))
+
+
+def test_restart_with_time_partitions_rewinds_across_their_directories(tmp_path):
+    props = local_props(tmp_path, flush_size=100, rotate_interval_ms=3000,
+                        partitioner_class="TimeBasedPartitioner", path_format="'m'=mm",
+                        partition_duration_ms=60_000, locale="en", timezone="UTC",
+                        timestamp_extractor="Record")
+    log = [order(i) for i in range(60, 75)]  # 22:14:20 to 22:14:34, all in minute 14
+    first, _ = start_task(props)
+    first.put(log[:10])  # files at 60, 63, 66; 69 buffered
+    first.stop()
+    second, context = start_task(props)
+    assert context.rewinds == {TP0: 66}
+    second.put(log[66 - 60:])
+    assert second.pre_commit({TP0: 75}) == {TP0: 72}
+    keys = LocalStore(tmp_path).list("")
+    assert read_ids(LocalStore(tmp_path), keys) == list(range(60, 72))
 
 
 def test_restart_after_the_committed_offsets_were_lost_skips_what_is_uploaded(tmp_path):
