@@ -17,12 +17,15 @@ START_TIMEOUT = 30.0
 
 
 class ServiceProcess:
-    """``kind`` is ``registry`` or ``rest``; ``props`` are its Confluent properties; ``root``
-    another checkout whose code runs (a benchmark's before/after), this one's by default."""
+    """``kind`` is ``registry``, ``rest`` or ``connect``; ``props`` are its properties (given
+    as overrides), ``args`` more arguments of its command line (a standalone Connect worker's
+    ``--standalone`` and connector files); ``root`` another checkout whose code runs (a
+    benchmark's before/after), this one's by default."""
 
     def __init__(self, kind: str, props: dict, log_path: Path, port: int | None = None,
-                 env: dict | None = None, root: Path | None = None):
+                 env: dict | None = None, root: Path | None = None, args=()):
         self.kind, self.props, self.log_path = kind, dict(props), Path(log_path)
+        self.args = list(args)
         self.port = port or free_port()
         self.props.setdefault("listeners", f"http://127.0.0.1:{self.port}")
         self.env = env or {}
@@ -37,7 +40,7 @@ class ServiceProcess:
 
     def start(self) -> "ServiceProcess":
         seen = self.log_path.stat().st_size if self.log_path.exists() else 0
-        cmd = [BROKER_PYTHON, "-m", "josefk", self.kind]
+        cmd = [BROKER_PYTHON, "-m", "josefk", self.kind, *self.args]
         for k, v in self.props.items():
             cmd += ["--override", f"{k}={v}"]
         log = open(self.log_path, "ab")
