@@ -1,9 +1,11 @@
 """The object-storage sink (Confluent's S3 sink settings) driven as the worker drives it:
 connector start and task_configs, then a task with a small SinkTaskContext given put, pre_commit,
-open and close, writing to a real SeaweedFS S3 server and to a local directory. Every file is
-read back with pyarrow, fastavro or json."""
+open and close, writing to a real SeaweedFS S3 server and to a local directory; and once end to
+end, a josefk broker to SeaweedFS through the standalone worker. Every file is read back with
+pyarrow, fastavro or json."""
 from __future__ import annotations
 
+import asyncio
 import datetime
 import io
 import itertools
@@ -14,12 +16,16 @@ from importlib.metadata import entry_points
 import fastavro
 import pyarrow.parquet as pq
 import pytest
+from confluent_kafka import Producer
 
 from josefk.connect.api.connector import TopicPartition
 from josefk.connect.api.errors import ConnectException
 from josefk.connect.api.records import SinkRecord
 from josefk.connect.api.schema import Schema, SchemaBuilder, Struct, Timestamp
 from josefk.connect.connectors.object_store import S3SinkConnector, S3SinkTask
+from josefk.connect.runtime.plugins import Plugins
+from josefk.connect.runtime.standalone import StandaloneHerder
+from josefk.connect.runtime.worker_config import WorkerConfig
 from josefk.tiered.store import LocalStore, S3Store
 from testkit.seaweedfs import seaweedfs
 
@@ -391,3 +397,60 @@ def test_found_by_confluents_class_name():
         "josefk.connect.connectors.object_store:S3SinkConnector"
     assert names["S3SinkConnector"] == names["io.confluent.connect.s3.S3SinkConnector"]
     assert "flush.size" in S3SinkConnector().config().keys
+
+
+# ---- end to end: a josefk broker, the standalone worker, SeaweedFS ----------------------
+
+def test_through_the_standalone_worker_every_record_once_across_a_restart(
+        s3, bucket, josefk_broker, josefk_topic, tmp_path):
+    name, store = bucket
+    envelope = {"type": "struct", "name": "shop.Order", "optional": False, "fields": [
+        {"field": "id", "type": "int64", "optional": False},
+        {"field": "customer", "type": "string", "optional": False}]}
+
+    def produce(ids):
+        producer = Producer({"bootstrap.servers": josefk_broker.bootstrap_servers})
+        for i in ids:
+            producer.produce(josefk_topic, value=json.dumps(
+                {"schema": envelope, "payload": {"id": i, "customer": f"c{i % 3}"}}).encode())
+        assert producer.flush(15) == 0
+
+    def files():
+        return store.list("topics/")
+
+    def ids():
+        return [row for key in files()
+                for row in pq.read_table(io.BytesIO(store.get(key))).column("id").to_pylist()]
+
+    connector = {**s3_props(s3, name, flush_size=4, format_class="ParquetFormat"),
+                 "name": "lake", "topics": josefk_topic,
+                 "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+                 "value.converter": "org.apache.kafka.connect.json.JsonConverter"}
+
+    async def run(expected_ids):
+        config = WorkerConfig({"bootstrap.servers": josefk_broker.bootstrap_servers,
+                               "offset.storage.file.filename": str(tmp_path / "offsets"),
+                               "offset.flush.interval.ms": "200",
+                               "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+                               "value.converter": "org.apache.kafka.connect.json.JsonConverter"},
+                              distributed=False)
+        config.worker_id = "127.0.0.1:8083"
+        herder = StandaloneHerder(config, None, Plugins())
+        await herder.start([connector])
+        try:
+            deadline = time.monotonic() + 40
+            while sorted(ids()) != expected_ids and time.monotonic() < deadline:
+                await asyncio.sleep(0.2)
+            status = await herder.connector_status("lake")
+            assert [t["state"] for t in status["tasks"]] == ["RUNNING"], status
+            await asyncio.sleep(0.6)  # a commit of the consumer offsets, then stop
+        finally:
+            await herder.stop()
+
+    produce(range(10))
+    asyncio.run(run(list(range(8))))  # 8 and 9 wait for flush.size
+    produce(range(10, 16))
+    asyncio.run(run(list(range(16))))
+    assert ids() == list(range(16))  # every record once, in offset order
+    assert [k.rsplit("/", 1)[1] for k in files()] == [
+        f"{josefk_topic}+0+{o:010d}.snappy.parquet" for o in (0, 4, 8, 12)]
