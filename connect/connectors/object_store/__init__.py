@@ -23,7 +23,7 @@ import zoneinfo
 from josefk.connect.api.config import ConfigDef, Importance, Range, ValidString
 from josefk.connect.api.config import Type as T
 from josefk.connect.api.connector import SinkConnector, SinkTask, TopicPartition
-from josefk.connect.api.errors import ConnectException, DataException
+from josefk.connect.api.errors import ConnectException, DataException, RetriableException
 from josefk.connect.api.records import SinkRecord
 from josefk.connect.connectors.object_store.formats import FORMATS
 from josefk.connect.connectors.object_store.partitioners import (PARTITIONERS,
@@ -86,6 +86,10 @@ def config() -> ConfigDef:
                     documentation="The time interval in milliseconds to periodically invoke "
                                   "file commits, on the wall clock, aligned in timezone. "
                                   "-1: disabled.")
+            .define("retry.backoff.ms", T.LONG, 5000, validator=Range.at_least(0),
+                    importance=Importance.LOW, group=_STORAGE,
+                    documentation="How long to wait in milliseconds before attempting the "
+                                  "first retry of a failed upload.")
             .define("avro.codec", T.STRING, "null",
                     validator=ValidString(["null", "deflate", "snappy", "bzip2", "xz",
                                            "zstandard"]),
@@ -214,7 +218,9 @@ class S3SinkTask(SinkTask):
         self.one_file_per_batch = (isinstance(self.partitioner, DefaultPartitioner)
                                    or self.rotate_ms > 0)
         self.store = open_store(values)
+        self.retry_backoff_ms = values["retry.backoff.ms"]
         self.batches: dict[TopicPartition, _Batch] = {}
+        self.last_offset: dict[TopicPartition, int] = {}
         self.next_schedule: dict[TopicPartition, int] = {}
         self._name = re.compile(
             rf"(?:^|{re.escape(self.delim)})(?P<topic>[^{re.escape(self.delim)}]+)"
@@ -241,6 +247,7 @@ class S3SinkTask(SinkTask):
 
     def _new_partition(self, tp: TopicPartition, now: int) -> _Batch:
         batch = self.batches[tp] = _Batch()
+        self.last_offset.pop(tp, None)
         self._schedule(tp, now)
         return batch
 
@@ -266,6 +273,7 @@ class S3SinkTask(SinkTask):
             tp = TopicPartition(*tp)
             self.batches.pop(tp, None)
             self.next_schedule.pop(tp, None)
+            self.last_offset.pop(tp, None)
 
     def stop(self) -> None:
         self.batches.clear()
@@ -273,31 +281,49 @@ class S3SinkTask(SinkTask):
     # ---- records -----------------------------------------------------------------------
 
     def put(self, records: list[SinkRecord]) -> None:
+        """Buffer the records, writing each batch as rotation says. An upload that fails is
+        a RetriableException: the worker puts the same records again after
+        ``retry.backoff.ms``, and those already buffered are passed over."""
         now = _now_ms()
-        encode, time_of = self.partitioner.encode, self.time_of
+        encode, time_of, last = self.partitioner.encode, self.time_of, self.last_offset
+        for tp, batch in list(self.batches.items()):
+            if batch.count >= self.flush_size:  # its upload failed in the last put
+                self._write(tp, batch)
         for record in records:
             tp = TopicPartition(record.topic, record.kafka_partition)
             batch = self.batches.get(tp)
             if batch is None:  # not opened: the worker always opens first
                 batch = self._new_partition(tp, now)
+            elif record.kafka_offset <= last.get(tp, -1):
+                continue
             when = time_of(record) if time_of is not None else None
             encoded = encode(record)
             files = batch.files.get(encoded)
             if batch.count and self._rotates(tp, batch, files, record, encoded, when, now):
-                self._commit(tp, batch)
-                batch = self.batches[tp] = _Batch()
+                batch = self._write(tp, batch)
                 files = None
             if files is None:
                 files = batch.files[encoded] = []
             files.append(record)
+            last[tp] = record.kafka_offset
             if batch.count == 0:
                 batch.start, batch.first_time = record.kafka_offset, when
             batch.encoded = encoded
             batch.count += 1
             if batch.count >= self.flush_size:
-                self._commit(tp, batch)
-                self.batches[tp] = _Batch()
+                self._write(tp, batch)
         self._rotate_on_schedule(now)
+
+    def _write(self, tp: TopicPartition, batch: _Batch) -> _Batch:
+        """Upload the batch's files; the partition's next, empty batch."""
+        try:
+            self._commit(tp, batch)
+        except StoreError as e:
+            self.context.timeout(self.retry_backoff_ms)
+            raise RetriableException(f"cannot upload the files of {tp.topic}-{tp.partition} "
+                                     f"from offset {batch.start}: {_cause(e)}") from e
+        batch = self.batches[tp] = _Batch()
+        return batch
 
     def _rotates(self, tp, batch: _Batch, files, record, encoded, when, now) -> bool:
         """Whether the batch is written before ``record``: a new value schema for its file
@@ -333,11 +359,11 @@ class S3SinkTask(SinkTask):
         for tp, batch in list(self.batches.items()):
             if batch.count and self._scheduled(tp, now):
                 self._schedule(tp, now)
-                self._commit(tp, batch)
-                self.batches[tp] = _Batch()
+                self._write(tp, batch)
 
     def _commit(self, tp: TopicPartition, batch: _Batch) -> None:
-        """Write and upload every file of the batch; only then is it committable."""
+        """Write and upload every file of the batch (a StoreError if one cannot be); only
+        then is it committable."""
         for encoded, records in batch.files.items():
             name = (f"{tp.topic}{self.file_delim}{tp.partition}{self.file_delim}"
                     f"{records[0].kafka_offset:0{self.pad}d}{self.format.extension}")
@@ -347,10 +373,7 @@ class S3SinkTask(SinkTask):
                 data = self.format.write(records)
             except DataException as e:
                 raise ConnectException(f"cannot write {key}: {e}") from e
-            try:
-                self.store.put(key, data)
-            except StoreError as e:
-                raise ConnectException(f"cannot upload {key}: {_cause(e)}") from e
+            self.store.put(key, data)
 
     # ---- commits -----------------------------------------------------------------------
 
@@ -360,7 +383,10 @@ class S3SinkTask(SinkTask):
 
     def pre_commit(self, current_offsets: dict[TopicPartition, int]) -> dict[TopicPartition,
                                                                              int]:
-        self._rotate_on_schedule(_now_ms())
+        try:
+            self._rotate_on_schedule(_now_ms())
+        except RetriableException as e:
+            log.warning("%s; the offsets stay before it", e)
         committable = {}
         for tp, offset in current_offsets.items():
             tp = TopicPartition(*tp)
