@@ -86,6 +86,14 @@ def config() -> ConfigDef:
                     documentation="The time interval in milliseconds to periodically invoke "
                                   "file commits, on the wall clock, aligned in timezone. "
                                   "-1: disabled.")
+            .define("s3.compression.type", T.STRING, "none",
+                    validator=ValidString(["none", "gzip"]), importance=Importance.LOW,
+                    group=_S3, documentation="Compression type for files written to S3. "
+                                             "Applied when using JsonFormat.")
+            .define("s3.compression.level", T.INT, -1, validator=Range.between(-1, 9),
+                    importance=Importance.LOW, group=_S3,
+                    documentation="Compression level for files written to S3 (gzip): -1 "
+                                  "the default, 0 none to 9 the best.")
             .define("retry.backoff.ms", T.LONG, 5000, validator=Range.at_least(0),
                     importance=Importance.LOW, group=_STORAGE,
                     documentation="How long to wait in milliseconds before attempting the "
@@ -159,8 +167,11 @@ class S3SinkConnector(SinkConnector):
         return VERSION
 
     def start(self, props: dict[str, str]) -> None:
+        """Check the settings here, so a wrong one fails the connector, not each task."""
+        values = config().parse(props)
+        FORMATS[values["format.class"]](values)
+        PARTITIONERS[values["partitioner.class"]](values)
         self.props = dict(props)
-        config().parse(props)
 
     def task_class(self):
         return S3SinkTask

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import decimal
+import gzip
 import io
 from functools import lru_cache
 
@@ -85,8 +86,14 @@ def _json_default(value):
 
 class JsonFormat(Format):
     """Each record's value as one line of JSON. Logical types are written as JsonConverter
-    writes them without schemas: dates as days, times and timestamps as milliseconds."""
-    extension = ".json"
+    writes them without schemas: dates as days, times and timestamps as milliseconds.
+    ``s3.compression.type=gzip``: the file gzipped (``.json.gz``)."""
+
+    def __init__(self, props):
+        self.gzip = props.get("s3.compression.type", "none") == "gzip"
+        level = props.get("s3.compression.level", -1)
+        self.level = 6 if level is None or level < 0 else level  # -1: zlib's default
+        self.extension = ".json.gz" if self.gzip else ".json"
 
     def write(self, records):
         lines = []
@@ -97,7 +104,8 @@ class JsonFormat(Format):
                 value = schemaless_plain(record.value)
             lines.append(orjson.dumps(value, default=_json_default,
                                       option=orjson.OPT_PASSTHROUGH_DATETIME))
-        return b"\n".join(lines) + b"\n" if lines else b""
+        data = b"\n".join(lines) + b"\n" if lines else b""
+        return gzip.compress(data, self.level, mtime=0) if self.gzip else data
 
 
 @lru_cache(maxsize=256)

@@ -11,6 +11,7 @@ import re
 import time
 import zoneinfo
 
+from josefk.connect.api.config import ConfigException
 from josefk.connect.api.errors import ConnectException
 from josefk.connect.api.records import SinkRecord
 from josefk.connect.api.schema import Struct
@@ -132,7 +133,8 @@ for _cls in list(EXTRACTORS.values()):
 # Joda-Time pattern letters Confluent's path.format uses, as strftime-like renderers
 _JODA = {
     "y": lambda t, n: _year(t, n), "Y": lambda t, n: _year(t, n),
-    "x": lambda t, n: _year(t, n),
+    "x": lambda t, n: f"{t.isocalendar()[0] % 100:02d}" if n == 2
+    else f"{t.isocalendar()[0]:0{n}d}",
     "M": lambda t, n: (t.strftime("%B") if n >= 4 else t.strftime("%b") if n == 3
                        else f"{t.month:0{n}d}"),
     "d": lambda t, n: f"{t.day:0{n}d}", "D": lambda t, n: f"{t.timetuple().tm_yday:0{n}d}",
@@ -162,8 +164,8 @@ def compile_path_format(pattern: str):
         elif match.group(1):
             render = _JODA.get(text[0])
             if render is None:
-                raise ConnectException(f"path.format {pattern!r}: pattern letter {text[0]!r} "
-                                       f"is not supported")
+                raise ConfigException("path.format", pattern,
+                                      f"pattern letter {text[0]!r} is not supported")
             parts.append(lambda t, r=render, n=len(text): r(t, n))
         else:
             parts.append(lambda t, s=text: s)
@@ -178,22 +180,25 @@ class TimeBasedPartitioner(Partitioner):
         super().__init__(props)
         path_format = self.PATH_FORMAT or props["path.format"]
         self.duration = self.DURATION_MS or props["partition.duration.ms"]
+        # Confluent's checks and messages
         if not path_format:
-            raise ConnectException("TimeBasedPartitioner needs path.format")
-        if self.duration is None or self.duration <= 0:
-            raise ConnectException("TimeBasedPartitioner needs partition.duration.ms > 0")
-        if not props["locale"] and self.PATH_FORMAT is None:
-            raise ConnectException("TimeBasedPartitioner needs locale")
+            raise ConfigException("path.format", path_format, "Path format cannot be empty.")
+        if self.duration <= 0:
+            raise ConfigException("partition.duration.ms", self.duration,
+                                  "Partition duration needs to be a positive.")
+        if not props["locale"]:
+            raise ConfigException("locale", props["locale"], "Locale cannot be empty.")
         if not props["timezone"]:
-            raise ConnectException("TimeBasedPartitioner needs timezone")
+            raise ConfigException("timezone", props["timezone"], "Timezone cannot be empty.")
         try:
             self.zone = zoneinfo.ZoneInfo(props["timezone"])
         except (zoneinfo.ZoneInfoNotFoundError, ValueError) as e:
-            raise ConnectException(f"timezone {props['timezone']!r} is not a time zone") from e
+            raise ConfigException("timezone", props["timezone"],
+                                  "The datetime zone id is not recognised") from e
         name = props["timestamp.extractor"]
         if name not in EXTRACTORS:
-            raise ConnectException(f"timestamp.extractor {name!r} is not one of Record, "
-                                   f"RecordField, Wallclock")
+            raise ConfigException("timestamp.extractor", name,
+                                  "not one of Record, RecordField, Wallclock")
         self.extractor = EXTRACTORS[name](props)
         self.render = compile_path_format(path_format)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import gzip
 import io
 import itertools
 import json
@@ -156,6 +157,16 @@ def test_json_on_a_local_directory_named_by_offset_and_committed_only_once_uploa
     assert task.pre_commit({TP0: 9}) == {TP0: 9}
     task.close([TP0])
     task.stop()
+
+
+def test_gzipped_json(tmp_path):
+    task, _ = start_task(local_props(tmp_path, s3_compression_type="gzip",
+                                     s3_compression_level=9))
+    task.put([order(i) for i in range(3)])
+    [key] = LocalStore(tmp_path).list("")
+    assert key == "topics/orders/partition=0/orders+0+0000000000.json.gz"
+    lines = gzip.decompress((tmp_path / key).read_bytes()).decode().splitlines()
+    assert [json.loads(line)["id"] for line in lines] == [0, 1, 2]
 
 
 def test_schemaless_maps_as_json(tmp_path):
@@ -392,10 +403,13 @@ def test_time_based_partitioner_with_path_format_timezone_and_record_field(tmp_p
 
 
 def test_time_based_partitioner_needs_its_settings(tmp_path):
-    with pytest.raises(ConnectException, match="needs path.format"):
-        start_task(local_props(tmp_path, partitioner_class="TimeBasedPartitioner",
-                               partition_duration_ms=1000, locale="en", timezone="UTC"))
-    with pytest.raises(ConnectException, match="'Mars/Olympus' is not a time zone"):
+    """Checked when the connector starts, with Confluent's messages."""
+    with pytest.raises(ConnectException, match="path.format: Path format cannot be empty"):
+        S3SinkConnector().start(local_props(
+            tmp_path, partitioner_class="TimeBasedPartitioner", partition_duration_ms=1000,
+            locale="en", timezone="UTC"))
+    with pytest.raises(ConnectException, match="Mars/Olympus for configuration timezone: "
+                                               "The datetime zone id is not recognised"):
         start_task(local_props(tmp_path, partitioner_class="TimeBasedPartitioner",
                                path_format="YYYY", partition_duration_ms=1000, locale="en",
                                timezone="Mars/Olympus"))
