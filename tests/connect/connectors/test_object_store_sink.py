@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import decimal
 import gzip
 import io
 import itertools
@@ -22,7 +23,7 @@ from confluent_kafka import Producer
 from josefk.connect.api.connector import TopicPartition
 from josefk.connect.api.errors import ConnectException, RetriableException
 from josefk.connect.api.records import SinkRecord
-from josefk.connect.api.schema import Schema, SchemaBuilder, Struct, Timestamp
+from josefk.connect.api.schema import Date, Decimal, Schema, SchemaBuilder, Struct, Timestamp
 from josefk.connect.connectors.object_store import S3SinkConnector, S3SinkTask
 from josefk.connect.runtime.plugins import Plugins
 from josefk.connect.runtime.standalone import StandaloneHerder
@@ -221,6 +222,46 @@ def test_avro_on_seaweedfs_read_back_with_fastavro(s3, bucket):
     assert [r["id"] for r in rows] == [0, 1, 2]
     assert rows[1]["at"] == datetime.datetime.fromtimestamp(BASE_MS / 1000 + 1,
                                                             datetime.timezone.utc)
+
+
+def nested_record(offset):
+    address = (SchemaBuilder.struct().field("city", Schema.STRING_SCHEMA)
+               .field("zip", Schema.OPTIONAL_STRING_SCHEMA).build())
+    schema = (SchemaBuilder.struct().name("shop.Invoice")
+              .field("id", Schema.INT32_SCHEMA)
+              .field("price", Decimal.schema(2))
+              .field("due", Date.builder().build())
+              .field("lines", SchemaBuilder.array(Schema.STRING_SCHEMA).build())
+              .field("counts", SchemaBuilder.map(Schema.STRING_SCHEMA,
+                                                 Schema.INT64_SCHEMA).build())
+              .field("to", address)
+              .field("note", Schema.OPTIONAL_BYTES_SCHEMA)
+              .build())
+    value = (Struct(schema).put("id", offset).put("price", decimal.Decimal("12.34"))
+             .put("due", datetime.date(2024, 2, 29)).put("lines", ["a", "b"])
+             .put("counts", {"x": 1}).put("to", Struct(address).put("city", "Oslo")))
+    return SinkRecord(TOPIC, 0, None, None, schema, value, offset)
+
+
+EXPECTED_NESTED = {"id": 0, "price": decimal.Decimal("12.34"), "due": datetime.date(2024, 2, 29),
+                   "lines": ["a", "b"], "to": {"city": "Oslo", "zip": None}, "note": None}
+
+
+def test_nested_schemas_in_parquet_and_avro(tmp_path):
+    for fmt in ("ParquetFormat", "AvroFormat"):
+        root = tmp_path / fmt
+        task, _ = start_task(local_props(root, flush_size=1, format_class=fmt))
+        task.put([nested_record(0)])
+        [key] = LocalStore(root).list("")
+        if fmt == "ParquetFormat":
+            [row] = pq.read_table(root / key).to_pylist()
+            assert row.pop("counts") == [("x", 1)]
+        else:
+            reader = fastavro.reader(open(root / key, "rb"))
+            [row] = list(reader)
+            assert row.pop("counts") == {"x": 1}
+            assert reader.writer_schema["fields"][6]["type"] == ["null", "bytes"]
+        assert row == EXPECTED_NESTED, fmt
 
 
 def test_a_new_schema_starts_a_new_file(tmp_path):
