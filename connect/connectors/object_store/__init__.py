@@ -25,7 +25,7 @@ from josefk.connect.api.config import Type as T
 from josefk.connect.api.connector import SinkConnector, SinkTask, TopicPartition
 from josefk.connect.api.errors import ConnectException, DataException, RetriableException
 from josefk.connect.api.records import SinkRecord
-from josefk.connect.connectors.object_store.formats import FORMATS
+from josefk.connect.connectors.object_store.formats import FORMATS, HEADERS, KEY, VALUE
 from josefk.connect.connectors.object_store.partitioners import (PARTITIONERS,
                                                                  DefaultPartitioner,
                                                                  TimeBasedPartitioner)
@@ -70,6 +70,23 @@ def config() -> ConfigDef:
             .define("format.class", T.CLASS, validator=ValidString(FORMATS),
                     importance=Importance.HIGH, group=_STORAGE,
                     documentation="The format class to use when writing data to the store.")
+            .define("store.kafka.keys", T.BOOLEAN, False, importance=Importance.LOW,
+                    group=_STORAGE, documentation="Enable or disable writing keys to storage. "
+                                                  "The keys of a file's records are written "
+                                                  "beside it, <file>.keys.<ext>.")
+            .define("store.kafka.headers", T.BOOLEAN, False, importance=Importance.LOW,
+                    group=_STORAGE, documentation="Enable or disable writing headers to "
+                                                  "storage, beside each file: "
+                                                  "<file>.headers.<ext>.")
+            .define("keys.format.class", T.CLASS,
+                    "io.confluent.connect.s3.format.avro.AvroFormat",
+                    validator=ValidString(FORMATS), importance=Importance.LOW, group=_STORAGE,
+                    documentation="The format class to use when writing keys to the store.")
+            .define("headers.format.class", T.CLASS,
+                    "io.confluent.connect.s3.format.avro.AvroFormat",
+                    validator=ValidString(FORMATS), importance=Importance.LOW, group=_STORAGE,
+                    documentation="The format class to use when writing headers to the "
+                                  "store.")
             .define("flush.size", T.INT, validator=Range.at_least(1),
                     importance=Importance.HIGH, group=_STORAGE,
                     documentation="Number of records written to store before invoking file "
@@ -210,6 +227,11 @@ class S3SinkTask(SinkTask):
         self.pad = values["filename.offset.zero.pad.width"]
         self.flush_size = values["flush.size"]
         self.format = FORMATS[values["format.class"]](values)
+        self.views = [(VALUE, self.format)]
+        if values["store.kafka.keys"]:
+            self.views.append((KEY, FORMATS[values["keys.format.class"]](values)))
+        if values["store.kafka.headers"]:
+            self.views.append((HEADERS, FORMATS[values["headers.format.class"]](values)))
         self.partitioner = PARTITIONERS[values["partitioner.class"]](values)
         time_based = isinstance(self.partitioner, TimeBasedPartitioner)
         self.time_of = self.partitioner.extractor.extract if time_based else None
@@ -376,15 +398,16 @@ class S3SinkTask(SinkTask):
         """Write and upload every file of the batch (a StoreError if one cannot be); only
         then is it committable."""
         for encoded, records in batch.files.items():
-            name = (f"{tp.topic}{self.file_delim}{tp.partition}{self.file_delim}"
-                    f"{records[0].kafka_offset:0{self.pad}d}{self.format.extension}")
-            key = (f"{self.topics_dir}{self.delim}{self.partitioner.path(tp.topic, encoded)}"
-                   f"{self.delim}{name}")
-            try:
-                data = self.format.write(records)
-            except DataException as e:
-                raise ConnectException(f"cannot write {key}: {e}") from e
-            self.store.put(key, data)
+            base = (f"{self.topics_dir}{self.delim}{self.partitioner.path(tp.topic, encoded)}"
+                    f"{self.delim}{tp.topic}{self.file_delim}{tp.partition}{self.file_delim}"
+                    f"{records[0].kafka_offset:0{self.pad}d}")
+            for view, fmt in reversed(self.views):  # the value's file last
+                key = f"{base}{view.extension}{fmt.extension}"
+                try:
+                    data = fmt.write(records, view)
+                except DataException as e:
+                    raise ConnectException(f"cannot write {key}: {e}") from e
+                self.store.put(key, data)
 
     # ---- commits -----------------------------------------------------------------------
 

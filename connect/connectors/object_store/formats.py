@@ -1,8 +1,9 @@
 """The file formats of Confluent's storage sinks (``format.class``): JSON (a record's value per
 line, as JsonConverter writes it with schemas.enable=false), Avro (an object container file,
 its schema from the records' Connect schema, as Confluent's AvroData makes it) and Parquet
-(pyarrow, its schema from the Connect schema). A format turns a batch of records into the
-bytes of one file; the Connect-to-Python value conversion is built once per schema."""
+(pyarrow, its schema from the Connect schema). A format turns a view of a batch of records
+(their values, keys or headers: Confluent's RecordViews) into the bytes of one file; the
+Connect-to-Python value conversion is built once per schema."""
 from __future__ import annotations
 
 import base64
@@ -15,20 +16,65 @@ import orjson
 
 from josefk.connect.api.errors import ConnectException, DataException
 from josefk.connect.api.records import SinkRecord
-from josefk.connect.api.schema import Date, Decimal, Schema, Struct, Time, Timestamp, Type
+from josefk.connect.api.schema import (Date, Decimal, Schema, SchemaBuilder, Struct, Time,
+                                       Timestamp, Type)
 
 AVRO_NAMESPACE = "io.confluent.connect.avro"
 
 
 class Format:
-    """Writes a batch of one schema's records to the bytes of one file."""
+    """Writes a view of a batch of records to the bytes of one file."""
     extension: str
 
     def __init__(self, props: dict):
         pass
 
-    def write(self, records: list[SinkRecord]) -> bytes:
+    def write(self, records: list[SinkRecord], view: "View") -> bytes:
         raise NotImplementedError
+
+
+def _schema_of(records: list[SinkRecord], view: "View", format_name: str) -> Schema:
+    schema = view.schema(records[0])
+    if schema is None:
+        first = records[0]
+        raise DataException(f"{format_name} needs records with a {view.name} schema: record "
+                            f"{first.topic}-{first.kafka_partition}@{first.kafka_offset} "
+                            f"has none")
+    return schema
+
+
+# ---- what of a record a file holds (Confluent's RecordViews) ----------------------------
+
+HEADER_SCHEMA = (SchemaBuilder.struct().field("key", Schema.STRING_SCHEMA)
+                 .field("value", Schema.OPTIONAL_STRING_SCHEMA).build())
+HEADERS_SCHEMA = SchemaBuilder.array(HEADER_SCHEMA).build()
+
+
+def _header_string(value) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return base64.b64encode(bytes(value)).decode()
+    return orjson.dumps(schemaless_plain(value), default=_json_default).decode() \
+        if isinstance(value, (dict, list, Struct)) else str(value)
+
+
+class View:
+    """A record's value (the file itself), key (``.keys``) or headers (``.headers``, each
+    a key and its value as a string)."""
+
+    def __init__(self, name: str, extension: str, schema, value):
+        self.name, self.extension = name, extension
+        self.schema, self.value = schema, value
+
+
+VALUE = View("value", "", lambda r: r.value_schema, lambda r: r.value)
+KEY = View("key", ".keys", lambda r: r.key_schema, lambda r: r.key)
+HEADERS = View("headers", ".headers", lambda r: HEADERS_SCHEMA, lambda r: [
+    Struct(HEADER_SCHEMA).put("key", h.key).put("value", _header_string(h.value))
+    for h in r.headers])
 
 
 # ---- Connect values as plain Python, one converter per schema --------------------------
@@ -95,13 +141,15 @@ class JsonFormat(Format):
         self.level = 6 if level is None or level < 0 else level  # -1: zlib's default
         self.extension = ".json.gz" if self.gzip else ".json"
 
-    def write(self, records):
+    def write(self, records, view):
         lines = []
+        schema_of, value_of = view.schema, view.value
         for record in records:
-            if record.value_schema is not None:
-                value = _json_logical(record.value_schema)(record.value)
+            schema = schema_of(record)
+            if schema is not None:
+                value = _json_logical(schema)(value_of(record))
             else:
-                value = schemaless_plain(record.value)
+                value = schemaless_plain(value_of(record))
             lines.append(orjson.dumps(value, default=_json_default,
                                       option=orjson.OPT_PASSTHROUGH_DATETIME))
         data = b"\n".join(lines) + b"\n" if lines else b""
@@ -221,19 +269,15 @@ class AvroFormat(Format):
     def __init__(self, props):
         self.codec = props.get("avro.codec") or "null"
 
-    def write(self, records):
+    def write(self, records, view):
         import fastavro
 
-        schema = records[0].value_schema
-        if schema is None:
-            raise DataException(f"AvroFormat needs records with a value schema: record "
-                                f"{records[0].topic}-{records[0].kafka_partition}"
-                                f"@{records[0].kafka_offset} has none")
+        schema = _schema_of(records, view, "AvroFormat")
         parsed = _parsed_avro(schema)
-        convert = _avro_converter(schema)
+        convert, value_of = _avro_converter(schema), view.value
         out = io.BytesIO()
         try:
-            fastavro.writer(out, parsed, [convert(r.value) for r in records],
+            fastavro.writer(out, parsed, [convert(value_of(r)) for r in records],
                             codec=self.codec)
         except (ValueError, TypeError) as e:
             raise DataException(f"cannot write Avro: {e}") from e
@@ -284,14 +328,14 @@ def arrow_field(name: str, schema: Schema):
 
 
 @lru_cache(maxsize=64)
-def arrow_schema(schema: Schema):
-    """A struct value schema's fields as the Parquet file's columns; any other schema as one
-    column named ``value``."""
+def arrow_schema(schema: Schema, column: str):
+    """A struct schema's fields as the Parquet file's columns; any other schema as one
+    column named after the view (``value``, ``key``, ``headers``), as Confluent's envelope."""
     import pyarrow as pa
 
     if schema.type is Type.STRUCT:
         return pa.schema([arrow_field(f.name, f.schema) for f in schema.fields()])
-    return pa.schema([arrow_field("value", schema)])
+    return pa.schema([arrow_field(column, schema)])
 
 
 @lru_cache(maxsize=256)
@@ -319,23 +363,19 @@ class ParquetFormat(Format):
                                    f"{', '.join(PARQUET_CODECS)}")
         self.extension = PARQUET_CODECS[self.codec] + ".parquet"
 
-    def write(self, records):
+    def write(self, records, view):
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        schema = records[0].value_schema
-        if schema is None:
-            raise DataException(f"ParquetFormat needs records with a value schema: record "
-                                f"{records[0].topic}-{records[0].kafka_partition}"
-                                f"@{records[0].kafka_offset} has none")
-        convert = _arrow_converter(schema)
-        values = [convert(r.value) for r in records]
-        target = arrow_schema(schema)
+        schema = _schema_of(records, view, "ParquetFormat")
+        convert, value_of = _arrow_converter(schema), view.value
+        values = [convert(value_of(r)) for r in records]
+        target = arrow_schema(schema, view.name)
         try:
             if schema.type is Type.STRUCT:
                 table = pa.Table.from_pylist(values, schema=target)
             else:
-                table = pa.Table.from_pydict({"value": values}, schema=target)
+                table = pa.Table.from_pydict({view.name: values}, schema=target)
         except (pa.ArrowException, ValueError, TypeError) as e:
             raise DataException(f"cannot write Parquet: {e}") from e
         out = io.BytesIO()

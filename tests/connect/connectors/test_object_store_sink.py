@@ -264,6 +264,23 @@ def test_nested_schemas_in_parquet_and_avro(tmp_path):
         assert row == EXPECTED_NESTED, fmt
 
 
+def test_keys_and_headers_beside_the_values(tmp_path):
+    task, _ = start_task(local_props(tmp_path, store_kafka_keys="true",
+                                     store_kafka_headers="true", format_class="ParquetFormat",
+                                     headers_format_class="JsonFormat"))
+    records = [order(i) for i in range(3)]
+    for r in records:
+        r.headers.add("trace", f"t{r.kafka_offset}", Schema.STRING_SCHEMA).add("n", 7)
+    task.put(records)
+    base = tmp_path / "topics" / "orders" / "partition=0" / "orders+0+0000000000"
+    assert sorted(p.name for p in base.parent.iterdir()) == [
+        "orders+0+0000000000.headers.json", "orders+0+0000000000.keys.avro",
+        "orders+0+0000000000.snappy.parquet"]
+    assert [r for r in fastavro.reader(open(f"{base}.keys.avro", "rb"))] == ["k0", "k1", "k2"]
+    headers = open(f"{base}.headers.json").read().splitlines()
+    assert json.loads(headers[2]) == [{"key": "trace", "value": "t2"}, {"key": "n", "value": "7"}]
+
+
 def test_a_new_schema_starts_a_new_file(tmp_path):
     task, _ = start_task(local_props(tmp_path, flush_size=10, format_class="AvroFormat"))
     v2 = SchemaBuilder.struct().name("shop.Order").field("id", Schema.INT64_SCHEMA).build()
