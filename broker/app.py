@@ -282,6 +282,9 @@ class Broker:
         self._advertise_bound_ports()
         limits.start(self.connections, lambda: any(s.is_serving() for s in self.servers))
         self._tasks.append(limits.expiry)
+        if cfg.bool("remote.log.storage.system.enable"):
+            # before the cluster's roles arrive: a follower's restart reads the remote copy
+            await self._start_remote_log()
         if self.cluster is not None:
             await self.cluster.start()
             self._tasks.append(asyncio.ensure_future(self._periodic_on_loop(
@@ -297,8 +300,6 @@ class Broker:
         for interval, fn in ((cfg.int("log.retention.check.interval.ms"), self._retention),
                              (cfg.int("log.flush.offset.checkpoint.interval.ms"), self._checkpoint)):
             self._tasks.append(asyncio.ensure_future(self._periodic(interval, fn)))
-        if cfg.bool("remote.log.storage.system.enable"):
-            await self._start_remote_log()
         log.info("josefk broker %d listening on %s", self.config.node_id, cfg.get("listeners"))
         if not recscan.NATIVE:
             log.info("records are walked in plain Python (the C helper was not built): produce "

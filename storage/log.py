@@ -275,7 +275,15 @@ class Log:
 
     def _snapshot(self, offset: int) -> None:
         if self.snapshot_source is not None:
-            snapshots.write(self.dir, offset, self.snapshot_source())
+            # a tiered leader keeps the snapshots its copies still have to upload
+            keep = self.remote_copied_end if self.config.remote_storage_enable else None
+            snapshots.write(self.dir, offset, self.snapshot_source(), keep)
+
+    def write_snapshot(self, offset: int, data: bytes) -> None:
+        """Keep ``data`` as the state snapshot at ``offset`` (a follower's state rebuilt from
+        tiered storage's copy)."""
+        with self._lock:
+            snapshots.write(self.dir, offset, data)
 
     def rewrite_snapshots(self, fn) -> None:
         """Replace the bytes of every state snapshot with ``fn(bytes)``."""

@@ -23,7 +23,9 @@ def _path(d: Path, offset: int) -> Path:
     return d / f"{offset:020d}{SUFFIX}"
 
 
-def write(d: Path, offset: int, data: bytes) -> None:
+def write(d: Path, offset: int, data: bytes, keep_above: int | None = None) -> None:
+    """Write the snapshot at ``offset`` and drop all but the newest ``KEEP``, except those
+    above ``keep_above`` (a tiered log's snapshots not copied to the remote log yet)."""
     tmp = d / f"{offset:020d}{SUFFIX}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
@@ -33,7 +35,8 @@ def write(d: Path, offset: int, data: bytes) -> None:
         os.close(fd)
     os.replace(tmp, _path(d, offset))
     for old in _offsets(d)[:-KEEP]:
-        _path(d, old).unlink(missing_ok=True)
+        if keep_above is None or old <= keep_above:
+            _path(d, old).unlink(missing_ok=True)
 
 
 def rewrite(d: Path, fn) -> None:

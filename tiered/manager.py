@@ -287,15 +287,7 @@ class RemoteLogManager:
             values = list(mlog.read(leader.topic_id, leader.partition))
             if events is not None:
                 events[key] = values
-        segs = md.PartitionSegments()
-        for value in values:
-            try:
-                record, _v, msg = md.deserialize(value)
-            except DecodeError as e:  # a record of a later Kafka, or foreign: skipped
-                log.warning("%s: skipping a record it cannot read: %s", md.TOPIC, e)
-                continue
-            if md.partition_of(record, msg) == (leader.topic_id, leader.partition):
-                segs.apply(record, msg)
+        segs = _fold(values, leader.topic_id, leader.partition)
         # uploads and deletions a crash interrupted: their objects go, their events end
         for seg in segs.unfinished():
             self._delete_segment(leader, segs, seg)
@@ -509,6 +501,20 @@ class RemoteLogManager:
         entries = self._cached(("txn", seg.segment_id), lambda: parse(self.store.get(key)))
         return [(pid, first) for pid, first, last in entries if last >= offset]
 
+    def follower_state(self, topic: str, partition: int, topic_id: uuid.UUID,
+                       offset: int) -> tuple[list[tuple[int, int]], bytes] | None:
+        """What a follower restarting its log at ``offset`` (the leader's local log start)
+        needs of the state below it, from the remote segment that ends just before (KIP-405):
+        ``(leader epochs [(epoch, start offset)], producer-state snapshot)``, or None when no
+        copied segment ends there. Reads the metadata and the bucket, never writes them."""
+        segs = _fold(self.metadata_log.read(topic_id, partition), topic_id, partition)
+        seg = next((s for s in reversed(segs.copied()) if s.end_offset == offset - 1), None)
+        if seg is None:
+            return None
+        keys = object_keys(object_prefix(topic, partition, topic_id), seg)
+        epochs = _parse_epoch_checkpoint(self.store.get(keys[".leader_epoch_checkpoint"]))
+        return epochs, self.store.get(keys[".snapshot"])
+
     def has_timestamp(self, topic: str, partition: int, timestamp: int,
                       start: int) -> bool:
         """Whether a remote segment (from the log start ``start``) holds a record at or past
@@ -573,6 +579,28 @@ class RemoteLogManager:
         offs, poss = entries
         i = bisect_right(offs, offset - 1) - 1  # the last batch wholly below ``offset``
         return poss[i] if i >= 0 else 0
+
+
+def _fold(values, topic_id: uuid.UUID, partition: int) -> md.PartitionSegments:
+    """One user partition's remote segments out of its metadata partition's events."""
+    segs = md.PartitionSegments()
+    for value in values:
+        try:
+            record, _v, msg = md.deserialize(value)
+        except DecodeError as e:  # a record of a later Kafka, or foreign: skipped
+            log.warning("%s: skipping a record it cannot read: %s", md.TOPIC, e)
+            continue
+        if md.partition_of(record, msg) == (topic_id, partition):
+            segs.apply(record, msg)
+    return segs
+
+
+def _parse_epoch_checkpoint(raw: bytes) -> list[tuple[int, int]]:
+    lines = raw.decode().split("\n")
+    try:
+        return [(int(e), int(o)) for e, o in (line.split() for line in lines[2:2 + int(lines[1])])]
+    except (IndexError, ValueError):
+        raise StoreError("a remote leader-epoch checkpoint that cannot be read") from None
 
 
 def _time_entries(raw: bytes, base: int) -> list[tuple[int, int]]:

@@ -150,9 +150,10 @@ class S3Store:
         import obstore
 
         try:
-            if end is None:
+            if end is None:  # no range from 0: a ranged GET of an empty object is a 416
+                options = {"range": {"offset": start}} if start else None
                 return bytes(obstore.get(self._store, self.prefix + key,
-                                         options={"range": {"offset": start}}).bytes())
+                                         options=options).bytes())
             if end <= start:
                 return b""
             return bytes(obstore.get_range(self._store, self.prefix + key, start=start,

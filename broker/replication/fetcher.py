@@ -65,6 +65,7 @@ class ReplicaFetcher:
         self.partitions: dict[tuple[str, int], object] = {}
         self.delayed: dict[tuple[str, int], float] = {}  # key -> monotonic time to retry at
         self.wakeup = asyncio.Event()
+        self._rebuilds: set[asyncio.Task] = set()  # logs restarting from tiered storage's copy
         self.task = asyncio.ensure_future(self._run())
 
     def add(self, part) -> None:
@@ -79,6 +80,8 @@ class ReplicaFetcher:
 
     def close(self) -> None:
         self.task.cancel()
+        for task in self._rebuilds:
+            task.cancel()
 
     async def _run(self):
         m = self.manager
@@ -168,6 +171,14 @@ class ReplicaFetcher:
             if lg.log_end_offset < pd.log_start_offset:
                 log.warning("%s-%d: fetch offset %d below the leader's log start %d: restarting "
                             "the log there", *key, lg.log_end_offset, pd.log_start_offset)
+                rlm = part.manager.remote
+                if rlm is not None and part.config.remote_storage_enable \
+                        and part.topic_id is not None:
+                    # its state below comes from the remote copy: not fetched meanwhile
+                    self.delayed[key] = float("inf")
+                    self._rebuilds.add(asyncio.ensure_future(
+                        self._restart_from_remote(key, part, rlm, pd.log_start_offset)))
+                    return
                 part.restart_at(pd.log_start_offset)
             else:
                 log.warning("%s-%d: fetch offset %d past the leader's end: truncating to its "
@@ -179,6 +190,27 @@ class ReplicaFetcher:
             log.warning("%s-%d: fetch from broker %d answered error %d", *key, self.source_id,
                         err)
             self.delayed[key] = time.monotonic() + self.manager.backoff_s
+
+    async def _restart_from_remote(self, key, part, rlm, offset) -> None:
+        """KIP-405's follower: the log restarts at the leader's local log start with the
+        leader epochs and producer state of the remote segment ending there (without them,
+        if none can be read: logged)."""
+        try:
+            state = await asyncio.to_thread(rlm.follower_state, part.topic, part.index,
+                                            part.topic_id, offset)
+        except Exception as e:  # noqa: BLE001 - the store or metadata away: restart bare
+            log.warning("%s-%d: cannot read the remote state below %d: %s", *key, offset, e)
+            state = None
+        try:
+            if self.partitions.get(key) is part and part.log.log_end_offset < offset:
+                if state is None:
+                    log.warning("%s-%d: no remote segment ends at %d: restarting without "
+                                "the state below", *key, offset)
+                part.restart_at(offset, state)
+        finally:
+            self.delayed.pop(key, None)
+            self._rebuilds.discard(asyncio.current_task())
+            self.wakeup.set()
 
     @staticmethod
     def _truncate_diverging(part, epoch, end_offset):

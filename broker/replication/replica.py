@@ -485,9 +485,18 @@ class Partition:
         self.log.truncate_to(offset)
         self._reload_producer_state()
 
-    def restart_at(self, offset: int) -> None:
-        """Empty the log and continue at ``offset`` (the leader's log starts past ours)."""
-        self.log.truncate_fully_and_start_at(offset)
+    def restart_at(self, offset: int, remote_state=None) -> None:
+        """Empty the log and continue at ``offset`` (the leader's log starts past ours); with
+        ``remote_state`` (leader epochs, producer-state snapshot: tiered storage's copy of the
+        segment ending there), the state below ``offset`` is rebuilt from it (KIP-405)."""
+        lg = self.log
+        lg.truncate_fully_and_start_at(offset)
+        if remote_state is not None:
+            epochs, snapshot = remote_state
+            for epoch, start in epochs:
+                lg.epochs.assign(epoch, min(start, offset))
+            if snapshot:
+                lg.write_snapshot(offset, snapshot)
         self._reload_producer_state()
 
     def _reload_producer_state(self) -> None:

@@ -297,3 +297,59 @@ def test_new_leader_serves_the_remote_data(s3, tmp_path):
         assert len(logs) >= copied_before + 3 and len(set(starts)) == len(starts), logs
     finally:
         cluster.stop()
+
+
+def test_a_follower_below_the_leaders_local_log_rebuilds_from_the_bucket(s3, tmp_path):
+    """KIP-405's follower: back after the leader's local log moved past it, it restarts its
+    log at the leader's local log start with the leader epochs and producer state of the
+    remote segment that ends there."""
+    bucket = "tiered-follower"
+    store = S3Store(bucket, endpoint=s3.endpoint, access_key=s3.access_key,
+                    secret_key=s3.secret_key)
+    cluster = LocalCluster(tmp_path / "cluster", 3, overrides=tiered_overrides(
+        s3, bucket, **{"remote.log.metadata.topic.replication.factor": 3,
+                       "offsets.topic.replication.factor": 3,
+                       "replica.lag.time.max.ms": 3000}))
+    cluster.start()
+    try:
+        topic = create_topic(cluster.bootstrap, unique_topic("tiered"), config={
+            **TOPIC_CONFIG, "min.insync.replicas": "2"}, replication_factor=3)
+        deadline = time.monotonic() + 30
+        while True:  # every broker's metadata has the partition's leader
+            parts = admin_client(cluster.bootstrap).list_topics(topic, timeout=10) \
+                .topics[topic].partitions
+            if 0 in parts and parts[0].leader >= 0:
+                break
+            assert time.monotonic() < deadline, "no leader"
+            time.sleep(0.3)
+        leader = parts[0].leader
+        follower = next(b for b in parts[0].replicas if b != leader)
+        cluster.kill(follower)
+        deadline = time.monotonic() + 60  # out of the ISR (a new controller first, maybe)
+        while True:
+            parts = admin_client(cluster.bootstrap).list_topics(topic, timeout=10) \
+                .topics[topic].partitions
+            if 0 in parts and follower not in parts[0].isrs:
+                break
+            assert time.monotonic() < deadline, "the killed follower stays in the ISR"
+            time.sleep(0.5)
+        produce_small_batches(cluster.bootstrap, topic)
+        alive = [b.data_dir for n, b in cluster.brokers.items() if n != follower]
+        wait_tiered(store, topic, alive)
+        cluster.restart(follower)
+
+        part_dir = Path(cluster.brokers[follower].data_dir) / f"{topic}-0"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            bases = sorted(int(p.name[:20]) for p in part_dir.glob("*.log"))
+            if bases and bases[0] > 0 and (part_dir / "leader-epoch-checkpoint").exists():
+                break
+            time.sleep(0.3)
+        assert bases and bases[0] > 0, bases  # restarted at the leader's local log start
+        # the epoch history from offset 0 came from the bucket (restarted bare, the follower
+        # would know epoch 0 from its first local batch only)
+        epochs = (part_dir / "leader-epoch-checkpoint").read_text().split("\n")
+        assert epochs[2] == "0 0", epochs
+        check_read_from_zero(cluster.bootstrap, topic)
+    finally:
+        cluster.stop()

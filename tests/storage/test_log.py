@@ -354,3 +354,19 @@ def test_tiered_retention_deletes_only_copied_segments_by_local_retention(tmp_pa
     log.apply_retention()
     assert log.size - log._segments[0].size < 500
     log.close()
+
+
+def test_a_tiered_leader_keeps_the_snapshots_not_copied_yet(tmp_path):
+    from josefk.storage import snapshots
+
+    log = Log(tmp_path / "t-0", cfg(segment_bytes=400, remote_storage_enable="true"))
+    log.snapshot_source = lambda: b"state"
+    log.remote_copied_end = -1
+    for i in range(10):
+        append(log, mk(1, value=b"b" * 100))
+    kept = snapshots._offsets(log.dir)
+    assert len(kept) == log.num_segments - 1  # one a roll, none uploaded yet
+    log.remote_copied_end = kept[-2] - 1
+    log.roll()
+    assert snapshots._offsets(log.dir) == kept[-2:] + [log.log_end_offset]  # 6 on: not copied
+    log.close()

@@ -30,6 +30,8 @@ def test_put_bytes_and_file_then_ranges(store, tmp_path):
     assert store.get("t-0/00000000000000000000.log", 10000) == data[10000:]
     assert store.get("t-0/00000000000000000000.log", 5, 5) == b""
     assert store.get("t-0/00000000000000000000.index") == b"\x00\x01" * 100
+    store.put("t-0/00000000000000000000.snapshot", b"")  # empty objects read back too
+    assert store.get("t-0/00000000000000000000.snapshot") == b""
 
 
 def test_list_by_string_prefix_and_delete(store):

@@ -99,3 +99,42 @@ def test_a_new_leader_answers_replica_not_available_until_it_loaded(tmp_path):
     second.run_once()
     assert not p.remote_pending and p.log_start_offset == 0
     p.log.close()
+
+
+def test_a_follower_restarts_with_the_state_of_the_remote_copy(tmp_path):
+    """KIP-405's follower: below the leader's local log start, the leader epochs and the
+    producer state come from the remote segment that ends there."""
+    events = Events()
+    rlm = RemoteLogManager(LocalStore(tmp_path / "remote"), events, node_id=1)
+    manager = SimpleNamespace(node_id=1, isr_changes=None, remote=rlm)
+    cfg = LogConfig.from_props({"remote.storage.enable": "true", "segment.bytes": "300",
+                                "local.retention.bytes": "300", "retention.ms": "-1"}, {})
+    leader = Partition(manager, "t", 0, Log(tmp_path / "leader" / "t-0", cfg), cfg)
+    leader.make_leader(PartitionState("t", 0, 1, 4, [1], [1], topic_id=TOPIC_ID))
+    for i in range(12):  # an idempotent producer's batches, one a segment or so
+        res = leader.append(build_batch([(None, b"v" * 100, None, None)], producer_id=77,
+                                        producer_epoch=0, base_sequence=i), acks=1)
+        assert not res.error
+    rlm.lead(remote.leader_of(leader))
+    rlm.run_once()
+    leader.log.apply_retention()
+    start = leader.log.log_start_offset
+    assert start > 0
+
+    state = rlm.follower_state("t", 0, TOPIC_ID, start)
+    assert state is not None and state[0] == [(4, 0)]
+    assert rlm.follower_state("t", 0, TOPIC_ID, start + 100) is None  # no segment ends there
+
+    follower_manager = SimpleNamespace(node_id=2, isr_changes=None, remote=None)
+    follower = Partition(follower_manager, "t", 0, Log(tmp_path / "follower" / "t-0", cfg),
+                         cfg)
+    follower.make_follower(PartitionState("t", 0, 1, 4, [1, 2], [1, 2], topic_id=TOPIC_ID))
+    follower.restart_at(start, state)
+    assert follower.log.log_start_offset == start and follower.log.log_end_offset == start
+    assert follower.log.epochs.entries == [(4, 0)]
+    assert follower.log.end_offset_for_epoch(4) == (4, start)
+    # the producer's sequence carries on from the remote copy's snapshot
+    assert 77 in follower.producers.producers
+    assert follower.producers.producers[77].last_seq == start - 1
+    leader.log.close()
+    follower.log.close()
