@@ -77,28 +77,48 @@ HEADERS = View("headers", ".headers", lambda r: HEADERS_SCHEMA, lambda r: [
     for h in r.headers])
 
 
-# ---- Connect values as plain Python, one converter per schema --------------------------
+# ---- Connect values as Python, one converter per schema and style ---------------------
 
-@lru_cache(maxsize=256)
-def plain_converter(schema: Schema):
-    """A function from a value of ``schema`` to dicts, lists and primitives (logical types as
-    their Python objects), made once per schema."""
-    name = schema.name
-    if name in (Decimal.LOGICAL_NAME, Date.LOGICAL_NAME, Time.LOGICAL_NAME,
-                Timestamp.LOGICAL_NAME):
-        return _identity
+_JSON_LOGICAL = {
+    Date.LOGICAL_NAME: Date.from_logical, Time.LOGICAL_NAME: Time.from_logical,
+    Timestamp.LOGICAL_NAME: Timestamp.from_logical,
+    Decimal.LOGICAL_NAME: lambda s, v: base64.b64encode(Decimal.from_logical(s, v)).decode(),
+}
+
+
+@lru_cache(maxsize=512)
+def converter(schema: Schema, style: str = "plain"):
+    """A function from a value of ``schema`` to dicts, lists and primitives, made once per
+    schema. ``style``: ``plain`` (logical types as their Python objects), ``json`` (logical
+    types as JsonConverter writes them without schemas: days, milliseconds, base64 decimals),
+    ``avro`` (maps with other than string keys as key/value records), ``arrow`` (maps as
+    key/value pairs)."""
+    if schema.name in _JSON_LOGICAL:
+        if style != "json":
+            return _identity
+        encode = _JSON_LOGICAL[schema.name]
+        return _nullable(lambda v: encode(schema, v))
     if schema.type is Type.STRUCT:
-        fields = [(f.name, plain_converter(f.schema)) for f in schema.fields()]
+        fields = [(f.name, converter(f.schema, style)) for f in schema.fields()]
         return _nullable(lambda v: {n: conv(v.get(n)) for n, conv in fields})
     if schema.type is Type.ARRAY:
-        item = plain_converter(schema.value_schema)
+        item = converter(schema.value_schema, style)
         return _nullable(lambda value: [item(v) for v in value])
     if schema.type is Type.MAP:
-        key, val = plain_converter(schema.key_schema), plain_converter(schema.value_schema)
+        key, val = converter(schema.key_schema, style), converter(schema.value_schema, style)
+        if style == "arrow":
+            return _nullable(lambda value: [(key(k), val(v)) for k, v in value.items()])
+        if style == "avro" and not _string_keys(schema):
+            return _nullable(lambda value: [{"key": key(k), "value": val(v)}
+                                            for k, v in value.items()])
         return _nullable(lambda value: {key(k): val(v) for k, v in value.items()})
     if schema.type is Type.BYTES:
         return _nullable(bytes)
     return _identity
+
+
+def _string_keys(map_schema: Schema) -> bool:
+    return map_schema.key_schema.type is Type.STRING and not map_schema.key_schema.optional
 
 
 def _identity(value):
@@ -112,7 +132,7 @@ def _nullable(convert):
 def schemaless_plain(value):
     """A value without a schema (maps and lists of JSON-able values, Structs inside them)."""
     if isinstance(value, Struct):
-        return plain_converter(value.schema)(value)
+        return converter(value.schema)(value)
     if isinstance(value, dict):
         return {k: schemaless_plain(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -144,40 +164,15 @@ class JsonFormat(Format):
     def write(self, records, view):
         lines = []
         schema_of, value_of = view.schema, view.value
+        last, convert = None, schemaless_plain
         for record in records:
             schema = schema_of(record)
-            if schema is not None:
-                value = _json_logical(schema)(value_of(record))
-            else:
-                value = schemaless_plain(value_of(record))
-            lines.append(orjson.dumps(value, default=_json_default,
-                                      option=orjson.OPT_PASSTHROUGH_DATETIME))
+            if schema is not last:
+                last = schema
+                convert = schemaless_plain if schema is None else converter(schema, "json")
+            lines.append(orjson.dumps(convert(value_of(record)), default=_json_default))
         data = b"\n".join(lines) + b"\n" if lines else b""
         return gzip.compress(data, self.level, mtime=0) if self.gzip else data
-
-
-@lru_cache(maxsize=256)
-def _json_logical(schema: Schema):
-    """As ``plain_converter`` but logical types as JsonConverter writes them."""
-    name = schema.name
-    if name == Date.LOGICAL_NAME:
-        return _nullable(lambda v: Date.from_logical(schema, v))
-    if name == Time.LOGICAL_NAME:
-        return _nullable(lambda v: Time.from_logical(schema, v))
-    if name == Timestamp.LOGICAL_NAME:
-        return _nullable(lambda v: Timestamp.from_logical(schema, v))
-    if name == Decimal.LOGICAL_NAME:
-        return _nullable(lambda v: base64.b64encode(Decimal.from_logical(schema, v)).decode())
-    if schema.type is Type.STRUCT:
-        fields = [(f.name, _json_logical(f.schema)) for f in schema.fields()]
-        return _nullable(lambda v: {n: conv(v.get(n)) for n, conv in fields})
-    if schema.type is Type.ARRAY:
-        item = _json_logical(schema.value_schema)
-        return _nullable(lambda value: [item(v) for v in value])
-    if schema.type is Type.MAP:
-        key, val = _json_logical(schema.key_schema), _json_logical(schema.value_schema)
-        return _nullable(lambda value: {key(k): val(v) for k, v in value.items()})
-    return plain_converter(schema)
 
 
 # ---- Avro ------------------------------------------------------------------------------
@@ -214,7 +209,7 @@ def _avro_type(schema: Schema, names: dict):
     if schema.type is Type.ARRAY:
         return {"type": "array", "items": avro_schema(schema.value_schema, names)}
     if schema.type is Type.MAP:
-        if schema.key_schema.type is Type.STRING and not schema.key_schema.optional:
+        if _string_keys(schema):
             return {"type": "map", "values": avro_schema(schema.value_schema, names)}
         names["map"] = names.get("map", 0) + 1
         return {"type": "array", "items": {
@@ -240,27 +235,6 @@ def _avro_type(schema: Schema, names: dict):
     return record
 
 
-@lru_cache(maxsize=256)
-def _avro_converter(schema: Schema):
-    """Values for fastavro: maps with non-string keys as key/value entries, Decimals rounded
-    to their scale."""
-    if schema.name == Decimal.LOGICAL_NAME:
-        return _identity
-    if schema.type is Type.STRUCT:
-        fields = [(f.name, _avro_converter(f.schema)) for f in schema.fields()]
-        return _nullable(lambda v: {n: conv(v.get(n)) for n, conv in fields})
-    if schema.type is Type.ARRAY:
-        item = _avro_converter(schema.value_schema)
-        return _nullable(lambda value: [item(v) for v in value])
-    if schema.type is Type.MAP:
-        key, val = _avro_converter(schema.key_schema), _avro_converter(schema.value_schema)
-        if schema.key_schema.type is Type.STRING and not schema.key_schema.optional:
-            return _nullable(lambda value: {k: val(v) for k, v in value.items()})
-        return _nullable(lambda value: [{"key": key(k), "value": val(v)}
-                                        for k, v in value.items()])
-    return plain_converter(schema)
-
-
 class AvroFormat(Format):
     """An Avro object container file (``avro.codec``: null, deflate, snappy, bzip2, xz,
     zstandard)."""
@@ -274,7 +248,7 @@ class AvroFormat(Format):
 
         schema = _schema_of(records, view, "AvroFormat")
         parsed = _parsed_avro(schema)
-        convert, value_of = _avro_converter(schema), view.value
+        convert, value_of = converter(schema, "avro"), view.value
         out = io.BytesIO()
         try:
             fastavro.writer(out, parsed, [convert(value_of(r)) for r in records],
@@ -338,21 +312,6 @@ def arrow_schema(schema: Schema, column: str):
     return pa.schema([arrow_field(column, schema)])
 
 
-@lru_cache(maxsize=256)
-def _arrow_converter(schema: Schema):
-    """Values for pyarrow: maps as key/value pairs, the rest as ``plain_converter``."""
-    if schema.type is Type.STRUCT:
-        fields = [(f.name, _arrow_converter(f.schema)) for f in schema.fields()]
-        return _nullable(lambda v: {n: conv(v.get(n)) for n, conv in fields})
-    if schema.type is Type.ARRAY:
-        item = _arrow_converter(schema.value_schema)
-        return _nullable(lambda value: [item(v) for v in value])
-    if schema.type is Type.MAP:
-        key, val = _arrow_converter(schema.key_schema), _arrow_converter(schema.value_schema)
-        return _nullable(lambda value: [(key(k), val(v)) for k, v in value.items()])
-    return plain_converter(schema)
-
-
 class ParquetFormat(Format):
     """A Parquet file (``parquet.codec``, snappy by default: ``.snappy.parquet``)."""
 
@@ -368,7 +327,7 @@ class ParquetFormat(Format):
         import pyarrow.parquet as pq
 
         schema = _schema_of(records, view, "ParquetFormat")
-        convert, value_of = _arrow_converter(schema), view.value
+        convert, value_of = converter(schema, "arrow"), view.value
         values = [convert(value_of(r)) for r in records]
         target = arrow_schema(schema, view.name)
         try:
