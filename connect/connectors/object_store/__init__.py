@@ -8,10 +8,11 @@ Exactly once by construction: a topic partition's buffer is written when ``flush
 records are in it or a rotation interval has passed, every file of it uploaded whole, and
 ``pre_commit`` gives the worker offsets only up to what is uploaded. A file's name is its
 first record's offset, so a batch read again after a crash is written again under the same
-names, replacing what was there. On ``open`` the task lists the partition's files and, with
-the DefaultPartitioner (one file per batch), rewinds the consumer to the newest file's start:
-that file is written again whole and nothing before it twice, whatever the committed offsets
-say."""
+names, replacing what was there. On ``open``, where every batch is one file (the
+DefaultPartitioner, or a time-based one with ``rotate.interval.ms``), the task lists the
+partition's files and rewinds the consumer to the newest file's start: that file is written
+again whole and nothing before it twice, whatever the committed offsets say. An upload that
+fails is retried (RetriableException), the records already buffered passed over."""
 from __future__ import annotations
 
 import datetime
@@ -111,6 +112,12 @@ def config() -> ConfigDef:
                     importance=Importance.LOW, group=_S3,
                     documentation="Compression level for files written to S3 (gzip): -1 "
                                   "the default, 0 none to 9 the best.")
+            .define("behavior.on.null.values", T.STRING, "fail",
+                    validator=ValidString.in_ignore_case("fail", "ignore"),
+                    importance=Importance.LOW, group=_S3,
+                    documentation="How to handle records with a null value (i.e. Kafka "
+                                  "tombstone records). Valid options are 'ignore' and "
+                                  "'fail'.")
             .define("retry.backoff.ms", T.LONG, 5000, validator=Range.at_least(0),
                     importance=Importance.LOW, group=_STORAGE,
                     documentation="How long to wait in milliseconds before attempting the "
@@ -252,6 +259,7 @@ class S3SinkTask(SinkTask):
                                    or self.rotate_ms > 0)
         self.store = open_store(values)
         self.retry_backoff_ms = values["retry.backoff.ms"]
+        self.ignore_nulls = values["behavior.on.null.values"].lower() == "ignore"
         self.batches: dict[TopicPartition, _Batch] = {}
         self.last_offset: dict[TopicPartition, int] = {}
         self.next_schedule: dict[TopicPartition, int] = {}
@@ -328,6 +336,13 @@ class S3SinkTask(SinkTask):
             if batch is None:  # not opened: the worker always opens first
                 batch = self._new_partition(tp, now)
             elif record.kafka_offset <= last.get(tp, -1):
+                continue
+            if record.value is None:
+                if not self.ignore_nulls:
+                    raise ConnectException(
+                        f"Null valued records are not writeable with current "
+                        f"behavior.on.null.values 'fail' (record {tp.topic}-{tp.partition}"
+                        f"@{record.kafka_offset})")
                 continue
             when = time_of(record) if time_of is not None else None
             encoded = encode(record)

@@ -480,6 +480,20 @@ def test_a_bucket_that_does_not_exist(s3):
         start_task(s3_props(s3, "no-such-bucket"))
 
 
+def test_tombstones_fail_the_task_or_are_passed_over(tmp_path):
+    tombstone = SinkRecord(TOPIC, 0, Schema.STRING_SCHEMA, "k1", ORDER, None, 1)
+    task, _ = start_task(local_props(tmp_path / "fail"))
+    with pytest.raises(ConnectException, match="Null valued records are not writeable with "
+                                               "current behavior.on.null.values 'fail' "
+                                               r"\(record orders-0@1\)"):
+        task.put([order(0), tombstone])
+    task, _ = start_task(local_props(tmp_path / "ignore", behavior_on_null_values="ignore"))
+    task.put([order(0), tombstone, order(2), order(3)])
+    keys = LocalStore(tmp_path / "ignore").list("")
+    assert read_ids(LocalStore(tmp_path / "ignore"), keys) == [0, 2, 3]
+    assert task.pre_commit({TP0: 4}) == {TP0: 4}
+
+
 def test_parquet_needs_a_schema(tmp_path):
     task, _ = start_task(local_props(tmp_path, flush_size=1, format_class="ParquetFormat"))
     with pytest.raises(ConnectException, match="ParquetFormat needs records with a value "
