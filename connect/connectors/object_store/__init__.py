@@ -327,27 +327,31 @@ class S3SinkTask(SinkTask):
         ``retry.backoff.ms``, and those already buffered are passed over."""
         now = _now_ms()
         encode, time_of, last = self.partitioner.encode, self.time_of, self.last_offset
-        for tp, batch in list(self.batches.items()):
-            if batch.count >= self.flush_size:  # its upload failed in the last put
+        batches, flush_size = self.batches, self.flush_size
+        timed = self.rotate_ms > 0 or self.schedule_ms > 0
+        for tp, batch in list(batches.items()):
+            if batch.count >= flush_size:  # its upload failed in the last put
                 self._write(tp, batch)
         for record in records:
-            tp = TopicPartition(record.topic, record.kafka_partition)
-            batch = self.batches.get(tp)
+            tp = (record.topic, record.kafka_partition)  # equal to its TopicPartition
+            batch = batches.get(tp)
             if batch is None:  # not opened: the worker always opens first
-                batch = self._new_partition(tp, now)
+                batch = self._new_partition(TopicPartition(*tp), now)
             elif record.kafka_offset <= last.get(tp, -1):
                 continue
             if record.value is None:
                 if not self.ignore_nulls:
                     raise ConnectException(
                         f"Null valued records are not writeable with current "
-                        f"behavior.on.null.values 'fail' (record {tp.topic}-{tp.partition}"
+                        f"behavior.on.null.values 'fail' (record {tp[0]}-{tp[1]}"
                         f"@{record.kafka_offset})")
                 continue
             when = time_of(record) if time_of is not None else None
             encoded = encode(record)
             files = batch.files.get(encoded)
-            if batch.count and self._rotates(tp, batch, files, record, encoded, when, now):
+            if batch.count and (timed or files and files[-1].value_schema is not
+                                record.value_schema) \
+                    and self._rotates(tp, batch, files, record, encoded, when, now):
                 batch = self._write(tp, batch)
                 files = None
             if files is None:
@@ -358,17 +362,17 @@ class S3SinkTask(SinkTask):
                 batch.start, batch.first_time = record.kafka_offset, when
             batch.encoded = encoded
             batch.count += 1
-            if batch.count >= self.flush_size:
+            if batch.count >= flush_size:
                 self._write(tp, batch)
         self._rotate_on_schedule(now)
 
-    def _write(self, tp: TopicPartition, batch: _Batch) -> _Batch:
+    def _write(self, tp: tuple[str, int], batch: _Batch) -> _Batch:
         """Upload the batch's files; the partition's next, empty batch."""
         try:
             self._commit(tp, batch)
         except StoreError as e:
             self.context.timeout(self.retry_backoff_ms)
-            raise RetriableException(f"cannot upload the files of {tp.topic}-{tp.partition} "
+            raise RetriableException(f"cannot upload the files of {tp[0]}-{tp[1]} "
                                      f"from offset {batch.start}: {_cause(e)}") from e
         batch = self.batches[tp] = _Batch()
         return batch
@@ -409,12 +413,13 @@ class S3SinkTask(SinkTask):
                 self._schedule(tp, now)
                 self._write(tp, batch)
 
-    def _commit(self, tp: TopicPartition, batch: _Batch) -> None:
+    def _commit(self, tp: tuple[str, int], batch: _Batch) -> None:
         """Write and upload every file of the batch (a StoreError if one cannot be); only
         then is it committable."""
+        topic, partition = tp
         for encoded, records in batch.files.items():
-            base = (f"{self.topics_dir}{self.delim}{self.partitioner.path(tp.topic, encoded)}"
-                    f"{self.delim}{tp.topic}{self.file_delim}{tp.partition}{self.file_delim}"
+            base = (f"{self.topics_dir}{self.delim}{self.partitioner.path(topic, encoded)}"
+                    f"{self.delim}{topic}{self.file_delim}{partition}{self.file_delim}"
                     f"{records[0].kafka_offset:0{self.pad}d}")
             for view, fmt in reversed(self.views):  # the value's file last
                 key = f"{base}{view.extension}{fmt.extension}"

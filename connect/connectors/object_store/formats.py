@@ -99,8 +99,8 @@ def converter(schema: Schema, style: str = "plain"):
         encode = _JSON_LOGICAL[schema.name]
         return _nullable(lambda v: encode(schema, v))
     if schema.type is Type.STRUCT:
-        fields = [(f.name, converter(f.schema, style)) for f in schema.fields()]
-        return _nullable(lambda v: {n: conv(v.get(n)) for n, conv in fields})
+        fields = [(f.name, f, converter(f.schema, style)) for f in schema.fields()]
+        return _nullable(lambda v: {n: conv(v.get(f)) for n, f, conv in fields})
     if schema.type is Type.ARRAY:
         item = converter(schema.value_schema, style)
         return _nullable(lambda value: [item(v) for v in value])
@@ -327,14 +327,21 @@ class ParquetFormat(Format):
         import pyarrow.parquet as pq
 
         schema = _schema_of(records, view, "ParquetFormat")
-        convert, value_of = converter(schema, "arrow"), view.value
-        values = [convert(value_of(r)) for r in records]
+        values = [view.value(r) for r in records]
         target = arrow_schema(schema, view.name)
         try:
-            if schema.type is Type.STRUCT:
-                table = pa.Table.from_pylist(values, schema=target)
+            if schema.type is Type.STRUCT:  # column by column: a field's values, converted
+                columns = {}
+                for f in schema.fields():
+                    column = [v.get(f) for v in values]
+                    convert = converter(f.schema, "arrow")
+                    columns[f.name] = (column if convert is _identity
+                                       else [convert(x) for x in column])
+                table = pa.Table.from_pydict(columns, schema=target)
             else:
-                table = pa.Table.from_pydict({view.name: values}, schema=target)
+                convert = converter(schema, "arrow")
+                table = pa.Table.from_pydict({view.name: [convert(v) for v in values]},
+                                             schema=target)
         except (pa.ArrowException, ValueError, TypeError) as e:
             raise DataException(f"cannot write Parquet: {e}") from e
         out = io.BytesIO()

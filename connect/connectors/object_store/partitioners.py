@@ -29,8 +29,16 @@ class Partitioner:
 
 
 class DefaultPartitioner(Partitioner):
+    def __init__(self, props):
+        super().__init__(props)
+        self._encoded: dict[int, str] = {}
+
     def encode(self, record):
-        return self.encode_partition(record.kafka_partition)
+        encoded = self._encoded.get(record.kafka_partition)
+        if encoded is None:
+            encoded = self._encoded[record.kafka_partition] = \
+                self.encode_partition(record.kafka_partition)
+        return encoded
 
     @staticmethod
     def encode_partition(partition: int) -> str:
