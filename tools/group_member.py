@@ -3,8 +3,10 @@
 leader's range assignment sent in SyncGroup, heartbeats on a thread, a rejoin when the
 coordinator asks for one, commits under the member's generation and LeaveGroup on close.
 
-Other group protocols (the schema registry's ``sr`` election) subclass it and replace the
-protocol: ``protocol_type``, ``protocol_name``, ``_metadata``, ``_assign`` and ``_decode``."""
+Other group protocols (the schema registry's ``sr`` election, Connect's workers) subclass it and
+replace the protocol: ``protocol_type``, ``protocol_name``, ``_metadata`` (or ``_protocols``
+for several, in preference order), ``_assign`` and ``_decode``. A member follows its coordinator
+when it moves (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, a dropped connection)."""
 from __future__ import annotations
 
 import threading
@@ -20,9 +22,10 @@ PROTOCOL_TYPE, ASSIGNOR = "consumer", "range"
 SUBSCRIPTION_VERSION = ASSIGNMENT_VERSION = 0
 # Errors that end the member's generation: it has to join again.
 REJOIN = {errors.REBALANCE_IN_PROGRESS, errors.ILLEGAL_GENERATION, errors.UNKNOWN_MEMBER_ID}
-# Errors of a coordinator still loading the group: retry the join after a pause. (A coordinator
-# that moved to another broker, NOT_COORDINATOR, is reported: the tool does not follow it.)
-RETRY = {errors.COORDINATOR_LOAD_IN_PROGRESS, errors.COORDINATOR_NOT_AVAILABLE}
+# Errors of a coordinator still loading the group: retry the join after a pause.
+RETRY = {errors.COORDINATOR_LOAD_IN_PROGRESS}
+# The coordinator moved or went away: find it again, connect to it and join there.
+MOVED = {errors.NOT_COORDINATOR, errors.COORDINATOR_NOT_AVAILABLE}
 MAX_JOIN_ATTEMPTS = 100
 
 
@@ -59,10 +62,9 @@ class GroupMember:
         self.rebalance_timeout_ms = rebalance_timeout_ms
         self.member_id, self.generation = "", -1
         self.assignment: list[tuple[str, int]] = []
-        host, port = cc.brokers[cc.coordinator_id(group)]
-        # A JoinGroup waits for the whole rebalance: the socket must wait as long.
-        self.conn = Client(f"{host}:{port}", cc.client_id,
-                           timeout=rebalance_timeout_ms / 1000 + 10, props=cc.props)
+        self.protocol = self.protocol_name  # the one the coordinator chose
+        self.conn: Client | None = None
+        self._find_coordinator()
         self.lock = threading.Lock()
         self.rejoin = threading.Event()
         self.rejoin.set()
@@ -80,6 +82,20 @@ class GroupMember:
     def _reset(self):
         self.member_id, self.generation = "", -1
 
+    def _find_coordinator(self):
+        """Connect to the group's coordinator (again: it may have moved)."""
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+        host, port = self.cc.brokers[self.cc.coordinator_id(self.group)]
+        # A JoinGroup waits for the whole rebalance: the socket must wait as long.
+        self.conn = Client(f"{host}:{port}", self.cc.client_id,
+                           timeout=self.rebalance_timeout_ms / 1000 + 10, props=self.cc.props)
+
+    def _protocols(self) -> list[tuple[str, bytes]]:
+        """The (name, metadata) of each protocol the member offers, the preferred first."""
+        return [(self.protocol_name, self._metadata())]
+
     def _metadata(self) -> bytes:
         return SUBSCRIPTION.to_bytes(SUBSCRIPTION_VERSION, topics=self.topics)
 
@@ -89,44 +105,67 @@ class GroupMember:
     def join(self):
         """JoinGroup then SyncGroup until a generation is complete; the new assignment."""
         R = JOIN_GROUP.Request
-        metadata = self._metadata()
+        protocols = [R.JoinGroupRequestProtocol(name=n, metadata=m) for n, m in self._protocols()]
         with self.lock:
             for _ in range(MAX_JOIN_ATTEMPTS):
                 self.rejoin.clear()
-                resp = self.conn.request(
-                    JOIN_GROUP, group_id=self.group, session_timeout_ms=self.session_timeout_ms,
-                    rebalance_timeout_ms=self.rebalance_timeout_ms, member_id=self.member_id,
-                    protocol_type=self.protocol_type, protocols=[R.JoinGroupRequestProtocol(
-                        name=self.protocol_name, metadata=metadata)])
-                code = resp.error_code
-                if code == errors.MEMBER_ID_REQUIRED:  # KIP-394: join again with this id
-                    self.member_id = resp.member_id
-                    continue
-                if code in REJOIN or code in RETRY:
-                    if code == errors.UNKNOWN_MEMBER_ID:
-                        self._reset()
+                try:
+                    assignment = self._join_once(protocols)
+                except (OSError, KafkaError) as e:
+                    if isinstance(e, KafkaError) and e.code not in MOVED:
+                        raise
                     time.sleep(0.1)
+                    try:
+                        self._find_coordinator()
+                    except (OSError, KafkaError):  # not elected yet: the next attempt looks
+                        pass
                     continue
-                if code:
-                    raise KafkaError(code, f"JoinGroup {self.group}: {errors.name(code)}")
-                self.member_id, self.generation = resp.member_id, resp.generation_id
-                assignments = self._assign(resp.members) if resp.leader == self.member_id else []
-                sync = self.conn.request(
-                    SYNC_GROUP, group_id=self.group, generation_id=self.generation,
-                    member_id=self.member_id, protocol_type=self.protocol_type,
-                    protocol_name=resp.protocol_name, assignments=assignments)
-                if sync.error_code in REJOIN:
-                    if sync.error_code == errors.UNKNOWN_MEMBER_ID:
-                        self._reset()
-                    continue
-                if sync.error_code:
-                    raise KafkaError(sync.error_code,
-                                     f"SyncGroup {self.group}: {errors.name(sync.error_code)}")
-                self.assignment = self._decode(sync.assignment)
-                return self.assignment
+                if assignment is not None:
+                    return assignment
         raise KafkaError(errors.REBALANCE_IN_PROGRESS,
                          f"group {self.group}: no stable generation after "
                          f"{MAX_JOIN_ATTEMPTS} joins")
+
+    def _join_once(self, protocols):
+        """One JoinGroup and its SyncGroup: the assignment, or None to join again."""
+        if self.conn is None:
+            self._find_coordinator()
+        resp = self.conn.request(
+            JOIN_GROUP, group_id=self.group, session_timeout_ms=self.session_timeout_ms,
+            rebalance_timeout_ms=self.rebalance_timeout_ms, member_id=self.member_id,
+            protocol_type=self.protocol_type, protocols=protocols)
+        code = resp.error_code
+        if code == errors.MEMBER_ID_REQUIRED:  # KIP-394: join again with this id
+            self.member_id = resp.member_id
+            return None
+        if code in MOVED:
+            raise KafkaError(code, f"JoinGroup {self.group}: {errors.name(code)}")
+        if code in REJOIN or code in RETRY:
+            if code == errors.UNKNOWN_MEMBER_ID:
+                self._reset()
+            time.sleep(0.1)
+            return None
+        if code:
+            raise KafkaError(code, f"JoinGroup {self.group}: {errors.name(code)}")
+        self.member_id, self.generation = resp.member_id, resp.generation_id
+        self.protocol = resp.protocol_name
+        assignments = self._assign(resp.members) if resp.leader == self.member_id else []
+        sync = self.conn.request(
+            SYNC_GROUP, group_id=self.group, generation_id=self.generation,
+            member_id=self.member_id, protocol_type=self.protocol_type,
+            protocol_name=resp.protocol_name, assignments=assignments)
+        if sync.error_code in MOVED:
+            raise KafkaError(sync.error_code, f"SyncGroup {self.group}: "
+                                              f"{errors.name(sync.error_code)}")
+        if sync.error_code in REJOIN:
+            if sync.error_code == errors.UNKNOWN_MEMBER_ID:
+                self._reset()
+            return None
+        if sync.error_code:
+            raise KafkaError(sync.error_code,
+                             f"SyncGroup {self.group}: {errors.name(sync.error_code)}")
+        self.assignment = self._decode(sync.assignment)
+        return self.assignment
 
     def _assign(self, members) -> list:
         """The leader's part (SyncGroup's assignments): a range assignment of every member's
@@ -178,6 +217,8 @@ class GroupMember:
             try:
                 if self.closed.is_set():
                     return
+                if self.conn is None:  # lost with its coordinator: the next join finds it
+                    raise ConnectionError("no coordinator")
                 code = self.conn.request(HEARTBEAT, group_id=self.group,
                                          generation_id=self.generation,
                                          member_id=self.member_id).error_code
@@ -191,18 +232,25 @@ class GroupMember:
             finally:
                 self.lock.release()
 
-    def close(self):
-        """Leave the group (so the others get this member's partitions at once, not after the
-        session timeout) and close the connection."""
-        self.closed.set()
+    def leave(self, reason: str) -> None:
+        """LeaveGroup (the others get this member's partitions at once, not after the session
+        timeout); the member joins again as a new one."""
         with self.lock:
-            try:
-                if self.member_id:
-                    R = LEAVE_GROUP.Request
-                    self.conn.request(LEAVE_GROUP, group_id=self.group, member_id=self.member_id,
-                                      members=[R.MemberIdentity(
-                                          member_id=self.member_id,
-                                          reason="the consumer is being closed")])
-            finally:
-                self.conn.close()
+            if self.member_id and self.conn is not None:
+                R = LEAVE_GROUP.Request
+                self.conn.request(LEAVE_GROUP, group_id=self.group, member_id=self.member_id,
+                                  members=[R.MemberIdentity(member_id=self.member_id,
+                                                            reason=reason)])
+            self._reset()
+            self.rejoin.set()
+
+    def close(self):
+        """Leave the group and close the connection."""
+        self.closed.set()
+        try:
+            self.leave("the consumer is being closed")
+        finally:
+            with self.lock:
+                if self.conn is not None:
+                    self.conn.close()
         self.heartbeats.join(timeout=1)

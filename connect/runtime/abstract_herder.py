@@ -174,6 +174,17 @@ class AbstractHerder:
             return "unknown"
         return "sink" if issubclass(cls, SinkConnector) else "source"
 
+    async def patch_connector_config(self, name: str, patch: dict) -> dict:
+        """KIP-477: the config with ``patch`` merged (a None value removes the key), put."""
+        props = dict(self._config(name))
+        for key, value in patch.items():
+            if value is None:
+                props.pop(key, None)
+            else:
+                props[key] = value
+        _, info = await self.put_connector_config(name, props, True)
+        return info
+
     # ---- statuses --------------------------------------------------------------------------
     async def connector_status(self, name: str) -> dict:
         props = self._config(name)
@@ -255,8 +266,10 @@ class AbstractHerder:
                 for tp in sorted(found.topic_partitions, key=lambda t: (t.topic, t.partition))
                 if tp.offset >= 0]
 
-    def _check_stopped(self, name: str) -> None:
-        if self._target(name) is not TargetState.STOPPED:
+    def _check_stopped(self, name: str, tasks_left: bool = False) -> None:
+        """BadRequest unless the connector is STOPPED (and, distributed, its task configs
+        emptied: ``tasks_left`` False)."""
+        if tasks_left or self._target(name) is not TargetState.STOPPED:
             raise BadRequest(f"Connectors must be in the STOPPED state before their offsets can "
                              f"be modified. This can be done for the specified connector by "
                              f"issuing a 'PUT' request to the '/connectors/{name}/stop' endpoint")

@@ -95,16 +95,6 @@ class StandaloneHerder(AbstractHerder):
             await self._start_connector(name, target)
         return created, await self.connector_info(name)
 
-    async def patch_connector_config(self, name: str, patch: dict) -> dict:
-        props = dict(self._config(name))
-        for key, value in patch.items():
-            if value is None:
-                props.pop(key, None)
-            else:
-                props[key] = value
-        _, info = await self.put_connector_config(name, props, True)
-        return info
-
     async def delete_connector(self, name: str) -> None:
         async with self._lock:
             self._config(name)

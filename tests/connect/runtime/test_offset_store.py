@@ -3,8 +3,8 @@ import json
 import pytest
 
 from josefk.connect.api.config import ConfigException
-from josefk.connect.runtime.offset_store import (FileOffsetStore, offset_key, offset_value,
-                                                 parse_offset_key)
+from josefk.connect.runtime.offset_store import (FileOffsetStore, OffsetState, offset_key,
+                                                 offset_value, parse_offset_key)
 
 
 def test_the_offsets_topic_layout_is_compact_json_as_kafka_writes_it():
@@ -37,3 +37,21 @@ def test_a_file_that_is_not_an_offsets_file_is_refused_in_one_line(tmp_path, con
     with pytest.raises(ConfigException, match=f"Invalid value {path} for configuration "
                        f"offset.storage.file.filename: not an offsets file"):
         FileOffsetStore(str(path))
+
+
+def test_read_back_and_removal():
+    s = OffsetState()
+    s.apply(b'["c",{"db":"x","table":"t"}]', b'{"id":5}')
+    s.apply(b'["c",{"table":"t","db":"x"}]', b'{"id":9}')  # the same partition
+    s.apply(b'["d",{"p":1}]', b'{"o":1}')
+    assert list(s.offsets["c"].values()) == [({"table": "t", "db": "x"}, {"id": 9})]
+    s.apply(b'["d",{"p":1}]', None)
+    assert s.offsets["d"] == {}
+
+
+def test_foreign_keys_are_ignored():
+    s = OffsetState()
+    s.apply(b'{"not":"a pair"}', b"{}")
+    s.apply(b"junk", b"{}")
+    s.apply(b'["c",{"p":1}]', b"not json")
+    assert s.offsets == {}

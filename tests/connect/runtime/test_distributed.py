@@ -1,0 +1,265 @@
+"""The distributed herder: two herders on a real josefk broker (real internal topics, real group
+protocol) with a small test double of the Worker seam that records what it was asked to run.
+A connector created on the leader has its tasks generated and spread; a follower refuses
+writes with the leader's URL; a rebalance that moves nothing stops nothing; a worker stopped
+hard has its connector and tasks taken over once the scheduled delay is over."""
+import asyncio
+import threading
+import time
+import uuid
+
+import pytest
+
+from josefk.connect.runtime.distributed import DistributedHerder
+from josefk.connect.runtime.herder import BadRequest, NotLeader
+from josefk.connect.runtime.offset_store import KafkaOffsetStore
+from josefk.connect.runtime.plugins import Plugins
+from josefk.connect.runtime.seams import ConnectorTaskId, State, Status, TargetState
+from josefk.connect.runtime.worker_config import WorkerConfig
+
+
+class RecordingWorker:
+    """The Worker seam: connectors and tasks are names in sets; task configs are
+    ``tasks.max`` copies of the connector's ``topic`` (``topics``)."""
+
+    def __init__(self, config):
+        self.offset_store = KafkaOffsetStore(config)
+        self.connectors, self.tasks = {}, {}
+        self.stopped_tasks: list[ConnectorTaskId] = []
+        self.started_connectors: list[str] = []
+        self.on_reconfigure = {}
+        self.targets = {}
+        self.extra = {}  # added to every task config
+        self.lock = threading.Lock()
+        self.worker_id = ""
+
+    def start_connector(self, name, props, target, on_reconfigure):
+        with self.lock:
+            self.connectors[name] = props
+            self.started_connectors.append(name)
+            self.on_reconfigure[name] = on_reconfigure
+
+    def connector_task_configs(self, name, props):
+        topic = props.get("topic") or props["topics"]
+        return [{"task.class": "Recording", "topic": topic, **self.extra}
+                for _ in range(int(props["tasks.max"]))]
+
+    def set_target_state(self, name, target):
+        with self.lock:
+            self.targets[name] = target
+
+    def stop_connectors(self, names):
+        with self.lock:
+            for n in names:
+                self.connectors.pop(n, None)
+
+    def start_task(self, id, connector_props, task_props, target):
+        with self.lock:
+            self.tasks[id] = task_props
+        return True
+
+    def stop_tasks(self, ids):
+        with self.lock:
+            for id in ids:
+                self.tasks.pop(id, None)
+                self.stopped_tasks.append(id)
+
+    def connector_names(self):
+        with self.lock:
+            return list(self.connectors)
+
+    def task_ids(self):
+        with self.lock:
+            return list(self.tasks)
+
+    def stop(self):
+        with self.lock:
+            self.connectors.clear()
+            self.tasks.clear()
+
+
+def config(bootstrap, prefix, port, protocol="sessioned"):
+    c = WorkerConfig({"connect.protocol": protocol, "bootstrap.servers": bootstrap, "group.id": prefix,
+                      "config.storage.topic": f"{prefix}-configs",
+                      "offset.storage.topic": f"{prefix}-offsets",
+                      "status.storage.topic": f"{prefix}-status",
+                      "config.storage.replication.factor": "1",
+                      "offset.storage.replication.factor": "1",
+                      "status.storage.replication.factor": "1",
+                      "offset.storage.partitions": "2", "status.storage.partitions": "2",
+                      "session.timeout.ms": "6000", "heartbeat.interval.ms": "300",
+                      "rebalance.timeout.ms": "10000",
+                      "scheduled.rebalance.max.delay.ms": "1000"}, distributed=True)
+    c.advertise([f"http://127.0.0.1:{port}"])
+    return c
+
+
+async def until(check, seconds=40.0):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        await asyncio.sleep(0.1)
+    return False
+
+
+def stable(*herders):
+    return all(not h.rebalance_due() and h.member.running.leader for h in herders)
+
+
+def hard_stop(h: DistributedHerder):
+    """The worker dies: no LeaveGroup, no more heartbeats; the group notices at the session
+    timeout."""
+    h._stopping.set()
+    h._wake.set()
+    h._thread.join(30)
+    h.member.closed.set()
+    h.member.heartbeats.join(5)
+    h.member.conn.close()
+    h.member.cc.close()
+    for store in (h.config_store, h.status_store, h.offset_store):
+        store.stop()
+
+
+@pytest.fixture
+def prefix():
+    return f"dist-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.mark.parametrize("protocol", ["sessioned", "eager"])
+def test_two_workers_share_a_connector_and_take_over_from_a_dead_one(josefk_broker, prefix,
+                                                                    protocol):
+    async def scenario():
+        configs = [config(josefk_broker.bootstrap_servers, prefix, 9000 + i, protocol)
+                   for i in range(2)]
+        workers = [RecordingWorker(c) for c in configs]
+        herders = [DistributedHerder(c, w, Plugins()) for c, w in zip(configs, workers)]
+        for h in herders:
+            await h.start()
+        dead = None
+        try:
+            assert await until(lambda: stable(*herders))
+            leader = next(h for h in herders if h._is_leader())
+            follower = next(h for h in herders if h is not leader)
+            props = {"connector.class": "FileStreamSourceConnector", "tasks.max": "4",
+                     "topic": "lines"}
+            with pytest.raises(NotLeader) as e:
+                await follower.put_connector_config("src", props, False)
+            assert e.value.leader_url == leader.config.rest_url
+            created, info = await leader.put_connector_config("src", props, False)
+            assert created and info["type"] == "source"
+
+            def spread():
+                tasks = [t for w in workers for t in w.task_ids()]
+                return (sorted(tasks) == [ConnectorTaskId("src", i) for i in range(4)]
+                        and all(len(w.task_ids()) == 2 for w in workers)
+                        and stable(*herders))
+
+            assert await until(spread)
+            assert sum(len(w.connector_names()) for w in workers) == 1
+            assert [c for w in workers for c in w.started_connectors] == ["src"]  # no bounce
+            assert (await leader.task_configs("src"))[3] == {
+                "id": {"connector": "src", "task": 3},
+                "config": {"task.class": "Recording", "topic": "lines"}}
+
+            # Paused through the follower (any worker writes it): every worker pauses the
+            # tasks it runs.
+            await follower.pause_connector("src")
+            assert await until(lambda: all(w.targets.get("src") is TargetState.PAUSED
+                                           for w in workers))
+            await follower.resume_connector("src")
+            assert await until(lambda: all(w.targets.get("src") is TargetState.STARTED
+                                           for w in workers))
+
+            assert leader.member.protocol == {"eager": "default"}.get(protocol, protocol)
+            if protocol == "sessioned":
+                assert leader.config_store.snapshot().session_key is not None
+
+            # A second connector: with the cooperative protocol, a rebalance that moves no
+            # running task stops none.
+            stopped_before = [list(w.stopped_tasks) for w in workers]
+            await leader.put_connector_config("other", {**props, "tasks.max": "2"}, False)
+            assert await until(lambda: sum(len(w.task_ids()) for w in workers) == 6
+                               and stable(*herders))
+            if protocol == "sessioned":
+                assert [w.stopped_tasks for w in workers] == stopped_before
+
+            dead = herders[1]
+            await asyncio.to_thread(hard_stop, dead)
+            assert await until(lambda: len(workers[0].task_ids()) == 6
+                               and sorted(workers[0].connector_names()) == ["other", "src"],
+                               seconds=60)
+        finally:
+            for h in herders:
+                if h is not dead:
+                    await h.stop()
+
+    asyncio.run(scenario())
+
+
+def test_offsets_are_altered_and_reset_only_when_stopped(josefk_broker, prefix):
+    async def scenario():
+        c = config(josefk_broker.bootstrap_servers, prefix, 9100)
+        worker = RecordingWorker(c)
+        h = DistributedHerder(c, worker, Plugins())
+        await h.start()
+        try:
+            assert await until(lambda: stable(h))
+            source = {"connector.class": "FileStreamSourceConnector", "tasks.max": "1",
+                      "topic": "t", "file": "/data/in.txt"}
+            sink = {"connector.class": "FileStreamSinkConnector", "tasks.max": "1",
+                    "topics": "t"}
+            await h.put_connector_config("src", source, False)
+            assert await until(lambda: stable(h))
+            await h.put_connector_config("snk", sink, False)
+            assert await until(lambda: len(worker.task_ids()) == 2 and stable(h))
+            await h.restart_task("src", 0)
+            assert worker.stopped_tasks == [ConnectorTaskId("src", 0)]
+            assert ConnectorTaskId("src", 0) in worker.task_ids()
+
+            # The connector asks for its task configs again: they changed, its task restarts.
+            worker.extra = {"v": "2"}
+            worker.on_reconfigure["src"]()
+            assert await until(lambda: worker.tasks.get(ConnectorTaskId("src", 0), {}).get("v")
+                               == "2" and stable(h))
+            assert worker.started_connectors.count("src") == 1
+
+            partition = {"filename": "/data/in.txt"}
+            with pytest.raises(BadRequest) as e:
+                await h.alter_connector_offsets("src", [{"partition": partition,
+                                                         "offset": {"position": 7}}])
+            assert e.value.message.startswith(
+                "Connectors must be in the STOPPED state before their offsets can be modified.")
+            for name in ("src", "snk"):  # each empties its tasks: a rebalance follows
+                await h.stop_connector(name)
+                assert await until(lambda: stable(h))
+            assert worker.task_ids() == []
+
+            message = await h.alter_connector_offsets(
+                "src", [{"partition": partition, "offset": {"position": 7}}])
+            assert "offsets for this connector have been altered successfully" in message
+            assert await h.connector_offsets("src") == {
+                "offsets": [{"partition": partition, "offset": {"position": 7}}]}
+            await h.reset_connector_offsets("src")
+            assert await h.connector_offsets("src") == {"offsets": []}
+
+            josefk_broker.create_topic(f"{prefix}-in", partitions=1)
+            kafka_partition = {"kafka_topic": f"{prefix}-in", "kafka_partition": 0}
+            await h.alter_connector_offsets(
+                "snk", [{"partition": kafka_partition, "offset": {"kafka_offset": 12}}])
+            assert await h.connector_offsets("snk") == {
+                "offsets": [{"partition": kafka_partition, "offset": {"kafka_offset": 12}}]}
+            await h.reset_connector_offsets("snk")
+            assert await h.connector_offsets("snk") == {"offsets": []}
+
+            # Deleted: its worker removes its statuses.
+            await h.resume_connector("src")
+            assert await until(lambda: stable(h) and "src" in worker.connector_names())
+            h.status_store.put("src", Status(State.RUNNING, None, h.config.worker_id, 1))
+            await h.delete_connector("src")
+            assert await until(lambda: stable(h) and h.status_store.get("src") is None)
+            assert await h.connectors() == ["snk"] and "src" not in worker.connector_names()
+        finally:
+            await h.stop()
+
+    asyncio.run(scenario())
