@@ -28,7 +28,7 @@ from josefk.connect.connectors.object_store import S3SinkConnector, S3SinkTask
 from josefk.connect.runtime.plugins import Plugins
 from josefk.connect.runtime.standalone import StandaloneHerder
 from josefk.connect.runtime.worker_config import WorkerConfig
-from josefk.tiered.store import LocalStore, S3Store
+from josefk.tiered.store import LocalStore, S3Store, StoreError
 from testkit.seaweedfs import seaweedfs
 
 pytestmark = pytest.mark.timeout(120)
@@ -511,56 +511,105 @@ def test_found_by_confluents_class_name():
 
 # ---- end to end: a josefk broker, the standalone worker, SeaweedFS ----------------------
 
+ENVELOPE = {"type": "struct", "name": "shop.Order", "optional": False, "fields": [
+    {"field": "id", "type": "int64", "optional": False},
+    {"field": "customer", "type": "string", "optional": False}]}
+
+
+def produce(josefk_broker, topic, ids):
+    producer = Producer({"bootstrap.servers": josefk_broker.bootstrap_servers})
+    for i in ids:
+        producer.produce(topic, value=json.dumps(
+            {"schema": ENVELOPE, "payload": {"id": i, "customer": f"c{i % 3}"}}).encode())
+    assert producer.flush(15) == 0
+
+
+def parquet_ids(store):
+    return [row for key in store.list("topics/")
+            for row in pq.read_table(io.BytesIO(store.get(key))).column("id").to_pylist()]
+
+
+def standalone(josefk_broker, tmp_path) -> StandaloneHerder:
+    config = WorkerConfig({"bootstrap.servers": josefk_broker.bootstrap_servers,
+                           "offset.storage.file.filename": str(tmp_path / "offsets"),
+                           "offset.flush.interval.ms": "200",
+                           "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+                           "value.converter": "org.apache.kafka.connect.json.JsonConverter"},
+                          distributed=False)
+    config.worker_id = "127.0.0.1:8083"
+    return StandaloneHerder(config, None, Plugins())
+
+
+async def until(check, what, timeout=40.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = await check()
+        if found:
+            return found
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
 def test_through_the_standalone_worker_every_record_once_across_a_restart(
         s3, bucket, josefk_broker, josefk_topic, tmp_path):
     name, store = bucket
-    envelope = {"type": "struct", "name": "shop.Order", "optional": False, "fields": [
-        {"field": "id", "type": "int64", "optional": False},
-        {"field": "customer", "type": "string", "optional": False}]}
-
-    def produce(ids):
-        producer = Producer({"bootstrap.servers": josefk_broker.bootstrap_servers})
-        for i in ids:
-            producer.produce(josefk_topic, value=json.dumps(
-                {"schema": envelope, "payload": {"id": i, "customer": f"c{i % 3}"}}).encode())
-        assert producer.flush(15) == 0
-
-    def files():
-        return store.list("topics/")
-
-    def ids():
-        return [row for key in files()
-                for row in pq.read_table(io.BytesIO(store.get(key))).column("id").to_pylist()]
-
     connector = {**s3_props(s3, name, flush_size=4, format_class="ParquetFormat"),
-                 "name": "lake", "topics": josefk_topic,
-                 "key.converter": "org.apache.kafka.connect.storage.StringConverter",
-                 "value.converter": "org.apache.kafka.connect.json.JsonConverter"}
+                 "name": "lake", "topics": josefk_topic}
 
     async def run(expected_ids):
-        config = WorkerConfig({"bootstrap.servers": josefk_broker.bootstrap_servers,
-                               "offset.storage.file.filename": str(tmp_path / "offsets"),
-                               "offset.flush.interval.ms": "200",
-                               "key.converter": "org.apache.kafka.connect.json.JsonConverter",
-                               "value.converter": "org.apache.kafka.connect.json.JsonConverter"},
-                              distributed=False)
-        config.worker_id = "127.0.0.1:8083"
-        herder = StandaloneHerder(config, None, Plugins())
+        herder = standalone(josefk_broker, tmp_path)
         await herder.start([connector])
         try:
-            deadline = time.monotonic() + 40
-            while sorted(ids()) != expected_ids and time.monotonic() < deadline:
-                await asyncio.sleep(0.2)
+            async def done():
+                return sorted(parquet_ids(store)) == expected_ids
+            await until(done, f"ids {expected_ids}")
             status = await herder.connector_status("lake")
             assert [t["state"] for t in status["tasks"]] == ["RUNNING"], status
             await asyncio.sleep(0.6)  # a commit of the consumer offsets, then stop
         finally:
             await herder.stop()
 
-    produce(range(10))
+    produce(josefk_broker, josefk_topic, range(10))
     asyncio.run(run(list(range(8))))  # 8 and 9 wait for flush.size
-    produce(range(10, 16))
+    produce(josefk_broker, josefk_topic, range(10, 16))
     asyncio.run(run(list(range(16))))
-    assert ids() == list(range(16))  # every record once, in offset order
-    assert [k.rsplit("/", 1)[1] for k in files()] == [
+    assert parquet_ids(store) == list(range(16))  # every record once, in offset order
+    assert [k.rsplit("/", 1)[1] for k in store.list("topics/")] == [
         f"{josefk_topic}+0+{o:010d}.snappy.parquet" for o in (0, 4, 8, 12)]
+
+
+def test_a_missing_bucket_fails_the_task_with_its_cause_and_nothing_is_lost_once_made(
+        s3, josefk_broker, josefk_topic, tmp_path):
+    name = f"late-{next(_buckets)}"
+    connector = {**s3_props(s3, name, flush_size=3, format_class="ParquetFormat"),
+                 "name": "lake", "topics": josefk_topic}
+    produce(josefk_broker, josefk_topic, range(6))
+
+    async def run():
+        herder = standalone(josefk_broker, tmp_path)
+        await herder.start([connector])
+        try:
+            async def failed():
+                status = await herder.connector_status("lake")
+                tasks = status["tasks"]
+                return tasks and tasks[0]["state"] == "FAILED" and tasks[0]
+            task = await until(failed, "the task to fail")
+            assert f"Non-existent S3 bucket: {name}" in task["trace"]
+            assert (await herder.connector_status("lake"))["connector"]["state"] == "RUNNING"
+            store = S3Store(name, endpoint=s3.endpoint, access_key=s3.access_key,
+                            secret_key=s3.secret_key)
+            store.ensure_bucket()
+            await herder.restart_task("lake", 0)
+
+            async def written():
+                try:
+                    return sorted(parquet_ids(store)) == list(range(6))
+                except StoreError:  # SeaweedFS's filer may lag a bucket just made
+                    return False
+            await until(written, "every record in the bucket")
+            assert [t["state"] for t in (await herder.connector_status("lake"))["tasks"]] \
+                == ["RUNNING"]
+        finally:
+            await herder.stop()
+
+    asyncio.run(run())
