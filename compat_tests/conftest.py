@@ -10,6 +10,7 @@ from compat_tests.clients import ADAPTERS, CLIENTS
 from compat_tests.cluster import CONSUMER_GROUP_TIMING, Cluster
 from compat_tests.helpers import create_topic, unique_topic
 from compat_tests.targets import CLUSTER_SHAPES, FAST_FAILOVER, TARGETS, Target
+from testkit.postgres import pg_database, postgres  # noqa: F401
 from testkit.zookeeper import new_chroot, zk_chroot, zk_connect, zookeeper  # noqa: F401
 
 # Settings every test broker gets: a single node, so internal topics have one replica,

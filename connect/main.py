@@ -96,7 +96,7 @@ async def serve(config, props: dict, connectors: list[dict]) -> int:
     else:
         from josefk.connect.runtime.standalone import StandaloneHerder
         herder = StandaloneHerder(config, None, plugins)
-    rest = RestServer.from_worker_props(props, herder)
+    rest = RestServer.from_worker_props(props, herder, metrics=herder.metrics.render)
     urls = await rest.start()
     config.advertise(urls)
     stop = asyncio.Event()

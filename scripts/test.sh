@@ -12,7 +12,7 @@ if [ "${1:-}" = "--quick" ]; then
     shift
 fi
 deps=(kcat=kcat java=openjdk-17-jre-headless chromium=chromium chromedriver=chromium-driver
-      iptables=iptables)
+      iptables=iptables pg_ctlcluster=postgresql)
 # zk/local_server.py runs ZooKeeper from Debian's jars, or from an upstream tarball at $ZOOKEEPER_HOME.
 [ -n "${ZOOKEEPER_HOME:-}" ] || deps+=(/usr/share/java/zookeeper.jar=zookeeper)
 scripts/debian-deps.sh "${deps[@]}"

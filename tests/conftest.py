@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from josefk.wire import _recscan_py, recscan
+from testkit.postgres import pg_database, postgres  # noqa: F401  (fixtures)
 
 
 @pytest.fixture(params=["native", "python"])

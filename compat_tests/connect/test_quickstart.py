@@ -76,3 +76,23 @@ def test_the_quickstart_runs_unchanged(broker, tmp_path, topic_name):
                    (None, envelope % b"Another line")]
     assert json.loads(got[0][1]) == {"schema": {"type": "string", "optional": False},
                                      "payload": "foo"}
+
+
+def test_a_worker_serves_its_prometheus_metrics(broker, tmp_path, topic_name):
+    (tmp_path / "worker.properties").write_text(STANDALONE.format(
+        dir=tmp_path, bootstrap=broker.bootstrap, topic=topic_name))
+    (tmp_path / "test.txt").write_text("foo\n")
+    (tmp_path / "source.properties").write_text(FILE_SOURCE.format(
+        dir=tmp_path, bootstrap=broker.bootstrap, topic=topic_name))
+    worker = ServiceProcess("connect", {}, tmp_path / "connect.log", args=[
+        "--standalone", str(tmp_path / "worker.properties"), str(tmp_path / "source.properties")])
+    worker.start()
+    try:
+        def scraped():
+            text = httpx.get(f"{worker.url}/metrics").text
+            return "kafka_connect_source_task_source_record_write_total" in text and text
+        text = wait_until(scraped, timeout=30)
+        assert 'connector="local-file-source"' in text
+        assert "kafka_connect_worker_connector_count 1.0" in text
+    finally:
+        worker.stop()

@@ -11,11 +11,13 @@ import logging
 import os
 import socket
 import ssl
+from typing import Callable
 from urllib.parse import urlsplit
 
 import aiohttp
 import orjson
 from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from josefk.broker.config import ConfigError
 from josefk.broker.security.listeners import client_ssl_context, load_keystore, load_truststore
@@ -228,7 +230,7 @@ class RestServer:
     def __init__(self, listeners: list[str], herder: Herder, *, ssl_settings: dict | None = None,
                  auth=None, forward_timeout_s: float = REQUEST_TIMEOUT_S,
                  request_timeout_s: float = REQUEST_TIMEOUT_S, topic_tracking: bool = True,
-                 topic_tracking_reset: bool = True):
+                 topic_tracking_reset: bool = True, metrics: Callable[[], bytes] | None = None):
         self.listeners = [parse_listener(url) for url in listeners or DEFAULT_LISTENERS]
         self.herder = herder
         self.ssl_settings = dict(ssl_settings or {})
@@ -242,14 +244,20 @@ class RestServer:
         self.app[LOGGERS] = Loggers()
         self.app[SETTINGS] = Settings(request_timeout_s, topic_tracking, topic_tracking_reset)
         self.app.add_routes(routes)
+        if metrics is not None:  # Prometheus's text format, beside Connect's own paths
+            async def scrape(_request):
+                return web.Response(body=metrics(), headers={"Content-Type": CONTENT_TYPE_LATEST})
+            self.app.router.add_get("/metrics", scrape)
         self.runner: web.AppRunner | None = None
 
     @classmethod
-    def from_worker_props(cls, props: dict, herder: Herder) -> "RestServer":
+    def from_worker_props(cls, props: dict, herder: Herder,
+                          metrics: Callable[[], bytes] | None = None) -> "RestServer":
         """The REST server a worker's properties (Kafka Connect's names) describe:
         ``listeners`` (else the deprecated ``rest.host.name`` / ``rest.port``),
         ``listeners.https.ssl.*`` / ``ssl.*``, ``rest.extension.classes``,
-        ``topic.tracking.enable``, ``topic.tracking.allow.reset``."""
+        ``topic.tracking.enable``, ``topic.tracking.allow.reset``; ``metrics`` renders the
+        worker's Prometheus metrics at ``/metrics``."""
         listeners = [u.strip() for u in str(props.get("listeners") or "").split(",")
                      if u.strip()]
         if not listeners and props.get("rest.port"):  # Connect 3's deprecated settings
@@ -257,7 +265,8 @@ class RestServer:
         return cls(listeners or DEFAULT_LISTENERS, herder, ssl_settings=ssl_settings_of(props),
                    auth=basic_auth_of(props),
                    topic_tracking=_bool(props, "topic.tracking.enable", True),
-                   topic_tracking_reset=_bool(props, "topic.tracking.allow.reset", True))
+                   topic_tracking_reset=_bool(props, "topic.tracking.allow.reset", True),
+                   metrics=metrics)
 
     async def start(self) -> list[str]:
         """Listen on every listener (a port in use is a ServiceError saying which); the bound

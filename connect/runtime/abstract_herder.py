@@ -136,10 +136,10 @@ class AbstractHerder:
 
     def __init__(self, config: WorkerConfig, worker, plugins: Plugins,
                  status_store: StatusStore, offset_store: OffsetStore,
-                 metrics: ConnectMetrics):
+                 metrics: ConnectMetrics | None = None):
         self.config, self.worker, self.plugins = config, worker, plugins
         self.status_store, self.offset_store = status_store, offset_store
-        self.metrics = metrics  # the REST API's /metrics: metrics.render()
+        self.metrics = metrics or ConnectMetrics()  # the REST API's /metrics: render()
         self._cluster_id: str | None = None
         self._admin_client: AdminClient | None = None
 
@@ -287,6 +287,14 @@ class AbstractHerder:
         return await asyncio.to_thread(self._modify_offsets, name, props, None)
 
     def _modify_offsets(self, name: str, props: dict[str, str], offsets: list[dict] | None):
+        try:
+            return self._modify_offsets_of(name, props, offsets)
+        except HerderError:
+            raise
+        except Exception as e:  # the connector's refusal, with its message (500 as Kafka)
+            raise HerderError(str(e)) from e
+
+    def _modify_offsets_of(self, name, props, offsets):
         connector = self.plugins.new_connector(props["connector.class"])
         sink = isinstance(connector, SinkConnector)
         if sink:

@@ -109,7 +109,6 @@ class DeadLetterQueueReporter:
         self.producer, self.topic = producer, topic
         self.connector, self.task, self.context_headers = connector, task, context_headers
         self.failure: str | None = None
-        self.produced = 0
 
     def report(self, context: ProcessingContext) -> None:
         m = context.consumed
@@ -122,7 +121,6 @@ class DeadLetterQueueReporter:
         self.producer.produce(self.topic, key=m.key(), value=m.value(), headers=headers,
                               timestamp=ts if ts_type in _TIMESTAMP_TYPES else 0,
                               on_delivery=self._delivered)
-        self.produced += 1
         self.producer.poll(0)
 
     def error_headers(self, context: ProcessingContext) -> list[tuple[str, bytes]]:
@@ -163,7 +161,7 @@ class RetryWithToleranceOperator:
         self.reporters = reporters or []
         self.stopping = stopping or threading.Event()
         self.on_error = on_error  # told of each failure: (tolerated)
-        self.total_failures = self.total_skipped = self.total_retries = 0
+        self.total_skipped = self.total_retries = 0
 
     @classmethod
     def from_config(cls, config, reporters, stopping, on_error=None):
@@ -193,7 +191,6 @@ class RetryWithToleranceOperator:
 
     def _failed(self, context: ProcessingContext, error: Exception, tolerable: bool):
         context.error = error
-        self.total_failures += 1
         tolerated = self.tolerance_all and tolerable
         for reporter in self.reporters:
             try:

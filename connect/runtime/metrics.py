@@ -78,7 +78,6 @@ class TaskMetrics:
     send, and both kinds' commit times and errors."""
 
     def __init__(self, metrics: ConnectMetrics, labels: tuple[str, str], sink: bool):
-        self.metrics, self.labels = metrics, labels
         if sink:
             self.read = metrics.read.labels(*labels)
             self.send = metrics.send.labels(*labels)

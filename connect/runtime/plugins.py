@@ -132,13 +132,6 @@ class Plugins:
             return None
         return cls
 
-    def display_name(self, kind: str, cls: type) -> str:
-        """The name Connect shows for a class: its registered name, else its Python path."""
-        for name, registered in self.classes[kind].items():
-            if registered is cls:
-                return name
-        return f"{cls.__module__}.{cls.__qualname__}"
-
     def connector_class(self, name: str) -> type:
         cls = self.find("connector", name)
         if cls is None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import random
 import re
 import time
 from collections import deque
@@ -33,9 +34,50 @@ log = logging.getLogger("josefk.connect.source")
 def producer_defaults(client_id: str) -> dict:
     """Connect's source producer settings (Worker.baseProducerConfigs): every record
     acknowledged by all replicas, retried without end, one request in flight, idempotence off
-    (Connect turns it on only for exactly-once tasks), no linger (Java's default)."""
+    (Connect turns it on only for exactly-once tasks), no linger (Java's default), and keyed
+    records partitioned by the Java producer's murmur2 hash."""
     return {"acks": "all", "enable.idempotence": False, "max.in.flight": 1, "linger.ms": 0,
-            "delivery.timeout.ms": 2147483647, "client.id": client_id}
+            "delivery.timeout.ms": 2147483647, "client.id": client_id,
+            "partitioner": "murmur2_random"}
+
+
+class StickyPartitioner:
+    """Where the Java producer puts records without key or partition (KIP-794's uniform
+    sticky partitioner): one partition of the topic until ``batch.size`` bytes went to it,
+    then another one at random. librdkafka's stickiness is by time and ends with linger.ms=0;
+    the partition counts come from the producer's metadata, refreshed every five minutes
+    (the Java client's metadata.max.age.ms)."""
+
+    BATCH_SIZE = 16384
+    MAX_AGE = 300.0
+
+    def __init__(self, producer):
+        self.producer = producer
+        self.topics: dict[str, list] = {}   # topic -> [partitions, current, bytes, fetched at]
+
+    def partition(self, topic: str, size: int) -> int | None:
+        """The partition for a keyless record of ``size`` bytes; None: let the producer
+        choose (the topic's partitions are not known)."""
+        state = self.topics.get(topic)
+        now = time.monotonic()
+        if state is None or now - state[3] > self.MAX_AGE:
+            count = self._count(topic)
+            if not count:
+                return None
+            state = self.topics[topic] = [count, random.randrange(count), 0, now]
+        if state[2] >= self.BATCH_SIZE:
+            count = state[0]
+            state[1] = (state[1] + random.randrange(1, count)) % count if count > 1 else 0
+            state[2] = 0
+        state[2] += size
+        return state[1]
+
+    def _count(self, topic: str) -> int:
+        try:
+            found = self.producer.list_topics(topic, timeout=10).topics.get(topic)
+        except KafkaException:
+            return 0
+        return len(found.partitions) if found is not None and found.error is None else 0
 
 
 class OffsetReader:
@@ -96,6 +138,9 @@ class SourceContext:
         return self._transactions
 
 
+# How long a transaction's init, commit or abort may block: the transaction's own timeout
+# (librdkafka's transaction.timeout.ms default), as the Java producer blocks up to max.block.ms.
+TRANSACTION_TIMEOUT = 60.0
 _PURGED = (KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT)
 
 
@@ -210,8 +255,9 @@ class WorkerSourceTask(WorkerTask):
     # ---- lifecycle -------------------------------------------------------------------------
     def initialize_task(self) -> None:
         self.producer = Producer(self.producer_settings)
+        self.sticky = StickyPartitioner(self.producer)
         if self.transactional:
-            self.producer.init_transactions(30)
+            self.producer.init_transactions(TRANSACTION_TIMEOUT)
         reader = OffsetReader(self.offset_store, self.id.connector)
         self.task.initialize(SourceContext(self.task_props, reader, self.transactions))
         self.task.start(self.task_props)
@@ -237,7 +283,7 @@ class WorkerSourceTask(WorkerTask):
                 if self.in_transaction and not self.failed:
                     self._commit_transaction()
                 elif self.in_transaction:
-                    self.producer.abort_transaction(self.flush_timeout)
+                    self.producer.abort_transaction(TRANSACTION_TIMEOUT)
             elif started and not self.failed:
                 self.producer.flush(self.flush_timeout)
                 self.commit_offsets()
@@ -276,6 +322,10 @@ class WorkerSourceTask(WorkerTask):
                       "on_delivery": self._callback(record, entry)}
             if transformed.kafka_partition is not None:
                 kwargs["partition"] = transformed.kafka_partition
+            elif key is None:
+                partition = self.sticky.partition(topic, len(value or b""))
+                if partition is not None:
+                    kwargs["partition"] = partition
             if transformed.timestamp is not None:
                 kwargs["timestamp"] = transformed.timestamp
             try:
@@ -402,7 +452,7 @@ class WorkerSourceTask(WorkerTask):
         offsets = list(self.txn_offsets.values())
         for key, value in self.offset_store.records(self.id.connector, offsets):
             self.producer.produce(self.offset_store.topic, key=key, value=value)
-        self.producer.commit_transaction(self.flush_timeout)
+        self.producer.commit_transaction(TRANSACTION_TIMEOUT)
         self.in_transaction, self.txn_offsets = False, {}
         self.metrics.committed((time.monotonic() - started) * 1000)
         try:
@@ -412,5 +462,5 @@ class WorkerSourceTask(WorkerTask):
 
     def _abort_transaction(self) -> None:
         if self.in_transaction:
-            self.producer.abort_transaction(self.flush_timeout)
+            self.producer.abort_transaction(TRANSACTION_TIMEOUT)
         self.in_transaction, self.txn_offsets = False, {}

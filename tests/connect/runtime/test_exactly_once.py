@@ -11,12 +11,12 @@ from pathlib import Path
 from confluent_kafka import Consumer
 
 from josefk.connect.runtime.abstract_herder import MemoryStatusStore, StatusWriter
+from josefk.connect.runtime.offset_store import KafkaOffsetStore
 from josefk.connect.runtime.plugins import Plugins
 from josefk.connect.runtime.seams import ConnectorTaskId, TargetState
 from josefk.connect.runtime.worker import Worker
 from josefk.connect.runtime.worker_config import WorkerConfig
 from tests.connect.runtime import doubles
-from tests.connect.runtime.eos_worker import CommittedOffsets
 
 ROOT = Path(__file__).resolve().parents[3]
 MESSAGES = 4000
@@ -85,27 +85,49 @@ def test_a_worker_killed_mid_transaction_leaves_each_record_once(josefk_broker, 
     assert len(everything) > MESSAGES
 
 
-def test_connector_defined_transaction_boundaries(josefk_broker, josefk_topic):
-    offsets_topic = f"{josefk_topic}-offsets"
+def run_exactly_once(josefk_broker, topic, name, props, expected):
+    """A Worker with exactly-once support running one source task until ``expected``
+    records are committed: (their keys, the committed offsets reader, the task's status)."""
+    offsets_topic = f"{topic}-offsets"
     josefk_broker.create_topic(offsets_topic, 1, {"cleanup.policy": "compact"})
     config = WorkerConfig({
         "bootstrap.servers": josefk_broker.bootstrap_servers, "group.id": "boundaries",
         "config.storage.topic": "c", "offset.storage.topic": offsets_topic,
+        "offset.storage.replication.factor": "1",
         "status.storage.topic": "s", "exactly.once.source.support": "enabled",
         "key.converter": "StringConverter", "value.converter": "StringConverter"}, True)
-    offsets = CommittedOffsets(josefk_broker.bootstrap_servers, offsets_topic)
+    offsets = KafkaOffsetStore(config)
+    offsets.start()
     statuses = MemoryStatusStore()
     worker = Worker(config, Plugins(doubles.PLUGINS), offsets,
                     StatusWriter(statuses, lambda: "w"))
-    props = {"name": "bounded", "connector.class": "tests.BoundarySourceConnector",
-             "topic": josefk_topic, "max.messages": "20", "transaction.boundary": "connector"}
-    worker.start_connector("bounded", props, TargetState.STARTED, lambda: None)
-    [task] = worker.connector_task_configs("bounded", props)
-    assert worker.start_task(ConnectorTaskId("bounded", 0), props, task, TargetState.STARTED)
+    props = dict(props, name=name, topic=topic)
+    worker.start_connector(name, props, TargetState.STARTED, lambda: None)
+    [task] = worker.connector_task_configs(name, props)
+    assert worker.start_task(ConnectorTaskId(name, 0), props, task, TargetState.STARTED)
     try:
-        seqs = committed(josefk_broker.bootstrap_servers, josefk_topic, 10, timeout=30)
+        seqs = committed(josefk_broker.bootstrap_servers, topic, expected, timeout=30)
     finally:
         worker.stop()
+        offsets.stop()
+    return seqs, offsets, statuses.get(ConnectorTaskId(name, 0))
+
+
+def test_poll_transaction_boundaries(josefk_broker, josefk_topic):
+    seqs, offsets, status = run_exactly_once(
+        josefk_broker, josefk_topic, "polled",
+        {"connector.class": "GeneratorSource", "max.messages": "50", "key": "string",
+         "transaction.boundary": "poll"}, 50)
+    assert seqs == list(range(50))
+    assert offsets.get("polled", [{"task": 0}]) == [{"seq": 49}]
+    assert status.state.value == "UNASSIGNED"
+
+
+def test_connector_defined_transaction_boundaries(josefk_broker, josefk_topic):
+    seqs, offsets, status = run_exactly_once(
+        josefk_broker, josefk_topic, "bounded",
+        {"connector.class": "tests.BoundarySourceConnector", "max.messages": "20",
+         "transaction.boundary": "connector"}, 10)
     assert seqs == [*range(0, 5), *range(10, 15)]   # the odd batches were aborted
     assert offsets.get("bounded", [{"task": 0}]) == [{"seq": 14}]
-    assert statuses.get(ConnectorTaskId("bounded", 0)).state.value == "UNASSIGNED"
+    assert status.state.value == "UNASSIGNED"

@@ -32,3 +32,29 @@ def test_the_connector_asks_for_commits_and_aborts_after_given_records():
     assert context.after(first) == "commit"
     assert context.after(first) is None
     assert context.commit_requested and not context.abort_requested
+
+
+class Metadata:
+    """What StickyPartitioner reads of a producer's list_topics (a seam double)."""
+
+    def __init__(self, counts):
+        self.counts, self.asked = counts, 0
+
+    def list_topics(self, topic, timeout):
+        self.asked += 1
+        found = {t: type("T", (), {"partitions": dict.fromkeys(range(n)), "error": None})()
+                 for t, n in self.counts.items()}
+        return type("M", (), {"topics": found})()
+
+
+def test_keyless_records_stick_to_a_partition_for_a_batch_then_move():
+    from josefk.connect.runtime.source_task import StickyPartitioner
+    metadata = Metadata({"t": 3})
+    sticky = StickyPartitioner(metadata)
+    first = sticky.partition("t", 10000)
+    assert sticky.partition("t", 6000) == first          # 16000 bytes: still the batch
+    assert sticky.partition("t", 500) == first           # 16384 passed with this one
+    moved = sticky.partition("t", 100)
+    assert moved != first and moved in range(3)
+    assert metadata.asked == 1                           # the count is cached
+    assert sticky.partition("unknown", 10) is None       # the producer chooses

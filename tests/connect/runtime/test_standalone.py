@@ -8,6 +8,7 @@ import pytest
 from confluent_kafka import Consumer, Producer
 
 from josefk.connect.api.connector import TopicPartition
+from josefk.connect.runtime.herder import BadRequest, HerderError
 
 from josefk.connect.runtime.plugins import Plugins
 from josefk.connect.runtime.seams import ConnectorTaskId
@@ -161,17 +162,28 @@ def test_a_poison_record_goes_to_the_dead_letter_queue_with_the_error_headers(
 
 def test_tolerance_none_fails_the_task_with_its_trace(josefk_broker, josefk_topic, tmp_path):
     out = tmp_path / "out.txt"
-    produce(josefk_broker, josefk_topic, [b"poison"])
+    produce(josefk_broker, josefk_topic, [b"poison", b'"after"'])
+
+    def task_failed(h):
+        status = h.status_store.tasks("strict-sink").get(0)
+        return status if status and status.state.value == "FAILED" else None
 
     async def run():
         h = herder(josefk_broker, tmp_path)
-        await h.start([sink("strict-sink", out, josefk_topic,
-                            **{"value.converter": "JsonConverter"})])
+        config = sink("strict-sink", out, josefk_topic, **{
+            "value.converter": "JsonConverter", "value.converter.schemas.enable": "false"})
+        await h.start([config])
         try:
-            failed = await until(lambda: (s := h.status_store.tasks("strict-sink").get(0))
-                                 and s.state.value == "FAILED" and s, what="FAILED")
+            failed = await until(lambda: task_failed(h), what="FAILED")
             status = await h.connector_status("strict-sink")
             plan = await h.restart_connector("strict-sink", True, True)
+            await until(lambda: task_failed(h), what="FAILED again after the restart")
+            assert lines(out) == []
+            created, _ = await h.put_connector_config(
+                "strict-sink", dict(config, **{"errors.tolerance": "all"}), True)
+            assert not created
+            await until(lambda: lines(out) == ["after"], what="the record after the poison")
+            assert (await h.task_status("strict-sink", 0))["state"] == "RUNNING"
         finally:
             await h.stop()
         return failed, status, plan
@@ -184,7 +196,6 @@ def test_tolerance_none_fails_the_task_with_its_trace(josefk_broker, josefk_topi
     assert status["tasks"][0]["trace"] == failed.trace
     assert plan["connector"]["state"] == "RUNNING"   # only the failed task restarts
     assert plan["tasks"] == [{"id": 0, "state": "RESTARTING", "worker_id": "127.0.0.1:8083"}]
-    assert lines(out) == []
 
 
 def test_retriable_failures_are_retried(josefk_broker, josefk_topic, tmp_path):
@@ -240,6 +251,13 @@ def test_pause_resume_stop_and_the_offsets_endpoints(josefk_broker, josefk_topic
             assert (await h.connector_info("src"))["tasks"] == []
             assert await h.connector_offsets("src") == {
                 "offsets": [{"partition": {"filename": str(src)}, "offset": {"position": 6}}]}
+            with pytest.raises(HerderError, match="The value for the 'position' key in the "
+                               "offset should be a non-negative value") as refused:
+                await h.alter_connector_offsets("src", [
+                    {"partition": {"filename": str(src)}, "offset": {"position": -1}}])
+            assert refused.value.status == 500
+            with pytest.raises(BadRequest, match="must be a JSON object"):
+                await h.alter_connector_offsets("src", [{"partition": "nope"}])
             message = await h.alter_connector_offsets("src", [
                 {"partition": {"filename": str(src)}, "offset": {"position": 2}}])
             assert message == "The offsets for this connector have been altered successfully"

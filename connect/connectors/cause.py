@@ -1,0 +1,8 @@
+"""A database error's cause on one line, for the ConnectExceptions of the database
+connectors (the driver's first line, without SQLAlchemy's statement echo and background link)."""
+
+
+def one_line(error: BaseException) -> str:
+    cause = getattr(error, "orig", None) or error
+    lines = [line.strip() for line in str(cause).strip().splitlines() if line.strip()]
+    return lines[0] if lines else type(cause).__name__
