@@ -26,6 +26,7 @@ from josefk.connect.api.config import Type as T
 from josefk.connect.api.connector import SinkConnector, SinkTask, TopicPartition
 from josefk.connect.api.errors import ConnectException, DataException, RetriableException
 from josefk.connect.api.records import SinkRecord
+from josefk.connect.connectors.cause import one_line
 from josefk.connect.connectors.object_store.formats import FORMATS, HEADERS, KEY, VALUE
 from josefk.connect.connectors.object_store.partitioners import (PARTITIONERS,
                                                                  DefaultPartitioner,
@@ -180,7 +181,7 @@ def open_store(props: dict) -> ObjectStore:
     try:
         store.list(f"{props['topics.dir']}/.bucket-check/")
     except StoreError as e:
-        raise ConnectException(f"Non-existent S3 bucket: {bucket} ({_cause(e)})") from e
+        raise ConnectException(f"Non-existent S3 bucket: {bucket} ({one_line(e)})") from e
     return store
 
 
@@ -299,7 +300,7 @@ class S3SinkTask(SinkTask):
         try:
             keys = self.store.list(prefix)
         except StoreError as e:
-            raise ConnectException(f"cannot list {prefix} in the store: {_cause(e)}") from e
+            raise ConnectException(f"cannot list {prefix} in the store: {one_line(e)}") from e
         newest = None
         for key in keys:
             m = self._name.search(key)
@@ -373,7 +374,7 @@ class S3SinkTask(SinkTask):
         except StoreError as e:
             self.context.timeout(self.retry_backoff_ms)
             raise RetriableException(f"cannot upload the files of {tp[0]}-{tp[1]} "
-                                     f"from offset {batch.start}: {_cause(e)}") from e
+                                     f"from offset {batch.start}: {one_line(e)}") from e
         batch = self.batches[tp] = _Batch()
         return batch
 
@@ -452,9 +453,3 @@ class S3SinkTask(SinkTask):
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
-
-
-def _cause(error: Exception) -> str:
-    """The first line of a store's error (obstore's carry the whole request after it)."""
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
