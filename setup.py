@@ -16,7 +16,7 @@ from setuptools import Extension, setup
 
 HERE = Path(__file__).parent
 TOP = ["wire", "storage", "coordinator", "zk", "tiered", "broker", "tools", "pipelines", "registry", "rest",
-       "httpd", "connect", "faults", "testing"]
+       "httpd", "connect", "mirror", "faults", "testing"]
 TOP = [t for t in TOP if (HERE / t / "__init__.py").exists()]
 
 setup(

@@ -13,7 +13,8 @@ from importlib.metadata import PackageNotFoundError, version
 
 # The services' subcommand -> the module that declares it; every other subcommand is a tool's.
 SERVICES = {"broker": "josefk.broker.main", "registry": "josefk.registry.main",
-            "rest": "josefk.rest.main", "connect": "josefk.connect.main"}
+            "rest": "josefk.rest.main", "connect": "josefk.connect.main",
+            "mirror": "josefk.mirror.main"}
 TOOLS = "josefk.tools.commands"
 
 
@@ -103,7 +104,8 @@ def build_parser(argv=()) -> tuple[argparse.ArgumentParser, tuple]:
     if command in commands:
         return parser, reported
     parser, _commands, reported = _parser([SERVICES["broker"], TOOLS, SERVICES["registry"],
-                                           SERVICES["rest"], SERVICES["connect"]])
+                                           SERVICES["rest"], SERVICES["connect"],
+                                           SERVICES["mirror"]])
     return parser, reported
 
 

@@ -230,8 +230,11 @@ class ValidList(Validator):
 
 
 class NonEmptyString(Validator):
+    """An empty string is refused; null passes (a missing required setting says so itself),
+    as Kafka's."""
+
     def __call__(self, name, value):
-        if value is None or not str(value).strip():
+        if value is not None and not str(value).strip():
             raise ConfigException(name, value, "String must be non-empty")
 
     def __str__(self):
@@ -358,18 +361,31 @@ class ConfigDef:
         return parsed
 
     def validate(self, props: dict) -> dict[str, ConfigValue]:
-        """Every declared setting's ConfigValue: its value as given (or the default), the
-        recommender's values, and each problem as an error message."""
+        """Every declared setting's ConfigValue as Kafka's ConfigDef.validate gives it: the
+        parsed value (None where it does not parse or is missing), each problem as an error
+        message (the validator runs on the value whatever it is, as Kafka's), and the
+        recommender's values."""
         results = {}
         parsed = {}
         for key in self.keys.values():
-            result = ConfigValue(key.name, props.get(key.name))
-            try:
-                parsed[key.name] = self._value(key, props)
-                if key.name not in props:
-                    result.value = key.default if key.has_default else None
-            except ConfigException as e:
-                result.errors.append(str(e))
+            result = ConfigValue(key.name)
+            value = None
+            if key.name in props:
+                try:
+                    value = parse_type(key.name, props[key.name], key.type)
+                except ConfigException as e:
+                    result.errors.append(str(e))
+            elif not key.has_default:
+                result.errors.append(f'Missing required configuration "{key.name}" which has '
+                                     f"no default value.")
+            else:
+                value = key.default
+            if key.validator is not None:
+                try:
+                    key.validator(key.name, value)
+                except ConfigException as e:
+                    result.errors.append(str(e))
+            result.value = parsed[key.name] = value
             results[key.name] = result
         for key in self.keys.values():
             if key.recommender is not None:

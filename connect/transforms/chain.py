@@ -219,7 +219,8 @@ def enrich(props: dict, base: ConfigDef | None = None, require_full_config: bool
             def check(name, value, prefix=prefix, kind=kind, type_key=type_key):
                 if kind == "Transformation":
                     _check_negate(props, prefix)
-                plugin_class(kind, type_key, value, find)
+                if value is not None:  # missing: its own error says so, as Kafka's validator
+                    plugin_class(kind, type_key, value, find)
 
             enriched.define(
                 type_key, Type.CLASS, NO_DEFAULT,

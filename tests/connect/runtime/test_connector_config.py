@@ -39,8 +39,9 @@ def test_a_missing_required_field_and_a_wrong_type_in_connects_body(plugins):
         assert list(config["definition"]) == DEFINITION_KEYS
         assert list(config["value"]) == VALUE_KEYS
     configs = by_name(body)
-    assert configs["tasks.max"]["value"]["errors"] == [
-        "Invalid value abc for configuration tasks.max: Not a number of type INT"]
+    assert configs["tasks.max"]["value"]["errors"] == [  # the validator sees null, as Kafka's
+        "Invalid value abc for configuration tasks.max: Not a number of type INT",
+        "Invalid value null for configuration tasks.max: Value must be non-null"]
     assert configs["tasks.max"]["definition"] == {
         "name": "tasks.max", "type": "INT", "required": False, "default_value": "1",
         "importance": "HIGH", "documentation": "Maximum number of tasks to use for this "
@@ -53,10 +54,11 @@ def test_a_missing_required_field_and_a_wrong_type_in_connects_body(plugins):
     assert configs["topic"]["definition"]["required"] is True
     assert configs["file"]["value"]["errors"] == []
     assert configs["errors.tolerance"]["value"]["value"] == "none"
-    assert body["error_count"] == 2
+    assert body["error_count"] == 3
     assert config_errors(body) == (
-        "Connector configuration is invalid and contains the following 2 error(s):\n"
+        "Connector configuration is invalid and contains the following 3 error(s):\n"
         "Invalid value abc for configuration tasks.max: Not a number of type INT\n"
+        "Invalid value null for configuration tasks.max: Value must be non-null\n"
         "Missing required configuration \"topic\" which has no default value.\n"
         "You can also find the above list of errors at the endpoint "
         "`/connector-plugins/{connectorType}/config/validate`")
