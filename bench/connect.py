@@ -147,6 +147,9 @@ def window(measure, done: int, seconds: float, interval: float, cpu=None):
             first = (now, count, cpu() if cpu else 0.0)
         if count >= done:
             moved = count - first[1]
+            if not moved:
+                raise RuntimeError(f"{measure.__name__}: all {done} records before the first "
+                                   "reading; use more records")
             return moved / (now - first[0]), (cpu() - first[2] if cpu else 0.0), moved
         time.sleep(interval)
     raise RuntimeError(f"{measure.__name__}: {count} of {done} within {seconds:.0f}s")
@@ -325,10 +328,10 @@ def main(argv=None) -> int:
     root = Path(tempfile.mkdtemp(prefix="bench-connect-"))
     broker = Josefk(root, {"offsets.topic.replication.factor": 1,
                            "group.initial.rebalance.delay.ms": 0})
-    broker.start()
-    bs, n = broker.bootstrap, args.records
     rows = []
     try:
+        broker.start()
+        bs, n = broker.bootstrap, args.records
         for r in range(args.rounds if "throughput" in only else 0):
             row = {}
             for who in ("worker", "bare"):
