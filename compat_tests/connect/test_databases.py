@@ -21,6 +21,7 @@ from josefk.connect.runtime.herder import BadRequest
 from josefk.connect.runtime.plugins import Plugins
 from josefk.connect.runtime.standalone import StandaloneHerder
 from josefk.connect.runtime.worker_config import WorkerConfig
+from testkit.waiting import until
 
 JSON = "org.apache.kafka.connect.json.JsonConverter"
 KEY_SCHEMA = json.dumps({"fields": [{"field": "id", "optional": False, "type": "int32"}],
@@ -35,18 +36,6 @@ def herder(bootstrap: str, tmp_path) -> StandaloneHerder:
                            "offset.flush.interval.ms": "200"}, distributed=False)
     config.worker_id = "127.0.0.1:8083"
     return StandaloneHerder(config, None, Plugins())
-
-
-async def until(check, timeout=30.0, what="the condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = check()
-        if asyncio.iscoroutine(result):
-            result = await result
-        if result:
-            return result
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 async def running(h: StandaloneHerder, name: str) -> None:

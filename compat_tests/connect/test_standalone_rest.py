@@ -3,7 +3,6 @@ Kafka's quickstart drives Connect: FileStreamSource and FileStreamSink created w
 configs of Kafka's documentation, the data file -> topic -> file, validation answered in
 Connect's body, a connector paused, its offsets read."""
 import asyncio
-import time
 
 import httpx
 
@@ -11,16 +10,7 @@ from josefk.connect.rest.server import RestServer
 from josefk.connect.runtime.plugins import Plugins
 from josefk.connect.runtime.standalone import StandaloneHerder
 from josefk.connect.runtime.worker_config import WorkerConfig
-
-
-async def until(check, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = await check()
-        if result:
-            return result
-        await asyncio.sleep(0.2)
-    raise AssertionError("timed out")
+from testkit.waiting import until
 
 
 def test_kafkas_quickstart_through_the_rest_api(josefk_broker, josefk_topic, tmp_path):

@@ -30,6 +30,7 @@ from josefk.connect.runtime.standalone import StandaloneHerder
 from josefk.connect.runtime.worker_config import WorkerConfig
 from josefk.tiered.store import LocalStore, S3Store, StoreError
 from testkit.seaweedfs import seaweedfs
+from testkit.waiting import until
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -540,16 +541,6 @@ def standalone(josefk_broker, tmp_path) -> StandaloneHerder:
     return StandaloneHerder(config, None, Plugins())
 
 
-async def until(check, what, timeout=40.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = await check()
-        if found:
-            return found
-        await asyncio.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def test_through_the_standalone_worker_every_record_once_across_a_restart(
         s3, bucket, josefk_broker, josefk_topic, tmp_path):
     name, store = bucket
@@ -562,7 +553,7 @@ def test_through_the_standalone_worker_every_record_once_across_a_restart(
         try:
             async def done():
                 return sorted(parquet_ids(store)) == expected_ids
-            await until(done, f"ids {expected_ids}")
+            await until(done, what=f"ids {expected_ids}")
             status = await herder.connector_status("lake")
             assert [t["state"] for t in status["tasks"]] == ["RUNNING"], status
             await asyncio.sleep(0.6)  # a commit of the consumer offsets, then stop
@@ -593,7 +584,7 @@ def test_a_missing_bucket_fails_the_task_with_its_cause_and_nothing_is_lost_once
                 status = await herder.connector_status("lake")
                 tasks = status["tasks"]
                 return tasks and tasks[0]["state"] == "FAILED" and tasks[0]
-            task = await until(failed, "the task to fail")
+            task = await until(failed, what="the task to fail")
             assert f"Non-existent S3 bucket: {name}" in task["trace"]
             assert (await herder.connector_status("lake"))["connector"]["state"] == "RUNNING"
             store = S3Store(name, endpoint=s3.endpoint, access_key=s3.access_key,
@@ -606,7 +597,7 @@ def test_a_missing_bucket_fails_the_task_with_its_cause_and_nothing_is_lost_once
                     return sorted(parquet_ids(store)) == list(range(6))
                 except StoreError:  # SeaweedFS's filer may lag a bucket just made
                     return False
-            await until(written, "every record in the bucket")
+            await until(written, what="every record in the bucket")
             assert [t["state"] for t in (await herder.connector_status("lake"))["tasks"]] \
                 == ["RUNNING"]
         finally:

@@ -5,7 +5,6 @@ writes with the leader's URL; a rebalance that moves nothing stops nothing; a wo
 hard has its connector and tasks taken over once the scheduled delay is over."""
 import asyncio
 import threading
-import time
 import uuid
 
 import pytest
@@ -16,6 +15,7 @@ from josefk.connect.runtime.offset_store import KafkaOffsetStore
 from josefk.connect.runtime.plugins import Plugins
 from josefk.connect.runtime.seams import ConnectorTaskId, State, Status, TargetState
 from josefk.connect.runtime.worker_config import WorkerConfig
+from testkit.waiting import until
 
 
 class RecordingWorker:
@@ -92,15 +92,6 @@ def config(bootstrap, prefix, port, protocol="sessioned"):
                       "scheduled.rebalance.max.delay.ms": "1000"}, distributed=True)
     c.advertise([f"http://127.0.0.1:{port}"])
     return c
-
-
-async def until(check, seconds=40.0):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        await asyncio.sleep(0.1)
-    return False
 
 
 def stable(*herders):
@@ -188,13 +179,18 @@ def test_two_workers_share_a_connector_and_take_over_from_a_dead_one(josefk_brok
             await asyncio.to_thread(hard_stop, dead)
             assert await until(lambda: len(workers[0].task_ids()) == 6
                                and sorted(workers[0].connector_names()) == ["other", "src"],
-                               seconds=60)
+                               timeout=60)
         finally:
             for h in herders:
                 if h is not dead:
                     await h.stop()
 
     asyncio.run(scenario())
+
+
+# The sink's consumer group is connect-<name> on the session's broker: a name no other test
+# gives its sink.
+SNK = "snk-offsets"
 
 
 def test_offsets_are_altered_and_reset_only_when_stopped(josefk_broker, prefix):
@@ -211,7 +207,7 @@ def test_offsets_are_altered_and_reset_only_when_stopped(josefk_broker, prefix):
                     "topics": "t"}
             await h.put_connector_config("src", source, False)
             assert await until(lambda: stable(h))
-            await h.put_connector_config("snk", sink, False)
+            await h.put_connector_config(SNK, sink, False)
             assert await until(lambda: len(worker.task_ids()) == 2 and stable(h))
             await h.restart_task("src", 0)
             assert worker.stopped_tasks == [ConnectorTaskId("src", 0)]
@@ -230,7 +226,7 @@ def test_offsets_are_altered_and_reset_only_when_stopped(josefk_broker, prefix):
                                                          "offset": {"position": 7}}])
             assert e.value.message.startswith(
                 "Connectors must be in the STOPPED state before their offsets can be modified.")
-            for name in ("src", "snk"):  # each empties its tasks: a rebalance follows
+            for name in ("src", SNK):  # each empties its tasks: a rebalance follows
                 await h.stop_connector(name)
                 assert await until(lambda: stable(h))
             assert worker.task_ids() == []
@@ -246,11 +242,11 @@ def test_offsets_are_altered_and_reset_only_when_stopped(josefk_broker, prefix):
             josefk_broker.create_topic(f"{prefix}-in", partitions=1)
             kafka_partition = {"kafka_topic": f"{prefix}-in", "kafka_partition": 0}
             await h.alter_connector_offsets(
-                "snk", [{"partition": kafka_partition, "offset": {"kafka_offset": 12}}])
-            assert await h.connector_offsets("snk") == {
+                SNK, [{"partition": kafka_partition, "offset": {"kafka_offset": 12}}])
+            assert await h.connector_offsets(SNK) == {
                 "offsets": [{"partition": kafka_partition, "offset": {"kafka_offset": 12}}]}
-            await h.reset_connector_offsets("snk")
-            assert await h.connector_offsets("snk") == {"offsets": []}
+            await h.reset_connector_offsets(SNK)
+            assert await h.connector_offsets(SNK) == {"offsets": []}
 
             # Deleted: its worker removes its statuses.
             await h.resume_connector("src")
@@ -258,7 +254,7 @@ def test_offsets_are_altered_and_reset_only_when_stopped(josefk_broker, prefix):
             h.status_store.put("src", Status(State.RUNNING, None, h.config.worker_id, 1))
             await h.delete_connector("src")
             assert await until(lambda: stable(h) and h.status_store.get("src") is None)
-            assert await h.connectors() == ["snk"] and "src" not in worker.connector_names()
+            assert await h.connectors() == [SNK] and "src" not in worker.connector_names()
         finally:
             await h.stop()
 

@@ -14,6 +14,7 @@ from josefk.connect.runtime.plugins import Plugins
 from josefk.connect.runtime.seams import ConnectorTaskId
 from josefk.connect.runtime.standalone import StandaloneHerder
 from josefk.connect.runtime.worker_config import WorkerConfig
+from testkit.waiting import until
 from tests.connect.runtime import doubles
 
 
@@ -31,18 +32,6 @@ def worker_config(josefk_broker, tmp_path, **extra) -> WorkerConfig:
 def herder(josefk_broker, tmp_path, **extra) -> StandaloneHerder:
     return StandaloneHerder(worker_config(josefk_broker, tmp_path, **extra), None,
                             Plugins(doubles.PLUGINS))
-
-
-async def until(check, timeout=30.0, what="the condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = check()
-        if asyncio.iscoroutine(result):
-            result = await result
-        if result:
-            return result
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def lines(path) -> list[str]:
