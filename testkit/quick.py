@@ -34,6 +34,8 @@ SCENARIOS = (
     "compat_tests/services/test_schema_registry.py::test_avro_roundtrip",
     "compat_tests/services/test_rest_proxy.py::test_produce_and_consume_every_format",
     "compat_tests/tools/test_web_console.py::test_console_without_a_registry",
+    "compat_tests/connect/test_quickstart.py::test_the_quickstart_runs_unchanged",
+    "compat_tests/connect/test_workers.py::test_validate_answers_with_connects_body",
 )
 
 

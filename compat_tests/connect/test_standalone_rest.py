@@ -73,14 +73,15 @@ def test_kafkas_quickstart_through_the_rest_api(josefk_broker, josefk_topic, tmp
                     json={"connector.class": "FileStreamSourceConnector", "tasks.max": "x"})
                 assert invalid.status_code == 200
                 body = invalid.json()
-                assert body["error_count"] == 3
+                assert body["error_count"] == 4  # name and topic missing; tasks.max unparsed, so null
                 errors = {c["value"]["name"]: c["value"]["errors"] for c in body["configs"]
                           if c["value"] and c["value"]["errors"]}
                 assert errors == {
                     "name": ['Missing required configuration "name" which has no default '
                              'value.'],
                     "tasks.max": ["Invalid value x for configuration tasks.max: Not a number "
-                                  "of type INT"],
+                                  "of type INT", "Invalid value null for configuration "
+                                  "tasks.max: Value must be non-null"],
                     "topic": ['Missing required configuration "topic" which has no default '
                               'value.']}
                 refused = await http.put("/connectors/bad/config", json={

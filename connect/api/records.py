@@ -22,7 +22,8 @@ class Headers:
     __slots__ = ("_items",)
 
     def __init__(self, items=()):
-        self._items: list[Header] = [h if isinstance(h, Header) else Header(*h) for h in items]
+        self._items: list[Header] = ([h if isinstance(h, Header) else Header(*h) for h in items]
+                                     if items else [])
 
     def add(self, key: str, value, schema: Schema | None = None) -> "Headers":
         self._items.append(Header(key, schema, value))

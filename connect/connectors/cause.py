@@ -1,5 +1,6 @@
-"""A database error's cause on one line, for the ConnectExceptions of the database
-connectors (the driver's first line, without SQLAlchemy's statement echo and background link)."""
+"""An error's cause on one line, for the connectors' ConnectExceptions: a database driver's
+first line, without SQLAlchemy's statement echo and background link; an object store's,
+without the request obstore prints after it."""
 
 
 def one_line(error: BaseException) -> str:

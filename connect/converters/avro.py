@@ -21,7 +21,8 @@ from josefk.connect.api.errors import DataException
 from josefk.connect.api.schema import (Date, Decimal, Schema, SchemaBuilder, Struct, Time,
                                        Timestamp, Type)
 from josefk.connect.converters.registry import (Reader, RegisteredSchema,
-                                                SchemaRegistryConverter, Translation)
+                                                SchemaRegistryConverter, Translation, map_datum,
+                                                or_default)
 
 NAMESPACE = "io.confluent.connect.avro"
 UNION = NAMESPACE + ".Union"
@@ -182,25 +183,14 @@ def _to_datum(schema: Schema):
         def convert(value):
             return [item(v) for v in value]
     elif t is Type.MAP:
-        key, val = _to_datum(schema.key_schema), _to_datum(schema.value_schema)
-        if schema.key_schema.type is Type.STRING and not schema.key_schema.optional:
-            def convert(value):
-                return {k: val(v) for k, v in value.items()}
-        else:
-            def convert(value):
-                return [{"key": key(k), "value": val(v)} for k, v in value.items()]
+        convert = map_datum(schema, _to_datum(schema.key_schema),
+                            _to_datum(schema.value_schema))
     elif t is Type.BYTES and schema.name is None:
         convert = bytes
     else:
         def convert(value):
             return value
-    default = schema.default
-
-    def present_or_default(value):
-        if value is None:
-            return None if default is None else convert(default)
-        return convert(value)
-    return present_or_default
+    return or_default(schema, convert)
 
 
 class _ToConnect:

@@ -22,7 +22,8 @@ from josefk.connect.api.schema import (Date, Decimal, Schema, SchemaBuilder, Str
 from josefk.connect.converters._java import to_float32
 from josefk.connect.converters.json import write_tree
 from josefk.connect.converters.registry import (Reader, RegisteredSchema,
-                                                SchemaRegistryConverter, Translation)
+                                                SchemaRegistryConverter, Translation, map_datum,
+                                                or_default, string_keyed)
 
 FAIL_INVALID_SCHEMA_CONFIG = "json.fail.invalid.schema"
 DECIMAL_FORMAT_CONFIG = "decimal.format"
@@ -37,10 +38,6 @@ _CONNECT_TYPED = (Type.INT8, Type.INT16, Type.INT32, Type.INT64, Type.FLOAT32, T
                   Type.BYTES)
 _WIDTHS = {"int8": Type.INT8, "int16": Type.INT16, "int32": Type.INT32, "int64": Type.INT64,
            "float32": Type.FLOAT32, "float64": Type.FLOAT64, "bytes": Type.BYTES}
-
-
-def _string_keyed(schema: Schema) -> bool:
-    return schema.key_schema.type is Type.STRING and not schema.key_schema.optional
 
 
 class _ToJsonSchema:
@@ -70,7 +67,7 @@ class _ToJsonSchema:
         elif t is Type.ARRAY:
             node = {"type": "array", "items": self.schema(schema.value_schema)}
         elif t is Type.MAP:
-            if _string_keyed(schema):
+            if string_keyed(schema):
                 node = {"type": "object",
                         "additionalProperties": self.schema(schema.value_schema),
                         "connect.type": "map"}
@@ -124,23 +121,12 @@ class _ToJsonSchema:
             def convert(value):
                 return [item(v) for v in value]
         elif t is Type.MAP:
-            key, val = self.datum(schema.key_schema), self.datum(schema.value_schema)
-            if _string_keyed(schema):
-                def convert(value):
-                    return {k: val(v) for k, v in value.items()}
-            else:
-                def convert(value):
-                    return [{"key": key(k), "value": val(v)} for k, v in value.items()]
+            convert = map_datum(schema, self.datum(schema.key_schema),
+                                self.datum(schema.value_schema))
         else:
             def convert(value):
                 return value
-        default = schema.default
-
-        def present_or_default(value):
-            if value is None:
-                return None if default is None else convert(default)
-            return convert(value)
-        return present_or_default
+        return or_default(schema, convert)
 
 
 def _nullable(node: dict) -> tuple[dict, bool]:

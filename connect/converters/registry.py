@@ -24,7 +24,7 @@ from josefk.connect.api.config import (ConfigDef, ConfigException, Importance, P
                                        Range, ValidString)
 from josefk.connect.api.config import Type as ConfigType
 from josefk.connect.api.errors import DataException
-from josefk.connect.api.schema import Schema, SchemaAndValue
+from josefk.connect.api.schema import Schema, SchemaAndValue, Type
 from josefk.connect.converters._java import LRUCache, converter_config_def, with_type
 
 MAGIC_BYTE = 0
@@ -373,3 +373,32 @@ class SchemaRegistryConverter:
         except Exception as e:  # the format libraries raise assorted types on bad data
             raise DataException(f"Failed to deserialize data for topic {topic} to "
                                 f"{self.format_name}: {_reason(e)}") from e
+
+
+def string_keyed(schema: Schema) -> bool:
+    """Whether a map's keys are required strings: Confluent's formats write such a map as an
+    object, any other as an array of ``{"key", "value"}`` entries."""
+    return schema.key_schema.type is Type.STRING and not schema.key_schema.optional
+
+
+def map_datum(schema: Schema, key, val):
+    """A map value's converter, its keys through ``key`` and values through ``val``."""
+    if string_keyed(schema):
+        def convert(value):
+            return {k: val(v) for k, v in value.items()}
+    else:
+        def convert(value):
+            return [{"key": key(k), "value": val(v)} for k, v in value.items()]
+    return convert
+
+
+def or_default(schema: Schema, convert):
+    """``convert`` of a value, or of the schema's default where the value is null."""
+    default = schema.default
+
+    def present_or_default(value):
+        if value is None:
+            return None if default is None else convert(default)
+        return convert(value)
+    return present_or_default
+

@@ -31,7 +31,11 @@ CLIENT_PREFIXES = {"producer": "producer.override.", "consumer": "consumer.overr
 
 
 def _name_check(name, value):
-    if value is None or not str(value).strip():
+    """Kafka's NonEmptyStringWithoutControlChars: null passes (the missing setting's own
+    error says it)."""
+    if value is None:
+        return
+    if not str(value).strip():
         raise ConfigException(name, value, "String may not be empty")
     bad = [c for c in str(value) if ord(c) < 0x20 or ord(c) == 0x7f]
     if bad:

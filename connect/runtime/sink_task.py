@@ -201,8 +201,9 @@ class WorkerSinkTask(WorkerTask):
                          p.key_converter.to_connect_data, topic, m.key())
         value = op.execute(context, Stage.VALUE_CONVERTER, type(p.value_converter),
                            p.value_converter.to_connect_data, topic, m.value())
-        headers = op.execute(context, Stage.HEADER_CONVERTER, type(p.header_converter),
-                             self._headers, topic, m.headers())
+        raw = m.headers()
+        headers = Headers() if raw is None else op.execute(
+            context, Stage.HEADER_CONVERTER, type(p.header_converter), self._headers, topic, raw)
         if context.failed:
             return None
         ts_type, ts = m.timestamp()
@@ -215,7 +216,7 @@ class WorkerSinkTask(WorkerTask):
     def _headers(self, topic: str, raw) -> Headers:
         headers = Headers()
         convert = self.pipeline.header_converter.to_connect_header
-        for key, value in raw or ():
+        for key, value in raw:
             converted = convert(topic, key, value)
             headers.add(key, converted.value, converted.schema)
         return headers

@@ -156,11 +156,21 @@ class SubmittedRecords:
         self.pending: dict[str, deque] = {}
         self.partitions: dict[str, dict] = {}
         self.outstanding = 0
+        self.last: tuple = (None, None, None)   # (partition, a copy of it, its key)
+
+    def key(self, partition: dict) -> str:
+        """``partition``'s key; the last one's again while a connector passes the same,
+        unchanged dict (as most do for every record of a source partition)."""
+        last, copy, key = self.last
+        if partition is not last or partition != copy:
+            key = _partition_key(partition)
+            self.last = (partition, dict(partition), key)
+        return key
 
     def submit(self, record: SourceRecord) -> list | None:
         if record.source_partition is None or record.source_offset is None:
             return None
-        key = _partition_key(record.source_partition)
+        key = self.key(record.source_partition)
         self.partitions[key] = record.source_partition
         entry = [record.source_offset, False]
         self.pending.setdefault(key, deque()).append(entry)
@@ -333,7 +343,7 @@ class WorkerSourceTask(WorkerTask):
             except BufferError:
                 self.to_send = records[i:]  # the producer's queue is full: again after poll
                 if entry is not None:
-                    self.submitted.pending[_partition_key(record.source_partition)].pop()
+                    self.submitted.pending[self.submitted.key(record.source_partition)].pop()
                     self.submitted.outstanding -= 1
                 self.producer.poll(0.1)
                 break

@@ -8,8 +8,7 @@ from __future__ import annotations
 import logging
 from urllib.parse import urlsplit
 
-from josefk.connect.api.config import (ConfigDef, ConfigException, Importance, Range,
-                                       ValidString)
+from josefk.connect.api.config import ConfigDef, Importance, Range, ValidString
 from josefk.connect.api.config import Type as T
 from josefk.httpd.config import librdkafka_settings
 

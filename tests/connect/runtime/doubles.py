@@ -86,9 +86,23 @@ class BlockingSourceConnector(GeneratorSourceConnector):
         return BlockingSourceTask
 
 
+class HeaderSinkTask(FileStreamSinkTask):
+    """FileStreamSink writing each record's headers after its value (``v h=x,g=y``)."""
+
+    def put(self, records):
+        self.out.write("".join(f"{r.value} " + ",".join(f"{h.key}={h.value}" for h in r.headers)
+                               + "\n" for r in records))
+
+
+class HeaderSinkConnector(FileStreamSinkConnector):
+    def task_class(self):
+        return HeaderSinkTask
+
+
 PLUGINS = {"converter": {"tests.FlakyConverter": FlakyConverter},
            "connector": {"tests.FlakySinkConnector": FlakySinkConnector,
                          "tests.ReportingSinkConnector": ReportingSinkConnector,
+                         "tests.HeaderSinkConnector": HeaderSinkConnector,
                          "tests.BlockingSourceConnector": BlockingSourceConnector}}
 
 

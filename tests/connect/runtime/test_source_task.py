@@ -22,6 +22,16 @@ def test_only_the_acknowledged_prefix_of_each_partition_is_committable():
     assert submitted.committable() == [] and submitted.outstanding == 0
 
 
+def test_a_partition_dict_reused_and_changed_in_place_is_kept_under_its_new_key():
+    submitted = SubmittedRecords()
+    partition = {"p": "a"}
+    submitted.submit(SourceRecord(partition, {"o": 0}, "t"))
+    submitted.submit(SourceRecord(partition, {"o": 1}, "t"))
+    partition["p"] = "b"
+    submitted.submit(SourceRecord(partition, {"o": 2}, "t"))
+    assert {k: len(v) for k, v in submitted.pending.items()} == {'{"p":"a"}': 2, '{"p":"b"}': 1}
+
+
 def test_the_connector_asks_for_commits_and_aborts_after_given_records():
     context = TransactionContext()
     first, second = record("a", 0), record("a", 1)

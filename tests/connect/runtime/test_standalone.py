@@ -115,6 +115,25 @@ def test_file_to_topic_to_file_resumes_after_a_restart_without_loss_or_duplicate
     assert stored == {str(src): src.stat().st_size}
 
 
+def test_a_sink_record_carries_the_converted_headers_and_none_when_the_message_has_none(
+        josefk_broker, josefk_topic, tmp_path):
+    out = tmp_path / "out.txt"
+    produce(josefk_broker, josefk_topic, [b"a"], headers=[("h", b"1"), ("g", b"two")])
+    produce(josefk_broker, josefk_topic, [b"b"])
+
+    async def run():
+        h = herder(josefk_broker, tmp_path)
+        await h.start([sink("header-sink", out, josefk_topic,
+                            **{"connector.class": "tests.HeaderSinkConnector"})])
+        try:
+            await until(lambda: len(lines(out)) >= 2, what="both records")
+        finally:
+            await h.stop()
+
+    asyncio.run(run())
+    assert lines(out) == ["a h=1,g=two", "b "]
+
+
 def test_a_poison_record_goes_to_the_dead_letter_queue_with_the_error_headers(
         josefk_broker, josefk_topic, tmp_path):
     out, dlq = tmp_path / "out.txt", f"{josefk_topic}-dlq"
