@@ -9,6 +9,7 @@ for several, in preference order), ``_assign`` and ``_decode``. A member follows
 when it moves (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, a dropped connection)."""
 from __future__ import annotations
 
+import logging
 import threading
 import time
 
@@ -17,6 +18,8 @@ from josefk.tools.groups_cli import commit_offsets, committed_offsets, decode_as
 from josefk.wire import errors
 from josefk.wire.apis import HEARTBEAT, JOIN_GROUP, LEAVE_GROUP, SYNC_GROUP
 from josefk.wire.apis.consumer_protocol import ASSIGNMENT, SUBSCRIPTION
+
+log = logging.getLogger("josefk.tools.group_member")
 
 PROTOCOL_TYPE, ASSIGNOR = "consumer", "range"
 SUBSCRIPTION_VERSION = ASSIGNMENT_VERSION = 0
@@ -212,25 +215,35 @@ class GroupMember:
         while not self.closed.wait(interval):
             # Skipped while a join or commit holds the connection: a member in a rebalance
             # needs no heartbeat, and a commit is over long before the session is.
-            if self.rejoin.is_set() or not self.lock.acquire(blocking=False):
+            if not self.lock.acquire(blocking=False):
                 continue
             try:
-                if self.closed.is_set():
-                    return
-                if self.conn is None:  # lost with its coordinator: the next join finds it
-                    raise ConnectionError("no coordinator")
-                code = self.conn.request(HEARTBEAT, group_id=self.group,
-                                         generation_id=self.generation,
-                                         member_id=self.member_id).error_code
-            except (KafkaError, OSError):
-                code = errors.COORDINATOR_NOT_AVAILABLE  # the next join reports what broke
-            try:
-                if code == errors.UNKNOWN_MEMBER_ID:
-                    self._reset()
-                if code:
-                    self.rejoin.set()  # under the lock: a join in progress cannot miss it
+                self._heartbeat()
             finally:
                 self.lock.release()
+
+    def _heartbeat(self):
+        """One heartbeat, under the lock. As Kafka's, they go on while a rejoin is due but not
+        yet sent (the coordinator keeps a member that heartbeats through a rebalance it has
+        not joined yet); whatever breaks one ends in a rejoin, never in a dead thread and a
+        member expelled without noticing."""
+        if self.closed.is_set() or not self.member_id or self.generation < 0:
+            return
+        try:
+            if self.conn is None:  # lost with its coordinator: the next join finds it
+                raise ConnectionError("no coordinator")
+            code = self.conn.request(HEARTBEAT, group_id=self.group,
+                                     generation_id=self.generation,
+                                     member_id=self.member_id).error_code
+        except (KafkaError, OSError):
+            code = errors.COORDINATOR_NOT_AVAILABLE  # the next join reports what broke
+        except Exception as e:  # noqa: BLE001 - see above
+            log.error("group %s: heartbeat failed: %r", self.group, e)
+            code = errors.UNKNOWN_SERVER_ERROR
+        if code == errors.UNKNOWN_MEMBER_ID:
+            self._reset()
+        if code:
+            self.rejoin.set()  # under the lock: a join in progress cannot miss it
 
     def leave(self, reason: str) -> None:
         """LeaveGroup (the others get this member's partitions at once, not after the session

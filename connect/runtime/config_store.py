@@ -251,6 +251,11 @@ class KafkaConfigStore:
     def stop(self) -> None:
         self.log.stop()
 
+    @property
+    def offset(self) -> int:
+        """The position read to (an update listener's call already counts its record)."""
+        return self._reader.state.offset
+
     def snapshot(self) -> ClusterConfigState:
         with self._lock:
             return self._reader.state.copy()

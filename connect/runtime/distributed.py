@@ -77,7 +77,10 @@ class DistributedHerder(AbstractHerder):
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stopping = threading.Event()
-        self._needs_rebalance = False
+        # Config-topic positions: the newest update that needs a rebalance, and what the last
+        # completed rebalance's assignment was computed from (an update it covers needs none).
+        self._rebalance_offset = -1
+        self._assigned_offset = -1
         self._connector_updates: set[str] = set()
         self._task_updates: set[str] = set()
         self._target_updates: set[str] = set()
@@ -129,9 +132,9 @@ class DistributedHerder(AbstractHerder):
         # is started by it, not bounced after it), as Kafka's tick.
         self._apply_config_updates()
         with self._lock:
-            if self._needs_rebalance:
-                self._needs_rebalance = False
+            if self._needs_rebalance():
                 self.member.rejoin.set()
+            self._rebalance_offset = -1
         if self.member.needs_join():
             self._rebalance()
             return
@@ -158,6 +161,8 @@ class DistributedHerder(AbstractHerder):
                 self.member.rejoin.set()
                 return
         self.generation = self.member.generation
+        with self._lock:
+            self._assigned_offset = assignment.config_offset
         log.info("Joined group at generation %d with protocol version %d and got assignment: "
                  "connectors %s, tasks %s, revoked connectors %s, revoked tasks %s, delay %d "
                  "ms, leader %s", self.generation, self.member.version, assignment.connectors,
@@ -349,16 +354,25 @@ class DistributedHerder(AbstractHerder):
                 self._start_task(id)
 
     # -- what the config store reads (its thread) --------------------------------------------
+    def _rebalance_for_update(self) -> None:
+        """Under ``_lock``: the update just read asks for a rebalance (see _needs_rebalance)."""
+        self._rebalance_offset = self.config_store.offset
+
+    def _needs_rebalance(self) -> bool:
+        """Not when the last rebalance's assignment was computed from that update already (the
+        leader read it before this worker did): joining again would only hold up the group."""
+        return self._rebalance_offset > self._assigned_offset
+
     def on_connector_config_update(self, connector: str) -> None:
         with self._lock:
             if connector not in self.snapshot.connector_configs:
-                self._needs_rebalance = True
+                self._rebalance_for_update()
             self._connector_updates.add(connector)
         self._wake.set()
 
     def on_connector_config_remove(self, connector: str) -> None:
         with self._lock:
-            self._needs_rebalance = True
+            self._rebalance_for_update()
             self._connector_updates.add(connector)
         self._wake.set()
 
@@ -366,7 +380,7 @@ class DistributedHerder(AbstractHerder):
         """Its tasks restart where they run, and a rebalance places the new set (as Kafka's:
         cooperative, it stops nothing else)."""
         with self._lock:
-            self._needs_rebalance = True
+            self._rebalance_for_update()
             self._task_updates.update(t.connector for t in tasks)
         self._wake.set()
 
@@ -386,7 +400,7 @@ class DistributedHerder(AbstractHerder):
     # -- requests (the event loop) ----------------------------------------------------------
     def rebalance_due(self) -> bool:
         """A rebalance is in progress or asked for (Kafka's checkRebalanceNeeded)."""
-        return (self.rebalancing or self._needs_rebalance
+        return (self.rebalancing or self._needs_rebalance()
                 or (self.member is not None and self.member.needs_join()))
 
     def _is_leader(self) -> bool:

@@ -9,7 +9,10 @@ import uuid
 
 import pytest
 
+from josefk.connect.runtime.assignor import Assignment
+from josefk.connect.runtime.config_store import ClusterConfigState
 from josefk.connect.runtime.distributed import DistributedHerder
+from josefk.connect.runtime.group import WorkerState
 from josefk.connect.runtime.herder import BadRequest, NotLeader
 from josefk.connect.runtime.offset_store import KafkaOffsetStore
 from josefk.connect.runtime.plugins import Plugins
@@ -259,3 +262,61 @@ def test_offsets_are_altered_and_reset_only_when_stopped(josefk_broker, prefix):
             await h.stop()
 
     asyncio.run(scenario())
+
+
+class ConfigTopic:
+    """The config store seam as the herder's thread sees it: a position and a snapshot."""
+
+    def __init__(self):
+        self.offset = 0
+
+    def refresh(self, timeout=None):
+        pass
+
+    def snapshot(self):
+        return ClusterConfigState(offset=self.offset)
+
+
+class JoiningMember:
+    """The group member seam: each join is one generation whose assignment was computed
+    from ``config_offset``; ``during_join`` runs while the join waits for the group."""
+
+    protocol, version, member_id = "sessioned", 2, "member-1"
+
+    def __init__(self, config_offset, during_join):
+        self.config_offset, self.during_join = config_offset, during_join
+        self.generation, self.running = 0, Assignment()
+        self.rejoin = threading.Event()
+        self.rejoin.set()
+        self.state = WorkerState("", -1, None)
+
+    def needs_join(self):
+        return self.rejoin.is_set()
+
+    def join(self):
+        self.rejoin.clear()
+        self.during_join()
+        self.generation += 1
+        return Assignment(config_offset=self.config_offset)
+
+
+@pytest.mark.parametrize("assigned_offset, rejoins", [(5, False), (4, True)])
+def test_an_update_read_during_a_rebalance_asks_again_only_if_the_assignment_missed_it(
+        prefix, assigned_offset, rejoins):
+    """A follower reads new task configs (ending at position 5) while it joins: when the
+    leader's assignment was computed from them, the follower does not ask for one more
+    rebalance (a redundant one answers REST requests 409 once the group has placed all)."""
+    c = config("127.0.0.1:9", prefix, 9200)
+    h = DistributedHerder(c, RecordingWorker(c), Plugins())
+    topic = h.config_store = ConfigTopic()
+
+    def task_configs_read():
+        topic.offset = 5
+        h.on_task_config_update([ConnectorTaskId("src", 0)])
+
+    h.member = JoiningMember(assigned_offset, task_configs_read)
+    h._tick()  # the rebalance, the update read during it
+    assert h.member.generation == 1
+    assert h.rebalance_due() is rejoins
+    h._tick()  # a rebalance again only if the assignment missed the update
+    assert h.member.generation == (2 if rejoins else 1)

@@ -13,6 +13,8 @@ from josefk.connect.runtime.group import (WorkerGroupMember, WorkerState, decode
                                           decode_metadata, encode_assignment, encode_metadata)
 from josefk.connect.runtime.seams import ConnectorTaskId
 from josefk.connect.runtime.worker_config import WorkerConfig
+from josefk.tools.client import Client
+from josefk.wire.apis import LEAVE_GROUP
 
 T = ConnectorTaskId
 
@@ -158,3 +160,47 @@ def test_a_member_that_leaves_joins_again_as_a_new_one_giving_up_its_work(josefk
         assert settle([a], lambda: a.running.tasks == [T("c", 0)])
     finally:
         a.close()
+
+
+def test_a_member_removed_from_the_group_notices_it_and_joins_again(josefk_broker, group):
+    """Expelled by the coordinator (here: removed through LeaveGroup by an admin), the member
+    learns it from its next heartbeat, well within the session timeout, and its next join
+    is a new member's, giving up what it ran."""
+    leader = Leader(Load(["c"], [T("c", 0)]))
+    a = WorkerGroupMember(worker(josefk_broker.bootstrap_servers, group, 8005), leader)
+    admin = None
+    try:
+        join_all([a])
+        first_id = a.member_id
+        host, port = a.cc.brokers[a.cc.coordinator_id(group)]
+        admin = Client(f"{host}:{port}", "admin")
+        R = LEAVE_GROUP.Request
+        admin.request(LEAVE_GROUP, group_id=group, member_id=first_id,
+                      members=[R.MemberIdentity(member_id=first_id, reason="removed")])
+        a.wait_rejoin(a.session_timeout_ms / 1000)
+        assert a.needs_join() and a.member_id == ""
+        again = a.join()
+        assert a.member_id != first_id and again.revoked_tasks == [T("c", 0)]
+    finally:
+        if admin is not None:
+            admin.close()
+        a.close()
+
+
+def test_a_member_due_to_rejoin_but_busy_keeps_its_place_in_the_group(josefk_broker, group):
+    """A rejoin is due but its thread is busy past the session timeout: the heartbeats go on
+    (as Kafka's), so the member is not expelled and joins under its own id."""
+    leader = Leader(Load(["c"], [T("c", 0), T("c", 1)]))
+    a = WorkerGroupMember(worker(josefk_broker.bootstrap_servers, group, 8006), leader)
+    b = WorkerGroupMember(worker(josefk_broker.bootstrap_servers, group, 8007), leader)
+    try:
+        assert settle([a, b], lambda: len(a.running.tasks) == len(b.running.tasks) == 1)
+        ids = (a.member_id, b.member_id)
+        b.rejoin.set()
+        time.sleep(b.session_timeout_ms / 1000 + 1.5)
+        assert settle([a, b], lambda: True)
+        assert (a.member_id, b.member_id) == ids
+        assert len(a.running.tasks) == len(b.running.tasks) == 1
+    finally:
+        a.close()
+        b.close()
