@@ -32,7 +32,7 @@ def _shown(name, value):
     return None if _SENSITIVE.search(name) else value
 
 
-def handle_describe_configs(broker: Services, ctx, req: DescribeConfigsRequest):
+async def handle_describe_configs(broker: Services, ctx, req: DescribeConfigsRequest):
     results = []
     for res in req.resources:
         out = R.DescribeConfigsResult(resource_type=res.resource_type,
@@ -50,7 +50,10 @@ def handle_describe_configs(broker: Services, ctx, req: DescribeConfigsRequest):
                 out.error_code = errors.UNKNOWN_TOPIC_OR_PARTITION
                 out.error_message = f"Topic {res.resource_name} does not exist"
                 continue
-            entries = topic_config_entries(broker, meta.configs)
+            # The store's answer, as Kafka reads ZooKeeper's: a topic just created elsewhere
+            # may not have its configs in this broker's cache yet.
+            entries = topic_config_entries(
+                broker, await broker.metadata.topic_configs(res.resource_name))
         elif res.resource_type == BROKER:
             if res.resource_name not in ("", str(broker.config.node_id)):
                 out.error_code = errors.INVALID_REQUEST

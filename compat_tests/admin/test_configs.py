@@ -472,3 +472,27 @@ def test_cluster_config_changes_reach_every_broker(cluster):
         got = sizes()
         assert len(got) == 3 and max(got) < 12 * 100, got  # segments below offset 9 are gone
     _eventually(followers_follow)
+
+
+def test_every_broker_describes_a_new_topic_s_configs_at_once(target, topic_name):
+    """DescribeConfigs answers from the store, as Kafka reads ZooKeeper: a topic created a
+    moment ago through one broker has its configs on every broker as soon as that broker
+    knows the topic, not the defaults of a cache that has not caught up (Kafka Connect checks
+    its internal topics are compacted right after creating them)."""
+    admins = {node: target.admin(node) for node in target.brokers}
+    creator = target.admin()
+    for i in range(5):
+        name = f"{topic_name}-{i}"
+        rf = target.replication_factor()
+        creator.create_topics([NewTopic(name, 1, rf, config={
+            "cleanup.policy": "compact"})])[name].result(15)
+        for node, admin in admins.items():
+            deadline = time.monotonic() + 15
+            while True:  # until this broker knows the topic: then its configs are the topic's
+                try:
+                    policy = describe(admin, ConfigResource.Type.TOPIC, name)
+                    break
+                except KafkaException as e:
+                    assert e.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART, e
+                    assert time.monotonic() < deadline, f"broker {node} never knew {name}"
+            assert policy["cleanup.policy"].value == "compact", (name, node)
