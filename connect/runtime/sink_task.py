@@ -26,9 +26,12 @@ MAX_POLL_RECORDS = 500  # the Java consumer's max.poll.records default: a put's 
 
 
 def consumer_defaults(connector: str, client_id: str) -> dict:
-    """Connect's sink consumer settings (Worker.baseConsumerConfigs)."""
+    """Connect's sink consumer settings (Worker.baseConsumerConfigs). librdkafka stops
+    fetching for ``fetch.queue.backoff.ms`` (1 s) whenever its prefetch queue is full, where
+    the Java consumer fetches again as soon as its records are taken: 10 ms is near that."""
     return {"group.id": f"connect-{connector}", "enable.auto.commit": False,
-            "auto.offset.reset": "earliest", "client.id": client_id}
+            "auto.offset.reset": "earliest", "client.id": client_id,
+            "fetch.queue.backoff.ms": 10}
 
 
 def subscription(config) -> list[str]:
