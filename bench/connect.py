@@ -20,6 +20,10 @@ B joins (time from B's REST answering until the status API shows a task RUNNING 
 then killed with SIGKILL (``scheduled.rebalance.max.delay.ms`` small: time until both tasks run
 on A); across the join, the longest stretch without growth of the write counter of the task
 that stays on A (scraped every 50 ms) and whether the status API ever showed it not RUNNING.
+
+``--only floor`` (not in the default run): the bare loops with the records made as a worker
+makes them (the generator's SourceRecords; a SinkRecord per consumed message): a Python
+worker's floor.
 """
 from __future__ import annotations
 
