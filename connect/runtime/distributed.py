@@ -351,6 +351,7 @@ class DistributedHerder(AbstractHerder):
     def _fence_zombies(self, name: str) -> None:
         """The leader's: fence the producers of every task of the generation its last
         task-count record counted (none before the first), then write the new task count."""
+        self.config_store.refresh()  # a follower asking may have read the commit before us
         snap = self.config_store.snapshot()
         if name not in snap.pending_fencing:
             return

@@ -417,33 +417,41 @@ def test_kip_980_initial_state(josefk_broker, prefix):
     asyncio.run(scenario())
 
 
-def test_a_zombie_producer_of_the_previous_generation_is_fenced(josefk_broker, prefix):
-    """KIP-618: the connector's task count shrinks from 2 to 1; before task 0 of the new
-    generation starts, the leader fences task 1's producer, still open from the old one."""
+@pytest.mark.parametrize("count", [1, 2])
+def test_a_zombie_producer_of_the_previous_generation_is_fenced(josefk_broker, prefix, count):
+    """KIP-618: the connector's task count shrinks from 4 to 2; before a task of the new
+    generation starts, the leader (asked by the follower that runs it, with two workers)
+    fences task 3's producer, still open from the old one."""
     from confluent_kafka import KafkaError, KafkaException, Producer
 
     async def scenario():
-        pairs = await rest_herders(josefk_broker.bootstrap_servers, prefix, 1,
+        pairs = await rest_herders(josefk_broker.bootstrap_servers, prefix, count,
                                    **{"exactly.once.source.support": "enabled"})
-        h = pairs[0][0]
+        herders = [h for h, _ in pairs]
+
+        def running():
+            return sorted(t for h in herders for t in h.worker.task_ids())
         try:
-            assert await until(lambda: stable(h))
-            props = {"connector.class": "FileStreamSourceConnector", "tasks.max": "2",
+            assert await until(lambda: stable(*herders))
+            h = next(h for h in herders if h._is_leader())
+            props = {"connector.class": "FileStreamSourceConnector", "tasks.max": "4",
                      "topic": "lines"}
             await h.put_connector_config("src", props, False)
-            assert await until(lambda: len(h.worker.task_ids()) == 2)
+            assert await until(lambda: len(running()) == 4 and stable(*herders))
+            assert all(h.worker.task_ids() for h in herders)  # spread over the workers
             snap = h.config_store.snapshot()
-            assert snap.task_count_records == {"src": 2} and not snap.pending_fencing
+            assert snap.task_count_records == {"src": 4} and not snap.pending_fencing
             zombie = Producer({"bootstrap.servers": josefk_broker.bootstrap_servers,
-                               "transactional.id": f"{prefix}-src-1"})
+                               "transactional.id": f"{prefix}-src-3"})
             await asyncio.to_thread(zombie.init_transactions, 10)
             zombie.begin_transaction()
             zombie.produce("lines", b"from the zombie")
             zombie.flush(10)
-            await h.put_connector_config("src", {**props, "tasks.max": "1"}, True)
+            await h.put_connector_config("src", {**props, "tasks.max": "2"}, True)
             assert await until(lambda: h.config_store.snapshot().task_count_records
-                               == {"src": 1} and h.worker.task_ids() == [
-                                   ConnectorTaskId("src", 0)], timeout=30)
+                               == {"src": 2} and running() == [
+                                   ConnectorTaskId("src", 0), ConnectorTaskId("src", 1)],
+                               timeout=30)
             with pytest.raises(KafkaException) as e:
                 await asyncio.to_thread(zombie.commit_transaction, 10)
             assert e.value.args[0].code() == KafkaError._FENCED
