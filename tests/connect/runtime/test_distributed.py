@@ -385,6 +385,13 @@ def test_a_followers_task_configs_are_written_by_the_leader_once_their_signature
             await leader.put_task_configs(name, configs, good)
             assert leader.config_store.snapshot().task_config(
                 ConnectorTaskId(name, 0))["topic"] == "other"
+            # The follower asks the leader to fence (signed PUT /connectors/{name}/fence): no
+            # generation counted before, so only the task-count record is written.
+            assert name in leader.config_store.snapshot().pending_fencing
+            await asyncio.to_thread(follower._to_leader, "PUT", f"/connectors/{name}/fence",
+                                    None)
+            snap = leader.config_store.snapshot()
+            assert snap.task_count_records[name] == 1 and name not in snap.pending_fencing
         finally:
             await stop_all(pairs)
 
