@@ -48,6 +48,8 @@ class DictHerder:
         self.rebalancing = False
         self.delay = 0.0  # seconds every answer takes
         self.calls: list[tuple] = []
+        self.initial_states: dict[str, str | None] = {}
+        self.started = True  # ready(): start-up complete
 
     def follow(self, leader_url: str | None) -> None:
         self.follower, self.leader = True, leader_url
@@ -109,7 +111,10 @@ class DictHerder:
         await self._ask("connector_config", name)
         return self._config(name)
 
-    async def put_connector_config(self, name, config, allow_replace):
+    def ready(self) -> bool:
+        return self.started
+
+    async def put_connector_config(self, name, config, allow_replace, initial_state=None):
         await self._ask("put_connector_config", name, dict(config), allow_replace, write=True)
         if not name:
             raise BadRequest("Connector configuration is invalid and contains the following 1 "
@@ -119,8 +124,18 @@ class DictHerder:
         if not created and not allow_replace:
             raise AlreadyExists(f"Connector {name} already exists")
         self.configs[name] = dict(config)
+        if created:
+            self.initial_states[name] = initial_state
         self.states.setdefault(name, "RUNNING")
         return created, self._info(name)
+
+    async def put_task_configs(self, name, configs, signature):
+        await self._ask("put_task_configs", name, configs, signature, write=True)
+        self._config(name)
+
+    async def fence_zombies(self, name, signature):
+        await self._ask("fence_zombies", name, signature, write=True)
+        self._config(name)
 
     async def patch_connector_config(self, name, patch):
         await self._ask("patch_connector_config", name, dict(patch), write=True)

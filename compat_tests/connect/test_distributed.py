@@ -126,3 +126,40 @@ def test_file_to_topic_to_file_and_a_killed_worker_s_tasks_move(workers, josefk_
     until(lambda: set(out.read_text().splitlines()) == set(first + later), 90)
     lines = out.read_text().splitlines()
     assert lines[:50] == first
+
+
+def test_health_initial_state_and_signed_internal_requests(workers, josefk_topic, tmp_path):
+    """KIP-1017 health once started; KIP-980 a connector created STOPPED through either
+    worker has no tasks until resumed; the internal task-configs request is refused by the
+    leader without a valid KIP-507 signature (forwarded there by a follower)."""
+    (_, url_a), (_, url_b) = workers
+    for url in (url_a, url_b):
+        until(lambda: httpx.get(f"{url}/health", timeout=30).status_code == 200)
+        assert httpx.get(f"{url}/health", timeout=30).json()["status"] == "healthy"
+    config = {"connector.class": "FileStreamSource", "tasks.max": "1",
+              "file": str(tmp_path / "in.txt"), "topic": josefk_topic}
+    r = call("POST", f"{url_b}/connectors", json={"name": "held", "config": config,
+                                                  "initial_state": "STOPPED"})
+    assert r.status_code == 201, r.text
+    until(lambda: call("GET", f"{url_a}/connectors/held/status").json().get(
+        "connector", {}).get("state") == "STOPPED")
+    assert call("GET", f"{url_a}/connectors/held/tasks").json() == []
+    r = call("POST", f"{url_a}/connectors", json={"name": "x", "config": config,
+                                                  "initial_state": "SLEEPING"})
+    assert r.status_code == 400 and r.json()["message"].endswith("InitialState.SLEEPING")
+
+    body = b'[{"task.class": "anything"}]'
+    for url in (url_a, url_b):
+        r = call("POST", f"{url}/connectors/held/tasks", content=body, headers={
+            "Content-Type": "application/json", "X-Connect-Authorization": "bm90IGl0",
+            "X-Connect-Request-Signature-Algorithm": "HmacSHA256"})
+        assert r.status_code == 403, r.text
+        assert r.json()["message"] == "Internal request contained invalid signature."
+        r = call("POST", f"{url}/connectors/held/tasks", content=body,
+                 headers={"Content-Type": "application/json"})
+        assert (r.status_code, r.json()["message"]) == (
+            400, "Internal request missing required signature")
+    assert call("GET", f"{url_b}/connectors/held/tasks").json() == []
+
+    assert call("PUT", f"{url_b}/connectors/held/resume").status_code == 202
+    until(lambda: len(call("GET", f"{url_a}/connectors/held/tasks").json()) == 1)

@@ -15,7 +15,9 @@ import orjson
 from aiohttp import web
 
 from josefk.connect.rest.loggers import LEVELS, Loggers
-from josefk.connect.runtime.herder import BadRequest, Herder, HerderError, NotFound
+from josefk.connect.runtime.herder import (SIGNATURE_ALGORITHM_HEADER, SIGNATURE_HEADER,
+                                           BadRequest, Herder, HerderError, NotFound,
+                                           RequestSignature)
 
 log = logging.getLogger("josefk.connect.rest")
 
@@ -23,6 +25,11 @@ UNKNOWN_COMMIT = "unknown"  # what Kafka's AppInfoParser says of a build without
 HEALTHY = "Worker has completed startup and is ready to handle requests."
 UNHEALTHY = ("Worker was unable to handle this request and may be unable to handle other "
              "requests")
+STARTING = "Worker is still starting up."
+# KIP-980's initial states, as the TargetState each becomes
+INITIAL_STATES = {"RUNNING": "STARTED", "PAUSED": "PAUSED", "STOPPED": "STOPPED"}
+INITIAL_STATE_CLASS = "org.apache.kafka.connect.runtime.rest.entities.CreateConnectorRequest" \
+    ".InitialState"
 NO_OFFSETS = "Partitions / offsets need to be provided for an alter offsets request"
 
 
@@ -130,7 +137,10 @@ async def server_info(request):
 
 @routes.get("/health")
 async def health(request):
-    """KIP-1017: healthy when the herder answers a request within the request timeout."""
+    """KIP-1017: starting (503) until the herder has completed start-up; then healthy when it
+    answers a request within the request timeout."""
+    if not _herder(request).ready():
+        return ok({"status": "starting", "message": STARTING}, 503)
     try:
         await ask(request, _herder(request).connectors())
     except HerderError as e:
@@ -172,9 +182,28 @@ async def create_connector(request):
         raise BadRequest("Connector config is missing (\"config\": {...})")
     config = string_map(body["config"], "Connector config")
     _check_name(name, config)
-    _created_now, info = await ask(request, _herder(request).put_connector_config(name, config,
-                                                                                 False))
+    _created_now, info = await ask(request, _herder(request).put_connector_config(
+        name, config, False, _initial_state(body.get("initial_state"))))
     return _created(request, name, info, True)
+
+
+def _initial_state(value) -> str | None:
+    """KIP-980's ``initial_state`` (any case, as Connect's InitialState.forValue) as a target
+    state; an unknown one is refused with the message Java's Enum.valueOf gives."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or value.upper() not in INITIAL_STATES:
+        raise BadRequest(f"No enum constant {INITIAL_STATE_CLASS}.{str(value).upper()}")
+    return INITIAL_STATES[value.upper()]
+
+
+def _signature(request: web.Request, body: bytes) -> RequestSignature | None:
+    """The KIP-507 signature of an internal request (None: its headers carry none)."""
+    algorithm = request.headers.get(SIGNATURE_ALGORITHM_HEADER)
+    signature = request.headers.get(SIGNATURE_HEADER)
+    if algorithm is None or signature is None:
+        return None
+    return RequestSignature(body, algorithm, signature)
 
 
 @routes.get("/connectors/{name}")
@@ -220,6 +249,27 @@ async def connector_status(request):
 @routes.get("/connectors/{name}/tasks")
 async def task_configs(request):
     return ok(await ask(request, _herder(request).task_configs(_name(request))))
+
+
+@routes.post("/connectors/{name}/tasks")
+async def put_task_configs(request):
+    """Internal (KIP-507): a follower's connector's task configs, for the leader to write."""
+    raw = await request.read()
+    configs = await json_body(request)
+    if not isinstance(configs, list):
+        raise BadRequest("Task configs must be a JSON array of objects")
+    configs = [string_map(c, "Task config") for c in configs]
+    await ask(request, _herder(request).put_task_configs(_name(request), configs,
+                                                         _signature(request, raw)))
+    return web.Response(status=204)
+
+
+@routes.put("/connectors/{name}/fence")
+async def fence_zombies(request):
+    """Internal (KIP-618): the leader fences the connector's previous task generation."""
+    raw = await request.read()
+    await ask(request, _herder(request).fence_zombies(_name(request), _signature(request, raw)))
+    return web.Response(status=204)
 
 
 @routes.get(r"/connectors/{name}/tasks/{task:-?\d+}/status")

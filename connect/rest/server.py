@@ -23,7 +23,8 @@ from josefk.broker.config import ConfigError
 from josefk.broker.security.listeners import client_ssl_context, load_keystore, load_truststore
 from josefk.connect.rest.loggers import Loggers
 from josefk.connect.rest.resources import HERDER, LOGGERS, SETTINGS, Settings, routes
-from josefk.connect.runtime.herder import Herder, HerderError, NotLeader
+from josefk.connect.runtime.herder import (SIGNATURE_ALGORITHM_HEADER, SIGNATURE_HEADER, Herder,
+                                           HerderError, NotLeader)
 from josefk.httpd.config import ServiceConfig
 from josefk.httpd.server import BasicAuth, ServiceError
 
@@ -198,8 +199,9 @@ def forwarding(client_ssl: ssl.SSLContext | None, timeout_s: float) -> web.middl
             query += [(k, v) for k, v in request.query.items() if k != "forward"]
             url = e.leader_url.rstrip("/") + request.raw_path.split("?")[0]
             headers = {"Content-Type": "application/json", "Accept": "application/json"}
-            if "Authorization" in request.headers:
-                headers["Authorization"] = request.headers["Authorization"]
+            for name in ("Authorization", SIGNATURE_HEADER, SIGNATURE_ALGORITHM_HEADER):
+                if name in request.headers:
+                    headers[name] = request.headers[name]
             body = await request.read()
             log.debug("Forwarding request %s %s %s", request.method, url, body)
             try:

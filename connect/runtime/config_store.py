@@ -59,6 +59,8 @@ class ClusterConfigState:
     task_counts: dict[str, int] = field(default_factory=dict)
     task_count_records: dict[str, int] = field(default_factory=dict)
     inconsistent: set[str] = field(default_factory=set)
+    # KIP-618: connectors whose task configs were committed after their last task-count record
+    pending_fencing: set[str] = field(default_factory=set)
 
     def connectors(self) -> list[str]:
         return sorted(self.connector_configs)
@@ -78,7 +80,7 @@ class ClusterConfigState:
         return ClusterConfigState(self.offset, self.session_key, dict(self.connector_configs),
                                   dict(self.target_states), dict(self.task_configs),
                                   dict(self.task_counts), dict(self.task_count_records),
-                                  set(self.inconsistent))
+                                  set(self.inconsistent), set(self.pending_fencing))
 
 
 class ConfigUpdateListener(Protocol):
@@ -167,6 +169,7 @@ class ConfigState:
                 s.task_counts.pop(name, None)
                 s.task_count_records.pop(name, None)
                 s.inconsistent.discard(name)
+                s.pending_fencing.discard(name)
                 self._deferred.pop(name, None)
                 for id in [t for t in s.task_configs if t.connector == name]:
                     del s.task_configs[id]
@@ -177,7 +180,9 @@ class ConfigState:
             if notify:
                 notify.on_connector_config_update(name)
         elif key.startswith(TASK_COUNT_PREFIX):
-            s.task_count_records[key[len(TASK_COUNT_PREFIX):]] = int(data["task-count"])
+            name = key[len(TASK_COUNT_PREFIX):]
+            s.task_count_records[name] = int(data["task-count"])
+            s.pending_fencing.discard(name)
         elif key.startswith(TASK_PREFIX):
             name, _, number = key[len(TASK_PREFIX):].rpartition("-")
             if not name or data is None:
@@ -215,6 +220,7 @@ class ConfigState:
             s.task_configs[id] = deferred[id.task]
         s.task_counts[name] = count
         s.inconsistent.discard(name)
+        s.pending_fencing.add(name)
         if self.listener:  # the tasks gone count as updated (a commit of zero tasks too)
             self.listener.on_task_config_update(sorted(set(removed) | set(ids)))
 

@@ -19,13 +19,22 @@ import logging
 import os
 import threading
 import time
+import traceback
+import urllib.error
+import urllib.request
+from urllib.parse import quote
+
+import orjson
 
 from josefk.connect.runtime.abstract_herder import AbstractHerder, StatusWriter
 from josefk.connect.runtime.assignor import Assignment, AssignorState, Load, eager, incremental
 from josefk.connect.runtime.config_store import (ClusterConfigState, KafkaConfigStore,
                                                  RestartRequest, SessionKey)
+from josefk.connect.runtime.fencing import cluster_client, fence_producers, transactional_id
 from josefk.connect.runtime.group import WorkerGroupMember, WorkerState
-from josefk.connect.runtime.herder import AlreadyExists, NotFound, NotLeader, Rebalancing
+from josefk.connect.runtime.herder import (SIGNATURE_ALGORITHM_HEADER, SIGNATURE_HEADER,
+                                           AlreadyExists, BadRequest, Forbidden, NotFound,
+                                           NotLeader, Rebalancing, RequestSignature, sign)
 from josefk.connect.runtime.metrics import ConnectMetrics
 from josefk.connect.runtime.offset_store import KafkaOffsetStore
 from josefk.connect.runtime.plugins import Plugins
@@ -49,6 +58,8 @@ MANAGED_ALTERED = ("The Connect framework-managed offsets for this connector hav
 MANAGED_RESET = ("The Connect framework-managed offsets for this connector have been reset "
                  "successfully. However, if this connector manages offsets externally, they "
                  "will need to be manually reset in the system that the connector uses.")
+INTERNAL_REQUEST_TIMEOUT_S = 30.0
+FENCING_TIMEOUT_S = 60.0
 
 
 def not_found(name: str) -> NotFound:
@@ -88,6 +99,7 @@ class DistributedHerder(AbstractHerder):
         self._restarts: list[RestartRequest] = []
         self._thread: threading.Thread | None = None
         self._owners: dict = {}  # the leader's: connector or task -> its worker's URL
+        self._ready = False
 
     # -- life -------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -171,6 +183,7 @@ class DistributedHerder(AbstractHerder):
                  assignment.leader_url)
         self._apply_assignment(assignment)
         self.rebalancing = self.member.needs_join()
+        self._ready = True
 
     def _out_of_sync(self) -> None:
         """Kafka's: a worker that cannot read the config topic to the leader's offset within
@@ -269,6 +282,15 @@ class DistributedHerder(AbstractHerder):
         task_props = self.snapshot.task_config(id)
         if props is None or task_props is None:
             return
+        if (self.config.exactly_once_source and id.connector in self.snapshot.pending_fencing
+                and self.connector_type(props) == "source"):
+            try:
+                self._fence_before_start(id.connector)
+            except Exception as e:  # noqa: BLE001 - the task fails, the worker goes on
+                log.error("Failed to perform zombie fencing for %s before starting task %s: %s",
+                          id.connector, id, e)
+                self.listener.on_failure(id, "".join(traceback.format_exception(e)))
+                return
         self.worker.start_task(id, props, task_props, self.snapshot.target_state(id.connector))
 
     def _reconfigure_tasks(self, name: str) -> None:
@@ -279,8 +301,70 @@ class DistributedHerder(AbstractHerder):
             return
         configs = self.worker.connector_task_configs(name, props)
         current = [self.snapshot.task_config(t) for t in self.snapshot.tasks(name)]
-        if configs != current:
+        if configs == current:
+            return
+        if self._is_leader():
             self.config_store.put_task_configs(name, configs)
+            return
+        try:  # Kafka's: a follower's connector has the leader write them
+            self._to_leader("POST", f"/connectors/{quote(name, safe='')}/tasks", configs)
+        except (OSError, NotLeader) as e:
+            log.error("Request to leader to reconfigure connector tasks failed: %s", e)
+            with self._lock:  # tried again on the next tick
+                self._reconfigurations.add(name)
+
+    def _to_leader(self, method: str, path: str, body) -> None:
+        """An internal request to the leader's REST API, signed with the session key when the
+        group is ``sessioned`` (KIP-507); OSError when it fails."""
+        leader_url = self.member.running.leader_url if self.member else None
+        if not leader_url:
+            raise NotLeader("No known leader URL", None)
+        data = orjson.dumps(body)
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        key = self.config_store.snapshot().session_key
+        if self.member.protocol == "sessioned" and key is not None:
+            algorithm = self.config["inter.worker.signature.algorithm"]
+            headers[SIGNATURE_HEADER] = sign(key.key, data, algorithm)
+            headers[SIGNATURE_ALGORITHM_HEADER] = algorithm
+        request = urllib.request.Request(leader_url.rstrip("/") + path + "?forward=false",
+                                         data=data, headers=headers, method=method)
+        try:
+            with urllib.request.urlopen(request, timeout=INTERNAL_REQUEST_TIMEOUT_S):
+                pass
+        except urllib.error.HTTPError as e:
+            raise OSError(f"{method} {path} answered {e.code}: "
+                          f"{e.read().decode('utf-8', 'replace')}") from None
+
+    def _fence_before_start(self, name: str) -> None:
+        """KIP-618: a task of a new generation starts only once the previous generation's
+        producers are fenced and the task-count record written: by the leader (this worker,
+        or asked over ``PUT /connectors/{name}/fence``)."""
+        if self._is_leader():
+            self._fence_zombies(name)
+        else:
+            self._to_leader("PUT", f"/connectors/{quote(name, safe='')}/fence", None)
+        self.config_store.refresh()
+        self.snapshot = self.config_store.snapshot()
+        if name in self.snapshot.pending_fencing:
+            raise RuntimeError(f"Zombie fencing of connector {name} has not completed")
+
+    def _fence_zombies(self, name: str) -> None:
+        """The leader's: fence the producers of every task of the generation its last
+        task-count record counted (none before the first), then write the new task count."""
+        self.config_store.refresh()  # a follower asking may have read the commit before us
+        snap = self.config_store.snapshot()
+        if name not in snap.pending_fencing:
+            return
+        previous = snap.task_count_records.get(name, 0)
+        if previous:
+            ids = [transactional_id(self.config["group.id"], name, t) for t in range(previous)]
+            log.info("Fencing out %d task producers for source connector %s", previous, name)
+            cc = cluster_client(self.config, f"connector-fencing-{name}")
+            try:
+                fence_producers(cc, ids, FENCING_TIMEOUT_S)
+            finally:
+                cc.close()
+        self.config_store.put_task_count_record(name, snap.task_counts.get(name, 0))
 
     def _request_task_reconfiguration(self, name: str) -> None:
         """The connector's context asking for its task configs to be taken again."""
@@ -390,7 +474,7 @@ class DistributedHerder(AbstractHerder):
         self._wake.set()
 
     def on_session_key_update(self, key) -> None:
-        """Requests between workers are not signed: the key is kept in the snapshot only."""
+        """The key is read from the store's snapshot when a request is signed or verified."""
 
     def on_restart_request(self, request: RestartRequest) -> None:
         with self._lock:
@@ -398,6 +482,47 @@ class DistributedHerder(AbstractHerder):
         self._wake.set()
 
     # -- requests (the event loop) ----------------------------------------------------------
+    def ready(self) -> bool:
+        """Start-up is complete once the first rebalance's assignment has been applied."""
+        return self._ready
+
+    def _verify(self, signature: RequestSignature | None) -> None:
+        """KIP-507: a ``sessioned`` group's internal requests carry a signature made with the
+        session key (Kafka's DistributedHerder.requestNotSignedProperly)."""
+        if self.member is None or self.member.protocol != "sessioned":
+            return
+        if signature is None:
+            raise BadRequest("Internal request missing required signature")
+        allowed = self.config["inter.worker.verification.algorithms"]
+        if signature.algorithm not in allowed:
+            raise BadRequest(
+                f"This worker does not support the '{signature.algorithm}' key signing "
+                f"algorithm used by other workers. This worker is currently configured to use: "
+                f"[{', '.join(allowed)}]. Check that all workers' configuration files permit the "
+                f"same set of signature algorithms, and correct any misconfigured worker and "
+                f"restart it.")
+        key = self.config_store.snapshot().session_key
+        if key is None or not signature.is_valid(key.key):
+            raise Forbidden("Internal request contained invalid signature.")
+
+    def _leader_only(self, message: str, name: str) -> None:
+        if not self._is_leader():
+            raise NotLeader(message, self.member.running.leader_url or None
+                            if self.member else None)
+        if name not in self.config_store.snapshot().connector_configs:
+            raise not_found(name)
+
+    async def put_task_configs(self, name: str, configs: list[dict[str, str]],
+                               signature: RequestSignature | None) -> None:
+        self._verify(signature)
+        self._leader_only("Only the leader may write task configurations.", name)
+        await asyncio.to_thread(self.config_store.put_task_configs, name, configs)
+
+    async def fence_zombies(self, name: str, signature: RequestSignature | None) -> None:
+        self._verify(signature)
+        self._leader_only("Only the leader may perform zombie fencing.", name)
+        await asyncio.to_thread(self._fence_zombies, name)
+
     def rebalance_due(self) -> bool:
         """A rebalance is in progress or asked for (Kafka's checkRebalanceNeeded)."""
         return (self.rebalancing or self._needs_rebalance()
@@ -454,7 +579,8 @@ class DistributedHerder(AbstractHerder):
                 "type": self.connector_type(props)}
 
     async def put_connector_config(self, name: str, config: dict[str, str],
-                                   allow_replace: bool) -> tuple[bool, dict]:
+                                   allow_replace: bool,
+                                   initial_state: str | None = None) -> tuple[bool, dict]:
         self._check_leader("Only the leader can set connector configs.")
         config = {**config, "name": name}
         await self._validated(config)
@@ -462,7 +588,7 @@ class DistributedHerder(AbstractHerder):
         exists = name in snap.connector_configs
         if exists and not allow_replace:
             raise AlreadyExists(f"Connector {name} already exists")
-        target = None if exists else TargetState.STARTED
+        target = None if exists else TargetState(initial_state or "STARTED")
         await asyncio.to_thread(self.config_store.put_connector_config, name, config, target)
         return not exists, {"name": name, "config": config, "tasks": [
             {"connector": t.connector, "task": t.task} for t in snap.tasks(name)],

@@ -14,7 +14,7 @@ from typing import Callable
 from josefk.connect.runtime.assignor import Assignment
 from josefk.connect.runtime.seams import ConnectorTaskId
 from josefk.tools.group_member import GroupMember
-from josefk.tools.tool_client import ClusterClient
+from josefk.connect.runtime.fencing import cluster_client
 from josefk.wire.apis import SYNC_GROUP
 from josefk.wire.apis.connect_protocol import (ASSIGNMENT, CONNECTOR_TASK, SUB_PROTOCOLS,
                                                WORKER_METADATA)
@@ -107,12 +107,7 @@ class WorkerGroupMember(GroupMember):
         self.state = WorkerState(config.rest_url, -1, None)
         self._given_up: Assignment | None = None  # what a lost membership gave up
         self._rejoin_at: float | None = None  # when the leader's scheduled delay is over
-        security = {k: v for k, v in config.props.items()
-                    if k == "security.protocol" or k.startswith(("ssl.", "sasl."))}
-        cc = ClusterClient(",".join(config["bootstrap.servers"]),
-                           config.get("client.id") or f"connect-{config['group.id']}",
-                           props=security)
-        cc.refresh([])
+        cc = cluster_client(config, config.get("client.id") or f"connect-{config['group.id']}")
         super().__init__(cc, config["group.id"], [],
                          session_timeout_ms=config["session.timeout.ms"],
                          rebalance_timeout_ms=config["rebalance.timeout.ms"],

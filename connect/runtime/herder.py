@@ -8,7 +8,19 @@ the HTTP status Connect answers with; ``NotLeader`` carries the leader's URL, wh
 layer forwards the request (Connect's ``NotLeaderException``)."""
 from __future__ import annotations
 
+import base64
+import binascii
+import hashlib
+import hmac
+from dataclasses import dataclass
 from typing import Any, Protocol
+
+# KIP-507: what a worker signs its internal requests with, in Java's Mac names.
+SIGNATURE_HEADER = "X-Connect-Authorization"
+SIGNATURE_ALGORITHM_HEADER = "X-Connect-Request-Signature-Algorithm"
+MAC_DIGESTS = {"HmacSHA1": hashlib.sha1, "HmacSHA224": hashlib.sha224,
+               "HmacSHA256": hashlib.sha256, "HmacSHA384": hashlib.sha384,
+               "HmacSHA512": hashlib.sha512}
 
 
 class HerderError(Exception):
@@ -51,6 +63,32 @@ class NotLeader(HerderError):
         self.leader_url = leader_url
 
 
+class Forbidden(HerderError):
+    status = 403
+
+
+def sign(key: bytes, body: bytes, algorithm: str) -> str:
+    """The base64 ``X-Connect-Authorization`` of ``body`` (Connect's InternalRequestSignature)."""
+    if algorithm not in MAC_DIGESTS:
+        raise BadRequest(f"Algorithm {algorithm} not available")
+    return base64.b64encode(hmac.new(key, body, MAC_DIGESTS[algorithm]).digest()).decode()
+
+
+@dataclass(frozen=True)
+class RequestSignature:
+    """An internal request's body with the signature and algorithm its headers carry."""
+    body: bytes
+    algorithm: str
+    signature: str
+
+    def is_valid(self, key: bytes) -> bool:
+        try:
+            given = base64.b64decode(self.signature, validate=True)
+        except (binascii.Error, ValueError):
+            return False
+        return hmac.compare_digest(base64.b64decode(sign(key, self.body, self.algorithm)), given)
+
+
 class Herder(Protocol):
     """JSON-shaped answers (dicts and lists), as Connect's REST entities serialise."""
 
@@ -62,10 +100,26 @@ class Herder(Protocol):
     async def connector_config(self, name: str) -> dict[str, str]: ...
 
     async def put_connector_config(self, name: str, config: dict[str, str],
-                                   allow_replace: bool) -> tuple[bool, dict]:
+                                   allow_replace: bool,
+                                   initial_state: str | None = None) -> tuple[bool, dict]:
         """Create (or with ``allow_replace`` update) a connector; (created, connector info).
         Invalid configs raise BadRequest with Connect's message (``Connector configuration is
-        invalid and contains the following N error(s): ...``)."""
+        invalid and contains the following N error(s): ...``). ``initial_state`` (KIP-980:
+        ``STARTED``, ``PAUSED`` or ``STOPPED``, a TargetState's value) is a new connector's
+        target state; None: STARTED."""
+
+    async def put_task_configs(self, name: str, configs: list[dict[str, str]],
+                               signature: RequestSignature | None) -> None:
+        """A follower's connector's new task configs, written by the leader once their KIP-507
+        signature is verified (Connect's internal ``POST /connectors/{name}/tasks``)."""
+
+    async def fence_zombies(self, name: str, signature: RequestSignature | None) -> None:
+        """KIP-618: the leader fences the producers of the connector's previous task generation
+        and writes its task-count record (Connect's internal ``PUT
+        /connectors/{name}/fence``)."""
+
+    def ready(self) -> bool:
+        """The herder has completed start-up (KIP-1017's ``starting`` until then)."""
 
     async def patch_connector_config(self, name: str, patch: dict[str, Any]) -> dict:
         """KIP-477: merge ``patch`` (a None value removes the key); the connector info."""

@@ -34,6 +34,7 @@ class StandaloneHerder(AbstractHerder):
         self.configs: dict[str, dict[str, str]] = {}
         self.targets: dict[str, TargetState] = {}
         self.task_configs_by_connector: dict[str, list[dict[str, str]]] = {}
+        self._ready = False
         self._lock = asyncio.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -51,6 +52,10 @@ class StandaloneHerder(AbstractHerder):
             except HerderError as e:
                 raise ConfigException(f"Failed to create connector {name}: {e.message}") \
                     from None
+        self._ready = True
+
+    def ready(self) -> bool:
+        return self._ready
 
     async def stop(self) -> None:
         async with self._lock:
@@ -81,7 +86,8 @@ class StandaloneHerder(AbstractHerder):
         return dict(self._config(name))
 
     async def put_connector_config(self, name: str, config: dict[str, str],
-                                   allow_replace: bool) -> tuple[bool, dict]:
+                                   allow_replace: bool,
+                                   initial_state: str | None = None) -> tuple[bool, dict]:
         config = dict(config, name=name)
         await self._validated(config)
         async with self._lock:
@@ -91,7 +97,7 @@ class StandaloneHerder(AbstractHerder):
             if not created:
                 await self._stop_connector(name)
             self.configs[name] = config
-            target = self.targets.setdefault(name, TargetState.STARTED)
+            target = self.targets.setdefault(name, TargetState(initial_state or "STARTED"))
             await self._start_connector(name, target)
         return created, await self.connector_info(name)
 
@@ -103,6 +109,14 @@ class StandaloneHerder(AbstractHerder):
                 self.listener.on_deletion(ConnectorTaskId(name, task))
             self.listener.on_deletion(name)
             del self.configs[name], self.targets[name]
+
+    async def put_task_configs(self, name, configs, signature) -> None:
+        raise HerderError("Kafka Connect in standalone mode does not support externally setting "
+                          "task configurations.")
+
+    async def fence_zombies(self, name, signature) -> None:
+        raise HerderError("Kafka Connect in standalone mode does not support exactly-once "
+                          "source connectors.")
 
     async def task_configs(self, name: str) -> list[dict]:
         self._config(name)

@@ -15,6 +15,7 @@ import pytest
 
 from josefk.broker.config import ConfigError
 from josefk.connect.rest.loggers import level_name
+from josefk.connect.runtime.herder import RequestSignature
 from josefk.connect.rest.resources import SETTINGS
 from josefk.httpd.server import ServiceError
 from josefk.connect.rest.server import (BASIC_AUTH_EXTENSION, NO_LEADER, TOO_MANY_HOPS,
@@ -85,6 +86,15 @@ def test_health_of_a_herder_that_does_not_answer(serve, herder):
     assert r.status_code == 500 and r.json()["status"] == "unhealthy"
 
 
+def test_health_is_503_starting_until_the_herder_has_started(api, herder):
+    herder.started = False
+    r = api.get("/health")
+    assert r.status_code == 503
+    assert r.json() == {"status": "starting", "message": "Worker is still starting up."}
+    herder.started = True
+    assert api.get("/health").status_code == 200
+
+
 def test_a_herder_slower_than_the_request_timeout_is_500_request_timed_out(serve, herder):
     herder.delay = 1.0
     r = httpx.get(serve(herder, request_timeout_s=0.2) + "/connectors")
@@ -92,6 +102,53 @@ def test_a_herder_slower_than_the_request_timeout_is_500_request_timed_out(serve
 
 
 # -- connectors ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("given, target", [("RUNNING", "STARTED"), ("paused", "PAUSED"),
+                                           ("STOPPED", "STOPPED"), (None, None)])
+def test_create_with_kip_980s_initial_state(api, herder, given, target):
+    r = api.post("/connectors", json={"name": "c", "config": FILE_SOURCE,
+                                      "initial_state": given})
+    assert r.status_code == 201, r.text
+    assert herder.initial_states == {"c": target}
+
+
+def test_create_with_an_unknown_initial_state_is_400(api, herder):
+    r = api.post("/connectors", json={"name": "c", "config": FILE_SOURCE,
+                                      "initial_state": "running-ish"})
+    assert error(r, 400) == ("No enum constant org.apache.kafka.connect.runtime.rest.entities."
+                             "CreateConnectorRequest.InitialState.RUNNING-ISH")
+    assert herder.configs == {}
+
+
+def test_internal_task_configs_and_fencing_reach_the_herder_with_their_signature(api, herder):
+    created(api, "c")
+    body = b'[{"task.class": "T", "n": 1}]'
+    headers = {"Content-Type": "application/json", "X-Connect-Authorization": "c2ln",
+               "X-Connect-Request-Signature-Algorithm": "HmacSHA256"}
+    r = api.post("/connectors/c/tasks", content=body, headers=headers)
+    assert r.status_code == 204, r.text
+    name, configs, signature = herder.calls[-1][1:]
+    assert (name, configs) == ("c", [{"task.class": "T", "n": "1"}])
+    assert signature == RequestSignature(body, "HmacSHA256", "c2ln")
+    assert api.put("/connectors/c/fence").status_code == 204
+    assert herder.calls[-1] == ("fence_zombies", "c", None)  # unsigned: the herder decides
+    assert error(api.post("/connectors/c/tasks", json={"a": "b"}), 400) == \
+        "Task configs must be a JSON array of objects"
+    assert error(api.put("/connectors/nope/fence"), 404) == "Connector nope not found"
+
+
+def test_forwarded_internal_requests_keep_their_signature(serve):
+    leader, follower = DictHerder("http://leader:8083"), DictHerder("http://follower:8083")
+    leader.configs["c"] = dict(FILE_SOURCE)
+    follower.follow(serve(leader))
+    body = b'[{"k": "v"}]'
+    r = httpx.post(serve(follower) + "/connectors/c/tasks", content=body, headers={
+        "Content-Type": "application/json", "X-Connect-Authorization": "c2ln",
+        "X-Connect-Request-Signature-Algorithm": "HmacSHA256"})
+    assert r.status_code == 204, r.text
+    assert leader.calls[-1] == ("put_task_configs", "c", [{"k": "v"}],
+                                RequestSignature(body, "HmacSHA256", "c2ln"))
+
+
 def test_create_answers_201_with_the_info_and_its_location(api, herder):
     r = api.post("/connectors", json={"name": "local-file-source", "config": FILE_SOURCE})
     assert r.status_code == 201

@@ -81,6 +81,22 @@ def test_a_commit_to_fewer_tasks_drops_the_others():
     assert list(s.state.task_configs) == [ConnectorTaskId("c", 0)]
 
 
+def test_a_commit_is_pending_fencing_until_its_task_count_record():
+    """KIP-618: new task configs wait for a round of zombie fencing, which the task-count
+    record ends; the record keeps the count fenced generations are counted by."""
+    s = ConfigState()
+    feed(s, ("connector-c", '{"properties":{}}'), ("task-c-0", '{"properties":{}}'),
+         ("task-c-1", '{"properties":{}}'), ("commit-c", '{"tasks":2}'))
+    assert s.state.pending_fencing == {"c"} and s.state.task_count_records == {}
+    feed(s, ("task-count-record-c", '{"task-count":2}'))
+    assert s.state.pending_fencing == set() and s.state.task_count_records == {"c": 2}
+    feed(s, ("task-c-0", '{"properties":{}}'), ("commit-c", '{"tasks":1}'))
+    copy = s.state.copy()
+    assert copy.pending_fencing == {"c"} and copy.task_count_records == {"c": 2}
+    feed(s, ("connector-c", None))
+    assert s.state.pending_fencing == set() and s.state.task_count_records == {}
+
+
 def test_target_states_old_and_new_layout_and_session_key_and_restart():
     events = Recorder()
     s = ConfigState(events)

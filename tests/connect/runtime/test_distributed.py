@@ -9,11 +9,13 @@ import uuid
 
 import pytest
 
+from josefk.connect.rest.server import RestServer
 from josefk.connect.runtime.assignor import Assignment
 from josefk.connect.runtime.config_store import ClusterConfigState
 from josefk.connect.runtime.distributed import DistributedHerder
 from josefk.connect.runtime.group import WorkerState
-from josefk.connect.runtime.herder import BadRequest, NotLeader
+from josefk.connect.runtime.herder import (BadRequest, Forbidden, NotLeader, RequestSignature,
+                                           sign)
 from josefk.connect.runtime.offset_store import KafkaOffsetStore
 from josefk.connect.runtime.plugins import Plugins
 from josefk.connect.runtime.seams import ConnectorTaskId, State, Status, TargetState
@@ -124,12 +126,9 @@ def prefix():
 def test_two_workers_share_a_connector_and_take_over_from_a_dead_one(josefk_broker, prefix,
                                                                     protocol):
     async def scenario():
-        configs = [config(josefk_broker.bootstrap_servers, prefix, 9000 + i, protocol)
-                   for i in range(2)]
-        workers = [RecordingWorker(c) for c in configs]
-        herders = [DistributedHerder(c, w, Plugins()) for c, w in zip(configs, workers)]
-        for h in herders:
-            await h.start()
+        pairs = await rest_herders(josefk_broker.bootstrap_servers, prefix, 2, protocol)
+        herders = [h for h, _ in pairs]
+        workers = [h.worker for h in herders]
         dead = None
         try:
             assert await until(lambda: stable(*herders))
@@ -184,9 +183,7 @@ def test_two_workers_share_a_connector_and_take_over_from_a_dead_one(josefk_brok
                                and sorted(workers[0].connector_names()) == ["other", "src"],
                                timeout=60)
         finally:
-            for h in herders:
-                if h is not dead:
-                    await h.stop()
+            await stop_all(pairs, dead)
 
     asyncio.run(scenario())
 
@@ -320,3 +317,152 @@ def test_an_update_read_during_a_rebalance_asks_again_only_if_the_assignment_mis
     assert h.rebalance_due() is rejoins
     h._tick()  # a rebalance again only if the assignment missed the update
     assert h.member.generation == (2 if rejoins else 1)
+
+
+def rest_herders(bootstrap, prefix, count, protocol="sessioned", **props):
+    """``count`` herders, each behind its REST server on a free port (where internal requests
+    between workers go)."""
+    async def start():
+        out = []
+        for _ in range(count):
+            c = config(bootstrap, prefix, 0, protocol)
+            c.values.update(props)
+            h = DistributedHerder(c, RecordingWorker(c), Plugins())
+            server = RestServer(["http://127.0.0.1:0"], h)
+            c.advertise(await server.start())
+            assert not h.ready()
+            await h.start()
+            out.append((h, server))
+        return out
+    return start()
+
+
+async def stop_all(pairs, dead=None):
+    for h, server in pairs:
+        if h is not dead:
+            await h.stop()
+        await server.stop()
+
+
+def test_a_followers_task_configs_are_written_by_the_leader_once_their_signature_checks(
+        josefk_broker, prefix):
+    async def scenario():
+        pairs = await rest_herders(josefk_broker.bootstrap_servers, prefix, 2)
+        herders = [h for h, _ in pairs]
+        try:
+            assert await until(lambda: stable(*herders) and all(h.ready() for h in herders))
+            leader = next(h for h in herders if h._is_leader())
+            follower = next(h for h in herders if h is not leader)
+            props = {"connector.class": "FileStreamSourceConnector", "tasks.max": "1",
+                     "topic": "lines"}
+            for name in ("a", "b"):
+                assert await until(lambda: stable(*herders))
+                await leader.put_connector_config(name, props, False)
+            assert await until(lambda: stable(*herders) and len(follower.worker.connectors) == 1)
+            name = follower.worker.connector_names()[0]
+            # The follower's connector has new task configs: the leader writes them.
+            follower.worker.extra = {"generation": "2"}
+            follower.worker.on_reconfigure[name]()
+            assert await until(lambda: leader.config_store.snapshot().task_config(
+                ConnectorTaskId(name, 0)).get("generation") == "2")
+
+            key = leader.config_store.snapshot().session_key.key
+            body = b'[{"task.class": "Recording", "topic": "other"}]'
+            configs = [{"task.class": "Recording", "topic": "other"}]
+            with pytest.raises(BadRequest, match="^Internal request missing required signature$"):
+                await leader.put_task_configs(name, configs, None)
+            with pytest.raises(Forbidden) as e:
+                await leader.put_task_configs(name, configs, RequestSignature(
+                    body, "HmacSHA256", sign(b"not the key", body, "HmacSHA256")))
+            assert (e.value.status, e.value.message) == (
+                403, "Internal request contained invalid signature.")
+            with pytest.raises(BadRequest, match="'HmacSHA512' key signing algorithm"):
+                await leader.put_task_configs(name, configs, RequestSignature(
+                    body, "HmacSHA512", sign(key, body, "HmacSHA512")))
+            good = RequestSignature(body, "HmacSHA256", sign(key, body, "HmacSHA256"))
+            with pytest.raises(NotLeader, match="Only the leader may write task configurations"):
+                await follower.put_task_configs(name, configs, good)
+            await leader.put_task_configs(name, configs, good)
+            assert leader.config_store.snapshot().task_config(
+                ConnectorTaskId(name, 0))["topic"] == "other"
+            # The follower asks the leader to fence (signed PUT /connectors/{name}/fence): no
+            # generation counted before, so only the task-count record is written.
+            assert name in leader.config_store.snapshot().pending_fencing
+            await asyncio.to_thread(follower._to_leader, "PUT", f"/connectors/{name}/fence",
+                                    None)
+            snap = leader.config_store.snapshot()
+            assert snap.task_count_records[name] == 1 and name not in snap.pending_fencing
+        finally:
+            await stop_all(pairs)
+
+    asyncio.run(scenario())
+
+
+def test_kip_980_initial_state(josefk_broker, prefix):
+    async def scenario():
+        pairs = await rest_herders(josefk_broker.bootstrap_servers, prefix, 1)
+        h = pairs[0][0]
+        try:
+            assert await until(lambda: stable(h))
+            props = {"connector.class": "FileStreamSourceConnector", "tasks.max": "2",
+                     "topic": "lines"}
+            for name, state in (("run", "STARTED"), ("paused", "PAUSED"), ("stopped", "STOPPED")):
+                assert await until(lambda: stable(h))
+                await h.put_connector_config(name, props, False, state)
+            # Neither the paused nor the stopped connector generates task configs.
+            assert await until(lambda: len(h.worker.task_ids()) == 2 and stable(h))
+            snap = h.config_store.snapshot()
+            assert {n: snap.target_state(n) for n in ("run", "paused", "stopped")} == {
+                "run": TargetState.STARTED, "paused": TargetState.PAUSED,
+                "stopped": TargetState.STOPPED}
+            assert snap.tasks("stopped") == snap.tasks("paused") == []
+            await h.resume_connector("paused")
+            assert await until(lambda: len(h.worker.task_ids()) == 4)
+        finally:
+            await stop_all(pairs)
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("count", [1, 2])
+def test_a_zombie_producer_of_the_previous_generation_is_fenced(josefk_broker, prefix, count):
+    """KIP-618: the connector's task count shrinks from 4 to 2; before a task of the new
+    generation starts, the leader (asked by the follower that runs it, with two workers)
+    fences task 3's producer, still open from the old one."""
+    from confluent_kafka import KafkaError, KafkaException, Producer
+
+    async def scenario():
+        pairs = await rest_herders(josefk_broker.bootstrap_servers, prefix, count,
+                                   **{"exactly.once.source.support": "enabled"})
+        herders = [h for h, _ in pairs]
+
+        def running():
+            return sorted(t for h in herders for t in h.worker.task_ids())
+        try:
+            assert await until(lambda: stable(*herders))
+            h = next(h for h in herders if h._is_leader())
+            props = {"connector.class": "FileStreamSourceConnector", "tasks.max": "4",
+                     "topic": "lines"}
+            await h.put_connector_config("src", props, False)
+            assert await until(lambda: len(running()) == 4 and stable(*herders))
+            assert all(h.worker.task_ids() for h in herders)  # spread over the workers
+            snap = h.config_store.snapshot()
+            assert snap.task_count_records == {"src": 4} and not snap.pending_fencing
+            zombie = Producer({"bootstrap.servers": josefk_broker.bootstrap_servers,
+                               "transactional.id": f"{prefix}-src-3"})
+            await asyncio.to_thread(zombie.init_transactions, 10)
+            zombie.begin_transaction()
+            zombie.produce("lines", b"from the zombie")
+            zombie.flush(10)
+            await h.put_connector_config("src", {**props, "tasks.max": "2"}, True)
+            assert await until(lambda: h.config_store.snapshot().task_count_records
+                               == {"src": 2} and running() == [
+                                   ConnectorTaskId("src", 0), ConnectorTaskId("src", 1)],
+                               timeout=30)
+            with pytest.raises(KafkaException) as e:
+                await asyncio.to_thread(zombie.commit_transaction, 10)
+            assert e.value.args[0].code() == KafkaError._FENCED
+        finally:
+            await stop_all(pairs)
+
+    asyncio.run(scenario())

@@ -535,3 +535,26 @@ def test_a_source_record_its_converter_fails_is_skipped_and_committed_without_me
     assert sorted(doubles.CommitRecordingSourceTask.committed, key=lambda c: c[0]) == [
         ("0", 0), ("1", None), ("2", 1)]
     assert [m.value() for m in consume_all(josefk_broker, josefk_topic, 2)] == [b"0", b"2"]
+
+
+def test_ready_after_start_and_kip_980_initial_states(josefk_broker, josefk_topic, tmp_path):
+    async def scenario():
+        h = herder(josefk_broker, tmp_path)
+        assert not h.ready()
+        await h.start([])
+        assert h.ready()
+        try:
+            await h.put_connector_config("paused", source("paused", tmp_path / "a.txt",
+                                                          josefk_topic), False, "PAUSED")
+            await h.put_connector_config("stopped", source("stopped", tmp_path / "b.txt",
+                                                           josefk_topic), False, "STOPPED")
+            for name, state in (("paused", "PAUSED"), ("stopped", "STOPPED")):
+                assert await until(lambda: h.status_store.get(name) is not None
+                                   and h.status_store.get(name).state.value == state)
+            assert await h.task_configs("stopped") == []
+            with pytest.raises(HerderError, match="standalone mode does not support externally"):
+                await h.put_task_configs("paused", [], None)
+        finally:
+            await h.stop()
+
+    asyncio.run(scenario())
