@@ -157,7 +157,8 @@ class Partition:
         self.acks_waiting = AcksWatchers()  # acks=all produces
         self.deletes_waiting = Watchers()  # DeleteRecords waiting for the followers
         # tiered storage: where DeleteRecords moved the log start below the local log (the
-        # remote segments wholly below go at the remote log manager's next pass)
+        # remote segments wholly below go at the remote log manager's next pass); on a
+        # follower rebuilt from the remote copy, the leader's log start then
         self.remote_log_start = -1
 
     @property
@@ -452,11 +453,16 @@ class Partition:
             data = lg.read(offset, max_bytes, max_offset=limit, min_one=min_one,
                            zero_copy_min=zero_copy_min)
         except OffsetOutOfRange:
-            if replica_id < 0 and self.config.remote_storage_enable:
-                if remote.pending(self, self.manager.remote):
+            if self.config.remote_storage_enable:
+                below_local = offset < lg.log_start_offset
+                if below_local and remote.pending(self, self.manager.remote):
                     return ReadResult(errors.REPLICA_NOT_AVAILABLE)
                 start = self.log_start_offset
-                if start <= offset < lg.log_start_offset:  # the remote log holds it
+                if start <= offset and below_local and replica_id >= 0:
+                    # KIP-405: the follower rebuilds its state below from the remote copy
+                    return ReadResult(errors.OFFSET_MOVED_TO_TIERED_STORAGE, None, hwm, start,
+                                      last_stable_offset=lso)
+                if start <= offset and below_local:  # the remote log holds it
                     return ReadResult(errors.NONE, remote.RemoteRead(
                         self.topic, self.index, offset, max_bytes, limit, min_one), hwm, start,
                         last_stable_offset=lso, aborted=[] if read_committed else None)
