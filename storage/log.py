@@ -123,6 +123,9 @@ class Log:
         # tiered storage: the last offset copied to the remote log, None while nothing tells
         # (local retention then deletes nothing a copy may still need)
         self.remote_copied_end: int | None = None
+        # tiered storage: the log's start below its local data (DeleteRecords, or a follower's
+        # leader), -1 if none; the log-start-offset checkpoint keeps it, as Kafka's does
+        self.remote_log_start = -1
         with self._lock:  # no other thread parks its segments while they load
             loaded = recovery.load(self.dir, self.config.index_interval_bytes, self._lock,
                                    log_start_offset, recovery_point, high_watermark)
@@ -131,6 +134,9 @@ class Log:
             self._lso, self._hwm = loaded.log_start_offset, loaded.high_watermark
             self._leo = self._recovery_point = loaded.log_end_offset
             self._dir_dirty = loaded.created
+        if self.config.remote_storage_enable and log_start_offset is not None \
+                and 0 <= log_start_offset < self._lso:
+            self.remote_log_start = log_start_offset
         self.epochs = LeaderEpochCache(self.dir)
         self.epochs.truncate_from_end(self._leo)  # recovery may have cut the tail
 

@@ -297,8 +297,9 @@ class LogManager:
         write_checkpoint(d / HWM_CHECKPOINT, {tp: lg.high_watermark for tp, lg in logs.items()})
         write_checkpoint(d / RECOVERY_CHECKPOINT,
                          {tp: lg.recovery_point for tp, lg in logs.items()})
-        write_checkpoint(d / LOG_START_CHECKPOINT,
-                         {tp: lg.log_start_offset for tp, lg in logs.items()})
+        write_checkpoint(d / LOG_START_CHECKPOINT, {
+            tp: lg.log_start_offset if lg.remote_log_start < 0
+            else min(lg.remote_log_start, lg.log_start_offset) for tp, lg in logs.items()})
 
     def close(self) -> None:
         """Close every log (flush + clean-shutdown marker), then write the checkpoints."""

@@ -132,7 +132,7 @@ class Partition:
     __slots__ = ("topic", "index", "topic_id", "log", "node_id", "leader", "leader_epoch",
                  "partition_epoch", "replicas", "isr", "pending_isr", "followers", "producers",
                  "fetches_waiting", "acks_waiting", "config", "min_insync", "manager",
-                 "epoch_start_offset", "deletes_waiting", "remote_log_start")
+                 "epoch_start_offset", "deletes_waiting")
 
     def __init__(self, manager, topic, index, log_, config: LogConfig):
         self.manager = manager
@@ -156,14 +156,22 @@ class Partition:
         self.fetches_waiting = Watchers()  # fetches waiting for data
         self.acks_waiting = AcksWatchers()  # acks=all produces
         self.deletes_waiting = Watchers()  # DeleteRecords waiting for the followers
-        # tiered storage: where DeleteRecords moved the log start below the local log (the
-        # remote segments wholly below go at the remote log manager's next pass); on a
-        # follower rebuilt from the remote copy, the leader's log start then
-        self.remote_log_start = -1
 
     @property
     def is_leader(self) -> bool:
         return self.leader == self.node_id
+
+    @property
+    def remote_log_start(self) -> int:
+        """Tiered storage: where DeleteRecords moved the log start below the local log (the
+        remote segments wholly below go at the remote log manager's next pass); on a
+        follower rebuilt from the remote copy, the leader's log start then. -1 if neither;
+        kept across restarts in the log-start-offset checkpoint."""
+        return self.log.remote_log_start
+
+    @remote_log_start.setter
+    def remote_log_start(self, offset: int) -> None:
+        self.log.remote_log_start = offset
 
     @property
     def log_start_offset(self) -> int:

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 
 from josefk.faults.processes import BrokerProcess, LocalCluster
 from josefk.tiered.store import S3Store
@@ -183,6 +183,19 @@ def test_one_broker_reads_every_record_from_the_bucket(s3, tmp_path):
                 break
             time.sleep(0.3)
         assert 0 < starts[0] <= cut
+        # the log start inside a remote segment outlives a restart (the log-start-offset
+        # checkpoint keeps it, as Kafka's does)
+        broker.restart()
+        deadline = time.monotonic() + 30
+        while True:  # REPLICA_NOT_AVAILABLE until the remote metadata is read back
+            try:
+                low = _watermarks(broker.bootstrap, topic)[0]
+                break
+            except KafkaException:
+                assert time.monotonic() < deadline, "no log start after the restart"
+                time.sleep(0.3)
+        assert low == cut
+        admin = admin_client(broker.bootstrap)
 
         # a deleted topic's remote log goes too
         admin.delete_topics([topic])[topic].result(15)

@@ -134,3 +134,30 @@ def test_deleting_a_partition_of_a_249_character_topic(tmp_path):
     assert not any(path.exists() for path in paths) and m.get(topic, 0) is None
     assert [p.name for p in (tmp_path / "d").iterdir() if p.is_dir()] == []
     m.close()
+
+
+def test_a_tiered_logs_start_below_its_local_data_survives_a_restart(tmp_path):
+    """The log-start-offset checkpoint holds the log's start over remote data too, as
+    Kafka's does (a DeleteRecords below the local log); the local log start stays where the
+    segments say."""
+    dirs = [str(tmp_path / "d")]
+    tiered = cfg(segment_bytes=300, remote_storage_enable="true")
+    m = LogManager(dirs, cfg(segment_bytes=300),
+                   config_for=lambda topic: tiered if topic == "t" else None)
+    lg, plain = m.get_or_create("t", 0), m.get_or_create("p", 0)
+    for target in (lg, plain):
+        for _ in range(10):
+            append(target, mk(1, value=b"p" * 100))
+    lg.delete_records_before(lg._segments[6].base_offset)
+    local_start = lg.log_start_offset
+    lg.remote_log_start = 3
+    m.checkpoint()
+    assert read_checkpoint(Path(dirs[0]) / "log-start-offset-checkpoint")[("t", 0)] == 3
+    m.close()
+
+    m = LogManager(dirs, cfg(segment_bytes=300),
+                   config_for=lambda topic: tiered if topic == "t" else None)
+    lg, plain = m.get("t", 0), m.get("p", 0)
+    assert lg.remote_log_start == 3 and lg.log_start_offset == local_start
+    assert plain.remote_log_start == -1 and plain.log_start_offset == 0
+    m.close()
