@@ -134,8 +134,8 @@ class Log:
             self._lso, self._hwm = loaded.log_start_offset, loaded.high_watermark
             self._leo = self._recovery_point = loaded.log_end_offset
             self._dir_dirty = loaded.created
-        if self.config.remote_storage_enable and log_start_offset is not None \
-                and 0 <= log_start_offset < self._lso:
+        # (the topic's config may not be known yet: a log not tiered checkpoints it away)
+        if log_start_offset is not None and 0 <= log_start_offset < self._lso:
             self.remote_log_start = log_start_offset
         self.epochs = LeaderEpochCache(self.dir)
         self.epochs.truncate_from_end(self._leo)  # recovery may have cut the tail

@@ -60,6 +60,14 @@ def parse_partition_dir(name: str):
     return topic, int(part)
 
 
+def _log_start(lg: Log) -> int:
+    """The log's start as Kafka checkpoints it: below the local data for a tiered log whose
+    start is in the remote log."""
+    if lg.remote_log_start < 0 or not lg.config.remote_storage_enable:
+        return lg.log_start_offset
+    return min(lg.remote_log_start, lg.log_start_offset)
+
+
 def read_checkpoint(path) -> dict[tuple[str, int], int]:
     """Parse a Kafka offset checkpoint file; a missing or malformed file reads as empty."""
     try:
@@ -297,9 +305,7 @@ class LogManager:
         write_checkpoint(d / HWM_CHECKPOINT, {tp: lg.high_watermark for tp, lg in logs.items()})
         write_checkpoint(d / RECOVERY_CHECKPOINT,
                          {tp: lg.recovery_point for tp, lg in logs.items()})
-        write_checkpoint(d / LOG_START_CHECKPOINT, {
-            tp: lg.log_start_offset if lg.remote_log_start < 0
-            else min(lg.remote_log_start, lg.log_start_offset) for tp, lg in logs.items()})
+        write_checkpoint(d / LOG_START_CHECKPOINT, {tp: _log_start(lg) for tp, lg in logs.items()})
 
     def close(self) -> None:
         """Close every log (flush + clean-shutdown marker), then write the checkpoints."""

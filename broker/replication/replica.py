@@ -189,6 +189,13 @@ class Partition:
         return rlm is not None and self.config.remote_storage_enable and rlm.has_timestamp(
             self.topic, self.index, timestamp, self.log_start_offset)
 
+    def remote_max_timestamp(self) -> int | None:
+        """The largest timestamp in the remote log (ListOffsets MAX_TIMESTAMP), or None."""
+        rlm = self.manager.remote
+        if rlm is None or not self.config.remote_storage_enable:
+            return None
+        return rlm.max_timestamp(self.topic, self.index, self.log_start_offset)
+
     def remote_offset_for_timestamp(self, timestamp: int):
         """``((offset, timestamp) or None, error code)`` from the remote log (blocking: from
         a worker thread)."""

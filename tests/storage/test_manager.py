@@ -144,7 +144,7 @@ def test_a_tiered_logs_start_below_its_local_data_survives_a_restart(tmp_path):
     tiered = cfg(segment_bytes=300, remote_storage_enable="true")
     m = LogManager(dirs, cfg(segment_bytes=300),
                    config_for=lambda topic: tiered if topic == "t" else None)
-    lg, plain = m.get_or_create("t", 0), m.get_or_create("p", 0)
+    lg, plain = m.get_or_create("t", 0, tiered), m.get_or_create("p", 0)
     for target in (lg, plain):
         for _ in range(10):
             append(target, mk(1, value=b"p" * 100))
@@ -160,4 +160,9 @@ def test_a_tiered_logs_start_below_its_local_data_survives_a_restart(tmp_path):
     lg, plain = m.get("t", 0), m.get("p", 0)
     assert lg.remote_log_start == 3 and lg.log_start_offset == local_start
     assert plain.remote_log_start == -1 and plain.log_start_offset == 0
+    # a log not tiered does not keep a start below its data (a checkpoint older than it)
+    plain.delete_records_before(5)
+    plain.remote_log_start = 2
+    m.checkpoint()
+    assert read_checkpoint(Path(dirs[0]) / "log-start-offset-checkpoint")[("p", 0)] == 5
     m.close()

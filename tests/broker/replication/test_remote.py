@@ -152,3 +152,38 @@ def test_a_follower_restarts_with_the_state_of_the_remote_copy(tmp_path):
     assert follower.producers.producers[77].last_seq == start - 1
     leader.log.close()
     follower.log.close()
+
+
+def test_max_timestamp_looks_in_the_remote_log_too(tmp_path):
+    """ListOffsets MAX_TIMESTAMP finds the largest timestamp wherever it is: in a segment
+    only the bucket still holds, or locally when a local record carries more."""
+    from josefk.broker.handlers.list_offsets import (MAX_TIMESTAMP, R, _remote_lookups,
+                                                     _remote_timestamp)
+
+    rlm = RemoteLogManager(LocalStore(tmp_path / "remote"), Events(), node_id=1)
+    manager = SimpleNamespace(node_id=1, isr_changes=None, remote=rlm)
+    cfg = LogConfig.from_props({"remote.storage.enable": "true", "segment.bytes": "300",
+                                "local.retention.bytes": "300", "retention.ms": "-1"}, {})
+    p = Partition(manager, "t", 0, Log(tmp_path / "t-0", cfg), cfg)
+    p.make_leader(PartitionState("t", 0, 1, 0, [1], [1], topic_id=TOPIC_ID))
+    for i in range(12):  # offset 1 carries the largest timestamp
+        ts = 9_000_000 if i == 1 else 1_000 + i
+        p.append(build_batch([(None, b"v" * 100, None, ts)]), acks=1)
+    rlm.lead(remote.leader_of(p))
+    rlm.run_once()
+    p.log.apply_retention()
+    assert p.log.log_start_offset > 1 and p.log.max_timestamp()[0] < 9_000_000
+
+    def answer():
+        wanted = _remote_timestamp(p, MAX_TIMESTAMP, False)
+        if wanted is None:
+            return None
+        out = R.ListOffsetsPartitionResponse(partition_index=0, error_code=0, timestamp=-1,
+                                             offset=-1, leader_epoch=0)
+        asyncio.run(_remote_lookups(R(topics=[]), [(out, p, wanted, MAX_TIMESTAMP)], False))
+        return out.error_code, out.timestamp, out.offset
+
+    assert answer() == (errors.NONE, 9_000_000, 1)
+    p.append(build_batch([(None, b"v" * 100, None, 9_500_000)]), acks=1)
+    assert answer() is None  # the local log answers: its record carries more
+    p.log.close()
