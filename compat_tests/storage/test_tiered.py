@@ -14,7 +14,8 @@ from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 from josefk.faults.processes import BrokerProcess, LocalCluster
 from josefk.tiered.store import S3Store
 from compat_tests.helpers import (DeliveryLog, admin_client, consumer, create_topic, flush_all,
-                                  producer, read_exactly, scrape, unique_topic, wait_for_topic)
+                                  josefk_cli, producer, read_exactly, scrape, unique_topic,
+                                  wait_for_topic)
 from josefk.zk.local_server import free_port
 from testkit.seaweedfs import seaweedfs
 
@@ -117,6 +118,14 @@ def test_one_broker_reads_every_record_from_the_bucket(s3, tmp_path):
         finally:
             c.close()
         assert consumer_low == 0  # ListOffsets EARLIEST: the remote log's start
+
+        # `josefk topics describe` shows the partition's remote and local offsets, local size
+        line = josefk_cli(broker, "topics", "describe", "--topic", topic).stdout.splitlines()[1]
+        cols = dict(c.split(": ", 1) for c in line.strip().split("\t"))
+        local_start = int(cols["LocalLogStartOffset"])
+        assert cols["LogStartOffset"] == "0" and cols["EndOffset"] == str(RECORDS)
+        assert 0 < local_start <= int(cols["TieredOffset"]) + 1 < RECORDS
+        assert 0 < int(cols["LocalSize"]) < 15 * 7000
 
         if shutil.which("kcat"):
             out = subprocess.run(["kcat", "-b", broker.bootstrap, "-C", "-t", topic, "-p", "0",
