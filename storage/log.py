@@ -124,7 +124,7 @@ class Log:
         # (local retention then deletes nothing a copy may still need)
         self.remote_copied_end: int | None = None
         # tiered storage: the log's start below its local data (DeleteRecords, or a follower's
-        # leader), -1 if none; the log-start-offset checkpoint keeps it, as Kafka's does
+        # leader), -1 if none; LogManager checkpoints it (remote-log-start-offset-checkpoint)
         self.remote_log_start = -1
         with self._lock:  # no other thread parks its segments while they load
             loaded = recovery.load(self.dir, self.config.index_interval_bytes, self._lock,
@@ -134,9 +134,6 @@ class Log:
             self._lso, self._hwm = loaded.log_start_offset, loaded.high_watermark
             self._leo = self._recovery_point = loaded.log_end_offset
             self._dir_dirty = loaded.created
-        # (the topic's config may not be known yet: a log not tiered checkpoints it away)
-        if log_start_offset is not None and 0 <= log_start_offset < self._lso:
-            self.remote_log_start = log_start_offset
         self.epochs = LeaderEpochCache(self.dir)
         self.epochs.truncate_from_end(self._leo)  # recovery may have cut the tail
 

@@ -137,32 +137,31 @@ def test_deleting_a_partition_of_a_249_character_topic(tmp_path):
 
 
 def test_a_tiered_logs_start_below_its_local_data_survives_a_restart(tmp_path):
-    """The log-start-offset checkpoint holds the log's start over remote data too, as
-    Kafka's does (a DeleteRecords below the local log); the local log start stays where the
-    segments say."""
+    """A DeleteRecords offset below a tiered log's local data is checkpointed apart
+    (remote-log-start-offset-checkpoint); a log start checkpointed before local retention
+    moved on is not taken for one."""
     dirs = [str(tmp_path / "d")]
     tiered = cfg(segment_bytes=300, remote_storage_enable="true")
     m = LogManager(dirs, cfg(segment_bytes=300),
                    config_for=lambda topic: tiered if topic == "t" else None)
-    lg, plain = m.get_or_create("t", 0, tiered), m.get_or_create("p", 0)
-    for target in (lg, plain):
+    lg, other = m.get_or_create("t", 0, tiered), m.get_or_create("t", 1, tiered)
+    for target in (lg, other):
         for _ in range(10):
             append(target, mk(1, value=b"p" * 100))
+    m.checkpoint()  # other's log start: 0
+    other.delete_records_before(other._segments[6].base_offset)  # local retention, say
     lg.delete_records_before(lg._segments[6].base_offset)
     local_start = lg.log_start_offset
     lg.remote_log_start = 3
-    m.checkpoint()
-    assert read_checkpoint(Path(dirs[0]) / "log-start-offset-checkpoint")[("t", 0)] == 3
-    m.close()
+    checkpoint = Path(dirs[0]) / "remote-log-start-offset-checkpoint"
+    m.close()  # other's log start is checkpointed here: put back as a crash would leave it
+    write_checkpoint(Path(dirs[0]) / "log-start-offset-checkpoint", {("t", 0): 0, ("t", 1): 0})
 
     m = LogManager(dirs, cfg(segment_bytes=300),
                    config_for=lambda topic: tiered if topic == "t" else None)
-    lg, plain = m.get("t", 0), m.get("p", 0)
+    lg, other = m.get("t", 0), m.get("t", 1)
     assert lg.remote_log_start == 3 and lg.log_start_offset == local_start
-    assert plain.remote_log_start == -1 and plain.log_start_offset == 0
-    # a log not tiered does not keep a start below its data (a checkpoint older than it)
-    plain.delete_records_before(5)
-    plain.remote_log_start = 2
+    assert other.remote_log_start == -1 and other.log_start_offset == 6
     m.checkpoint()
-    assert read_checkpoint(Path(dirs[0]) / "log-start-offset-checkpoint")[("p", 0)] == 5
+    assert read_checkpoint(checkpoint) == {("t", 0): 3}
     m.close()
