@@ -20,10 +20,15 @@ B joins (time from B's REST answering until the status API shows a task RUNNING 
 then killed with SIGKILL (``scheduled.rebalance.max.delay.ms`` small: time until both tasks run
 on A); across the join, the longest stretch without growth of the write counter of the task
 that stays on A (scraped every 50 ms) and whether the status API ever showed it not RUNNING.
+
+``--only floor`` (not in the default run): the bare loops with the records made as a worker
+makes them (the generator's SourceRecords; a SinkRecord per consumed message): a Python
+worker's floor.
 """
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import signal
@@ -39,6 +44,9 @@ from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, Producer, To
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.brokers import REPO_ROOT, Josefk, cleanup_dir, port_accepts
+from josefk.connect.api.records import SinkRecord
+from josefk.connect.connectors.generator import GeneratorSourceTask
+from josefk.connect.main import GC_YOUNG_THRESHOLD
 from josefk.connect.runtime.source_task import producer_defaults
 from josefk.zk.local_server import free_port
 
@@ -188,6 +196,57 @@ def source_bare(bootstrap: str, topic: str, n: int) -> float:
     return n / (time.monotonic() - start)
 
 
+def source_floor(bootstrap: str, topic: str, n: int) -> float:
+    """The bare producer loop, its records first made as the worker gets them: the generator
+    task's ``poll`` (a SourceRecord each), then one ``produce()`` per record."""
+    task = GeneratorSourceTask()
+    task.initialize(FloorContext())
+    task.start({"task.index": "0", "topic": topic, "max.messages": str(n),
+                "message.size": str(len(VALUE))})
+    settings = {k: v for k, v in producer_defaults("bench").items() if k != "partitioner"}
+    p = Producer({"bootstrap.servers": bootstrap, **settings})
+    start = time.monotonic()
+    while records := task.poll():
+        for r in records:
+            while True:
+                try:
+                    p.produce(topic, r.value.encode(), partition=0)
+                    break
+                except BufferError:
+                    p.poll(0.01)
+        p.poll(0)
+    assert p.flush(120) == 0, "records left undelivered"
+    return n / (time.monotonic() - start)
+
+
+class FloorContext:
+    def offset_storage_reader(self):
+        return self
+
+    def offset(self, partition):
+        return None
+
+
+def sink_floor(bootstrap: str, topic: str, n: int) -> float:
+    """The bare consumer loop making a SinkRecord of each message (no converter)."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-floor",
+                  "enable.auto.commit": False, "fetch.queue.backoff.ms": 10})
+    c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+    got, first = 0, None
+    deadline = time.monotonic() + 300
+    while got < n and time.monotonic() < deadline:
+        batch = [SinkRecord(m.topic(), m.partition(), None, m.key(), None, m.value(),
+                            m.offset(), m.timestamp()[1], "CreateTime")
+                 for m in c.consume(500, 1.0) if not m.error()]
+        got += len(batch)
+        if got and first is None:
+            first = (time.monotonic(), got)
+    elapsed = time.monotonic() - first[0]
+    c.close()
+    assert got >= n, f"read {got} of {n}"
+    return (got - first[1]) / elapsed
+
+
 def sink_worker(bootstrap: str, root: Path, topic: str, n: int) -> tuple[float, float, int]:
     name = f"sink-{topic}"
     w = Worker(root, name, standalone_props(bootstrap, root, name), [{
@@ -322,7 +381,8 @@ def main(argv=None) -> int:
     ap.add_argument("--latency-seconds", type=int, default=15)
     ap.add_argument("--rebalance-delay-ms", type=int, default=1000,
                     help="the workers' scheduled.rebalance.max.delay.ms")
-    ap.add_argument("--only", default="throughput,latency,rebalance")
+    ap.add_argument("--only", default="throughput,latency,rebalance",
+                    help="of throughput,floor,latency,rebalance")
     args = ap.parse_args(argv)
     only = set(args.only.split(","))
     root = Path(tempfile.mkdtemp(prefix="bench-connect-"))
@@ -361,6 +421,24 @@ def main(argv=None) -> int:
                       f"{med(key) / med(bare):.2f} |")
             print(f"| worker CPU s per million records, source / sink | {med('source cpu'):.1f}"
                   f" / {med('sink cpu'):.1f} | | |")
+        if "floor" in only:  # records made as the worker makes them, nothing else
+            gc.set_threshold(GC_YOUNG_THRESHOLD, 10, 10)  # the worker's collector settings
+            floor = {"source": [], "sink": [], "bare producer": [], "bare consumer": []}
+            for r in range(args.rounds):
+                topic = f"bench-floor-{r}"
+                create_topic(bs, topic)
+                floor["source"].append(source_floor(bs, topic, n))
+                floor["sink"].append(sink_floor(bs, topic, n))
+                topic = f"bench-floor-bare-{r}"
+                create_topic(bs, topic)
+                floor["bare producer"].append(source_bare(bs, topic, n))
+                floor["bare consumer"].append(sink_bare(bs, topic, n))
+            f = {k: statistics.median(v) for k, v in floor.items()}
+            print(f"floor (median of {args.rounds}): poll's SourceRecords + produce "
+                  f"{f['source']:,.0f} rec/s ({f['source'] / f['bare producer']:.2f} of the bare "
+                  f"producer's {f['bare producer']:,.0f}); consume + SinkRecords "
+                  f"{f['sink']:,.0f} rec/s ({f['sink'] / f['bare consumer']:.2f} of the bare "
+                  f"consumer's {f['bare consumer']:,.0f})", flush=True)
         if "latency" in only:
             p50, p99, count = latency(bs, root, args.rate, args.latency_seconds)
             print(f"latency at {args.rate} rec/s ({count} records): p50 {p50:.1f} ms, "

@@ -216,26 +216,28 @@ def test_a_table_copied_through_a_topic_into_another_database_row_for_row(
     assert sorted(v["payload"]["id"] for _, _, v in messages) == [1, 2, 3]  # none twice
 
 
-def test_tombstones_delete_mirrored_rows(josefk_broker, josefk_topic, tmp_path):
+@pytest.mark.parametrize("target", ["single", "spread"], indirect=True)
+def test_tombstones_delete_mirrored_rows(target, new_topic, tmp_path):
+    cluster, topic = target, new_topic()
     target = tmp_path / "keys.db"
     key_schema = {"type": "struct", "optional": False,
                   "fields": [{"field": "id", "type": "int64", "optional": False}]}
     value_schema = {"type": "struct", "optional": False,
                     "fields": [{"field": "id", "type": "int64", "optional": False},
                                {"field": "name", "type": "string", "optional": False}]}
-    producer = Producer({"bootstrap.servers": josefk_broker.bootstrap_servers})
+    producer = Producer({"bootstrap.servers": cluster.bootstrap})
 
     def send(id_, name):
         key = json.dumps({"schema": key_schema, "payload": {"id": id_}})
         value = None if name is None else json.dumps(
             {"schema": value_schema, "payload": {"id": id_, "name": name}})
-        producer.produce(josefk_topic, key=key, value=value, partition=0)
+        producer.produce(topic, key=key, value=value, partition=0)
 
     for id_, name in ((1, "a"), (2, "b"), (1, None), (3, "c"), (2, "b2")):
         send(id_, name)
     assert producer.flush(15) == 0
     sink = {"name": "keyed-sink", "connector.class": "JdbcSinkConnector",
-            "connection.url": f"jdbc:sqlite:{target}", "topics": josefk_topic,
+            "connection.url": f"jdbc:sqlite:{target}", "topics": topic,
             "table.name.format": "mirror", "insert.mode": "upsert", "pk.mode": "record_key",
             "delete.enabled": "true", "auto.create": "true"}
 
@@ -250,7 +252,7 @@ def test_tombstones_delete_mirrored_rows(josefk_broker, josefk_topic, tmp_path):
                 return []
 
     async def run():
-        h = herder(josefk_broker.bootstrap_servers, tmp_path)
+        h = herder(cluster.bootstrap, tmp_path)
         await h.start([sink])
         try:
             await until(lambda: rows() == [(2, "b2"), (3, "c")], what="the mirrored rows")
@@ -442,3 +444,112 @@ def test_a_wrong_password_refuses_the_cdc_connector_and_fails_the_jdbc_one_with_
 
     status = asyncio.run(run())
     assert "password authentication failed" in status["connector"]["trace"]
+
+
+def test_a_column_added_mid_stream_reaches_the_cdc_events_and_nothing_is_lost(
+        josefk_broker, postgres, pg_database, tmp_path):
+    """ALTER TABLE ... ADD COLUMN while the connector streams: the changes before it keep the
+    old row schema, those after it carry the new optional column, none is missing and the
+    task stays RUNNING (pgoutput sends the new Relation before the first change after it)."""
+    db = psycopg.connect(postgres.dsn(pg_database), autocommit=True)
+    db.execute("CREATE TABLE people (id INT PRIMARY KEY, name TEXT NOT NULL)")
+    db.execute("INSERT INTO people VALUES (1, 'ann')")
+    cdc = {"name": "evolving-cdc",
+           "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+           "database.hostname": postgres.host, "database.port": str(postgres.port),
+           "database.user": postgres.user, "database.password": postgres.password,
+           "database.dbname": pg_database, "topic.prefix": pg_database,
+           "slot.name": f"slot_{pg_database}"[:63], "publication.name": f"pub_{pg_database}"}
+    topic = Topic(josefk_broker.bootstrap_servers, f"{pg_database}.public.people")
+
+    async def run():
+        h = herder(josefk_broker.bootstrap_servers, tmp_path)
+        await h.start([cdc])
+        try:
+            await running(h, "evolving-cdc")
+            await asyncio.to_thread(topic.read, 1)
+            for statement in ("INSERT INTO people VALUES (2, 'bob')",
+                              "ALTER TABLE people ADD COLUMN email TEXT",
+                              "INSERT INTO people VALUES (3, 'cyd', 'cyd@example.com')",
+                              "UPDATE people SET email = 'ann@example.com' WHERE id = 1"):
+                db.execute(statement)
+            await asyncio.to_thread(topic.read, 4)
+            await running(h, "evolving-cdc")
+        finally:
+            await h.stop()
+
+    try:
+        asyncio.run(run())
+        topic.read(5, timeout=1.0)  # a fifth would be an event twice
+    finally:
+        topic.close()
+        db.close()
+    events = [(v["payload"]["op"], v["payload"]["after"]) for _, _, v in topic.messages]
+    assert events == [("r", {"id": 1, "name": "ann"}), ("c", {"id": 2, "name": "bob"}),
+                      ("c", {"id": 3, "name": "cyd", "email": "cyd@example.com"}),
+                      ("u", {"id": 1, "name": "ann", "email": "ann@example.com"})]
+
+    def after_fields(value):
+        after = next(f for f in value["schema"]["fields"] if f["field"] == "after")
+        return [(f["field"], f["optional"]) for f in after["fields"]]
+    assert after_fields(topic.messages[1][2]) == [("id", False), ("name", False)]
+    assert after_fields(topic.messages[2][2]) == [("id", False), ("name", False),
+                                                  ("email", True)]
+
+
+def test_a_field_added_mid_topic_fails_the_jdbc_sink_with_the_cause_until_it_may_evolve(
+        josefk_broker, josefk_topic, postgres, pg_database, tmp_path):
+    """Records gain an optional field part way through the topic. With auto.evolve off the
+    task is FAILED with the missing column named and the worker goes on; once the connector
+    may evolve the table, every record lands: none lost, each key once."""
+    v1 = {"type": "struct", "optional": False, "name": "people",
+          "fields": [{"field": "id", "type": "int32", "optional": False},
+                     {"field": "name", "type": "string", "optional": False}]}
+    v2 = {**v1, "fields": [*v1["fields"], {"field": "email", "type": "string",
+                                           "optional": True}]}
+    producer = Producer({"bootstrap.servers": josefk_broker.bootstrap_servers})
+    for id_ in range(1, 4):
+        producer.produce(josefk_topic, partition=0, value=json.dumps(
+            {"schema": v1, "payload": {"id": id_, "name": f"n{id_}"}}))
+    for id_ in range(4, 7):
+        producer.produce(josefk_topic, partition=0, value=json.dumps(
+            {"schema": v2, "payload": {"id": id_, "name": f"n{id_}", "email": f"{id_}@x"}}))
+    assert producer.flush(15) == 0
+    sink = {"name": "evolving-sink", "connector.class": "io.confluent.connect.jdbc.JdbcSinkConnector",
+            "connection.url": postgres.jdbc_url(pg_database), "connection.user": postgres.user,
+            "connection.password": postgres.password, "topics": josefk_topic,
+            "table.name.format": "people", "insert.mode": "upsert", "pk.mode": "record_value",
+            "pk.fields": "id", "auto.create": "true", "auto.evolve": "false"}
+    db = psycopg.connect(postgres.dsn(pg_database), autocommit=True)
+    db.prepare_threshold = None  # the table's columns change under the query
+
+    def rows():
+        try:
+            return db.execute("SELECT * FROM people ORDER BY id").fetchall()
+        except psycopg.errors.UndefinedTable:
+            return []
+
+    async def run():
+        h = herder(josefk_broker.bootstrap_servers, tmp_path)
+        await h.start([sink])
+        try:
+            async def failed():
+                status = await h.connector_status("evolving-sink")
+                return next((t for t in status["tasks"] if t["state"] == "FAILED"), None)
+            task = await until(failed, what="the sink's task FAILED")
+            await h.put_connector_config("evolving-sink", {**sink, "auto.evolve": "true"}, True)
+            await until(lambda: len(rows()) == 6, what="every record in the table")
+            await running(h, "evolving-sink")
+            return task
+        finally:
+            await h.stop()
+
+    try:
+        task = asyncio.run(run())
+        table = rows()
+    finally:
+        db.close()
+    assert 'Table "people" is missing fields (email) and auto-evolution is disabled' in \
+        task["trace"]
+    assert table == [(i, f"n{i}", None) for i in range(1, 4)] + [
+        (i, f"n{i}", f"{i}@x") for i in range(4, 7)]

@@ -50,7 +50,7 @@ class Schema:
     (``Schema.STRING_SCHEMA``, ``Schema.OPTIONAL_INT64_SCHEMA``, ...)."""
 
     __slots__ = ("type", "optional", "default", "name", "version", "doc", "parameters",
-                 "_fields", "_by_name", "key_schema", "value_schema", "_hash")
+                 "_fields", "_by_name", "key_schema", "value_schema", "_hash", "_check")
 
     def __init__(self, type: Type, optional: bool = False, default: Any = None,
                  name: str | None = None, version: int | None = None, doc: str | None = None,
@@ -63,7 +63,7 @@ class Schema:
         self._fields = tuple(fields) if fields is not None else None
         self._by_name = {f.name: f for f in self._fields} if self._fields is not None else None
         self.key_schema, self.value_schema = key_schema, value_schema
-        self._hash = None
+        self._hash = self._check = None
         if default is not None:
             validate_value(self, default, "default value")
         self.default = default
@@ -87,7 +87,8 @@ class Schema:
                 self._fields, self.key_schema, self.value_schema)
 
     def __eq__(self, other):
-        return isinstance(other, Schema) and self._key() == other._key()
+        # the same object first: a Struct's schema is checked against its field's on each put
+        return self is other or (isinstance(other, Schema) and self._key() == other._key())
 
     def __hash__(self):
         if self._hash is None:
@@ -429,14 +430,18 @@ def validate_value(schema: Schema, value, where: str = "value") -> None:
             raise DataException(f"Invalid value: null used for required {where}, schema type: "
                                 f"{schema.type.name}")
         return
-    expected = _LOGICAL_PYTHON.get(schema.name) or _PYTHON[schema.type]
+    check = schema._check
+    if check is None:  # once per schema: the Python types it takes, an integer's width
+        logical = _LOGICAL_PYTHON.get(schema.name)
+        check = schema._check = (logical or _PYTHON[schema.type], logical is not None,
+                                 _INT_RANGES.get(schema.type))
+    expected, logical, bits = check
     if not isinstance(value, expected) or (isinstance(value, bool)
                                            and schema.type is not Type.BOOLEAN):
         raise DataException(f"Invalid value for schema \"{schema!r}\" with type "
                             f"{schema.type.name}: {type(value).__name__} for {where}")
-    if schema.name in _LOGICAL_PYTHON:
+    if logical:
         return
-    bits = _INT_RANGES.get(schema.type)
     if bits and not -(1 << (bits - 1)) <= value < (1 << (bits - 1)):
         raise DataException(f"Invalid value {value} for {where}: out of range for "
                             f"{schema.type.name}")

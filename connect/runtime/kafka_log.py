@@ -178,9 +178,20 @@ class KafkaBasedLog:
         """Each partition's end (the last stable offset: a transaction's records count once
         committed), from the admin client as Kafka's KafkaBasedLog asks its admin."""
         wanted = {TopicPartition(self.spec.name, p): OffsetSpec.latest() for p in self.partitions}
-        futures = self.admin.list_offsets(wanted, isolation_level=IsolationLevel.READ_COMMITTED,
-                                          request_timeout=timeout)
-        return {tp.partition: f.result(timeout).offset for tp, f in futures.items()}
+        deadline = time.monotonic() + timeout
+        while True:  # retriable errors retried, as Kafka's (a topic new to its leader)
+            futures = self.admin.list_offsets(
+                wanted, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=timeout)
+            try:
+                return {tp.partition: f.result(timeout).offset for tp, f in futures.items()}
+            except KafkaException as e:
+                error = e.args[0] if e.args else None
+                retriable = error is not None and (error.retriable() or error.code() in (
+                    KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.LEADER_NOT_AVAILABLE,
+                    KafkaError.NOT_LEADER_FOR_PARTITION))
+                if not retriable or time.monotonic() > deadline:
+                    raise
+            time.sleep(POLL_S)
 
     def read_to_end(self, timeout: float = CREATE_TIMEOUT_S) -> None:
         """Wait until every record written before this call has been handed to

@@ -26,9 +26,12 @@ MAX_POLL_RECORDS = 500  # the Java consumer's max.poll.records default: a put's 
 
 
 def consumer_defaults(connector: str, client_id: str) -> dict:
-    """Connect's sink consumer settings (Worker.baseConsumerConfigs)."""
+    """Connect's sink consumer settings (Worker.baseConsumerConfigs). librdkafka stops
+    fetching for ``fetch.queue.backoff.ms`` (1 s) whenever its prefetch queue is full, where
+    the Java consumer fetches again as soon as its records are taken: 10 ms is near that."""
     return {"group.id": f"connect-{connector}", "enable.auto.commit": False,
-            "auto.offset.reset": "earliest", "client.id": client_id}
+            "auto.offset.reset": "earliest", "client.id": client_id,
+            "fetch.queue.backoff.ms": 10}
 
 
 def subscription(config) -> list[str]:
@@ -166,6 +169,10 @@ class WorkerSinkTask(WorkerTask):
             return
         records, offsets = [], {}
         self.messages = {}
+        p = self.pipeline
+        key_to, value_to = p.key_converter.to_connect_data, p.value_converter.to_connect_data
+        staged = bool(p.chain.stages)
+        reporting = self.errant_reporter is not None
         for m in messages:
             if m.error() is not None:
                 if m.error().code() == KafkaError._PARTITION_EOF:
@@ -176,20 +183,34 @@ class WorkerSinkTask(WorkerTask):
                 # topic not there yet), as the Java consumer retries them
                 log.warning("%s consumer error: %s", self, m.error().str())
                 continue
-            tp = TopicPartition(m.topic(), m.partition())
-            offsets[tp] = m.offset() + 1
-            record = self._record(m)
+            topic, partition, offset = m.topic(), m.partition(), m.offset()
+            offsets[topic, partition] = offset + 1
+            if staged:
+                record = self._record(m)
+            else:
+                try:
+                    key, value = key_to(topic, m.key()), value_to(topic, m.value())
+                    raw = m.headers()
+                    ts_type, ts = m.timestamp()
+                    record = SinkRecord(topic, partition, key.schema, key.value, value.schema,
+                                        value.value, offset,
+                                        ts if ts_type in _TIMESTAMP_TYPES else None,
+                                        _TIMESTAMP_TYPES.get(ts_type, "NoTimestampType"),
+                                        None if raw is None else self._headers(topic, raw))
+                except Exception:  # again, each stage under the error operator
+                    record = self._record(m)
             if record is not None:
                 records.append(record)
-                if self.errant_reporter is not None:
-                    self.messages[(m.topic(), m.partition(), m.offset())] = m
-            if m.topic() not in self.topics_used:
-                self.topics_used.add(m.topic())
-                self.listener.on_topic_used(self.id, m.topic())
+                if reporting:
+                    self.messages[(topic, partition, offset)] = m
+            if topic not in self.topics_used:
+                self.topics_used.add(topic)
+                self.listener.on_topic_used(self.id, topic)
         self.metrics.read.inc(len(messages))
-        self.batch, self.batch_offsets = records, offsets
+        self.batch = records
+        self.batch_offsets = {TopicPartition(*tp): o for tp, o in offsets.items()}
         if not records:  # every message dropped or skipped
-            self.current.update(offsets)
+            self.current.update(self.batch_offsets)
 
     def _record(self, m) -> SinkRecord | None:
         """The message as a SinkRecord after conversion and transformations; None when it

@@ -18,6 +18,7 @@ import random
 import re
 import time
 from collections import deque
+from functools import partial
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -261,6 +262,8 @@ class WorkerSourceTask(WorkerTask):
         self.topics_used: set[str] = set()
         self.in_transaction = False
         self.txn_offsets: dict[str, tuple[dict, dict]] = {}
+        # SourceTask's commit_record does nothing: no RecordMetadata per record for it
+        self.commits_records = type(task).commit_record is not SourceTask.commit_record
 
     # ---- lifecycle -------------------------------------------------------------------------
     def initialize_task(self) -> None:
@@ -315,31 +318,42 @@ class WorkerSourceTask(WorkerTask):
     def _send(self) -> None:
         written = 0
         records, self.to_send = self.to_send, None
+        p, chain = self.pipeline, self.pipeline.chain.stages
+        key_from = p.key_converter.from_connect_data
+        value_from = p.value_converter.from_connect_data
+        produce, delivered = self.producer.produce, self._delivered
         for i, record in enumerate(records):
-            context = ProcessingContext(source_record=record)
-            transformed = self.pipeline.transform(record, self.operator, context)
-            converted = None if transformed is None else self._convert(transformed, context)
+            if chain:
+                converted = self._process(record)
+            else:
+                try:
+                    topic, headers = record.topic, record.headers
+                    converted = (record, topic,
+                                 key_from(topic, record.key_schema, record.key, headers),
+                                 value_from(topic, record.value_schema, record.value, headers),
+                                 self._headers(topic, record) if len(headers) else None)
+                except Exception:  # again, each stage under the error operator
+                    converted = self._process(record)
             if converted is None:
                 self._dropped(record)
                 continue
-            topic, key, value, headers = converted
+            transformed, topic, key, value, headers = converted
             if self.topic_creation is not None:
                 self.topic_creation.ensure(topic)
             if self.transactional:
                 self._ensure_transaction()
             entry = None if self.transactional else self.submitted.submit(record)
-            kwargs = {"key": key, "value": value, "headers": headers,
-                      "on_delivery": self._callback(record, entry)}
-            if transformed.kafka_partition is not None:
-                kwargs["partition"] = transformed.kafka_partition
-            elif key is None:
-                partition = self.sticky.partition(topic, len(value or b""))
-                if partition is not None:
-                    kwargs["partition"] = partition
-            if transformed.timestamp is not None:
-                kwargs["timestamp"] = transformed.timestamp
+            partition = transformed.kafka_partition
+            if partition is None:
+                partition = -1  # librdkafka's partitioner (keyed records: murmur2)
+                if key is None:
+                    partition = self.sticky.partition(topic, len(value or b""))
+                    if partition is None:
+                        partition = -1
             try:
-                self.producer.produce(topic, **kwargs)
+                produce(topic, value, key, partition,
+                        on_delivery=partial(delivered, record, entry),
+                        timestamp=transformed.timestamp or 0, headers=headers)
             except BufferError:
                 self.to_send = records[i:]  # the producer's queue is full: again after poll
                 if entry is not None:
@@ -357,6 +371,14 @@ class WorkerSourceTask(WorkerTask):
             self.metrics.write.inc(written)
         if self.transactional and self.transactional["boundary"] == "poll" and self.to_send is None:
             self._commit_transaction()
+
+    def _process(self, record: SourceRecord):
+        """(the record transformed, its topic, key, value, headers), each stage run by the
+        error operator; None when a stage dropped it or failed (tolerated)."""
+        context = ProcessingContext(source_record=record)
+        transformed = self.pipeline.transform(record, self.operator, context)
+        converted = None if transformed is None else self._convert(transformed, context)
+        return None if converted is None else (transformed, *converted)
 
     def _convert(self, record: SourceRecord, context: ProcessingContext):
         p, op = self.pipeline, self.operator
@@ -387,24 +409,24 @@ class WorkerSourceTask(WorkerTask):
             self.submitted.ack(self.submitted.submit(record))
         self._commit_record(record, None)
 
-    def _callback(self, record: SourceRecord, entry):
-        def delivered(err, msg):
-            if err is not None:
-                if err.code() in _PURGED and self.transactional:
-                    return  # its transaction was aborted: the record is dropped with it
-                if self.operator.tolerance_all:
-                    log.error("%s failed to send record to %s: %s", self, record.topic, err)
-                    self.submitted.ack(entry)
-                    self._commit_record(record, None)
-                elif self.producer_error is None:
-                    self.producer_error = (f"Unrecoverable exception from producer send "
-                                           f"callback: {err.str()}")
-                return
-            self.submitted.ack(entry)
+    def _delivered(self, record: SourceRecord, entry, err, msg) -> None:
+        if err is not None:
+            if err.code() in _PURGED and self.transactional:
+                return  # its transaction was aborted: the record is dropped with it
+            if self.operator.tolerance_all:
+                log.error("%s failed to send record to %s: %s", self, record.topic, err)
+                self.submitted.ack(entry)
+                self._commit_record(record, None)
+            elif self.producer_error is None:
+                self.producer_error = (f"Unrecoverable exception from producer send "
+                                       f"callback: {err.str()}")
+            return
+        if entry is not None:
+            entry[1] = True
+        if self.commits_records:
             ts = msg.timestamp()[1]
             self._commit_record(record, RecordMetadata(msg.topic(), msg.partition(),
                                                        msg.offset(), ts if ts > 0 else None))
-        return delivered
 
     def _commit_record(self, record, metadata) -> None:
         try:

@@ -179,3 +179,31 @@ class BoundarySourceConnector(GeneratorSourceConnector):
 
 
 PLUGINS["connector"]["tests.BoundarySourceConnector"] = BoundarySourceConnector
+
+
+class PickyConverter(StringConverter):
+    """A StringConverter that cannot write the value "1"."""
+
+    def from_connect_data(self, topic, schema, value, headers=None):
+        if value == "1":
+            raise DataException("the value 1 cannot be written")
+        return super().from_connect_data(topic, schema, value, headers)
+
+
+class CommitRecordingSourceTask(GeneratorSourceTask):
+    """The generator source that keeps what commit_record was told (class-wide):
+    (the record's value, the written offset or None)."""
+    committed: list = []
+
+    def commit_record(self, record, metadata):
+        CommitRecordingSourceTask.committed.append(
+            (record.value, None if metadata is None else metadata.offset))
+
+
+class CommitRecordingSourceConnector(GeneratorSourceConnector):
+    def task_class(self):
+        return CommitRecordingSourceTask
+
+
+PLUGINS["converter"]["tests.PickyConverter"] = PickyConverter
+PLUGINS["connector"]["tests.CommitRecordingSourceConnector"] = CommitRecordingSourceConnector

@@ -513,3 +513,25 @@ def test_a_connector_config_that_cannot_be_created_at_start_is_a_config_error(
                        "any class that implements Connector and which name matches "
                        "NoSuchConnector"):
         asyncio.run(run())
+
+
+def test_a_source_record_its_converter_fails_is_skipped_and_committed_without_metadata(
+        josefk_broker, josefk_topic, tmp_path):
+    doubles.CommitRecordingSourceTask.committed = []
+
+    async def run():
+        h = herder(josefk_broker, tmp_path)
+        await h.start([{"name": "picky", "connector.class": "tests.CommitRecordingSourceConnector",
+                        "topic": josefk_topic, "max.messages": "3", "message.size": "0",
+                        "value.converter": "tests.PickyConverter", "errors.tolerance": "all"}])
+        try:
+            await until(lambda: len(doubles.CommitRecordingSourceTask.committed) == 3,
+                        what="three records committed")
+            assert (await h.task_status("picky", 0))["state"] == "RUNNING"
+        finally:
+            await h.stop()
+
+    asyncio.run(run())
+    assert sorted(doubles.CommitRecordingSourceTask.committed, key=lambda c: c[0]) == [
+        ("0", 0), ("1", None), ("2", 1)]
+    assert [m.value() for m in consume_all(josefk_broker, josefk_topic, 2)] == [b"0", b"2"]
