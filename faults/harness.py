@@ -26,6 +26,8 @@ from pathlib import Path
 from josefk.faults import checker, network
 from josefk.faults.history import History
 from josefk.faults.nemesis import KINDS, Nemesis
+from josefk.faults.objectstore import SeaweedFS, weed_binary
+from josefk.zk.local_server import free_port
 from josefk.faults.processes import (QUICK_FAILOVER, REPO_ROOT, BrokerStartError, LocalCluster,
                               describe_exit)
 
@@ -40,6 +42,15 @@ OVERRIDES = {
     "log.segment.bytes": 8 << 20,
 }
 GROUP = "faults-group"
+# With the store-down fault, faults-rf3 is tiered: small segments, copied within a second, the
+# local log keeping the last two
+TIERED_TOPIC = "faults-rf3"
+TIERED_TOPIC_CONFIG = {"remote.storage.enable": "true", "segment.bytes": "16384",
+                       "local.retention.bytes": "32768", "retention.ms": "-1"}
+TIERED_OVERRIDES = {"remote.log.manager.task.interval.ms": 500,
+                    "remote.log.metadata.topic.num.partitions": 3,
+                    "remote.log.metadata.topic.replication.factor": 3,
+                    "log.retention.check.interval.ms": 1000}
 # (name, partitions, replication factor, min.insync.replicas); topics are "faults-<name>"
 TOPICS = (("rf3", 3, 3, 2), ("rf2", 3, 2, 1), ("rf1", 3, 1, 1), ("txn", 3, 3, 2))
 WRITE_INTERVAL = 0.04  # each writer sends one record to each of its partitions this often
@@ -88,6 +99,13 @@ class Result:
         return not self.anomalies and not self.problems
 
 
+def _store_available() -> bool:
+    """Whether this machine can run a tiered cluster: SeaweedFS and obstore installed."""
+    import importlib.util
+
+    return weed_binary() is not None and importlib.util.find_spec("obstore") is not None
+
+
 def _interrupt(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
@@ -100,8 +118,17 @@ class Run:
         self.root = Path(opts.dir or tempfile.mkdtemp(prefix="josefk-faults-")).resolve()
         self.root.mkdir(parents=True, exist_ok=True)
         self.history = History()
-        self.cluster = LocalCluster(self.root, SIZE, overrides=OVERRIDES, disk_mb=opts.disk_mb,
+        self.store = None  # without it, the nemesis skips store-down saying why
+        overrides = dict(OVERRIDES)
+        if "store-down" in opts.kinds and _store_available():
+            self.store = SeaweedFS(self.root / "objectstore")
+            overrides.update(TIERED_OVERRIDES, **self.store.overrides("faults-tiered"))
+        self.cluster = LocalCluster(self.root, SIZE, overrides=overrides, disk_mb=opts.disk_mb,
                                     isolation=True)
+        self.metrics_ports = {}
+        if self.store is not None:  # the nemesis reads the copy backlog from each broker
+            for i, b in self.cluster.brokers.items():
+                self.metrics_ports[i] = b.overrides["josefk.metrics.port"] = free_port()
         self.workload: subprocess.Popen | None = None
         self.skipped: dict[str, str] = {}
         self.problems: list[str] = []
@@ -123,6 +150,8 @@ class Run:
             try:
                 self._end_workload()
                 self.cluster.stop()
+                if self.store is not None:
+                    self.store.stop()
             finally:
                 signal.signal(signal.SIGINT, signal.default_int_handler)
                 for s, handler in previous.items():
@@ -134,9 +163,13 @@ class Run:
         self.say(f"josefk fault run: seed {self.seed}, {SIZE} brokers and ZooKeeper on "
                  f"127.0.0.1, faults {', '.join(o.kinds)}; run dir {self.root}")
         network.install_iptables(REPO_ROOT)
+        if self.store is not None:
+            self.store.start()
         self.cluster.start()
         self.history.gap_partitions = partitions("rf3", "rf2")
-        nemesis = Nemesis(self.cluster, self.rng, self.history.gap_partitions, GROUP)
+        nemesis = Nemesis(self.cluster, self.rng, self.history.gap_partitions, GROUP,
+                          store=self.store, tiered_topic=TIERED_TOPIC,
+                          metrics_ports=self.metrics_ports, crashes=self.history.crashes)
         for kind in o.kinds:
             why = nemesis.unavailable(kind)
             if why:
@@ -237,7 +270,8 @@ class Run:
         try:
             self.workload = subprocess.Popen(
                 [*launcher, sys.executable, "-m", "josefk.faults.workload", self.cluster.bootstrap,
-                 str(self.root), str(self.rng.randrange(1 << 31)), str(seconds)],
+                 str(self.root), str(self.rng.randrange(1 << 31)), str(seconds),
+                 *(["tiered"] if self.store is not None else [])],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True,
                 start_new_session=True, cwd=str(REPO_ROOT),
                 env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})

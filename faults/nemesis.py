@@ -5,7 +5,9 @@ FindCoordinator for the group's coordinator, the ``/controller`` znode for the c
 from __future__ import annotations
 
 import random
+import re
 import time
+import urllib.request
 
 from josefk.faults.history import Fault
 from josefk.faults.processes import LocalCluster, describe_exit
@@ -13,7 +15,7 @@ from josefk.faults.processes import LocalCluster, describe_exit
 now = time.time
 
 KINDS = ("kill-leader", "kill-controller", "kill-coordinator", "kill-zookeeper", "sigterm",
-         "pause", "partition", "disk")
+         "pause", "partition", "disk", "store-down")
 DESCRIPTIONS = {
     "kill-leader": "kill -9 of a partition's leader, restarted 8-11 s later",
     "kill-controller": "kill -9 of the controller, restarted 8-11 s later",
@@ -25,13 +27,25 @@ DESCRIPTIONS = {
     "partition": "one broker cut off from the other brokers and from ZooKeeper for 10-13 s",
     "disk": "a partition leader's log dir filled for 10-12 s, then freed and the broker "
             "restarted",
+    "store-down": "the tiered topic's object store (SeaweedFS) stopped for 10-12 s, its port "
+                  "refusing, then started again; uploads must resume",
 }
+RESUME_TIMEOUT = 60.0  # uploads resumed (the remote log grew) this long after the store is back
+_SAMPLE = re.compile(r'^kafka_server_brokertopicmetrics_(remotecopylagbytes|remotelogsizebytes)'
+                     r'\{topic="([^"]+)"\} (\S+)$', re.M)
 
 
 class Nemesis:
     def __init__(self, cluster: LocalCluster, rng: random.Random,
-                 partitions: list[tuple[str, int]], group: str):
+                 partitions: list[tuple[str, int]], group: str, *, store=None,
+                 tiered_topic: str = "", metrics_ports: dict[int, int] | None = None,
+                 crashes: list | None = None):
         self.cluster, self.rng, self.partitions, self.group = cluster, rng, partitions, group
+        # tiered storage: the object store (faults.objectstore.SeaweedFS), the tiered topic,
+        # each broker's metrics port; uploads that never resume go to ``crashes``
+        self.store, self.tiered_topic = store, tiered_topic
+        self.metrics_ports = metrics_ports or {}
+        self.crashes = crashes if crashes is not None else []
 
     def unavailable(self, kind: str) -> str | None:
         """Why ``kind`` cannot be injected on this machine (None: it can)."""
@@ -39,6 +53,8 @@ class Nemesis:
             return self.cluster.isolation_unavailable
         if kind == "disk":
             return self.cluster.disk_unavailable
+        if kind == "store-down" and self.store is None:
+            return "no object store: SeaweedFS (weed) and obstore need scripts/setup.sh faults,tiered"
         return None
 
     def inject(self, kind: str) -> Fault:
@@ -173,4 +189,63 @@ class Nemesis:
                            f"was full")
         self.cluster.restart(b)
         f.healed = now()
+        return f
+
+    # -- the object store ------------------------------------------------------------------------
+    def _remote(self) -> tuple[float, float]:
+        """The tiered topic's RemoteCopyLagBytes and RemoteLogSizeBytes, summed over the
+        brokers that answer (each reports the partitions it leads)."""
+        lag = size = 0.0
+        for port in self.metrics_ports.values():
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as r:
+                    text = r.read().decode()
+            except OSError:
+                continue
+            for name, topic, value in _SAMPLE.findall(text):
+                if topic == self.tiered_topic:
+                    if name == "remotecopylagbytes":
+                        lag += float(value)
+                    else:
+                        size += float(value)
+        return lag, size
+
+    def _store_down(self) -> Fault:
+        """Stop the object store, hold, start it again; then wait until the remote log grows
+        again (uploads resumed) and the copy backlog falls below its peak while the store was
+        down (drained), noting the backlog before, at its peak and after."""
+        lag_before, _size = self._remote()
+        self.store.stop()
+        f = Fault("store-down", f"object store {self.store.endpoint}", now())
+        until = now() + self.rng.uniform(10, 12)
+        peak = lag_before
+        while now() < until:
+            time.sleep(min(1.0, max(0.0, until - now())))
+            peak = max(peak, self._remote()[0])
+        _lag, size_down = self._remote()
+        self.store.start()
+        f.healed = now()
+        deadline = f.healed + RESUME_TIMEOUT
+        resumed = drained = None
+        while now() < deadline:
+            lag, size = self._remote()
+            peak = max(peak, lag)
+            if resumed is None and size > size_down:
+                resumed = now() - f.healed
+            if resumed is not None and lag < peak:
+                drained = now() - f.healed
+                break
+            time.sleep(0.5)
+        backlog = f"RemoteCopyLagBytes {lag_before:.0f} before, {peak:.0f} at its peak, " \
+                  f"{lag:.0f} after"
+        if drained is not None:
+            f.notes.append(f"uploads resumed {resumed:.1f} s and the backlog fell "
+                           f"{drained:.1f} s after the store was back; {backlog}")
+        else:
+            what = (f"uploads did not resume within {RESUME_TIMEOUT:.0f} s after the object "
+                    f"store was back" if resumed is None else
+                    f"the copy backlog did not fall within {RESUME_TIMEOUT:.0f} s after the "
+                    f"object store was back") + f" ({backlog})"
+            f.notes.append(what)
+            self.crashes.append((now(), what))
         return f

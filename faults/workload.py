@@ -24,7 +24,8 @@ from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 
-from josefk.faults.harness import GROUP, TOPICS, WRITE_INTERVAL, partitions
+from josefk.faults.harness import (GROUP, TIERED_TOPIC, TIERED_TOPIC_CONFIG, TOPICS,
+                                   WRITE_INTERVAL, partitions)
 from josefk.faults.history import Commit, History, OffsetRead, Read, Resume, Txn, Write
 
 now = time.time
@@ -396,12 +397,15 @@ class Workload:
             OffsetObserver(GROUP, partitions("rf3", "rf1"), **kw),
         ]
 
-    def create_topics(self):
+    def create_topics(self, tiered: bool):
+        """The topics; with ``tiered``, TIERED_TOPIC's older data in the object store."""
         from confluent_kafka.admin import AdminClient, NewTopic
 
         admin = AdminClient({"bootstrap.servers": self.bootstrap, "logger": self.logger})
-        new = [NewTopic(f"faults-{name}", n, rf, config={"min.insync.replicas": str(isr)})
-               for name, n, rf, isr in TOPICS]
+        new = [NewTopic(f"faults-{name}", n, rf, config={
+            "min.insync.replicas": str(isr),
+            **(TIERED_TOPIC_CONFIG if tiered and f"faults-{name}" == TIERED_TOPIC else {})})
+            for name, n, rf, isr in TOPICS]
         for future in admin.create_topics(new, operation_timeout=30).values():
             future.result(60)
 
@@ -453,15 +457,17 @@ class Workload:
 
 
 def main(argv=None) -> int:
-    """``python -m faults.workload BOOTSTRAP ROOT SEED SECONDS``: create the topics, start the
-    workload, print "ready"; on "stop" (a line on stdin, or its end) stop, read everything back,
-    write (history, problems) pickled to ROOT/workload.pickle and print "done"."""
+    """``python -m faults.workload BOOTSTRAP ROOT SEED SECONDS [tiered]``: create the topics
+    (TIERED_TOPIC tiered with "tiered"), start the workload, print "ready"; on "stop" (a line
+    on stdin, or its end) stop, read everything back, write (history, problems) pickled to
+    ROOT/workload.pickle and print "done"."""
     import pickle
     import sys
 
-    bootstrap, root, seed, seconds = (argv or sys.argv[1:])[:4]
+    args = (argv or sys.argv[1:])
+    bootstrap, root, seed, seconds = args[:4]
     w = Workload(bootstrap, Path(root), int(seed), float(seconds))
-    w.create_topics()
+    w.create_topics(tiered=args[4:5] == ["tiered"])
     w.start()
     print("ready", flush=True)
     sys.stdin.readline()

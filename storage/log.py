@@ -123,6 +123,9 @@ class Log:
         # tiered storage: the last offset copied to the remote log, None while nothing tells
         # (local retention then deletes nothing a copy may still need)
         self.remote_copied_end: int | None = None
+        # tiered storage: the log's start below its local data (DeleteRecords, or a follower's
+        # leader), -1 if none; LogManager checkpoints it (remote-log-start-offset-checkpoint)
+        self.remote_log_start = -1
         with self._lock:  # no other thread parks its segments while they load
             loaded = recovery.load(self.dir, self.config.index_interval_bytes, self._lock,
                                    log_start_offset, recovery_point, high_watermark)

@@ -9,7 +9,10 @@ Checkpoint files (text, as Kafka writes them)::
     my-topic 1 99
 
 ``replication-offset-checkpoint`` holds high watermarks, ``recovery-point-offset-checkpoint`` the
-offsets below which data was fsynced, ``log-start-offset-checkpoint`` the log start offsets.
+offsets below which data was fsynced, ``log-start-offset-checkpoint`` the log start offsets;
+``remote-log-start-offset-checkpoint`` (josefk's) the starts of tiered logs below their local
+data (a DeleteRecords offset there), apart, so that a log start checkpointed before local
+retention moved on is never taken for one.
 Topic metadata (ids, configs) is not stored here.
 """
 from __future__ import annotations
@@ -33,7 +36,9 @@ log = logging.getLogger(__name__)
 HWM_CHECKPOINT = "replication-offset-checkpoint"
 RECOVERY_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
-CHECKPOINT_FILES = (HWM_CHECKPOINT, RECOVERY_CHECKPOINT, LOG_START_CHECKPOINT)
+REMOTE_LOG_START_CHECKPOINT = "remote-log-start-offset-checkpoint"
+CHECKPOINT_FILES = (HWM_CHECKPOINT, RECOVERY_CHECKPOINT, LOG_START_CHECKPOINT,
+                    REMOTE_LOG_START_CHECKPOINT)
 
 _TOPIC_RE = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 _DELETE_SUFFIX = "-delete"
@@ -143,6 +148,7 @@ class LogManager:
             hwms = read_checkpoint(d / HWM_CHECKPOINT)
             recovery = read_checkpoint(d / RECOVERY_CHECKPOINT)
             starts = read_checkpoint(d / LOG_START_CHECKPOINT)
+            remote_starts = read_checkpoint(d / REMOTE_LOG_START_CHECKPOINT)
             for entry in sorted(os.listdir(d)):
                 path = d / entry
                 if not path.is_dir():
@@ -158,15 +164,18 @@ class LogManager:
                     raise RuntimeError(f"partition {tp[0]}-{tp[1]} found in both "
                                        f"{self._dir_of[tp]} and {d}")
                 self._dir_of[tp] = d
-                found.append((tp, path, starts.get(tp), recovery.get(tp), hwms.get(tp)))
+                found.append((tp, path, starts.get(tp), recovery.get(tp), hwms.get(tp),
+                              remote_starts.get(tp, -1)))
 
         def load(item):
-            tp, path, start, recovery_point, hwm = item
+            tp, path, start, recovery_point, hwm, remote_start = item
             try:
                 cfg = self._config_for(tp[0]) if self._config_for is not None else None
-                return Log(path, cfg if cfg is not None else self.default_config,
-                           log_start_offset=start, recovery_point=recovery_point,
-                           high_watermark=hwm)
+                lg = Log(path, cfg if cfg is not None else self.default_config,
+                         log_start_offset=start, recovery_point=recovery_point,
+                         high_watermark=hwm)
+                lg.remote_log_start = remote_start
+                return lg
             except (StorageError, OSError) as e:
                 # One log that cannot load must not keep the broker from serving the others.
                 log.error("cannot load the log of %s-%d in %s: %s", tp[0], tp[1], path.parent, e)
@@ -299,6 +308,8 @@ class LogManager:
                          {tp: lg.recovery_point for tp, lg in logs.items()})
         write_checkpoint(d / LOG_START_CHECKPOINT,
                          {tp: lg.log_start_offset for tp, lg in logs.items()})
+        write_checkpoint(d / REMOTE_LOG_START_CHECKPOINT, {
+            tp: lg.remote_log_start for tp, lg in logs.items() if lg.remote_log_start >= 0})
 
     def close(self) -> None:
         """Close every log (flush + clean-shutdown marker), then write the checkpoints."""

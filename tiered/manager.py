@@ -523,6 +523,15 @@ class RemoteLogManager:
         return segs is not None and any(
             s.max_timestamp_ms >= timestamp and s.end_offset >= start for s in segs.copied())
 
+    def max_timestamp(self, topic: str, partition: int, start: int) -> int | None:
+        """The largest record timestamp of the remote segments holding offsets at or past
+        the log start ``start`` (ListOffsets MAX_TIMESTAMP), or None."""
+        segs = self.remote_of(topic, partition)
+        if segs is None:
+            return None
+        return max((s.max_timestamp_ms for s in segs.copied()
+                    if s.end_offset >= start and s.max_timestamp_ms >= 0), default=None)
+
     def offset_for_timestamp(self, topic: str, partition: int, timestamp: int,
                              start: int) -> tuple[int, int] | None:
         """``(offset, timestamp)`` of the first remote record at or past ``start`` whose

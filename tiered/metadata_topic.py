@@ -68,7 +68,7 @@ class TopicMetadataLog:
         return metadata_partition(topic_id, partition, self.partitions)
 
     def read(self, topic_id: uuid.UUID, partition: int):
-        from confluent_kafka import Consumer, TopicPartition
+        from confluent_kafka import Consumer, KafkaException, TopicPartition
 
         self._ready_producer()
         tp = TopicPartition(TOPIC, self.metadata_partition(topic_id, partition))
@@ -76,7 +76,10 @@ class TopicMetadataLog:
                                             "enable.auto.commit": False,
                                             "auto.offset.reset": "earliest"}))
         try:
-            low, high = consumer.get_watermark_offsets(tp, timeout=TIMEOUT_S)
+            try:
+                low, high = consumer.get_watermark_offsets(tp, timeout=TIMEOUT_S)
+            except KafkaException as e:  # e.g. the topic just made, its partitions not known yet
+                raise RuntimeError(f"cannot read {TOPIC}: {e}") from e
             if high <= low:
                 return []
             tp.offset = low

@@ -7,10 +7,11 @@ import sys
 
 from josefk.tools.actions import add_actions
 from josefk.tools.client import Client, KafkaError
+from josefk.tools.tool_client import ClusterClient
 from josefk.wire import errors
 from josefk.wire.types import uuid_to_base64
 from josefk.wire.apis import (CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CONFIGS,
-                              METADATA)
+                              DESCRIBE_LOG_DIRS, LIST_OFFSETS, METADATA)
 
 TOPIC_RESOURCE = 2
 TOPIC_CONFIG_SOURCE = 1
@@ -101,24 +102,63 @@ def topics_list(args) -> int:
 
 def topics_describe(args) -> int:
     try:
-        with Client.from_args(args) as c:
+        with ClusterClient.from_args(args) as cc:
+            c = cc.bootstrap
             md = _metadata(c, [args.topic] if args.topic else None)
+            cc.brokers = {b.node_id: (b.host, b.port) for b in md.brokers}
             for t in sorted(md.topics, key=lambda t: t.name):
                 if t.error_code == errors.UNKNOWN_TOPIC_OR_PARTITION:
                     return _fail(_does_not_exist(t.name))
                 _check(t.error_code, errors.name(t.error_code))
-                print(_describe_topic(c, t))
+                print(_describe_topic(cc, t))
     except (KafkaError, OSError) as e:
         return _fail(str(e))
     return 0
 
 
-def _describe_topic(c, t) -> str:
+# a tiered partition's offsets, asked of its leader (ListOffsets): the log's start (remote data
+# included), the local log's start (KIP-1005), the last offset copied to the remote log, the end
+TIERED_OFFSETS = (("LogStartOffset", -2), ("LocalLogStartOffset", -4), ("TieredOffset", -5),
+                  ("EndOffset", -1))
+
+
+def _tiered_columns(cc, t) -> dict[int, str]:
+    """Per partition of tiered topic ``t``: its offsets (TIERED_OFFSETS) and the size of its
+    local log on the leader (DescribeLogDirs), as columns of its line."""
+    by_leader: dict[int, list[int]] = {}
+    for p in t.partitions:
+        if p.leader_id >= 0:
+            by_leader.setdefault(p.leader_id, []).append(p.partition_index)
+    out: dict[int, list[str]] = {}
+    Q, D = LIST_OFFSETS.Request, DESCRIBE_LOG_DIRS.Request
+    for leader, indexes in by_leader.items():
+        lc = cc.broker(leader)
+        for name, ts in TIERED_OFFSETS:  # one timestamp a request: a partition once in each
+            resp = lc.request(LIST_OFFSETS, replica_id=-1, isolation_level=0, topics=[
+                Q.ListOffsetsTopic(name=t.name, partitions=[Q.ListOffsetsPartition(
+                    partition_index=i, current_leader_epoch=-1, timestamp=ts)
+                    for i in indexes])])
+            for p in resp.topics[0].partitions:
+                value = errors.name(p.error_code) if p.error_code else p.offset
+                out.setdefault(p.partition_index, []).append(f"{name}: {value}")
+        dirs = lc.request(DESCRIBE_LOG_DIRS, topics=[
+            D.DescribableLogDirTopic(topic=t.name, partitions=indexes)])
+        for d in dirs.results:
+            for dt in d.topics:
+                for p in dt.partitions:
+                    if not p.is_future_key:
+                        out.setdefault(p.partition_index, []).append(
+                            f"LocalSize: {p.partition_size}")
+    return {i: "".join(f"\t{col}" for col in cols) for i, cols in out.items()}
+
+
+def _describe_topic(cc, t) -> str:
     R = DESCRIBE_CONFIGS.Request
-    resp = c.request(DESCRIBE_CONFIGS, resources=[R.DescribeConfigsResource(
+    resp = cc.bootstrap.request(DESCRIBE_CONFIGS, resources=[R.DescribeConfigsResource(
         resource_type=TOPIC_RESOURCE, resource_name=t.name, configuration_keys=None)])
     overrides = [f"{e.name}={e.value}" for e in resp.results[0].configs
                  if e.config_source == TOPIC_CONFIG_SOURCE]
+    tiered = _tiered_columns(cc, t) if "remote.storage.enable=true" in overrides else {}
     parts = sorted(t.partitions, key=lambda p: p.partition_index)
     rf = len(parts[0].replica_nodes) if parts else 0
     lines = [f"Topic: {t.name}\tTopicId: {_topic_id_text(t.topic_id)}\tPartitionCount: "
@@ -130,7 +170,7 @@ def _describe_topic(c, t) -> str:
                 f"\tIsr: {','.join(map(str, p.isr_nodes))}")
         if p.offline_replicas:
             line += f"\tOffline: {','.join(map(str, p.offline_replicas))}"
-        lines.append(line)
+        lines.append(line + tiered.get(p.partition_index, ""))
     return "\n".join(lines)
 
 

@@ -51,14 +51,15 @@ def handle_list_offsets(broker: Services, ctx, req: ListOffsetsRequest):
                     old_style_offsets=[] if err else _offsets_before(
                         part.log, p.timestamp, p.max_num_offsets, req.replica_id)))
                 continue
-            if not err and (p.timestamp == EARLIEST or p.timestamp >= 0) \
+            if not err and (p.timestamp in (EARLIEST, MAX_TIMESTAMP) or p.timestamp >= 0) \
                     and part.remote_pending:
                 err = errors.REPLICA_NOT_AVAILABLE  # the remote log is not known here yet
-            if not err and p.timestamp >= 0 and part.remote_has_timestamp(p.timestamp):
+            wanted = None if err else _remote_timestamp(part, p.timestamp, read_committed)
+            if wanted is not None:
                 answer = R.ListOffsetsPartitionResponse(
                     partition_index=p.partition_index, error_code=errors.NONE, timestamp=-1,
                     offset=-1, leader_epoch=part.leader_epoch)
-                remote.append((answer, part, p.timestamp))
+                remote.append((answer, part, wanted, p.timestamp))
                 parts_out.append(answer)
                 continue
             ts, offset = (-1, -1) if err else _lookup(part, p.timestamp, read_committed)
@@ -75,16 +76,30 @@ async def _remote_lookups(response, remote, read_committed):
     """Fill in the answers found in the remote log, read in worker threads (or, where it had
     none after all, in the local log)."""
     found = await asyncio.gather(*(asyncio.to_thread(part.remote_offset_for_timestamp, ts)
-                                   for _answer, part, ts in remote))
-    for (answer, part, ts), (hit, err) in zip(remote, found):
+                                   for _answer, part, ts, _asked in remote))
+    for (answer, part, _ts, asked), (hit, err) in zip(remote, found):
         answer.error_code = err
         if not err and hit is None:
-            hit = _lookup(part, ts, read_committed)[::-1]
+            hit = _lookup(part, asked, read_committed)[::-1]
         if hit is not None and hit[0] >= 0:
             answer.offset, answer.timestamp = hit
         else:
             answer.leader_epoch = -1
     return response
+
+
+def _remote_timestamp(part, timestamp, read_committed):
+    """The timestamp to look up in the remote log for ListOffsets ``timestamp``, or None when
+    the local log answers: a timestamp some remote segment reaches, or for MAX_TIMESTAMP the
+    remote log's largest when no local record carries more (the first such record wins)."""
+    if timestamp >= 0:
+        return timestamp if part.remote_has_timestamp(timestamp) else None
+    if timestamp != MAX_TIMESTAMP:
+        return None
+    remote_max = part.remote_max_timestamp()
+    if remote_max is None or _lookup(part, MAX_TIMESTAMP, read_committed)[0] > remote_max:
+        return None
+    return remote_max
 
 
 def _lookup(part, timestamp, read_committed):

@@ -13,14 +13,16 @@ import logging
 import time
 
 from josefk.wire import errors
-from josefk.wire.apis import FETCH
+from josefk.wire.apis import FETCH, LIST_OFFSETS
 
 log = logging.getLogger("josefk.fetcher")
 
 FETCH_VERSION = 12
+LIST_OFFSETS_VERSION = 8  # the first with EARLIEST_LOCAL_TIMESTAMP (KIP-1005)
+EARLIEST_LOCAL_TIMESTAMP = -4
 _RETRY_LATER = frozenset({errors.NOT_LEADER_OR_FOLLOWER, errors.FENCED_LEADER_EPOCH,
                           errors.UNKNOWN_LEADER_EPOCH, errors.UNKNOWN_TOPIC_OR_PARTITION,
-                          errors.KAFKA_STORAGE_ERROR})
+                          errors.KAFKA_STORAGE_ERROR, errors.REPLICA_NOT_AVAILABLE})
 
 
 class FetcherManager:
@@ -167,18 +169,22 @@ class ReplicaFetcher:
             part.append_as_follower(pd.records or b"", pd.high_watermark)
             if pd.log_start_offset > lg.log_start_offset:  # the leader deleted records
                 lg.delete_records_before(min(pd.log_start_offset, lg.high_watermark))
+        elif err == errors.OFFSET_MOVED_TO_TIERED_STORAGE:
+            rlm = part.manager.remote
+            if rlm is None or part.topic_id is None:
+                log.warning("%s-%d: the leader's data below %d is in tiered storage, which "
+                            "this broker does not have enabled", *key, lg.log_end_offset)
+                self.delayed[key] = time.monotonic() + self.manager.backoff_s
+                return
+            # its state below the leader's local log comes from the remote copy: not fetched
+            # meanwhile
+            self.delayed[key] = float("inf")
+            self._rebuilds.add(asyncio.ensure_future(
+                self._restart_from_remote(key, part, rlm, pd.log_start_offset)))
         elif err == errors.OFFSET_OUT_OF_RANGE:
             if lg.log_end_offset < pd.log_start_offset:
                 log.warning("%s-%d: fetch offset %d below the leader's log start %d: restarting "
                             "the log there", *key, lg.log_end_offset, pd.log_start_offset)
-                rlm = part.manager.remote
-                if rlm is not None and part.config.remote_storage_enable \
-                        and part.topic_id is not None:
-                    # its state below comes from the remote copy: not fetched meanwhile
-                    self.delayed[key] = float("inf")
-                    self._rebuilds.add(asyncio.ensure_future(
-                        self._restart_from_remote(key, part, rlm, pd.log_start_offset)))
-                    return
                 part.restart_at(pd.log_start_offset)
             else:
                 log.warning("%s-%d: fetch offset %d past the leader's end: truncating to its "
@@ -191,26 +197,56 @@ class ReplicaFetcher:
                         err)
             self.delayed[key] = time.monotonic() + self.manager.backoff_s
 
-    async def _restart_from_remote(self, key, part, rlm, offset) -> None:
-        """KIP-405's follower: the log restarts at the leader's local log start with the
-        leader epochs and producer state of the remote segment ending there (without them,
-        if none can be read: logged)."""
+    async def _restart_from_remote(self, key, part, rlm, leader_log_start) -> None:
+        """KIP-405's follower (answered OFFSET_MOVED_TO_TIERED_STORAGE): the log restarts at
+        the leader's local log start (asked with ListOffsets EARLIEST_LOCAL_TIMESTAMP) with
+        the leader epochs and producer state of the remote segment ending there (without
+        them, if none can be read: logged); the log start over remote data is the leader's."""
+        retry_at = time.monotonic() + self.manager.backoff_s
         try:
-            state = await asyncio.to_thread(rlm.follower_state, part.topic, part.index,
-                                            part.topic_id, offset)
-        except Exception as e:  # noqa: BLE001 - the store or metadata away: restart bare
-            log.warning("%s-%d: cannot read the remote state below %d: %s", *key, offset, e)
-            state = None
-        try:
+            offset = await self._leader_local_start(key, part)
+            if offset is None:
+                return
+            try:
+                state = await asyncio.to_thread(rlm.follower_state, part.topic, part.index,
+                                                part.topic_id, offset)
+            except Exception as e:  # noqa: BLE001 - the store or metadata away: restart bare
+                log.warning("%s-%d: cannot read the remote state below %d: %s", *key, offset, e)
+                state = None
             if self.partitions.get(key) is part and part.log.log_end_offset < offset:
                 if state is None:
                     log.warning("%s-%d: no remote segment ends at %d: restarting without "
                                 "the state below", *key, offset)
+                log.info("%s-%d: restarting the log at the leader's local log start %d (log "
+                         "start %d) from the remote copy", *key, offset, leader_log_start)
                 part.restart_at(offset, state)
+                part.remote_log_start = min(leader_log_start, offset)
+            retry_at = 0.0
         finally:
-            self.delayed.pop(key, None)
+            self.delayed[key] = retry_at
             self._rebuilds.discard(asyncio.current_task())
             self.wakeup.set()
+
+    async def _leader_local_start(self, key, part) -> int | None:
+        """The leader's local log start, or None (logged) when it cannot answer now."""
+        Q = LIST_OFFSETS.Request
+        try:
+            resp = await self.manager.channel_for(self.source_id).request(
+                LIST_OFFSETS, LIST_OFFSETS_VERSION, Q(
+                    replica_id=self.manager.node_id, isolation_level=0, topics=[
+                        Q.ListOffsetsTopic(name=key[0], partitions=[Q.ListOffsetsPartition(
+                            partition_index=key[1], current_leader_epoch=part.leader_epoch,
+                            timestamp=EARLIEST_LOCAL_TIMESTAMP)])]),
+                timeout=30)
+        except Exception as e:  # noqa: BLE001 - the leader is away: fetch again later
+            log.debug("%s-%d: ListOffsets from broker %d failed: %s", *key, self.source_id, e)
+            return None
+        p = resp.topics[0].partitions[0]
+        if p.error_code:
+            log.debug("%s-%d: ListOffsets from broker %d: error %d", *key, self.source_id,
+                      p.error_code)
+            return None
+        return p.offset
 
     @staticmethod
     def _truncate_diverging(part, epoch, end_offset):

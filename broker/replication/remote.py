@@ -29,12 +29,15 @@ class RemoteRead:
 
 def log_start_offset(part, rlm: RemoteLogManager | None) -> int:
     """The partition's log start: its first remote offset (or the DeleteRecords point past
-    it) when remote segments exist below the local log, else the local log start."""
+    it) when remote segments exist below the local log; on a follower rebuilt from the
+    remote copy, the leader's log start it learned then; else the local log start."""
     local = part.log.log_start_offset
     if rlm is None or not part.config.remote_storage_enable:
         return local
     segs = rlm.remote_of(part.topic, part.index)
-    start = None if segs is None else segs.start_offset
+    if segs is None:
+        return local if part.remote_log_start < 0 else min(part.remote_log_start, local)
+    start = segs.start_offset
     if start is None:
         return local
     return min(max(start, part.remote_log_start), local)

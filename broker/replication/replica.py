@@ -132,7 +132,7 @@ class Partition:
     __slots__ = ("topic", "index", "topic_id", "log", "node_id", "leader", "leader_epoch",
                  "partition_epoch", "replicas", "isr", "pending_isr", "followers", "producers",
                  "fetches_waiting", "acks_waiting", "config", "min_insync", "manager",
-                 "epoch_start_offset", "deletes_waiting", "remote_log_start")
+                 "epoch_start_offset", "deletes_waiting")
 
     def __init__(self, manager, topic, index, log_, config: LogConfig):
         self.manager = manager
@@ -156,13 +156,22 @@ class Partition:
         self.fetches_waiting = Watchers()  # fetches waiting for data
         self.acks_waiting = AcksWatchers()  # acks=all produces
         self.deletes_waiting = Watchers()  # DeleteRecords waiting for the followers
-        # tiered storage: where DeleteRecords moved the log start below the local log (the
-        # remote segments wholly below go at the remote log manager's next pass)
-        self.remote_log_start = -1
 
     @property
     def is_leader(self) -> bool:
         return self.leader == self.node_id
+
+    @property
+    def remote_log_start(self) -> int:
+        """Tiered storage: where DeleteRecords moved the log start below the local log (the
+        remote segments wholly below go at the remote log manager's next pass); on a
+        follower rebuilt from the remote copy, the leader's log start then. -1 if neither;
+        kept across restarts in the log-start-offset checkpoint."""
+        return self.log.remote_log_start
+
+    @remote_log_start.setter
+    def remote_log_start(self, offset: int) -> None:
+        self.log.remote_log_start = offset
 
     @property
     def log_start_offset(self) -> int:
@@ -179,6 +188,13 @@ class Partition:
         rlm = self.manager.remote
         return rlm is not None and self.config.remote_storage_enable and rlm.has_timestamp(
             self.topic, self.index, timestamp, self.log_start_offset)
+
+    def remote_max_timestamp(self) -> int | None:
+        """The largest timestamp in the remote log (ListOffsets MAX_TIMESTAMP), or None."""
+        rlm = self.manager.remote
+        if rlm is None or not self.config.remote_storage_enable:
+            return None
+        return rlm.max_timestamp(self.topic, self.index, self.log_start_offset)
 
     def remote_offset_for_timestamp(self, timestamp: int):
         """``((offset, timestamp) or None, error code)`` from the remote log (blocking: from
@@ -452,11 +468,16 @@ class Partition:
             data = lg.read(offset, max_bytes, max_offset=limit, min_one=min_one,
                            zero_copy_min=zero_copy_min)
         except OffsetOutOfRange:
-            if replica_id < 0 and self.config.remote_storage_enable:
-                if remote.pending(self, self.manager.remote):
+            if self.config.remote_storage_enable:
+                below_local = offset < lg.log_start_offset
+                if below_local and remote.pending(self, self.manager.remote):
                     return ReadResult(errors.REPLICA_NOT_AVAILABLE)
                 start = self.log_start_offset
-                if start <= offset < lg.log_start_offset:  # the remote log holds it
+                if start <= offset and below_local and replica_id >= 0:
+                    # KIP-405: the follower rebuilds its state below from the remote copy
+                    return ReadResult(errors.OFFSET_MOVED_TO_TIERED_STORAGE, None, hwm, start,
+                                      last_stable_offset=lso)
+                if start <= offset and below_local:  # the remote log holds it
                     return ReadResult(errors.NONE, remote.RemoteRead(
                         self.topic, self.index, offset, max_bytes, limit, min_one), hwm, start,
                         last_stable_offset=lso, aborted=[] if read_committed else None)

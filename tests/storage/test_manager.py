@@ -134,3 +134,34 @@ def test_deleting_a_partition_of_a_249_character_topic(tmp_path):
     assert not any(path.exists() for path in paths) and m.get(topic, 0) is None
     assert [p.name for p in (tmp_path / "d").iterdir() if p.is_dir()] == []
     m.close()
+
+
+def test_a_tiered_logs_start_below_its_local_data_survives_a_restart(tmp_path):
+    """A DeleteRecords offset below a tiered log's local data is checkpointed apart
+    (remote-log-start-offset-checkpoint); a log start checkpointed before local retention
+    moved on is not taken for one."""
+    dirs = [str(tmp_path / "d")]
+    tiered = cfg(segment_bytes=300, remote_storage_enable="true")
+    m = LogManager(dirs, cfg(segment_bytes=300),
+                   config_for=lambda topic: tiered if topic == "t" else None)
+    lg, other = m.get_or_create("t", 0, tiered), m.get_or_create("t", 1, tiered)
+    for target in (lg, other):
+        for _ in range(10):
+            append(target, mk(1, value=b"p" * 100))
+    m.checkpoint()  # other's log start: 0
+    other.delete_records_before(other._segments[6].base_offset)  # local retention, say
+    lg.delete_records_before(lg._segments[6].base_offset)
+    local_start = lg.log_start_offset
+    lg.remote_log_start = 3
+    checkpoint = Path(dirs[0]) / "remote-log-start-offset-checkpoint"
+    m.close()  # other's log start is checkpointed here: put back as a crash would leave it
+    write_checkpoint(Path(dirs[0]) / "log-start-offset-checkpoint", {("t", 0): 0, ("t", 1): 0})
+
+    m = LogManager(dirs, cfg(segment_bytes=300),
+                   config_for=lambda topic: tiered if topic == "t" else None)
+    lg, other = m.get("t", 0), m.get("t", 1)
+    assert lg.remote_log_start == 3 and lg.log_start_offset == local_start
+    assert other.remote_log_start == -1 and other.log_start_offset == 6
+    m.checkpoint()
+    assert read_checkpoint(checkpoint) == {("t", 0): 3}
+    m.close()

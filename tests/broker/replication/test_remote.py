@@ -64,9 +64,15 @@ def test_reads_below_the_local_log_come_from_the_remote_log(tmp_path):
     asyncio.run(remote.resolve(rlm, [[(None, res)]]))
     assert offsets(res.records)[0] == 0
 
+    # a follower below the local log rebuilds from the remote copy (KIP-405), told the log
+    # start over remote data; at the local log it reads the local log start
     follower = p.read(0, 1 << 20, min_one=True, replica_id=2)
-    assert follower.error == errors.OFFSET_OUT_OF_RANGE
-    assert follower.log_start_offset == local_start  # followers keep to the local log
+    assert follower.error == errors.OFFSET_MOVED_TO_TIERED_STORAGE and follower.records is None
+    assert follower.log_start_offset == 0
+    follower = p.read(local_start, 1 << 20, min_one=True, replica_id=2)
+    assert follower.error == errors.NONE and follower.log_start_offset == local_start
+    past_end = p.read(p.log.log_end_offset + 5, 100, min_one=True)
+    assert past_end.error == errors.OFFSET_OUT_OF_RANGE and past_end.log_start_offset == 0
     local = p.read(local_start, 1 << 20, min_one=True)
     assert local.log_start_offset == 0 and offsets(bytes(local.records))[0] == local_start
 
@@ -80,6 +86,8 @@ def test_reads_below_the_local_log_come_from_the_remote_log(tmp_path):
     p.remote_log_start = 3  # DeleteRecords below the local log
     assert p.log_start_offset == 3
     assert p.read(1, 100, min_one=True).error == errors.OFFSET_OUT_OF_RANGE
+    below = p.read(1, 100, min_one=True, replica_id=2)  # below the whole log: Kafka's answer
+    assert below.error == errors.OFFSET_OUT_OF_RANGE and below.log_start_offset == 3
     p.log.close()
 
 
@@ -96,6 +104,8 @@ def test_a_new_leader_answers_replica_not_available_until_it_loaded(tmp_path):
     second.lead(remote.leader_of(p))
     assert p.remote_pending
     assert p.read(0, 1 << 20, min_one=True).error == errors.REPLICA_NOT_AVAILABLE
+    assert p.read(0, 1 << 20, min_one=True, replica_id=3).error == \
+        errors.REPLICA_NOT_AVAILABLE  # a follower too: it cannot be told the log start yet
     second.run_once()
     assert not p.remote_pending and p.log_start_offset == 0
     p.log.close()
@@ -125,12 +135,16 @@ def test_a_follower_restarts_with_the_state_of_the_remote_copy(tmp_path):
     assert state is not None and state[0] == [(4, 0)]
     assert rlm.follower_state("t", 0, TOPIC_ID, start + 100) is None  # no segment ends there
 
-    follower_manager = SimpleNamespace(node_id=2, isr_changes=None, remote=None)
+    follower_manager = SimpleNamespace(node_id=2, isr_changes=None, remote=RemoteLogManager(
+        LocalStore(tmp_path / "remote"), events, node_id=2))
     follower = Partition(follower_manager, "t", 0, Log(tmp_path / "follower" / "t-0", cfg),
                          cfg)
     follower.make_follower(PartitionState("t", 0, 1, 4, [1, 2], [1, 2], topic_id=TOPIC_ID))
     follower.restart_at(start, state)
+    assert follower.log_start_offset == start
+    follower.remote_log_start = 0  # the leader's log start, as the fetcher sets it
     assert follower.log.log_start_offset == start and follower.log.log_end_offset == start
+    assert follower.log_start_offset == 0
     assert follower.log.epochs.entries == [(4, 0)]
     assert follower.log.end_offset_for_epoch(4) == (4, start)
     # the producer's sequence carries on from the remote copy's snapshot
@@ -138,3 +152,38 @@ def test_a_follower_restarts_with_the_state_of_the_remote_copy(tmp_path):
     assert follower.producers.producers[77].last_seq == start - 1
     leader.log.close()
     follower.log.close()
+
+
+def test_max_timestamp_looks_in_the_remote_log_too(tmp_path):
+    """ListOffsets MAX_TIMESTAMP finds the largest timestamp wherever it is: in a segment
+    only the bucket still holds, or locally when a local record carries more."""
+    from josefk.broker.handlers.list_offsets import (MAX_TIMESTAMP, R, _remote_lookups,
+                                                     _remote_timestamp)
+
+    rlm = RemoteLogManager(LocalStore(tmp_path / "remote"), Events(), node_id=1)
+    manager = SimpleNamespace(node_id=1, isr_changes=None, remote=rlm)
+    cfg = LogConfig.from_props({"remote.storage.enable": "true", "segment.bytes": "300",
+                                "local.retention.bytes": "300", "retention.ms": "-1"}, {})
+    p = Partition(manager, "t", 0, Log(tmp_path / "t-0", cfg), cfg)
+    p.make_leader(PartitionState("t", 0, 1, 0, [1], [1], topic_id=TOPIC_ID))
+    for i in range(12):  # offset 1 carries the largest timestamp
+        ts = 9_000_000 if i == 1 else 1_000 + i
+        p.append(build_batch([(None, b"v" * 100, None, ts)]), acks=1)
+    rlm.lead(remote.leader_of(p))
+    rlm.run_once()
+    p.log.apply_retention()
+    assert p.log.log_start_offset > 1 and p.log.max_timestamp()[0] < 9_000_000
+
+    def answer():
+        wanted = _remote_timestamp(p, MAX_TIMESTAMP, False)
+        if wanted is None:
+            return None
+        out = R.ListOffsetsPartitionResponse(partition_index=0, error_code=0, timestamp=-1,
+                                             offset=-1, leader_epoch=0)
+        asyncio.run(_remote_lookups(R(topics=[]), [(out, p, wanted, MAX_TIMESTAMP)], False))
+        return out.error_code, out.timestamp, out.offset
+
+    assert answer() == (errors.NONE, 9_000_000, 1)
+    p.append(build_batch([(None, b"v" * 100, None, 9_500_000)]), acks=1)
+    assert answer() is None  # the local log answers: its record carries more
+    p.log.close()
