@@ -4,9 +4,12 @@ from josefk.wire.records import build_batch
 from tests.storage.logs import all_records, append, cfg
 
 
-def _cleaner_threads():
+def _cleaner_threads(others=frozenset()):
+    """The cleaner threads alive but ``others`` (those of brokers other tests left running in
+    this process, such as the session's josefk_broker)."""
     import threading
-    return [t for t in threading.enumerate() if t.name.startswith("josefk-cleaner-")]
+    return [t for t in threading.enumerate()
+            if t.name.startswith("josefk-cleaner-") and t not in others]
 
 
 def _wait(predicate, what, timeout=10.0):
@@ -29,21 +32,22 @@ def test_cleaner_threads_compact_and_resize(tmp_path):
                 append(lg, build_batch([(b"k", b"v" * 80, None, 1)]))
 
     fill()
+    others = frozenset(_cleaner_threads())
     cleaner = LogCleaner(m, backoff_ms=20)
     cleaner.resize(3)  # not started: no threads yet
-    assert cleaner.thread_count == 0 and _cleaner_threads() == []
+    assert cleaner.thread_count == 0 and _cleaner_threads(others) == []
     cleaner.start(2)
     try:
-        assert len(_cleaner_threads()) == 2
+        assert len(_cleaner_threads(others)) == 2
         _wait(lambda: all(len(all_records(lg)) == 2 for lg in logs), "two threads to compact")
         cleaner.resize(4)
-        assert cleaner.thread_count == 4 and len(_cleaner_threads()) == 4
+        assert cleaner.thread_count == 4 and len(_cleaner_threads(others)) == 4
         cleaner.resize(1)
         assert cleaner.thread_count == 1
-        _wait(lambda: len(_cleaner_threads()) == 1, "the removed threads to exit")
+        _wait(lambda: len(_cleaner_threads(others)) == 1, "the removed threads to exit")
         fill()
         _wait(lambda: all(len(all_records(lg)) == 2 for lg in logs), "one thread to compact")
     finally:
         cleaner.stop()
-    assert _cleaner_threads() == []
+    assert _cleaner_threads(others) == []
     m.close()
