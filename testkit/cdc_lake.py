@@ -36,7 +36,7 @@ SNAPSHOT = [(1, "ann", "basic"), (2, "bob", "silver")]
 
 
 def _worker(work: Path, bootstrap: str, postgres, database: str, s3) -> list:
-    topic_prefix = "shop"
+    topic_prefix = database  # its own topic: a broker shared with other tests may hold "shop.*"
     worker = work / "worker.properties"
     worker.write_text(f"bootstrap.servers={bootstrap}\n"
                       f"offset.storage.file.filename={work / 'offsets.json'}\n"
