@@ -476,23 +476,19 @@ class PostgresConnectorTask(SourceTask):
 
     def _source(self, ts: TableSchema, micros: int, snapshot: str, xid: int | None,
                 lsn: int | None, sequence: str | None) -> Struct:
-        return (Struct(SOURCE).put("version", DEBEZIUM_VERSION).put("connector", "postgresql")
-                .put("name", self.prefix).put("ts_ms", micros // 1000).put("snapshot", snapshot)
-                .put("db", self.settings["database.dbname"])
-                .put("sequence", sequence)
-                .put("ts_us", micros).put("ts_ns", micros * 1000)
-                .put("schema", ts.schema_name).put("table", ts.table).put("txId", xid)
-                .put("lsn", lsn))
+        # SOURCE's fields in order (source_schema)
+        return Struct.of(SOURCE, [DEBEZIUM_VERSION, "postgresql", self.prefix, micros // 1000,
+                                  snapshot, self.settings["database.dbname"], sequence, micros,
+                                  micros * 1000, ts.schema_name, ts.table, xid, lsn, None])
 
     def _change(self, ts: TableSchema, op: str, before: list | None, after: list | None,
                 source: Struct, offset: dict, lsn: int) -> list[SourceRecord]:
         now = _now_micros()
-        envelope = (Struct(ts.envelope).put("op", op).put("source", source)
-                    .put("ts_ms", now // 1000).put("ts_us", now).put("ts_ns", now * 1000))
-        if before is not None:
-            envelope.put("before", ts.value_struct(before))
-        if after is not None:
-            envelope.put("after", ts.value_struct(after))
+        # the envelope's fields in order (TableSchema.envelope)
+        envelope = Struct.of(ts.envelope, [
+            None if before is None else ts.value_struct(before),
+            None if after is None else ts.value_struct(after),
+            source, op, now // 1000, now, now * 1000, None])
         key = ts.key_struct(after if after is not None else before)
         records = [SourceRecord(self.partition, offset, ts.topic, key_schema=ts.key, key=key,
                                 value_schema=ts.envelope, value=envelope)]

@@ -258,12 +258,11 @@ class TableSchema:
         return values
 
     def value_struct(self, values: list) -> Struct:
-        struct = Struct(self.value)
-        for field, ctype, value, column in zip(self._fields, self.types, values, self.columns):
-            if value is None and column.not_null:
-                value = ctype.fallback
-            struct.put(field, _variable_scale(field.schema, value))
-        return struct
+        return Struct.of(self.value, [
+            _variable_scale(field.schema, ctype.fallback if value is None and column.not_null
+                            else value)
+            for field, ctype, value, column in zip(self._fields, self.types, values,
+                                                   self.columns)])
 
     def key_struct(self, values: list) -> Struct | None:
         if self.key is None:
