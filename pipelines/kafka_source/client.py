@@ -6,6 +6,8 @@ from each batch of messages the consumer hands over.
 from __future__ import annotations
 
 import time
+from collections import deque
+from operator import length_hint
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -166,39 +168,24 @@ def _offsets(records) -> pa.Array:
 
 
 class Writer:
-    """Produces rows (value, and optionally key, topic, partition, headers columns) with an
-    idempotent producer by default, as Spark's connector does; raises on any failed delivery."""
+    """Produces Arrow batches of rows (value, and optionally key, topic, partition, headers
+    columns) with an idempotent producer by default, as Spark's connector does; raises on the
+    first failed delivery. A batch goes to the producer a column at a time: one list per
+    argument of ``produce()``, and one C-level call of it per row."""
 
     def __init__(self, conf: dict, topic: str | None):
         self.conf, self.topic = conf, topic
 
     def write(self, batches) -> int:
-        producer = Producer({"enable.idempotence": True, "linger.ms": 5, **self.conf})
-        failures, count = [], 0
-
-        def delivered(err, _msg):
-            if err is not None:
-                failures.append(err)
-
+        failures = []
+        producer = Producer({"enable.idempotence": True, "linger.ms": 5, **self.conf,
+                             # only failed deliveries call back into Python
+                             "delivery.report.only.error": True,
+                             "on_delivery": lambda err, _msg: failures.append(err)})
+        count = 0
         for batch in batches:
-            cols = {name: batch.column(i).to_pylist() for i, name in enumerate(batch.schema.names)}
-            n = batch.num_rows
-            values = cols["value"]
-            keys = cols.get("key") or [None] * n
-            topics = [self.topic] * n if self.topic else cols.get("topic")
-            parts = cols.get("partition") or [None] * n
-            headers = cols.get("headers") or [None] * n
-            for i in range(n):
-                if topics[i] is None:
-                    raise ValueError("null topic present in the data; set the 'topic' option "
-                                     "or give every row a topic")
-                kwargs = {"key": keys[i], "value": values[i], "on_delivery": delivered}
-                if parts[i] is not None:
-                    kwargs["partition"] = parts[i]
-                if headers[i]:
-                    kwargs["headers"] = [(h["key"], h["value"]) for h in headers[i]]
-                produce_waiting(producer, topics[i], **kwargs)
-            count += n
+            produce_rows(producer, self.arguments(batch))
+            count += batch.num_rows
             producer.poll(0)
             if failures:
                 break
@@ -206,6 +193,52 @@ class Writer:
         if failures:
             raise KafkaException(failures[0])
         return count
+
+    def arguments(self, batch: pa.RecordBatch) -> list[list]:
+        """``produce()``'s positional arguments for every row: topic, value, key, partition
+        (-1, librdkafka's "unassigned", where none is given) and, when some row has headers,
+        callback, on_delivery, timestamp (0: now) and headers."""
+        n = batch.num_rows
+        names = batch.schema.names
+
+        def column(name):
+            return batch.column(names.index(name)) if name in names else None
+
+        if self.topic is not None:
+            topics = [self.topic] * n
+        else:
+            topic = column("topic")
+            if topic.null_count:
+                raise ValueError("null topic present in the data. Use the topic option for "
+                                 "setting a default topic.")
+            topics = topic.to_pylist()
+        key, partition, headers = column("key"), column("partition"), column("headers")
+        args = [topics, column("value").to_pylist(),
+                [None] * n if key is None else key.to_pylist(),
+                [-1] * n if partition is None else
+                pc.fill_null(partition, pa.scalar(-1, pa.int32())).to_pylist()]
+        if headers is not None and pc.sum(pc.list_value_length(headers)).as_py():
+            none = [None] * n
+            args += [none, none, [0] * n,
+                     [[(h["key"], h["value"]) for h in row] if row else None
+                      for row in headers.to_pylist()]]
+        return args
+
+
+def produce_rows(producer, arguments: list[list]) -> None:
+    """``producer.produce(*row)`` for each row of ``arguments`` (one list per positional
+    argument) in one C-level pass, waiting for room whenever the local queue is full."""
+    n = len(arguments[0])
+    while True:
+        rows = [iter(a) for a in arguments]
+        try:
+            deque(map(producer.produce, *rows), maxlen=0)
+            return
+        except BufferError:  # the row that did not fit is the one before what is left
+            done = n - length_hint(rows[0]) - 1
+            arguments = [a[done:] for a in arguments]
+            n -= done
+            producer.poll(0.05)
 
 
 def produce_waiting(producer, topic, **kwargs):

@@ -317,15 +317,24 @@ def _cap(begin: dict, end: dict, max_rows: int) -> dict:
     return out
 
 
+# The columns a write takes and their types, as Spark's connector checks them.
+WRITE_TYPES = {"topic": ("string",), "key": ("string", "binary"), "value": ("string", "binary"),
+               "headers": (HEADERS.dataType.simpleString(),), "partition": ("int",)}
+
+
 def _writer(options, schema) -> client.Writer:
     conf = opt.client_config(options)
     topic = opt.target_topic(options)
-    names = {f.name for f in schema.fields}
-    if "value" not in names:
+    types = {f.name: f.dataType.simpleString() for f in schema.fields}
+    if "value" not in types:
         raise KafkaOptionError("Required attribute 'value' not found")
-    if topic is None and "topic" not in names:
+    if topic is None and "topic" not in types:
         raise KafkaOptionError("topic option required when no 'topic' attribute is present. "
                                "Use the topic option for setting a topic.")
+    for name, allowed in WRITE_TYPES.items():
+        if name in types and types[name] not in allowed and not (name == "topic" and topic):
+            raise KafkaOptionError(f"{name} attribute unsupported type {types[name]}. {name} "
+                                   f"must be a(n) {' or '.join(allowed)}")
     return client.Writer(conf, topic)
 
 
