@@ -1,24 +1,35 @@
 """Spark through the Python Kafka data source against josefk, next to the ceiling: the same
-Kafka client (confluent-kafka) doing the same work directly, without Spark.
+Kafka client (confluent-kafka) doing the same work directly, without Spark, and next to Spark's
+own JVM connector when its jar is on the session's classpath.
 
     .venv/bin/python -m bench.spark [--records 1000000] [--rounds 3] [--events 200000]
+                                    [--only write,read,stream]
 
-One josefk broker (subprocess, 127.0.0.1), one local[2] SparkSession. Per round, alternated
-(ceiling, Spark): a batch read of an 8-partition topic of 100-byte records, a batch write of as
-many records, and the clickstream streaming query (Trigger.AvailableNow) over JSON events.
-Warm-up rounds, the same work unrecorded, come first: a fresh JVM spends about as much CPU
-compiling Spark's code as running it for its first several queries, and that falls off over
-them. Medians per figure and Spark/ceiling ratios are printed. Not part of the test suite.
+One josefk broker (subprocess, 127.0.0.1), one local[2] SparkSession. Per round, alternated (the
+order of the ways rotates from round to round): a batch write of 100-byte records to a fresh
+8-partition topic (a plain producer loop / ``format("pykafka")`` / ``format("kafka")``), a
+batch read of such a topic, and the clickstream streaming query (Trigger.AvailableNow) over JSON
+events. Warm-up rounds, the same work unrecorded, come first: a fresh JVM spends about as much
+CPU compiling Spark's code as running it for its first several queries, and that falls off over
+them. Besides the rates, the CPU each way spends (this process and its children but the broker:
+the JVM and its Python workers for Spark; and the broker's own) per million records. Medians
+per figure and their ratios to the direct figure are printed. Not part of the test suite.
+
+Spark's JVM connector is measured when the session can load it, e.g. with
+``PYSPARK_SUBMIT_ARGS="--packages org.apache.spark:spark-sql-kafka-0-10_2.13:<Spark's version>
+pyspark-shell"`` (or ``--jars`` with the connector's jar and its dependencies).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
 import time
 import uuid
+from collections import defaultdict
 from pathlib import Path
 
 from confluent_kafka import KafkaError, Producer, TopicPartition
@@ -26,16 +37,18 @@ from confluent_kafka import KafkaError, Producer, TopicPartition
 from bench.brokers import Josefk
 from josefk.pipelines import clickstream
 from josefk.pipelines.demo import create_topics, generate_events, produce_events
-from josefk.pipelines.kafka_source import NAME, client, kafka_format
+from josefk.pipelines.kafka_source import NAME, KafkaDataSource, client, has_jvm_connector
 from josefk.pipelines.session import local_session
 
 PARTITIONS = 8
 VALUE = b"x" * 100
 CAP_SECONDS = 300  # no single measurement runs longer
+FIGURES = ("write", "read", "stream")
+JVM = "kafka"
 
 
 def produce_direct(bootstrap, topic, n) -> float:
-    """Ceiling of the write: one Python producer, the source's settings (idempotent)."""
+    """Ceiling of the write: a plain producer loop, the source's settings (idempotent)."""
     p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
     t0 = time.perf_counter()
     for i in range(n):
@@ -69,11 +82,11 @@ def read_direct(bootstrap, topic, n) -> float:
         c.close()
 
 
-def read_spark(spark, bootstrap, topic, n) -> float:
+def read_spark(spark, fmt, bootstrap, topic, n) -> float:
     from pyspark.sql import functions as F
 
     t0 = time.perf_counter()
-    (count, size), = (spark.read.format(NAME).option("kafka.bootstrap.servers", bootstrap)
+    (count, size), = (spark.read.format(fmt).option("kafka.bootstrap.servers", bootstrap)
                       .option("subscribe", topic).load()
                       .agg(F.count(F.lit(1)), F.sum(F.length("value"))).collect())
     took = time.perf_counter() - t0
@@ -82,13 +95,13 @@ def read_spark(spark, bootstrap, topic, n) -> float:
     return took
 
 
-def write_spark(spark, bootstrap, topic, n) -> float:
+def write_spark(spark, fmt, bootstrap, topic, n) -> float:
     from pyspark.sql import functions as F
 
     df = spark.range(n, numPartitions=2).select(
         F.lit(VALUE).alias("value"), (F.col("id") % PARTITIONS).cast("int").alias("partition"))
     t0 = time.perf_counter()
-    (df.write.format(NAME).mode("append").option("kafka.bootstrap.servers", bootstrap)
+    (df.write.format(fmt).mode("append").option("kafka.bootstrap.servers", bootstrap)
      .option("topic", topic).save())
     return time.perf_counter() - t0
 
@@ -109,24 +122,43 @@ def stream_spark(spark, bootstrap, topic, n, work: Path) -> float:
     return took
 
 
+def tree_cpu(root: int, skip: int) -> float:
+    """user+system CPU seconds of process ``root`` and its descendants (with the children they
+    reaped), leaving out the subtree of ``skip`` (the broker)."""
+    children, own = defaultdict(list), {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:  # gone meanwhile
+                continue
+            children[int(fields[1])].append(int(entry.name))
+            own[int(entry.name)] = sum(map(int, fields[11:15]))
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        if pid != skip:
+            total += own.get(pid, 0)
+            todo.extend(children[pid])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--events", type=int, default=200_000)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=2, help="unrecorded rounds first")
+    ap.add_argument("--only", default=",".join(FIGURES),
+                    help=f"comma-separated figures to measure, of {', '.join(FIGURES)}")
     args = ap.parse_args(argv)
+    only = [f for f in FIGURES if f in args.only.split(",")]
+    if set(args.only.split(",")) - set(FIGURES):
+        ap.error(f"--only takes {', '.join(FIGURES)}")
     n, events = args.records, args.events
-    results: dict[str, list[float]] = {}
-    warming = False
-
-    def note(name, seconds, count, size):
-        if warming:
-            name += " (warm-up)"
-        else:
-            results.setdefault(name, []).append(seconds)
-        print(f"  {name:<34} {count / seconds:>12,.0f} rec/s {size / seconds / 1e6:>8.1f} MB/s",
-              flush=True)
+    # figure -> (records, bytes) and [(seconds, client CPU s, broker CPU s)] per recorded round
+    sizes: dict[str, tuple[int, int]] = {}
+    results: dict[str, list[tuple[float, float, float]]] = defaultdict(list)
 
     with tempfile.TemporaryDirectory(prefix="bench-spark-") as tmp:
         work = Path(tmp)
@@ -135,46 +167,85 @@ def main(argv=None) -> int:
         try:
             bootstrap = broker.bootstrap
             spark = local_session("bench-spark")
-            assert kafka_format(spark) == NAME
-            clicks = f"bench-clicks-{uuid.uuid4().hex[:8]}"
-            create_topics(bootstrap, {clicks: PARTITIONS})
-            click_events = generate_events(events, minutes=60)
-            produce_events(bootstrap, clicks, click_events)
-            click_bytes = sum(len(json.dumps(e)) for e in click_events)
+            spark.dataSource.register(KafkaDataSource)
+            formats = [NAME] + ([JVM] if has_jvm_connector(spark) else [])
+            if "stream" in only:
+                clicks = f"bench-clicks-{uuid.uuid4().hex[:8]}"
+                create_topics(bootstrap, {clicks: PARTITIONS})
+                click_events = generate_events(events, minutes=60)
+                produce_events(bootstrap, clicks, click_events)
+                click_bytes = sum(len(json.dumps(e)) for e in click_events)
+
+            def measure(name, run, warming):
+                client_cpu = tree_cpu(os.getpid(), broker.proc.pid)
+                broker_cpu = broker.cpu_seconds()
+                seconds = run()
+                cpu = (tree_cpu(os.getpid(), broker.proc.pid) - client_cpu,
+                       broker.cpu_seconds() - broker_cpu)
+                if not warming:
+                    results[name].append((seconds, *cpu))
+                count, size = sizes[name]
+                print(f"  {name + (' (warm-up)' if warming else ''):<34} "
+                      f"{count / seconds:>12,.0f} rec/s {size / seconds / 1e6:>8.1f} MB/s   "
+                      f"CPU s: client {cpu[0]:5.2f} broker {cpu[1]:5.2f}", flush=True)
+
             for r in range(args.warmup + args.rounds):
                 warming = r < args.warmup
                 print(f"round {r + 1}/{args.warmup + args.rounds}"
                       f"{' (warm-up)' if warming else ''}", flush=True)
-                direct_topic, spark_topic = (f"bench-{kind}-{uuid.uuid4().hex[:8]}"
-                                             for kind in ("direct", "spark"))
-                create_topics(bootstrap, {direct_topic: PARTITIONS, spark_topic: PARTITIONS})
-                note("write direct", produce_direct(bootstrap, direct_topic, n), n, n * 100)
-                note("write Spark", write_spark(spark, bootstrap, spark_topic, n), n, n * 100)
-                note("read direct", read_direct(bootstrap, direct_topic, n), n, n * 100)
-                note("read Spark", read_spark(spark, bootstrap, spark_topic, n), n, n * 100)
-                note("stream: read direct", read_direct(bootstrap, clicks, events), events,
-                     click_bytes)
-                note("stream: Spark pipeline", stream_spark(spark, bootstrap, clicks, events, work),
-                     events, click_bytes)
+                # each kind of work: its ways (the direct one first), records and bytes
+                kinds = []
+                topics = {way: f"bench-{way}-{uuid.uuid4().hex[:8]}"
+                          for way in ["direct"] + formats}
+                if "write" in only or "read" in only:
+                    create_topics(bootstrap, {t: PARTITIONS for t in topics.values()})
+                if "write" in only:
+                    kinds.append(([("write direct", lambda: produce_direct(
+                        bootstrap, topics["direct"], n))] + [
+                        (f"write Spark {fmt}", lambda fmt=fmt: write_spark(
+                            spark, fmt, bootstrap, topics[fmt], n)) for fmt in formats],
+                        n, n * len(VALUE)))
+                if "read" in only:
+                    if "write" not in only:  # every way reads what the direct loop wrote
+                        produce_direct(bootstrap, topics["direct"], n)
+                        topics = dict.fromkeys(topics, topics["direct"])
+                    kinds.append(([("read direct", lambda: read_direct(
+                        bootstrap, topics["direct"], n))] + [
+                        (f"read Spark {fmt}", lambda fmt=fmt: read_spark(
+                            spark, fmt, bootstrap, topics[fmt], n)) for fmt in formats],
+                        n, n * len(VALUE)))
+                if "stream" in only:
+                    kinds.append(([
+                        ("stream: read direct", lambda: read_direct(bootstrap, clicks, events)),
+                        ("stream: Spark pipeline",
+                         lambda: stream_spark(spark, bootstrap, clicks, events, work))],
+                        events, click_bytes))
+                for ways, count, size in kinds:
+                    sizes.update(dict.fromkeys((name for name, _ in ways), (count, size)))
+                    shift = r % len(ways)  # back to back, in an order rotating round by round
+                    for name, run in ways[shift:] + ways[:shift]:
+                        measure(name, run, warming)
             spark.stop()
         finally:
             broker.stop()
 
     print(f"\nmedians over {args.rounds} round(s) after {args.warmup} warm-up round(s); {n:,} "
-          f"records of 100 B on {PARTITIONS} partitions, {events:,} click events (JSON) for the "
-          "pipeline")
-    print(f"| {'figure':<24} | {'rec/s':>10} | {'MB/s':>7} | Spark/ceiling |")
-    print(f"|{'-' * 26}|{'-' * 12}|{'-' * 9}|---------------|")
-    counts = {"write": n, "read": n, "stream": events}
-    for kind, direct, via in (("write", "write direct", "write Spark"),
-                              ("read", "read direct", "read Spark"),
-                              ("stream", "stream: read direct", "stream: Spark pipeline")):
-        size = (click_bytes if kind == "stream" else n * 100)
-        med = {k: statistics.median(results[k]) for k in (direct, via)}
-        for k in (direct, via):
-            ratio = f"{med[direct] / med[via]:.2f}" if k == via else ""
-            print(f"| {k:<24} | {counts[kind] / med[k]:>10,.0f} | {size / med[k] / 1e6:>7.1f} | "
-                  f"{ratio:>13} |")
+          f"records of {len(VALUE)} B on {PARTITIONS} partitions, {events:,} click events (JSON) "
+          "for the pipeline; CPU seconds per million records: the client's (for Spark, the JVM "
+          "and its Python workers) and the broker's")
+    print(f"| {'figure':<24} | {'rec/s':>10} | {'MB/s':>7} | client CPU | broker CPU | "
+          "rate / direct |")
+    print(f"|{'-' * 26}|{'-' * 12}|{'-' * 9}|------------|------------|---------------|")
+    direct = None
+    for name, (count, size) in sizes.items():  # each kind's ways in order, the direct one first
+        seconds, client_cpu, broker_cpu = map(statistics.median, zip(*results[name]))
+        if "direct" in name:
+            direct, ratio = seconds, ""
+        else:
+            ratio = f"{direct / seconds:.2f}"
+        print(f"| {name:<24} | {count / seconds:>10,.0f} | {size / seconds / 1e6:>7.1f} | "
+              f"{client_cpu / count * 1e6:>10.2f} | {broker_cpu / count * 1e6:>10.2f} | "
+              f"{ratio:>13} |")
     return 0
 
 
