@@ -306,3 +306,29 @@ def test_unknown_topic_without_fail_on_data_loss_reads_nothing(spark, broker, ne
     got = _read(spark, broker.bootstrap, subscribe=f"{topic},no-such-topic-either",
                 failOnDataLoss="false")
     assert got.count() == 2
+
+
+@pytest.mark.parametrize("columns, message", [
+    (["CAST(id AS INT) AS value"],
+     r"value attribute unsupported type int. value must be a\(n\) string or binary"),
+    (["'v' AS value", "CAST(id AS STRING) AS partition"],
+     r"partition attribute unsupported type string. partition must be a\(n\) int"),
+    (["'v' AS value", "'k' AS key", "array(1) AS headers"], "headers attribute unsupported type"),
+])
+def test_bad_write_columns_fail_clearly(spark, broker, new_topic, columns, message):
+    df = spark.range(3).selectExpr(*columns)
+    with pytest.raises(PySparkException, match=message):
+        (df.write.format(NAME).mode("append").option("kafka.bootstrap.servers", broker.bootstrap)
+         .option("topic", new_topic()).save())
+
+
+def test_write_by_topic_column_with_keys_and_no_partition(spark, broker, new_topic):
+    """Rows name their topics; rows without a partition go by their key's hash."""
+    topics = [new_topic(partitions=3), new_topic(partitions=3)]
+    rows = [(topics[i % 2], f"k{i % 4}", f"v{i}") for i in range(40)]
+    (spark.createDataFrame(rows, "topic string, key string, value string").write.format(NAME)
+     .mode("append").option("kafka.bootstrap.servers", broker.bootstrap).save())
+    for topic in topics:
+        got = _read(spark, broker.bootstrap, subscribe=topic).collect()
+        assert sorted(r.value.decode() for r in got) == sorted(v for t, _, v in rows if t == topic)
+        assert len({(r.key, r.partition) for r in got}) == len({r.key for r in got}) == 2
