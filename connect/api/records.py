@@ -156,8 +156,8 @@ class SourceRecord(ConnectRecord):
                  kafka_partition: int | None = None, key_schema: Schema | None = None,
                  key=None, value_schema: Schema | None = None, value=None,
                  timestamp: int | None = None, headers: Headers | None = None):
-        super().__init__(topic, kafka_partition, key_schema, key, value_schema, value,
-                         timestamp, headers)
+        ConnectRecord.__init__(self, topic, kafka_partition, key_schema, key, value_schema,
+                               value, timestamp, headers)  # not super(): a record each time
         self.source_partition, self.source_offset = source_partition, source_offset
 
     def _copy(self):
@@ -179,8 +179,8 @@ class SinkRecord(ConnectRecord):
                  headers: Headers | None = None, original_topic: str | None = None,
                  original_kafka_partition: int | None = None,
                  original_kafka_offset: int | None = None):
-        super().__init__(topic, partition, key_schema, key, value_schema, value, timestamp,
-                         headers)
+        ConnectRecord.__init__(self, topic, partition, key_schema, key, value_schema, value,
+                               timestamp, headers)
         self.kafka_offset, self.timestamp_type = kafka_offset, timestamp_type
         self.original_topic = topic if original_topic is None else original_topic
         self.original_kafka_partition = (partition if original_kafka_partition is None

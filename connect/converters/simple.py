@@ -63,6 +63,8 @@ class StringConverter(_DataAsHeader):
     def from_connect_data(self, topic, schema, value, headers=None):
         if value is None:
             return None
+        if type(value) is str:  # most values: no java_string dispatch
+            return value.encode(self.encoding, "replace")
         try:
             return java_string(value).encode(self.encoding, errors="replace")
         except RecursionError as e:  # a list holding itself
@@ -71,8 +73,10 @@ class StringConverter(_DataAsHeader):
     def to_connect_data(self, topic, value, headers=None):
         if value is None:
             return SchemaAndValue(Schema.OPTIONAL_STRING_SCHEMA, None)
+        if type(value) is not bytes:  # a bytearray or memoryview
+            value = bytes(value)
         return SchemaAndValue(Schema.OPTIONAL_STRING_SCHEMA,
-                              bytes(value).decode(self.encoding, errors="replace"))
+                              value.decode(self.encoding, "replace"))
 
 
 class ByteArrayConverter(_DataAsHeader):

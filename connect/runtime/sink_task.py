@@ -173,6 +173,7 @@ class WorkerSinkTask(WorkerTask):
         key_to, value_to = p.key_converter.to_connect_data, p.value_converter.to_connect_data
         staged = bool(p.chain.stages)
         reporting = self.errant_reporter is not None
+        used = self.topics_used
         for m in messages:
             if m.error() is not None:
                 if m.error().code() == KafkaError._PARTITION_EOF:
@@ -189,11 +190,12 @@ class WorkerSinkTask(WorkerTask):
                 record = self._record(m)
             else:
                 try:
-                    key, value = key_to(topic, m.key()), value_to(topic, m.value())
+                    key_schema, key = key_to(topic, m.key())
+                    value_schema, value = value_to(topic, m.value())
                     raw = m.headers()
                     ts_type, ts = m.timestamp()
-                    record = SinkRecord(topic, partition, key.schema, key.value, value.schema,
-                                        value.value, offset,
+                    record = SinkRecord(topic, partition, key_schema, key, value_schema, value,
+                                        offset,
                                         ts if ts_type in _TIMESTAMP_TYPES else None,
                                         _TIMESTAMP_TYPES.get(ts_type, "NoTimestampType"),
                                         None if raw is None else self._headers(topic, raw))
@@ -203,8 +205,8 @@ class WorkerSinkTask(WorkerTask):
                 records.append(record)
                 if reporting:
                     self.messages[(topic, partition, offset)] = m
-            if topic not in self.topics_used:
-                self.topics_used.add(topic)
+            if topic not in used:
+                used.add(topic)
                 self.listener.on_topic_used(self.id, topic)
         self.metrics.read.inc(len(messages))
         self.batch = records
