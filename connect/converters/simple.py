@@ -37,6 +37,9 @@ class _DataAsHeader:
 
 
 ENCODING_CONFIG = "converter.encoding"
+# what null converts to (tuples: one for every keyless record)
+_NULL_STRING = SchemaAndValue(Schema.OPTIONAL_STRING_SCHEMA, None)
+_NULL_BYTES = SchemaAndValue(Schema.OPTIONAL_BYTES_SCHEMA, None)
 
 
 class StringConverter(_DataAsHeader):
@@ -72,7 +75,7 @@ class StringConverter(_DataAsHeader):
 
     def to_connect_data(self, topic, value, headers=None):
         if value is None:
-            return SchemaAndValue(Schema.OPTIONAL_STRING_SCHEMA, None)
+            return _NULL_STRING
         if type(value) is not bytes:  # a bytearray or memoryview
             value = bytes(value)
         return SchemaAndValue(Schema.OPTIONAL_STRING_SCHEMA,
@@ -91,7 +94,8 @@ class ByteArrayConverter(_DataAsHeader):
         return None if value is None else bytes(value)
 
     def to_connect_data(self, topic, value, headers=None):
-        return SchemaAndValue(Schema.OPTIONAL_BYTES_SCHEMA, value)
+        return _NULL_BYTES if value is None else SchemaAndValue(Schema.OPTIONAL_BYTES_SCHEMA,
+                                                                value)
 
 
 class _NumberConverter(_DataAsHeader):

@@ -225,7 +225,7 @@ class WorkerSinkTask(WorkerTask):
         value = op.execute(context, Stage.VALUE_CONVERTER, type(p.value_converter),
                            p.value_converter.to_connect_data, topic, m.value())
         raw = m.headers()
-        headers = Headers() if raw is None else op.execute(
+        headers = None if raw is None else op.execute(
             context, Stage.HEADER_CONVERTER, type(p.header_converter), self._headers, topic, raw)
         if context.failed:
             return None

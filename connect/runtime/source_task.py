@@ -384,8 +384,9 @@ class WorkerSourceTask(WorkerTask):
                     if partition is None:
                         partition = -1
             try:
-                produce(topic, value, key, partition, None,
-                        delivered or partial(record_delivered, batch, record),
+                # positional (no kwargs dict): the fifth is on_delivery's alias "callback"
+                produce(topic, value, key, partition,
+                        delivered or partial(record_delivered, batch, record), None,
                         transformed.timestamp or 0, headers)
             except BufferError:
                 self.to_send = records[i:]  # the producer's queue is full: again after poll
