@@ -175,14 +175,15 @@ class WorkerSinkTask(WorkerTask):
         reporting = self.errant_reporter is not None
         used = self.topics_used
         for m in messages:
-            if m.error() is not None:
-                if m.error().code() == KafkaError._PARTITION_EOF:
+            error = m.error()
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF:
                     continue
-                if m.error().fatal():
-                    raise ConnectException(f"Consumer error: {m.error().str()}")
+                if error.fatal():
+                    raise ConnectException(f"Consumer error: {error.str()}")
                 # librdkafka's other errors are events it recovers from (a broker down, a
                 # topic not there yet), as the Java consumer retries them
-                log.warning("%s consumer error: %s", self, m.error().str())
+                log.warning("%s consumer error: %s", self, error.str())
                 continue
             topic, partition, offset = m.topic(), m.partition(), m.offset()
             offsets[topic, partition] = offset + 1
@@ -194,10 +195,10 @@ class WorkerSinkTask(WorkerTask):
                     value_schema, value = value_to(topic, m.value())
                     raw = m.headers()
                     ts_type, ts = m.timestamp()
+                    ts_name = _TIMESTAMP_TYPES.get(ts_type)
                     record = SinkRecord(topic, partition, key_schema, key, value_schema, value,
-                                        offset,
-                                        ts if ts_type in _TIMESTAMP_TYPES else None,
-                                        _TIMESTAMP_TYPES.get(ts_type, "NoTimestampType"),
+                                        offset, ts if ts_name else None,
+                                        ts_name or "NoTimestampType",
                                         None if raw is None else self._headers(topic, raw))
                 except Exception:  # again, each stage under the error operator
                     record = self._record(m)
