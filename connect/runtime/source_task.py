@@ -199,12 +199,13 @@ class SubmittedRecords:
     def submit(self, batch: SubmittedBatch, records: list[SourceRecord]) -> None:
         """``records`` (sent or dropped) belong to ``batch``: the last offset of each of their
         source partitions waits for it."""
-        offsets = {}
-        key = self.key
+        offsets, last, key = {}, None, None
         for record in records:
             partition, offset = record.source_partition, record.source_offset
             if partition is not None and offset is not None:
-                offsets[key(partition)] = offset
+                if partition is not last:  # one dict is one partition within a batch
+                    last, key = partition, self.key(partition)
+                offsets[key] = offset
         for k, offset in offsets.items():
             entries = self.pending.get(k)
             if entries is None:
