@@ -21,8 +21,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from josefk.broker.config import ConfigError
 from josefk.broker.security.listeners import client_ssl_context, load_keystore, load_truststore
-from josefk.connect.rest.loggers import Loggers
-from josefk.connect.rest.resources import HERDER, LOGGERS, SETTINGS, Settings, routes
+from josefk.connect.rest.resources import HERDER, SETTINGS, Settings, routes
 from josefk.connect.runtime.herder import (SIGNATURE_ALGORITHM_HEADER, SIGNATURE_HEADER, Herder,
                                            HerderError, NotLeader)
 from josefk.httpd.config import ServiceConfig
@@ -243,7 +242,6 @@ class RestServer:
             *([authentication(auth)] if auth else []), connect_errors,
             forwarding(self.client_ssl, forward_timeout_s)])
         self.app[HERDER] = herder
-        self.app[LOGGERS] = Loggers()
         self.app[SETTINGS] = Settings(request_timeout_s, topic_tracking, topic_tracking_reset)
         self.app.add_routes(routes)
         if metrics is not None:  # Prometheus's text format, beside Connect's own paths

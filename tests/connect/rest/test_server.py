@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from josefk.broker.config import ConfigError
-from josefk.connect.rest.loggers import level_name
+from josefk.connect.runtime.loggers import level_name
 from josefk.connect.runtime.herder import RequestSignature
 from josefk.connect.rest.resources import SETTINGS
 from josefk.httpd.server import ServiceError
@@ -406,6 +406,14 @@ def test_loggers_read_and_set(api, test_loggers):
     assert api.get("/admin/loggers/josefk.test.other").json()["level"] == "OFF"
 
 
+def test_cluster_scope_goes_to_the_herder_and_answers_204(api, herder, test_loggers):
+    r = api.put("/admin/loggers/josefk.test.rest", params={"scope": "cluster"},
+                json={"level": "error"})
+    assert (r.status_code, r.content) == (204, b"")
+    assert herder.calls[-1] == ("set_cluster_logger_level", "josefk.test.rest", "ERROR")
+    assert logging.getLogger("josefk.test.rest").level == logging.ERROR
+
+
 def test_logger_refusals(api):
     assert error(api.get("/admin/loggers/no.such.logger.anywhere"), 404) == \
         "Logger no.such.logger.anywhere not found."
@@ -413,8 +421,6 @@ def test_logger_refusals(api):
         "Desired 'level' parameter was not specified in request."
     assert error(api.put("/admin/loggers/josefk.test.rest", json={"level": "LOUD"}), 404) == \
         "invalid log level 'LOUD'."
-    assert error(api.put("/admin/loggers/josefk.test.rest", params={"scope": "cluster"},
-                         json={"level": "INFO"}), 400)
     assert error(api.put("/admin/loggers", json={"level": "INFO"}), 405)
 
 
