@@ -597,3 +597,47 @@ def test_a_port_in_use_is_one_line(serve, herder):
     url = serve(herder)
     with pytest.raises(ServiceError, match="cannot listen on http://127.0.0.1:"):
         serve(herder, [url])
+
+
+def test_cross_origin_requests_as_connect_allows_them(serve, herder):
+    url = serve(herder, cors=("http://ui.example", "GET,PUT"))
+    with httpx.Client(base_url=url, timeout=10) as api:
+        r = api.get("/connectors", headers={"Origin": "http://ui.example"})
+        assert r.status_code == 200
+        assert r.headers["Access-Control-Allow-Origin"] == "http://ui.example"
+        assert r.headers["Access-Control-Allow-Credentials"] == "true"
+        assert "Access-Control-Allow-Origin" not in api.get(
+            "/connectors", headers={"Origin": "http://elsewhere"}).headers
+        pre = api.options("/connectors", headers={"Origin": "http://ui.example",
+                                                  "Access-Control-Request-Method": "PUT"})
+        assert pre.status_code == 200
+        assert pre.headers["Access-Control-Allow-Methods"] == "GET,PUT"
+        denied = api.options("/connectors", headers={"Origin": "http://ui.example",
+                                                     "Access-Control-Request-Method": "DELETE"})
+        assert "Access-Control-Allow-Methods" not in denied.headers
+    anyone = serve(herder, cors=("*", ""))
+    r = httpx.options(anyone + "/connectors", headers={
+        "Origin": "http://x.example", "Access-Control-Request-Method": "POST"})
+    assert r.headers["Access-Control-Allow-Methods"] == "GET,POST,HEAD"
+    assert "Access-Control-Allow-Origin" not in httpx.get(anyone + "/connectors").headers
+
+
+def test_admin_listeners_serve_admin_alone_and_empty_turns_it_off(herder):
+    loop = Loop()
+    try:
+        apart = RestServer.from_worker_props({"listeners": "http://127.0.0.1:0",
+                                              "admin.listeners": "http://127.0.0.1:0"}, herder)
+        [main] = loop.run(apart.start())
+        [admin] = apart.admin_urls
+        assert httpx.get(admin + "/admin/loggers").status_code == 200
+        assert httpx.get(main + "/admin/loggers").status_code == 404
+        assert httpx.get(main + "/connectors").status_code == 200
+        assert httpx.get(admin + "/connectors").status_code == 404
+        off = RestServer.from_worker_props({"listeners": "http://127.0.0.1:0",
+                                            "admin.listeners": ""}, herder)
+        [main] = loop.run(off.start())
+        assert off.admin_urls == [] and httpx.get(main + "/admin/loggers").status_code == 404
+        for server in (apart, off):
+            loop.run(server.stop())
+    finally:
+        loop.close()
