@@ -27,6 +27,8 @@ _CLIENT_SHARED = ("bootstrap.servers", "client.dns.lookup", "security.protocol",
 _RENAMED = {"max.request.size": "message.max.bytes",
             "max.in.flight.requests.per.connection": "max.in.flight",
             "fetch.max.wait.ms": "fetch.wait.max.ms",
+            # the Java clients refresh all metadata (and a regex subscription's topics) this often
+            "metadata.max.age.ms": "topic.metadata.refresh.interval.ms",
             "buffer.memory": None, "max.block.ms": None, "max.poll.records": None,
             "key.serializer": None, "value.serializer": None, "key.deserializer": None,
             "value.deserializer": None, "interceptor.classes": None,
@@ -63,6 +65,14 @@ def _common(d: ConfigDef) -> ConfigDef:
                 documentation="The port other workers and clients reach this one at.")
         .define("rest.advertised.listener", T.STRING, None, importance=Importance.LOW,
                 documentation="http or https: which listener to advertise.")
+        .define("admin.listeners", T.LIST, None, importance=Importance.LOW,
+                documentation="Where /admin (the log levels) is served instead: unset, on "
+                              "the listeners; empty, nowhere.")
+        .define("access.control.allow.origin", T.STRING, "", importance=Importance.LOW,
+                documentation="Origins allowed cross-origin access to the REST API (* for "
+                              "any); empty: none.")
+        .define("access.control.allow.methods", T.STRING, "", importance=Importance.LOW,
+                documentation="Methods allowed cross-origin (default GET,POST,HEAD).")
         .define("rest.extension.classes", T.LIST, "", importance=Importance.LOW,
                 documentation="REST extensions (basic authentication).")
         .define("plugin.path", T.LIST, None, importance=Importance.LOW,
