@@ -1,0 +1,323 @@
+"""Cluster links and mirror topics (issue 30; Confluent Cluster Linking's names).
+
+A cluster link names a source cluster (``bootstrap.servers`` and the settings below). Links
+are config entities of this cluster (`dynamic.DynamicConfigs.links`: ZooKeeper's
+``/config/cluster-links/<name>``, announced to every broker; a single broker keeps them with
+its dynamic configs), written with AlterConfigs on resource type ``CLUSTER_LINK``.
+
+A mirror topic is a topic with the config ``josefk.mirror.link`` (its link) and
+``josefk.mirror.state`` ``ACTIVE`` (``STOPPED`` once promoted or failed over). While active,
+its partitions refuse producers (`Partition.mirror`), and each one led here is fetched from
+the source partition's leader by the link's fetchers (`replication.mirror`) into the log at
+the source's offsets. The leader of a mirror topic's partition 0 also follows the source
+topic: partitions added there are added here, and its topic configs are copied on
+``topic.config.sync.ms``.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from josefk.broker.channel import BrokerChannel, ChannelError
+from josefk.broker.config import TOPIC_CONFIG_NAMES
+from josefk.broker.configs import MIRROR_ACTIVE as ACTIVE
+from josefk.broker.configs import MIRROR_CONFIGS
+from josefk.broker.configs import MIRROR_LINK as LINK
+from josefk.broker.configs import MIRROR_STATE as STATE
+from josefk.broker.control.metadata import MetadataError
+from josefk.broker.replication.mirror import MirrorFetcherManager
+from josefk.wire import errors
+from josefk.wire.apis import DESCRIBE_CONFIGS, METADATA
+
+log = logging.getLogger("josefk.links")
+
+CLUSTER_LINK = 100  # josefk's config resource type of links (Kafka has no links)
+# link settings and their defaults (Cluster Linking's names)
+LINK_DEFAULTS = {"bootstrap.servers": "", "security.protocol": "PLAINTEXT",
+                 "metadata.max.age.ms": "300000", "topic.config.sync.ms": "5000"}
+METADATA_VERSION, DESCRIBE_CONFIGS_VERSION = 12, 4
+TOPIC_RESOURCE, TOPIC_CONFIG_SOURCE = 2, 1
+RETRY_S = 1.0
+
+
+def validate_link(name: str, configs: dict) -> None:
+    """Raise MetadataError for a link config this broker cannot run (none: a deletion)."""
+    if not name:
+        raise MetadataError(errors.INVALID_REQUEST, "Cluster link name must not be empty")
+    if not configs:
+        return
+    for key, value in configs.items():
+        if key not in LINK_DEFAULTS:
+            raise MetadataError(errors.INVALID_CONFIG, f"Unknown cluster link config: {key}")
+        if key.endswith(".ms") and not (value or "").isdigit():
+            raise MetadataError(errors.INVALID_CONFIG,
+                                f"Invalid value {value} for configuration {key}")
+    if not configs.get("bootstrap.servers"):
+        raise MetadataError(errors.INVALID_CONFIG,
+                            f"Cluster link {name} needs bootstrap.servers (the source cluster)")
+    try:
+        bootstrap(configs["bootstrap.servers"])
+    except ValueError as e:
+        raise MetadataError(errors.INVALID_CONFIG, str(e)) from None
+    if configs.get("security.protocol", "PLAINTEXT").upper() != "PLAINTEXT":
+        raise MetadataError(errors.INVALID_CONFIG,
+                            "Cluster links support security.protocol PLAINTEXT only")
+
+
+def bootstrap(servers: str) -> list[tuple[str, int]]:
+    out = []
+    for entry in servers.split(","):
+        host, sep, port = entry.strip().rpartition(":")
+        if not sep or not port.isdigit():
+            raise ValueError(f"Invalid url in bootstrap.servers: {entry.strip()}")
+        out.append((host or "127.0.0.1", int(port)))
+    return out
+
+
+def mirror_link(configs: dict) -> str | None:
+    """The link an active mirror topic's configs name, or None."""
+    link = configs.get(LINK)
+    return link if link and configs.get(STATE, ACTIVE) == ACTIVE else None
+
+
+class LinkManager:
+    """This broker's cluster links and the mirror partitions it leads."""
+
+    def __init__(self, config, metadata, replicas, links: dict[str, dict]):
+        self.config = config
+        self.metadata = metadata
+        self.replicas = replicas
+        self.configs = links  # link name -> its configs (DynamicConfigs keeps it)
+        self.links: dict[str, Link] = {}
+        replicas.role_listeners.append(lambda part, _leader: self._place(part))
+
+    def start(self) -> None:
+        for name in list(self.configs):
+            self.link_changed(name)
+
+    def close(self) -> None:
+        for link in self.links.values():
+            link.close()
+        self.links.clear()
+
+    def link_changed(self, name: str) -> None:
+        """Link ``name`` was created, changed or deleted: its mirrors start over."""
+        old = self.links.pop(name, None)
+        if old is not None:
+            old.close()
+        configs = self.configs.get(name)
+        if configs:
+            self.links[name] = Link(name, {**LINK_DEFAULTS, **configs}, self)
+        for part in list(self.replicas.partitions.values()):
+            if part.mirror == name or old is not None and part in old.wanted.values():
+                self._place(part)
+        self.topic_changed(None)
+
+    def topic_changed(self, topic: str | None) -> None:
+        """``topic``'s configs (None: any topic's) changed: its partitions follow them."""
+        for part in list(self.replicas.partitions.values()):
+            if topic is None or part.topic == topic:
+                self._place(part)
+
+    def _place(self, part) -> None:
+        meta = self.metadata.topics.get(part.topic)
+        hosted = self.replicas.partitions.get((part.topic, part.index)) is part
+        name = mirror_link(meta.configs) if meta is not None and hosted else None
+        part.mirror = name
+        mine = self.links.get(name) if part.is_leader else None
+        for link in self.links.values():
+            if link is not mine:
+                link.unfollow(part)
+        if mine is not None:
+            mine.follow(part)
+
+    def status(self) -> dict[str, dict]:
+        """Per link: the partitions mirrored here and the ones stopped, with why."""
+        return {name: {"mirrored": sorted(link.wanted), "failed": dict(link.failed)}
+                for name, link in self.links.items()}
+
+
+class Link:
+    """One cluster link on this broker: the source's metadata, a channel per source broker,
+    the fetchers, and the partitions whose source leader is still to be found."""
+
+    def __init__(self, name: str, configs: dict, manager: LinkManager):
+        self.name = name
+        self.manager = manager
+        self.bootstrap = bootstrap(configs["bootstrap.servers"])
+        self.max_age_s = int(configs["metadata.max.age.ms"]) / 1000
+        self.sync_s = int(configs["topic.config.sync.ms"]) / 1000
+        self.channels: dict[int, BrokerChannel] = {}
+        self.fetchers = MirrorFetcherManager(self, self.channels.__getitem__,
+                                             manager.config)
+        self.wanted: dict[tuple[str, int], object] = {}  # mirrored partitions led here
+        self.failed: dict[tuple[str, int], str] = {}  # stopped ones, and why
+        self.synced_at: dict[str, float] = {}
+        self.wakeup = asyncio.Event()
+        self.task = asyncio.ensure_future(self._run())
+
+    def close(self) -> None:
+        self.task.cancel()
+        self.fetchers.close()
+        for ch in self.channels.values():
+            ch.close()
+
+    def follow(self, part) -> None:
+        key = (part.topic, part.index)
+        if self.wanted.get(key) is not part:
+            self.fetchers.remove(part)
+            self.wanted[key] = part
+            self.failed.pop(key, None)
+            self.wakeup.set()
+
+    def unfollow(self, part) -> None:
+        key = (part.topic, part.index)
+        if self.wanted.get(key) is part:
+            del self.wanted[key]
+            self.failed.pop(key, None)
+            self.fetchers.remove(part)
+
+    # -- told by the fetchers -----------------------------------------------------------------
+    def leader_lost(self, key) -> None:
+        part = self.wanted.get(key)
+        if part is not None:
+            self.fetchers.remove(part)
+            self.wakeup.set()
+
+    def source_unreachable(self, source_id: int) -> None:
+        fetcher = self.fetchers.fetchers.get(source_id)
+        if fetcher is not None:
+            for key in list(fetcher.partitions):
+                self.leader_lost(key)
+
+    def stop_partition(self, key, reason: str) -> None:
+        part = self.wanted.get(key)
+        if part is None:
+            return
+        self.fetchers.remove(part)
+        self.failed[key] = reason
+        log.error("cluster link %s: mirror partition %s-%d stopped: %s; it resumes only when "
+                  "an operator acts (promote, or recreate the mirror)", self.name, *key, reason)
+
+    # -- the source's metadata ----------------------------------------------------------------
+    async def _run(self) -> None:
+        while True:
+            following = any(index == 0 for _, index in self.wanted)
+            try:
+                await asyncio.wait_for(self.wakeup.wait(),
+                                       min(self.sync_s, self.max_age_s) if following
+                                       else self.max_age_s)
+            except asyncio.TimeoutError:
+                pass
+            self.wakeup.clear()
+            try:
+                await self._refresh()
+            except asyncio.CancelledError:
+                raise
+            except (ChannelError, MetadataError, OSError) as e:
+                log.warning("cluster link %s: cannot read the source cluster: %s", self.name, e)
+                await asyncio.sleep(RETRY_S)
+                self.wakeup.set()
+            except Exception:  # noqa: BLE001 - the link must outlive a bad answer
+                log.exception("cluster link %s: refreshing the source's metadata failed",
+                              self.name)
+                await asyncio.sleep(RETRY_S)
+                self.wakeup.set()
+
+    async def _ask(self, api, version, req):
+        """``req`` to any source broker that answers (the bootstrap list, then the known)."""
+        last = None
+        for ch in list(self.channels.values()):
+            try:
+                return await ch.request(api, version, req, timeout=30)
+            except ChannelError as e:
+                last = e
+        for host, port in self.bootstrap:
+            ch = BrokerChannel(-1, host, port, f"josefk-link-{self.name}")
+            try:
+                return await ch.request(api, version, req, timeout=30)
+            except ChannelError as e:
+                last = e
+            finally:
+                ch.close()
+        raise ChannelError(f"no source broker answers ({last})")
+
+    async def _refresh(self) -> None:
+        topics = sorted({t for t, _ in self.wanted})
+        if not topics:
+            return
+        Q = METADATA.Request
+        resp = await self._ask(METADATA, METADATA_VERSION, Q(
+            topics=[Q.MetadataRequestTopic(topic_id=None, name=t) for t in topics],
+            allow_auto_topic_creation=False, include_topic_authorized_operations=False))
+        for b in resp.brokers:
+            ch = self.channels.get(b.node_id)
+            if ch is None:
+                self.channels[b.node_id] = BrokerChannel(b.node_id, b.host, b.port,
+                                                         f"josefk-link-{self.name}")
+            else:
+                ch.retarget(b.host, b.port)
+        counts, missing = {}, False
+        for t in resp.topics:
+            if t.error_code:
+                log.warning("cluster link %s: source topic %s: error %d", self.name, t.name,
+                            t.error_code)
+                missing = True
+                continue
+            counts[t.name] = len(t.partitions)
+            for p in t.partitions:
+                key = (t.name, p.partition_index)
+                part = self.wanted.get(key)
+                if part is None or key in self.failed:
+                    continue
+                if p.leader_id < 0 or p.leader_id not in self.channels:
+                    missing = True
+                elif self.fetchers.source_of.get(key) != p.leader_id:
+                    self.fetchers.add(part, p.leader_id)
+        await self._follow_topics(counts)
+        if missing:
+            await asyncio.sleep(RETRY_S)
+            self.wakeup.set()
+
+    async def _follow_topics(self, counts: dict[str, int]) -> None:
+        """Partitions added and topic configs changed at the source, for the topics whose
+        partition 0 is led here (one broker of the cluster does it)."""
+        now = time.monotonic()
+        metadata = self.manager.metadata
+        for topic, count in counts.items():
+            if (topic, 0) not in self.wanted:
+                continue
+            meta = metadata.topics.get(topic)
+            if meta is not None and count > len(meta.partitions):
+                log.info("cluster link %s: source topic %s has %d partitions: adding %d",
+                         self.name, topic, count, count - len(meta.partitions))
+                await metadata.create_partitions(topic, count)
+            if now - self.synced_at.get(topic, 0.0) >= self.sync_s:
+                self.synced_at[topic] = now
+                await self._sync_configs(topic)
+
+    async def _sync_configs(self, topic: str) -> None:
+        Q = DESCRIBE_CONFIGS.Request
+        resp = await self._ask(DESCRIBE_CONFIGS, DESCRIBE_CONFIGS_VERSION, Q(
+            resources=[Q.DescribeConfigsResource(resource_type=TOPIC_RESOURCE,
+                                                 resource_name=topic,
+                                                 configuration_keys=None)],
+            include_synonyms=False, include_documentation=False))
+        r = resp.results[0]
+        if r.error_code:
+            log.warning("cluster link %s: cannot describe source topic %s: error %d %s",
+                        self.name, topic, r.error_code, r.error_message)
+            return
+        source = {c.name: c.value for c in r.configs
+                  if c.config_source == TOPIC_CONFIG_SOURCE and c.name in TOPIC_CONFIG_NAMES}
+        metadata = self.manager.metadata
+        current = await metadata.topic_configs(topic)
+        if mirror_link(current) != self.name:
+            return  # promoted meanwhile
+        mine = {k: v for k, v in current.items() if k not in MIRROR_CONFIGS}
+        if mine != source:
+            log.info("cluster link %s: topic %s takes the source's configs %s", self.name,
+                     topic, source)
+            await metadata.alter_topic_configs(
+                topic, {**source, **{k: current[k] for k in MIRROR_CONFIGS if k in current}})
