@@ -218,6 +218,7 @@ class Broker:
 
             self.metrics = BrokerMetrics(config, self.metadata, self.replicas, self.logs,
                                          self.groups, self.quotas, self.client_metrics)
+            self.metrics.links = self.links
         handlers = served(config)
         self.handlers = self.metrics.instrument(handlers) if self.metrics else handlers
         self.faults = FaultInjector(self.handlers)

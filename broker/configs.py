@@ -36,10 +36,12 @@ TOPIC_TO_BROKER = {**TOPIC_DEFAULTS, "retention.ms": "log.retention.ms",
 BROKER_TO_TOPIC = {b: t for t, b in TOPIC_TO_BROKER.items()}
 
 
-# A mirror topic's cluster link and state (broker.links): josefk's topic configs, shown where set
+# A mirror topic's cluster link, state and source topic id (broker.links): josefk's topic
+# configs, shown where set
 MIRROR_LINK, MIRROR_STATE = "josefk.mirror.link", "josefk.mirror.state"
+MIRROR_SOURCE_ID = "josefk.mirror.source.topic.id"
 MIRROR_ACTIVE, MIRROR_STOPPED = "ACTIVE", "STOPPED"
-MIRROR_CONFIGS = frozenset({MIRROR_LINK, MIRROR_STATE})
+MIRROR_CONFIGS = frozenset({MIRROR_LINK, MIRROR_STATE, MIRROR_SOURCE_ID})
 
 
 class ConfigType:

@@ -24,11 +24,13 @@ from josefk.broker.config import TOPIC_CONFIG_NAMES
 from josefk.broker.configs import MIRROR_ACTIVE as ACTIVE
 from josefk.broker.configs import MIRROR_CONFIGS
 from josefk.broker.configs import MIRROR_LINK as LINK
+from josefk.broker.configs import MIRROR_SOURCE_ID as SOURCE_ID
 from josefk.broker.configs import MIRROR_STATE as STATE
 from josefk.broker.control.metadata import MetadataError
 from josefk.broker.replication.mirror import MirrorFetcherManager
 from josefk.wire import errors
 from josefk.wire.apis import DESCRIBE_CONFIGS, METADATA
+from josefk.wire.types import ZERO_UUID, uuid_to_base64
 
 log = logging.getLogger("josefk.links")
 
@@ -132,10 +134,15 @@ class LinkManager:
         if mine is not None:
             mine.follow(part)
 
-    def status(self) -> dict[str, dict]:
-        """Per link: the partitions mirrored here and the ones stopped, with why."""
-        return {name: {"mirrored": sorted(link.wanted), "failed": dict(link.failed)}
-                for name, link in self.links.items()}
+    def status(self):
+        """``(link, topic, partition, lag, failure)`` of each mirror partition led here: the
+        records it is behind the source's high watermark (None until the source answered),
+        and why it stopped (None while it mirrors)."""
+        for name, link in list(self.links.items()):
+            for key, part in list(link.wanted.items()):
+                end = link.fetchers.source_end.get(key)
+                lag = None if end is None else max(0, end - part.log.log_end_offset)
+                yield name, key[0], key[1], lag, link.failed.get(key)
 
 
 class Link:
@@ -176,6 +183,7 @@ class Link:
         if self.wanted.get(key) is part:
             del self.wanted[key]
             self.failed.pop(key, None)
+            self.fetchers.source_end.pop(key, None)
             self.fetchers.remove(part)
 
     # -- told by the fetchers -----------------------------------------------------------------
@@ -266,6 +274,8 @@ class Link:
                 missing = True
                 continue
             counts[t.name] = len(t.partitions)
+            if self._recreated(t):
+                continue
             for p in t.partitions:
                 key = (t.name, p.partition_index)
                 part = self.wanted.get(key)
@@ -279,6 +289,18 @@ class Link:
         if missing:
             await asyncio.sleep(RETRY_S)
             self.wakeup.set()
+
+    def _recreated(self, t) -> bool:
+        """Whether source topic ``t`` is not the one the mirror was made of (deleted and
+        created again): its partitions stop, reported."""
+        meta = self.manager.metadata.topics.get(t.name)
+        expected = meta.configs.get(SOURCE_ID) if meta is not None else None
+        if not expected or t.topic_id == ZERO_UUID or uuid_to_base64(t.topic_id) == expected:
+            return False
+        for key in [k for k in self.wanted if k[0] == t.name and k not in self.failed]:
+            self.stop_partition(key, f"the source topic was recreated (topic id "
+                                     f"{uuid_to_base64(t.topic_id)}, the mirror's {expected})")
+        return True
 
     async def _follow_topics(self, counts: dict[str, int]) -> None:
         """Partitions added and topic configs changed at the source, for the topics whose

@@ -15,11 +15,13 @@ from josefk.broker.config import parse_properties
 from josefk.tools.client import Client, KafkaError
 from josefk.tools.tool_client import ClusterClient
 from josefk.wire import errors
+from josefk.wire.types import ZERO_UUID, uuid_to_base64
 from josefk.wire.apis import (ALTER_CONFIGS, CREATE_TOPICS, DESCRIBE_CONFIGS,
                               INCREMENTAL_ALTER_CONFIGS, LIST_CONFIG_RESOURCES, METADATA)
 
 CLUSTER_LINK, TOPIC = 100, 2
 LINK, STATE, ACTIVE, STOPPED = "josefk.mirror.link", "josefk.mirror.state", "ACTIVE", "STOPPED"
+SOURCE_ID = "josefk.mirror.source.topic.id"
 TOPIC_CONFIG_SOURCE = 1
 LATEST = -1
 SET = 0
@@ -145,6 +147,8 @@ def create_topic(args) -> None:
             _check(t.error_code, f"source topic {args.topic}: {errors.name(t.error_code)}")
             configs = _describe(src, TOPIC, args.topic)
         configs.update({LINK: args.link, STATE: ACTIVE})
+        if t.topic_id != ZERO_UUID:  # a source that has topic ids: a recreated one is noticed
+            configs[SOURCE_ID] = uuid_to_base64(t.topic_id)
         R = CREATE_TOPICS.Request
         r = dest.request(CREATE_TOPICS, timeout_ms=30000, validate_only=False, topics=[
             R.CreatableTopic(name=args.topic, num_partitions=len(t.partitions),

@@ -42,6 +42,7 @@ class MirrorFetcherManager(FetcherManager):
     def __init__(self, link: LinkSide, channel_for, config):
         super().__init__(CONSUMER, channel_for, config)
         self.link = link
+        self.source_end: dict[tuple[str, int], int] = {}  # the source's last high watermark
 
     def new_fetcher(self, source_id: int) -> ReplicaFetcher:
         return MirrorFetcher(self, source_id)
@@ -62,10 +63,16 @@ class MirrorFetcher(ReplicaFetcher):
         err = pd.error_code
         link = self.manager.link
         if err == errors.NONE:
+            self.manager.source_end[key] = pd.high_watermark
             part.append_mirrored(pd.records or b"")
             if pd.log_start_offset > lg.log_start_offset:  # retention or DeleteRecords there
                 lg.delete_records_before(min(pd.log_start_offset, lg.high_watermark))
         elif err == errors.OFFSET_OUT_OF_RANGE:
+            if lg.log_end_offset == 0 and pd.log_start_offset > 0:  # a new mirror
+                log.info("%s-%d: mirroring from the source's log start %d", *key,
+                         pd.log_start_offset)
+                part.restart_at(pd.log_start_offset)
+                return
             where = ("below the source's log start" if lg.log_end_offset < pd.log_start_offset
                      else "past the source's log end")
             link.stop_partition(key, f"offset {lg.log_end_offset} is {where} "

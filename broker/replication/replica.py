@@ -558,6 +558,12 @@ class Partition:
         batches = list(iter_headers(records)) if records else []
         if not batches or not self.is_leader:
             return
+        lg = self.log
+        first = batches[0].base_offset
+        if first < lg.log_end_offset == lg.log_start_offset:
+            # an empty log asked from the source's log start, inside a batch (DeleteRecords
+            # there): the log starts at the batch, its log start follows the source's after
+            self.restart_at(first)
         buf = bytearray(memoryview(records)[:batches[-1].pos + batches[-1].size])
         epoch = self.leader_epoch
         for h in batches:
@@ -566,7 +572,7 @@ class Partition:
                                     "its CRC")
             _EPOCH.pack_into(buf, h.pos + _EPOCH_AT, epoch)
             h.leader_epoch = epoch
-        self.log.append_as_follower(buf, batches)
+        lg.append_as_follower(buf, batches)
         for h in batches:
             self.producers.apply(h, buf)
         self.maybe_advance_hwm()

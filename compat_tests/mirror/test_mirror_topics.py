@@ -5,6 +5,7 @@ read the same committed and aborted records on both sides, producers refused, th
 log start, partitions and configs followed, then ``promote`` and ``failover``."""
 import re
 import struct
+import urllib.request
 import uuid
 
 import pytest
@@ -16,14 +17,30 @@ from josefk.mirror.links import main as mirror
 from josefk.testing import broker
 from josefk.tools.client import KafkaError as ToolError
 from josefk.tools.tool_client import ClusterClient
+from josefk.zk.local_server import free_port
 
 from compat_tests.mirror.mirroring import until
 
 
+METRICS_PORT = free_port()
+
+
 @pytest.fixture(scope="module")
 def clusters():
-    with broker() as source, broker() as destination:
+    with broker() as source, broker(josefk_metrics_port=METRICS_PORT) as destination:
         yield source, destination
+
+
+def mirror_metrics():
+    """The destination's mirror partition series: {(name, topic, partition): value}."""
+    text = urllib.request.urlopen(f"http://127.0.0.1:{METRICS_PORT}/metrics",
+                                  timeout=10).read().decode()
+    out = {}
+    for metric, labels, value in re.findall(
+            r'^(josefk_cluster_link_mirror_\w+)\{([^}]*)\} (\S+)$', text, re.M):
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', labels))
+        out[metric, labels["topic"], int(labels["partition"])] = float(value)
+    return out
 
 
 def name(prefix):
@@ -247,3 +264,42 @@ def test_failover_stops_a_mirror_without_the_source(clusters, capsys):
     writer.flush(15)
     assert acked == [(None, 20)]
     assert mirror(["delete-link", "--bootstrap-server", dest, "--link", link_name]) == 0
+
+
+def test_a_mirror_starts_at_the_sources_log_start_and_stops_when_the_source_is_recreated(
+        clusters, capsys):
+    source, destination = clusters
+    src, dest = source.bootstrap_servers, destination.bootstrap_servers
+    topic = name("audit")
+    source.create_topic(topic, partitions=1)
+    producer = Producer({"bootstrap.servers": src})
+    for i in range(30):
+        producer.produce(topic, key=b"k", value=f"a{i}")
+    assert producer.flush(15) == 0
+    admin = AdminClient({"bootstrap.servers": src})
+    admin.delete_records([TopicPartition(topic, 0, 12)])
+    until(lambda: starts(src, topic) == {0: 12})
+    link_name = link(capsys, source, destination)
+    assert mirror(["create-topic", "--bootstrap-server", dest, "--link", link_name,
+                   "--topic", topic]) == 0
+    caught_up(source, destination, topic)
+    assert starts(dest, topic) == {0: 12}
+    assert batches(dest, topic, 0, 12) == batches(src, topic, 0, 12)
+    until(lambda: mirror_metrics().get(("josefk_cluster_link_mirror_lag_records", topic, 0))
+          == 0)
+
+    # deleted and created again at the source, with more records than the mirror has: the
+    # mirror stops there, reported, and takes none of the new topic's records
+    source.delete_topic(topic)
+    until(lambda: topic not in AdminClient({"bootstrap.servers": src}).list_topics(
+        timeout=10).topics)
+    source.create_topic(topic, partitions=1)
+    again = Producer({"bootstrap.servers": src})
+    for i in range(50):
+        again.produce(topic, key=b"k", value=f"b{i}")
+    assert again.flush(15) == 0
+    until(lambda: mirror_metrics().get(
+        ("josefk_cluster_link_mirror_partition_stopped", topic, 0)) == 1, timeout=30)
+    assert ends(dest, topic) == {0: 30}
+    assert mirror(["failover", "--bootstrap-server", dest, "--topic", topic]) == 0
+    assert "Partition: 0\tOffset: 30" in capsys.readouterr().out
