@@ -209,7 +209,8 @@ class Broker:
         self.dynamic = DynamicConfigs(config, self.metadata, self.zk, self.replicas, self.logs,
                                       self.cleaner, self.listeners, self.client_metrics,
                                       self.group_configs)
-        self.links = LinkManager(config, self.metadata, self.replicas, self.dynamic.links)
+        self.links = LinkManager(config, self.metadata, self.replicas, self.dynamic.links,
+                                 self.groups)
         self.dynamic.link_listeners.append(self.links.link_changed)
         self.dynamic.topic_listeners.append(self.links.topic_changed)
         self.metrics = None
@@ -368,7 +369,7 @@ class Broker:
             server.close()
         for c in list(self.connections):
             c.transport.close()
-        self.links.close()
+        await self.links.stop()
         if self.replicas.fetchers is not None:
             self.replicas.fetchers.close()
         if self.cluster is not None:

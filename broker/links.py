@@ -16,8 +16,11 @@ topic: partitions added there are added here, and its topic configs are copied o
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import re
 import time
+from typing import Protocol
 
 from josefk.broker.channel import BrokerChannel, ChannelError
 from josefk.broker.config import TOPIC_CONFIG_NAMES
@@ -29,16 +32,21 @@ from josefk.broker.configs import MIRROR_STATE as STATE
 from josefk.broker.control.metadata import MetadataError
 from josefk.broker.replication.mirror import MirrorFetcherManager
 from josefk.wire import errors
-from josefk.wire.apis import DESCRIBE_CONFIGS, METADATA
+from josefk.wire.apis import DESCRIBE_CONFIGS, FIND_COORDINATOR, LIST_GROUPS, METADATA, OFFSET_FETCH
 from josefk.wire.types import ZERO_UUID, uuid_to_base64
 
 log = logging.getLogger("josefk.links")
 
 CLUSTER_LINK = 100  # josefk's config resource type of links (Kafka has no links)
-# link settings and their defaults (Cluster Linking's names)
+# link settings and their defaults (Cluster Linking's names; ``groups`` and
+# ``groups.exclude`` as MirrorMaker 2's)
 LINK_DEFAULTS = {"bootstrap.servers": "", "security.protocol": "PLAINTEXT",
-                 "metadata.max.age.ms": "300000", "topic.config.sync.ms": "5000"}
+                 "metadata.max.age.ms": "300000", "topic.config.sync.ms": "5000",
+                 "consumer.offset.sync.enable": "false", "consumer.offset.sync.ms": "30000",
+                 "consumer.offset.group.filters": "", "groups": "",
+                 "groups.exclude": "console-consumer-.*,connect-.*,__.*"}
 METADATA_VERSION, DESCRIBE_CONFIGS_VERSION = 12, 4
+LIST_GROUPS_VERSION, FIND_COORDINATOR_VERSION, OFFSET_FETCH_VERSION = 4, 3, 7
 TOPIC_RESOURCE, TOPIC_CONFIG_SOURCE = 2, 1
 RETRY_S = 1.0
 
@@ -65,6 +73,15 @@ def validate_link(name: str, configs: dict) -> None:
     if configs.get("security.protocol", "PLAINTEXT").upper() != "PLAINTEXT":
         raise MetadataError(errors.INVALID_CONFIG,
                             "Cluster links support security.protocol PLAINTEXT only")
+    if configs.get("consumer.offset.sync.enable", "false").lower() not in ("true", "false"):
+        raise MetadataError(errors.INVALID_CONFIG, "Invalid value "
+                            f"{configs['consumer.offset.sync.enable']} for configuration "
+                            "consumer.offset.sync.enable: Expected value to be either true or "
+                            "false")
+    try:
+        GroupFilter({**LINK_DEFAULTS, **configs})
+    except ValueError as e:
+        raise MetadataError(errors.INVALID_CONFIG, str(e)) from None
 
 
 def bootstrap(servers: str) -> list[tuple[str, int]]:
@@ -77,6 +94,62 @@ def bootstrap(servers: str) -> list[tuple[str, int]]:
     return out
 
 
+class GroupFilter:
+    """Which source groups a link copies the offsets of: Cluster Linking's
+    ``consumer.offset.group.filters`` (JSON ``{"groupFilters": [{"name", "patternType":
+    LITERAL|PREFIXED, "filterType": INCLUDE|EXCLUDE}]}``, ``*`` every group: a group some
+    INCLUDE names and no EXCLUDE), else MirrorMaker 2's ``groups`` and ``groups.exclude``
+    (comma-separated regular expressions); neither: none. ValueError for a malformed one."""
+
+    def __init__(self, configs: dict):
+        self.include, self.exclude = [], []
+        raw = configs.get("consumer.offset.group.filters", "")
+        if raw:
+            try:
+                filters = json.loads(raw)["groupFilters"]
+                for f in filters:
+                    kind = f.get("patternType", "LITERAL").upper()
+                    if kind not in ("LITERAL", "PREFIXED"):
+                        raise ValueError(f"patternType {kind}")
+                    rule = (f["name"], kind)
+                    which = f.get("filterType", "INCLUDE").upper()
+                    if which not in ("INCLUDE", "EXCLUDE"):
+                        raise ValueError(f"filterType {which}")
+                    (self.include if which == "INCLUDE" else self.exclude).append(rule)
+            except (ValueError, KeyError, TypeError, AttributeError) as e:
+                raise ValueError(f"Invalid consumer.offset.group.filters {raw}: {e}") from None
+        elif configs.get("groups"):
+            for key, rules in (("groups", self.include), ("groups.exclude", self.exclude)):
+                for pattern in configs.get(key, "").split(","):
+                    if pattern.strip():
+                        try:
+                            rules.append((re.compile(pattern.strip()), "REGEX"))
+                        except re.error as e:
+                            raise ValueError(f"Invalid {key} pattern {pattern}: {e}") from None
+
+    @staticmethod
+    def _matches(group: str, rule) -> bool:
+        name, kind = rule
+        if kind == "REGEX":
+            return name.fullmatch(group) is not None
+        if kind == "PREFIXED":
+            return group.startswith(name)
+        return name in ("*", group)
+
+    def __call__(self, group: str) -> bool:
+        return (any(self._matches(group, r) for r in self.include)
+                and not any(self._matches(group, r) for r in self.exclude))
+
+
+class GroupOffsets(Protocol):
+    """The group coordinator's offsets (`coordinator.group.GroupCoordinator`)."""
+
+    def fetch_offsets(self, group_id, partitions=None): ...
+
+    async def commit_offsets(self, group_id, generation_id, member_id, group_instance_id,
+                             retention_time_ms, offsets) -> dict: ...
+
+
 def mirror_link(configs: dict) -> str | None:
     """The link an active mirror topic's configs name, or None."""
     link = configs.get(LINK)
@@ -86,10 +159,12 @@ def mirror_link(configs: dict) -> str | None:
 class LinkManager:
     """This broker's cluster links and the mirror partitions it leads."""
 
-    def __init__(self, config, metadata, replicas, links: dict[str, dict]):
+    def __init__(self, config, metadata, replicas, links: dict[str, dict],
+                 groups: GroupOffsets):
         self.config = config
         self.metadata = metadata
         self.replicas = replicas
+        self.groups = groups
         self.configs = links  # link name -> its configs (DynamicConfigs keeps it)
         self.links: dict[str, Link] = {}
         replicas.role_listeners.append(lambda part, _leader: self._place(part))
@@ -98,10 +173,14 @@ class LinkManager:
         for name in list(self.configs):
             self.link_changed(name)
 
-    def close(self) -> None:
+    async def stop(self) -> None:
+        """Stop every link and wait for their tasks to end."""
+        tasks = []
         for link in self.links.values():
+            tasks += link.tasks()
             link.close()
         self.links.clear()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     def link_changed(self, name: str) -> None:
         """Link ``name`` was created, changed or deleted: its mirrors start over."""
@@ -163,9 +242,20 @@ class Link:
         self.synced_at: dict[str, float] = {}
         self.wakeup = asyncio.Event()
         self.task = asyncio.ensure_future(self._run())
+        self.offsets_task = None
+        if configs["consumer.offset.sync.enable"].lower() == "true":
+            self.group_filter = GroupFilter(configs)
+            self.offsets_task = asyncio.ensure_future(
+                self._sync_offsets(int(configs["consumer.offset.sync.ms"]) / 1000))
+
+    def tasks(self) -> list[asyncio.Task]:
+        return [t for t in (self.task, self.offsets_task) if t is not None] + [
+            f.task for f in self.fetchers.fetchers.values()]
 
     def close(self) -> None:
         self.task.cancel()
+        if self.offsets_task is not None:
+            self.offsets_task.cancel()
         self.fetchers.close()
         for ch in self.channels.values():
             ch.close()
@@ -259,13 +349,7 @@ class Link:
         resp = await self._ask(METADATA, METADATA_VERSION, Q(
             topics=[Q.MetadataRequestTopic(topic_id=None, name=t) for t in topics],
             allow_auto_topic_creation=False, include_topic_authorized_operations=False))
-        for b in resp.brokers:
-            ch = self.channels.get(b.node_id)
-            if ch is None:
-                self.channels[b.node_id] = BrokerChannel(b.node_id, b.host, b.port,
-                                                         f"josefk-link-{self.name}")
-            else:
-                ch.retarget(b.host, b.port)
+        self._learn(resp.brokers)
         counts, missing = {}, False
         for t in resp.topics:
             if t.error_code:
@@ -289,6 +373,16 @@ class Link:
         if missing:
             await asyncio.sleep(RETRY_S)
             self.wakeup.set()
+
+    def _learn(self, brokers) -> None:
+        """The source's brokers, from a Metadata answer: a channel each."""
+        for b in brokers:
+            ch = self.channels.get(b.node_id)
+            if ch is None:
+                self.channels[b.node_id] = BrokerChannel(b.node_id, b.host, b.port,
+                                                         f"josefk-link-{self.name}")
+            else:
+                ch.retarget(b.host, b.port)
 
     def _recreated(self, t) -> bool:
         """Whether source topic ``t`` is not the one the mirror was made of (deleted and
@@ -343,3 +437,69 @@ class Link:
                      topic, source)
             await metadata.alter_topic_configs(
                 topic, {**source, **{k: current[k] for k in MIRROR_CONFIGS if k in current}})
+
+    # -- consumer group offsets ---------------------------------------------------------------
+    async def _sync_offsets(self, every_s: float) -> None:
+        while True:
+            await asyncio.sleep(every_s)
+            try:
+                await self._sync_offsets_once()
+            except asyncio.CancelledError:
+                raise
+            except (ChannelError, OSError) as e:
+                log.warning("cluster link %s: cannot read the source's group offsets: %s",
+                            self.name, e)
+            except Exception:  # noqa: BLE001 - the link must outlive a bad answer
+                log.exception("cluster link %s: copying group offsets failed", self.name)
+
+    async def _sync_offsets_once(self) -> None:
+        """The committed offsets of the source's groups the filter names, on this link's
+        mirror topics, copied verbatim to those groups here: for the groups this broker
+        coordinates, and only while they have no members here (the coordinator refuses a
+        commit from outside a group with members)."""
+        mirrors = {name for name, t in self.manager.metadata.topics.items()
+                   if mirror_link(t.configs) == self.name}
+        if not mirrors:
+            return
+        Q = METADATA.Request
+        resp = await self._ask(METADATA, METADATA_VERSION, Q(
+            topics=[], allow_auto_topic_creation=False, include_topic_authorized_operations=False))
+        self._learn(resp.brokers)
+        names = set()
+        for b in resp.brokers:
+            listed = await self.channels[b.node_id].request(
+                LIST_GROUPS, LIST_GROUPS_VERSION, LIST_GROUPS.Request(states_filter=[]),
+                timeout=30)
+            names.update(g.group_id for g in listed.groups if self.group_filter(g.group_id))
+        groups = self.manager.groups
+        for group in sorted(names):
+            err, current = groups.fetch_offsets(group)
+            if err:
+                continue  # coordinated by another broker here (or loading: next time)
+            source = await self._source_offsets(group, mirrors)
+            changed = {tp: (offset, -1, metadata) for tp, (offset, metadata) in source.items()
+                       if tp not in current or current[tp].offset != offset}
+            if not changed:
+                continue
+            result = await groups.commit_offsets(group, -1, "", None, -1, changed)
+            refused = {code for code in result.values() if code}
+            if refused:
+                log.info("cluster link %s: group %s keeps its offsets here (errors %s: it has "
+                         "members here)", self.name, group, sorted(refused))
+
+    async def _source_offsets(self, group: str, mirrors: set[str]) -> dict:
+        """{(topic, partition): (offset, metadata)} the source's group committed on
+        ``mirrors``."""
+        found = await self._ask(FIND_COORDINATOR, FIND_COORDINATOR_VERSION,
+                                FIND_COORDINATOR.Request(key=group, key_type=0))
+        if found.error_code or found.node_id not in self.channels:
+            return {}
+        Q = OFFSET_FETCH.Request
+        resp = await self.channels[found.node_id].request(
+            OFFSET_FETCH, OFFSET_FETCH_VERSION, Q(group_id=group, topics=None,
+                                                  require_stable=False), timeout=30)
+        if resp.error_code:
+            return {}
+        return {(t.name, p.partition_index): (p.committed_offset, p.metadata)
+                for t in resp.topics if t.name in mirrors for p in t.partitions
+                if not p.error_code and p.committed_offset >= 0}

@@ -3,6 +3,7 @@
 their offsets (compared batch by batch with the project's raw client), transactions that
 read the same committed and aborted records on both sides, producers refused, the source's
 log start, partitions and configs followed, then ``promote`` and ``failover``."""
+import json
 import re
 import struct
 import urllib.request
@@ -303,3 +304,68 @@ def test_a_mirror_starts_at_the_sources_log_start_and_stops_when_the_source_is_r
     assert ends(dest, topic) == {0: 30}
     assert mirror(["failover", "--bootstrap-server", dest, "--topic", topic]) == 0
     assert "Partition: 0\tOffset: 30" in capsys.readouterr().out
+
+
+def commit(bootstrap, group, topic, offsets, metadata=""):
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                         "enable.auto.commit": False})
+    consumer.commit(offsets=[TopicPartition(topic, p, o, metadata=metadata)
+                             for p, o in offsets.items()], asynchronous=False)
+    consumer.close()
+
+
+def committed(bootstrap, group, topic, partitions=2):
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        return {tp.partition: (tp.offset, tp.metadata) for tp in consumer.committed(
+            [TopicPartition(topic, p) for p in range(partitions)], timeout=10)
+            if tp.offset >= 0}
+    finally:
+        consumer.close()
+
+
+def test_group_offsets_are_copied_for_the_named_groups_while_they_are_idle_here(clusters,
+                                                                               capsys):
+    source, destination = clusters
+    src, dest = source.bootstrap_servers, destination.bootstrap_servers
+    topic = name("clicks")
+    source.create_topic(topic, partitions=2)
+    producer = Producer({"bootstrap.servers": src})
+    for i in range(100):
+        producer.produce(topic, value=f"c{i}", partition=i % 2)
+    assert producer.flush(15) == 0
+    tag = uuid.uuid4().hex[:8]
+    app, witness, secret, other = (f"app-a{tag}", f"app-z{tag}", f"app-secret{tag}",
+                                   f"other-{tag}")
+    filters = {"groupFilters": [
+        {"name": "app-", "patternType": "PREFIXED", "filterType": "INCLUDE"},
+        {"name": secret, "patternType": "LITERAL", "filterType": "EXCLUDE"}]}
+    link_name = link(capsys, source, destination, **{
+        "consumer.offset.sync.enable": "true", "consumer.offset.sync.ms": "200",
+        "consumer.offset.group.filters": json.dumps(filters)})
+    assert mirror(["create-topic", "--bootstrap-server", dest, "--link", link_name,
+                   "--topic", topic]) == 0
+    for group in (app, secret, other):
+        commit(src, group, topic, {0: 17, 1: 33}, metadata="from the source")
+    until(lambda: committed(dest, app, topic) == {0: (17, "from the source"),
+                                                  1: (33, "from the source")}, timeout=30)
+
+    def witnessed(rounds=2):
+        """Two later passes of the link's copy went over every group."""
+        for n in range(rounds):
+            commit(src, witness, topic, {0: n})
+            until(lambda n=n: committed(dest, witness, topic) == {0: (n, "")}, timeout=30)
+    witnessed()
+    assert committed(dest, secret, topic) == {} and committed(dest, other, topic) == {}
+
+    # a member of the group here: its offsets are its own until it leaves
+    member = Consumer({"bootstrap.servers": dest, "group.id": app,
+                       "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    member.subscribe([topic])
+    until(lambda: member.poll(0.5) is not None or member.assignment(), timeout=30)
+    commit(src, app, topic, {0: 50, 1: 60})
+    witnessed()
+    assert committed(dest, app, topic) == {0: (17, "from the source"),
+                                           1: (33, "from the source")}
+    member.close()
+    until(lambda: committed(dest, app, topic) == {0: (50, ""), 1: (60, "")}, timeout=30)

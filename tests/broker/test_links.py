@@ -1,8 +1,11 @@
-"""Cluster links' settings as AlterConfigs checks them, and which topics are active mirrors."""
+"""Cluster links' settings as AlterConfigs checks them, which groups a link copies the offsets
+of, and which topics are active mirrors."""
+import json
+
 import pytest
 
 from josefk.broker.control.metadata import MetadataError
-from josefk.broker.links import mirror_link, validate_link
+from josefk.broker.links import LINK_DEFAULTS, GroupFilter, mirror_link, validate_link
 from josefk.wire import errors
 
 
@@ -36,3 +39,35 @@ def test_only_an_active_mirror_names_its_link():
     assert mirror_link({"josefk.mirror.link": "east", "josefk.mirror.state": "ACTIVE"}) == "east"
     assert mirror_link({"josefk.mirror.link": "east", "josefk.mirror.state": "STOPPED"}) is None
     assert mirror_link({"retention.ms": "1"}) is None
+
+
+def test_cluster_linkings_group_filters_include_and_exclude():
+    f = GroupFilter({"consumer.offset.group.filters": json.dumps({"groupFilters": [
+        {"name": "*", "patternType": "LITERAL", "filterType": "INCLUDE"},
+        {"name": "tmp-", "patternType": "PREFIXED", "filterType": "EXCLUDE"},
+        {"name": "audit", "filterType": "EXCLUDE"}]})})
+    assert [g for g in ("orders", "tmp-1", "audit", "auditors") if f(g)] == ["orders",
+                                                                              "auditors"]
+    assert not GroupFilter({})("orders")  # no filter: no group
+
+
+def test_mirrormakers_group_patterns_are_whole_matches():
+    f = GroupFilter({**LINK_DEFAULTS, "groups": "app-.*,billing"})
+    assert [g for g in ("app-1", "billing", "billing-2", "connect-app-1", "__app")
+            if f(g)] == ["app-1", "billing"]
+    f = GroupFilter({**LINK_DEFAULTS, "groups": ".*"})
+    assert [g for g in ("app", "connect-x", "console-consumer-1", "__c") if f(g)] == ["app"]
+
+
+@pytest.mark.parametrize("configs, message", [
+    ({"consumer.offset.group.filters": "{not json"}, "Invalid consumer.offset.group.filters"),
+    ({"consumer.offset.group.filters": '{"groupFilters": [{"name": "a", "patternType": '
+                                       '"REGEX"}]}'}, "patternType REGEX"),
+    ({"groups": "app-("}, "Invalid groups pattern app-("),
+    ({"consumer.offset.sync.enable": "yes"},
+     "Invalid value yes for configuration consumer.offset.sync.enable"),
+])
+def test_a_malformed_group_filter_is_refused(configs, message):
+    with pytest.raises(MetadataError) as e:
+        validate_link("east", {"bootstrap.servers": "a:1", **configs})
+    assert e.value.code == errors.INVALID_CONFIG and message in e.value.message
