@@ -40,8 +40,9 @@ BROKER_TO_TOPIC = {b: t for t, b in TOPIC_TO_BROKER.items()}
 # configs, shown where set
 MIRROR_LINK, MIRROR_STATE = "josefk.mirror.link", "josefk.mirror.state"
 MIRROR_SOURCE_ID = "josefk.mirror.source.topic.id"
+MIRROR_STOPPED_AT = "josefk.mirror.stopped.offsets"  # where promote or failover stopped it
 MIRROR_ACTIVE, MIRROR_STOPPED = "ACTIVE", "STOPPED"
-MIRROR_CONFIGS = frozenset({MIRROR_LINK, MIRROR_STATE, MIRROR_SOURCE_ID})
+MIRROR_CONFIGS = frozenset({MIRROR_LINK, MIRROR_STATE, MIRROR_SOURCE_ID, MIRROR_STOPPED_AT})
 
 
 class ConfigType:

@@ -22,9 +22,10 @@ from josefk.wire.apis import (ALTER_CONFIGS, CREATE_TOPICS, DESCRIBE_CONFIGS,
 CLUSTER_LINK, TOPIC = 100, 2
 LINK, STATE, ACTIVE, STOPPED = "josefk.mirror.link", "josefk.mirror.state", "ACTIVE", "STOPPED"
 SOURCE_ID = "josefk.mirror.source.topic.id"
+STOPPED_AT = "josefk.mirror.stopped.offsets"
 TOPIC_CONFIG_SOURCE = 1
 LATEST = -1
-SET = 0
+SET, DELETE = 0, 1
 POLL_S = 0.2
 
 
@@ -32,7 +33,8 @@ class MirrorError(Exception):
     pass
 
 
-COMMANDS = ("create-link", "list-links", "delete-link", "create-topic", "promote", "failover")
+COMMANDS = ("create-link", "list-links", "delete-link", "create-topic", "promote", "failover",
+            "reverse")
 
 
 def main(argv: list[str]) -> int:
@@ -77,6 +79,10 @@ def add_commands(sub) -> None:
         p = command(name, help_, promote if name == "promote" else failover)
         p.add_argument("--topic", required=True)
         p.add_argument("--timeout", type=float, default=60.0, help="seconds (default 60)")
+    p = command("reverse", "fail back: the topic here mirrors the promoted one the link "
+                           "names, from where that one stopped", reverse)
+    p.add_argument("--link", required=True, help="a link here to the promoted side")
+    p.add_argument("--topic", required=True)
 
 
 def _check(code, message) -> None:
@@ -145,7 +151,8 @@ def create_topic(args) -> None:
             t = src.request(METADATA, allow_auto_topic_creation=False, topics=[
                 R.MetadataRequestTopic(name=args.topic)]).topics[0]
             _check(t.error_code, f"source topic {args.topic}: {errors.name(t.error_code)}")
-            configs = _describe(src, TOPIC, args.topic)
+            configs = {k: v for k, v in _describe(src, TOPIC, args.topic).items()
+                       if not k.startswith("josefk.mirror.")}  # a mirror's own, there
         configs.update({LINK: args.link, STATE: ACTIVE})
         if t.topic_id != ZERO_UUID:  # a source that has topic ids: a recreated one is noticed
             configs[SOURCE_ID] = uuid_to_base64(t.topic_id)
@@ -189,11 +196,7 @@ def _stop(args, wait_for_source: bool) -> dict[int, int]:
             _until(lambda: all(_ends(args.bootstrap_server, args.topic).get(p, -1) >= end
                                for p, end in target.items()), args.timeout,
                    f"{args.topic} to reach the source's end offsets {target}")
-        R = INCREMENTAL_ALTER_CONFIGS.Request
-        r = dest.request(INCREMENTAL_ALTER_CONFIGS, validate_only=False, resources=[
-            R.AlterConfigsResource(resource_type=TOPIC, resource_name=args.topic, configs=[
-                R.AlterableConfig(name=STATE, config_operation=SET, value=STOPPED)])])
-        _check(r.responses[0].error_code, r.responses[0].error_message)
+        _alter_topic(dest, args.topic, {STATE: STOPPED})
     with ClusterClient(args.bootstrap_server, "josefk-mirror") as c:
         leaders = {p.leader_id for p in c.refresh([args.topic]).topics[0].partitions}
         _until(lambda: all(_describe(c.broker(b), TOPIC, args.topic).get(STATE) == STOPPED
@@ -206,7 +209,21 @@ def _stop(args, wait_for_source: bool) -> dict[int, int]:
         ends = _ends(args.bootstrap_server, args.topic)
         done, last[0] = ends == last[0], ends
         return ends if done else None
-    return _until(settled, args.timeout, f"the end offsets of {args.topic} to settle")
+    ends = _until(settled, args.timeout, f"the end offsets of {args.topic} to settle")
+    with Client(args.bootstrap_server, "josefk-mirror") as dest:  # where a reverse starts
+        _alter_topic(dest, args.topic, {STOPPED_AT: ",".join(f"{p}:{o}" for p, o in
+                                                             sorted(ends.items()))})
+    return ends
+
+
+def _alter_topic(c: Client, topic: str, wanted: dict) -> None:
+    """Set (a value) or delete (None) some of ``topic``'s configs."""
+    R = INCREMENTAL_ALTER_CONFIGS.Request
+    r = c.request(INCREMENTAL_ALTER_CONFIGS, validate_only=False, resources=[
+        R.AlterConfigsResource(resource_type=TOPIC, resource_name=topic, configs=[
+            R.AlterableConfig(name=k, config_operation=SET if v is not None else DELETE,
+                              value=v) for k, v in wanted.items()])])
+    _check(r.responses[0].error_code, r.responses[0].error_message)
 
 
 def _report(args, verb: str, ends: dict[int, int]) -> None:
@@ -221,3 +238,35 @@ def promote(args) -> None:
 
 def failover(args) -> None:
     _report(args, "failed over", _stop(args, wait_for_source=False))
+
+
+def reverse(args) -> None:
+    """Fail back: the topic here (the old source) becomes a mirror of the topic the link
+    names (the promoted or failed-over mirror), from where that one stopped mirroring; refused
+    where this side has records past that point (they were never mirrored: they would be
+    overwritten)."""
+    with Client(args.bootstrap_server, "josefk-mirror") as here:
+        other = _describe(here, CLUSTER_LINK, args.link)["bootstrap.servers"]
+        with Client(other, "josefk-mirror") as there:
+            configs = _describe(there, TOPIC, args.topic)
+            R = METADATA.Request
+            t = there.request(METADATA, allow_auto_topic_creation=False, topics=[
+                R.MetadataRequestTopic(name=args.topic)]).topics[0]
+            _check(t.error_code, f"topic {args.topic}: {errors.name(t.error_code)}")
+        if configs.get(STATE) != STOPPED or not configs.get(STOPPED_AT):
+            raise MirrorError(f"Topic {args.topic} at {other} is not a promoted or failed-over "
+                              "mirror topic")
+        stopped = {int(p): int(o) for p, _, o in
+                   (entry.partition(":") for entry in configs[STOPPED_AT].split(","))}
+        ahead = {p: end for p, end in _ends(args.bootstrap_server, args.topic).items()
+                 if end > stopped.get(p, 0)}
+        if ahead:
+            raise MirrorError(
+                f"Topic {args.topic} has records here past where {other} stopped mirroring "
+                f"it ({', '.join(f'partition {p}: {end} > {stopped.get(p, 0)}' for p, end in sorted(ahead.items()))}): "
+                "they were never mirrored and a reverse would lose them")
+        _alter_topic(here, args.topic, {
+            LINK: args.link, STATE: ACTIVE, STOPPED_AT: None,
+            SOURCE_ID: uuid_to_base64(t.topic_id) if t.topic_id != ZERO_UUID else None})
+    print(f"Topic {args.topic} now mirrors {other} over cluster link {args.link}, from "
+          + ", ".join(f"partition {p} offset {o}" for p, o in sorted(stopped.items())) + ".")

@@ -369,3 +369,50 @@ def test_group_offsets_are_copied_for_the_named_groups_while_they_are_idle_here(
                                            1: (33, "from the source")}
     member.close()
     until(lambda: committed(dest, app, topic) == {0: (50, ""), 1: (60, "")}, timeout=30)
+
+
+def test_a_link_is_reversed_for_fail_back_from_where_the_mirror_stopped(clusters, capsys):
+    first, second = clusters
+    a, b = first.bootstrap_servers, second.bootstrap_servers
+    topic, diverged = name("ledger"), name("ledger")
+    producer = Producer({"bootstrap.servers": a})
+    for t in (topic, diverged):
+        first.create_topic(t, partitions=1)
+        for i in range(20):
+            producer.produce(t, key=b"k", value=f"{t}-{i}")
+    assert producer.flush(15) == 0
+    forth = link(capsys, first, second)
+    for t in (topic, diverged):
+        assert mirror(["create-topic", "--bootstrap-server", b, "--link", forth,
+                       "--topic", t]) == 0
+        caught_up(first, second, t)
+        assert mirror(["failover", "--bootstrap-server", b, "--topic", t]) == 0
+    writes = Producer({"bootstrap.servers": b})
+    for i in range(5):
+        writes.produce(topic, key=b"k", value=f"at b {i}")
+    assert writes.flush(15) == 0
+    producer.produce(diverged, key=b"k", value=b"written at a after the failover")
+    assert producer.flush(15) == 0
+    back = link(capsys, second, first)
+
+    assert mirror(["reverse", "--bootstrap-server", a, "--link", back, "--topic", diverged]) == 1
+    assert (f"Topic {diverged} has records here past where {b} stopped mirroring it "
+            "(partition 0: 21 > 20)") in capsys.readouterr().err
+    assert mirror(["reverse", "--bootstrap-server", a, "--link", back, "--topic", topic]) == 0
+    assert (f"Topic {topic} now mirrors {b} over cluster link {back}, from partition 0 "
+            "offset 20.") in capsys.readouterr().out
+    until(lambda: ends(a, topic) == ends(b, topic) == {0: 25}, timeout=30)
+    assert batches(a, topic, 0) == batches(b, topic, 0)
+    refused = []
+    producer.produce(topic, key=b"k", value=b"x", on_delivery=lambda e, _m: refused.append(e))
+    producer.flush(15)
+    assert refused[0].code() == KafkaError.INVALID_REQUEST
+
+    # and back: a is the primary again, from b's end
+    assert mirror(["promote", "--bootstrap-server", a, "--topic", topic]) == 0
+    assert "Partition: 0\tOffset: 25" in capsys.readouterr().out
+    acked = []
+    producer.produce(topic, key=b"k", value=b"home",
+                     on_delivery=lambda e, m: acked.append((e, m.offset())))
+    producer.flush(15)
+    assert acked == [(None, 25)]
