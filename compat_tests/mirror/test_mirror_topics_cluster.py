@@ -1,7 +1,8 @@
-"""Mirror topics into a destination cluster of three brokers (ZooKeeper): the link is known by
-every broker, each partition's leader mirrors it and its followers copy it, and when a
-destination leader dies the new one goes on from its own log end: no record missing, none
-twice, the offsets still the source's."""
+"""Mirror topics with a cluster of three brokers (ZooKeeper) on either side. As destination:
+the link is known by every broker, each partition's leader mirrors it and its followers copy
+it, and when a destination leader dies the new one goes on from its own log end. As source:
+when a source partition's leader dies the mirror follows it to the new one. Either way no
+record is missing, none is there twice, the offsets are the source's."""
 import re
 
 from confluent_kafka import Producer
@@ -47,7 +48,6 @@ def test_a_mirror_topic_survives_its_destination_leaders_death(josefk_cluster, c
             assert batches(dest, topic, p) == batches(src, topic, p)
         assert committed_values(dest, topic, 3) == committed_values(src, topic, 3)
 
-        josefk_cluster.restart(victim)
         assert mirror(["promote", "--bootstrap-server", dest, "--topic", topic]) == 0
         promoted = {int(p): int(o) for p, o in re.findall(r"Partition: (\d+)\tOffset: (\d+)",
                                                            capsys.readouterr().out)}
@@ -58,3 +58,28 @@ def test_a_mirror_topic_survives_its_destination_leaders_death(josefk_cluster, c
                        on_delivery=lambda e, m: acked.append((e, m.offset())))
         writer.flush(15)
         assert acked == [(None, promoted[1])]
+
+
+def test_a_mirror_follows_its_source_partitions_to_their_new_leader(josefk_cluster, capsys):
+    src = josefk_cluster.bootstrap_servers
+    topic = name("trades")
+    josefk_cluster.create_topic(topic, partitions=2, replication_factor=3)
+    produce(src, topic, 200, "first")
+    with broker() as destination:
+        dest = destination.bootstrap_servers
+        link_name = link(capsys, josefk_cluster, destination, **{"metadata.max.age.ms": "60000"})
+        assert mirror(["create-topic", "--bootstrap-server", dest, "--link", link_name,
+                       "--topic", topic]) == 0
+        caught_up(josefk_cluster, destination, topic)
+        victim = josefk_cluster.leader(topic, 0)
+        josefk_cluster.kill(victim)
+        until(lambda: josefk_cluster.leader(topic, 0) not in (victim, -1), timeout=30)
+        producer = Producer({"bootstrap.servers": src, "enable.idempotence": True,
+                             "acks": "all"})
+        for i in range(200):
+            producer.produce(topic, key=str(i), value=f"second-{i}")
+        assert producer.flush(30) == 0
+        caught_up(josefk_cluster, destination, topic)
+        for p in range(2):
+            assert batches(dest, topic, p) == batches(src, topic, p)
+        assert len(committed_values(dest, topic, 2)) == 400
