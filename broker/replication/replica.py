@@ -324,6 +324,9 @@ class Partition:
         """Append a transaction's COMMIT or ABORT marker (WriteTxnMarkers) and close it."""
         if not self.is_leader:
             return AppendResult(errors.NOT_LEADER_OR_FOLLOWER)
+        if self.mirror is not None:  # the source's markers come with its batches; a local
+            end = self.log.log_end_offset  # transaction's records were refused here
+            return AppendResult(errors.NONE, end, self.log.log_start_offset, next_offset=end)
         err = self.producers.check_marker(producer_id, producer_epoch, coordinator_epoch)
         if err:
             return AppendResult(err)

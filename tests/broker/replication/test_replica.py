@@ -208,6 +208,8 @@ def test_a_mirror_partition_refuses_producers_until_it_stops(tmp_path):
     assert res.message == ("Topic t is a mirror topic of cluster link east: it is read-only "
                            "until it is promoted or failed over")
     p.append_mirrored(_source_batches()[0])
+    assert p.write_marker(9, 0, False, 0).error == errors.NONE  # a local transaction's abort
+    assert p.log.log_end_offset == 13  # wrote nothing: the log is the source's
     p.mirror = None
     assert p.append(records(), acks=1).base_offset == 13
 
