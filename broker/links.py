@@ -167,6 +167,7 @@ class LinkManager:
         self.groups = groups
         self.configs = links  # link name -> its configs (DynamicConfigs keeps it)
         self.links: dict[str, Link] = {}
+        self._closing: set[asyncio.Future] = set()  # links stopping
         replicas.role_listeners.append(lambda part, _leader: self._place(part))
 
     def start(self) -> None:
@@ -174,25 +175,22 @@ class LinkManager:
             self.link_changed(name)
 
     async def stop(self) -> None:
-        """Stop every link and wait for their tasks to end."""
-        tasks = []
+        """Stop every link and wait until each has."""
         for link in self.links.values():
-            tasks += link.tasks()
-            link.close()
+            self._closing.add(link.close())
         self.links.clear()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(*self._closing, return_exceptions=True)
 
     def link_changed(self, name: str) -> None:
         """Link ``name`` was created, changed or deleted: its mirrors start over."""
         old = self.links.pop(name, None)
         if old is not None:
-            old.close()
+            closing = old.close()
+            self._closing.add(closing)
+            closing.add_done_callback(self._closing.discard)
         configs = self.configs.get(name)
         if configs:
             self.links[name] = Link(name, {**LINK_DEFAULTS, **configs}, self)
-        for part in list(self.replicas.partitions.values()):
-            if part.mirror == name or old is not None and part in old.wanted.values():
-                self._place(part)
         self.topic_changed(None)
 
     def topic_changed(self, topic: str | None) -> None:
@@ -248,15 +246,19 @@ class Link:
             self.offsets_task = asyncio.ensure_future(
                 self._sync_offsets(int(configs["consumer.offset.sync.ms"]) / 1000))
 
-    def tasks(self) -> list[asyncio.Task]:
-        return [t for t in (self.task, self.offsets_task) if t is not None] + [
+    def close(self) -> asyncio.Future:
+        """Cancel the link's tasks; the returned future closes its channels once they ended
+        (a request failing as its channel closes must not pass for the cancellation)."""
+        tasks = [t for t in (self.task, self.offsets_task) if t is not None] + [
             f.task for f in self.fetchers.fetchers.values()]
-
-    def close(self) -> None:
         self.task.cancel()
         if self.offsets_task is not None:
             self.offsets_task.cancel()
         self.fetchers.close()
+        return asyncio.ensure_future(self._close_channels(tasks))
+
+    async def _close_channels(self, tasks) -> None:
+        await asyncio.gather(*tasks, return_exceptions=True)
         for ch in self.channels.values():
             ch.close()
 
