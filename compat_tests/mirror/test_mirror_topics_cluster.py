@@ -59,6 +59,11 @@ def test_a_mirror_topic_survives_its_destination_leaders_death(josefk_cluster, c
         writer.flush(15)
         assert acked == [(None, promoted[1])]
 
+        josefk_cluster.restart(victim)  # it reads the links from ZooKeeper as it starts
+        until(lambda: mirror(["list-links", "--bootstrap-server",
+                              josefk_cluster.brokers[victim].bootstrap_servers]) == 0
+              and link_name in capsys.readouterr().out, timeout=60)
+
 
 def test_a_mirror_follows_its_source_partitions_to_their_new_leader(josefk_cluster, capsys):
     src = josefk_cluster.bootstrap_servers
