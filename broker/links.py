@@ -203,7 +203,13 @@ class LinkManager:
         meta = self.metadata.topics.get(part.topic)
         hosted = self.replicas.partitions.get((part.topic, part.index)) is part
         name = mirror_link(meta.configs) if meta is not None and hosted else None
+        stopped = hosted and part.mirror is not None and name is None
         part.mirror = name
+        if stopped and part.is_leader:
+            aborted = part.abort_open_transactions()
+            if aborted:
+                log.info("%s-%d stopped mirroring: the source's open transactions of producers "
+                         "%s aborted", part.topic, part.index, aborted)
         mine = self.links.get(name) if part.is_leader else None
         for link in self.links.values():
             if link is not mine:

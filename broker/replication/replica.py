@@ -348,6 +348,18 @@ class Partition:
         self.fetches_waiting.wake()
         return AppendResult(errors.NONE, first, self.log.log_start_offset, next_offset=first + 1)
 
+    def abort_open_transactions(self) -> list[int]:
+        """A mirror partition became writable: the source's transactions still open here
+        would hold the last stable offset forever (their coordinator is the source's), so
+        they are aborted here, as a coordinator's timeout would. Returns their producer
+        ids."""
+        aborted = []
+        for pid in list(self.producers.ongoing):
+            entry = self.producers.producers[pid]
+            if self.write_marker(pid, entry.epoch, False, entry.coordinator_epoch).appended:
+                aborted.append(pid)
+        return aborted
+
     def _storage_error(self, e: OSError) -> AppendResult:
         log.warning("append to %s-%d failed: %s", self.topic, self.index, e)
         self.manager.storage_failed(self, e)

@@ -214,6 +214,19 @@ def test_a_mirror_partition_refuses_producers_until_it_stops(tmp_path):
     assert p.append(records(), acks=1).base_offset == 13
 
 
+def test_a_stopped_mirror_aborts_the_sources_open_transactions(tmp_path):
+    p, _ = leader(tmp_path, isr=(1,))
+    p.restart_at(10)
+    p.mirror = "east"
+    p.append_mirrored(b"".join(_source_batches()))
+    assert p.last_stable_offset == 13
+    p.mirror = None
+    assert p.abort_open_transactions() == [8]
+    assert (p.log.log_end_offset, p.last_stable_offset) == (16, 16)
+    assert p.producers.aborted_between(10, 16) == [(8, 13)]
+    assert p.abort_open_transactions() == []
+
+
 def test_an_empty_mirror_starts_inside_the_sources_first_batch(tmp_path):
     """The source's log start (DeleteRecords) fell inside a batch: the empty log starts at
     the batch; the fetcher moves its log start to the source's after."""
