@@ -218,14 +218,17 @@ class LinkManager:
             mine.follow(part)
 
     def status(self):
-        """``(link, topic, partition, lag, failure)`` of each mirror partition led here: the
-        records it is behind the source's high watermark (None until the source answered),
-        and why it stopped (None while it mirrors)."""
+        """``(link, topic, partition, lag, latency, failure)`` of each mirror partition led
+        here: the records it is behind the source's high watermark (None until the source
+        answered), how old its last appended batch was when appended in ms (None before
+        one), and why it stopped (None while it mirrors)."""
         for name, link in list(self.links.items()):
+            fetchers = link.fetchers
             for key, part in list(link.wanted.items()):
-                end = link.fetchers.source_end.get(key)
+                end = fetchers.source_end.get(key)
                 lag = None if end is None else max(0, end - part.log.log_end_offset)
-                yield name, key[0], key[1], lag, link.failed.get(key)
+                yield (name, key[0], key[1], lag, fetchers.latency_ms.get(key),
+                       link.failed.get(key))
 
 
 class Link:
@@ -282,6 +285,7 @@ class Link:
             del self.wanted[key]
             self.failed.pop(key, None)
             self.fetchers.source_end.pop(key, None)
+            self.fetchers.latency_ms.pop(key, None)
             self.fetchers.remove(part)
 
     # -- told by the fetchers -----------------------------------------------------------------

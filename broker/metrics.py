@@ -299,7 +299,7 @@ class BrokerMetrics:
 
     def _link_metrics(self):
         """Mirror topics' partitions led here (cluster links): their lag behind the source in
-        records, and whether they stopped (the source's log no longer holds their next offset;
+        records, the latency of their last mirrored batch, and whether they stopped (the source's log no longer holds their next offset;
         the reason is logged)."""
         if self.links is None:
             return
@@ -310,12 +310,18 @@ class BrokerMetrics:
         stopped = GaugeMetricFamily("josefk_cluster_link_mirror_partition_stopped",
                                     "1 if the mirror partition stopped until an operator acts",
                                     labels=labels)
-        for link, topic, index, behind, failure in self.links.status():
+        latency = GaugeMetricFamily("josefk_cluster_link_mirror_latency_ms",
+                                    "How old the last batch mirrored was when appended (now "
+                                    "minus its max timestamp)", labels=labels)
+        for link, topic, index, behind, age, failure in self.links.status():
             where = [link, topic, str(index)]
             if behind is not None:
                 lag.add_metric(where, behind)
+            if age is not None:
+                latency.add_metric(where, age)
             stopped.add_metric(where, 0 if failure is None else 1)
         yield lag
+        yield latency
         yield stopped
 
     def _client_metrics(self):

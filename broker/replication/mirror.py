@@ -43,6 +43,8 @@ class MirrorFetcherManager(FetcherManager):
         super().__init__(CONSUMER, channel_for, config)
         self.link = link
         self.source_end: dict[tuple[str, int], int] = {}  # the source's last high watermark
+        # how old the last batch appended was then (now - its max timestamp), in ms
+        self.latency_ms: dict[tuple[str, int], int] = {}
 
     def new_fetcher(self, source_id: int) -> ReplicaFetcher:
         return MirrorFetcher(self, source_id)
@@ -64,7 +66,9 @@ class MirrorFetcher(ReplicaFetcher):
         link = self.manager.link
         if err == errors.NONE:
             self.manager.source_end[key] = pd.high_watermark
-            part.append_mirrored(pd.records or b"")
+            newest = part.append_mirrored(pd.records or b"")
+            if newest is not None:
+                self.manager.latency_ms[key] = max(0, int(time.time() * 1000) - newest)
             if pd.log_start_offset > lg.log_start_offset:  # retention or DeleteRecords there
                 lg.delete_records_before(min(pd.log_start_offset, lg.high_watermark))
         elif err == errors.OFFSET_OUT_OF_RANGE:

@@ -564,15 +564,15 @@ class Partition:
         self.fetches_waiting.wake()
 
 
-    def append_mirrored(self, records) -> None:
+    def append_mirrored(self, records) -> int | None:
         """A mirror topic's leader appends its source partition's batches at their own
         offsets, unchanged (producer ids, sequences, markers, timestamps, CRCs) but for the
         partitionLeaderEpoch, outside the CRC, which every leader stamps with its own epoch
         (this cluster's replicas compare logs by it). A partial batch at the end (the fetch
-        size) comes whole next time."""
+        size) comes whole next time. Returns the last batch's max timestamp (None if none)."""
         batches = list(iter_headers(records)) if records else []
         if not batches or not self.is_leader:
-            return
+            return None
         lg = self.log
         first = batches[0].base_offset
         if first < lg.log_end_offset == lg.log_start_offset:
@@ -592,6 +592,7 @@ class Partition:
             self.producers.apply(h, buf)
         self.maybe_advance_hwm()
         self.fetches_waiting.wake()
+        return batches[-1].max_timestamp
 
 
 def topic_log_config(broker_config, topic_configs: dict) -> LogConfig:

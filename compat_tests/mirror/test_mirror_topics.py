@@ -135,6 +135,9 @@ def test_links_are_created_listed_and_deleted(clusters, capsys):
     assert mirror(["create-link", "--bootstrap-server", dest, "--link", name("bad"),
                    "--config", "bootstrap.servers=x:1", "--config", "no.such=1"]) == 1
     assert "Unknown cluster link config: no.such" in capsys.readouterr().err
+    assert mirror(["create-topic", "--bootstrap-server", dest, "--link", "no-such-link",
+                   "--topic", "t"]) == 1
+    assert "Cluster link no-such-link does not exist" in capsys.readouterr().err
     assert mirror(["delete-link", "--bootstrap-server", dest, "--link", link_name]) == 0
     assert f"Cluster link '{link_name}' deletion successfully completed." in \
         capsys.readouterr().out
@@ -298,6 +301,7 @@ def test_a_mirror_starts_at_the_sources_log_start_and_stops_when_the_source_is_r
     assert batches(dest, topic, 0, 12) == batches(src, topic, 0, 12)
     until(lambda: mirror_metrics().get(("josefk_cluster_link_mirror_lag_records", topic, 0))
           == 0)
+    assert mirror_metrics()[("josefk_cluster_link_mirror_latency_ms", topic, 0)] >= 0
 
     # deleted and created again at the source, with more records than the mirror has: the
     # mirror stops there, reported, and takes none of the new topic's records
