@@ -1,9 +1,10 @@
-"""``josefk mirror create-link | list-links | delete-link | create-topic | promote | failover``:
-cluster links and mirror topics (docs/mirror.md, "Mirror topics"), as Confluent's
+"""``josefk mirror create-link | list-links | delete-link | create-topic | promote | failover |
+reverse``: cluster links and mirror topics (docs/mirror.md, "Mirror topics"), as Confluent's
 ``kafka-cluster-links`` and ``kafka-mirrors`` do, over the Kafka protocol to the destination
 cluster (``--bootstrap-server``): a link is a config resource of josefk's type
 ``CLUSTER_LINK`` (100) there, a mirror topic a topic with ``josefk.mirror.link`` and
-``josefk.mirror.state``; the destination's brokers do the mirroring (`josefk.broker.links`)."""
+``josefk.mirror.state``; the destination's brokers do the mirroring (`josefk.broker.links`).
+``reverse`` runs on the old source, its link pointing at the promoted side."""
 from __future__ import annotations
 
 import argparse
@@ -15,9 +16,9 @@ from josefk.broker.config import parse_properties
 from josefk.tools.client import Client, KafkaError
 from josefk.tools.tool_client import ClusterClient
 from josefk.wire import errors
-from josefk.wire.types import ZERO_UUID, uuid_to_base64
 from josefk.wire.apis import (ALTER_CONFIGS, CREATE_TOPICS, DESCRIBE_CONFIGS,
                               INCREMENTAL_ALTER_CONFIGS, LIST_CONFIG_RESOURCES, METADATA)
+from josefk.wire.types import ZERO_UUID, uuid_to_base64
 
 CLUSTER_LINK, TOPIC = 100, 2
 LINK, STATE, ACTIVE, STOPPED = "josefk.mirror.link", "josefk.mirror.state", "ACTIVE", "STOPPED"

@@ -119,13 +119,21 @@ def committed_values(bootstrap, topic, partitions):
     return sorted(values)
 
 
-def test_links_are_created_listed_and_deleted(clusters, capsys):
+def test_links_are_created_listed_and_deleted(clusters, capsys, tmp_path):
     source, destination = clusters
     dest = destination.bootstrap_servers
     link_name = link(capsys, source, destination)
+    from_file = name("link")
+    (tmp_path / "link.properties").write_text(
+        f"bootstrap.servers = {source.bootstrap_servers}\n# a comment\n"
+        "metadata.max.age.ms = 2000\n")
+    assert mirror(["create-link", "--bootstrap-server", dest, "--link", from_file,
+                   "--config-file", str(tmp_path / "link.properties")]) == 0
     assert mirror(["list-links", "--bootstrap-server", dest]) == 0
-    assert (f"Link name: '{link_name}', bootstrap.servers: '{source.bootstrap_servers}'"
-            in capsys.readouterr().out)
+    listed = capsys.readouterr().out
+    for each in (link_name, from_file):
+        assert f"Link name: '{each}', bootstrap.servers: '{source.bootstrap_servers}'" in listed
+    assert mirror(["delete-link", "--bootstrap-server", dest, "--link", from_file]) == 0
     assert mirror(["create-link", "--bootstrap-server", dest, "--link", link_name,
                    "--config", f"bootstrap.servers={source.bootstrap_servers}"]) == 1
     assert f"Cluster link {link_name} already exists" in capsys.readouterr().err
