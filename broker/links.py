@@ -307,8 +307,8 @@ class Link:
             return
         self.fetchers.remove(part)
         self.failed[key] = reason
-        log.error("cluster link %s: mirror partition %s-%d stopped: %s; it resumes only when "
-                  "an operator acts (promote, or recreate the mirror)", self.name, *key, reason)
+        log.error("cluster link %s: mirror partition %s-%d stopped: %s; it goes on only when "
+                  "an operator acts (failover keeps what it has)", self.name, *key, reason)
 
     # -- the source's metadata ----------------------------------------------------------------
     async def _run(self) -> None:
@@ -336,7 +336,8 @@ class Link:
                 self.wakeup.set()
 
     async def _ask(self, api, version, req):
-        """``req`` to any source broker that answers (the bootstrap list, then the known)."""
+        """``req`` to any source broker that answers (the known ones, then the bootstrap
+        list)."""
         last = None
         for ch in list(self.channels.values()):
             try:
