@@ -12,6 +12,7 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 
 from josefk.faults.processes import BrokerProcess, LocalCluster
+from josefk.faults.storeproxy import StoreProxy
 from josefk.tiered.store import S3Store
 from compat_tests.helpers import (DeliveryLog, admin_client, consumer, create_topic, flush_all,
                                   josefk_cli, producer, read_exactly, scrape, unique_topic,
@@ -214,6 +215,43 @@ def test_one_broker_reads_every_record_from_the_bucket(s3, tmp_path):
         assert store.list(f"{topic}-0-") == []
     finally:
         broker.stop()
+
+
+def test_a_restarted_broker_answers_the_log_start_only_once_it_knows_its_remote_log(
+        s3, tmp_path):
+    """Restarted, a broker serves its partitions before its remote log manager starts (that
+    waits on the object store, slow here): until it has read the remote log back, ListOffsets
+    EARLIEST is answered REPLICA_NOT_AVAILABLE (retried), never the local log's start."""
+    bucket = "tiered-restart"
+    store = S3Store(bucket, endpoint=s3.endpoint, access_key=s3.access_key,
+                    secret_key=s3.secret_key)
+    proxy = StoreProxy(s3.endpoint)
+    proxy.start()
+    broker = BrokerProcess(data_dir=tmp_path / "data", log_dir=tmp_path, overrides={
+        **tiered_overrides(s3, bucket),
+        "remote.log.storage.josefk.s3.endpoint": proxy.endpoint})
+    broker.start()
+    try:
+        topic = create_topic(broker.bootstrap, unique_topic("tiered"), config=TOPIC_CONFIG)
+        produce_small_batches(broker.bootstrap, topic)
+        wait_tiered(store, topic, [broker.data_dir])
+        proxy.delay = 3.0  # the object store answers each request 3 s late
+        broker.restart()
+        answers = []
+        deadline = time.monotonic() + 60
+        while not answers:
+            try:
+                answers.append(_watermarks(broker.bootstrap, topic)[0])
+            except KafkaException as e:
+                assert e.args[0].retriable(), e
+                assert time.monotonic() < deadline, "no log start after the restart"
+                time.sleep(0.2)
+        assert answers == [0]
+        proxy.delay = 0.0
+        check_read_from_zero(broker.bootstrap, topic)
+    finally:
+        broker.stop()
+        proxy.stop()
 
 
 def test_read_committed_over_remote_data_skips_aborted_transactions(s3, tmp_path):
