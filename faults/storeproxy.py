@@ -47,6 +47,7 @@ class StoreProxy:
 
         def run():
             loop = self._loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(loop)
             self._release = asyncio.Event()
             self._server = loop.run_until_complete(
                 asyncio.start_server(self._serve, "127.0.0.1", self.port))
@@ -54,7 +55,10 @@ class StoreProxy:
             ready.set()
             loop.run_forever()
             self._server.close()
-            loop.run_until_complete(self._server.wait_closed())
+            tasks = asyncio.all_tasks(loop)
+            for task in tasks:
+                task.cancel()
+            loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
             loop.close()
 
         self._thread = threading.Thread(target=run, name="josefk-store-proxy", daemon=True)

@@ -14,6 +14,9 @@ from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 from josefk.faults.processes import BrokerProcess, LocalCluster
 from josefk.faults.storeproxy import StoreProxy
 from josefk.tiered.store import S3Store
+from josefk.tools.client import Client
+from josefk.wire import errors
+from josefk.wire.apis import LIST_OFFSETS
 from compat_tests.helpers import (DeliveryLog, admin_client, consumer, create_topic, flush_all,
                                   josefk_cli, producer, read_exactly, scrape, unique_topic,
                                   wait_for_topic)
@@ -235,19 +238,19 @@ def test_a_restarted_broker_answers_the_log_start_only_once_it_knows_its_remote_
         topic = create_topic(broker.bootstrap, unique_topic("tiered"), config=TOPIC_CONFIG)
         produce_small_batches(broker.bootstrap, topic)
         wait_tiered(store, topic, [broker.data_dir])
-        proxy.delay = 3.0  # the object store answers each request 3 s late
+        proxy.delay = 5.0  # the object store answers each request 5 s late
         broker.restart()
-        answers = []
+        answers = []  # (error, offset) of each ListOffsets EARLIEST until one has no error
         deadline = time.monotonic() + 60
-        while not answers:
-            try:
-                answers.append(_watermarks(broker.bootstrap, topic)[0])
-            except KafkaException as e:
-                assert e.args[0].retriable(), e
-                assert time.monotonic() < deadline, "no log start after the restart"
-                time.sleep(0.2)
-        assert answers == [0]
+        while not answers or answers[-1][0] != 0:
+            assert time.monotonic() < deadline, f"no log start after the restart: {answers}"
+            answers.append(_earliest(broker.bootstrap, topic))
+            time.sleep(0.1)
         proxy.delay = 0.0
+        assert answers[-1] == (0, 0), answers
+        # asked while the broker had not read its remote log back, and told to retry
+        assert len(answers) > 1 and {e for e, _o in answers[:-1]} == {
+            errors.REPLICA_NOT_AVAILABLE}, answers
         check_read_from_zero(broker.bootstrap, topic)
     finally:
         broker.stop()
@@ -309,6 +312,17 @@ def _watermarks(bootstrap: str, topic: str):
         return c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
     finally:
         c.close()
+
+
+def _earliest(bootstrap: str, topic: str) -> tuple[int, int]:
+    """(error code, offset) of the broker's answer to ListOffsets EARLIEST of partition 0."""
+    Q = LIST_OFFSETS.Request
+    with Client(bootstrap, timeout=15) as c:
+        resp = c.request(LIST_OFFSETS, replica_id=-1, isolation_level=0, topics=[
+            Q.ListOffsetsTopic(name=topic, partitions=[Q.ListOffsetsPartition(
+                partition_index=0, current_leader_epoch=-1, timestamp=-2)])])
+    p = resp.topics[0].partitions[0]
+    return p.error_code, p.offset
 
 
 def test_new_leader_serves_the_remote_data(s3, tmp_path):
