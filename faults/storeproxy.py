@@ -6,8 +6,7 @@ in `held` until `drop_held` (a copy caught in flight, its leader killed meanwhil
 
 One request per connection: the proxy forwards each request with ``Connection: close``, so
 the client opens a new connection for its next request and every request meets the fault in
-force. It runs an event loop on a thread of its own (`start`, `stop`), on 127.0.0.1 with a port
-from the OS.
+force. It runs an event loop on a thread of its own (`start`, `stop`), on 127.0.0.1.
 """
 from __future__ import annotations
 
@@ -23,7 +22,7 @@ _ERRORS = ((503, "Slow Down", "SlowDown", "Please reduce your request rate."),
 
 
 class StoreProxy:
-    def __init__(self, upstream: str, rng: random.Random | None = None):
+    def __init__(self, upstream: str, rng: random.Random | None = None, port: int = 0):
         url = urlsplit(upstream)
         self.upstream = (url.hostname, url.port)
         self.rng = rng or random.Random()
@@ -32,7 +31,7 @@ class StoreProxy:
         self.hold = None  # callable(method, path) -> bool: keep the request waiting
         self.held: list[tuple[str, str]] = []  # (method, path) of the requests kept waiting
         self.errors_answered = 0
-        self.port = 0
+        self.port = port  # 0: one from the OS, known once started
         self._release: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server = None
