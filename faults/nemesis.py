@@ -352,13 +352,13 @@ class Nemesis:
         RESUME_TIMEOUT of the heal); else a crash."""
         prefix = key.rsplit("/", 1)[0] + "/"
         deadline = f.healed + RESUME_TIMEOUT
-        while now() < deadline:
-            if key not in self.bucket.list(prefix):
-                f.notes.append(f"the half-written segment's {key.rsplit('/', 1)[1]} was "
-                               f"removed {now() - f.healed:.1f} s after the heal")
+        while key in self.bucket.list(prefix):
+            if now() > deadline:
+                what = f"the half-written segment's {key} was still in the bucket " \
+                       f"{RESUME_TIMEOUT:.0f} s after the heal"
+                f.notes.append(what)
+                self.crashes.append((now(), what))
                 return
             time.sleep(0.5)
-        what = f"the half-written segment's {key} was still in the bucket " \
-               f"{RESUME_TIMEOUT:.0f} s after the heal"
-        f.notes.append(what)
-        self.crashes.append((now(), what))
+        f.notes.append(f"the half-written segment's {key.rsplit('/', 1)[1]} was removed "
+                       f"{now() - f.healed:.1f} s after the heal")

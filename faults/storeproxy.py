@@ -130,10 +130,10 @@ class StoreProxy:
         status, reason, code, message = self.rng.choice(_ERRORS)
         body = (f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code>'
                 f"<Message>{message}</Message></Error>").encode()
+        self.errors_answered += 1
         writer.write(f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/xml\r\n"
                      f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body)
         await writer.drain()
-        self.errors_answered += 1
 
 
 async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
