@@ -127,8 +127,8 @@ class Run:
             self.store = SeaweedFS(self.root / "objectstore")
             self.proxy = StoreProxy(self.store.endpoint, random.Random(self.seed),
                                     port=free_port())
-            overrides.update(TIERED_OVERRIDES, **self.store.overrides(TIERED_BUCKET),
-                             **{"remote.log.storage.josefk.s3.endpoint": self.proxy.endpoint})
+            overrides.update(TIERED_OVERRIDES, **self.store.overrides(TIERED_BUCKET))
+            overrides["remote.log.storage.josefk.s3.endpoint"] = self.proxy.endpoint
         self.cluster = LocalCluster(self.root, SIZE, overrides=overrides, disk_mb=opts.disk_mb,
                                     isolation=True)
         self.metrics_ports = {}

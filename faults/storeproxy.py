@@ -36,6 +36,7 @@ class StoreProxy:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server = None
         self._thread: threading.Thread | None = None
+        self._serving: set[asyncio.Task] = set()
 
     @property
     def endpoint(self) -> str:
@@ -84,6 +85,8 @@ class StoreProxy:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
         upstream = None
+        task = asyncio.current_task()
+        self._serving.add(task)  # asyncio keeps only weak references to its tasks
         try:
             try:
                 head = await reader.readuntil(b"\r\n\r\n")
@@ -115,6 +118,8 @@ class StoreProxy:
             upstream.write("\r\n".join([lines[0], *kept, "Connection: close", "", ""])
                            .encode("latin-1"))
             sending = asyncio.ensure_future(_pipe(reader, upstream))
+            self._serving.add(sending)
+            sending.add_done_callback(self._serving.discard)
             try:
                 await _pipe(upstream_r, writer)  # the answer, until the store closes
             finally:
@@ -122,6 +127,7 @@ class StoreProxy:
         except (OSError, asyncio.IncompleteReadError):
             pass  # the client sees its connection closed, as from a failing store
         finally:
+            self._serving.discard(task)
             for w in (writer, upstream):
                 if w is not None:
                     w.close()
