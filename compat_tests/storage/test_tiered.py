@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 
-from josefk.faults.processes import BrokerProcess, LocalCluster
+from josefk.faults.processes import BROKER_PYTHON, REPO_ROOT, BrokerProcess, LocalCluster
 from josefk.faults.storeproxy import StoreProxy
 from josefk.tiered.store import S3Store
 from josefk.tools.client import Client
@@ -252,6 +252,17 @@ def test_a_restarted_broker_answers_the_log_start_only_once_it_knows_its_remote_
         assert len(answers) > 1 and {e for e, _o in answers[:-1]} == {
             errors.REPLICA_NOT_AVAILABLE}, answers
         check_read_from_zero(broker.bootstrap, topic)
+
+        # `josefk dump-log` reads the first remote segment from the bucket
+        first = min(k for k in store.list(f"{topic}-0-") if k.endswith(".log"))
+        props = tmp_path / "tiered.properties"
+        props.write_text("".join(f"{k}={v}\n" for k, v in {
+            **tiered_overrides(s3, bucket), "log.dirs": broker.data_dir}.items()))
+        out = subprocess.run([BROKER_PYTHON, "-m", "josefk", "dump-log", "--remote-storage-config",
+                              str(props), "--files", first], cwd=str(REPO_ROOT),
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.splitlines()[2].startswith("baseOffset: 0 "), out.stdout
     finally:
         broker.stop()
         proxy.stop()
