@@ -15,6 +15,7 @@ from josefk.faults.processes import BROKER_PYTHON, REPO_ROOT, BrokerProcess, Loc
 from josefk.faults.storeproxy import StoreProxy
 from josefk.tiered.store import S3Store
 from josefk.tools.client import Client
+from josefk.tools.web_console import ConsoleData, topic_page, topic_view
 from josefk.wire import errors
 from josefk.wire.apis import LIST_OFFSETS
 from compat_tests.helpers import (DeliveryLog, admin_client, consumer, create_topic, flush_all,
@@ -263,6 +264,26 @@ def test_a_restarted_broker_answers_the_log_start_only_once_it_knows_its_remote_
                              capture_output=True, text=True, timeout=60)
         assert out.returncode == 0, out.stderr
         assert out.stdout.splitlines()[2].startswith("baseOffset: 0 "), out.stdout
+
+        # the web console shows the local log's start and size and the remote log's size
+        data = ConsoleData(broker.bootstrap)
+        try:
+            deadline = time.monotonic() + 30
+            while True:  # until the bucket holds only finished copies (none in flight)
+                _parts, starts, ends, sizes, _configs, tiered = data.call(topic_view, topic)
+                local_starts, remote_sizes = tiered
+                in_bucket = sum(len(store.get(k)) for k in store.list(f"{topic}-0-")
+                                if k.endswith(".log"))
+                if remote_sizes[0] == in_bucket:
+                    break
+                assert time.monotonic() < deadline, (remote_sizes, in_bucket)
+                time.sleep(0.5)
+            assert starts[0] == 0 and 0 < local_starts[0] < ends[0] == RECORDS
+            assert 0 < sizes[0] < in_bucket
+            page = topic_page(data, {}, topic)
+            assert "Local start offset" in page and "Remote size (bytes)" in page
+        finally:
+            data.cc.close()
     finally:
         broker.stop()
         proxy.stop()
