@@ -15,7 +15,6 @@ import random
 import threading
 from urllib.parse import urlsplit
 
-_HEAD_LIMIT = 64 << 10
 _ERRORS = ((503, "Slow Down", "SlowDown", "Please reduce your request rate."),
            (500, "Internal Server Error", "InternalError",
             "We encountered an internal error. Please try again."))
@@ -89,10 +88,8 @@ class StoreProxy:
         self._serving.add(task)  # asyncio keeps only weak references to its tasks
         try:
             try:
-                head = await reader.readuntil(b"\r\n\r\n")
+                head = await reader.readuntil(b"\r\n\r\n")  # at most the reader's 64 KiB
             except (asyncio.IncompleteReadError, asyncio.LimitOverrunError):
-                return
-            if len(head) > _HEAD_LIMIT:
                 return
             lines = head.decode("latin-1").split("\r\n")
             method, path = (lines[0].split(" ") + ["", ""])[:2]
