@@ -123,6 +123,8 @@ class StoreProxy:
                 sending.cancel()
         except (OSError, asyncio.IncompleteReadError):
             pass  # the client sees its connection closed, as from a failing store
+        except asyncio.CancelledError:
+            pass  # stopped: ends as a finished task (asyncio's stream callback asks its result)
         finally:
             self._serving.discard(task)
             for w in (writer, upstream):
