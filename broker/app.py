@@ -22,6 +22,7 @@ from josefk.broker.security.quotas import LocalQuotaStore, QuotaManager
 from josefk.broker.replication.replica import ReplicaManager, topic_log_config
 from josefk.broker.security.authorizer import AclAuthorizer, LocalAclStore
 from josefk.broker.dynamic import DynamicConfigs
+from josefk.broker.links import LinkManager
 from josefk.broker.fetch_sessions import FetchSessionCache
 from josefk.broker.handlers.metadata import TopicMetadataCache
 from josefk.broker.security import listeners as security
@@ -54,24 +55,17 @@ TXN_LOG_TIMEOUT_MS = 30000  # Kafka waits request.timeout.ms for __transaction_s
 
 
 def object_store(cfg):
-    """The object store remote segments go to, as remote.log.storage.josefk.* say."""
-    from josefk.tiered.store import LocalStore, S3Store
+    """The object store remote segments go to, as remote.log.storage.josefk.* say (an S3
+    bucket made when missing)."""
+    from josefk.tiered.store import S3Store, open_store
 
-    kind = cfg.get("remote.log.storage.josefk.store")
-    if kind == "local":
-        root = cfg.get("remote.log.storage.josefk.local.dir") or str(
-            Path(cfg.log_dirs[0]).parent / "remote-storage")
-        return LocalStore(root)
-    if kind == "s3":
-        prefix = "remote.log.storage.josefk.s3."
-        store = S3Store(cfg.get(prefix + "bucket"), endpoint=cfg.get(prefix + "endpoint") or None,
-                        region=cfg.get(prefix + "region") or "us-east-1",
-                        access_key=cfg.get(prefix + "access.key") or None,
-                        secret_key=cfg.get(prefix + "secret.key") or None,
-                        prefix=cfg.get(prefix + "prefix") or "")
+    try:
+        store = open_store(cfg.get, Path(cfg.log_dirs[0]).parent / "remote-storage")
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    if isinstance(store, S3Store):
         store.ensure_bucket()
-        return store
-    raise ConfigError(f"remote.log.storage.josefk.store must be local or s3, not {kind!r}")
+    return store
 
 
 def _read_properties(path: Path) -> dict:
@@ -208,12 +202,17 @@ class Broker:
         self.dynamic = DynamicConfigs(config, self.metadata, self.zk, self.replicas, self.logs,
                                       self.cleaner, self.listeners, self.client_metrics,
                                       self.group_configs)
+        self.links = LinkManager(config, self.metadata, self.replicas, self.dynamic.links,
+                                 self.groups)
+        self.dynamic.link_listeners.append(self.links.link_changed)
+        self.dynamic.topic_listeners.append(self.links.topic_changed)
         self.metrics = None
         if config.get("josefk.metrics.port"):
             from josefk.broker.metrics import BrokerMetrics
 
             self.metrics = BrokerMetrics(config, self.metadata, self.replicas, self.logs,
                                          self.groups, self.quotas, self.client_metrics)
+            self.metrics.links = self.links
         handlers = served(config)
         self.handlers = self.metrics.instrument(handlers) if self.metrics else handlers
         self.faults = FaultInjector(self.handlers)
@@ -267,6 +266,7 @@ class Broker:
             ensure_cluster_id(cfg.log_dirs, cfg.node_id, cluster_id)
             await self.producer_ids.blocks.claim()
             await self.dynamic.start()
+        self.links.start()
         if self.authorizer is not None:
             await self.authorizer.start()
         await self.quotas.start()
@@ -362,6 +362,7 @@ class Broker:
             server.close()
         for c in list(self.connections):
             c.transport.close()
+        await self.links.stop()
         if self.replicas.fetchers is not None:
             self.replicas.fetchers.close()
         if self.cluster is not None:
