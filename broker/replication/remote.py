@@ -7,10 +7,15 @@ from __future__ import annotations
 
 import asyncio
 
+from josefk.broker.control.metadata import MetadataError
 from josefk.storage import snapshots
+from josefk.tiered import recovery
 from josefk.tiered.manager import Leader, LocalSegment, NotLeading, RemoteLogManager
+from josefk.tiered.metadata import uuid_text
 from josefk.tiered.store import StoreError
 from josefk.wire import errors
+
+RECOVERY, READ_REPLICA = "josefk.remote.recovery", "josefk.remote.readreplica"
 
 
 class RemoteRead:
@@ -73,12 +78,90 @@ def leader_of(part) -> Leader:
         local = sum(size for base, _mtime, size in lg.segment_times() if base > copied)
         return part.config.retention_ms, part.config.retention_bytes, local
 
+    recover = None
+    if part.config.remote_read_replica or (part.config.remote_recovery
+                                           and lg.log_end_offset == 0):
+        loop = asyncio.get_running_loop()
+
+        def recover(offset, state):
+            asyncio.run_coroutine_threadsafe(_restart(part, offset, state), loop).result(60)
+
     return Leader(part.topic, part.index, part.topic_id, part.leader_epoch,
                   segments_to_copy=segments_to_copy,
                   upload_limit=lambda: part.last_stable_offset, aborted=aborted,
                   epochs=lambda: list(lg.epochs.entries), snapshot=snapshot,
                   set_copied=set_copied, retention=retention,
-                  delete_below=lambda: part.remote_log_start)
+                  delete_below=lambda: part.remote_log_start, recover=recover,
+                  read_replica=bool(part.config.remote_read_replica))
+
+
+async def _restart(part, offset: int, state) -> None:
+    """The leader's empty local log continues past the remote log read from the bucket (on
+    the event loop, as every change of the log)."""
+    lg = part.log
+    if part.is_leader and lg.log_end_offset == lg.log_start_offset < offset:
+        part.restart_at(offset, state)
+        part.epoch_start_offset = offset
+        part.fetches_waiting.wake()
+
+
+def append_refused(part, rlm: RemoteLogManager | None) -> tuple[int, str] | None:
+    """Why a produce to a topic whose remote log comes from a bucket is refused: a read
+    replica is never written here; a recovered partition not before its log is rebuilt."""
+    if part.config.remote_read_replica:
+        return errors.POLICY_VIOLATION, (
+            f"Topic {part.topic} is a read replica of bucket {part.config.remote_read_replica}: "
+            "it cannot be written")
+    if pending(part, rlm):
+        return errors.NOT_LEADER_OR_FOLLOWER, (
+            f"{part.topic}-{part.index} is being recovered from the bucket")
+    return None
+
+
+async def bucket_topic(rlm: RemoteLogManager | None, topics_by_id, name: str, configs: dict,
+                       num_partitions: int):
+    """CreateTopics of a topic whose remote log is in the bucket (``josefk.remote.recovery``,
+    ``josefk.remote.readreplica``): ``(its topic id there, its partition count, its configs)``,
+    the count the bucket's unless asked for more. Raises MetadataError."""
+    def refuse(message, code=errors.INVALID_CONFIG):
+        raise MetadataError(code, message)
+
+    recover = configs.get(RECOVERY, "false").lower() == "true"
+    bucket = configs.get(READ_REPLICA) or ""
+    if not recover and not bucket:
+        return None, num_partitions, configs
+    if rlm is None:
+        refuse("Tiered Storage functionality is disabled in the broker. Topic cannot be "
+               f"created from remote log storage ({RECOVERY}, {READ_REPLICA}).")
+    if recover and bucket:
+        refuse(f"{RECOVERY} and {READ_REPLICA} cannot both be set.")
+    if recover and configs.get("remote.storage.enable", "false").lower() != "true":
+        refuse(f"{RECOVERY}=true needs remote.storage.enable=true.")
+    if bucket:
+        if bucket != rlm.store.bucket:
+            refuse(f"Invalid value {bucket} for configuration {READ_REPLICA}: this broker's "
+                   f"remote storage is bucket {rlm.store.bucket}")
+        configs = {**configs, "remote.storage.enable": "true"}
+    try:
+        found = await asyncio.to_thread(recovery.topics_in, rlm.store, name)
+    except StoreError as e:
+        refuse(f"Cannot list the bucket: {e}", errors.KAFKA_STORAGE_ERROR)
+    if not found:
+        refuse(f"The bucket holds no remote log of topic {name}.")
+    if len(found) > 1:
+        refuse(f"The bucket holds {len(found)} topics named {name} (topic ids "
+               f"{', '.join(sorted(map(uuid_text, found)))}): remove the stale ones.")
+    (topic_id, indexes), = found.items()
+    if topic_id in topics_by_id:
+        refuse(f"Topic {topics_by_id[topic_id].name} has the bucket's topic id "
+               f"{uuid_text(topic_id)} already.", errors.TOPIC_ALREADY_EXISTS)
+    have = max(indexes) + 1
+    if num_partitions == -1:
+        num_partitions = have
+    elif num_partitions < have:
+        refuse(f"Topic {name} has {have} partitions in the bucket, not {num_partitions}.",
+               errors.INVALID_PARTITIONS)
+    return topic_id, num_partitions, configs
 
 
 async def resolve(rlm: RemoteLogManager, results) -> None:

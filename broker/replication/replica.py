@@ -257,6 +257,10 @@ class Partition:
         (`log_validator.validate_records`); the log then writes them."""
         if not self.is_leader:
             return AppendResult(errors.NOT_LEADER_OR_FOLLOWER)
+        if self.config.remote_read_replica or self.config.remote_recovery:
+            refused = remote.append_refused(self, self.manager.remote)
+            if refused is not None:
+                return AppendResult(refused[0], message=refused[1])
         try:
             validated = validate_records(records, self.config, old_formats=old_formats)
         except CorruptRecord as e:
@@ -515,7 +519,10 @@ class Partition:
         if remote_state is not None:
             epochs, snapshot = remote_state
             for epoch, start in epochs:
-                lg.epochs.assign(epoch, min(start, offset))
+                # past the current leader epoch: another cluster's (a topic recovered from a
+                # bucket), which this cluster's epochs must not follow
+                if epoch <= self.leader_epoch:
+                    lg.epochs.assign(epoch, min(start, offset))
             if snapshot:
                 lg.write_snapshot(offset, snapshot)
         self._reload_producer_state()
@@ -656,7 +663,8 @@ class ReplicaManager:
         for topic, index, delete in items:
             part = self.partitions.get((topic, index))
             if delete and part is not None and part.is_leader and self.remote is not None \
-                    and part.config.remote_storage_enable and part.topic_id is not None:
+                    and part.config.remote_storage_enable and part.topic_id is not None \
+                    and not part.config.remote_read_replica:  # a read replica's is the origin's
                 self.remote.delete_partition(topic, index, part.topic_id, part.leader_epoch)
             self._stop(topic, index)
             if delete:
