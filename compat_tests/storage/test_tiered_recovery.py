@@ -9,11 +9,13 @@ import time
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import NewTopic
 
 from josefk.faults.processes import BrokerProcess, LocalCluster
 from josefk.tiered.store import S3Store
 from josefk.wire.batch import HEADER_SIZE, read_header
-from compat_tests.helpers import (DeliveryLog, admin_client, consumer, create_topic, flush_all,
+from compat_tests.helpers import (DeliveryLog, admin_client, consume_n, consumer, create_topic,
+                                  flush_all,
                                   josefk_cli, producer, read_exactly, unique_topic,
                                   wait_for_topic, wait_for_topic_gone)
 from compat_tests.storage.test_tiered import (RECORDS, TOPIC_CONFIG, VALUE, produce_small_batches,
@@ -76,12 +78,30 @@ def produce(bootstrap: str, topic: str, first: int, n: int) -> DeliveryLog:
     return delivered
 
 
-def check_history(bootstrap: str, topic: str, end: int) -> None:
-    """Every record [0, end) at its offset, as the origin wrote it."""
-    msgs = read_exactly(bootstrap, [TopicPartition(topic, 0, OFFSET_BEGINNING)], end,
-                        timeout=90)
+def check_history(bootstrap: str, topic: str, end: int, more_may_follow=False) -> None:
+    """Every record [0, end) at its offset, as the origin wrote it (and then nothing, unless
+    ``more_may_follow``: a read replica following uploads)."""
+    assignment = [TopicPartition(topic, 0, OFFSET_BEGINNING)]
+    if more_may_follow:
+        c = consumer(bootstrap)
+        try:
+            c.assign(assignment)
+            msgs = consume_n(c, end, 90)
+        finally:
+            c.close()
+    else:
+        msgs = read_exactly(bootstrap, assignment, end, timeout=90)
     assert [m.offset() for m in msgs] == list(range(end))
     assert [m.value().decode() for m in msgs] == values(end)
+
+
+def create_from_bucket(bootstrap: str, topic: str, config: dict, replication_factor=1):
+    """CreateTopics without a partition count (-1): the bucket's."""
+    admin = admin_client(bootstrap)
+    admin.create_topics([NewTopic(topic, num_partitions=-1,
+                                  replication_factor=replication_factor, config=config)],
+                        request_timeout=30)[topic].result(30)
+    wait_for_topic(admin, topic, 1, timeout=30)
 
 
 def tiered_origin(s3, bucket, root, topic) -> tuple[BrokerProcess, int]:
@@ -157,9 +177,8 @@ def test_a_new_cluster_recovers_a_topic_from_the_bucket(s3, tmp_path):
                        "offsets.topic.replication.factor": 3}))
     cluster.start()
     try:
-        create_topic(cluster.bootstrap, topic, partitions=-1, replication_factor=3, config={
-            **TOPIC_CONFIG, "josefk.remote.recovery": "true", "min.insync.replicas": "2"},
-            timeout=30)
+        create_from_bucket(cluster.bootstrap, topic, {
+            **TOPIC_CONFIG, "josefk.remote.recovery": "true", "min.insync.replicas": "2"}, 3)
         assert wait_watermarks(cluster.bootstrap, topic, end) == (0, end)
         check_history(cluster.bootstrap, topic, end)
         assert produce(cluster.bootstrap, topic, end, 300).errors == []  # acks=all: the
@@ -190,11 +209,10 @@ def test_a_read_replica_serves_the_origins_topic_read_only(s3, tmp_path):
     replica.start()
     try:
         end = copied_end(store, topic)
-        create_topic(replica.bootstrap, topic, partitions=-1,
-                     config={"josefk.remote.readreplica": bucket}, timeout=30)
+        create_from_bucket(replica.bootstrap, topic, {"josefk.remote.readreplica": bucket})
         low, high = wait_watermarks(replica.bootstrap, topic, end)
         assert low == 0 and high >= end
-        check_history(replica.bootstrap, topic, high)
+        check_history(replica.bootstrap, topic, high, more_may_follow=True)
 
         # read-only: a produce is refused with a clear error
         p = producer(replica.bootstrap, acks="all", retries=0)
@@ -207,11 +225,12 @@ def test_a_read_replica_serves_the_origins_topic_read_only(s3, tmp_path):
         # the origin writes on: the replica follows what it uploads
         assert produce(origin.bootstrap, topic, RECORDS, RECORDS).errors == []
         later = wait_watermarks(replica.bootstrap, topic, RECORDS + 1, timeout=90)[1]
-        check_history(replica.bootstrap, topic, later)
+        check_history(replica.bootstrap, topic, later, more_may_follow=True)
 
         # deleting the read replica leaves the origin's data alone
-        admin_client(replica.bootstrap).delete_topics([topic])[topic].result(30)
-        wait_for_topic_gone(admin_client(replica.bootstrap), topic)
+        admin = admin_client(replica.bootstrap)
+        admin.delete_topics([topic])[topic].result(30)
+        wait_for_topic_gone(admin, topic)
         assert copied_end(store, topic) >= later
         check_history(origin.bootstrap, topic, 2 * RECORDS)
     finally:
