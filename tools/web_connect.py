@@ -7,13 +7,10 @@ reset of a stopped connector's offsets. Only HTTP: nothing of josefk's Connect i
 from __future__ import annotations
 
 import argparse
-import base64
-import json
 import ssl
-import urllib.error
-import urllib.request
-from urllib.parse import urlencode, urlsplit, urlunsplit
+from urllib.parse import urlencode, urlsplit
 
+from josefk.httpd.client import AnswerError, Unreachable, request_json, split_credentials
 from josefk.tools import web_html as h
 
 TIMEOUT = 10.0
@@ -30,22 +27,12 @@ class ConnectError(Exception):
         self.message, self.status = message, status
 
 
-def _split_credentials(url: str) -> tuple[str, str | None]:
-    """(the URL without its user:password, a basic ``Authorization`` header value or None)."""
-    parts = urlsplit(url.strip())
-    if parts.username is None:
-        return url.strip().rstrip("/"), None
-    netloc = parts.hostname + (f":{parts.port}" if parts.port else "")
-    token = base64.b64encode(f"{parts.username}:{parts.password or ''}".encode()).decode()
-    return urlunsplit(parts._replace(netloc=netloc)).rstrip("/"), f"Basic {token}"
-
-
 class ConnectClient:
     """Requests to a Connect cluster's REST API, to the first of ``urls`` that answers."""
 
     def __init__(self, urls: list[str], timeout: float = TIMEOUT):
-        self.workers = [_split_credentials(u) for u in urls]
-        self.url = self.workers[0][0]
+        self.urls = urls
+        self.url = split_credentials(urls[0])[0]
         self.timeout = timeout
         self.ssl = ssl.create_default_context()
 
@@ -53,30 +40,16 @@ class ConnectClient:
         """The JSON answer (None for an empty one) to ``method`` ``path`` (segments already
         quoted)."""
         target = path + ("?" + urlencode(query, doseq=True) if query else "")
-        data = None if body is None else json.dumps(body).encode()
-        failure = None
-        for url, authorization in self.workers:
-            headers = {"Accept": "application/json"}
-            if data is not None:
-                headers["Content-Type"] = "application/json"
-            if authorization:
-                headers["Authorization"] = authorization
-            request = urllib.request.Request(url + target, data=data, method=method,
-                                             headers=headers)
-            try:
-                with urllib.request.urlopen(request, timeout=self.timeout,
-                                            context=self.ssl) as answer:
-                    raw = answer.read()
-            except urllib.error.HTTPError as err:
-                raise _answer_error(err) from None
-            except OSError as err:
-                failure = getattr(err, "reason", err)
-                continue
-            try:
-                return json.loads(raw) if raw.strip() else None
-            except ValueError:
-                raise ConnectError(f"{url}{path} answered no JSON") from None
-        raise ConnectError(f"Connect at {self.url} unreachable: {failure}")
+        try:
+            return request_json(self.urls, target, method=method, body=body,
+                                headers={"Accept": "application/json"}, timeout=self.timeout,
+                                context=self.ssl)
+        except AnswerError as err:
+            message = err.body.get("message") if isinstance(err.body, dict) else None
+            text = message or err.raw.decode(errors="replace").strip() or err.reason
+            raise ConnectError(f"{err.status}: {text}", err.status) from None
+        except Unreachable as err:
+            raise ConnectError(f"Connect at {self.url} unreachable: {err}") from None
 
     def get(self, path: str, **query):
         return self.request("GET", path, **query)
@@ -98,15 +71,6 @@ def connect_client(options: list[list[str]]) -> ConnectClient | None:
     """The client of the ``--connect-url`` options given, if any."""
     urls = [u for option in options for u in option]
     return ConnectClient(urls) if urls else None
-
-
-def _answer_error(err: urllib.error.HTTPError) -> ConnectError:
-    raw = err.read()
-    try:
-        message = json.loads(raw)["message"]
-    except (ValueError, KeyError, TypeError):
-        message = raw.decode(errors="replace").strip() or err.reason
-    return ConnectError(f"{err.code}: {message}", err.code)
 
 
 # -- pages ------------------------------------------------------------------------------------------

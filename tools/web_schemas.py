@@ -14,12 +14,11 @@ import io
 import json
 import ssl
 import struct
-import urllib.error
-import urllib.request
 import uuid
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
+from josefk.httpd.client import AnswerError, Unreachable, request_json
 from josefk.registry.client import registry_client_settings
 from josefk.tools.web_html import q
 
@@ -76,23 +75,17 @@ class RegistryClient:
         """The JSON answer to GET ``path`` (segments already quoted) from the first registry
         that answers."""
         target = path + ("?" + urlencode(query) if query else "")
-        failure = None
-        for url in self.urls:
-            request = urllib.request.Request(url + target, headers=self.headers)
-            try:
-                with urllib.request.urlopen(request, timeout=self.timeout,
-                                            context=self.ssl) as answer:
-                    body = answer.read()
-            except urllib.error.HTTPError as err:
-                raise _answer_error(err) from None
-            except OSError as err:
-                failure = getattr(err, "reason", err)
-                continue
-            try:
-                return json.loads(body)
-            except ValueError:
-                raise RegistryError(f"{url}{path} answered no JSON") from None
-        raise RegistryError(f"Schema Registry at {self.url} unreachable: {failure}")
+        try:
+            return request_json(self.urls, target, headers=self.headers, timeout=self.timeout,
+                                context=self.ssl)
+        except AnswerError as err:
+            if not isinstance(err.body, dict):
+                raise RegistryError(f"Schema Registry answered {err.status} {err.reason}",
+                                    err.status) from None
+            raise RegistryError(err.body.get("message") or err.reason, err.status,
+                                err.body.get("error_code")) from None
+        except Unreachable as err:
+            raise RegistryError(f"Schema Registry at {self.url} unreachable: {err}") from None
 
     def _cached(self, key: tuple, path: str, **query):
         if key not in self._cache:
@@ -146,14 +139,6 @@ class RegistryClient:
 
     def uses_cached(self, schema_id: int) -> list[dict]:
         return self._cached(("uses", schema_id), f"/schemas/ids/{schema_id}/versions")
-
-
-def _answer_error(err: urllib.error.HTTPError) -> RegistryError:
-    try:
-        body = json.loads(err.read())
-        return RegistryError(body.get("message") or err.reason, err.code, body.get("error_code"))
-    except (ValueError, AttributeError, OSError):
-        return RegistryError(f"Schema Registry answered {err.code} {err.reason}", err.code)
 
 
 @dataclass

@@ -11,11 +11,8 @@ translation, each subject's registered id and each id's reader."""
 from __future__ import annotations
 
 import base64
-import json
 import ssl
-import urllib.error
 import urllib.parse
-import urllib.request
 from typing import Callable, NamedTuple
 
 from josefk.broker.config import ConfigError
@@ -26,6 +23,7 @@ from josefk.connect.api.config import Type as ConfigType
 from josefk.connect.api.errors import DataException
 from josefk.connect.api.schema import Schema, SchemaAndValue, Type
 from josefk.connect.converters._java import LRUCache, converter_config_def, with_type
+from josefk.httpd.client import AnswerError, Unreachable, request_json, split_credentials
 
 MAGIC_BYTE = 0
 SCHEMA_REGISTRY_URL_CONFIG = "schema.registry.url"
@@ -127,44 +125,33 @@ class RegistryClient:
         for url in urls:
             try:
                 parts = urllib.parse.urlsplit(url.strip())
-                port = parts.port
+                parts.port  # noqa: B018 - raises on a port that is no number
             except ValueError as e:
                 raise ConfigException(SCHEMA_REGISTRY_URL_CONFIG, url, str(e)) from None
             if parts.scheme not in ("http", "https") or not parts.hostname:
                 raise ConfigException(SCHEMA_REGISTRY_URL_CONFIG, url,
                                       "Expected http://host:port or https://host:port")
-            if parts.username is not None and user_info is None:
-                user_info = f"{urllib.parse.unquote(parts.username)}:" \
-                            f"{urllib.parse.unquote(parts.password or '')}"
-            host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
-            netloc = host + (f":{port}" if port else "")
-            self.urls.append(urllib.parse.urlunsplit(parts._replace(netloc=netloc)).rstrip("/"))
+            bare, from_url = split_credentials(url)
+            self.urls.append(bare)
+            self.authorization = self.authorization or from_url
         if user_info:
             self.authorization = "Basic " + base64.b64encode(user_info.encode()).decode()
 
     def _call(self, method: str, path: str, body: dict | None = None):
-        data = json.dumps(body).encode() if body is not None else None
         headers = {"Accept": self.CONTENT_TYPE, "Content-Type": self.CONTENT_TYPE}
         if self.authorization:
             headers["Authorization"] = self.authorization
-        failure = None
-        for base in self.urls:
-            request = urllib.request.Request(base + path, data, headers, method=method)
-            try:
-                with urllib.request.urlopen(request, timeout=self.timeout,
-                                            context=self.context) as response:
-                    return json.loads(response.read())
-            except urllib.error.HTTPError as e:
-                try:
-                    answer = json.loads(e.read())
-                    raise RegistryError(answer.get("message", e.reason),
-                                        answer.get("error_code", e.code), e.code) from None
-                except (ValueError, AttributeError):
-                    raise RegistryError(str(e.reason), e.code * 100, e.code) from None
-            except (urllib.error.URLError, OSError) as e:
-                failure = e
-        raise RegistryError(f"no Schema Registry at {', '.join(self.urls)} answers: {failure}",
-                            50001, 0)
+        try:
+            return request_json(self.urls, path, method=method, body=body, headers=headers,
+                                timeout=self.timeout, context=self.context)
+        except AnswerError as e:
+            if not isinstance(e.body, dict):
+                raise RegistryError(e.reason, e.status * 100, e.status) from None
+            raise RegistryError(e.body.get("message", e.reason),
+                                e.body.get("error_code", e.status), e.status) from None
+        except Unreachable as e:
+            raise RegistryError(f"no Schema Registry at {', '.join(self.urls)} answers: {e}",
+                                50001, 0) from None
 
     @staticmethod
     def _body(schema: str, schema_type: str) -> dict:

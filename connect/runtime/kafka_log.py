@@ -59,6 +59,27 @@ def worker_log(config, setting: str, purpose: str, on_record: OnRecord, partitio
                          {**config.client_settings("admin"), **client_id}, on_record)
 
 
+class TopicBackedStore:
+    """A store whose state (``apply(key, value)``) is folded, under a lock, from the records
+    of the internal topic the worker setting ``setting`` names, as they are read."""
+
+    def __init__(self, state, config, setting: str, purpose: str, partitions: int,
+                 suffix: str):
+        self._state = state
+        self._lock = threading.Lock()
+        self.log = worker_log(config, setting, purpose, self._on_record, partitions, suffix)
+
+    def _on_record(self, key, value, _partition, _offset):
+        with self._lock:
+            self._state.apply(key, value)
+
+    def start(self) -> None:
+        self.log.start()
+
+    def stop(self) -> None:
+        self.log.stop()
+
+
 class KafkaBasedLog:
     """``on_record(key, value, partition, offset)`` is called on the reading thread, in each
     partition's order."""

@@ -12,7 +12,7 @@ import threading
 
 from josefk.connect.api.config import ConfigException
 from josefk.connect.api.errors import ConnectException
-from josefk.connect.runtime.kafka_log import to_json, worker_log
+from josefk.connect.runtime.kafka_log import TopicBackedStore, to_json
 
 log = logging.getLogger("josefk.connect.offset_store")
 
@@ -140,25 +140,14 @@ class OffsetState:
             mine[_identity(partition)] = (partition, offset)
 
 
-class KafkaOffsetStore:
+class KafkaOffsetStore(TopicBackedStore):
     """The OffsetStore seam on ``offset.storage.topic``."""
 
     def __init__(self, config):
-        self._state = OffsetState()
-        self._lock = threading.Lock()
+        super().__init__(OffsetState(), config, "offset.storage.topic",
+                         "source connector offsets", config["offset.storage.partitions"],
+                         "offsets")
         self.topic = config["offset.storage.topic"]
-        self.log = worker_log(config, "offset.storage.topic", "source connector offsets",
-                              self._on_record, config["offset.storage.partitions"], "offsets")
-
-    def _on_record(self, key, value, _partition, _offset):
-        with self._lock:
-            self._state.apply(key, value)
-
-    def start(self) -> None:
-        self.log.start()
-
-    def stop(self) -> None:
-        self.log.stop()
 
     def get(self, connector: str, partitions: list[dict]) -> list[dict | None]:
         self.log.read_to_end()

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 
-from josefk.connect.runtime.kafka_log import to_json, worker_log
+from josefk.connect.runtime.kafka_log import TopicBackedStore, to_json
 from josefk.connect.runtime.seams import ConnectorTaskId, State, Status
 
 log = logging.getLogger("josefk.connect.status_store")
@@ -96,26 +95,15 @@ def _status(data: dict) -> Status:
                   int(data["generation"]))
 
 
-class KafkaStatusStore:
+class KafkaStatusStore(TopicBackedStore):
     """The StatusStore seam on ``status.storage.topic``. Writes are applied to the cache at
     once (a worker reads back its own statuses without waiting for the topic) and appended;
     other workers' statuses come from reading the topic."""
 
     def __init__(self, config):
-        self._state = StatusState()
-        self._lock = threading.Lock()
-        self.log = worker_log(config, "status.storage.topic", "connector and task statuses",
-                              self._on_record, config["status.storage.partitions"], "statuses")
-
-    def _on_record(self, key, value, _partition, _offset):
-        with self._lock:
-            self._state.apply(key, value)
-
-    def start(self) -> None:
-        self.log.start()
-
-    def stop(self) -> None:
-        self.log.stop()
+        super().__init__(StatusState(), config, "status.storage.topic",
+                         "connector and task statuses", config["status.storage.partitions"],
+                         "statuses")
 
     def refresh(self, timeout: float = 30.0) -> None:
         self.log.read_to_end(timeout)

@@ -15,6 +15,7 @@ from http.server import ThreadingHTTPServer
 import httpx
 import pytest
 
+from josefk.httpd.client import split_credentials
 from josefk.connect.rest.server import BASIC_AUTH_EXTENSION, RestServer, basic_auth_of
 from josefk.tools.web_connect import ConnectClient, ConnectError, connect_client, connect_urls
 from josefk.tools.web_console import ConsoleData, Handler
@@ -176,8 +177,8 @@ def test_connect_url_options():
     assert connect_client([]) is None
     client = connect_client([connect_urls("http://a:8083,http://b:8083"),
                              connect_urls("http://u:p@c:8083/")])
-    assert client.workers == [("http://a:8083", None), ("http://b:8083", None),
-                              ("http://c:8083", "Basic dTpw")]
+    assert [split_credentials(u) for u in client.urls] == [
+        ("http://a:8083", None), ("http://b:8083", None), ("http://c:8083", "Basic dTpw")]
     for bad in ("garbage", "ftp://x:1", " , ", "http://:8083"):
         with pytest.raises(argparse.ArgumentTypeError):
             connect_urls(bad)
