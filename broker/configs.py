@@ -130,9 +130,6 @@ def _validate_remote_storage(cfg: LogConfig, system_enabled: bool) -> None:
     if not system_enabled:
         raise MetadataError(errors.INVALID_CONFIG, "Tiered Storage functionality is disabled in "
                             "the broker. Topic cannot be configured with remote log storage.")
-    if cfg.compact:
-        raise MetadataError(errors.INVALID_CONFIG,
-                            "Remote log storage is unsupported for the compacted topics")
     for total_name, local_name in (("retention.bytes", "local.retention.bytes"),
                                    ("retention.ms", "local.retention.ms")):
         total, local = cfg.get(total_name), cfg.get(local_name)

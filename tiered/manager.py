@@ -26,7 +26,7 @@ from josefk.wire.batch import HEADER_SIZE, read_header
 from josefk.wire.records import iter_records
 from josefk.wire.types import DecodeError
 
-from . import metadata as md, recovery
+from . import compacted, metadata as md, recovery
 from .store import ObjectStore, StoreError
 
 log = logging.getLogger("josefk.tiered")
@@ -79,11 +79,13 @@ class Leader:
     local bytes above the remote end); ``delete_below()`` the log start DeleteRecords asked.
     ``recover(offset, state)``, given for a partition whose remote log comes from the bucket
     (topic recovery, a read replica: ``read_replica``), restarts its empty local log at
-    ``offset`` with ``state`` (leader epochs, producer-state snapshot) or none."""
+    ``offset`` with ``state`` (leader epochs, producer-state snapshot) or none. A
+    ``compacted`` partition's segments the cleaner rewrote after their copy are copied again
+    (`compacted.recopy`)."""
 
     def __init__(self, topic: str, partition: int, topic_id: uuid.UUID, leader_epoch: int, *,
                  segments_to_copy, upload_limit, aborted, epochs, snapshot, set_copied,
-                 retention, delete_below, recover=None, read_replica=False):
+                 retention, delete_below, recover=None, read_replica=False, compacted=False):
         self.topic, self.partition, self.topic_id = topic, partition, topic_id
         self.leader_epoch = leader_epoch
         self.segments_to_copy = segments_to_copy
@@ -96,6 +98,7 @@ class Leader:
         self.delete_below = delete_below
         self.recover = recover
         self.read_replica = read_replica
+        self.compacted = compacted  # cleanup.policy has compact: the cleaner rewrites segments
         self.remote: md.PartitionSegments | None = None  # loaded by the first task
         self.stopped = False
         self.copy_lag_bytes = 0  # rolled bytes not copied yet (Kafka's RemoteCopyLagBytes)
@@ -274,6 +277,8 @@ class RemoteLogManager:
                     continue
                 self._load(leader, events)
                 self._copy(leader)
+                if leader.compacted:
+                    compacted.recopy(self, leader)
                 self._expire(leader)
             except (OSError, RuntimeError) as e:
                 log.warning("remote log task of %s-%d: %s (retried)", leader.topic,
@@ -368,6 +373,9 @@ class RemoteLogManager:
                 log.warning("cannot clean up the failed copy of %s-%d at %d: %s", leader.topic,
                             leader.partition, seg.start_offset, e)
             raise
+        if leader.compacted and not compacted.unchanged(leader, local):
+            self._delete_segment(leader, segs, seg)  # the cleaner swapped it mid-upload
+            return
         self._publish(leader, segs, md.segment_update(leader, self.node_id, seg,
                                                       md.COPY_SEGMENT_FINISHED, self.now_ms()))
         st = self.topic_stats(leader.topic)
@@ -471,7 +479,16 @@ class RemoteLogManager:
         seg = leader.remote.segment_for(offset)
         if seg is None:
             return None
-        keys = object_keys(object_prefix(topic, partition, leader.topic_id), seg)
+        while True:  # a segment with nothing from ``offset`` on (compacted away): the next
+            data = self._read_segment(leader, seg, offset, max_bytes, limit, min_one)
+            if data or seg.end_offset + 1 >= limit:
+                return data
+            seg = leader.remote.segment_for(seg.end_offset + 1)
+            if seg is None:
+                return b""
+
+    def _read_segment(self, leader, seg, offset, max_bytes, limit, min_one) -> bytes:
+        keys = object_keys(object_prefix(leader.topic, leader.partition, leader.topic_id), seg)
         key, size, cache = keys[".log"], seg.size, self.cache
         at = self._position(keys[".index"], seg, offset)
         while True:  # to the batch holding ``offset`` (the index points at or before it)

@@ -9,6 +9,7 @@ import asyncio
 
 from josefk.broker.control.metadata import MetadataError
 from josefk.storage import snapshots
+from josefk.storage.errors import OffsetOutOfRange
 from josefk.tiered import recovery
 from josefk.tiered.manager import Leader, LocalSegment, NotLeading, RemoteLogManager
 from josefk.tiered.metadata import uuid_text
@@ -20,13 +21,16 @@ RECOVERY, READ_REPLICA = "josefk.remote.recovery", "josefk.remote.readreplica"
 
 class RemoteRead:
     """A consumer's read the local log cannot answer: filled in from the object store by
-    `resolve` before the fetch is answered."""
+    `resolve` before the fetch is answered. ``local``: the local log, read from its start when
+    the remote log holds nothing from ``offset`` on (a compacted topic's last records there
+    compacted away)."""
 
-    __slots__ = ("topic", "partition", "offset", "max_bytes", "limit", "min_one")
+    __slots__ = ("topic", "partition", "offset", "max_bytes", "limit", "min_one", "local")
 
-    def __init__(self, topic, partition, offset, max_bytes, limit, min_one):
+    def __init__(self, topic, partition, offset, max_bytes, limit, min_one, local=None):
         self.topic, self.partition, self.offset = topic, partition, offset
         self.max_bytes, self.limit, self.min_one = max_bytes, limit, min_one
+        self.local = local
 
     def __len__(self):
         return 0
@@ -76,7 +80,10 @@ def leader_of(part) -> Leader:
     def retention():
         copied = -1 if lg.remote_copied_end is None else lg.remote_copied_end
         local = sum(size for base, _mtime, size in lg.segment_times() if base > copied)
-        return part.config.retention_ms, part.config.retention_bytes, local
+        cfg = part.config
+        if not cfg.delete:  # compacted only: no remote segment expires
+            return -1, -1, local
+        return cfg.retention_ms, cfg.retention_bytes, local
 
     recover = None
     if part.config.remote_read_replica or (part.config.remote_recovery
@@ -92,7 +99,8 @@ def leader_of(part) -> Leader:
                   epochs=lambda: list(lg.epochs.entries), snapshot=snapshot,
                   set_copied=set_copied, retention=retention,
                   delete_below=lambda: part.remote_log_start, recover=recover,
-                  read_replica=bool(part.config.remote_read_replica))
+                  read_replica=bool(part.config.remote_read_replica),
+                  compacted=part.config.compact)
 
 
 async def _restart(part, offset: int, state) -> None:
@@ -176,6 +184,8 @@ async def resolve(rlm: RemoteLogManager, results) -> None:
         r = res.records
         try:
             data = rlm.read(r.topic, r.partition, r.offset, r.max_bytes, r.limit, r.min_one)
+            if data == b"" and r.local is not None:
+                data = _read_local(r)
             if data and res.aborted is not None:  # read_committed
                 res.aborted = rlm.aborted(r.topic, r.partition, r.offset)
         except StoreError:
@@ -190,6 +200,15 @@ async def resolve(rlm: RemoteLogManager, results) -> None:
             res.records = data
 
     await asyncio.gather(*(asyncio.to_thread(read, res) for res in pending))
+
+
+def _read_local(r: RemoteRead) -> bytes:
+    lg = r.local
+    try:
+        return bytes(lg.read(lg.log_start_offset, r.max_bytes, max_offset=r.limit,
+                             min_one=r.min_one).records)
+    except OffsetOutOfRange:  # retention moved on meanwhile: the consumer asks again
+        return b""
 
 
 def offset_for_timestamp(part, rlm: RemoteLogManager, timestamp: int):
