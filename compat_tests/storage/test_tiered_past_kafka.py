@@ -1,7 +1,8 @@
-"""Past Kafka, with a real object store (SeaweedFS): topic recovery (a new broker or cluster,
-its disks empty, recreates a topic from the bucket alone, offsets and data intact) and
-read-replica topics (another broker serves a topic read-only straight from the bucket,
-following the origin's uploads)."""
+"""Tiered storage past Kafka, with a real object store (SeaweedFS): topic recovery (a new
+broker or cluster, its disks empty, recreates a topic from the bucket alone, offsets and data
+intact), read-replica topics (another broker serves a topic read-only straight from the
+bucket, following the origin's uploads) and compacted topics tiered (the bucket holds the
+cleaner's output)."""
 from __future__ import annotations
 
 import shutil
@@ -9,7 +10,7 @@ import time
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import NewTopic
+from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
 from josefk.faults.processes import BrokerProcess, LocalCluster
 from josefk.tiered.store import S3Store
@@ -236,3 +237,75 @@ def test_a_read_replica_serves_the_origins_topic_read_only(s3, tmp_path):
     finally:
         replica.stop()
         origin.stop()
+
+
+def test_a_compacted_topic_reads_from_the_bucket_as_its_compaction_says(s3, tmp_path):
+    bucket = "compacted"
+    store = bucket_store(s3, bucket)
+    broker = BrokerProcess(data_dir=tmp_path / "data", log_dir=tmp_path,
+                           overrides=tiered_overrides(s3, bucket, **{
+                               "log.cleaner.backoff.ms": 200}))
+    broker.start()
+    try:
+        # kept locally until the cleaner has been through: then local retention drops it
+        topic = create_topic(broker.bootstrap, unique_topic("compacted"), config={
+            **TOPIC_CONFIG, "cleanup.policy": "compact", "local.retention.bytes": "10000000",
+            "min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "86400000"})
+        keys = 40
+        p = producer(broker.bootstrap, acks="all", batch_size=1024, linger_ms=0)
+        delivered = DeliveryLog()
+        for i in range(RECORDS):
+            p.produce(topic, key=f"k{i % keys}", value=VALUE.format(i), partition=0,
+                      on_delivery=delivered)
+        flush_all(p)
+        assert delivered.errors == []
+        produced = sum(len(VALUE.format(i)) for i in range(RECORDS))
+
+        # the bucket ends up with the cleaner's output: far less than what was produced
+        def remote_bytes():
+            return sum(size for k, size in store.list_sizes(f"{topic}-0-").items()
+                       if k.endswith(".log"))
+        deadline = time.monotonic() + 120
+        while remote_bytes() > produced // 3 and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert remote_bytes() <= produced // 3
+
+        admin = admin_client(broker.bootstrap)
+        res = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[
+            ConfigEntry("local.retention.bytes", "1",
+                        incremental_operation=AlterConfigOpType.SET)])
+        admin.incremental_alter_configs([res])[res].result(30)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            local = [base for d in [broker.data_dir] for base in sorted(
+                int(f.name[:20]) for f in (d / f"{topic}-0").glob("*.log"))]
+            if local and local[0] > 0:
+                break
+            time.sleep(0.3)
+        assert local[0] > 0  # the first segments are only in the bucket now
+
+        c = consumer(broker.bootstrap, **{"enable.partition.eof": True})
+        got = []
+        try:
+            c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+            deadline = time.monotonic() + 90
+            while time.monotonic() < deadline:
+                m = c.poll(1)
+                if m is None:
+                    continue
+                if m.error():
+                    assert m.error().code() == KafkaError._PARTITION_EOF, m.error()
+                    break
+                got.append((m.offset(), m.key().decode(), m.value().decode()))
+        finally:
+            c.close()
+        offsets = [o for o, _k, _v in got]
+        assert offsets == sorted(set(offsets)) and len(got) < RECORDS // 2
+        assert all(v == VALUE.format(o) and k == f"k{o % keys}" for o, k, v in got)
+        latest = {f"k{i % keys}": i for i in range(RECORDS)}
+        seen = {}
+        for o, k, _v in got:
+            seen[k] = o
+        assert seen == latest  # every key's last value, and nothing after it
+    finally:
+        broker.stop()
