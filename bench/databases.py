@@ -13,22 +13,35 @@ of each alternate; medians of the rounds.
   as tuples through psycopg's ``executemany`` of ``INSERT ... ON CONFLICT DO UPDATE``, a
   transaction a batch: rows/s and the batch latency p50/p99.
 
-This measures the connectors' own work, without a broker or a worker (bench.connect has those).
+- **cdc pipeline** (``--pipeline``, a third way beside those two): the whole path as users
+  run it, a ``josefk connect --standalone`` process with the CDC connector (JsonConverter,
+  schemas disabled) producing to a josefk broker process, and a consumer of the change-event
+  topic: latency from the insert to the consumer's poll.
+
+The first two measure the connectors' own work, without a broker or a worker (bench.connect
+has those); the pipeline measures everything together on the same two cores.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import multiprocessing
 import select
 import statistics
 import struct
+import tempfile
 import time
 import uuid
+from pathlib import Path
 
 import psycopg
 import psycopg2
 import psycopg2.extras
 
+from confluent_kafka import Consumer
+
+from bench.brokers import Josefk, cleanup_dir
+from bench.connect import Worker, create_topic
 from josefk.connect.api.records import SinkRecord
 from josefk.connect.api.schema import Schema, SchemaBuilder, Struct
 from josefk.connect.connectors.jdbc.sink import JdbcSinkTask
@@ -110,11 +123,7 @@ class _Reading:
 def cdc_connector(pg: LocalPostgres, db: str, rate: int, seconds: float) -> dict:
     slot = f"bench_{uuid.uuid4().hex[:8]}"
     task = PostgresConnectorTask()
-    task.start({"database.hostname": pg.host, "database.port": str(pg.port),
-                "database.user": pg.user, "database.password": pg.password,
-                "database.dbname": db, "topic.prefix": "bench", "slot.name": slot,
-                "publication.name": "bench", "snapshot.mode": "never",
-                "poll.interval.ms": "100"})
+    task.start(_cdc_settings(pg, db, "bench", slot))
     try:
         with _Reading(pg, db, rate, seconds) as reading:
             going = True
@@ -128,6 +137,54 @@ def cdc_connector(pg: LocalPostgres, db: str, rate: int, seconds: float) -> dict
     finally:
         task.stop()
         _drop_slot(pg, db, slot)
+    return reading.result()
+
+
+def _cdc_settings(pg: LocalPostgres, db: str, prefix: str, slot: str) -> dict:
+    return {"database.hostname": pg.host, "database.port": str(pg.port),
+            "database.user": pg.user, "database.password": pg.password,
+            "database.dbname": db, "topic.prefix": prefix, "slot.name": slot,
+            "publication.name": "bench", "snapshot.mode": "never", "poll.interval.ms": "100"}
+
+
+def cdc_pipeline(pg: LocalPostgres, db: str, rate: int, seconds: float, bootstrap: str,
+                 root: Path) -> dict:
+    name = f"bench_{uuid.uuid4().hex[:8]}"
+    topic = f"{name}.public.events"
+    create_topic(bootstrap, topic)
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": name,
+                         "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                         "fetch.wait.max.ms": 50})
+    consumer.subscribe([topic])
+    json_values = "org.apache.kafka.connect.json.JsonConverter"
+    worker = Worker(root, name, {
+        "bootstrap.servers": bootstrap, "key.converter": json_values,
+        "value.converter": json_values, "key.converter.schemas.enable": "false",
+        "value.converter.schemas.enable": "false",
+        "offset.storage.file.filename": str(root / f"{name}.offsets"),
+        "offset.flush.interval.ms": "1000"}, [{
+            "name": name, "tasks.max": "1",
+            "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+            **_cdc_settings(pg, db, name, name)}])
+    try:
+        deadline = time.monotonic() + 60  # the slot made: rows inserted from now on stream
+        while not any(t.get("state") == "RUNNING" for t in worker.tasks(name)):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the CDC task never ran: see {root / (name + '.log')}")
+            time.sleep(0.2)
+        time.sleep(1.0)
+        worker_cpu = worker.cpu()
+        with _Reading(pg, db, rate, seconds) as reading:
+            going = True
+            while going:
+                going = reading.add([json.loads(m.value())["after"]["sent"]
+                                     for m in consumer.consume(1000, 0.1)
+                                     if not m.error() and m.value()])
+        reading.cpu += worker.cpu() - worker_cpu  # the consumer's and the worker's
+    finally:
+        worker.stop()
+        consumer.close()
+        _drop_slot(pg, db, name)
     return reading.result()
 
 
@@ -255,8 +312,10 @@ def report(label: str, runs: dict[str, list[dict]]) -> None:
     for kind, values in medians.items():
         print(f"{label} median {kind:9s}: " + "  ".join(f"{m} {v:,.1f}"
                                                       for m, v in values.items()), flush=True)
-    a, b = medians.values()
-    print(f"{label} connector/direct rows/s {a['rows/s'] / b['rows/s']:.2f}", flush=True)
+    direct = medians["direct"]["rows/s"]
+    for kind in medians.keys() - {"direct"}:
+        print(f"{label} {kind}/direct rows/s {medians[kind]['rows/s'] / direct:.2f}",
+              flush=True)
 
 
 def main(argv=None) -> None:
@@ -266,10 +325,17 @@ def main(argv=None) -> None:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--pipeline", action="store_true",
+                        help="cdc also through a josefk broker and a josefk connect worker")
     args = parser.parse_args(argv)
     pg = LocalPostgres()
+    root = Path(tempfile.mkdtemp(prefix="bench-databases-"))
+    broker = Josefk(root, {"offsets.topic.replication.factor": 1,
+                           "group.initial.rebalance.delay.ms": 0}) if args.pipeline else None
     try:
         pg.start()
+        if broker is not None:
+            broker.start()
         db = pg.create_database("bench")
         with psycopg.connect(pg.dsn(db), autocommit=True) as conn:
             conn.execute("CREATE TABLE events (id BIGSERIAL PRIMARY KEY, "
@@ -277,9 +343,12 @@ def main(argv=None) -> None:
             conn.execute("CREATE PUBLICATION bench FOR TABLE events")
         if args.only in (None, "cdc"):
             for rate in (int(r) for r in args.rates.split(",")):
-                runs = {"connector": [], "direct": []}
+                ways = {"connector": cdc_connector, "direct": cdc_direct}
+                if broker is not None:
+                    ways["pipeline"] = lambda *a: cdc_pipeline(*a, broker.bootstrap, root)
+                runs = {kind: [] for kind in ways}
                 for r in range(args.rounds):
-                    for kind, run in (("connector", cdc_connector), ("direct", cdc_direct)):
+                    for kind, run in ways.items():
                         result = run(pg, db, rate, args.seconds)
                         runs[kind].append(result)
                         print(f"cdc {rate}/s round {r + 1} {kind:9s}: " + "  ".join(
@@ -298,7 +367,10 @@ def main(argv=None) -> None:
                         f"{m} {v:,.1f}" for m, v in result.items()), flush=True)
             report("jdbc upsert", runs)
     finally:
+        if broker is not None:
+            broker.stop()
         pg.stop()
+        cleanup_dir(root)
 
 
 if __name__ == "__main__":

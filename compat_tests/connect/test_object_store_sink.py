@@ -1,5 +1,5 @@
 """The object-storage sink run as users run it: ``josefk connect --standalone`` with a
-Confluent S3 sink connector config, a josefk broker, real confluent-kafka producers and a real
+Confluent S3 sink connector config, a josefk broker (and the spread cluster), real confluent-kafka producers and a real
 SeaweedFS. The worker is killed with SIGKILL while records stream in and started again: the
 bucket then holds every record exactly once, in files named by their first offset."""
 from __future__ import annotations
@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 from confluent_kafka import Producer
 
+from compat_tests.helpers import unique_topic
 from compat_tests.http_services import ServiceProcess, wait_until
 from josefk.tiered.store import S3Store
 from testkit.seaweedfs import seaweedfs
@@ -62,13 +63,15 @@ def produce(bootstrap, topic, stop_after_seconds=60.0):
     assert producer.flush(15) == 0
 
 
-def test_kill_9_mid_stream_then_restart_every_record_once(broker, new_topic, tmp_path):
-    topic = new_topic(partitions=PARTITIONS)
+@pytest.mark.parametrize("target", ["single", "spread"], indirect=True)
+def test_kill_9_mid_stream_then_restart_every_record_once(target, tmp_path):
+    topic = target.create_topic(unique_topic("lake"), PARTITIONS)
+    bootstrap = target.bootstrap
     with seaweedfs(tmp_path / "s3") as s3:
         store = S3Store("lake", endpoint=s3.endpoint, access_key=s3.access_key,
                         secret_key=s3.secret_key)
         store.ensure_bucket()
-        values = {"dir": tmp_path, "bootstrap": broker.bootstrap, "topic": topic,
+        values = {"dir": tmp_path, "bootstrap": bootstrap, "topic": topic,
                   "endpoint": s3.endpoint, "access_key": s3.access_key,
                   "secret_key": s3.secret_key, "flush": FLUSH}
         (tmp_path / "worker.properties").write_text(WORKER.format(**values))
@@ -77,7 +80,7 @@ def test_kill_9_mid_stream_then_restart_every_record_once(broker, new_topic, tmp
                 str(tmp_path / "sink.properties")]
 
         worker = ServiceProcess("connect", {}, tmp_path / "connect.log", args=args).start()
-        producing = threading.Thread(target=produce, args=(broker.bootstrap, topic))
+        producing = threading.Thread(target=produce, args=(bootstrap, topic))
         producing.start()
         try:
             wait_until(lambda: len(store.list("topics/")) >= 6, timeout=60)

@@ -27,6 +27,8 @@ _CLIENT_SHARED = ("bootstrap.servers", "client.dns.lookup", "security.protocol",
 _RENAMED = {"max.request.size": "message.max.bytes",
             "max.in.flight.requests.per.connection": "max.in.flight",
             "fetch.max.wait.ms": "fetch.wait.max.ms",
+            # the Java clients refresh all metadata (and a regex subscription's topics) this often
+            "metadata.max.age.ms": "topic.metadata.refresh.interval.ms",
             "buffer.memory": None, "max.block.ms": None, "max.poll.records": None,
             "key.serializer": None, "value.serializer": None, "key.deserializer": None,
             "value.deserializer": None, "interceptor.classes": None,

@@ -331,7 +331,9 @@ def test_topics_are_created_as_topic_creation_says_and_a_sink_reads_a_regex(
     produce(josefk_broker, f"{topic}-not-matched", [b"other"])
 
     async def run():
-        h = herder(josefk_broker, tmp_path)
+        # the sink may subscribe before the source made the topic: it finds it at the next
+        # metadata refresh
+        h = herder(josefk_broker, tmp_path, **{"consumer.metadata.max.age.ms": "500"})
         await h.start([dict(source("creator", src, topic), **{
             "topic.creation.default.replication.factor": "1",
             "topic.creation.default.partitions": "3",
