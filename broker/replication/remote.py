@@ -15,15 +15,16 @@ from josefk.tiered.manager import Leader, LocalSegment, NotLeading, RemoteLogMan
 from josefk.tiered.metadata import uuid_text
 from josefk.tiered.store import StoreError
 from josefk.wire import errors
+from josefk.wire.batch import read_header
 
 RECOVERY, READ_REPLICA = "josefk.remote.recovery", "josefk.remote.readreplica"
 
 
 class RemoteRead:
     """A consumer's read the local log cannot answer: filled in from the object store by
-    `resolve` before the fetch is answered. ``local``: the local log, read from its start when
-    the remote log holds nothing from ``offset`` on (a compacted topic's last records there
-    compacted away)."""
+    `resolve` before the fetch is answered. ``local``: the partition, read from its local log's
+    start when the remote log holds nothing from ``offset`` on (a compacted topic's last
+    records there compacted away)."""
 
     __slots__ = ("topic", "partition", "offset", "max_bytes", "limit", "min_one", "local")
 
@@ -85,20 +86,21 @@ def leader_of(part) -> Leader:
             return -1, -1, local
         return cfg.retention_ms, cfg.retention_bytes, local
 
-    recover = None
-    if part.config.remote_read_replica or (part.config.remote_recovery
-                                           and lg.log_end_offset == 0):
-        loop = asyncio.get_running_loop()
+    # the remote log comes from the bucket: a read replica, or a recovery not done yet
+    from_bucket = bool(part.config.remote_read_replica) or (part.config.remote_recovery
+                                                            and lg.log_end_offset == 0)
+    loop = asyncio.get_running_loop() if from_bucket else None
 
-        def recover(offset, state):
-            asyncio.run_coroutine_threadsafe(_restart(part, offset, state), loop).result(60)
+    def recover(offset, state):
+        asyncio.run_coroutine_threadsafe(_restart(part, offset, state), loop).result(60)
 
     return Leader(part.topic, part.index, part.topic_id, part.leader_epoch,
                   segments_to_copy=segments_to_copy,
                   upload_limit=lambda: part.last_stable_offset, aborted=aborted,
                   epochs=lambda: list(lg.epochs.entries), snapshot=snapshot,
                   set_copied=set_copied, retention=retention,
-                  delete_below=lambda: part.remote_log_start, recover=recover,
+                  delete_below=lambda: part.remote_log_start,
+                  recover=recover if from_bucket else None,
                   read_replica=bool(part.config.remote_read_replica),
                   compacted=part.config.compact)
 
@@ -124,6 +126,15 @@ def append_refused(part, rlm: RemoteLogManager | None) -> tuple[int, str] | None
         return errors.NOT_LEADER_OR_FOLLOWER, (
             f"{part.topic}-{part.index} is being recovered from the bucket")
     return None
+
+
+def check_creation_only(current: dict, new: dict) -> None:
+    """A topic's remote log comes from the bucket or not from its creation on: AlterConfigs
+    may not change josefk.remote.recovery nor josefk.remote.readreplica."""
+    for name in (RECOVERY, READ_REPLICA):
+        if current.get(name) != new.get(name):
+            raise MetadataError(errors.INVALID_CONFIG,
+                                f"{name} can only be set when the topic is created")
 
 
 async def bucket_topic(rlm: RemoteLogManager | None, topics_by_id, name: str, configs: dict,
@@ -185,9 +196,12 @@ async def resolve(rlm: RemoteLogManager, results) -> None:
         try:
             data = rlm.read(r.topic, r.partition, r.offset, r.max_bytes, r.limit, r.min_one)
             if data == b"" and r.local is not None:
-                data = _read_local(r)
-            if data and res.aborted is not None:  # read_committed
-                res.aborted = rlm.aborted(r.topic, r.partition, r.offset)
+                data, aborted = _read_local(r)
+                if res.aborted is not None:
+                    res.aborted = aborted
+            elif data and res.aborted is not None:  # read_committed: of the segment read
+                res.aborted = rlm.aborted(r.topic, r.partition,
+                                          max(r.offset, read_header(data, 0).base_offset))
         except StoreError:
             res.error, res.records = errors.KAFKA_STORAGE_ERROR, None
             return
@@ -202,13 +216,16 @@ async def resolve(rlm: RemoteLogManager, results) -> None:
     await asyncio.gather(*(asyncio.to_thread(read, res) for res in pending))
 
 
-def _read_local(r: RemoteRead) -> bytes:
-    lg = r.local
+def _read_local(r: RemoteRead) -> tuple[bytes, list]:
+    """The local log's first batches and their aborted transactions (read_committed)."""
+    part = r.local
+    lg = part.log
+    start = lg.log_start_offset
     try:
-        return bytes(lg.read(lg.log_start_offset, r.max_bytes, max_offset=r.limit,
-                             min_one=r.min_one).records)
+        data = bytes(lg.read(start, r.max_bytes, max_offset=r.limit, min_one=r.min_one).records)
     except OffsetOutOfRange:  # retention moved on meanwhile: the consumer asks again
-        return b""
+        return b"", []
+    return data, part.producers.aborted_between(start, r.limit) if data else []
 
 
 def offset_for_timestamp(part, rlm: RemoteLogManager, timestamp: int):

@@ -484,7 +484,7 @@ class Partition:
                 if start <= offset and below_local:  # the remote log holds it
                     return ReadResult(errors.NONE, remote.RemoteRead(
                         self.topic, self.index, offset, max_bytes, limit, min_one,
-                        lg if self.config.compact else None), hwm, start,
+                        self if self.config.compact else None), hwm, start,
                         last_stable_offset=lso, aborted=[] if read_committed else None)
                 return ReadResult(errors.OFFSET_OUT_OF_RANGE, None, hwm, start,
                                   last_stable_offset=lso)

@@ -223,6 +223,14 @@ def test_a_read_replica_serves_the_origins_topic_read_only(s3, tmp_path):
         (err, _key, _value), = delivered.errors
         assert err.code() == KafkaError.POLICY_VIOLATION, err
 
+        # a topic is a read replica from its creation on, or never
+        res = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[
+            ConfigEntry("josefk.remote.readreplica", incremental_operation=AlterConfigOpType.DELETE)])
+        with pytest.raises(KafkaException) as e:
+            admin_client(replica.bootstrap).incremental_alter_configs([res])[res].result(30)
+        assert e.value.args[0].code() == KafkaError.INVALID_CONFIG
+        assert "can only be set when the topic is created" in e.value.args[0].str()
+
         # the origin writes on: the replica follows what it uploads
         assert produce(origin.bootstrap, topic, RECORDS, RECORDS).errors == []
         later = wait_watermarks(replica.bootstrap, topic, RECORDS + 1, timeout=90)[1]
