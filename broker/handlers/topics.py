@@ -42,8 +42,9 @@ async def handle_create_topics(broker: Services, ctx, req: CreateTopicsRequest):
                 "remote.log.storage.system.enable"))
             assignments = [(a.partition_index, a.broker_ids) for a in t.assignments]
             topic_id, n, configs = await remote.bucket_topic(
-                broker.replicas.remote, broker.metadata.topics_by_id, t.name, configs,
-                t.num_partitions)
+                broker.replicas, cfg.bool("remote.log.storage.system.enable"),
+                broker.metadata.topics_by_id, t.name, configs, t.num_partitions,
+                req.timeout_ms)
             rf = t.replication_factor
             if not assignments:
                 n = n if n != -1 else cfg.int("num.partitions")

@@ -6,6 +6,7 @@ offset over remote and local data.
 from __future__ import annotations
 
 import asyncio
+import time
 
 from josefk.broker.control.metadata import MetadataError
 from josefk.storage import snapshots
@@ -137,11 +138,13 @@ def check_creation_only(current: dict, new: dict) -> None:
                                 f"{name} can only be set when the topic is created")
 
 
-async def bucket_topic(rlm: RemoteLogManager | None, topics_by_id, name: str, configs: dict,
-                       num_partitions: int):
+async def bucket_topic(replicas, tiered: bool, topics_by_id, name: str, configs: dict,
+                       num_partitions: int, timeout_ms: int):
     """CreateTopics of a topic whose remote log is in the bucket (``josefk.remote.recovery``,
     ``josefk.remote.readreplica``): ``(its topic id there, its partition count, its configs)``,
-    the count the bucket's unless asked for more. Raises MetadataError."""
+    the count the bucket's unless asked for more. With ``tiered`` (the broker's
+    remote.log.storage.system.enable), a request that comes while the broker starts waits for
+    its remote log manager, as long as its timeout. Raises MetadataError."""
     def refuse(message, code=errors.INVALID_CONFIG):
         raise MetadataError(code, message)
 
@@ -149,6 +152,10 @@ async def bucket_topic(rlm: RemoteLogManager | None, topics_by_id, name: str, co
     bucket = configs.get(READ_REPLICA) or ""
     if not recover and not bucket:
         return None, num_partitions, configs
+    deadline = time.monotonic() + timeout_ms / 1000
+    while tiered and replicas.remote is None and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    rlm = replicas.remote
     if rlm is None:
         refuse("Tiered Storage functionality is disabled in the broker. Topic cannot be "
                f"created from remote log storage ({RECOVERY}, {READ_REPLICA}).")
