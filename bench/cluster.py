@@ -27,6 +27,7 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from bench.loads import send
 
 from josefk.faults.harness import Options, run
 from josefk.faults.processes import LocalCluster, port_accepts
@@ -135,11 +136,8 @@ def produce_rate(bootstrap, topic, acks, count=100_000, seconds=30.0) -> float:
     t0 = now()
     sent = 0
     while sent < count and now() - t0 < seconds:
-        try:
-            p.produce(topic, value, partition=sent % 8, on_delivery=cb)
-            sent += 1
-        except BufferError:
-            p.poll(0.01)
+        send(p, topic, value, sent % 8, on_delivery=cb)
+        sent += 1
     p.flush(60)
     return done[0] / (now() - t0)
 

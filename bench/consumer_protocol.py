@@ -44,6 +44,7 @@ import time
 import uuid
 from pathlib import Path
 
+from bench import loads
 from bench.brokers import Josefk, cleanup_dir
 
 PARTITIONS = 6
@@ -192,15 +193,7 @@ def fill(bootstrap: str, topic: str, per_partition: int) -> None:
     admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(30)
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.size": 1_000_000,
                   "queue.buffering.max.messages": 1_000_000})
-    for i in range(per_partition * PARTITIONS):
-        while True:
-            try:
-                p.produce(topic, b"x" * 100, partition=i % PARTITIONS)
-                break
-            except BufferError:
-                p.poll(0.01)
-    if p.flush(120):
-        raise RuntimeError("fill: records left undelivered")
+    loads.fill(p, topic, per_partition * PARTITIONS, b"x" * 100, PARTITIONS)
 
 
 def one_round(broker: Josefk, client: dict, args) -> dict:

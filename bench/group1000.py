@@ -26,6 +26,7 @@ import subprocess
 import sys
 import time
 import uuid
+from bench.loads import send
 
 now = time.monotonic
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -64,13 +65,8 @@ def run(spec: dict) -> dict:
     failed = []
     for t in topics:
         for i in range(per * parts):
-            while True:
-                try:
-                    p.produce(t, value, None, i % parts,
-                              on_delivery=lambda e, _m: e and failed.append(str(e)))
-                    break
-                except BufferError:
-                    p.poll(0.01)
+            send(p, t, value, i % parts,
+                 on_delivery=lambda e, _m: e and failed.append(str(e)))
     left = p.flush(120)
     if left or failed:
         raise Failed(f"fill: {left} undelivered, {len(failed)} failed ({failed[:1]})")

@@ -32,6 +32,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.brokers import Josefk, cleanup_dir
+from bench.loads import send
 from compat_tests.http_services import ServiceProcess, wait_primary
 
 PARTITIONS = 4
@@ -54,12 +55,7 @@ def direct_produce(bootstrap: str, topic: str, n: int) -> float:
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     start = time.perf_counter()
     for i in range(n):
-        while True:
-            try:
-                p.produce(topic, json.dumps(_value(i)).encode())
-                break
-            except BufferError:
-                p.poll(0.01)
+        send(p, topic, json.dumps(_value(i)).encode())
     assert p.flush(DEADLINE) == 0
     return n / (time.perf_counter() - start)
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from bench import loads
 from bench.brokers import REPO_ROOT, Josefk, cleanup_dir
 
 PARTITIONS = 50
@@ -64,16 +65,7 @@ def fill(bootstrap: str, gb: float, offsets: int, groups: int) -> tuple[str, int
                   "message.max.bytes": 2 << 20, "queue.buffering.max.kbytes": 512 << 10})
     value = os.urandom(VALUE)
     n = int(gb * (1 << 30)) // VALUE
-    for i in range(n):
-        while True:
-            try:
-                p.produce("data", value=value, partition=i % PARTITIONS)
-                break
-            except BufferError:
-                p.poll(0.05)
-        p.poll(0)
-    if p.flush(300):
-        raise RuntimeError("records not acknowledged")
+    loads.fill(p, "data", n, value, PARTITIONS, timeout=300)
     rounds = max(1, offsets // (groups * PARTITIONS))
     pending = []
     for r in range(rounds):

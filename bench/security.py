@@ -27,6 +27,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.brokers import Josefk, cleanup_dir, free_port
+from bench.loads import send
 from josefk.tools.client import Client
 
 PROTOCOLS = ["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
@@ -105,11 +106,8 @@ def produce(conf: dict, topic: str, n: int, cap_s: float) -> tuple[int, float]:
     start = time.monotonic()
     sent = 0
     while sent < n and time.monotonic() - start < cap_s:
-        try:
-            p.produce(topic, VALUE, partition=sent % PARTITIONS, on_delivery=delivered)
-            sent += 1
-        except BufferError:
-            p.poll(0.01)
+        send(p, topic, VALUE, sent % PARTITIONS, on_delivery=delivered)
+        sent += 1
     p.flush(60)
     return acked[0], time.monotonic() - start
 

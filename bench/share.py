@@ -29,6 +29,7 @@ from pathlib import Path
 
 from bench.brokers import Josefk
 from bench.group1000 import cpu_seconds
+from bench.loads import fill
 
 CAP_S = 120.0
 REPORT_EVERY_S = 0.25
@@ -74,15 +75,7 @@ def _fill(bootstrap: str, topic: str, messages: int, size: int) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.size": 16384})
-    value = b"x" * size
-    for _ in range(messages):
-        while True:
-            try:
-                p.produce(topic, value)
-                break
-            except BufferError:
-                p.poll(0.1)
-    p.flush(120)
+    fill(p, topic, messages, b"x" * size)
 
 
 def _group_configs(bootstrap: str, group: str) -> None:

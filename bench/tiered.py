@@ -27,6 +27,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.brokers import Josefk, cleanup_dir
+from bench.loads import fill
 from josefk.zk.local_server import free_port
 from testkit.seaweedfs import seaweedfs
 
@@ -39,16 +40,7 @@ def produce(bootstrap: str, topic: str, mb: int) -> float:
                   "batch.size": 1 << 20, "queue.buffering.max.kbytes": 1 << 20})
     n = mb * 1024
     start = time.monotonic()
-    for i in range(n):
-        while True:
-            try:
-                p.produce(topic, VALUE, partition=0)
-                break
-            except BufferError:
-                p.poll(0.01)
-        if i % 1000 == 0:
-            p.poll(0)
-    assert p.flush(120) == 0
+    fill(p, topic, n, VALUE, partitions=1)
     return mb / (time.monotonic() - start)
 
 

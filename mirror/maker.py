@@ -15,8 +15,17 @@ from josefk.connect.api.config import ConfigException
 
 BYTES = "org.apache.kafka.connect.converters.ByteArrayConverter"
 CONNECTORS = ("MirrorSourceConnector", "MirrorCheckpointConnector", "MirrorHeartbeatConnector")
+_CLIENT_ROLES = ("consumer.", "producer.", "admin.")
 _WORKER_ONLY = ("group.id", "config.storage.topic", "offset.storage.topic",
                 "status.storage.topic", "key.converter", "value.converter", "header.converter")
+
+
+def _cluster_settings(role: str, props: dict[str, str]) -> dict[str, str]:
+    """A cluster's settings for the connectors, as Kafka's MirrorMakerConfig passes them:
+    ``consumer.*``, ``producer.*``, ``admin.*`` as ``<role>.consumer.*``..., the others as
+    ``<role>.cluster.*``."""
+    return {f"{role}.{k}" if k.startswith(_CLIENT_ROLES) else f"{role}.cluster.{k}": v
+            for k, v in props.items()}
 
 
 class Flow(NamedTuple):
@@ -60,8 +69,8 @@ def read_flows(props: dict[str, str], only_targets: list[str] | None = None) -> 
             overrides = {k[len(prefix):]: v for k, v in props.items() if k.startswith(prefix)}
             enabled = overrides.pop("enabled", "false").strip().lower() == "true"
             base = {**{k: v for k, v in common.items() if k not in _WORKER_ONLY},
-                    **{f"source.cluster.{k}": v for k, v in cluster(source).items()},
-                    **{f"target.cluster.{k}": v for k, v in cluster(target).items()},
+                    **_cluster_settings("source", cluster(source)),
+                    **_cluster_settings("target", cluster(target)),
                     **overrides, "source.cluster.alias": source, "target.cluster.alias": target}
             names = CONNECTORS if enabled else CONNECTORS[2:]
             connectors = [{**base, "name": name,

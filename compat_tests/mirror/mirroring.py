@@ -14,9 +14,10 @@ def flow(primary, backup, **more):
             "heartbeats.topic.replication.factor": "1", **more}
 
 
-def read_all(bootstrap, topic, partitions, timeout=15):
+def read_all(bootstrap, topic, partitions, timeout=15, isolation="read_uncommitted"):
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{time.time()}",
-                         "enable.auto.commit": False, "enable.partition.eof": True})
+                         "enable.auto.commit": False, "enable.partition.eof": True,
+                         "isolation.level": isolation})
     consumer.assign([TopicPartition(topic, p, -2) for p in range(partitions)])
     out, done, deadline = [], set(), time.monotonic() + timeout
     while len(done) < partitions and time.monotonic() < deadline:

@@ -273,9 +273,26 @@ class Struct:
     def get_without_default(self, name: str):
         return self._values[self._field(name).index]
 
+    @classmethod
+    def of(cls, schema: Schema, values: list) -> "Struct":
+        """A struct of ``values`` in field order, each checked as ``put`` checks it."""
+        struct = cls(schema)
+        fields = schema.fields()
+        if len(values) != len(fields):
+            raise DataException(f"{len(values)} values for the {len(fields)} fields of "
+                                f"{schema!r}")
+        for field, value in zip(fields, values):
+            validate_value(field.schema, value, f'field "{field.name}"')
+        struct._values = list(values)
+        return struct
+
     def validate(self) -> None:
-        for field in self.schema.fields():
-            validate_value(field.schema, self._values[field.index], f'field "{field.name}"')
+        """Connect's Struct.validate. What ``put`` checked stays valid, but for containers,
+        which may have changed since: a required field not put, and arrays, maps and structs
+        are checked again."""
+        for field, value in zip(self.schema.fields(), self._values):
+            if value is None or isinstance(value, _MUTABLE):
+                validate_value(field.schema, value, f'field "{field.name}"')
 
     def __eq__(self, other):
         return (isinstance(other, Struct) and self.schema == other.schema
@@ -418,6 +435,9 @@ _PYTHON = {Type.INT8: (int,), Type.INT16: (int,), Type.INT32: (int,), Type.INT64
            Type.FLOAT32: (float,), Type.FLOAT64: (float,), Type.BOOLEAN: (bool,),
            Type.STRING: (str,), Type.BYTES: (bytes, bytearray, memoryview),
            Type.ARRAY: (list,), Type.MAP: (dict,), Type.STRUCT: (Struct,)}
+
+
+_MUTABLE = (list, dict, Struct, bytearray)
 
 
 def validate_value(schema: Schema, value, where: str = "value") -> None:

@@ -32,6 +32,17 @@ def test_every_pair_is_a_flow_and_only_enabled_ones_replicate():
     assert "topics" not in back.connectors[0]
 
 
+def test_a_clusters_client_settings_reach_its_role_in_the_connectors():
+    flows = read_flows({**MM2, "primary.consumer.isolation.level": "read_committed",
+                        "backup.producer.linger.ms": "5", "backup.admin.request.timeout.ms": "9"})
+    source = next(f for f in flows if f.source == "primary").connectors[0]
+    assert source["source.consumer.isolation.level"] == "read_committed"
+    assert source["target.producer.linger.ms"] == "5"
+    assert source["target.admin.request.timeout.ms"] == "9"
+    assert not any(k.startswith(("source.cluster.consumer.", "target.cluster.producer."))
+                   for k in source)
+
+
 def test_a_flows_worker_runs_on_its_target():
     forward = next(f for f in read_flows(MM2) if f.source == "primary")
     assert forward.worker["bootstrap.servers"] == "b:9092"

@@ -29,13 +29,15 @@ from josefk.connect.connectors.cause import one_line
 from josefk.connect.connectors.postgres_cdc import pgoutput
 from josefk.connect.connectors.postgres_cdc.schema import (DEBEZIUM_VERSION, DECIMAL_MODES,
                                                            HEARTBEAT_KEY, HEARTBEAT_VALUE,
+                                                           INTERVAL_MODES,
                                                            SOURCE, TIME_MODES, TableColumn,
                                                            TableSchema, is_known_type)
 
 SNAPSHOT_MODES = ("initial", "always", "never", "no_data", "initial_only", "when_needed")
 AUTOCREATE_MODES = ("all_tables", "disabled", "filtered", "no_tables")
 # Sessions speak UTC and ISO dates, so the text of values is the same in both paths.
-SESSION_OPTIONS = "-c TimeZone=UTC -c DateStyle=ISO -c extra_float_digits=3"
+SESSION_OPTIONS = ("-c TimeZone=UTC -c DateStyle=ISO -c IntervalStyle=iso_8601 "
+                   "-c extra_float_digits=3")
 
 
 def config_def() -> ConfigDef:
@@ -98,6 +100,9 @@ def config_def() -> ConfigDef:
              Importance.MEDIUM, "How time values are represented: adaptive (the column's "
              "precision), adaptive_time_microseconds, connect (Connect's Date, Time and "
              "Timestamp).", group=e)
+    c.define("interval.handling.mode", T.STRING, "numeric", ValidString(INTERVAL_MODES),
+             Importance.MEDIUM, "How INTERVAL values are represented: numeric (microseconds, "
+             "a month 30.4375 days), string (ISO 8601, PnYnMnDTnHnMnS).", group=e)
     c.define("tombstones.on.delete", T.BOOLEAN, True, importance=Importance.MEDIUM, group=e,
              documentation="Whether delete operations are followed by a tombstone event.")
     c.define("heartbeat.interval.ms", T.INT, 0, Range.at_least(0), Importance.MEDIUM,
@@ -166,7 +171,9 @@ WHERE c.relkind IN ('r', 'p') AND n.nspname NOT IN ('pg_catalog', 'information_s
   AND n.nspname NOT LIKE 'pg\\_toast%%' AND n.nspname NOT LIKE 'pg\\_temp%%' ORDER BY 1, 2"""
 _COLUMNS = """SELECT a.attname, CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE a.atttypid END,
        CASE WHEN t.typtype = 'd' THEN t.typtypmod ELSE a.atttypmod END, a.attnotnull,
-       array_position(i.indkey::int2[], a.attnum)
+       array_position(i.indkey::int2[], a.attnum),
+       CASE WHEN t.typtype = 'e' THEN (SELECT array_agg(e.enumlabel ORDER BY e.enumsortorder)
+                                       FROM pg_enum e WHERE e.enumtypid = t.oid) END
 FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
 LEFT JOIN pg_index i ON i.indrelid = a.attrelid AND i.indisprimary
 WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
@@ -185,7 +192,8 @@ def table_columns(conn, relation: str | int) -> list[TableColumn]:
             cur.execute("SELECT %s::regclass::oid", (relation,))
             relation = cur.fetchone()[0]
         cur.execute(_COLUMNS, (relation,))
-        return [TableColumn(*row) for row in cur.fetchall()]
+        return [TableColumn(*row[:5], None if row[5] is None else tuple(row[5]))
+                for row in cur.fetchall()]
 
 
 def _quote(name: str) -> str:
@@ -470,29 +478,26 @@ class PostgresConnectorTask(SourceTask):
     def _table_schema(self, schema_name: str, table: str, columns) -> TableSchema:
         return TableSchema(self.prefix, schema_name, table, columns,
                            self.settings["decimal.handling.mode"],
-                           self.settings["time.precision.mode"])
+                           self.settings["time.precision.mode"],
+                           self.settings["interval.handling.mode"])
 
     # -- records -------------------------------------------------------------------------
 
     def _source(self, ts: TableSchema, micros: int, snapshot: str, xid: int | None,
                 lsn: int | None, sequence: str | None) -> Struct:
-        return (Struct(SOURCE).put("version", DEBEZIUM_VERSION).put("connector", "postgresql")
-                .put("name", self.prefix).put("ts_ms", micros // 1000).put("snapshot", snapshot)
-                .put("db", self.settings["database.dbname"])
-                .put("sequence", sequence)
-                .put("ts_us", micros).put("ts_ns", micros * 1000)
-                .put("schema", ts.schema_name).put("table", ts.table).put("txId", xid)
-                .put("lsn", lsn))
+        # SOURCE's fields in order (source_schema)
+        return Struct.of(SOURCE, [DEBEZIUM_VERSION, "postgresql", self.prefix, micros // 1000,
+                                  snapshot, self.settings["database.dbname"], sequence, micros,
+                                  micros * 1000, ts.schema_name, ts.table, xid, lsn, None])
 
     def _change(self, ts: TableSchema, op: str, before: list | None, after: list | None,
                 source: Struct, offset: dict, lsn: int) -> list[SourceRecord]:
         now = _now_micros()
-        envelope = (Struct(ts.envelope).put("op", op).put("source", source)
-                    .put("ts_ms", now // 1000).put("ts_us", now).put("ts_ns", now * 1000))
-        if before is not None:
-            envelope.put("before", ts.value_struct(before))
-        if after is not None:
-            envelope.put("after", ts.value_struct(after))
+        # the envelope's fields in order (TableSchema.envelope)
+        envelope = Struct.of(ts.envelope, [
+            None if before is None else ts.value_struct(before),
+            None if after is None else ts.value_struct(after),
+            source, op, now // 1000, now, now * 1000, None])
         key = ts.key_struct(after if after is not None else before)
         records = [SourceRecord(self.partition, offset, ts.topic, key_schema=ts.key, key=key,
                                 value_schema=ts.envelope, value=envelope)]
@@ -538,7 +543,8 @@ class PostgresConnectorTask(SourceTask):
                 type_oid, typmod = known.type_oid, known.typmod
             columns.append(TableColumn(col.name, type_oid, typmod,
                                        known is not None and known.not_null,
-                                       known.pk_position if known is not None else None))
+                                       known.pk_position if known is not None else None,
+                                       known.enum_labels if known is not None else None))
         self.tables[rel.oid] = self._table_schema(rel.namespace, rel.name, columns)
 
     def _stream_change(self, change: pgoutput.Change, lsn: int) -> list[SourceRecord]:

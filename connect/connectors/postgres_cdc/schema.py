@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import re
 from typing import Any, Callable, NamedTuple
 
 from josefk.connect.api.schema import (Date, Schema, SchemaBuilder, Struct, Time, Timestamp,
@@ -103,6 +104,80 @@ def _numeric(typmod: int) -> ColumnType:
         lambda text: decimal.Decimal(text).quantize(quantum), decimal.Decimal(0).quantize(quantum))
 
 
+# ISO 8601, as the server writes intervals with IntervalStyle=iso_8601 (the session's setting)
+_INTERVAL = re.compile(r"P(?:(-?\d+)Y)?(?:(-?\d+)M)?(?:(-?\d+)D)?"
+                       r"(?:T(?:(-?\d+)H)?(?:(-?\d+)M)?(?:(-?[\d.]+)S)?)?")
+DAYS_PER_MONTH_AVG = 365.25 / 12  # Debezium's approximation of a month in a MicroDuration
+
+
+def _interval_parts(text: str) -> tuple[int, int, int, int, int, decimal.Decimal]:
+    m = _INTERVAL.fullmatch(text)
+    if m is None:
+        raise ValueError(f"not an ISO 8601 interval: {text!r}")
+    *whole, seconds = m.groups()
+    return (*(int(g or 0) for g in whole), decimal.Decimal(seconds or 0))
+
+
+def _micro_duration(text: str) -> int:
+    """Debezium's MicroDuration: the interval in microseconds, a month 365.25 / 12 days."""
+    years, months, days, hours, minutes, seconds = _interval_parts(text)
+    day_count = (years * 12 + months) * DAYS_PER_MONTH_AVG + days
+    return int((((day_count * 24 + hours) * 60 + minutes) * 60 + float(seconds)) * 1e6)
+
+
+def _iso_interval(text: str) -> str:
+    """Debezium's Interval string: every unit written, the seconds without trailing zeros."""
+    years, months, days, hours, minutes, seconds = _interval_parts(text)
+    plain = format(seconds.normalize(), "f") if seconds else "0"
+    return f"P{years}Y{months}M{days}DT{hours}H{minutes}M{plain}S"
+
+
+def _array_items(text: str) -> list[str | None]:
+    """A one-dimensional array's text form (``{1,NULL,"a b","x\\"y"}``) as item texts."""
+    if text[:1] != "{" or text[-1:] != "}":
+        raise ValueError(f"not an array: {text!r}")
+    items: list[str | None] = []
+    at, end = 1, len(text) - 1
+    while at < end:
+        if text[at] == '"':
+            at += 1
+            chars = []
+            while text[at] != '"':
+                if text[at] == "\\":
+                    at += 1
+                chars.append(text[at])
+                at += 1
+            items.append("".join(chars))
+            at += 1
+        else:
+            stop = text.find(",", at)
+            stop = end if stop < 0 else stop
+            item = text[at:stop]
+            items.append(None if item == "NULL" else item)
+            at = stop
+        at += 1  # the comma
+    return items
+
+
+# Debezium's array columns: the array type's oid -> its elements' type
+ARRAY_ELEMENTS = {1000: 16, 1005: 21, 1007: 23, 1016: 20, 1002: 18, 1015: 1043, 1009: 25,
+                  1014: 1042, 1231: 1700, 1021: 700, 1022: 701, 1182: 1082}
+INTERVAL_MODES = ("numeric", "string")
+
+
+def _enum(labels: tuple[str, ...]) -> ColumnType:
+    allowed = ",".join(labels)
+    return ColumnType(lambda: _named(SchemaBuilder.string(), "io.debezium.data.Enum")
+                      .parameter("allowed", allowed), str, labels[0] if labels else "")
+
+
+def _array(element: ColumnType) -> ColumnType:
+    def parse(text: str) -> list:
+        return [None if item is None else element.parse(item) for item in _array_items(text)]
+    return ColumnType(lambda: SchemaBuilder.array(element.builder().optional().build()),
+                      parse, [])
+
+
 def _precision(typmod: int) -> int:
     return 6 if typmod < 0 else typmod
 
@@ -117,8 +192,19 @@ _CONNECT_TIMESTAMP = ColumnType(
 
 
 def column_type(type_oid: int, typmod: int, decimal_mode: str = "precise",
-                time_mode: str = "adaptive") -> ColumnType:
-    """A column's ColumnType under Debezium's decimal.handling.mode and time.precision.mode."""
+                time_mode: str = "adaptive", interval_mode: str = "numeric",
+                enum_labels: tuple[str, ...] | None = None) -> ColumnType:
+    """A column's ColumnType under Debezium's decimal.handling.mode, time.precision.mode and
+    interval.handling.mode (``enum_labels``: the column is of an enum type)."""
+    if enum_labels is not None:
+        return _enum(enum_labels)
+    if type_oid in ARRAY_ELEMENTS:
+        return _array(column_type(ARRAY_ELEMENTS[type_oid], typmod, decimal_mode, time_mode))
+    if type_oid == 1186:
+        return (ColumnType(lambda: _named(SchemaBuilder.int64(), "io.debezium.time.MicroDuration"),
+                           _micro_duration, 0) if interval_mode == "numeric" else
+                ColumnType(lambda: _named(SchemaBuilder.string(), "io.debezium.time.Interval"),
+                           _iso_interval, "P0Y0M0DT0H0M0S"))
     if type_oid == 1700 and decimal_mode == "double":
         return ColumnType(SchemaBuilder.float64, float, 0.0)
     if type_oid == 1700 and decimal_mode == "string":
@@ -169,8 +255,10 @@ _SIMPLE = {
 
 
 def is_known_type(type_oid: int) -> bool:
-    """A type with a mapping of its own (others, domains among them, are text)."""
-    return type_oid in _SIMPLE or type_oid in (1700, 1083, 1114)
+    """A type with a mapping of its own (others, domains and enums among them, are looked up
+    in the catalog)."""
+    return type_oid in _SIMPLE or type_oid in ARRAY_ELEMENTS or type_oid in (1700, 1083, 1114,
+                                                                             1186)
 
 
 class TableColumn(NamedTuple):
@@ -179,6 +267,7 @@ class TableColumn(NamedTuple):
     typmod: int
     not_null: bool
     pk_position: int | None  # place in the primary key, None outside it
+    enum_labels: tuple[str, ...] | None = None  # of an enum type: its labels in order
 
 
 def source_schema() -> Schema:
@@ -213,12 +302,13 @@ class TableSchema:
     order) becomes its key and value structs."""
 
     def __init__(self, prefix: str, schema: str, table: str, columns: list[TableColumn],
-                 decimal_mode: str = "precise", time_mode: str = "adaptive"):
+                 decimal_mode: str = "precise", time_mode: str = "adaptive",
+                 interval_mode: str = "numeric"):
         self.schema_name, self.table = schema, table
         self.topic = f"{prefix}.{schema}.{table}"
         self.columns = columns
-        self.types = [column_type(c.type_oid, c.typmod, decimal_mode, time_mode)
-                      for c in columns]
+        self.types = [column_type(c.type_oid, c.typmod, decimal_mode, time_mode, interval_mode,
+                                  c.enum_labels) for c in columns]
         value = SchemaBuilder.struct().name(f"{self.topic}.Value").optional()
         for column, ctype in zip(columns, self.types):
             field = ctype.builder()
@@ -258,12 +348,11 @@ class TableSchema:
         return values
 
     def value_struct(self, values: list) -> Struct:
-        struct = Struct(self.value)
-        for field, ctype, value, column in zip(self._fields, self.types, values, self.columns):
-            if value is None and column.not_null:
-                value = ctype.fallback
-            struct.put(field, _variable_scale(field.schema, value))
-        return struct
+        return Struct.of(self.value, [
+            _variable_scale(field.schema, ctype.fallback if value is None and column.not_null
+                            else value)
+            for field, ctype, value, column in zip(self._fields, self.types, values,
+                                                   self.columns)])
 
     def key_struct(self, values: list) -> Struct | None:
         if self.key is None:

@@ -49,6 +49,29 @@ def test_a_struct_checks_values_as_they_are_put_and_answers_defaults():
         Struct(PERSON).validate()
 
 
+def test_a_struct_of_values_in_field_order_checks_them_as_put_does():
+    s = Struct.of(PERSON, [7, None, ["a"], None])
+    assert s == Struct(PERSON).put("id", 7).put("tags", ["a"]) and s.get("score") == 1.5
+    with pytest.raises(DataException, match="field \"id\""):
+        Struct.of(PERSON, ["seven", None, None, None])
+    with pytest.raises(DataException, match="3 values for the 4 fields"):
+        Struct.of(PERSON, [7, None, None])
+
+
+def test_validate_checks_again_what_may_have_changed_since_it_was_put():
+    tags = ["a"]
+    s = Struct(PERSON).put("id", 7).put("tags", tags)
+    s.validate()
+    tags.append(1)  # a list changed after its put
+    with pytest.raises(DataException, match="element of array"):
+        s.validate()
+    outer_schema = SchemaBuilder.struct().field("p", PERSON).build()
+    inner = Struct(PERSON).put("id", 1)
+    outer = Struct(outer_schema).put("p", inner)
+    inner.put("tags", ["b"]).validate()
+    outer.validate()
+
+
 @pytest.mark.parametrize("schema, value", [
     (Schema.INT8_SCHEMA, 128), (Schema.INT16_SCHEMA, -32769), (Schema.INT32_SCHEMA, 1 << 31),
     (Schema.INT64_SCHEMA, 1 << 63), (Schema.INT32_SCHEMA, True), (Schema.BOOLEAN_SCHEMA, 1),

@@ -443,6 +443,48 @@ def test_column_types_are_debeziums_in_the_snapshot_and_the_stream(pg):
         assert schema.field("dom").schema == Schema.INT32_SCHEMA and after.get("dom") == 9
 
 
+def test_intervals_enums_and_arrays_are_debeziums_and_ranges_are_text(pg):
+    pg.run("CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy')",
+           "CREATE TABLE shaped (id INT PRIMARY KEY, span INTERVAL, feel mood NOT NULL, "
+           "ints INT[], words TEXT[], prices NUMERIC(6,2)[], days DATE[], r INT4RANGE)")
+    row = ("'1 year 2 months 3 days 04:05:06.5', 'happy', '{1,NULL,3}', "
+           "'{\"a b\",NULL,\"x\\\"y\",z}', '{1.5,2}', '{2024-02-29}', '[1,5)'")
+    pg.run(f"INSERT INTO shaped VALUES (1, {row})")
+    task = start(pg)
+    try:
+        [snap] = poll_until(task, 1)
+        pg.run(f"INSERT INTO shaped VALUES (2, {row})")
+        [streamed] = poll_until(task, 1)
+    finally:
+        task.stop()
+    for record in (snap, streamed):
+        after = record.value.get("after")
+        schema = after.schema
+        assert schema.field("span").schema.name == "io.debezium.time.MicroDuration"
+        # 14 months of 30.4375 days, 3 days, 4 h 5 min 6.5 s
+        assert after.get("span") == 37_091_106_500_000
+        feel = schema.field("feel").schema
+        assert (feel.name, feel.parameters, feel.optional) == (
+            "io.debezium.data.Enum", {"allowed": "sad,ok,happy"}, False)
+        assert after.get("feel") == "happy"
+        assert schema.field("ints").schema.value_schema == Schema.OPTIONAL_INT32_SCHEMA
+        assert after.get("ints") == [1, None, 3]
+        assert after.get("words") == ["a b", None, 'x"y', "z"]
+        assert after.get("prices") == [decimal.Decimal("1.50"), decimal.Decimal("2.00")]
+        assert schema.field("days").schema.value_schema.name == "io.debezium.time.Date"
+        assert after.get("days") == [19782]
+        assert schema.field("r").schema.type is Type.STRING and after.get("r") == "[1,5)"
+    task = start(pg, interval_handling_mode="string",
+                 slot_name=f"{pg.props['slot.name'][:55]}_s")
+    try:
+        records = poll_until(task, 2)
+    finally:
+        task.stop()
+    span = records[0].value.get("after")
+    assert span.schema.field("span").schema.name == "io.debezium.time.Interval"
+    assert span.get("span") == "P1Y2M3DT4H5M6.5S"
+
+
 def test_decimal_handling_and_time_precision_modes(pg):
     pg.run("CREATE TABLE m (id INT PRIMARY KEY, price NUMERIC(10,2), day DATE, at TIME, "
            "ts TIMESTAMP)",
