@@ -238,6 +238,7 @@ EXTRA_TOPIC_DEFAULTS = {
     "follower.replication.throttled.replicas": "",
     "leader.replication.throttled.replicas": "",
     "remote.storage.enable": "false",
+    "josefk.remote.delete": "true",
     "josefk.remote.recovery": "false",
     "josefk.remote.readreplica": "",
 }

@@ -48,7 +48,7 @@ _LONGS = {"retention.ms", "retention.bytes", "segment.ms", "delete.retention.ms"
 _INTS = {"segment.bytes", "index.interval.bytes", "max.message.bytes", "min.insync.replicas",
          "segment.index.bytes"}
 _BOOLS = {"unclean.leader.election.enable", "preallocate", "message.downconversion.enable",
-          "remote.storage.enable", "josefk.remote.recovery"}
+          "remote.storage.enable", "josefk.remote.recovery", "josefk.remote.delete"}
 _CHOICES = {
     "cleanup.policy": {"delete", "compact"},
     "message.timestamp.type": {"CreateTime", "LogAppendTime"},

@@ -21,6 +21,7 @@ PROPS: dict[str, tuple[str, str, object]] = {
     "index.interval.bytes": ("index_interval_bytes", "int", 4096),
     # past Kafka (Redpanda's redpanda.remote.recovery / .readreplica): the remote log comes
     # from the bucket (tiered/recovery.py)
+    "josefk.remote.delete": ("remote_delete", "bool", True),
     "josefk.remote.readreplica": ("remote_read_replica", "str", ""),
     "josefk.remote.recovery": ("remote_recovery", "bool", False),
     # tiered storage (KIP-405): -2 means the total retention.ms / retention.bytes

@@ -665,6 +665,7 @@ class ReplicaManager:
             part = self.partitions.get((topic, index))
             if delete and part is not None and part.is_leader and self.remote is not None \
                     and part.config.remote_storage_enable and part.topic_id is not None \
+                    and part.config.remote_delete \
                     and not part.config.remote_read_replica:  # a read replica's is the origin's
                 self.remote.delete_partition(topic, index, part.topic_id, part.leader_epoch)
             self._stop(topic, index)

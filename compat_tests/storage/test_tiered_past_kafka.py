@@ -171,6 +171,32 @@ def test_a_new_broker_recovers_a_topic_from_the_bucket(s3, tmp_path):
         broker.stop()
 
 
+def test_a_topic_deleted_with_its_remote_log_kept_is_recovered_on_the_same_broker(s3, tmp_path):
+    bucket = "recovery-same"
+    store = bucket_store(s3, bucket)
+    topic = unique_topic("recovered")
+    broker = BrokerProcess(data_dir=tmp_path / "data", log_dir=tmp_path,
+                           overrides=tiered_overrides(s3, bucket))
+    broker.start()
+    try:
+        config = {**TOPIC_CONFIG, "josefk.remote.delete": "false"}
+        create_topic(broker.bootstrap, topic, config=config)
+        produce_small_batches(broker.bootstrap, topic)
+        wait_tiered(store, topic, [broker.data_dir])
+        admin = admin_client(broker.bootstrap)
+        admin.delete_topics([topic])[topic].result(30)
+        wait_for_topic_gone(admin, topic)
+        end = copied_end(store, topic)  # the remote log outlives the topic
+
+        create_from_bucket(broker.bootstrap, topic, {**config, "josefk.remote.recovery": "true"})
+        assert wait_watermarks(broker.bootstrap, topic, end) == (0, end)
+        check_history(broker.bootstrap, topic, end)
+        assert produce(broker.bootstrap, topic, end, 100).errors == []
+        check_history(broker.bootstrap, topic, end + 100)
+    finally:
+        broker.stop()
+
+
 def test_a_new_cluster_recovers_a_topic_from_the_bucket(s3, tmp_path):
     bucket = "recovery-cluster"
     store = bucket_store(s3, bucket)
