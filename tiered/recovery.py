@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from josefk.wire.batch import HEADER_SIZE, read_header
 from josefk.wire.types import DecodeError
 
-from . import metadata as md
+from . import manager, metadata as md
 from .store import ObjectStore, StoreError
 
 if TYPE_CHECKING:
@@ -103,10 +103,9 @@ def _read_segment(store, stem, sid, start, sizes) -> md.RemoteSegment | None:
         pos += h.size
     if end is None or pos != len(tail):
         return None  # cut short: not a whole segment
-    from .manager import _parse_epoch_checkpoint, segment_epochs
-
-    history = _parse_epoch_checkpoint(store.get(stem + ".leader_epoch_checkpoint"))
-    return md.RemoteSegment(sid, start, end, max_ts, size, segment_epochs(history, start, end + 1),
+    history = manager._parse_epoch_checkpoint(store.get(stem + ".leader_epoch_checkpoint"))
+    return md.RemoteSegment(sid, start, end, max_ts, size,
+                            manager.segment_epochs(history, start, end + 1),
                             md.COPY_SEGMENT_FINISHED, sizes[".txnindex"] == 0)
 
 
@@ -114,9 +113,7 @@ def recover(rlm: RemoteLogManager, leader: Leader, segs: md.PartitionSegments) -
     """Topic recovery: the segments the bucket holds and the metadata does not name are
     written to it (COPY_SEGMENT_STARTED, then FINISHED), then the partition's empty local log
     restarts past the last one with its leader epochs and producer state."""
-    from .manager import object_keys, object_prefix, _parse_epoch_checkpoint
-
-    prefix = object_prefix(leader.topic, leader.partition, leader.topic_id)
+    prefix = manager.object_prefix(leader.topic, leader.partition, leader.topic_id)
     found = scan(rlm.store, prefix, known=set(segs.segments))
     for seg in found:
         rlm._publish(leader, segs, md.segment_metadata(leader, rlm.node_id, seg, rlm.now_ms()))
@@ -127,8 +124,8 @@ def recover(rlm: RemoteLogManager, leader: Leader, segs: md.PartitionSegments) -
         log.info("%s-%d: nothing to recover under %s", leader.topic, leader.partition, prefix)
         return
     last = copied[-1]
-    keys = object_keys(prefix, last)
-    state = (_parse_epoch_checkpoint(rlm.store.get(keys[".leader_epoch_checkpoint"])),
+    keys = manager.object_keys(prefix, last)
+    state = (manager._parse_epoch_checkpoint(rlm.store.get(keys[".leader_epoch_checkpoint"])),
              rlm.store.get(keys[".snapshot"]))
     leader.recover(last.end_offset + 1, state)
     log.info("%s-%d: recovered %d remote segment(s) from the bucket (%d new), remote log "
@@ -141,9 +138,7 @@ def follow(rlm: RemoteLogManager, leader: Leader) -> None:
     partition's remote log (in memory: this cluster writes nothing to the bucket nor to its
     metadata); those the origin deleted leave it; the local log, empty, follows the end."""
     segs = leader.remote if leader.remote is not None else md.PartitionSegments()
-    from .manager import object_prefix
-
-    prefix = object_prefix(leader.topic, leader.partition, leader.topic_id)
+    prefix = manager.object_prefix(leader.topic, leader.partition, leader.topic_id)
     listed = {parse_uuid(m.group(2)) for m in map(_OBJECT.match, (
         k[len(prefix):] for k in rlm.store.list(prefix))) if m}
     gone = [s for s in segs.copied() if s.segment_id not in listed]
