@@ -7,9 +7,9 @@ one host) on stdin, prints ``OMB_INTERVAL {json}`` at the end of every ``interva
 measured window, and ``OMB_RESULT {json}`` at the end, before closing its client.
 
 A producer sends at a fixed rate: message ``i`` is due at ``start + i / rate`` (RateSchedule);
-every message that is due is sent at once, then the producer sleeps until the next one is, so
-a producer that falls behind sends late messages as soon as it can rather than stretching the
-schedule. The first 8 bytes of a value are the message's scheduled send time; publish latency
+every message that is due is sent at once, then the producer waits (serving delivery reports)
+until the next one is due, so a producer that falls behind sends late messages as soon as it
+can rather than stretching the schedule. The first 8 bytes of a value are the message's scheduled send time; publish latency
 (to the delivery report) and end-to-end latency (to the consumer's poll) are measured from
 it, so a stall of the producer counts against every message it delays (no coordinated
 omission). Publish delay is the scheduled time to the ``produce()`` call. Messages scheduled
@@ -158,9 +158,11 @@ def run_producer(spec: dict) -> dict:
         p.poll(0)
         stats.tick(mono_ns())
         if i < last:
-            wait = sched.at(i) - mono_ns()
-            if wait > 0:
-                time.sleep(wait / 1e9)
+            wait = (sched.at(i) - mono_ns()) / 1e9
+            if wait >= 0.001:  # wait in poll: a delivery report is taken when it comes
+                p.poll(wait)
+            elif wait > 0:  # poll's timeout is in whole milliseconds
+                time.sleep(wait)
     sent_end = mono_ns()
     unsent = last - i
     flush_deadline = sent_end + int(spec["flush_s"] * 1e9)
