@@ -415,7 +415,8 @@ def print_summary(entries: list[dict], workloads: list[Workload], brokers: list[
             better = "lower" if f.endswith(LOWER_BETTER) else "higher"
             table.append([f, "-" if f.startswith("target") else better]
                          + [fmt(f, e["per_broker"][b]["median"]) for b in names]
-                         + [fmt_ratio(e["ratios"][b]) for b in names[1:]]
+                         + [fmt_ratio(e["ratios"][b]) if not f.startswith("target") else "-"
+                            for b in names[1:]]
                          + [" ".join(fmt(f, v) if v is not None else "x"
                                      for v in e["per_broker"][b]["values"]) for b in names])
         print_table(table, header)
