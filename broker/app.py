@@ -22,6 +22,7 @@ from josefk.broker.security.quotas import LocalQuotaStore, QuotaManager
 from josefk.broker.replication.replica import ReplicaManager, topic_log_config
 from josefk.broker.security.authorizer import AclAuthorizer, LocalAclStore
 from josefk.broker.dynamic import DynamicConfigs
+from josefk.broker.links import LinkManager
 from josefk.broker.fetch_sessions import FetchSessionCache
 from josefk.broker.handlers.metadata import TopicMetadataCache
 from josefk.broker.security import listeners as security
@@ -208,12 +209,17 @@ class Broker:
         self.dynamic = DynamicConfigs(config, self.metadata, self.zk, self.replicas, self.logs,
                                       self.cleaner, self.listeners, self.client_metrics,
                                       self.group_configs)
+        self.links = LinkManager(config, self.metadata, self.replicas, self.dynamic.links,
+                                 self.groups)
+        self.dynamic.link_listeners.append(self.links.link_changed)
+        self.dynamic.topic_listeners.append(self.links.topic_changed)
         self.metrics = None
         if config.get("josefk.metrics.port"):
             from josefk.broker.metrics import BrokerMetrics
 
             self.metrics = BrokerMetrics(config, self.metadata, self.replicas, self.logs,
                                          self.groups, self.quotas, self.client_metrics)
+            self.metrics.links = self.links
         handlers = served(config)
         self.handlers = self.metrics.instrument(handlers) if self.metrics else handlers
         self.faults = FaultInjector(self.handlers)
@@ -267,6 +273,7 @@ class Broker:
             ensure_cluster_id(cfg.log_dirs, cfg.node_id, cluster_id)
             await self.producer_ids.blocks.claim()
             await self.dynamic.start()
+        self.links.start()
         if self.authorizer is not None:
             await self.authorizer.start()
         await self.quotas.start()
@@ -362,6 +369,7 @@ class Broker:
             server.close()
         for c in list(self.connections):
             c.transport.close()
+        await self.links.stop()
         if self.replicas.fetchers is not None:
             self.replicas.fetchers.close()
         if self.cluster is not None:

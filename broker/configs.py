@@ -36,6 +36,15 @@ TOPIC_TO_BROKER = {**TOPIC_DEFAULTS, "retention.ms": "log.retention.ms",
 BROKER_TO_TOPIC = {b: t for t, b in TOPIC_TO_BROKER.items()}
 
 
+# A mirror topic's cluster link, state and source topic id (broker.links): josefk's topic
+# configs, shown where set
+MIRROR_LINK, MIRROR_STATE = "josefk.mirror.link", "josefk.mirror.state"
+MIRROR_SOURCE_ID = "josefk.mirror.source.topic.id"
+MIRROR_STOPPED_AT = "josefk.mirror.stopped.offsets"  # where promote or failover stopped it
+MIRROR_ACTIVE, MIRROR_STOPPED = "ACTIVE", "STOPPED"
+MIRROR_CONFIGS = frozenset({MIRROR_LINK, MIRROR_STATE, MIRROR_SOURCE_ID, MIRROR_STOPPED_AT})
+
+
 class ConfigType:
     BOOLEAN, STRING, INT, SHORT, LONG, DOUBLE, LIST = 1, 2, 3, 4, 5, 6, 7
 
@@ -89,10 +98,14 @@ def validate_topic_configs(configs: dict, defaults: dict, *,
     ``tiered_storage`` (the broker's remote.log.storage.system.enable), a topic with
     remote.storage.enable is checked as Kafka's LogConfig checks it."""
     for name, value in configs.items():
-        if name not in TOPIC_CONFIG_NAMES:
+        if name not in TOPIC_CONFIG_NAMES and name not in MIRROR_CONFIGS:
             raise MetadataError(errors.INVALID_CONFIG, f"Unknown topic config name: {name}")
         if value is None:
             raise MetadataError(errors.INVALID_CONFIG, f"Null value not supported for {name}")
+        if name == MIRROR_STATE and value not in (MIRROR_ACTIVE, MIRROR_STOPPED):
+            raise MetadataError(errors.INVALID_CONFIG,
+                                f"Invalid value {value} for configuration {name}: String must "
+                                f"be one of: {MIRROR_ACTIVE}, {MIRROR_STOPPED}")
         kind = config_type(name)
         try:
             if kind in (ConfigType.LONG, ConfigType.INT):
@@ -202,7 +215,9 @@ def broker_synonyms(broker: ConfigLayers, name: str) -> list[tuple[str, str, int
 def topic_config_entries(broker: ConfigLayers, overrides: dict) -> list[ConfigEntry]:
     """Every topic-level config with its effective value and where it comes from."""
     defaults = broker.config.topic_defaults()
-    out = []
+    out = [ConfigEntry(name, overrides[name], ConfigSource.TOPIC_CONFIG,
+                       [(name, overrides[name], ConfigSource.TOPIC_CONFIG)])
+           for name in sorted(MIRROR_CONFIGS & overrides.keys())]
     for name in sorted(defaults):
         synonyms = []
         if name in overrides:

@@ -10,7 +10,8 @@ and topic overrides ``/config/topics/<t>``, each write announced under ``/config
 which every broker watches. Changing a layer rewrites ``BrokerConfig.props`` and gives every
 live partition its new LogConfig. Client metrics subscriptions (KIP-714, ``client-metrics``
 resources) are kept the same way (``/config/client-metrics/<name>``) and handed to the broker's
-`ClientMetricsManager`; so are group configs (``/config/groups/<group>``, `broker.group_configs`).
+`ClientMetricsManager`; so are group configs (``/config/groups/<group>``, `broker.group_configs`)
+and cluster links (``/config/cluster-links/<name>``, handed to `broker.links`).
 """
 from __future__ import annotations
 
@@ -122,6 +123,10 @@ class DynamicConfigs:
         self.client_metrics: dict[str, dict[str, str]] = {}  # subscription name -> configs
         # group id -> group config overrides: GroupConfigs' own dict, kept up to date here
         self.groups: dict[str, dict[str, str]] = group_configs.groups
+        self.links: dict[str, dict[str, str]] = {}  # cluster link name -> its configs
+        # told a link's name when it changes, and a topic's (None: any) when its configs do
+        self.link_listeners = []
+        self.topic_listeners = []
         self._path = Path(config.log_dirs[0]) / self.FILE
         self._seen = None  # the last /config/changes sequence handled
         self._lock = asyncio.Lock()
@@ -134,6 +139,7 @@ class DynamicConfigs:
             self._apply_broker_layers()
             self._apply_client_metrics(data.get(zn.CONFIG_CLIENT_METRICS, {}))
             self._set_groups(data.get(zn.CONFIG_GROUPS, {}))
+            self.links.update(data.get(zn.CONFIG_CLUSTER_LINKS, {}))
 
     async def start(self) -> None:
         """Cluster mode: load this broker's layers and follow every later change."""
@@ -147,6 +153,8 @@ class DynamicConfigs:
         self._apply_client_metrics(await self._zk.run(zc.read_entities,
                                                       zn.CONFIG_CLIENT_METRICS))
         self._set_groups(await self._zk.run(zc.read_entities, zn.CONFIG_GROUPS))
+        self.links.update({name: configs for name, configs in (
+            await self._zk.run(zc.read_entities, zn.CONFIG_CLUSTER_LINKS)).items() if configs})
         await self._zk.watch_children(zn.CONFIG_CHANGES, self._on_changes)
 
     # -- changes ----------------------------------------------------------------------------------
@@ -178,6 +186,24 @@ class DynamicConfigs:
         self._set_group(group_id, configs)
         self._save()
 
+    async def alter_link(self, name: str, configs: dict) -> None:
+        """Replace cluster link ``name``'s configs (none: delete it); validated by the
+        caller."""
+        if self._zk is not None:
+            await self._zk.run(zc.write_entity, zn.CONFIG_CLUSTER_LINKS, name, configs)
+        self._set_link(name, configs)
+        self._save()
+
+    def _set_link(self, name: str, configs: dict) -> None:
+        if self.links.get(name, {}) == configs:
+            return  # this broker's own write, announced back
+        if configs:
+            self.links[name] = dict(configs)
+        else:
+            self.links.pop(name, None)
+        for fn in self.link_listeners:
+            fn(name)
+
     def _set_groups(self, groups: dict) -> None:
         self.groups.clear()
         self.groups.update(groups)
@@ -195,11 +221,14 @@ class DynamicConfigs:
         tmp = self._path.with_suffix(".tmp")
         tmp.write_text(json.dumps({"broker": self.per_broker, "default": self.cluster_default,
                                    zn.CONFIG_CLIENT_METRICS: self.client_metrics,
-                                   zn.CONFIG_GROUPS: self.groups}, indent=1))
+                                   zn.CONFIG_GROUPS: self.groups,
+                                   zn.CONFIG_CLUSTER_LINKS: self.links}, indent=1))
         os.replace(tmp, self._path)
 
     async def alter_topic(self, name: str, configs: dict) -> None:
         await self.metadata.alter_topic_configs(name, configs)  # "configured" follows
+        if self._zk is not None:  # announced back later: this broker's partitions follow now
+            self._reconfigure(name)
 
     # -- applying ---------------------------------------------------------------------------------
     def _apply_broker_layers(self) -> None:
@@ -229,6 +258,8 @@ class DynamicConfigs:
                 meta = self.metadata.topics.get(part.topic)
                 ReplicaManager.reconfigure(
                     part, topic_log_config(self.config, meta.configs if meta else {}))
+        for fn in self.topic_listeners:
+            fn(topic)
 
     def _on_changes(self, children) -> None:
         asyncio.ensure_future(self._process(children))
@@ -257,6 +288,8 @@ class DynamicConfigs:
             if t is not None:
                 t.configs = await self._zk.run(zc.read_entity, entity_type, name)
                 self._reconfigure(name)
+        elif entity_type == zn.CONFIG_CLUSTER_LINKS:
+            self._set_link(name, await self._zk.run(zc.read_entity, entity_type, name))
         elif entity_type == zn.CONFIG_GROUPS:
             self._set_group(name, await self._zk.run(zc.read_entity, entity_type, name))
         elif entity_type == zn.CONFIG_CLIENT_METRICS:

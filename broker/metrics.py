@@ -109,6 +109,7 @@ class BrokerMetrics:
         self.groups = groups
         self.quotas = quotas
         self.client_metrics = client_metrics
+        self.links = None  # broker.links.LinkManager: the mirror partitions led here
         self.requests: dict[str, RequestStats] = defaultdict(RequestStats)
         self.topics: dict[str, TopicStats] = defaultdict(TopicStats)
         self.idle_ratio = 1.0
@@ -248,6 +249,7 @@ class BrokerMetrics:
         yield from self._quota_metrics()
         yield from self._client_metrics()
         yield from self._remote_metrics()
+        yield from self._link_metrics()
         idle = GaugeMetricFamily("kafka_network_socketserver_networkprocessoravgidlepercent",
                                  "Share of time the event loop was idle (last second)")
         idle.add_metric([], self.idle_ratio)
@@ -294,6 +296,33 @@ class BrokerMetrics:
                                    "Ranged reads sent to the object store (cache misses)")
         gets.add_metric([], rlm.cache.requests)
         yield gets
+
+    def _link_metrics(self):
+        """Mirror topics' partitions led here (cluster links): their lag behind the source in
+        records, the latency of their last mirrored batch, and whether they stopped (the source's log no longer holds their next offset;
+        the reason is logged)."""
+        if self.links is None:
+            return
+        labels = ["link", "topic", "partition"]
+        lag = GaugeMetricFamily("josefk_cluster_link_mirror_lag_records",
+                                "Records the mirror partition is behind its source",
+                                labels=labels)
+        stopped = GaugeMetricFamily("josefk_cluster_link_mirror_partition_stopped",
+                                    "1 if the mirror partition stopped until an operator acts",
+                                    labels=labels)
+        latency = GaugeMetricFamily("josefk_cluster_link_mirror_latency_ms",
+                                    "How old the last batch mirrored was when appended (now "
+                                    "minus its max timestamp)", labels=labels)
+        for link, topic, index, behind, age, failure in self.links.status():
+            where = [link, topic, str(index)]
+            if behind is not None:
+                lag.add_metric(where, behind)
+            if age is not None:
+                latency.add_metric(where, age)
+            stopped.add_metric(where, 0 if failure is None else 1)
+        yield lag
+        yield latency
+        yield stopped
 
     def _client_metrics(self):
         """What clients pushed (KIP-714), labelled by client; a counter's name ends _total."""

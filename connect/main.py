@@ -116,8 +116,9 @@ async def serve(config, props: dict, connectors: list[dict]) -> int:
         else:
             await herder.start(connectors)
         mode = "distributed" if config.distributed else "standalone"
+        admin = f"; /admin on {', '.join(rest.admin_urls)}" if rest.admin_urls else ""
         print(f"josefk connect started on {', '.join(urls)} ({mode}, worker "
-              f"{config.worker_id})", flush=True)
+              f"{config.worker_id}{admin})", flush=True)
         await stop.wait()
     finally:
         await herder.stop()

@@ -5,6 +5,7 @@ file names (``maker.read_flows``), each running its flow's connectors, until SIG
 Ctrl-C."""
 from __future__ import annotations
 
+import argparse
 import asyncio
 import logging
 import signal
@@ -20,17 +21,34 @@ SUBMIT_TIMEOUT = 60.0
 
 
 def add_commands(sub, kv):
+    from josefk.mirror.links import COMMANDS
+
     p = sub.add_parser("mirror", help="run MirrorMaker 2 from a connect-mirror-maker "
-                                      "properties file")
+                                      "properties file, or manage cluster links and mirror "
+                                      f"topics ({', '.join(COMMANDS)})")
     p.add_argument("config", help="mm2.properties (clusters, <alias>.bootstrap.servers, "
-                                  "<a>-><b>.enabled, ...)")
-    p.add_argument("--clusters", nargs="+", metavar="ALIAS",
-                   help="drive only the flows into these target clusters")
-    p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR")
+                                  "<a>-><b>.enabled, ...), or a link command (each with "
+                                  f"--help): {', '.join(COMMANDS)}")
+    _mm2_options(p)
+    p.add_argument("more", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     p.set_defaults(func=run)
 
 
+def _mm2_options(p) -> None:
+    p.add_argument("--clusters", nargs="+", metavar="ALIAS",
+                   help="drive only the flows into these target clusters")
+    p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR")
+
+
 def run(args) -> int:
+    from josefk.mirror import links
+
+    if args.config in links.COMMANDS:
+        return links.main([args.config, *args.more])
+    if args.more:  # the dedicated mode's options after the file
+        options = argparse.ArgumentParser(prog="josefk mirror CONFIG")
+        _mm2_options(options)
+        options.parse_args(args.more, namespace=args)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from josefk.connect.api.config import ConfigException

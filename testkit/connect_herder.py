@@ -10,6 +10,7 @@ import threading
 
 from josefk.connect.runtime.herder import (AlreadyExists, BadRequest, NotFound, NotLeader,
                                            Rebalancing)
+from josefk.connect.runtime.loggers import Loggers
 
 SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
 SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
@@ -50,6 +51,11 @@ class DictHerder:
         self.calls: list[tuple] = []
         self.initial_states: dict[str, str | None] = {}
         self.started = True  # ready(): start-up complete
+        self.loggers = Loggers()
+
+    async def set_cluster_logger_level(self, namespace: str, level: str) -> None:
+        await self._ask("set_cluster_logger_level", namespace, level)
+        self.loggers.set_level(namespace, level)
 
     def follow(self, leader_url: str | None) -> None:
         self.follower, self.leader = True, leader_url

@@ -70,6 +70,8 @@ CONFIG_IPS = "ips"
 CONFIG_CLIENT_METRICS = "client-metrics"
 # Group configs (KIP-848, KIP-932): Kafka keeps them in KRaft only; made on first use
 CONFIG_GROUPS = "groups"
+# Cluster links (Confluent Cluster Linking's, issue 30): made on first use
+CONFIG_CLUSTER_LINKS = "cluster-links"
 CONFIG_TYPES = (CONFIG_TOPICS, CONFIG_CLIENTS, CONFIG_USERS, CONFIG_BROKERS, CONFIG_IPS)
 
 # Persistent paths a Kafka broker makes sure exist at start-up, in the order it creates them.

@@ -1,5 +1,6 @@
 """AlterConfigs (whole override sets) and IncrementalAlterConfigs (SET, DELETE, APPEND,
-SUBTRACT) for topics, brokers, client metrics subscriptions (KIP-714) and groups. Both build the
+SUBTRACT) for topics, brokers, client metrics subscriptions (KIP-714), groups and cluster links
+(josefk's resource type, `broker.links`: no configs left deletes the link). Both build the
 resource's new override set and go through one check-and-apply path; validate_only stops after
 the checks. As in Kafka, a topic's configs need AlterConfigs on the topic, a group's on the
 group, the others on the cluster."""
@@ -13,6 +14,7 @@ from josefk.broker.security import acl, authorizer, tls_reload
 from josefk.broker.security.authorizer import allowed
 from josefk.broker.configs import BROKER_TO_TOPIC, ConfigType, config_type, validate_topic_configs
 from josefk.broker.dynamic import validate_broker_configs
+from josefk.broker.links import CLUSTER_LINK, mirror_link, validate_link
 from josefk.broker.control.metadata import MetadataError
 from josefk.wire import errors
 from josefk.wire.apis import ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS
@@ -47,6 +49,8 @@ def _overrides(broker: Services, rtype, name) -> dict:
         if not name:
             raise MetadataError(errors.INVALID_REQUEST, "Group id must not be empty")
         return dict(broker.dynamic.groups.get(name, {}))
+    if rtype == CLUSTER_LINK:
+        return dict(broker.dynamic.links.get(name, {}))
     raise MetadataError(errors.INVALID_REQUEST, f"Unsupported resource type {rtype}")
 
 
@@ -89,6 +93,10 @@ async def _change(broker: Services, ctx, res, new_overrides, validate_only) -> t
             group_configs.validate(broker.config, new)
             if not validate_only:
                 await broker.dynamic.alter_group(res.resource_name, new)
+        elif res.resource_type == CLUSTER_LINK:
+            _check_link(broker, res.resource_name, new)
+            if not validate_only:
+                await broker.dynamic.alter_link(res.resource_name, new)
         else:
             validate_broker_configs(new, broker.config.topic_defaults(),
                                     broker.config.int("log.cleaner.threads"))
@@ -103,6 +111,17 @@ async def _change(broker: Services, ctx, res, new_overrides, validate_only) -> t
     except InvalidSubscription as e:
         return e.code, str(e)
     return errors.NONE, None
+
+
+def _check_link(broker: Services, name: str, new: dict) -> None:
+    validate_link(name, new)
+    if not new:
+        mirrors = sorted(t.name for t in broker.metadata.topics.values()
+                         if mirror_link(t.configs) == name)
+        if mirrors:
+            raise MetadataError(errors.INVALID_REQUEST,
+                                f"Cluster link {name} still mirrors {', '.join(mirrors)}: "
+                                "promote or fail them over first")
 
 
 def _response(api, results):
@@ -150,7 +169,7 @@ def _list_op(broker: Services, res, c, new) -> str:
         base = new[c.name]
     elif res.resource_type == TOPIC:
         base = broker.config.topic_defaults().get(c.name, "")
-    elif res.resource_type in (CLIENT_METRICS, GROUP):
+    elif res.resource_type in (CLIENT_METRICS, GROUP, CLUSTER_LINK):
         base = ""
     else:
         base = broker.config.props.get(c.name, "")

@@ -1,4 +1,5 @@
-"""DescribeConfigs for topics, brokers, client metrics subscriptions (KIP-714) and groups.
+"""DescribeConfigs for topics, brokers, client metrics subscriptions (KIP-714), groups and
+cluster links (josefk's resource type, `broker.links`).
 Passwords and keys are described as sensitive, without their value, as Kafka describes its
 PASSWORD configs."""
 from __future__ import annotations
@@ -9,11 +10,13 @@ import re
 
 from josefk.broker.security import acl, authorizer, tls_reload
 from josefk.broker.security.authorizer import allowed
-from josefk.broker.configs import (BROKER_TO_TOPIC, ConfigSource, broker_config_entries,
+from josefk.broker.configs import (BROKER_TO_TOPIC, ConfigEntry, ConfigSource,
+                                   broker_config_entries,
                                    client_metrics_config_entries, config_type,
                                    default_broker_config_entries, group_config_entries,
                                    topic_config_entries)
 from josefk.broker.dynamic import DYNAMIC_BROKER_CONFIGS
+from josefk.broker.links import CLUSTER_LINK, LINK_DEFAULTS
 from josefk.wire import errors
 from josefk.wire.apis import DESCRIBE_CONFIGS, LIST_CONFIG_RESOURCES
 
@@ -65,6 +68,15 @@ async def handle_describe_configs(broker: Services, ctx, req: DescribeConfigsReq
             entries = client_metrics_config_entries(broker, res.resource_name)
         elif res.resource_type == GROUP:
             entries = group_config_entries(broker, res.resource_name)
+        elif res.resource_type == CLUSTER_LINK:
+            link = broker.dynamic.links.get(res.resource_name)
+            if link is None:
+                out.error_code = errors.RESOURCE_NOT_FOUND
+                out.error_message = f"Cluster link {res.resource_name} does not exist"
+                continue
+            entries = [ConfigEntry(name, link.get(name, default), ConfigSource.UNKNOWN
+                                   if name in link else ConfigSource.DEFAULT_CONFIG, [])
+                       for name, default in sorted(LINK_DEFAULTS.items())]
         else:
             out.error_code = errors.INVALID_REQUEST
             out.error_message = f"Unsupported resource type {res.resource_type}"
@@ -102,11 +114,13 @@ def handle_list_config_resources(broker: Services, ctx, req: ListConfigResources
                    acl.DESCRIBE_CONFIGS):
         return R(error_code=errors.CLUSTER_AUTHORIZATION_FAILED, config_resources=[])
     wanted = set(req.resource_types or ()) if ctx.version >= 1 else {CLIENT_METRICS}
-    if wanted - {TOPIC, BROKER, CLIENT_METRICS}:
+    if wanted - {TOPIC, BROKER, CLIENT_METRICS, CLUSTER_LINK}:
         return R(error_code=errors.UNSUPPORTED_VERSION, config_resources=[])
     listing = {TOPIC: lambda: sorted(broker.metadata.topics),
                BROKER: lambda: [str(b) for b in sorted(broker.metadata.brokers)],
                CLIENT_METRICS: lambda: sorted(broker.dynamic.client_metrics)}
+    if CLUSTER_LINK in wanted:  # josefk's type: listed when asked for by name
+        listing[CLUSTER_LINK] = lambda: sorted(broker.dynamic.links)
     return R(config_resources=[R.ConfigResource(resource_name=name, resource_type=rtype)
                                for rtype, names in listing.items()
                                if not wanted or rtype in wanted for name in names()])

@@ -26,6 +26,9 @@ _RETRY_LATER = frozenset({errors.NOT_LEADER_OR_FOLLOWER, errors.FENCED_LEADER_EP
 
 
 class FetcherManager:
+    """The fetchers of one broker, one per source broker; ``node_id`` is the replica id its
+    fetches carry. Mirror topics' links (`mirror.MirrorFetcherManager`) run their own kind."""
+
     def __init__(self, node_id: int, channel_for, config):
         self.node_id = node_id
         self.channel_for = channel_for  # broker id -> BrokerChannel
@@ -45,8 +48,11 @@ class FetcherManager:
         self.source_of[key] = leader_id
         f = self.fetchers.get(leader_id)
         if f is None:
-            f = self.fetchers[leader_id] = ReplicaFetcher(self, leader_id)
+            f = self.fetchers[leader_id] = self.new_fetcher(leader_id)
         f.add(part)
+
+    def new_fetcher(self, source_id: int) -> "ReplicaFetcher":
+        return ReplicaFetcher(self, source_id)
 
     def remove(self, part) -> None:
         key = (part.topic, part.index)
@@ -106,6 +112,7 @@ class ReplicaFetcher:
                         timeout=m.max_wait_ms / 1000 + 30)
                 except Exception as e:  # noqa: BLE001 - the leader is away: retry later
                     log.debug("fetch from broker %d failed: %s", self.source_id, e)
+                    self._unreachable()
                     await asyncio.sleep(m.backoff_s)
                     continue
                 if resp.error_code:
@@ -126,18 +133,27 @@ class ReplicaFetcher:
                 del self.delayed[key]
         return {k: p for k, p in self.partitions.items() if k not in self.delayed}
 
+    def _unreachable(self) -> None:
+        """The source broker did not answer (its leaderships stay: the controller moves them)."""
+
+    def _position(self, index: int, part):
+        """The FetchPartition asking for ``part``'s next records."""
+        lg = part.log
+        return FETCH.Request.FetchPartition(
+            partition=index, current_leader_epoch=part.leader_epoch,
+            fetch_offset=lg.log_end_offset, last_fetched_epoch=lg.epochs.latest_epoch,
+            log_start_offset=lg.log_start_offset,
+            partition_max_bytes=self.manager.partition_max_bytes)
+
     def _request(self, ready):
         m = self.manager
         Q = FETCH.Request
         by_topic: dict[str, list] = {}
         for (topic, index), part in ready.items():
-            lg = part.log
-            by_topic.setdefault(topic, []).append(Q.FetchPartition(
-                partition=index, current_leader_epoch=part.leader_epoch,
-                fetch_offset=lg.log_end_offset, last_fetched_epoch=lg.epochs.latest_epoch,
-                log_start_offset=lg.log_start_offset, partition_max_bytes=m.partition_max_bytes))
+            by_topic.setdefault(topic, []).append(self._position(index, part))
         return Q(replica_id=m.node_id, max_wait_ms=m.max_wait_ms, min_bytes=m.min_bytes,
-                 max_bytes=m.max_bytes, isolation_level=0, session_id=0, session_epoch=-1,
+                 max_bytes=m.max_bytes, isolation_level=0, session_id=0,
+                 session_epoch=-1,
                  topics=[Q.FetchTopic(topic=t, partitions=ps) for t, ps in by_topic.items()],
                  forgotten_topics_data=[], rack_id="")
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import struct
 import time
 
 from josefk.broker.control.metadata import MetadataError, partition_exists
@@ -43,6 +44,7 @@ log = logging.getLogger("josefk.replica")
 # are cheaper to copy.
 ZERO_COPY_MIN = 16 * 1024
 HIGH_WATERMARK = -1  # DeleteRecords offset meaning "everything below the high watermark"
+_EPOCH, _EPOCH_AT = struct.Struct(">i"), 12  # a batch's partitionLeaderEpoch and where it is
 
 
 def _now_ms() -> int:
@@ -132,7 +134,7 @@ class Partition:
     __slots__ = ("topic", "index", "topic_id", "log", "node_id", "leader", "leader_epoch",
                  "partition_epoch", "replicas", "isr", "pending_isr", "followers", "producers",
                  "fetches_waiting", "acks_waiting", "config", "min_insync", "manager",
-                 "epoch_start_offset", "deletes_waiting")
+                 "epoch_start_offset", "deletes_waiting", "mirror")
 
     def __init__(self, manager, topic, index, log_, config: LogConfig):
         self.manager = manager
@@ -156,6 +158,7 @@ class Partition:
         self.fetches_waiting = Watchers()  # fetches waiting for data
         self.acks_waiting = AcksWatchers()  # acks=all produces
         self.deletes_waiting = Watchers()  # DeleteRecords waiting for the followers
+        self.mirror = None  # a mirror topic's cluster link while it mirrors: read-only
 
     @property
     def is_leader(self) -> bool:
@@ -257,6 +260,10 @@ class Partition:
         (`log_validator.validate_records`); the log then writes them."""
         if not self.is_leader:
             return AppendResult(errors.NOT_LEADER_OR_FOLLOWER)
+        if self.mirror is not None:
+            return AppendResult(errors.INVALID_REQUEST, message=(
+                f"Topic {self.topic} is a mirror topic of cluster link {self.mirror}: it is "
+                "read-only until it is promoted or failed over"))
         try:
             validated = validate_records(records, self.config, old_formats=old_formats)
         except CorruptRecord as e:
@@ -317,6 +324,9 @@ class Partition:
         """Append a transaction's COMMIT or ABORT marker (WriteTxnMarkers) and close it."""
         if not self.is_leader:
             return AppendResult(errors.NOT_LEADER_OR_FOLLOWER)
+        if self.mirror is not None:  # the source's markers come with its batches; a local
+            end = self.log.log_end_offset  # transaction's records were refused here
+            return AppendResult(errors.NONE, end, self.log.log_start_offset, next_offset=end)
         err = self.producers.check_marker(producer_id, producer_epoch, coordinator_epoch)
         if err:
             return AppendResult(err)
@@ -337,6 +347,18 @@ class Partition:
         self.maybe_advance_hwm()
         self.fetches_waiting.wake()
         return AppendResult(errors.NONE, first, self.log.log_start_offset, next_offset=first + 1)
+
+    def abort_open_transactions(self) -> list[int]:
+        """A mirror partition became writable: the source's transactions still open here
+        would hold the last stable offset forever (their coordinator is the source's), so
+        they are aborted here, as a coordinator's timeout would. Returns their producer
+        ids."""
+        aborted = []
+        for pid in list(self.producers.ongoing):
+            entry = self.producers.producers[pid]
+            if self.write_marker(pid, entry.epoch, False, entry.coordinator_epoch).appended:
+                aborted.append(pid)
+        return aborted
 
     def _storage_error(self, e: OSError) -> AppendResult:
         log.warning("append to %s-%d failed: %s", self.topic, self.index, e)
@@ -540,6 +562,37 @@ class Partition:
                 self.producers.apply(h, records)
         lg.high_watermark = min(leader_hwm, lg.log_end_offset)
         self.fetches_waiting.wake()
+
+
+    def append_mirrored(self, records) -> int | None:
+        """A mirror topic's leader appends its source partition's batches at their own
+        offsets, unchanged (producer ids, sequences, markers, timestamps, CRCs) but for the
+        partitionLeaderEpoch, outside the CRC, which every leader stamps with its own epoch
+        (this cluster's replicas compare logs by it). A partial batch at the end (the fetch
+        size) comes whole next time. Returns the last batch's max timestamp (None if none)."""
+        batches = list(iter_headers(records)) if records else []
+        if not batches or not self.is_leader:
+            return None
+        lg = self.log
+        first = batches[0].base_offset
+        if first < lg.log_end_offset == lg.log_start_offset:
+            # an empty log asked from the source's log start, inside a batch (DeleteRecords
+            # there): the log starts at the batch, its log start follows the source's after
+            self.restart_at(first)
+        buf = bytearray(memoryview(records)[:batches[-1].pos + batches[-1].size])
+        epoch = self.leader_epoch
+        for h in batches:
+            if not crc_ok(buf, h):
+                raise CorruptRecord(f"batch at offset {h.base_offset} from the source fails "
+                                    "its CRC")
+            _EPOCH.pack_into(buf, h.pos + _EPOCH_AT, epoch)
+            h.leader_epoch = epoch
+        lg.append_as_follower(buf, batches)
+        for h in batches:
+            self.producers.apply(h, buf)
+        self.maybe_advance_hwm()
+        self.fetches_waiting.wake()
+        return batches[-1].max_timestamp
 
 
 def topic_log_config(broker_config, topic_configs: dict) -> LogConfig:

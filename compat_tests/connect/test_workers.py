@@ -261,3 +261,21 @@ def test_a_request_to_a_follower_is_answered_by_the_leader(broker, tmp_path):
         assert set(info) == {"version", "commit", "kafka_cluster_id"}
     finally:
         workers.stop()
+
+
+def test_a_cluster_scoped_log_level_reaches_every_worker_but_not_a_later_one(broker, tmp_path):
+    """KIP-976: ``PUT /admin/loggers/{ns}?scope=cluster`` on one worker sets the level on all
+    (through the config topic); a worker that joins afterwards keeps its own levels."""
+    namespace = "org.example.kip976"
+    workers = Workers(broker.bootstrap, tmp_path, 2)
+    try:
+        r = call("PUT", f"{workers.urls[1]}/admin/loggers/{namespace}",
+                 params={"scope": "cluster"}, json={"level": "DEBUG"})
+        assert (r.status_code, r.content) == (204, b"")
+        for url in workers.urls:
+            wait_until(lambda url=url: httpx.get(f"{url}/admin/loggers/{namespace}").json()
+                       .get("level") == "DEBUG", timeout=30)
+        later = workers.add()
+        assert httpx.get(f"{later.url}/admin/loggers/{namespace}").status_code == 404
+    finally:
+        workers.stop()

@@ -14,10 +14,10 @@ from urllib.parse import quote
 import orjson
 from aiohttp import web
 
-from josefk.connect.rest.loggers import LEVELS, Loggers
 from josefk.connect.runtime.herder import (SIGNATURE_ALGORITHM_HEADER, SIGNATURE_HEADER,
                                            BadRequest, Herder, HerderError, NotFound,
                                            RequestSignature)
+from josefk.connect.runtime.loggers import LEVELS
 
 log = logging.getLogger("josefk.connect.rest")
 
@@ -41,7 +41,6 @@ class Settings:
 
 
 HERDER = web.AppKey("herder", Herder)
-LOGGERS = web.AppKey("loggers", Loggers)
 SETTINGS = web.AppKey("settings", Settings)
 routes = web.RouteTableDef()
 
@@ -395,13 +394,13 @@ async def validate_config(request):
 @routes.get("/admin/loggers")
 @routes.get("/admin/loggers/")
 async def all_loggers(request):
-    return ok(request.app[LOGGERS].all_levels())
+    return ok(_herder(request).loggers.all_levels())
 
 
 @routes.get("/admin/loggers/{logger}")
 async def logger_level(request):
     name = request.match_info["logger"]
-    level = request.app[LOGGERS].level(name)
+    level = _herder(request).loggers.level(name)
     if level is None:
         raise NotFound(f"Logger {name} not found.")
     return ok(level)
@@ -409,21 +408,20 @@ async def logger_level(request):
 
 @routes.put("/admin/loggers/{logger}")
 async def set_logger_level(request):
-    """Worker scope (this worker's loggers): the loggers set. Connect's ``scope=cluster``
-    (every worker, through the config topic) is refused: the herder does not offer it."""
+    """Worker scope (by default): the loggers set on this worker. ``scope=cluster`` (KIP-976):
+    every worker of the cluster, through the config topic, answered 204."""
     body = await json_body(request)
     level = body.get("level") if isinstance(body, dict) else None
     if level is None:
         raise BadRequest("Desired 'level' parameter was not specified in request.")
     if not isinstance(level, str) or level.upper() not in LEVELS:
         raise NotFound(f"invalid log level '{level}'.")
+    namespace = request.match_info["logger"]
     scope = request.query.get("scope", "worker").lower()
     if scope == "cluster":
-        raise BadRequest("scope=cluster is not supported by this worker: set the level on "
-                         "each worker (scope=worker)")
+        await ask(request, _herder(request).set_cluster_logger_level(namespace, level.upper()))
+        return web.Response(status=204)
     if scope != "worker":
         log.warning("Received invalid scope '%s' in request to adjust logging level; will "
                     "default to worker", scope)
-    namespace = request.match_info["logger"]
-    return ok(request.app[LOGGERS].set_level(namespace, level.upper()))
-
+    return ok(_herder(request).loggers.set_level(namespace, level.upper()))

@@ -21,8 +21,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from josefk.broker.config import ConfigError
 from josefk.broker.security.listeners import client_ssl_context, load_keystore, load_truststore
-from josefk.connect.rest.loggers import Loggers
-from josefk.connect.rest.resources import HERDER, LOGGERS, SETTINGS, Settings, routes
+from josefk.connect.rest.resources import HERDER, SETTINGS, Settings, routes
 from josefk.connect.runtime.herder import (SIGNATURE_ALGORITHM_HEADER, SIGNATURE_HEADER, Herder,
                                            HerderError, NotLeader)
 from josefk.httpd.config import ServiceConfig
@@ -64,13 +63,22 @@ def parse_listener(url: str) -> tuple[str, str, int]:
     return parts.scheme, parts.hostname or "", port
 
 
-def ssl_settings_of(props: dict) -> dict:
-    """The https listeners' ``ssl.*`` settings, as Connect takes them: every
-    ``listeners.https.``-prefixed setting if there is one, else the worker's own ``ssl.*``."""
-    prefixed = {k.removeprefix("listeners.https."): v for k, v in props.items()
-                if k.startswith("listeners.https.")}
+def _urls(value) -> list[str]:
+    return [u.strip() for u in str(value or "").split(",") if u.strip()]
+
+
+def ssl_settings_of(props: dict, prefix: str = "listeners.https.") -> dict:
+    """The https listeners' ``ssl.*`` settings, as Connect takes them: every ``prefix``ed
+    setting if there is one, else the worker's own ``ssl.*``."""
+    prefixed = {k.removeprefix(prefix): v for k, v in props.items() if k.startswith(prefix)}
     chosen = prefixed or props
     return {k: str(v) for k, v in chosen.items() if k.startswith("ssl.")}
+
+
+def _https_context(listeners, settings: dict) -> ssl.SSLContext | None:
+    if any(scheme == "https" for scheme, _host, _port in listeners):
+        return server_ssl_context(settings)
+    return None
 
 
 def basic_auth_of(props: dict) -> BasicAuth | None:
@@ -163,6 +171,42 @@ async def connect_errors(request: web.Request, handler):
         return error_response(500, str(e) or type(e).__name__)
 
 
+CORS_METHODS = "GET,POST,HEAD"  # Jetty's CrossOriginFilter's defaults, which Connect keeps
+CORS_HEADERS = "X-Requested-With,Content-Type,Accept,Origin"
+
+
+def cross_origin(origins: str, methods: str) -> web.middleware:
+    """Jetty's CrossOriginFilter as Connect sets it up (``access.control.allow.origin``: ``*``
+    or a comma-separated list of origins; ``access.control.allow.methods``): a request from an
+    allowed origin is answered with ``Access-Control-Allow-Origin`` (its origin) and
+    credentials allowed; a preflight for an allowed method also with the methods and headers
+    allowed."""
+    allowed = {o.strip() for o in origins.split(",") if o.strip()}
+    allowed_methods = [m.strip().upper() for m in (methods or CORS_METHODS).split(",")
+                       if m.strip()]
+
+    @web.middleware
+    async def cors(request: web.Request, handler):
+        origin = request.headers.get("Origin")
+        if origin is None or ("*" not in allowed and origin not in allowed):
+            return await handler(request)
+        headers = {"Access-Control-Allow-Origin": origin,
+                   "Access-Control-Allow-Credentials": "true"}
+        wanted = request.headers.get("Access-Control-Request-Method")
+        if request.method == "OPTIONS" and wanted is not None:
+            if wanted.upper() in allowed_methods:
+                headers.update({"Access-Control-Allow-Methods": ",".join(allowed_methods),
+                                "Access-Control-Allow-Headers": CORS_HEADERS,
+                                "Access-Control-Max-Age": "1800"})
+                return web.Response(status=200, headers=headers)
+            return web.Response(status=200)
+        response = await handler(request)
+        response.headers.update(headers)
+        return response
+
+    return cors
+
+
 def authentication(auth) -> web.middleware:
     """Connect's JaasBasicAuthFilter: a request without valid credentials gets 401 and its
     plain-text message."""
@@ -232,25 +276,41 @@ class RestServer:
     def __init__(self, listeners: list[str], herder: Herder, *, ssl_settings: dict | None = None,
                  auth=None, forward_timeout_s: float = REQUEST_TIMEOUT_S,
                  request_timeout_s: float = REQUEST_TIMEOUT_S, topic_tracking: bool = True,
-                 topic_tracking_reset: bool = True, metrics: Callable[[], bytes] | None = None):
+                 topic_tracking_reset: bool = True, metrics: Callable[[], bytes] | None = None,
+                 admin_listeners: list[str] | None = None, admin_ssl_settings: dict | None = None,
+                 cors: tuple[str, str] | None = None):
+        """``admin_listeners``: None serves ``/admin`` on ``listeners``, an empty list not at
+        all, others there only (``admin_ssl_settings`` for their https); ``cors``: Connect's
+        (``access.control.allow.origin``, ``access.control.allow.methods``)."""
         self.listeners = [parse_listener(url) for url in listeners or DEFAULT_LISTENERS]
+        self.admin_listeners = [parse_listener(url) for url in admin_listeners or ()]
         self.herder = herder
         self.ssl_settings = dict(ssl_settings or {})
-        https = any(scheme == "https" for scheme, _host, _port in self.listeners)
-        self.server_ssl = server_ssl_context(self.ssl_settings) if https else None
+        self.server_ssl = _https_context(self.listeners, self.ssl_settings)
+        self.admin_ssl = _https_context(self.admin_listeners, dict(
+            admin_ssl_settings or self.ssl_settings))
         self.client_ssl = forwarding_ssl_context(self.ssl_settings)
-        self.app = web.Application(middlewares=[
-            *([authentication(auth)] if auth else []), connect_errors,
-            forwarding(self.client_ssl, forward_timeout_s)])
-        self.app[HERDER] = herder
-        self.app[LOGGERS] = Loggers()
-        self.app[SETTINGS] = Settings(request_timeout_s, topic_tracking, topic_tracking_reset)
-        self.app.add_routes(routes)
+        settings = Settings(request_timeout_s, topic_tracking, topic_tracking_reset)
+        admin = [r for r in routes if r.path.startswith("/admin")]
+
+        def app(table, *more) -> web.Application:
+            made = web.Application(middlewares=[
+                *more, *([authentication(auth)] if auth else []), connect_errors,
+                forwarding(self.client_ssl, forward_timeout_s)])
+            made[HERDER], made[SETTINGS] = herder, settings
+            made.add_routes(table)
+            return made
+
+        self.app = app(routes if admin_listeners is None else
+                       [r for r in routes if r not in admin],
+                       *([cross_origin(*cors)] if cors and cors[0] else []))
+        self.admin_app = app(admin) if self.admin_listeners else None
         if metrics is not None:  # Prometheus's text format, beside Connect's own paths
             async def scrape(_request):
                 return web.Response(body=metrics(), headers={"Content-Type": CONTENT_TYPE_LATEST})
             self.app.router.add_get("/metrics", scrape)
-        self.runner: web.AppRunner | None = None
+        self.runners: list[web.AppRunner] = []
+        self.admin_urls: list[str] = []
 
     @classmethod
     def from_worker_props(cls, props: dict, herder: Herder,
@@ -260,43 +320,57 @@ class RestServer:
         ``listeners.https.ssl.*`` / ``ssl.*``, ``rest.extension.classes``,
         ``topic.tracking.enable``, ``topic.tracking.allow.reset``; ``metrics`` renders the
         worker's Prometheus metrics at ``/metrics``."""
-        listeners = [u.strip() for u in str(props.get("listeners") or "").split(",")
-                     if u.strip()]
+        listeners = _urls(props.get("listeners"))
         if not listeners and props.get("rest.port"):  # Connect 3's deprecated settings
             listeners = [f"http://{props.get('rest.host.name') or ''}:{props['rest.port']}"]
         return cls(listeners or DEFAULT_LISTENERS, herder, ssl_settings=ssl_settings_of(props),
                    auth=basic_auth_of(props),
                    topic_tracking=_bool(props, "topic.tracking.enable", True),
                    topic_tracking_reset=_bool(props, "topic.tracking.allow.reset", True),
-                   metrics=metrics)
+                   metrics=metrics,
+                   admin_listeners=(None if props.get("admin.listeners") is None
+                                    else _urls(props["admin.listeners"])),
+                   admin_ssl_settings=ssl_settings_of(props, "admin.listeners.https."),
+                   cors=(str(props.get("access.control.allow.origin") or ""),
+                         str(props.get("access.control.allow.methods") or "")))
 
     async def start(self) -> list[str]:
         """Listen on every listener (a port in use is a ServiceError saying which); the bound
-        URLs."""
+        URLs of ``listeners`` (those of the admin listeners in ``admin_urls``)."""
+        try:
+            urls = await self._serve(self.app, self.listeners, self.server_ssl)
+            if self.admin_app is not None:
+                self.admin_urls = await self._serve(self.admin_app, self.admin_listeners,
+                                                    self.admin_ssl)
+            return urls
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def _serve(self, app: web.Application, listeners, ssl_context) -> list[str]:
         sockets = []
         try:
-            for scheme, host, port in self.listeners:
+            for scheme, host, port in listeners:
                 try:
                     sockets.append(socket.create_server((host, port), backlog=1024))
                 except OSError as e:
                     raise ServiceError(f"cannot listen on {scheme}://{host}:{port}: "
                                        f"{os.strerror(e.errno)}") from None
-            self.runner = web.AppRunner(self.app, access_log=None, handle_signals=False)
-            await self.runner.setup()
-            urls = []
-            for (scheme, _host, _port), sock in zip(self.listeners, sockets):
-                await web.SockSite(self.runner, sock, ssl_context=self.server_ssl
-                                   if scheme == "https" else None).start()
-                address, bound = sock.getsockname()[:2]
-                urls.append(f"{scheme}://{address}:{bound}")
-            return urls
         except BaseException:
             for sock in sockets:
                 sock.close()
-            await self.stop()
             raise
+        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        self.runners.append(runner)
+        await runner.setup()
+        urls = []
+        for (scheme, _host, _port), sock in zip(listeners, sockets):
+            await web.SockSite(runner, sock, ssl_context=ssl_context
+                               if scheme == "https" else None).start()
+            address, bound = sock.getsockname()[:2]
+            urls.append(f"{scheme}://{address}:{bound}")
+        return urls
 
     async def stop(self) -> None:
-        if self.runner is not None:
-            await self.runner.cleanup()
-            self.runner = None
+        while self.runners:
+            await self.runners.pop().cleanup()

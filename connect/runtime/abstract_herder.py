@@ -18,6 +18,7 @@ from confluent_kafka.admin import AdminClient
 from josefk.connect.api.connector import SinkConnector
 from josefk.connect.runtime import connector_config
 from josefk.connect.runtime.herder import BadRequest, HerderError, NotFound
+from josefk.connect.runtime.loggers import Loggers
 from josefk.connect.runtime.metrics import ConnectMetrics
 from josefk.connect.runtime.plugins import Plugins
 from josefk.connect.runtime.seams import (ConnectorTaskId, OffsetStore, State, Status,
@@ -140,6 +141,7 @@ class AbstractHerder:
         self.config, self.worker, self.plugins = config, worker, plugins
         self.status_store, self.offset_store = status_store, offset_store
         self.metrics = metrics or ConnectMetrics()  # the REST API's /metrics: render()
+        self.loggers = Loggers()
         self._cluster_id: str | None = None
         self._admin_client: AdminClient | None = None
 

@@ -8,6 +8,7 @@ counts in the config topic (Kafka Connect's KafkaConfigBackingStore), in Kafka's
     session-key              {"key":"<base64>","algorithm":"HmacSHA256","creation-timestamp":<ms>}
     restart-connector-<name> {"include-tasks":<bool>,"only-failed":<bool>}   (KIP-745)
     task-count-record-<name> {"task-count":<n>}                            (KIP-618)
+    logger-cluster-<namespace> {"level":"DEBUG"}                           (KIP-976)
 
 Task configs are applied only once their commit record is read, and only if every task id
 below its count has a config since the previous commit (otherwise the connector is
@@ -30,6 +31,7 @@ log = logging.getLogger("josefk.connect.config_store")
 CONNECTOR_PREFIX, TASK_PREFIX, COMMIT_PREFIX = "connector-", "task-", "commit-"
 TARGET_STATE_PREFIX, RESTART_PREFIX = "target-state-", "restart-connector-"
 TASK_COUNT_PREFIX, SESSION_KEY = "task-count-record-", "session-key"
+LOGGER_PREFIX = "logger-cluster-"
 READ_TIMEOUT_S = 30.0
 
 
@@ -92,6 +94,7 @@ class ConfigUpdateListener(Protocol):
     def on_connector_target_state_change(self, connector: str) -> None: ...
     def on_session_key_update(self, key: SessionKey) -> None: ...
     def on_restart_request(self, request: RestartRequest) -> None: ...
+    def on_logging_level_update(self, namespace: str, level: str) -> None: ...
 
 
 def connector_record(name: str, props: dict[str, str] | None) -> tuple[bytes, bytes | None]:
@@ -139,6 +142,9 @@ class ConfigState:
         self.state = ClusterConfigState()
         self.listener = listener
         self._deferred: dict[str, dict[int, dict[str, str]]] = {}
+        # logger levels written before this worker read the topic to its end are not applied
+        # (KIP-976: a new worker keeps its own levels)
+        self.started = False
 
     def apply(self, key: bytes | None, value: bytes | None, offset: int) -> None:
         self.state.offset = offset + 1
@@ -195,6 +201,9 @@ class ConfigState:
                                      bool(data["only-failed"]))
             if notify:
                 notify.on_restart_request(request)
+        elif key.startswith(LOGGER_PREFIX):
+            if data is not None and self.started and notify:
+                notify.on_logging_level_update(key[len(LOGGER_PREFIX):], str(data["level"]))
         elif key == SESSION_KEY:
             s.session_key = SessionKey(base64.b64decode(data["key"]), data["algorithm"],
                                        int(data["creation-timestamp"]))
@@ -247,6 +256,7 @@ class KafkaConfigStore:
 
     def start(self) -> None:
         self.log.start()
+        self._reader.started = True
         if len(self.log.partitions) != 1:
             s = self.log.spec
             raise ConfigException(
@@ -301,3 +311,6 @@ class KafkaConfigStore:
 
     def put_task_count_record(self, name: str, count: int) -> None:
         self._write(task_count_record(name, count))
+
+    def put_logger_level(self, namespace: str, level: str) -> None:
+        self._write(((LOGGER_PREFIX + namespace).encode(), to_json({"level": level})))

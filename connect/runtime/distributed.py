@@ -481,6 +481,9 @@ class DistributedHerder(AbstractHerder):
             self._restarts.append(request)
         self._wake.set()
 
+    def on_logging_level_update(self, namespace: str, level: str) -> None:
+        self.loggers.set_level(namespace, level)
+
     # -- requests (the event loop) ----------------------------------------------------------
     def ready(self) -> bool:
         """Start-up is complete once the first rebalance's assignment has been applied."""
@@ -609,6 +612,11 @@ class DistributedHerder(AbstractHerder):
 
     async def resume_connector(self, name: str) -> None:
         await self._put_target(name, TargetState.STARTED)
+
+    async def set_cluster_logger_level(self, namespace: str, level: str) -> None:
+        """KIP-976: through the config topic, which every worker (this one too) reads; any
+        worker may write it."""
+        await asyncio.to_thread(self.config_store.put_logger_level, namespace, level)
 
     async def stop_connector(self, name: str) -> None:
         """KIP-875: zero task configs first, then the STOPPED target state (a started

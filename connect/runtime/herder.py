@@ -15,6 +15,8 @@ import hmac
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from josefk.connect.runtime.loggers import Loggers
+
 # KIP-507: what a worker signs its internal requests with, in Java's Mac names.
 SIGNATURE_HEADER = "X-Connect-Authorization"
 SIGNATURE_ALGORITHM_HEADER = "X-Connect-Request-Signature-Algorithm"
@@ -90,7 +92,14 @@ class RequestSignature:
 
 
 class Herder(Protocol):
-    """JSON-shaped answers (dicts and lists), as Connect's REST entities serialise."""
+    """JSON-shaped answers (dicts and lists), as Connect's REST entities serialise.
+    ``loggers``: this worker's log levels (KIP-495's worker scope)."""
+
+    loggers: Loggers
+
+    async def set_cluster_logger_level(self, namespace: str, level: str) -> None:
+        """KIP-976: ``level`` (a Log4j name) on ``namespace`` in every worker of the cluster
+        (through the config topic; a standalone worker is its whole cluster)."""
 
     async def connectors(self) -> list[str]: ...
 

@@ -198,6 +198,8 @@ class KafkaBasedLog:
     def end_offsets(self, timeout: float) -> dict[int, int]:
         """Each partition's end (the last stable offset: a transaction's records count once
         committed), from the admin client as Kafka's KafkaBasedLog asks its admin."""
+        if self.admin is None:
+            raise ConnectException(f"{self.spec.name}: the log is stopped")
         wanted = {TopicPartition(self.spec.name, p): OffsetSpec.latest() for p in self.partitions}
         deadline = time.monotonic() + timeout
         while True:  # retriable errors retried, as Kafka's (a topic new to its leader)
@@ -216,7 +218,10 @@ class KafkaBasedLog:
 
     def read_to_end(self, timeout: float = CREATE_TIMEOUT_S) -> None:
         """Wait until every record written before this call has been handed to
-        ``on_record``; TimeoutError when that takes longer than ``timeout`` seconds."""
+        ``on_record``; TimeoutError when that takes longer than ``timeout`` seconds. A
+        stopped log reads no more: what it read is what it has."""
+        if self._stopping.is_set():
+            return
         deadline = time.monotonic() + timeout
         ends = self.end_offsets(timeout)
         with self._moved:
@@ -239,15 +244,22 @@ class KafkaBasedLog:
                 log.error("writing to %s failed: %s", self.spec.name, err.str())
 
         kwargs = {} if partition is None else {"partition": partition}
-        self.producer.produce(self.spec.name, value=value, key=key, on_delivery=delivered,
-                              **kwargs)
-        self.producer.poll(0)
+        producer = self._producer()
+        producer.produce(self.spec.name, value=value, key=key, on_delivery=delivered, **kwargs)
+        producer.poll(0)
 
     def flush(self, timeout: float = CREATE_TIMEOUT_S) -> None:
-        if self.producer.flush(timeout):
+        if self._producer().flush(timeout):
             raise TimeoutError(f"Timed out writing to {self.spec.name}")
 
+    def _producer(self) -> Producer:
+        if self.producer is None:
+            raise ConnectException(f"{self.spec.name}: the log is stopped")
+        return self.producer
+
     def stop(self) -> None:
+        """Stop reading, write what is pending and let go of the clients (their threads end
+        with them, not when the garbage collector finds the log)."""
         self._stopping.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
@@ -255,3 +267,4 @@ class KafkaBasedLog:
             self.producer.flush(5)
         if self.consumer is not None:
             self.consumer.close()
+        self.producer = self.consumer = self.admin = None

@@ -22,6 +22,10 @@ log = logging.getLogger("josefk.connect.standalone")
 class StandaloneHerder(AbstractHerder):
     """``worker`` None: a Worker over the FileOffsetStore and this herder's statuses."""
 
+    async def set_cluster_logger_level(self, namespace: str, level: str) -> None:
+        """This worker is the whole cluster (as Kafka's standalone herder answers)."""
+        self.loggers.set_level(namespace, level)
+
     def __init__(self, config: WorkerConfig, worker: Worker | None, plugins: Plugins,
                  metrics: ConnectMetrics | None = None):
         status_store = MemoryStatusStore()

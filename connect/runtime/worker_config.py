@@ -65,6 +65,14 @@ def _common(d: ConfigDef) -> ConfigDef:
                 documentation="The port other workers and clients reach this one at.")
         .define("rest.advertised.listener", T.STRING, None, importance=Importance.LOW,
                 documentation="http or https: which listener to advertise.")
+        .define("admin.listeners", T.LIST, None, importance=Importance.LOW,
+                documentation="Where /admin (the log levels) is served instead: unset, on "
+                              "the listeners; empty, nowhere.")
+        .define("access.control.allow.origin", T.STRING, "", importance=Importance.LOW,
+                documentation="Origins allowed cross-origin access to the REST API (* for "
+                              "any); empty: none.")
+        .define("access.control.allow.methods", T.STRING, "", importance=Importance.LOW,
+                documentation="Methods allowed cross-origin (default GET,POST,HEAD).")
         .define("rest.extension.classes", T.LIST, "", importance=Importance.LOW,
                 documentation="REST extensions (basic authentication).")
         .define("plugin.path", T.LIST, None, importance=Importance.LOW,

@@ -73,7 +73,7 @@ def test_the_command_fails_in_one_line(tmp_path, capsys):
     path.write_text("clusters = a\n")
 
     class Args:
-        config, clusters, log_level = str(path), None, "ERROR"
+        config, clusters, log_level, more = str(path), None, "ERROR", []
     assert run(Args) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "a.bootstrap.servers" in err

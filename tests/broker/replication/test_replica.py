@@ -172,6 +172,72 @@ def test_follower_keeps_whole_batches_of_a_cut_fetch(tmp_path):
     assert p.log.log_end_offset == 5 and p.log.high_watermark == 5
 
 
+
+def _source_batches():
+    """A source partition's log from offset 10: plain records, then an open transaction."""
+    plain = build_batch([(b"k", b"v", None, 1000)] * 3, base_offset=10,
+                        partition_leader_epoch=42, producer_id=7, producer_epoch=0,
+                        base_sequence=0)
+    txn = build_batch([(b"k", b"t", None, 1001)] * 2, base_offset=13,
+                      partition_leader_epoch=42, producer_id=8, producer_epoch=0,
+                      base_sequence=0, transactional=True)
+    return bytes(plain), bytes(txn)
+
+
+def test_a_mirror_leader_appends_the_sources_batches_at_their_offsets(tmp_path):
+    p, _ = leader(tmp_path, isr=(1,))
+    p.restart_at(10)
+    plain, txn = _source_batches()
+    assert p.append_mirrored(plain + txn + txn[:30]) == 1001  # the last whole batch's
+    # (the fetch cut the last batch short: it comes whole next time)
+    lg = p.log
+    assert (lg.log_start_offset, lg.log_end_offset, lg.high_watermark) == (10, 15, 15)
+    stored = bytes(lg.read(10, 1 << 20, min_one=True).records)
+    assert len(stored) == len(plain) + len(txn)
+    for mine, theirs in ((stored[:len(plain)], plain), (stored[len(plain):], txn)):
+        assert mine[12:16] == (5).to_bytes(4, "big")  # this leader's epoch, outside the CRC
+        assert mine[:12] + mine[16:] == theirs[:12] + theirs[16:]
+    assert p.last_stable_offset == 13  # the source's open transaction holds consumers back
+    assert p.producers.producers[7].epoch == 0
+
+
+def test_a_mirror_partition_refuses_producers_until_it_stops(tmp_path):
+    p, _ = leader(tmp_path, isr=(1,))
+    p.mirror = "east"
+    res = p.append(records(), acks=1)
+    assert res.error == errors.INVALID_REQUEST
+    assert res.message == ("Topic t is a mirror topic of cluster link east: it is read-only "
+                           "until it is promoted or failed over")
+    p.append_mirrored(_source_batches()[0])
+    assert p.write_marker(9, 0, False, 0).error == errors.NONE  # a local transaction's abort
+    assert p.log.log_end_offset == 13  # wrote nothing: the log is the source's
+    p.mirror = None
+    assert p.append(records(), acks=1).base_offset == 13
+
+
+def test_a_stopped_mirror_aborts_the_sources_open_transactions(tmp_path):
+    p, _ = leader(tmp_path, isr=(1,))
+    p.restart_at(10)
+    p.mirror = "east"
+    p.append_mirrored(b"".join(_source_batches()))
+    assert p.last_stable_offset == 13
+    p.mirror = None
+    assert p.abort_open_transactions() == [8]
+    assert (p.log.log_end_offset, p.last_stable_offset) == (16, 16)
+    assert p.producers.aborted_between(10, 16) == [(8, 13)]
+    assert p.abort_open_transactions() == []
+
+
+def test_an_empty_mirror_starts_inside_the_sources_first_batch(tmp_path):
+    """The source's log start (DeleteRecords) fell inside a batch: the empty log starts at
+    the batch; the fetcher moves its log start to the source's after."""
+    p, _ = leader(tmp_path, isr=(1,))
+    p.restart_at(11)
+    plain, _txn = _source_batches()
+    p.append_mirrored(plain)
+    assert (p.log.log_start_offset, p.log.log_end_offset) == (10, 13)
+
+
 # -- the replica manager: what the Produce and Fetch handlers call ------------------------------
 def _manager(tmp_path):
     from josefk.broker.app import Broker

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from josefk.broker.config import ConfigError
-from josefk.connect.rest.loggers import level_name
+from josefk.connect.runtime.loggers import level_name
 from josefk.connect.runtime.herder import RequestSignature
 from josefk.connect.rest.resources import SETTINGS
 from josefk.httpd.server import ServiceError
@@ -406,6 +406,14 @@ def test_loggers_read_and_set(api, test_loggers):
     assert api.get("/admin/loggers/josefk.test.other").json()["level"] == "OFF"
 
 
+def test_cluster_scope_goes_to_the_herder_and_answers_204(api, herder, test_loggers):
+    r = api.put("/admin/loggers/josefk.test.rest", params={"scope": "cluster"},
+                json={"level": "error"})
+    assert (r.status_code, r.content) == (204, b"")
+    assert herder.calls[-1] == ("set_cluster_logger_level", "josefk.test.rest", "ERROR")
+    assert logging.getLogger("josefk.test.rest").level == logging.ERROR
+
+
 def test_logger_refusals(api):
     assert error(api.get("/admin/loggers/no.such.logger.anywhere"), 404) == \
         "Logger no.such.logger.anywhere not found."
@@ -413,8 +421,6 @@ def test_logger_refusals(api):
         "Desired 'level' parameter was not specified in request."
     assert error(api.put("/admin/loggers/josefk.test.rest", json={"level": "LOUD"}), 404) == \
         "invalid log level 'LOUD'."
-    assert error(api.put("/admin/loggers/josefk.test.rest", params={"scope": "cluster"},
-                         json={"level": "INFO"}), 400)
     assert error(api.put("/admin/loggers", json={"level": "INFO"}), 405)
 
 
@@ -591,3 +597,47 @@ def test_a_port_in_use_is_one_line(serve, herder):
     url = serve(herder)
     with pytest.raises(ServiceError, match="cannot listen on http://127.0.0.1:"):
         serve(herder, [url])
+
+
+def test_cross_origin_requests_as_connect_allows_them(serve, herder):
+    url = serve(herder, cors=("http://ui.example", "GET,PUT"))
+    with httpx.Client(base_url=url, timeout=10) as api:
+        r = api.get("/connectors", headers={"Origin": "http://ui.example"})
+        assert r.status_code == 200
+        assert r.headers["Access-Control-Allow-Origin"] == "http://ui.example"
+        assert r.headers["Access-Control-Allow-Credentials"] == "true"
+        assert "Access-Control-Allow-Origin" not in api.get(
+            "/connectors", headers={"Origin": "http://elsewhere"}).headers
+        pre = api.options("/connectors", headers={"Origin": "http://ui.example",
+                                                  "Access-Control-Request-Method": "PUT"})
+        assert pre.status_code == 200
+        assert pre.headers["Access-Control-Allow-Methods"] == "GET,PUT"
+        denied = api.options("/connectors", headers={"Origin": "http://ui.example",
+                                                     "Access-Control-Request-Method": "DELETE"})
+        assert "Access-Control-Allow-Methods" not in denied.headers
+    anyone = serve(herder, cors=("*", ""))
+    r = httpx.options(anyone + "/connectors", headers={
+        "Origin": "http://x.example", "Access-Control-Request-Method": "POST"})
+    assert r.headers["Access-Control-Allow-Methods"] == "GET,POST,HEAD"
+    assert "Access-Control-Allow-Origin" not in httpx.get(anyone + "/connectors").headers
+
+
+def test_admin_listeners_serve_admin_alone_and_empty_turns_it_off(herder):
+    loop = Loop()
+    try:
+        apart = RestServer.from_worker_props({"listeners": "http://127.0.0.1:0",
+                                              "admin.listeners": "http://127.0.0.1:0"}, herder)
+        [main] = loop.run(apart.start())
+        [admin] = apart.admin_urls
+        assert httpx.get(admin + "/admin/loggers").status_code == 200
+        assert httpx.get(main + "/admin/loggers").status_code == 404
+        assert httpx.get(main + "/connectors").status_code == 200
+        assert httpx.get(admin + "/connectors").status_code == 404
+        off = RestServer.from_worker_props({"listeners": "http://127.0.0.1:0",
+                                            "admin.listeners": ""}, herder)
+        [main] = loop.run(off.start())
+        assert off.admin_urls == [] and httpx.get(main + "/admin/loggers").status_code == 404
+        for server in (apart, off):
+            loop.run(server.stop())
+    finally:
+        loop.close()

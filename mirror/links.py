@@ -1,0 +1,273 @@
+"""``josefk mirror create-link | list-links | delete-link | create-topic | promote | failover |
+reverse``: cluster links and mirror topics (docs/mirror.md, "Mirror topics"), as Confluent's
+``kafka-cluster-links`` and ``kafka-mirrors`` do, over the Kafka protocol to the destination
+cluster (``--bootstrap-server``): a link is a config resource of josefk's type
+``CLUSTER_LINK`` (100) there, a mirror topic a topic with ``josefk.mirror.link`` and
+``josefk.mirror.state``; the destination's brokers do the mirroring (`josefk.broker.links`).
+``reverse`` runs on the old source, its link pointing at the promoted side."""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from josefk.broker.config import parse_properties
+from josefk.tools.client import Client, KafkaError
+from josefk.tools.tool_client import ClusterClient
+from josefk.wire import errors
+from josefk.wire.apis import (ALTER_CONFIGS, CREATE_TOPICS, DESCRIBE_CONFIGS,
+                              INCREMENTAL_ALTER_CONFIGS, LIST_CONFIG_RESOURCES, METADATA)
+from josefk.wire.types import ZERO_UUID, uuid_to_base64
+
+CLUSTER_LINK, TOPIC = 100, 2
+LINK, STATE, ACTIVE, STOPPED = "josefk.mirror.link", "josefk.mirror.state", "ACTIVE", "STOPPED"
+SOURCE_ID = "josefk.mirror.source.topic.id"
+STOPPED_AT = "josefk.mirror.stopped.offsets"
+TOPIC_CONFIG_SOURCE = 1
+LATEST = -1
+SET, DELETE = 0, 1
+POLL_S = 0.2
+
+
+class MirrorError(Exception):
+    pass
+
+
+COMMANDS = ("create-link", "list-links", "delete-link", "create-topic", "promote", "failover",
+            "reverse")
+
+
+def main(argv: list[str]) -> int:
+    """``josefk mirror COMMAND ...``: one link command; 0, or 1 with its error printed."""
+    parser = argparse.ArgumentParser(prog="josefk mirror")
+    add_commands(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    try:
+        args.func(args)
+        return 0
+    except (KafkaError, MirrorError, OSError, ValueError) as e:
+        print(f"Error: {e}", file=sys.stderr)
+        return 1
+
+
+def add_commands(sub) -> None:
+    """The link and mirror topic commands (`COMMANDS`)."""
+    def command(name, help_, func):
+        p = sub.add_parser(name, help=help_)
+        p.add_argument("--bootstrap-server", required=True,
+                       help="the destination cluster (the link's and mirror topics' home)")
+        p.set_defaults(func=func)
+        return p
+
+    p = command("create-link", "create a cluster link to a source cluster", create_link)
+    p.add_argument("--link", required=True)
+    p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
+                   help="a link config, e.g. bootstrap.servers=SOURCE:9092 (repeatable)")
+    p.add_argument("--config-file", help="a properties file of link configs")
+    command("list-links", "list the cluster links", list_links)
+    p = command("delete-link", "delete a cluster link (none of its mirrors active)",
+                delete_link)
+    p.add_argument("--link", required=True)
+    p = command("create-topic", "create a mirror topic of a source topic", create_topic)
+    p.add_argument("--link", required=True)
+    p.add_argument("--topic", required=True)
+    p.add_argument("--replication-factor", type=int, default=-1)
+    for name, help_ in (("promote", "stop mirroring once caught up with the source; the "
+                                    "topic becomes writable"),
+                        ("failover", "stop mirroring now, without the source; the topic "
+                                     "becomes writable")):
+        p = command(name, help_, promote if name == "promote" else failover)
+        p.add_argument("--topic", required=True)
+        p.add_argument("--timeout", type=float, default=60.0, help="seconds (default 60)")
+    p = command("reverse", "fail back: the topic here mirrors the promoted one the link "
+                           "names, from where that one stopped", reverse)
+    p.add_argument("--link", required=True, help="a link here to the promoted side")
+    p.add_argument("--topic", required=True)
+
+
+def _check(code, message) -> None:
+    if code:
+        raise KafkaError(code, message or errors.name(code))
+
+
+def _describe(c: Client, rtype: int, name: str) -> dict:
+    R = DESCRIBE_CONFIGS.Request
+    r = c.request(DESCRIBE_CONFIGS, include_synonyms=False, include_documentation=False,
+                  resources=[R.DescribeConfigsResource(resource_type=rtype, resource_name=name,
+                                                       configuration_keys=None)]).results[0]
+    _check(r.error_code, r.error_message)
+    return {e.name: e.value for e in r.configs
+            if rtype != TOPIC or e.config_source == TOPIC_CONFIG_SOURCE}
+
+
+def _alter_all(c: Client, rtype: int, name: str, configs: dict) -> None:
+    R = ALTER_CONFIGS.Request
+    r = c.request(ALTER_CONFIGS, validate_only=False, resources=[R.AlterConfigsResource(
+        resource_type=rtype, resource_name=name, configs=[
+            R.AlterableConfig(name=k, value=v) for k, v in configs.items()])]).responses[0]
+    _check(r.error_code, r.error_message)
+
+
+def _links(c: Client) -> list[str]:
+    resp = c.request(LIST_CONFIG_RESOURCES, resource_types=[CLUSTER_LINK])
+    _check(resp.error_code, None)
+    return sorted(r.resource_name for r in resp.config_resources)
+
+
+def create_link(args) -> None:
+    configs = parse_properties(Path(args.config_file).read_text()) if args.config_file else {}
+    for kv in args.config:
+        k, sep, v = kv.partition("=")
+        if not sep:
+            raise ValueError(f"--config {kv}: expected KEY=VALUE")
+        configs[k.strip()] = v.strip()
+    with Client(args.bootstrap_server, "josefk-mirror") as c:
+        if args.link in _links(c):
+            raise MirrorError(f"Cluster link {args.link} already exists")
+        _alter_all(c, CLUSTER_LINK, args.link, configs)
+    print(f"Cluster link '{args.link}' creation successfully completed.")
+
+
+def list_links(args) -> None:
+    with Client(args.bootstrap_server, "josefk-mirror") as c:
+        for name in _links(c):
+            source = _describe(c, CLUSTER_LINK, name).get("bootstrap.servers")
+            print(f"Link name: '{name}', bootstrap.servers: '{source}'")
+
+
+def delete_link(args) -> None:
+    with Client(args.bootstrap_server, "josefk-mirror") as c:
+        if args.link not in _links(c):
+            raise MirrorError(f"Cluster link {args.link} does not exist")
+        _alter_all(c, CLUSTER_LINK, args.link, {})
+    print(f"Cluster link '{args.link}' deletion successfully completed.")
+
+
+def create_topic(args) -> None:
+    with Client(args.bootstrap_server, "josefk-mirror") as dest:
+        source_servers = _describe(dest, CLUSTER_LINK, args.link)["bootstrap.servers"]
+        with Client(source_servers, "josefk-mirror") as src:
+            R = METADATA.Request
+            t = src.request(METADATA, allow_auto_topic_creation=False, topics=[
+                R.MetadataRequestTopic(name=args.topic)]).topics[0]
+            _check(t.error_code, f"source topic {args.topic}: {errors.name(t.error_code)}")
+            configs = {k: v for k, v in _describe(src, TOPIC, args.topic).items()
+                       if not k.startswith("josefk.mirror.")}  # a mirror's own, there
+        configs.update({LINK: args.link, STATE: ACTIVE})
+        if t.topic_id != ZERO_UUID:  # a source that has topic ids: a recreated one is noticed
+            configs[SOURCE_ID] = uuid_to_base64(t.topic_id)
+        R = CREATE_TOPICS.Request
+        r = dest.request(CREATE_TOPICS, timeout_ms=30000, validate_only=False, topics=[
+            R.CreatableTopic(name=args.topic, num_partitions=len(t.partitions),
+                             replication_factor=args.replication_factor, assignments=[],
+                             configs=[R.CreatableTopicConfig(name=k, value=v)
+                                      for k, v in configs.items()])]).topics[0]
+        _check(r.error_code, r.error_message)
+    print(f"Created mirror topic {args.topic} ({len(t.partitions)} partitions) on cluster "
+          f"link {args.link}.")
+
+
+def _ends(bootstrap: str, topic: str) -> dict[int, int]:
+    with ClusterClient(bootstrap, "josefk-mirror") as c:
+        return c.list_offsets(topic, c.partitions(topic), LATEST)
+
+
+def _until(check, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise MirrorError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(POLL_S)
+
+
+def _stop(args, wait_for_source: bool) -> dict[int, int]:
+    """Stop the mirror topic (once caught up with the source's end, if asked) and return the
+    destination's end offset per partition once every leader stopped mirroring."""
+    with Client(args.bootstrap_server, "josefk-mirror") as dest:
+        configs = _describe(dest, TOPIC, args.topic)
+        if configs.get(STATE) != ACTIVE or not configs.get(LINK):
+            raise MirrorError(f"Topic {args.topic} is not an active mirror topic")
+        if wait_for_source:
+            source = _describe(dest, CLUSTER_LINK, configs[LINK])["bootstrap.servers"]
+            target = _ends(source, args.topic)
+            _until(lambda: all(_ends(args.bootstrap_server, args.topic).get(p, -1) >= end
+                               for p, end in target.items()), args.timeout,
+                   f"{args.topic} to reach the source's end offsets {target}")
+        _alter_topic(dest, args.topic, {STATE: STOPPED})
+    with ClusterClient(args.bootstrap_server, "josefk-mirror") as c:
+        leaders = {p.leader_id for p in c.refresh([args.topic]).topics[0].partitions}
+        _until(lambda: all(_describe(c.broker(b), TOPIC, args.topic).get(STATE) == STOPPED
+                           for b in leaders), args.timeout,
+               f"every leader of {args.topic} to stop mirroring")
+    # the leaders stopped appending: the ends settle once their followers have it all
+    last: list = [None]
+
+    def settled():
+        ends = _ends(args.bootstrap_server, args.topic)
+        done, last[0] = ends == last[0], ends
+        return ends if done else None
+    ends = _until(settled, args.timeout, f"the end offsets of {args.topic} to settle")
+    with Client(args.bootstrap_server, "josefk-mirror") as dest:  # where a reverse starts
+        _alter_topic(dest, args.topic, {STOPPED_AT: ",".join(f"{p}:{o}" for p, o in
+                                                             sorted(ends.items()))})
+    return ends
+
+
+def _alter_topic(c: Client, topic: str, wanted: dict) -> None:
+    """Set (a value) or delete (None) some of ``topic``'s configs."""
+    R = INCREMENTAL_ALTER_CONFIGS.Request
+    r = c.request(INCREMENTAL_ALTER_CONFIGS, validate_only=False, resources=[
+        R.AlterConfigsResource(resource_type=TOPIC, resource_name=topic, configs=[
+            R.AlterableConfig(name=k, config_operation=SET if v is not None else DELETE,
+                              value=v) for k, v in wanted.items()])])
+    _check(r.responses[0].error_code, r.responses[0].error_message)
+
+
+def _report(args, verb: str, ends: dict[int, int]) -> None:
+    print(f"Topic {args.topic} {verb}: mirroring stopped, the topic is writable.")
+    for p, end in sorted(ends.items()):
+        print(f"Partition: {p}\tOffset: {end}")
+
+
+def promote(args) -> None:
+    _report(args, "promoted", _stop(args, wait_for_source=True))
+
+
+def failover(args) -> None:
+    _report(args, "failed over", _stop(args, wait_for_source=False))
+
+
+def reverse(args) -> None:
+    """Fail back: the topic here (the old source) becomes a mirror of the topic the link
+    names (the promoted or failed-over mirror), from where that one stopped mirroring; refused
+    where this side has records past that point (they were never mirrored: they would be
+    overwritten)."""
+    with Client(args.bootstrap_server, "josefk-mirror") as here:
+        other = _describe(here, CLUSTER_LINK, args.link)["bootstrap.servers"]
+        with Client(other, "josefk-mirror") as there:
+            configs = _describe(there, TOPIC, args.topic)
+            R = METADATA.Request
+            t = there.request(METADATA, allow_auto_topic_creation=False, topics=[
+                R.MetadataRequestTopic(name=args.topic)]).topics[0]
+            _check(t.error_code, f"topic {args.topic}: {errors.name(t.error_code)}")
+        if configs.get(STATE) != STOPPED or not configs.get(STOPPED_AT):
+            raise MirrorError(f"Topic {args.topic} at {other} is not a promoted or failed-over "
+                              "mirror topic")
+        stopped = {int(p): int(o) for p, _, o in
+                   (entry.partition(":") for entry in configs[STOPPED_AT].split(","))}
+        ahead = {p: end for p, end in _ends(args.bootstrap_server, args.topic).items()
+                 if end > stopped.get(p, 0)}
+        if ahead:
+            raise MirrorError(
+                f"Topic {args.topic} has records here past where {other} stopped mirroring "
+                f"it ({', '.join(f'partition {p}: {end} > {stopped.get(p, 0)}' for p, end in sorted(ahead.items()))}): "
+                "they were never mirrored and a reverse would lose them")
+        _alter_topic(here, args.topic, {
+            LINK: args.link, STATE: ACTIVE, STOPPED_AT: None,
+            SOURCE_ID: uuid_to_base64(t.topic_id) if t.topic_id != ZERO_UUID else None})
+    print(f"Topic {args.topic} now mirrors {other} over cluster link {args.link}, from "
+          + ", ".join(f"partition {p} offset {o}" for p, o in sorted(stopped.items())) + ".")

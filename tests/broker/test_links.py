@@ -1,0 +1,73 @@
+"""Cluster links' settings as AlterConfigs checks them, which groups a link copies the offsets
+of, and which topics are active mirrors."""
+import json
+
+import pytest
+
+from josefk.broker.control.metadata import MetadataError
+from josefk.broker.links import LINK_DEFAULTS, GroupFilter, mirror_link, validate_link
+from josefk.wire import errors
+
+
+@pytest.mark.parametrize("configs, code, message", [
+    ({"metadata.max.age.ms": "1000"}, errors.INVALID_CONFIG,
+     "Cluster link east needs bootstrap.servers (the source cluster)"),
+    ({"bootstrap.servers": "a:1", "no.such": "x"}, errors.INVALID_CONFIG,
+     "Unknown cluster link config: no.such"),
+    ({"bootstrap.servers": "a:1", "topic.config.sync.ms": "soon"}, errors.INVALID_CONFIG,
+     "Invalid value soon for configuration topic.config.sync.ms"),
+    ({"bootstrap.servers": "nowhere"}, errors.INVALID_CONFIG,
+     "Invalid url in bootstrap.servers: nowhere"),
+    ({"bootstrap.servers": "a:1", "security.protocol": "SSL"}, errors.INVALID_CONFIG,
+     "Cluster links support security.protocol PLAINTEXT only"),
+])
+def test_a_link_it_cannot_run_is_refused_in_one_line(configs, code, message):
+    with pytest.raises(MetadataError) as e:
+        validate_link("east", configs)
+    assert (e.value.code, e.value.message) == (code, message)
+
+
+def test_a_link_needs_a_name_and_no_configs_deletes_it():
+    validate_link("east", {"bootstrap.servers": "a:1,b:2", "metadata.max.age.ms": "500"})
+    validate_link("east", {})
+    with pytest.raises(MetadataError, match="Cluster link name must not be empty"):
+        validate_link("", {"bootstrap.servers": "a:1"})
+
+
+def test_only_an_active_mirror_names_its_link():
+    assert mirror_link({"josefk.mirror.link": "east"}) == "east"
+    assert mirror_link({"josefk.mirror.link": "east", "josefk.mirror.state": "ACTIVE"}) == "east"
+    assert mirror_link({"josefk.mirror.link": "east", "josefk.mirror.state": "STOPPED"}) is None
+    assert mirror_link({"retention.ms": "1"}) is None
+
+
+def test_cluster_linkings_group_filters_include_and_exclude():
+    f = GroupFilter({"consumer.offset.group.filters": json.dumps({"groupFilters": [
+        {"name": "*", "patternType": "LITERAL", "filterType": "INCLUDE"},
+        {"name": "tmp-", "patternType": "PREFIXED", "filterType": "EXCLUDE"},
+        {"name": "audit", "filterType": "EXCLUDE"}]})})
+    assert [g for g in ("orders", "tmp-1", "audit", "auditors") if f(g)] == ["orders",
+                                                                              "auditors"]
+    assert not GroupFilter({})("orders")  # no filter: no group
+
+
+def test_mirrormakers_group_patterns_are_whole_matches():
+    f = GroupFilter({**LINK_DEFAULTS, "groups": "app-.*,billing"})
+    assert [g for g in ("app-1", "billing", "billing-2", "connect-app-1", "__app")
+            if f(g)] == ["app-1", "billing"]
+    f = GroupFilter({**LINK_DEFAULTS, "groups": ".*"})
+    assert [g for g in ("app", "connect-x", "console-consumer-1", "__c") if f(g)] == ["app"]
+
+
+@pytest.mark.parametrize("configs, message", [
+    ({"consumer.offset.group.filters": "{not json"}, "Invalid consumer.offset.group.filters"),
+    ({"consumer.offset.group.filters": '{"groupFilters": [{"name": "a", "patternType": '
+                                       '"REGEX"}]}'}, "patternType REGEX"),
+    ({"groups": "app-("}, "Invalid groups pattern app-("),
+    ({"consumer.offset.sync.enable": "yes"},
+     "Invalid value yes for configuration consumer.offset.sync.enable"),
+])
+def test_a_malformed_group_filter_is_refused(configs, message):
+    with pytest.raises(MetadataError) as e:
+        validate_link("east", {"bootstrap.servers": "a:1", **configs})
+    assert e.value.code == errors.INVALID_CONFIG and message in e.value.message
