@@ -1,14 +1,14 @@
 """``python -m bench.omb``: fixed-rate latency in the manner of the OpenMessaging Benchmark.
 
-Workloads are data (bench/workloads/*.json, OMB's field names). For every round, every
-workload runs once per broker, alternating (josefk, Tansu, the null broker: A B C A B C), in
-fresh producer and consumer processes (bench/omb_worker.py) on fresh topics; workloads with a
-replication factor above 1 run on a 3-broker josefk cluster (bench.cluster's launcher)
-instead. Producers send at a fixed rate; publish and end-to-end latency are histograms
-(bench/histogram.py) measured from each message's scheduled send time. Printed: every
-interval's rates and percentiles as it ends, then per workload the medians over the rounds
-beside each other with ratios. ``--soak S`` runs each workload once for S seconds and prints
-p99 per minute. See bench/README.md.
+Workloads are data (bench/workloads/*.json, OMB's field names). For every round, every workload
+runs once per broker, alternating (josefk, Tansu, the null broker: A B C A B C), in fresh
+producer and consumer processes (bench/omb_worker.py) on fresh topics; workloads with a
+replication factor above 1 run on a 3-broker josefk cluster (bench.cluster's launcher) instead,
+alternating with the same workload at RF 1 acks=1 on that cluster. Producers send at a fixed
+rate; publish and end-to-end latency are histograms (bench/histogram.py) measured from each
+message's scheduled send time. Printed: every interval's rates and percentiles as it ends, then
+per workload the medians over the rounds beside each other with ratios. ``--soak S`` runs each
+workload once for S seconds and prints p99 per minute. See bench/README.md.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ import tempfile
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from bench.brokers import REPO_ROOT, BrokerStartError, Josefk, NullBroker, Tansu, cleanup_dir
@@ -175,12 +175,18 @@ class Proc:
         self.proc.wait(10)
 
 
-def interval_line(prefix: str, index: int, interval_s: float, parts: list[dict]) -> str:
-    counts = {k: sum(p["counts"].get(k, 0) for p in parts) for k in ("acked", "received")}
-    hist = {}
+def merge_parts(parts: list[dict]) -> dict[str, Histogram]:
+    """One interval's histograms of every process, merged by name."""
+    hist: dict[str, Histogram] = {}
     for p in parts:
         for name, h in p["hist"].items():
             hist.setdefault(name, Histogram()).merge(Histogram.from_json(h))
+    return hist
+
+
+def interval_line(prefix: str, index: int, interval_s: float, parts: list[dict]) -> str:
+    counts = {k: sum(p["counts"].get(k, 0) for p in parts) for k in ("acked", "received")}
+    hist = merge_parts(parts)
 
     def pcts(h):
         return " ".join(f"{label} {ms(h.percentile(q))}" for label, q in
@@ -311,12 +317,8 @@ def summarize_run(w: Workload, producers: list[dict], consumers: list[dict],
         parts = intervals[k]
         if len(parts) < n_procs:
             continue
-        hs = {}
-        for p in parts:
-            for name, h in p["hist"].items():
-                hs.setdefault(name, Histogram()).merge(Histogram.from_json(h))
         per_interval.append({"index": k, **{f"{n} p99 ms": none_ms(h.percentile(99))
-                                           for n, h in hs.items()}})
+                                           for n, h in merge_parts(parts).items()}})
     return {"ok": True, "figures": figures, "notes": notes, "intervals": per_interval,
             "hist": {"publish": pub.to_json(), "publish_delay": delay.to_json(),
                      "e2e": e2e.to_json()},
@@ -354,7 +356,13 @@ class Cluster:
 
 
 def brokers_for(w: Workload, brokers: list[str]) -> list[str]:
-    return ["cluster"] if w.replication_factor > 1 else brokers
+    """Where a workload runs: replicated ones on the cluster, beside the same workload at
+    RF 1 acks=1 on the same cluster (``cluster-rf1``), what replication costs at that rate."""
+    return ["cluster", "cluster-rf1"] if w.replication_factor > 1 else brokers
+
+
+def as_run_on(w: Workload, broker: str) -> Workload:
+    return replace(w, replication_factor=1, acks="1") if broker == "cluster-rf1" else w
 
 
 # -- output -----------------------------------------------------------------------------------
@@ -451,7 +459,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--brokers", default=",".join(BROKERS),
                    help="single brokers, in alternation order (default josefk,tansu,null); "
                         "workloads with replicationFactor > 1 run on a 3-broker josefk "
-                        "cluster instead")
+                        "cluster instead, beside themselves at RF 1 acks=1 there")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--duration", dest="duration_s", type=float, default=None,
                    help="seconds of every workload's measured window (default: the file's)")
@@ -487,7 +495,7 @@ def main(argv=None) -> int:
     for k, v in env.items():
         print(f"  {k}: {v}")
     workdir = Path(tempfile.mkdtemp(prefix="josefk-omb-"))
-    needed = {b for w in workloads for b in brokers_for(w, brokers)}
+    needed = {b.removesuffix("-rf1") for w in workloads for b in brokers_for(w, brokers)}
     classes = {"josefk": lambda: Josefk(workdir, {}), "tansu": lambda: Tansu(workdir),
                "null": lambda: NullBroker(workdir), "cluster": lambda: Cluster(workdir)}
     instances, start_errors = {}, {}
@@ -509,14 +517,16 @@ def main(argv=None) -> int:
                 for b in brokers_for(w, brokers):
                     rec = {"round": rnd, "workload": w.name, "broker": b}
                     label = f"r{rnd} {w.name} {b}"
-                    if b in start_errors:
-                        rec.update(ok=False, error=f"broker did not start: {start_errors[b]}")
+                    server = b.removesuffix("-rf1")
+                    if server in start_errors:
+                        rec.update(ok=False,
+                                   error=f"broker did not start: {start_errors[server]}")
                     else:
-                        inst = instances[b]
-                        pids = inst.pids() if b == "cluster" else [inst.proc.pid]
+                        inst = instances[server]
+                        pids = inst.pids() if server == "cluster" else [inst.proc.pid]
                         try:  # the null broker has no DeleteTopics
-                            rec.update(run_once(w, inst.bootstrap, label, opts, pids,
-                                                delete=b != "null"))
+                            rec.update(run_once(as_run_on(w, b), inst.bootstrap, label, opts,
+                                                pids, delete=b != "null"))
                         except Failed as e:
                             rec.update(ok=False, error=str(e))
                     results.append(rec)

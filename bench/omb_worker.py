@@ -2,18 +2,19 @@
 ``python -m bench.omb_worker '<json spec>'``.
 
 The protocol with bench.omb, one line at a time: the worker connects, prints ``OMB_READY``,
-reads ``GO <start_ns> <measure_ns> <end_ns>`` (CLOCK_MONOTONIC, shared by the processes of
-one host) on stdin, prints ``OMB_INTERVAL {json}`` at the end of every ``interval_s`` of the
+reads ``GO <start_ns> <measure_ns> <end_ns>`` (CLOCK_MONOTONIC, shared by the processes of one
+host) on stdin, prints ``OMB_INTERVAL {json}`` at the end of every ``interval_s`` of the
 measured window, and ``OMB_RESULT {json}`` at the end, before closing its client.
 
 A producer sends at a fixed rate: message ``i`` is due at ``start + i / rate`` (RateSchedule);
 every message that is due is sent at once, then the producer waits (serving delivery reports)
 until the next one is due, so a producer that falls behind sends late messages as soon as it
-can rather than stretching the schedule. The first 8 bytes of a value are the message's scheduled send time; publish latency
-(to the delivery report) and end-to-end latency (to the consumer's poll) are measured from
-it, so a stall of the producer counts against every message it delays (no coordinated
-omission). Publish delay is the scheduled time to the ``produce()`` call. Messages scheduled
-before ``measure_ns`` (the warm-up) are sent and read but not recorded.
+can rather than stretching the schedule. The first 8 bytes of a value are the message's
+scheduled send time; publish latency (to the delivery report) and end-to-end latency (to the
+consumer's poll) are measured from it, so a stall of the producer counts against every message
+it delays (no coordinated omission). Publish delay is the scheduled time to the ``produce()``
+call. Messages scheduled before ``measure_ns`` (the warm-up) are sent and read but not
+recorded.
 """
 from __future__ import annotations
 

@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from bench.omb import (WORKLOAD_DIR, Workload, consumer_assignments, load_workload,
-                       parse_workload, summarize_run)
+from bench.omb import (WORKLOAD_DIR, Workload, as_run_on, brokers_for, consumer_assignments,
+                       load_workload, parse_workload, summarize_run)
 from bench.histogram import Histogram
 
 
@@ -113,3 +113,13 @@ def test_interval_p99s_are_merged_over_every_process():
     r = summarize_run(w, [producer(1000)], [consumer(1000)], 10, intervals, 2, None)
     # one value each: the p99 is that value (the maximum)
     assert r["intervals"] == [{"index": 0, "publish p99 ms": 1.0, "e2e p99 ms": 4.0}]
+
+
+def test_replicated_workloads_run_on_the_cluster_beside_themselves_at_rf1():
+    w = load_workload("1kb-5mbs-rf3")
+    assert brokers_for(w, ["josefk", "tansu", "null"]) == ["cluster", "cluster-rf1"]
+    assert as_run_on(w, "cluster") is w
+    rf1 = as_run_on(w, "cluster-rf1")
+    assert (rf1.replication_factor, rf1.acks, rf1.name, rf1.rate) == (1, "1", w.name, w.rate)
+    single = load_workload("1kb-5mbs-rf1")
+    assert brokers_for(single, ["josefk", "null"]) == ["josefk", "null"]
