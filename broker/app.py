@@ -55,24 +55,17 @@ TXN_LOG_TIMEOUT_MS = 30000  # Kafka waits request.timeout.ms for __transaction_s
 
 
 def object_store(cfg):
-    """The object store remote segments go to, as remote.log.storage.josefk.* say."""
-    from josefk.tiered.store import LocalStore, S3Store
+    """The object store remote segments go to, as remote.log.storage.josefk.* say (an S3
+    bucket made when missing)."""
+    from josefk.tiered.store import S3Store, open_store
 
-    kind = cfg.get("remote.log.storage.josefk.store")
-    if kind == "local":
-        root = cfg.get("remote.log.storage.josefk.local.dir") or str(
-            Path(cfg.log_dirs[0]).parent / "remote-storage")
-        return LocalStore(root)
-    if kind == "s3":
-        prefix = "remote.log.storage.josefk.s3."
-        store = S3Store(cfg.get(prefix + "bucket"), endpoint=cfg.get(prefix + "endpoint") or None,
-                        region=cfg.get(prefix + "region") or "us-east-1",
-                        access_key=cfg.get(prefix + "access.key") or None,
-                        secret_key=cfg.get(prefix + "secret.key") or None,
-                        prefix=cfg.get(prefix + "prefix") or "")
+    try:
+        store = open_store(cfg.get, Path(cfg.log_dirs[0]).parent / "remote-storage")
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    if isinstance(store, S3Store):
         store.ensure_bucket()
-        return store
-    raise ConfigError(f"remote.log.storage.josefk.store must be local or s3, not {kind!r}")
+    return store
 
 
 def _read_properties(path: Path) -> dict:

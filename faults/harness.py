@@ -25,8 +25,9 @@ from pathlib import Path
 
 from josefk.faults import checker, network
 from josefk.faults.history import History
-from josefk.faults.nemesis import KINDS, Nemesis
+from josefk.faults.nemesis import KINDS, STORE_KINDS, Nemesis
 from josefk.faults.objectstore import SeaweedFS, weed_binary
+from josefk.faults.storeproxy import StoreProxy
 from josefk.zk.local_server import free_port
 from josefk.faults.processes import (QUICK_FAILOVER, REPO_ROOT, BrokerStartError, LocalCluster,
                               describe_exit)
@@ -42,9 +43,11 @@ OVERRIDES = {
     "log.segment.bytes": 8 << 20,
 }
 GROUP = "faults-group"
-# With the store-down fault, faults-rf3 is tiered: small segments, copied within a second, the
+# With a fault of the object store, faults-rf3 is tiered (in TIERED_BUCKET, the brokers reaching
+# the store through a proxy of the harness): small segments, copied within a second, the
 # local log keeping the last two
 TIERED_TOPIC = "faults-rf3"
+TIERED_BUCKET = "faults-tiered"
 TIERED_TOPIC_CONFIG = {"remote.storage.enable": "true", "segment.bytes": "16384",
                        "local.retention.bytes": "32768", "retention.ms": "-1"}
 TIERED_OVERRIDES = {"remote.log.manager.task.interval.ms": 500,
@@ -118,11 +121,14 @@ class Run:
         self.root = Path(opts.dir or tempfile.mkdtemp(prefix="josefk-faults-")).resolve()
         self.root.mkdir(parents=True, exist_ok=True)
         self.history = History()
-        self.store = None  # without it, the nemesis skips store-down saying why
+        self.store = self.proxy = None  # without them, the nemesis skips the store's kinds
         overrides = dict(OVERRIDES)
-        if "store-down" in opts.kinds and _store_available():
+        if set(STORE_KINDS) & set(opts.kinds) and _store_available():
             self.store = SeaweedFS(self.root / "objectstore")
-            overrides.update(TIERED_OVERRIDES, **self.store.overrides("faults-tiered"))
+            self.proxy = StoreProxy(self.store.endpoint, random.Random(self.seed),
+                                    port=free_port())
+            overrides.update(TIERED_OVERRIDES, **self.store.overrides(TIERED_BUCKET))
+            overrides["remote.log.storage.josefk.s3.endpoint"] = self.proxy.endpoint
         self.cluster = LocalCluster(self.root, SIZE, overrides=overrides, disk_mb=opts.disk_mb,
                                     isolation=True)
         self.metrics_ports = {}
@@ -151,6 +157,7 @@ class Run:
                 self._end_workload()
                 self.cluster.stop()
                 if self.store is not None:
+                    self.proxy.stop()
                     self.store.stop()
             finally:
                 signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -165,11 +172,13 @@ class Run:
         network.install_iptables(REPO_ROOT)
         if self.store is not None:
             self.store.start()
+            self.proxy.start()
         self.cluster.start()
         self.history.gap_partitions = partitions("rf3", "rf2")
         nemesis = Nemesis(self.cluster, self.rng, self.history.gap_partitions, GROUP,
                           store=self.store, tiered_topic=TIERED_TOPIC,
-                          metrics_ports=self.metrics_ports, crashes=self.history.crashes)
+                          metrics_ports=self.metrics_ports, crashes=self.history.crashes,
+                          proxy=self.proxy, bucket=self._bucket())
         for kind in o.kinds:
             why = nemesis.unavailable(kind)
             if why:
@@ -186,6 +195,15 @@ class Run:
             time.sleep(self.rng.uniform(1, 3))  # the whole cluster at work before the fault
             self._fault(nemesis, kind)
         self._wait_healthy(self.history.faults[-1] if self.history.faults else None)
+
+    def _bucket(self):
+        """The brokers' bucket, straight from the store (not through the proxy)."""
+        if self.store is None:
+            return None
+        from josefk.tiered.store import S3Store
+
+        return S3Store(TIERED_BUCKET, endpoint=self.store.endpoint,
+                       access_key=self.store.access_key, secret_key=self.store.secret_key)
 
     def _schedule(self, kinds: list[str], started: float, faults_time: float):
         """The kinds to inject, shuffled in each round, for the run's rounds or minutes, and

@@ -15,7 +15,11 @@ from josefk.faults.processes import LocalCluster, describe_exit
 now = time.time
 
 KINDS = ("kill-leader", "kill-controller", "kill-coordinator", "kill-zookeeper", "sigterm",
-         "pause", "partition", "disk", "store-down")
+         "pause", "partition", "disk", "store-down", "store-slow", "store-errors",
+         "kill-mid-upload", "half-written")
+# the kinds of the tiered topic's object store: the store, and for all but store-down the
+# proxy in front of it (faults/storeproxy.py)
+STORE_KINDS = ("store-down", "store-slow", "store-errors", "kill-mid-upload", "half-written")
 DESCRIPTIONS = {
     "kill-leader": "kill -9 of a partition's leader, restarted 8-11 s later",
     "kill-controller": "kill -9 of the controller, restarted 8-11 s later",
@@ -29,6 +33,14 @@ DESCRIPTIONS = {
             "restarted",
     "store-down": "the tiered topic's object store (SeaweedFS) stopped for 10-12 s, its port "
                   "refusing, then started again; uploads must resume",
+    "store-slow": "every object-store request delayed 1-2 s for 10-12 s; uploads must catch up",
+    "store-errors": "60-90% of the object-store requests answered HTTP 500/503 for 10-12 s; "
+                    "uploads must catch up",
+    "kill-mid-upload": "kill -9 of a tiered partition's leader while it uploads a segment's "
+                       ".log, restarted 8-11 s later; the new leader copies on",
+    "half-written": "kill -9 of a tiered partition's leader once a segment's .log is in the "
+                    "bucket and before its indexes, restarted 8-11 s later; the new leader "
+                    "removes the half-written segment and copies on",
 }
 RESUME_TIMEOUT = 60.0  # uploads resumed (the remote log grew) this long after the store is back
 _SAMPLE = re.compile(r'^kafka_server_brokertopicmetrics_(remotecopylagbytes|remotelogsizebytes)'
@@ -39,11 +51,14 @@ class Nemesis:
     def __init__(self, cluster: LocalCluster, rng: random.Random,
                  partitions: list[tuple[str, int]], group: str, *, store=None,
                  tiered_topic: str = "", metrics_ports: dict[int, int] | None = None,
-                 crashes: list | None = None):
+                 crashes: list | None = None, proxy=None, bucket=None):
         self.cluster, self.rng, self.partitions, self.group = cluster, rng, partitions, group
-        # tiered storage: the object store (faults.objectstore.SeaweedFS), the tiered topic,
-        # each broker's metrics port; uploads that never resume go to ``crashes``
-        self.store, self.tiered_topic = store, tiered_topic
+        # tiered storage: the object store (faults.objectstore.SeaweedFS), the proxy the
+        # brokers reach it through (faults.storeproxy.StoreProxy), the brokers' bucket
+        # (tiered.store.S3Store), the tiered topic, each broker's metrics port; uploads that
+        # never resume go to ``crashes``
+        self.store, self.proxy, self.bucket = store, proxy, bucket
+        self.tiered_topic = tiered_topic
         self.metrics_ports = metrics_ports or {}
         self.crashes = crashes if crashes is not None else []
 
@@ -53,8 +68,10 @@ class Nemesis:
             return self.cluster.isolation_unavailable
         if kind == "disk":
             return self.cluster.disk_unavailable
-        if kind == "store-down" and self.store is None:
+        if kind in STORE_KINDS and self.store is None:
             return "no object store: SeaweedFS (weed) and obstore need scripts/setup.sh faults,tiered"
+        if kind in STORE_KINDS and kind != "store-down" and self.proxy is None:
+            return "no proxy in front of the object store"
         return None
 
     def inject(self, kind: str) -> Fault:
@@ -210,29 +227,37 @@ class Nemesis:
                         size += float(value)
         return lag, size
 
-    def _store_down(self) -> Fault:
-        """Stop the object store, hold, start it again; then wait until the remote log grows
-        again (uploads resumed) and the copy backlog falls below its peak while the store was
-        down (drained), noting the backlog before, at its peak and after."""
+    def _store_fault(self, kind: str, target: str, inject, heal) -> Fault:
+        """``inject()``, hold 10-12 s watching the copy backlog, ``heal()``, then check that
+        uploads resume."""
         lag_before, _size = self._remote()
-        self.store.stop()
-        f = Fault("store-down", f"object store {self.store.endpoint}", now())
+        inject()
+        f = Fault(kind, target, now())
         until = now() + self.rng.uniform(10, 12)
         peak = lag_before
         while now() < until:
             time.sleep(min(1.0, max(0.0, until - now())))
             peak = max(peak, self._remote()[0])
-        _lag, size_down = self._remote()
-        self.store.start()
+        _lag, size_held = self._remote()
+        heal()
         f.healed = now()
+        self._check_resumed(f, lag_before, peak, size_held)
+        return f
+
+    def _check_resumed(self, f: Fault, lag_before: float, peak: float,
+                       size_held: float) -> None:
+        """Wait until the remote log grows past ``size_held`` (uploads resumed) and the copy
+        backlog falls below its ``peak`` during the fault (or to nothing); note the backlog
+        before, at its peak and after; a failure to resume goes to the crashes."""
         deadline = f.healed + RESUME_TIMEOUT
         resumed = drained = None
+        lag = peak
         while now() < deadline:
             lag, size = self._remote()
             peak = max(peak, lag)
-            if resumed is None and size > size_down:
+            if resumed is None and size > size_held:
                 resumed = now() - f.healed
-            if resumed is not None and lag < peak:
+            if resumed is not None and (lag < peak or lag == 0):
                 drained = now() - f.healed
                 break
             time.sleep(0.5)
@@ -240,12 +265,100 @@ class Nemesis:
                   f"{lag:.0f} after"
         if drained is not None:
             f.notes.append(f"uploads resumed {resumed:.1f} s and the backlog fell "
-                           f"{drained:.1f} s after the store was back; {backlog}")
+                           f"{drained:.1f} s after the heal; {backlog}")
         else:
-            what = (f"uploads did not resume within {RESUME_TIMEOUT:.0f} s after the object "
-                    f"store was back" if resumed is None else
+            what = (f"uploads did not resume within {RESUME_TIMEOUT:.0f} s after the "
+                    f"{f.kind} heal" if resumed is None else
                     f"the copy backlog did not fall within {RESUME_TIMEOUT:.0f} s after the "
-                    f"object store was back") + f" ({backlog})"
+                    f"{f.kind} heal") + f" ({backlog})"
             f.notes.append(what)
             self.crashes.append((now(), what))
+
+    def _store_down(self) -> Fault:
+        """Stop the object store, hold, start it again (its port refuses meanwhile)."""
+        return self._store_fault("store-down", f"object store {self.store.endpoint}",
+                                 self.store.stop, self.store.start)
+
+    def _store_slow(self) -> Fault:
+        delay = self.rng.uniform(1.0, 2.0)
+
+        def inject():
+            self.proxy.delay = delay
+
+        return self._store_fault("store-slow", f"object store ({delay:.1f} s a request)",
+                                 inject, self.proxy.heal)
+
+    def _store_errors(self) -> Fault:
+        share = self.rng.uniform(0.6, 0.9)
+        answered = self.proxy.errors_answered
+
+        def inject():
+            self.proxy.error_share = share
+
+        f = self._store_fault("store-errors", f"object store ({share:.0%} of the requests "
+                              "answered 500/503)", inject, self.proxy.heal)
+        f.notes.insert(0, f"{self.proxy.errors_answered - answered} requests answered an error")
         return f
+
+    def _kill_mid_upload(self) -> Fault:
+        return self._upload_cut("kill-mid-upload", ".log")
+
+    def _half_written(self) -> Fault:
+        return self._upload_cut("half-written", ".index")
+
+    def _upload_cut(self, kind: str, suffix: str) -> Fault:
+        """Hold the tiered topic's next upload of a segment's ``suffix`` object at the proxy,
+        kill -9 the partition's leader while it waits (a copy in flight: its
+        COPY_SEGMENT_STARTED written, its FINISHED never), restart it 8-11 s later, then
+        check that uploads resume. Held at its ``.index``, the segment's ``.log`` is in the
+        bucket already: the new leader must remove it (Kafka's cleanup of a copy that never
+        finished)."""
+        proxy = self.proxy
+        upload = re.compile(rf"^/[^/]+/({re.escape(self.tiered_topic)}-(\d+)-[^/]+/"
+                            rf"\d{{20}}-[^/.]+){re.escape(suffix)}$")
+        proxy.held.clear()
+        proxy.hold = lambda method, path: method == "PUT" and bool(
+            upload.match(path.split("?", 1)[0]))
+        deadline = now() + RESUME_TIMEOUT
+        while not proxy.held and now() < deadline:
+            time.sleep(0.05)
+        if not proxy.held:
+            proxy.heal()
+            f = Fault(kind, f"no upload of {self.tiered_topic} seen", now())
+            f.healed = now()
+            what = f"{kind}: no upload of {self.tiered_topic} within {RESUME_TIMEOUT:.0f} s"
+            f.notes.append(what)
+            self.crashes.append((now(), what))
+            return f
+        stem, partition = upload.match(proxy.held[0][1].split("?", 1)[0]).groups()
+        victim = self._leader_of(self.tiered_topic, int(partition))
+        lag_before, size_before = self._remote()
+        f = self._hold(kind, f"broker {victim} (leader of {self.tiered_topic}-{partition}, "
+                       f"uploading {stem}{suffix})",
+                       lambda: (self.cluster.kill(victim), proxy.heal()),
+                       lambda: self.cluster.restart(victim), (8, 11), victim=victim)
+        self._check_resumed(f, lag_before, max(lag_before, self._remote()[0]), size_before)
+        if suffix != ".log":
+            self._check_removed(f, stem + ".log")
+        return f
+
+    def _leader_of(self, topic: str, partition: int) -> int:
+        md = self.cluster.metadata_from(topics=[topic])
+        return next(p.leader_id for p in md.topics[0].partitions
+                    if p.partition_index == partition)
+
+    def _check_removed(self, f: Fault, key: str) -> None:
+        """Until the half-written segment's ``key`` is gone from the bucket (within
+        RESUME_TIMEOUT of the heal); else a crash."""
+        prefix = key.rsplit("/", 1)[0] + "/"
+        deadline = f.healed + RESUME_TIMEOUT
+        while key in self.bucket.list(prefix):
+            if now() > deadline:
+                what = f"the half-written segment's {key} was still in the bucket " \
+                       f"{RESUME_TIMEOUT:.0f} s after the heal"
+                f.notes.append(what)
+                self.crashes.append((now(), what))
+                return
+            time.sleep(0.5)
+        f.notes.append(f"the half-written segment's {key.rsplit('/', 1)[1]} was removed "
+                       f"{now() - f.healed:.1f} s after the heal")

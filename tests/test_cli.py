@@ -90,6 +90,35 @@ def test_dump_log_into_a_closed_pipe_stops_quietly(tmp_path):
     assert p.stderr.read() == b""
 
 
+def test_dump_log_reads_a_remote_segment_from_the_object_store(tmp_path):
+    """Tiered storage: ``--remote-storage-config`` (a broker's properties) makes the files
+    object keys in the store its remote.log.storage.josefk.* settings name (here the local
+    engine; compat_tests/storage/test_tiered.py reads one from SeaweedFS)."""
+    from josefk.tiered.store import LocalStore
+
+    store = LocalStore(tmp_path / "bucket")
+    key = "t-0-AAAAAAAAAAAAAAAAAAAAAA/00000000000000000040-BBBBBBBBBBBBBBBBBBBBBB.log"
+    store.put(key, build_batch([(None, b"v%d" % i, None, None) for i in range(3)],
+                               base_offset=40))
+    props = tmp_path / "server.properties"
+    props.write_text(f"log.dirs={tmp_path}/data\nremote.log.storage.system.enable=true\n"
+                     f"remote.log.storage.josefk.store=local\n"
+                     f"remote.log.storage.josefk.local.dir={tmp_path}/bucket\n")
+    p = josefk("dump-log", "--remote-storage-config", str(props), "--files", key,
+               "--print-data-log")
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[:2] == [f"Dumping {key}", "Log starting offset: 40"]
+    assert lines[2].startswith("baseOffset: 40 lastOffset: 42 count: 3 ")
+    assert [line.rsplit(" ", 1)[1] for line in lines[3:]] == ["v0", "v1", "v2"]
+    p = josefk("dump-log", "--remote-storage-config", str(props), "--files", "t-0-A/missing.log")
+    assert p.returncode == 1 and len(error_lines(p.stderr)) == 1, p.stderr
+    props.write_text(f"log.dirs={tmp_path}/data\nremote.log.storage.josefk.store=ftp\n")
+    p = josefk("dump-log", "--remote-storage-config", str(props), "--files", key)
+    assert p.returncode == 1 and error_lines(p.stderr) == [
+        "Error: remote.log.storage.josefk.store must be local or s3, not 'ftp'"], p.stderr
+
+
 def test_a_missing_keystore_is_one_line_naming_the_file(tmp_path):
     missing = tmp_path / "server.pem"
     p = josefk("broker", "--listeners", f"SSL://127.0.0.1:{closed_port()}",

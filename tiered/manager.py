@@ -24,7 +24,6 @@ from typing import Callable, Iterable, Protocol
 
 from josefk.wire.batch import HEADER_SIZE, read_header
 from josefk.wire.records import iter_records
-from josefk.wire.types import DecodeError
 
 from . import metadata as md
 from .store import ObjectStore, StoreError
@@ -287,7 +286,7 @@ class RemoteLogManager:
             values = list(mlog.read(leader.topic_id, leader.partition))
             if events is not None:
                 events[key] = values
-        segs = _fold(values, leader.topic_id, leader.partition)
+        segs = md.fold(values, leader.topic_id, leader.partition)
         # uploads and deletions a crash interrupted: their objects go, their events end
         for seg in segs.unfinished():
             self._delete_segment(leader, segs, seg)
@@ -507,7 +506,7 @@ class RemoteLogManager:
         needs of the state below it, from the remote segment that ends just before (KIP-405):
         ``(leader epochs [(epoch, start offset)], producer-state snapshot)``, or None when no
         copied segment ends there. Reads the metadata and the bucket, never writes them."""
-        segs = _fold(self.metadata_log.read(topic_id, partition), topic_id, partition)
+        segs = md.fold(self.metadata_log.read(topic_id, partition), topic_id, partition)
         seg = next((s for s in reversed(segs.copied()) if s.end_offset == offset - 1), None)
         if seg is None:
             return None
@@ -588,20 +587,6 @@ class RemoteLogManager:
         offs, poss = entries
         i = bisect_right(offs, offset - 1) - 1  # the last batch wholly below ``offset``
         return poss[i] if i >= 0 else 0
-
-
-def _fold(values, topic_id: uuid.UUID, partition: int) -> md.PartitionSegments:
-    """One user partition's remote segments out of its metadata partition's events."""
-    segs = md.PartitionSegments()
-    for value in values:
-        try:
-            record, _v, msg = md.deserialize(value)
-        except DecodeError as e:  # a record of a later Kafka, or foreign: skipped
-            log.warning("%s: skipping a record it cannot read: %s", md.TOPIC, e)
-            continue
-        if md.partition_of(record, msg) == (topic_id, partition):
-            segs.apply(record, msg)
-    return segs
 
 
 def _parse_epoch_checkpoint(raw: bytes) -> list[tuple[int, int]]:

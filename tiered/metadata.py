@@ -12,6 +12,7 @@ Kafka's RemoteLogMetadataCache does.
 from __future__ import annotations
 
 import base64
+import logging
 import threading
 import uuid
 from bisect import bisect_left
@@ -22,6 +23,8 @@ from josefk.wire.hashing import murmur2
 from josefk.wire.schema import (BOOL, BYTES, INT8, INT32, INT64, STRING, UUID, Field, Struct,
                                 Versions)
 from josefk.wire.types import DecodeError, read_uvarint, write_uvarint
+
+log = logging.getLogger("josefk.tiered")
 
 TOPIC = "__remote_log_metadata"
 
@@ -294,3 +297,17 @@ class PartitionSegments:
     @property
     def size(self) -> int:
         return sum(s.size for s in self.copied())
+
+
+def fold(values, topic_id: uuid.UUID, partition: int) -> PartitionSegments:
+    """One user partition's remote segments out of its metadata partition's events."""
+    segs = PartitionSegments()
+    for value in values:
+        try:
+            record, _v, msg = deserialize(value)
+        except DecodeError as e:  # a record of a later Kafka, or foreign: skipped
+            log.warning("%s: skipping a record it cannot read: %s", TOPIC, e)
+            continue
+        if partition_of(record, msg) == (topic_id, partition):
+            segs.apply(record, msg)
+    return segs

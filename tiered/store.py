@@ -186,3 +186,20 @@ class S3Store:
             pass
         except Exception as e:
             raise StoreError(f"cannot delete {keys[0]}...: {e}") from e
+
+
+def open_store(get, local_root) -> ObjectStore:
+    """The object store the ``remote.log.storage.josefk.*`` settings name (``get(name)``: a
+    setting's value, None or "" if unset; ``local_root``: the local engine's directory when
+    ``local.dir`` is unset). An S3 bucket is neither checked nor made (`S3Store.ensure_bucket`).
+    Raises ValueError on an unknown engine."""
+    kind = get("remote.log.storage.josefk.store") or "local"
+    if kind == "local":
+        return LocalStore(get("remote.log.storage.josefk.local.dir") or local_root)
+    if kind == "s3":
+        p = "remote.log.storage.josefk.s3."
+        return S3Store(get(p + "bucket"), endpoint=get(p + "endpoint") or None,
+                       region=get(p + "region") or "us-east-1",
+                       access_key=get(p + "access.key") or None,
+                       secret_key=get(p + "secret.key") or None, prefix=get(p + "prefix") or "")
+    raise ValueError(f"remote.log.storage.josefk.store must be local or s3, not {kind!r}")

@@ -1,5 +1,7 @@
 """`josefk dump-log --files F [F...]`: print a segment's batches, records, control markers
-(``.log``) or index entries (``.index``, ``.timeindex``), like kafka-dump-log.sh."""
+(``.log``) or index entries (``.index``, ``.timeindex``), like kafka-dump-log.sh; with
+``--remote-storage-config``, of a remote segment (tiered storage): the files are object keys in
+the store a broker's configuration names."""
 from __future__ import annotations
 
 import sys
@@ -18,6 +20,10 @@ def add_commands(sub):
                    help="print every record with its key and value")
     d.add_argument("--deep-iteration", action="store_true",
                    help="iterate the records of each batch (implied by --print-data-log)")
+    d.add_argument("--remote-storage-config", metavar="FILE",
+                   help="a broker's properties: the files are object keys (e.g. "
+                        "<topic>-<partition>-<topic id>/<offset>-<segment id>.log) in the "
+                        "object store its remote.log.storage.josefk.* settings name")
     d.set_defaults(func=dump_log)
 
 
@@ -25,12 +31,17 @@ def dump_log(args) -> int:
     # storage's own readers of the index files (imported here: other tools never load storage)
     from josefk.storage.segment import offset_index_entries, time_index_entries
 
+    try:
+        read = _reader(args.remote_storage_config)
+    except (OSError, ValueError) as e:  # ConfigError included
+        print(f"Error: {e}", file=sys.stderr)
+        return 1
     for name in args.files:
         path = Path(name)
         print(f"Dumping {path}")
         try:
-            data = path.read_bytes()
-            base = int(path.stem)
+            data = read(name)
+            base = int(path.name.split(".")[0].split("-")[0])  # a remote segment's: <offset>-<id>
         except (OSError, ValueError) as e:
             print(f"Error: cannot read {path}: {e}", file=sys.stderr)
             return 1
@@ -44,6 +55,19 @@ def dump_log(args) -> int:
             print(f"Log starting offset: {base}")
             _dump_batches(data, args.print_data_log or args.deep_iteration, args.print_data_log)
     return 0
+
+
+def _reader(config_file):
+    """How to read a file named on the command line: from the disk, or from the object store
+    the broker configuration ``config_file`` names."""
+    if config_file is None:
+        return lambda name: Path(name).read_bytes()
+    from josefk.broker.config import BrokerConfig
+    from josefk.tiered.store import open_store
+
+    cfg = BrokerConfig.load(config_file)
+    store = open_store(cfg.get, Path(cfg.log_dirs[0]).parent / "remote-storage")
+    return store.get
 
 
 def _dump_batches(data, deep: bool, payloads: bool) -> None:

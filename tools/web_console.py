@@ -66,6 +66,7 @@ BROWSE_SCAN_LIMIT = 10_000  # records a page of the browser looks through at mos
 BROWSE_ROUNDS = 200  # fetch rounds it makes at most
 LAZY_ROUNDS = 4  # rounds that read only the partitions drained
 FETCH_BYTES, FETCH_PARTITION_BYTES = 16 << 20, 256 << 10  # what one of its fetches reads
+EARLIEST_LOCAL = -4  # ListOffsets: the local log's start (KIP-1005, tiered storage)
 LAG_HISTORY = 360
 
 
@@ -274,6 +275,9 @@ def describe_configs(cc, rtype, name, node=None):
 
 
 def topic_view(cc, topic):
+    """(partitions, log starts, ends, local sizes, configs, tiered) of ``topic``; ``tiered``,
+    for a topic with remote.storage.enable, is (local log starts, remote log sizes), else
+    None."""
     md = cc.refresh([topic])
     t = cc.topics[topic]
     parts = sorted(t.partitions, key=lambda p: p.partition_index)
@@ -283,7 +287,32 @@ def topic_view(cc, topic):
     R = DESCRIBE_LOG_DIRS.Request
     sizes = {p: n for (_t, p), n in log_sizes(cc, md.brokers, [R.DescribableLogDirTopic(
         topic=topic, partitions=ids)]).items()}
-    return parts, starts, ends, sizes, describe_configs(cc, TOPIC, topic)
+    configs = describe_configs(cc, TOPIC, topic)
+    tiered = None
+    if any(c.name == "remote.storage.enable" and c.value == "true" for c in configs):
+        tiered = (cc.list_offsets(topic, ids, EARLIEST_LOCAL),
+                  remote_log_sizes(cc, t.topic_id, ids))
+    return parts, starts, ends, sizes, configs, tiered
+
+
+def remote_log_sizes(cc, topic_id, partitions) -> dict[int, int]:
+    """{partition: bytes of its remote log} of a tiered topic: its copied segments, read from
+    ``__remote_log_metadata`` (no Kafka request answers it) as the remote log manager reads
+    them: the metadata partitions holding ``partitions``, from their start to their end."""
+    from josefk.tiered import metadata as rlmd
+
+    try:
+        cc.refresh([rlmd.TOPIC])
+    except KafkaError:  # nothing copied yet anywhere
+        return {p: 0 for p in partitions}
+    count = len(cc.topics[rlmd.TOPIC].partitions)
+    where = {p: rlmd.metadata_partition(topic_id, p, count) for p in partitions}
+    wanted = sorted(set(where.values()))
+    starts = cc.list_offsets(rlmd.TOPIC, wanted, EARLIEST)
+    ends = cc.list_offsets(rlmd.TOPIC, wanted, LATEST)
+    events = read_ranges(cc, rlmd.TOPIC, {m: (starts[m], ends[m]) for m in wanted})
+    return {p: rlmd.fold([bytes(r.value) for r in events[m] if r.value is not None],
+                         topic_id, p).size for p, m in where.items()}
 
 
 # -- the message browser: several partitions read together, page by page ------------------------
@@ -503,18 +532,30 @@ def config_table(configs, table_id: str = "configs", dynamic: bool = False) -> s
 
 
 def topic_page(data: ConsoleData, query, topic) -> str:
-    parts, starts, ends, sizes, configs = data.call(topic_view, topic)
+    parts, starts, ends, sizes, configs, tiered = data.call(topic_view, topic)
     rows = [(p.partition_index, p.leader_id if p.leader_id >= 0 else "none",
              ",".join(map(str, p.replica_nodes)), ",".join(map(str, p.isr_nodes)),
              starts[p.partition_index], ends[p.partition_index],
              ends[p.partition_index] - starts[p.partition_index], sizes.get(p.partition_index, 0),
              h.link(f"/topics/{h.q(topic)}/messages?partition={p.partition_index}", "browse"))
             for p in parts]
+    headers = ["Partition", "Leader", "Replicas", "ISR", "Start offset", "End offset",
+               "Messages", "Size (bytes)", ""]
+    num = {0, 4, 5, 6, 7}
     tiles = [("partitions", len(parts)),
              ("replication factor", len(parts[0].replica_nodes) if parts else 0),
              ("messages", f"{sum(r[6] for r in rows):,}"),
              ("size", h.size(sum(sizes.values()))),
              ("under-replicated", sum(len(p.isr_nodes) < len(p.replica_nodes) for p in parts))]
+    if tiered is not None:  # tiered storage: the local log's start and the remote log's size
+        local_starts, remote_sizes = tiered
+        rows = [(*r[:5], local_starts[r[0]], r[5], r[6], r[7], remote_sizes[r[0]], r[8])
+                for r in rows]
+        headers[5:8] = ["Local start offset", "End offset", "Messages", "Local size (bytes)",
+                        "Remote size (bytes)"]
+        num = {0, 4, 5, 6, 7, 8, 9}
+        tiles[3:4] = [("local size", h.size(sum(sizes.values()))),
+                      ("remote size", h.size(sum(remote_sizes.values())))]
     choices = [("", "by key (murmur2)")] + [(p.partition_index, p.partition_index)
                                             for p in parts]
     at = f"/topics/{h.q(topic)}"
@@ -540,9 +581,7 @@ def topic_page(data: ConsoleData, query, topic) -> str:
     schemas = h.card("Schemas", topic_schemas(data, topic)) if data.registry else ""
     browse_link = (f"<p><a class='button' href='{at}/messages'>Browse messages</a></p>")
     return h.page(topic, h.stats(tiles) + browse_link + schemas +
-                  h.card("Partitions", h.table(
-                      ["Partition", "Leader", "Replicas", "ISR", "Start offset", "End offset",
-                       "Messages", "Size (bytes)", ""], rows, "partitions", num={0, 4, 5, 6, 7})) +
+                  h.card("Partitions", h.table(headers, rows, "partitions", num=num)) +
                   h.card("Actions", actions) +
                   h.card("Configs", config_table(configs)),
                   "topics", [("Topics", "/topics")], flash=_first(query, "done"))

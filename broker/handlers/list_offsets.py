@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 R = LIST_OFFSETS.Response
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
 READ_COMMITTED = 1
+CONSUMER = -1
 DEBUGGING_REPLICA_ID = -2  # a tool's ListOffsets any replica answers, not only the leader
 
 
@@ -54,6 +55,12 @@ def handle_list_offsets(broker: Services, ctx, req: ListOffsetsRequest):
             if not err and (p.timestamp in (EARLIEST, MAX_TIMESTAMP) or p.timestamp >= 0) \
                     and part.remote_pending:
                 err = errors.REPLICA_NOT_AVAILABLE  # the remote log is not known here yet
+            if not err and p.timestamp == LATEST and req.replica_id == CONSUMER \
+                    and part.log.high_watermark < part.epoch_start_offset:
+                # KIP-207: a new leader's high watermark may lag what its predecessor
+                # acknowledged until its followers fetch; a consumer must not read it as the
+                # end (Kafka answers this, retriable)
+                err = errors.OFFSET_NOT_AVAILABLE
             wanted = None if err else _remote_timestamp(part, p.timestamp, read_committed)
             if wanted is not None:
                 answer = R.ListOffsetsPartitionResponse(

@@ -27,14 +27,20 @@ class RemoteRead:
         return 0
 
 
+def tiered(part) -> bool:
+    """The partition keeps data in the remote log: remote.storage.enable on a broker with
+    remote.log.storage.system.enable, whether its remote log manager started yet or not."""
+    return part.config.remote_storage_enable and part.manager.remote_enabled
+
+
 def log_start_offset(part, rlm: RemoteLogManager | None) -> int:
     """The partition's log start: its first remote offset (or the DeleteRecords point past
     it) when remote segments exist below the local log; on a follower rebuilt from the
     remote copy, the leader's log start it learned then; else the local log start."""
     local = part.log.log_start_offset
-    if rlm is None or not part.config.remote_storage_enable:
+    if not tiered(part):
         return local
-    segs = rlm.remote_of(part.topic, part.index)
+    segs = None if rlm is None else rlm.remote_of(part.topic, part.index)
     if segs is None:
         return local if part.remote_log_start < 0 else min(part.remote_log_start, local)
     start = segs.start_offset
@@ -44,12 +50,12 @@ def log_start_offset(part, rlm: RemoteLogManager | None) -> int:
 
 
 def pending(part, rlm: RemoteLogManager | None) -> bool:
-    """Remote data may exist but this leader has not loaded its metadata yet (just elected):
-    reads below the local log and the log start wait (REPLICA_NOT_AVAILABLE, retriable, as
-    Kafka answers while its metadata manager initializes)."""
-    if rlm is None or not part.config.remote_storage_enable:
-        return False
-    return rlm.remote_of(part.topic, part.index) is None
+    """Remote data may exist but this leader has not loaded its metadata yet (just elected,
+    or the broker just started and its remote log manager not yet: the partitions serve
+    before the object store answers): reads below the local log and the log start wait
+    (REPLICA_NOT_AVAILABLE, retriable, as Kafka answers while its metadata manager
+    initializes)."""
+    return tiered(part) and (rlm is None or rlm.remote_of(part.topic, part.index) is None)
 
 
 def leader_of(part) -> Leader:

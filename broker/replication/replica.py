@@ -622,8 +622,10 @@ class ReplicaManager:
         self.session = None
         self.silent_ms = max(1000, 2 * broker_config.int("replica.fetch.wait.max.ms"))
         self.fenced_leaders: set[tuple[str, int]] = set()
-        # tiered storage: the remote log manager (tiered/) when remote.log.storage.system.enable
+        # tiered storage: the remote log manager (tiered/) when remote.log.storage.system.enable,
+        # set once the broker started it (until then a tiered partition's remote log is unknown)
         self.remote = None
+        self.remote_enabled = broker_config.bool("remote.log.storage.system.enable")
 
     def _partition(self, topic, index, configs: dict, cfg: LogConfig | None) -> Partition:
         key = (topic, index)

@@ -78,6 +78,22 @@ def test_consumers_see_the_high_watermark_and_read_committed_the_last_stable_off
     assert list_offsets(services, "t", LATEST, isolation_level=READ_COMMITTED) == [(0, -1, 2)]
 
 
+def test_a_new_leader_answers_no_latest_offset_until_its_high_watermark_reaches_its_epoch(
+        services):
+    """KIP-207: the high watermark a new leader took over may lag what its predecessor
+    acknowledged (until the followers fetch): a consumer asking the end then is told to retry,
+    never given that stale end (what reads ``__remote_log_metadata`` to its end relies on it)."""
+    services.create_topic("t")
+    part = services.replicas.leader_partition("t", 0)
+    append(part.log, mk(4), hwm=False)
+    part.log.high_watermark = 2
+    part.epoch_start_offset = 4  # elected with 4 records, 2 of them known committed
+    assert list_offsets(services, "t", LATEST, EARLIEST) == [
+        (errors.OFFSET_NOT_AVAILABLE, -1, -1), (0, -1, 0)]
+    part.log.high_watermark = 4
+    assert list_offsets(services, "t", LATEST) == [(0, -1, 4)]
+
+
 def test_an_unknown_partition_and_a_fenced_epoch_are_kafkas_errors(services):
     assert list_offsets(services, "no-such-topic", LATEST) == [
         (errors.UNKNOWN_TOPIC_OR_PARTITION, -1, -1)]

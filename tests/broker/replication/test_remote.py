@@ -35,7 +35,7 @@ class Events:
 
 
 def tiered_leader(tmp_path, rlm):
-    manager = SimpleNamespace(node_id=1, isr_changes=None, remote=rlm)
+    manager = SimpleNamespace(node_id=1, isr_changes=None, remote=rlm, remote_enabled=True)
     cfg = LogConfig.from_props({"remote.storage.enable": "true", "segment.bytes": "300",
                                 "local.retention.bytes": "300", "retention.ms": "-1"}, {})
     p = Partition(manager, "t", 0, Log(tmp_path / "t-0", cfg), cfg)
@@ -111,12 +111,32 @@ def test_a_new_leader_answers_replica_not_available_until_it_loaded(tmp_path):
     p.log.close()
 
 
+def test_a_restarted_broker_waits_for_its_remote_log_manager_too(tmp_path):
+    """Restarted, a broker leads its partitions before its remote log manager exists (that
+    waits on the object store): the remote log is unknown then as much as before its load,
+    never taken for empty (the local log start is not the log start)."""
+    first = RemoteLogManager(LocalStore(tmp_path / "remote"), Events(), node_id=1)
+    p = tiered_leader(tmp_path, first)
+    first.lead(remote.leader_of(p))
+    first.run_once()
+    p.log.apply_retention()
+    assert p.log.log_start_offset > 0
+
+    p.manager.remote = None  # tiering on, its manager not started yet
+    assert p.remote_pending
+    assert p.read(0, 1 << 20, min_one=True).error == errors.REPLICA_NOT_AVAILABLE
+    p.manager.remote_enabled = False  # tiering off on this broker: the local log is all
+    assert not p.remote_pending and p.log_start_offset == p.log.log_start_offset
+    assert p.read(0, 1 << 20, min_one=True).error == errors.OFFSET_OUT_OF_RANGE
+    p.log.close()
+
+
 def test_a_follower_restarts_with_the_state_of_the_remote_copy(tmp_path):
     """KIP-405's follower: below the leader's local log start, the leader epochs and the
     producer state come from the remote segment that ends there."""
     events = Events()
     rlm = RemoteLogManager(LocalStore(tmp_path / "remote"), events, node_id=1)
-    manager = SimpleNamespace(node_id=1, isr_changes=None, remote=rlm)
+    manager = SimpleNamespace(node_id=1, isr_changes=None, remote=rlm, remote_enabled=True)
     cfg = LogConfig.from_props({"remote.storage.enable": "true", "segment.bytes": "300",
                                 "local.retention.bytes": "300", "retention.ms": "-1"}, {})
     leader = Partition(manager, "t", 0, Log(tmp_path / "leader" / "t-0", cfg), cfg)
@@ -136,7 +156,7 @@ def test_a_follower_restarts_with_the_state_of_the_remote_copy(tmp_path):
     assert rlm.follower_state("t", 0, TOPIC_ID, start + 100) is None  # no segment ends there
 
     follower_manager = SimpleNamespace(node_id=2, isr_changes=None, remote=RemoteLogManager(
-        LocalStore(tmp_path / "remote"), events, node_id=2))
+        LocalStore(tmp_path / "remote"), events, node_id=2), remote_enabled=True)
     follower = Partition(follower_manager, "t", 0, Log(tmp_path / "follower" / "t-0", cfg),
                          cfg)
     follower.make_follower(PartitionState("t", 0, 1, 4, [1, 2], [1, 2], topic_id=TOPIC_ID))
@@ -161,7 +181,7 @@ def test_max_timestamp_looks_in_the_remote_log_too(tmp_path):
                                                      _remote_timestamp)
 
     rlm = RemoteLogManager(LocalStore(tmp_path / "remote"), Events(), node_id=1)
-    manager = SimpleNamespace(node_id=1, isr_changes=None, remote=rlm)
+    manager = SimpleNamespace(node_id=1, isr_changes=None, remote=rlm, remote_enabled=True)
     cfg = LogConfig.from_props({"remote.storage.enable": "true", "segment.bytes": "300",
                                 "local.retention.bytes": "300", "retention.ms": "-1"}, {})
     p = Partition(manager, "t", 0, Log(tmp_path / "t-0", cfg), cfg)
