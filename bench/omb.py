@@ -500,6 +500,11 @@ def main(argv=None) -> int:
                "null": lambda: NullBroker(workdir), "cluster": lambda: Cluster(workdir)}
     instances, start_errors = {}, {}
     results = []
+
+    def on_term(_signum, _frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_term)  # stop as on Ctrl-C: workers and brokers ended
     try:
         for b in [*brokers, "cluster"]:
             if b not in needed:
