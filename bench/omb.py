@@ -215,7 +215,7 @@ def run_once(w: Workload, bootstrap: str, label: str, opts, pids=(), delete=True
                        "queue.buffering.max.messages": 1_000_000,
                        "message.timeout.ms": 60000, **w.producer_config}
     specs = [dict(common, role="consumer", assignment=a, consumer_config=w.consumer_config,
-                  idle_stop_s=1.0, drain_s=opts.drain_s)
+                  idle_stop_s=2.0, drain_s=opts.drain_s)
              for a in consumer_assignments(w, topics)]
     n_consumers = len(specs)
     specs += [dict(common, role="producer", topics=topics, size=w.size,

@@ -167,7 +167,7 @@ def run_producer(spec: dict) -> dict:
     sent_end = mono_ns()
     unsent = last - i
     flush_deadline = sent_end + int(spec["flush_s"] * 1e9)
-    while len(p) and mono_ns() < flush_deadline:
+    while (len(p) or mono_ns() < end_ns) and mono_ns() < flush_deadline:  # to the window's end
         p.poll(0.05)
         stats.tick(mono_ns())
     stats.tick(mono_ns())
