@@ -82,7 +82,7 @@ class ConnectRecord:
     way transforms build their output (Connect's ``newRecord``)."""
 
     __slots__ = ("topic", "kafka_partition", "key_schema", "key", "value_schema", "value",
-                 "timestamp", "headers")
+                 "timestamp", "_headers")
 
     def __init__(self, topic: str, kafka_partition: int | None, key_schema: Schema | None,
                  key, value_schema: Schema | None, value, timestamp: int | None = None,
@@ -91,7 +91,18 @@ class ConnectRecord:
         self.key_schema, self.key = key_schema, key
         self.value_schema, self.value = value_schema, value
         self.timestamp = timestamp
-        self.headers = headers if headers is not None else Headers()
+        self._headers = headers  # None: none yet, made on first use (most records have none)
+
+    @property
+    def headers(self) -> Headers:
+        headers = self._headers
+        if headers is None:
+            headers = self._headers = Headers()
+        return headers
+
+    @headers.setter
+    def headers(self, headers: Headers | None) -> None:
+        self._headers = headers
 
     def _fields(self) -> dict:
         return {name: getattr(self, name) for name in _all_slots(type(self))}
@@ -125,7 +136,9 @@ class ConnectRecord:
             clone.value = value
         if timestamp is not ...:
             clone.timestamp = timestamp
-        clone.headers = headers if headers is not None else self.headers.copy()
+        if headers is None and self._headers is not None:
+            headers = self._headers.copy()
+        clone._headers = headers
         return clone
 
     def __eq__(self, other):
@@ -141,7 +154,7 @@ class ConnectRecord:
 def _all_slots(cls) -> list[str]:
     names = []
     for klass in reversed(cls.__mro__):
-        names.extend(getattr(klass, "__slots__", ()))
+        names.extend(name.lstrip("_") for name in getattr(klass, "__slots__", ()))
     return names
 
 
@@ -156,8 +169,8 @@ class SourceRecord(ConnectRecord):
                  kafka_partition: int | None = None, key_schema: Schema | None = None,
                  key=None, value_schema: Schema | None = None, value=None,
                  timestamp: int | None = None, headers: Headers | None = None):
-        super().__init__(topic, kafka_partition, key_schema, key, value_schema, value,
-                         timestamp, headers)
+        ConnectRecord.__init__(self, topic, kafka_partition, key_schema, key, value_schema,
+                               value, timestamp, headers)  # not super(): a record each time
         self.source_partition, self.source_offset = source_partition, source_offset
 
     def _copy(self):
@@ -179,8 +192,8 @@ class SinkRecord(ConnectRecord):
                  headers: Headers | None = None, original_topic: str | None = None,
                  original_kafka_partition: int | None = None,
                  original_kafka_offset: int | None = None):
-        super().__init__(topic, partition, key_schema, key, value_schema, value, timestamp,
-                         headers)
+        ConnectRecord.__init__(self, topic, partition, key_schema, key, value_schema, value,
+                               timestamp, headers)
         self.kafka_offset, self.timestamp_type = kafka_offset, timestamp_type
         self.original_topic = topic if original_topic is None else original_topic
         self.original_kafka_partition = (partition if original_kafka_partition is None

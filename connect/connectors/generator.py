@@ -86,7 +86,6 @@ class GeneratorSourceTask(SourceTask):
         self.next = stored["seq"] + 1 if stored else 0
         self.started, self.sent_since_start = time.monotonic(), 0
         self.stopped = threading.Event()
-        self.padding = "x" * self.size
 
     def poll(self) -> list[SourceRecord] | None:
         count = BATCH if self.max < 0 else min(BATCH, self.max - self.next)
@@ -96,10 +95,10 @@ class GeneratorSourceTask(SourceTask):
         if count <= 0:
             self.stopped.wait(0.01 if self.max < 0 or self.next < self.max else 0.5)
             return None
-        records = []
+        records, size = [], self.size
         for seq in range(self.next, self.next + count):
             text = str(seq)
-            value = (text + self.padding)[:self.size] if self.size >= len(text) else text
+            value = text.ljust(size, "x")  # the number, padded to message.size
             records.append(SourceRecord(
                 self.partition, {"seq": seq}, self.topic, None,
                 Schema.STRING_SCHEMA if self.keyed else None, text if self.keyed else None,

@@ -173,15 +173,17 @@ class WorkerSinkTask(WorkerTask):
         key_to, value_to = p.key_converter.to_connect_data, p.value_converter.to_connect_data
         staged = bool(p.chain.stages)
         reporting = self.errant_reporter is not None
+        used = self.topics_used
         for m in messages:
-            if m.error() is not None:
-                if m.error().code() == KafkaError._PARTITION_EOF:
+            error = m.error()
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF:
                     continue
-                if m.error().fatal():
-                    raise ConnectException(f"Consumer error: {m.error().str()}")
+                if error.fatal():
+                    raise ConnectException(f"Consumer error: {error.str()}")
                 # librdkafka's other errors are events it recovers from (a broker down, a
                 # topic not there yet), as the Java consumer retries them
-                log.warning("%s consumer error: %s", self, m.error().str())
+                log.warning("%s consumer error: %s", self, error.str())
                 continue
             topic, partition, offset = m.topic(), m.partition(), m.offset()
             offsets[topic, partition] = offset + 1
@@ -189,13 +191,14 @@ class WorkerSinkTask(WorkerTask):
                 record = self._record(m)
             else:
                 try:
-                    key, value = key_to(topic, m.key()), value_to(topic, m.value())
+                    key_schema, key = key_to(topic, m.key())
+                    value_schema, value = value_to(topic, m.value())
                     raw = m.headers()
                     ts_type, ts = m.timestamp()
-                    record = SinkRecord(topic, partition, key.schema, key.value, value.schema,
-                                        value.value, offset,
-                                        ts if ts_type in _TIMESTAMP_TYPES else None,
-                                        _TIMESTAMP_TYPES.get(ts_type, "NoTimestampType"),
+                    ts_name = _TIMESTAMP_TYPES.get(ts_type)
+                    record = SinkRecord(topic, partition, key_schema, key, value_schema, value,
+                                        offset, ts if ts_name else None,
+                                        ts_name or "NoTimestampType",
                                         None if raw is None else self._headers(topic, raw))
                 except Exception:  # again, each stage under the error operator
                     record = self._record(m)
@@ -203,8 +206,8 @@ class WorkerSinkTask(WorkerTask):
                 records.append(record)
                 if reporting:
                     self.messages[(topic, partition, offset)] = m
-            if topic not in self.topics_used:
-                self.topics_used.add(topic)
+            if topic not in used:
+                used.add(topic)
                 self.listener.on_topic_used(self.id, topic)
         self.metrics.read.inc(len(messages))
         self.batch = records
@@ -223,7 +226,7 @@ class WorkerSinkTask(WorkerTask):
         value = op.execute(context, Stage.VALUE_CONVERTER, type(p.value_converter),
                            p.value_converter.to_connect_data, topic, m.value())
         raw = m.headers()
-        headers = Headers() if raw is None else op.execute(
+        headers = None if raw is None else op.execute(
             context, Stage.HEADER_CONVERTER, type(p.header_converter), self._headers, topic, raw)
         if context.failed:
             return None

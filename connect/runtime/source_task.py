@@ -60,18 +60,24 @@ class StickyPartitioner:
         """The partition for a keyless record of ``size`` bytes; None: let the producer
         choose (the topic's partitions are not known)."""
         state = self.topics.get(topic)
-        now = time.monotonic()
-        if state is None or now - state[3] > self.MAX_AGE:
+        if state is None:
             count = self._count(topic)
             if not count:
                 return None
-            state = self.topics[topic] = [count, random.randrange(count), 0, now]
+            state = self.topics[topic] = [count, random.randrange(count), 0, time.monotonic()]
         if state[2] >= self.BATCH_SIZE:
             count = state[0]
             state[1] = (state[1] + random.randrange(1, count)) % count if count > 1 else 0
             state[2] = 0
         state[2] += size
         return state[1]
+
+    def expire(self) -> None:
+        """Forget the partition counts older than MAX_AGE (read again on their next record);
+        called once per batch of records, not per record."""
+        now = time.monotonic()
+        for topic in [t for t, state in self.topics.items() if now - state[3] > self.MAX_AGE]:
+            del self.topics[topic]
 
     def _count(self, topic: str) -> int:
         try:
@@ -149,15 +155,35 @@ def _partition_key(partition: dict) -> str:
     return json.dumps(partition, sort_keys=True, separators=(",", ":"))
 
 
+class SubmittedBatch:
+    """The records of one send, sharing one delivery callback (``delivered``): how many went
+    to the producer and how many of those Kafka acknowledged, or the error handling let go
+    (``on_error(err, msg)`` true). Done once every record sent is accounted for."""
+
+    __slots__ = ("sent", "acked", "on_error")
+
+    def __init__(self, on_error):
+        self.sent = self.acked = 0
+        self.on_error = on_error
+
+    def delivered(self, err, msg) -> None:
+        if err is None or self.on_error(err, msg):
+            self.acked += 1
+
+    @property
+    def done(self) -> bool:
+        return self.acked >= self.sent
+
+
 class SubmittedRecords:
-    """Records sent and not yet committed, per source partition, in order (Kafka's
-    SubmittedRecords): the offsets safe to commit are those of the acknowledged prefix."""
+    """Batches sent and not yet committed, per source partition, in order (Kafka's
+    SubmittedRecords, a batch of records where it has one record): the offsets safe to commit
+    are the last ones of each partition's prefix of batches that are done."""
 
     def __init__(self):
-        self.pending: dict[str, deque] = {}
-        self.partitions: dict[str, dict] = {}
-        self.outstanding = 0
-        self.last: tuple = (None, None, None)   # (partition, a copy of it, its key)
+        self.pending: dict[str, deque] = {}      # partition key -> deque of (batch, offset)
+        self.partitions: dict[str, dict] = {}    # partition key -> a copy of the partition
+        self.last: tuple = (None, None, None)    # (partition, a copy of it, its key)
 
     def key(self, partition: dict) -> str:
         """``partition``'s key; the last one's again while a connector passes the same,
@@ -165,31 +191,34 @@ class SubmittedRecords:
         last, copy, key = self.last
         if partition is not last or partition != copy:
             key = _partition_key(partition)
-            self.last = (partition, dict(partition), key)
+            copy = dict(partition)
+            self.last = (partition, copy, key)
+            self.partitions.setdefault(key, copy)
         return key
 
-    def submit(self, record: SourceRecord) -> list | None:
-        if record.source_partition is None or record.source_offset is None:
-            return None
-        key = self.key(record.source_partition)
-        self.partitions[key] = record.source_partition
-        entry = [record.source_offset, False]
-        self.pending.setdefault(key, deque()).append(entry)
-        self.outstanding += 1
-        return entry
-
-    def ack(self, entry: list | None) -> None:
-        if entry is not None and not entry[1]:
-            entry[1] = True
+    def submit(self, batch: SubmittedBatch, records: list[SourceRecord]) -> None:
+        """``records`` (sent or dropped) belong to ``batch``: the last offset of each of their
+        source partitions waits for it."""
+        offsets, last, key = {}, None, None
+        for record in records:
+            partition, offset = record.source_partition, record.source_offset
+            if partition is not None and offset is not None:
+                if partition is not last:  # one dict is one partition within a batch
+                    last, key = partition, self.key(partition)
+                offsets[key] = offset
+        for k, offset in offsets.items():
+            entries = self.pending.get(k)
+            if entries is None:
+                entries = self.pending[k] = deque()
+            entries.append((batch, offset))
 
     def committable(self) -> list[tuple[dict, dict]]:
-        """Pop the acknowledged prefix of each partition; the last offset of each."""
+        """Pop the done prefix of each partition's batches; the last offset of each."""
         found = []
         for key, entries in self.pending.items():
             last = None
-            while entries and entries[0][1]:
-                last = entries.popleft()[0]
-                self.outstanding -= 1
+            while entries and entries[0][0].done:
+                last = entries.popleft()[1]
             if last is not None:
                 found.append((self.partitions[key], last))
         return found
@@ -316,12 +345,18 @@ class WorkerSourceTask(WorkerTask):
         return records or None
 
     def _send(self) -> None:
-        written = 0
         records, self.to_send = self.to_send, None
         p, chain = self.pipeline, self.pipeline.chain.stages
         key_from = p.key_converter.from_connect_data
         value_from = p.value_converter.from_connect_data
-        produce, delivered = self.producer.produce, self._delivered
+        produce, sticky = self.producer.produce, self.sticky.partition
+        transactional, creation, used = self.transactional, self.topic_creation, self.topics_used
+        self.sticky.expire()
+        batch = SubmittedBatch(self._send_failed)
+        # one callback for the batch; one per record only for a task's commit_record
+        delivered = None if self.commits_records else batch.delivered
+        record_delivered = self._delivered_record
+        written, full = 0, False
         for i, record in enumerate(records):
             if chain:
                 converted = self._process(record)
@@ -338,38 +373,40 @@ class WorkerSourceTask(WorkerTask):
                 self._dropped(record)
                 continue
             transformed, topic, key, value, headers = converted
-            if self.topic_creation is not None:
-                self.topic_creation.ensure(topic)
-            if self.transactional:
+            if creation is not None:
+                creation.ensure(topic)
+            if transactional:
                 self._ensure_transaction()
-            entry = None if self.transactional else self.submitted.submit(record)
             partition = transformed.kafka_partition
             if partition is None:
                 partition = -1  # librdkafka's partitioner (keyed records: murmur2)
                 if key is None:
-                    partition = self.sticky.partition(topic, len(value or b""))
+                    partition = sticky(topic, len(value or b""))
                     if partition is None:
                         partition = -1
             try:
+                # positional (no kwargs dict): the fifth is on_delivery's alias "callback"
                 produce(topic, value, key, partition,
-                        on_delivery=partial(delivered, record, entry),
-                        timestamp=transformed.timestamp or 0, headers=headers)
+                        delivered or partial(record_delivered, batch, record), None,
+                        transformed.timestamp or 0, headers)
             except BufferError:
                 self.to_send = records[i:]  # the producer's queue is full: again after poll
-                if entry is not None:
-                    self.submitted.pending[self.submitted.key(record.source_partition)].pop()
-                    self.submitted.outstanding -= 1
-                self.producer.poll(0.1)
+                records, full = records[:i], True
                 break
             written += 1
-            if topic not in self.topics_used:
-                self.topics_used.add(topic)
+            if topic not in used:
+                used.add(topic)
                 self.listener.on_topic_used(self.id, topic)
-            if self.transactional:
+            if transactional:
                 self._track_transaction(record)
+        batch.sent = written
+        if not transactional:
+            self.submitted.submit(batch, records)
         if written:
             self.metrics.write.inc(written)
-        if self.transactional and self.transactional["boundary"] == "poll" and self.to_send is None:
+        if full:
+            self.producer.poll(0.1)
+        elif transactional and transactional["boundary"] == "poll":
             self._commit_transaction()
 
     def _process(self, record: SourceRecord):
@@ -402,31 +439,37 @@ class WorkerSourceTask(WorkerTask):
         return [(h.key, convert(topic, h.key, h.schema, h.value)) for h in record.headers]
 
     def _dropped(self, record: SourceRecord) -> None:
-        if self.transactional:  # its offset still goes in the transaction
+        """A transform or the error handling dropped ``record``: its offset counts (with the
+        batch's, or in the transaction), as acknowledged."""
+        if self.transactional:
             self._ensure_transaction()
             self._track_transaction(record)
-        else:
-            self.submitted.ack(self.submitted.submit(record))
-        self._commit_record(record, None)
-
-    def _delivered(self, record: SourceRecord, entry, err, msg) -> None:
-        if err is not None:
-            if err.code() in _PURGED and self.transactional:
-                return  # its transaction was aborted: the record is dropped with it
-            if self.operator.tolerance_all:
-                log.error("%s failed to send record to %s: %s", self, record.topic, err)
-                self.submitted.ack(entry)
-                self._commit_record(record, None)
-            elif self.producer_error is None:
-                self.producer_error = (f"Unrecoverable exception from producer send "
-                                       f"callback: {err.str()}")
-            return
-        if entry is not None:
-            entry[1] = True
         if self.commits_records:
+            self._commit_record(record, None)
+
+    def _send_failed(self, err, msg) -> bool:
+        """A record Kafka did not take: True when the error handling lets it go (as if
+        acknowledged), else the task fails on its next iteration."""
+        if err.code() in _PURGED and self.transactional:
+            return False  # its transaction was aborted: the record is dropped with it
+        if self.operator.tolerance_all:
+            log.error("%s failed to send record to %s: %s", self, msg.topic(), err)
+            return True
+        if self.producer_error is None:
+            self.producer_error = (f"Unrecoverable exception from producer send "
+                                   f"callback: {err.str()}")
+        return False
+
+    def _delivered_record(self, batch: SubmittedBatch, record: SourceRecord, err, msg) -> None:
+        """The delivery callback of a task with its own ``commit_record``."""
+        if err is None:
+            batch.acked += 1
             ts = msg.timestamp()[1]
             self._commit_record(record, RecordMetadata(msg.topic(), msg.partition(),
                                                        msg.offset(), ts if ts > 0 else None))
+        elif self._send_failed(err, msg):
+            batch.acked += 1
+            self._commit_record(record, None)
 
     def _commit_record(self, record, metadata) -> None:
         try:
@@ -455,7 +498,7 @@ class WorkerSourceTask(WorkerTask):
 
     def _track_transaction(self, record: SourceRecord) -> None:
         if record.source_partition is not None and record.source_offset is not None:
-            self.txn_offsets[_partition_key(record.source_partition)] = (
+            self.txn_offsets[self.submitted.key(record.source_partition)] = (
                 record.source_partition, record.source_offset)
         if self.transactions is not None:
             asked = self.transactions.after(record)

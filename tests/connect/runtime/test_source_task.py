@@ -1,35 +1,67 @@
 from josefk.connect.api.records import SourceRecord
-from josefk.connect.runtime.source_task import SubmittedRecords, TransactionContext
+from josefk.connect.runtime.source_task import (SubmittedBatch, SubmittedRecords,
+                                                 TransactionContext)
 
 
 def record(partition, offset):
     return SourceRecord({"p": partition}, {"o": offset}, "t")
 
 
-def test_only_the_acknowledged_prefix_of_each_partition_is_committable():
+def sent(submitted, records, count=None):
+    """A batch of ``records`` of which ``count`` (all) went to the producer."""
+    batch = SubmittedBatch(lambda err, msg: False)
+    batch.sent = len(records) if count is None else count
+    submitted.submit(batch, records)
+    return batch
+
+
+class Error:
+    def code(self):
+        return 2
+
+
+def test_only_the_prefix_of_done_batches_of_each_partition_is_committable():
     submitted = SubmittedRecords()
-    a0, a1, a2 = (submitted.submit(record("a", i)) for i in range(3))
-    b0 = submitted.submit(record("b", 0))
-    assert submitted.submit(SourceRecord(None, None, "t")) is None  # no offset to keep
-    submitted.ack(a1)
-    submitted.ack(b0)
-    assert submitted.committable() == [({"p": "b"}, {"o": 0})]   # a1 waits for a0
-    submitted.ack(a0)
-    assert submitted.committable() == [({"p": "a"}, {"o": 1})]
-    assert submitted.outstanding == 1
-    submitted.ack(a2)
+    first = sent(submitted, [record("a", 0), record("a", 1), SourceRecord(None, None, "t")])
+    second = sent(submitted, [record("a", 2), record("b", 0)])
+    third = sent(submitted, [record("b", 1), record("b", 2)], count=1)  # one dropped
+    second.delivered(None, None)
+    second.delivered(None, None)
+    # a's second batch waits for its first; b's first is done
+    assert submitted.committable() == [({"p": "b"}, {"o": 0})]
+    third.delivered(None, None)
+    assert submitted.committable() == [({"p": "b"}, {"o": 2})]  # the dropped one's with it
+    first.delivered(None, None)
+    first.delivered(None, None)
+    assert not first.done and submitted.committable() == []   # the offsetless one counts too
+    first.delivered(None, None)
     assert submitted.committable() == [({"p": "a"}, {"o": 2})]
-    assert submitted.committable() == [] and submitted.outstanding == 0
+    assert submitted.committable() == []
+
+
+def test_a_failed_record_counts_as_acknowledged_only_when_the_error_handling_lets_it_go():
+    submitted = SubmittedRecords()
+    for partition, tolerated in (("a", True), ("b", False)):
+        batch = SubmittedBatch(lambda err, msg: tolerated)
+        batch.sent = 2
+        submitted.submit(batch, [record(partition, 0), record(partition, 1)])
+        batch.delivered(None, None)
+        batch.delivered(Error(), None)
+        assert batch.done is tolerated
+    assert submitted.committable() == [({"p": "a"}, {"o": 1})]
 
 
 def test_a_partition_dict_reused_and_changed_in_place_is_kept_under_its_new_key():
     submitted = SubmittedRecords()
     partition = {"p": "a"}
-    submitted.submit(SourceRecord(partition, {"o": 0}, "t"))
-    submitted.submit(SourceRecord(partition, {"o": 1}, "t"))
+    batches = [sent(submitted, [SourceRecord(partition, {"o": 0}, "t")]),
+               sent(submitted, [SourceRecord(partition, {"o": 1}, "t")])]
     partition["p"] = "b"
-    submitted.submit(SourceRecord(partition, {"o": 2}, "t"))
+    batches.append(sent(submitted, [SourceRecord(partition, {"o": 2}, "t")]))
     assert {k: len(v) for k, v in submitted.pending.items()} == {'{"p":"a"}': 2, '{"p":"b"}': 1}
+    for batch in batches:
+        batch.delivered(None, None)
+    assert submitted.committable() == [({"p": "a"}, {"o": 1}), ({"p": "b"}, {"o": 2})]
 
 
 def test_the_connector_asks_for_commits_and_aborts_after_given_records():

@@ -168,13 +168,15 @@ def test_a_poison_record_goes_to_the_dead_letter_queue_with_the_error_headers(
             '{connector="dlq-sink",task="0"} 1.0') in metrics
 
 
+def task_failed(h, connector):
+    """Task 0's status once it is FAILED, else None."""
+    status = h.status_store.tasks(connector).get(0)
+    return status if status and status.state.value == "FAILED" else None
+
+
 def test_tolerance_none_fails_the_task_with_its_trace(josefk_broker, josefk_topic, tmp_path):
     out = tmp_path / "out.txt"
     produce(josefk_broker, josefk_topic, [b"poison", b'"after"'])
-
-    def task_failed(h):
-        status = h.status_store.tasks("strict-sink").get(0)
-        return status if status and status.state.value == "FAILED" else None
 
     async def run():
         h = herder(josefk_broker, tmp_path)
@@ -182,10 +184,11 @@ def test_tolerance_none_fails_the_task_with_its_trace(josefk_broker, josefk_topi
             "value.converter": "JsonConverter", "value.converter.schemas.enable": "false"})
         await h.start([config])
         try:
-            failed = await until(lambda: task_failed(h), what="FAILED")
+            failed = await until(lambda: task_failed(h, "strict-sink"), what="FAILED")
             status = await h.connector_status("strict-sink")
             plan = await h.restart_connector("strict-sink", True, True)
-            await until(lambda: task_failed(h), what="FAILED again after the restart")
+            await until(lambda: task_failed(h, "strict-sink"),
+                        what="FAILED again after the restart")
             assert lines(out) == []
             created, _ = await h.put_connector_config(
                 "strict-sink", dict(config, **{"errors.tolerance": "all"}), True)
@@ -560,3 +563,39 @@ def test_ready_after_start_and_kip_980_initial_states(josefk_broker, josefk_topi
             await h.stop()
 
     asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("tolerance", ["all", "none"])
+@pytest.mark.parametrize("connector", ["GeneratorSource", "tests.CommitRecordingSourceConnector"])
+def test_records_kafka_refuses_are_let_go_under_tolerance_all_and_fail_the_task_under_none(
+        josefk_broker, tmp_path, tolerance, connector):
+    """The topic's max.message.bytes is below the records' size: each delivery report is an
+    error. Under ``all`` each refused record counts as done (its offset committed; a task
+    with its own commit_record is given it without metadata) and the task runs on; under
+    ``none`` the task fails. Both delivery callbacks: the batch's, and the per-record one of a
+    task with commit_record."""
+    topic = f"refusing-{tolerance}-{time.monotonic_ns()}"
+    josefk_broker.create_topic(topic, config={"max.message.bytes": "1000"})
+    doubles.CommitRecordingSourceTask.committed = []
+    recording = connector != "GeneratorSource"
+
+    async def run():
+        h = herder(josefk_broker, tmp_path)
+        await h.start([{"name": "refused", "connector.class": connector, "topic": topic,
+                        "max.messages": "3", "message.size": "2000",
+                        "errors.tolerance": tolerance}])
+        try:
+            if tolerance == "all":
+                assert await until(lambda: h.offset_store.get("refused", [{"task": 0}])[0],
+                                   what="the offsets") == {"seq": 2}
+                assert (await h.task_status("refused", 0))["state"] == "RUNNING"
+            else:
+                status = await until(lambda: task_failed(h, "refused"), what="FAILED")
+                assert "Unrecoverable exception from producer send callback" in status.trace
+        finally:
+            await h.stop()
+
+    asyncio.run(run())
+    assert doubles.CommitRecordingSourceTask.committed == (
+        [(str(seq).ljust(2000, "x"), None) for seq in range(3)]
+        if recording and tolerance == "all" else [])
