@@ -44,11 +44,12 @@ def log(msg: str) -> None:
 
 # -- topics -----------------------------------------------------------------------------------
 
-def create_topic(bootstrap: str, topic: str, partitions: int, timeout: float = 20.0) -> None:
+def create_topic(bootstrap: str, topic: str, partitions: int, timeout: float = 20.0,
+                 replication_factor: int = 1) -> None:
     """CreateTopics, then wait (bounded) until metadata shows every partition with a leader."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     futures = admin.create_topics([NewTopic(topic, num_partitions=partitions,
-                                            replication_factor=1)],
+                                            replication_factor=replication_factor)],
                                   operation_timeout=timeout, request_timeout=timeout)
     try:
         futures[topic].result(timeout=timeout)

@@ -238,6 +238,9 @@ EXTRA_TOPIC_DEFAULTS = {
     "follower.replication.throttled.replicas": "",
     "leader.replication.throttled.replicas": "",
     "remote.storage.enable": "false",
+    "josefk.remote.delete": "true",
+    "josefk.remote.recovery": "false",
+    "josefk.remote.readreplica": "",
 }
 TOPIC_CONFIG_NAMES = (frozenset(TOPIC_DEFAULTS) | frozenset(DERIVED_TOPIC_DEFAULTS)
                       | frozenset(EXTRA_TOPIC_DEFAULTS))

@@ -57,7 +57,7 @@ _LONGS = {"retention.ms", "retention.bytes", "segment.ms", "delete.retention.ms"
 _INTS = {"segment.bytes", "index.interval.bytes", "max.message.bytes", "min.insync.replicas",
          "segment.index.bytes"}
 _BOOLS = {"unclean.leader.election.enable", "preallocate", "message.downconversion.enable",
-          "remote.storage.enable"}
+          "remote.storage.enable", "josefk.remote.recovery", "josefk.remote.delete"}
 _CHOICES = {
     "cleanup.policy": {"delete", "compact"},
     "message.timestamp.type": {"CreateTime", "LogAppendTime"},
@@ -143,9 +143,6 @@ def _validate_remote_storage(cfg: LogConfig, system_enabled: bool) -> None:
     if not system_enabled:
         raise MetadataError(errors.INVALID_CONFIG, "Tiered Storage functionality is disabled in "
                             "the broker. Topic cannot be configured with remote log storage.")
-    if cfg.compact:
-        raise MetadataError(errors.INVALID_CONFIG,
-                            "Remote log storage is unsupported for the compacted topics")
     for total_name, local_name in (("retention.bytes", "local.retention.bytes"),
                                    ("retention.ms", "local.retention.ms")):
         total, local = cfg.get(total_name), cfg.get(local_name)

@@ -19,6 +19,11 @@ PROPS: dict[str, tuple[str, str, object]] = {
     "flush.messages": ("flush_messages", "long", LONG_MAX),
     "flush.ms": ("flush_ms", "long", LONG_MAX),
     "index.interval.bytes": ("index_interval_bytes", "int", 4096),
+    # past Kafka (Redpanda's redpanda.remote.recovery / .readreplica): the remote log comes
+    # from the bucket (tiered/recovery.py)
+    "josefk.remote.delete": ("remote_delete", "bool", True),
+    "josefk.remote.readreplica": ("remote_read_replica", "str", ""),
+    "josefk.remote.recovery": ("remote_recovery", "bool", False),
     # tiered storage (KIP-405): -2 means the total retention.ms / retention.bytes
     "local.retention.bytes": ("local_retention_bytes", "long", -2),
     "local.retention.ms": ("local_retention_ms", "long", -2),
@@ -140,6 +145,8 @@ def _parse(name: str, kind: str, raw):
             if text not in ("CreateTime", "LogAppendTime"):
                 raise ValueError
             return text
+        if kind == "str":
+            return str(text)
         if kind == "compression":
             if text not in _COMPRESSION_TYPES:
                 raise ValueError

@@ -583,7 +583,8 @@ class Log:
         cfg = self.config
         with self._lock:
             self._check_open()
-            by_policy = cfg.delete
+            # a tiered compacted log keeps locally what local retention says, as any tiered one
+            by_policy = cfg.delete or cfg.remote_storage_enable
             retention_ms = cfg.retention_ms
             retention_bytes = cfg.retention_bytes
             copied = self.remote_copied_end

@@ -25,7 +25,7 @@ from typing import Callable, Iterable, Protocol
 from josefk.wire.batch import HEADER_SIZE, read_header
 from josefk.wire.records import iter_records
 
-from . import metadata as md
+from . import compacted, metadata as md, recovery
 from .store import ObjectStore, StoreError
 
 log = logging.getLogger("josefk.tiered")
@@ -75,11 +75,16 @@ class Leader:
     ``epochs()`` the leader-epoch entries [(epoch, start offset)]; ``snapshot(offset)`` the
     producer-state snapshot file at an offset, if kept; ``set_copied(offset)`` tells the local
     log what local retention may delete; ``retention()`` gives (retention.ms, retention.bytes,
-    local bytes above the remote end); ``delete_below()`` the log start DeleteRecords asked."""
+    local bytes above the remote end); ``delete_below()`` the log start DeleteRecords asked.
+    ``recover(offset, state)``, given for a partition whose remote log comes from the bucket
+    (topic recovery, a read replica: ``read_replica``), restarts its empty local log at
+    ``offset`` with ``state`` (leader epochs, producer-state snapshot) or none. A
+    ``compacted`` partition's segments the cleaner rewrote after their copy are copied again
+    (`compacted.recopy`)."""
 
     def __init__(self, topic: str, partition: int, topic_id: uuid.UUID, leader_epoch: int, *,
                  segments_to_copy, upload_limit, aborted, epochs, snapshot, set_copied,
-                 retention, delete_below):
+                 retention, delete_below, recover=None, read_replica=False, compacted=False):
         self.topic, self.partition, self.topic_id = topic, partition, topic_id
         self.leader_epoch = leader_epoch
         self.segments_to_copy = segments_to_copy
@@ -90,6 +95,9 @@ class Leader:
         self.set_copied = set_copied
         self.retention = retention
         self.delete_below = delete_below
+        self.recover = recover
+        self.read_replica = read_replica
+        self.compacted = compacted  # cleanup.policy has compact: the cleaner rewrites segments
         self.remote: md.PartitionSegments | None = None  # loaded by the first task
         self.stopped = False
         self.copy_lag_bytes = 0  # rolled bytes not copied yet (Kafka's RemoteCopyLagBytes)
@@ -263,8 +271,13 @@ class RemoteLogManager:
             if self._closed:
                 return
             try:
+                if leader.read_replica:
+                    recovery.follow(self, leader)
+                    continue
                 self._load(leader, events)
                 self._copy(leader)
+                if leader.compacted:
+                    compacted.recopy(self, leader)
                 self._expire(leader)
             except (OSError, RuntimeError) as e:
                 log.warning("remote log task of %s-%d: %s (retried)", leader.topic,
@@ -290,6 +303,8 @@ class RemoteLogManager:
         # uploads and deletions a crash interrupted: their objects go, their events end
         for seg in segs.unfinished():
             self._delete_segment(leader, segs, seg)
+        if leader.recover is not None:
+            recovery.recover(self, leader, segs)
         leader.remote = segs
         leader.set_copied(segs.end_offset)
         log.info("%s-%d: %d remote segment(s), remote log [%s, %d]", leader.topic,
@@ -339,8 +354,7 @@ class RemoteLogManager:
         segs = leader.remote
         sid = uuid.uuid4()
         history = [(e, o) for e, o in leader.epochs() if o < local.next_offset]
-        epochs = [(e, max(o, local.base_offset)) for e, o in _epochs_in(
-            history, local.base_offset, local.next_offset)]
+        epochs = segment_epochs(history, local.base_offset, local.next_offset)
         aborted = leader.aborted(local.base_offset, local.next_offset)
         seg = md.RemoteSegment(sid, local.base_offset, local.next_offset - 1,
                                local.max_timestamp, local.size, epochs, md.COPY_SEGMENT_STARTED,
@@ -358,6 +372,9 @@ class RemoteLogManager:
                 log.warning("cannot clean up the failed copy of %s-%d at %d: %s", leader.topic,
                             leader.partition, seg.start_offset, e)
             raise
+        if leader.compacted and not compacted.unchanged(leader, local):
+            self._delete_segment(leader, segs, seg)  # the cleaner swapped it mid-upload
+            return
         self._publish(leader, segs, md.segment_update(leader, self.node_id, seg,
                                                       md.COPY_SEGMENT_FINISHED, self.now_ms()))
         st = self.topic_stats(leader.topic)
@@ -461,7 +478,16 @@ class RemoteLogManager:
         seg = leader.remote.segment_for(offset)
         if seg is None:
             return None
-        keys = object_keys(object_prefix(topic, partition, leader.topic_id), seg)
+        while True:  # a segment with nothing from ``offset`` on (compacted away): the next
+            data = self._read_segment(leader, seg, offset, max_bytes, limit, min_one)
+            if data or seg.end_offset + 1 >= limit:
+                return data
+            seg = leader.remote.segment_for(seg.end_offset + 1)
+            if seg is None:
+                return b""
+
+    def _read_segment(self, leader, seg, offset, max_bytes, limit, min_one) -> bytes:
+        keys = object_keys(object_prefix(leader.topic, leader.partition, leader.topic_id), seg)
         key, size, cache = keys[".log"], seg.size, self.cache
         at = self._position(keys[".index"], seg, offset)
         while True:  # to the batch holding ``offset`` (the index points at or before it)
@@ -610,6 +636,12 @@ def _epochs_in(entries, start: int, end: int):
         if offset < end and (nxt is None or nxt > start):
             out.append((epoch, offset))
     return out
+
+
+def segment_epochs(history, start: int, end: int) -> list[tuple[int, int]]:
+    """A segment's leader epochs [(epoch, first offset in the segment)] for [start, end) out of
+    the partition's ``history``, as its metadata record names them."""
+    return [(e, max(o, start)) for e, o in _epochs_in(history, start, end)]
 
 
 def _epoch_checkpoint(epochs) -> bytes:

@@ -30,12 +30,16 @@ class ObjectStore(Protocol):
     def delete(self, keys: list[str]) -> None:
         """Remove ``keys``; a key that is not there is no error."""
 
+    def list_sizes(self, prefix: str) -> dict[str, int]:
+        """`list` with each object's size in bytes."""
+
 
 class LocalStore:
     """Objects as files under ``root`` (written to a temporary name, then renamed)."""
 
     def __init__(self, root):
         self.root = Path(root)
+        self.bucket = str(self.root)  # what a read-replica topic names (an S3 store's bucket)
         self.root.mkdir(parents=True, exist_ok=True)
 
     def _path(self, key: str) -> Path:
@@ -68,13 +72,19 @@ class LocalStore:
             raise StoreError(f"cannot read {key}: {e}") from e
 
     def list(self, prefix):
+        return sorted(self.list_sizes(prefix))
+
+    def list_sizes(self, prefix):
         base = self._path(prefix.rsplit("/", 1)[0]) if "/" in prefix else self.root
         if not base.is_dir():
-            return []
+            return {}
         root = str(self.root.resolve()) + "/"
-        keys = (str(p)[len(root):] for p in base.rglob("*")
-                if p.is_file() and not p.name.endswith(".part"))
-        return sorted(k for k in keys if k.startswith(prefix))
+        try:
+            found = {str(p)[len(root):]: p.stat().st_size for p in base.rglob("*")
+                     if p.is_file() and not p.name.endswith(".part")}
+        except OSError as e:
+            raise StoreError(f"cannot list {prefix}: {e}") from e
+        return {k: size for k, size in found.items() if k.startswith(prefix)}
 
     def delete(self, keys):
         for key in keys:
@@ -162,16 +172,19 @@ class S3Store:
             raise StoreError(f"cannot read {key}: {e}") from e
 
     def list(self, prefix):
+        return sorted(self.list_sizes(prefix))
+
+    def list_sizes(self, prefix):
         import obstore
 
         # object_store lists by whole path segments: list the folder, keep the string prefix
         folder = (self.prefix + prefix).rsplit("/", 1)[0] if "/" in self.prefix + prefix \
             else None
         try:
-            out = []
+            out = {}
             for chunk in obstore.list(self._store, prefix=folder):
-                out.extend(m["path"][len(self.prefix):] for m in chunk)
-            return sorted(k for k in out if k.startswith(prefix))
+                out.update((m["path"][len(self.prefix):], m["size"]) for m in chunk)
+            return {k: size for k, size in out.items() if k.startswith(prefix)}
         except Exception as e:
             raise StoreError(f"cannot list {prefix}: {e}") from e
 

@@ -32,7 +32,8 @@ def add_commands(sub, common):
                    help="--list: leave out internal topics (__consumer_offsets...)")
     t.add_argument("--partitions", type=int,
                    help="--create: the number of partitions (default: the broker's "
-                        "num.partitions); --alter: the new number of partitions")
+                        "num.partitions), the bucket's with josefk.remote.recovery or "
+                        "josefk.remote.readreplica; --alter: the new number of partitions")
     t.add_argument("--replication-factor", type=int, default=-1,
                    help="--create: replicas of each partition (default: the broker's "
                         "default.replication.factor)")

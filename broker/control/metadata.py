@@ -139,9 +139,10 @@ class MetadataStore(Protocol):
 
     async def create_topic(self, name, num_partitions, replication_factor, configs,
                            validate_only=False, assignments=None,
-                           timeout_ms=30000) -> TopicMeta:
+                           timeout_ms=30000, topic_id=None) -> TopicMeta:
         """CreateTopics: checked, placed (``assignments``: [(partition, replicas)] given by the
-        client) and created, or only checked with ``validate_only``."""
+        client) and created, or only checked with ``validate_only``. ``topic_id``: the id of
+        the topic a bucket holds (topic recovery, read replicas), else a new one."""
 
     async def delete_topic(self, name, timeout_ms=30000) -> TopicMeta:
         """DeleteTopics: the topic as it was."""
@@ -273,8 +274,10 @@ class LocalMetadataStore:
 
     async def create_topic(self, name, num_partitions, replication_factor, configs,
                            validate_only=False, assignments=None,
-                           timeout_ms=30000) -> TopicMeta:
+                           timeout_ms=30000, topic_id=None) -> TopicMeta:
         t = self._plan(name, num_partitions, replication_factor, configs, assignments)
+        if topic_id is not None:
+            t.topic_id = topic_id
         if validate_only:
             return t
         await self._prepare(t, range(len(t.partitions)))

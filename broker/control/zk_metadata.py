@@ -168,10 +168,11 @@ class ZkMetadataStore:
 
     # -- admin changes ----------------------------------------------------------------------------------
     async def create_topic(self, name, num_partitions, replication_factor, configs,
-                           validate_only=False, assignments=None, timeout_ms=30000) -> TopicMeta:
+                           validate_only=False, assignments=None, timeout_ms=30000,
+                           topic_id=None) -> TopicMeta:
         plan = plan_topic(name, num_partitions, replication_factor, assignments,
                           await self._live_racks(), self.topics)
-        t = TopicMeta(name, uuid.uuid4(),
+        t = TopicMeta(name, topic_id or uuid.uuid4(),
                       [PartitionMeta(p, -1, 0, plan[p], []) for p in sorted(plan)], dict(configs))
         if validate_only:
             return t

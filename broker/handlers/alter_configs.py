@@ -16,6 +16,7 @@ from josefk.broker.configs import BROKER_TO_TOPIC, ConfigType, config_type, vali
 from josefk.broker.dynamic import validate_broker_configs
 from josefk.broker.links import CLUSTER_LINK, mirror_link, validate_link
 from josefk.broker.control.metadata import MetadataError
+from josefk.broker.replication import remote
 from josefk.wire import errors
 from josefk.wire.apis import ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS
 
@@ -80,6 +81,7 @@ async def _change(broker: Services, ctx, res, new_overrides, validate_only) -> t
             raise MetadataError(errors.INVALID_REQUEST, "Error due to duplicate config keys")
         new = new_overrides(current)
         if res.resource_type == TOPIC:
+            remote.check_creation_only(current, new)
             validate_topic_configs(new, broker.config.topic_defaults(), tiered_storage=(
                 broker.config.bool("remote.log.storage.system.enable")))
             if not validate_only:

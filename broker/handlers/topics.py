@@ -9,6 +9,7 @@ from josefk.broker.security.authorizer import CLUSTER, CLUSTER_NAME, TOPIC, allo
 from josefk.broker.configs import topic_config_entries, validate_topic_configs
 from josefk.broker.guards import check_not_internal, check_partition_budget
 from josefk.broker.control.metadata import MetadataError
+from josefk.broker.replication import remote
 from josefk.wire import errors
 from josefk.wire.apis import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS
 
@@ -40,7 +41,11 @@ async def handle_create_topics(broker: Services, ctx, req: CreateTopicsRequest):
             validate_topic_configs(configs, cfg.topic_defaults(), tiered_storage=cfg.bool(
                 "remote.log.storage.system.enable"))
             assignments = [(a.partition_index, a.broker_ids) for a in t.assignments]
-            n, rf = t.num_partitions, t.replication_factor
+            topic_id, n, configs = await remote.bucket_topic(
+                broker.replicas, cfg.bool("remote.log.storage.system.enable"),
+                broker.metadata.topics_by_id, t.name, configs, t.num_partitions,
+                req.timeout_ms)
+            rf = t.replication_factor
             if not assignments:
                 n = n if n != -1 else cfg.int("num.partitions")
                 rf = rf if rf != -1 else cfg.int("default.replication.factor")
@@ -48,7 +53,7 @@ async def handle_create_topics(broker: Services, ctx, req: CreateTopicsRequest):
                 check_partition_budget(broker, len(assignments) if assignments else n)
             meta = await broker.metadata.create_topic(
                 t.name, n, rf, configs, validate_only=req.validate_only,
-                assignments=assignments or None, timeout_ms=req.timeout_ms)
+                assignments=assignments or None, timeout_ms=req.timeout_ms, topic_id=topic_id)
         except MetadataError as e:
             res.error_code, res.error_message = e.code, e.message
             continue

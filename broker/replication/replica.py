@@ -264,6 +264,10 @@ class Partition:
             return AppendResult(errors.INVALID_REQUEST, message=(
                 f"Topic {self.topic} is a mirror topic of cluster link {self.mirror}: it is "
                 "read-only until it is promoted or failed over"))
+        if self.config.remote_read_replica or self.config.remote_recovery:
+            refused = remote.append_refused(self, self.manager.remote)
+            if refused is not None:
+                return AppendResult(refused[0], message=refused[1])
         try:
             validated = validate_records(records, self.config, old_formats=old_formats)
         except CorruptRecord as e:
@@ -501,7 +505,8 @@ class Partition:
                                       last_stable_offset=lso)
                 if start <= offset and below_local:  # the remote log holds it
                     return ReadResult(errors.NONE, remote.RemoteRead(
-                        self.topic, self.index, offset, max_bytes, limit, min_one), hwm, start,
+                        self.topic, self.index, offset, max_bytes, limit, min_one,
+                        self if self.config.compact else None), hwm, start,
                         last_stable_offset=lso, aborted=[] if read_committed else None)
                 return ReadResult(errors.OFFSET_OUT_OF_RANGE, None, hwm, start,
                                   last_stable_offset=lso)
@@ -537,7 +542,10 @@ class Partition:
         if remote_state is not None:
             epochs, snapshot = remote_state
             for epoch, start in epochs:
-                lg.epochs.assign(epoch, min(start, offset))
+                # past the current leader epoch: another cluster's (a topic recovered from a
+                # bucket), which this cluster's epochs must not follow
+                if epoch <= self.leader_epoch:
+                    lg.epochs.assign(epoch, min(start, offset))
             if snapshot:
                 lg.write_snapshot(offset, snapshot)
         self._reload_producer_state()
@@ -711,7 +719,9 @@ class ReplicaManager:
         for topic, index, delete in items:
             part = self.partitions.get((topic, index))
             if delete and part is not None and part.is_leader and self.remote is not None \
-                    and part.config.remote_storage_enable and part.topic_id is not None:
+                    and part.config.remote_storage_enable and part.topic_id is not None \
+                    and part.config.remote_delete \
+                    and not part.config.remote_read_replica:  # a read replica's is the origin's
                 self.remote.delete_partition(topic, index, part.topic_id, part.leader_epoch)
             self._stop(topic, index)
             if delete:

@@ -23,8 +23,6 @@ def test_throttled_replicas_lists_are_validated_as_kafka_does():
     ({"remote.storage.enable": "true"}, False,
      "Tiered Storage functionality is disabled in the broker. Topic cannot be configured with "
      "remote log storage."),
-    ({"remote.storage.enable": "true", "cleanup.policy": "compact,delete"}, True,
-     "Remote log storage is unsupported for the compacted topics"),
     ({"remote.storage.enable": "true", "retention.bytes": "1000",
       "local.retention.bytes": "2000"}, True,
      "Invalid value 2000 for configuration local.retention.bytes: Value must not be more than "
@@ -43,7 +41,7 @@ def test_remote_storage_topics_are_checked_as_kafka_does(configs, system, messag
     assert (e.value.code, e.value.message) == (errors.INVALID_CONFIG, message)
 
 
-def test_remote_storage_topics_that_kafka_accepts():
+def test_remote_storage_topics_that_kafka_accepts_and_past_kafka():
     from josefk.broker.config import BrokerConfig
     from josefk.broker.configs import validate_topic_configs
 
@@ -53,6 +51,9 @@ def test_remote_storage_topics_that_kafka_accepts():
                      "local.retention.ms": "-1"},
                     {"remote.storage.enable": "true", "retention.bytes": "1000",
                      "local.retention.bytes": "1000", "local.retention.ms": "60000"},
-                    {"remote.storage.enable": "false", "cleanup.policy": "compact"}):
+                    {"remote.storage.enable": "false", "cleanup.policy": "compact"},
+                    # past Kafka: compacted topics tiered (tiered/compacted.py)
+                    {"remote.storage.enable": "true", "cleanup.policy": "compact"},
+                    {"remote.storage.enable": "true", "cleanup.policy": "compact,delete"}):
         validate_topic_configs(configs, defaults, tiered_storage=True)
     validate_topic_configs({"remote.storage.enable": "false"}, defaults, tiered_storage=False)

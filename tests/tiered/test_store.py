@@ -44,6 +44,14 @@ def test_list_by_string_prefix_and_delete(store):
     assert store.list("t-1-a/") == ["t-1-a/1.log"]
 
 
+def test_list_sizes(store):
+    store.put("t-0-a/1.log", b"xyz")
+    store.put("t-0-a/1.index", b"")
+    store.put("t-1-a/1.log", b"x")
+    assert store.list_sizes("t-0-") == {"t-0-a/1.log": 3, "t-0-a/1.index": 0}
+    assert store.list_sizes("v-") == {}
+
+
 def test_missing_object_is_a_store_error(store):
     with pytest.raises(StoreError, match="cannot read"):
         store.get("nothing/here.log", 0, 10)
