@@ -394,6 +394,19 @@ def test_filters_and_a_filtered_publication(pg):
         task.stop()
 
 
+def snapshot_and_stream(pg: Pg, table: str, row: str) -> list:
+    """The same ``row`` (ids 1 and 2) as the snapshot gives it and as the stream does."""
+    pg.run(f"INSERT INTO {table} VALUES (1, {row})")
+    task = start(pg)
+    try:
+        [snap] = poll_until(task, 1)
+        pg.run(f"INSERT INTO {table} VALUES (2, {row})")
+        [streamed] = poll_until(task, 1)
+    finally:
+        task.stop()
+    return [snap, streamed]
+
+
 def test_column_types_are_debeziums_in_the_snapshot_and_the_stream(pg):
     pg.run("CREATE DOMAIN positive AS INT CHECK (VALUE > 0)",
            "CREATE TABLE typed (id BIGINT PRIMARY KEY, flag BOOLEAN, small SMALLINT, "
@@ -403,15 +416,7 @@ def test_column_types_are_debeziums_in_the_snapshot_and_the_stream(pg):
     row = ("true, 7, 12.50, 3.14159, 1.5, 2.25, '2024-02-29', '13:14:15.5', "
            "'2024-01-01 10:00:00.123456', '2024-01-01 10:00:00+02', '\\x0102', "
            "'{\"a\": 1}', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', 9")
-    pg.run(f"INSERT INTO typed VALUES (1, {row})")
-    task = start(pg)
-    try:
-        [snap] = poll_until(task, 1)
-        pg.run(f"INSERT INTO typed VALUES (2, {row})")
-        [streamed] = poll_until(task, 1)
-    finally:
-        task.stop()
-    for record in (snap, streamed):
+    for record in snapshot_and_stream(pg, "typed", row):
         after = record.value.get("after")
         schema = after.schema
         price = schema.field("price").schema
@@ -449,15 +454,7 @@ def test_intervals_enums_and_arrays_are_debeziums_and_ranges_are_text(pg):
            "ints INT[], words TEXT[], prices NUMERIC(6,2)[], days DATE[], r INT4RANGE)")
     row = ("'1 year 2 months 3 days 04:05:06.5', 'happy', '{1,NULL,3}', "
            "'{\"a b\",NULL,\"x\\\"y\",z}', '{1.5,2}', '{2024-02-29}', '[1,5)'")
-    pg.run(f"INSERT INTO shaped VALUES (1, {row})")
-    task = start(pg)
-    try:
-        [snap] = poll_until(task, 1)
-        pg.run(f"INSERT INTO shaped VALUES (2, {row})")
-        [streamed] = poll_until(task, 1)
-    finally:
-        task.stop()
-    for record in (snap, streamed):
+    for record in snapshot_and_stream(pg, "shaped", row):
         after = record.value.get("after")
         schema = after.schema
         assert schema.field("span").schema.name == "io.debezium.time.MicroDuration"
