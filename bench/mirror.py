@@ -1,17 +1,20 @@
-"""``python -m bench.mirror``: MirrorMaker 2 between two josefk brokers (issue 30's
-benchmark). Both brokers and ``josefk mirror mm2.properties`` (one flow, ``source->target``)
-are processes.
+"""``python -m bench.mirror``: mirroring between two josefk brokers (issue 30's benchmark),
+both modes: MirrorMaker 2 (``josefk mirror mm2.properties``, one flow ``source->target``, a
+process) and a mirror topic (``josefk mirror create-link`` / ``create-topic``: the target
+broker's partition leaders fetch from the source).
 
 - **throughput**: ``--records`` records of ``--size`` bytes already on the source's topic
-  (``--partitions`` partitions) when the mirror starts; MB/s and records/s from the first
-  mirrored record on the target to the last. Beside it, in the same round, the ceiling the
+  (``--partitions`` partitions) when mirroring starts; MB/s and records/s from the first
+  mirrored record on the target to the last. Beside them, in the same round, the ceiling the
   issue names: a bare confluent-kafka producer writing the same records into the target
   broker.
-- **lag**: the mirror running, a producer writes ``--rate`` records/s for ``--seconds`` to the
-  source; a consumer of the target's ``source.<topic>`` takes each record's lag from its
-  timestamp (the source's CreateTime, which MirrorMaker keeps) to its arrival: p50 / p99.
+- **lag**: mirroring running, a producer writes ``--rate`` records/s for ``--seconds`` to the
+  source; a consumer of the target's copy takes each record's lag from its timestamp (the
+  source's CreateTime, which both modes keep) to its arrival: p50 / p99.
+- **promote** (mirror topics): after the lag run, the seconds from ``josefk mirror promote``
+  to the first write the target accepts on the topic.
 
-Rounds alternate mirror and ceiling; medians are reported.
+Rounds alternate the ways; medians are reported.
 """
 from __future__ import annotations
 
@@ -32,10 +35,49 @@ from bench.loads import fill, send
 FAST_PRODUCER = {"linger.ms": 5, "batch.size": 1 << 20, "queue.buffering.max.kbytes": 1 << 20}
 
 
+def josefk(*args: str) -> None:
+    subprocess.run([sys.executable, "-m", "josefk", *args], check=True, cwd=REPO_ROOT,
+                   stdout=subprocess.DEVNULL, timeout=120)
+
+
+class TopicMirror:
+    """A mirror topic of ``topic`` on the target, over the link ``bench``."""
+    LINK = "bench"
+
+    def __init__(self, root: Path, name: str, source: str, target: str, topic: str):
+        self.target, self.topic, self.copy = target, topic, topic
+        josefk("mirror", "create-topic", "--bootstrap-server", target, "--link", self.LINK,
+               "--topic", topic)
+        self.proc = None
+
+    @classmethod
+    def link(cls, source: str, target: str) -> None:
+        josefk("mirror", "create-link", "--bootstrap-server", target, "--link", cls.LINK,
+               "--config", f"bootstrap.servers={source}")
+
+    def promote(self) -> float:
+        """Seconds from ``josefk mirror promote`` to the first write the target accepts."""
+        start = time.monotonic()
+        josefk("mirror", "promote", "--bootstrap-server", self.target, "--topic", self.topic)
+        p = Producer({"bootstrap.servers": self.target, "acks": "all", "retries": 0})
+        while True:
+            failed = []
+            p.produce(self.topic, b"after promote", partition=0,
+                      on_delivery=lambda err, _m: failed.append(err) if err else None)
+            if p.flush(10) == 0 and not failed:
+                return time.monotonic() - start
+            if time.monotonic() - start > 60:
+                raise RuntimeError(f"no write accepted after promote: {failed}")
+
+    def stop(self) -> None:
+        pass
+
+
 class Mirror:
     """``josefk mirror`` for the flow source->target, mirroring ``topic``."""
 
     def __init__(self, root: Path, name: str, source: str, target: str, topic: str):
+        self.copy = f"source.{topic}"
         conf = root / f"{name}.properties"
         conf.write_text(
             "clusters = source, target\n"
@@ -72,21 +114,24 @@ def end_offsets(bootstrap: str, topic: str, partitions: int) -> int:
         c.close()
 
 
-def throughput(root: Path, source: str, target: str, n: int, size: int, partitions: int,
-               r: int) -> dict:
-    topic = f"bulk{r}"
+MODES = {"mm2": Mirror, "topic": TopicMirror}
+
+
+def throughput(root: Path, mode: str, source: str, target: str, n: int, size: int,
+               partitions: int, r: int) -> dict:
+    topic = f"bulk{mode}{r}"
     create_topic(source, topic, partitions)
     fill(Producer({"bootstrap.servers": source, **FAST_PRODUCER}), topic, n, b"x" * size,
          partitions)
-    mirror = Mirror(root, f"bulk{r}", source, target, topic)
+    mirror = MODES[mode](root, topic, source, target, topic)
     try:
         deadline = time.monotonic() + 600
         first = None
-        while (done := end_offsets(target, f"source.{topic}", partitions)) < n:
+        while (done := end_offsets(target, mirror.copy, partitions)) < n:
             if first is None and done:
                 first = (time.monotonic(), done)
-            if time.monotonic() > deadline or mirror.proc.poll() is not None:
-                raise RuntimeError(f"{done} of {n} mirrored: see {root}/bulk{r}.log")
+            if time.monotonic() > deadline or (mirror.proc and mirror.proc.poll() is not None):
+                raise RuntimeError(f"{done} of {n} mirrored: see {root}")
             time.sleep(0.05)
         seconds = time.monotonic() - first[0]
         moved = n - first[1]
@@ -105,23 +150,24 @@ def ceiling(target: str, n: int, size: int, partitions: int, r: int) -> dict:
     return {"records/s": n / seconds, "MB/s": n * size / seconds / 1e6}
 
 
-def lag(root: Path, source: str, target: str, rate: int, seconds: float, size: int,
+def lag(root: Path, mode: str, source: str, target: str, rate: int, seconds: float, size: int,
         partitions: int, r: int) -> dict:
-    topic = f"lag{r}"
+    topic = f"lag{mode}{r}"
     create_topic(source, topic, partitions)
-    mirror = Mirror(root, f"lag{r}", source, target, topic)
-    c = Consumer({"bootstrap.servers": target, "group.id": f"bench-lag{r}",
+    mirror = MODES[mode](root, topic, source, target, topic)
+    c = Consumer({"bootstrap.servers": target, "group.id": f"bench-{topic}",
                   "auto.offset.reset": "earliest", "enable.auto.commit": False,
                   "fetch.wait.max.ms": 10, "topic.metadata.refresh.interval.ms": 500})
+    promote = None
     try:
-        c.subscribe([f"source.{topic}"])
+        c.subscribe([mirror.copy])
         p = Producer({"bootstrap.servers": source, "linger.ms": 1})
         warm = time.monotonic() + 120  # the flow running: a record reaches the target
         while not c.consume(10, 0.2):
             send(p, topic, b"warm")
             p.poll(0)
-            if time.monotonic() > warm or mirror.proc.poll() is not None:
-                raise RuntimeError(f"the mirror never delivered: see {root}/lag{r}.log")
+            if time.monotonic() > warm or (mirror.proc and mirror.proc.poll() is not None):
+                raise RuntimeError(f"the mirror never delivered: see {root}")
         n = int(rate * seconds)
         value = b"x" * size
         lags: list[float] = []
@@ -136,12 +182,15 @@ def lag(root: Path, source: str, target: str, rate: int, seconds: float, size: i
         deadline = time.monotonic() + 60
         while len(lags) < n and time.monotonic() < deadline:
             lags += _lags(c.consume(1000, 0.1))
+        if mode == "topic":
+            promote = mirror.promote()
     finally:
         c.close()
         mirror.stop()
     lags.sort()
-    return {"p50 ms": lags[len(lags) // 2], "p99 ms": lags[int(len(lags) * 0.99)],
-            "received": len(lags) / n}
+    result = {"p50 ms": lags[len(lags) // 2], "p99 ms": lags[int(len(lags) * 0.99)],
+              "received": len(lags) / n}
+    return result if promote is None else {**result, "promote s": promote}
 
 
 def _lags(msgs) -> list[float]:
@@ -163,36 +212,37 @@ def main(argv=None) -> int:
     root = Path(tempfile.mkdtemp(prefix="bench-mirror-"))
     source = Josefk(root / "a", {"offsets.topic.replication.factor": 1}, name="source")
     target = Josefk(root / "b", {"offsets.topic.replication.factor": 1}, name="target")
-    runs: dict[str, list[dict]] = {"mirror": [], "ceiling": [], "lag": []}
+    runs: dict[str, list[dict]] = {}
     try:
         for b in (source, target):
             b.workdir.mkdir(parents=True, exist_ok=True)
             b.start()
+        TopicMirror.link(source.bootstrap, target.bootstrap)
         for r in range(args.rounds):
+            ways = []
             if "throughput" in only:
-                for kind in ("mirror", "ceiling"):
-                    result = (throughput(root, source.bootstrap, target.bootstrap,
-                                         args.records, args.size, args.partitions, r)
-                              if kind == "mirror" else
-                              ceiling(target.bootstrap, args.records, args.size,
-                                      args.partitions, r))
-                    runs[kind].append(result)
-                    print(f"round {r + 1} {kind:7s}: " + "  ".join(
-                        f"{k} {v:,.1f}" for k, v in result.items()), flush=True)
+                ways += [(f"{mode} throughput", lambda mode=mode: throughput(
+                    root, mode, source.bootstrap, target.bootstrap, args.records, args.size,
+                    args.partitions, r)) for mode in MODES]
+                ways.append(("ceiling", lambda: ceiling(target.bootstrap, args.records,
+                                                        args.size, args.partitions, r)))
             if "lag" in only:
-                result = lag(root, source.bootstrap, target.bootstrap, args.rate, args.seconds,
-                             args.size, args.partitions, r)
-                runs["lag"].append(result)
-                print(f"round {r + 1} lag at {args.rate}/s: " + "  ".join(
+                ways += [(f"{mode} lag at {args.rate}/s", lambda mode=mode: lag(
+                    root, mode, source.bootstrap, target.bootstrap, args.rate, args.seconds,
+                    args.size, args.partitions, r)) for mode in MODES]
+            for kind, run in ways:
+                result = run()
+                runs.setdefault(kind, []).append(result)
+                print(f"round {r + 1} {kind}: " + "  ".join(
                     f"{k} {v:,.2f}" for k, v in result.items()), flush=True)
         for kind, rs in runs.items():
-            if rs:
-                print(f"median {kind:7s}: " + "  ".join(
-                    f"{k} {statistics.median(x[k] for x in rs):,.2f}" for k in rs[0]))
-        if runs["mirror"]:
-            ratio = (statistics.median(x["records/s"] for x in runs["mirror"])
-                     / statistics.median(x["records/s"] for x in runs["ceiling"]))
-            print(f"mirror / the target's produce ceiling: {ratio:.2f}")
+            print(f"median {kind}: " + "  ".join(
+                f"{k} {statistics.median(x[k] for x in rs):,.2f}" for k in rs[0]))
+        if "ceiling" in runs:
+            ceiling_rate = statistics.median(x["records/s"] for x in runs["ceiling"])
+            for mode in MODES:
+                rate = statistics.median(x["records/s"] for x in runs[f"{mode} throughput"])
+                print(f"{mode} / the target's produce ceiling: {rate / ceiling_rate:.2f}")
     finally:
         source.stop()
         target.stop()
