@@ -162,12 +162,20 @@ def lag(root: Path, mode: str, source: str, target: str, rate: int, seconds: flo
     try:
         c.subscribe([mirror.copy])
         p = Producer({"bootstrap.servers": source, "linger.ms": 1})
-        warm = time.monotonic() + 120  # the flow running: a record reaches the target
-        while not c.consume(10, 0.2):
-            send(p, topic, b"warm")
-            p.poll(0)
+        # warmed up: a record written to each partition now reaches the target within 1 s
+        warm, fresh = time.monotonic() + 180, set()
+        while len(fresh) < partitions:
+            for partition in range(partitions):
+                send(p, topic, b"warm", partition)
+            p.flush(10)
+            sent_ms = time.time() * 1000
+            deadline = time.monotonic() + 1.0
+            fresh = set()
+            while len(fresh) < partitions and time.monotonic() < deadline:
+                fresh |= {m.partition() for m in c.consume(100, 0.1)
+                          if not m.error() and m.timestamp()[1] >= sent_ms - 5}
             if time.monotonic() > warm or (mirror.proc and mirror.proc.poll() is not None):
-                raise RuntimeError(f"the mirror never delivered: see {root}")
+                raise RuntimeError(f"the mirror never warmed up: see {root}")
         n = int(rate * seconds)
         value = b"x" * size
         lags: list[float] = []

@@ -24,6 +24,7 @@ from josefk.connect.api.connector import ExactlyOnceSupport, SourceConnector, So
 from josefk.connect.api.errors import ConnectException
 from josefk.connect.api.records import Headers, RecordMetadata, SourceRecord
 from josefk.connect.api.schema import Schema
+from josefk.connect.runtime.sink_task import poll_records
 from josefk.mirror.config import (ADMIN_TIMEOUT, Filter, MirrorConfig, common_config,
                                   create_compacted_topic, split, topic_filter_config,
                                   validate_offsets)
@@ -348,7 +349,7 @@ class MirrorSourceTask(SourceTask):
         with self.closing:
             if self.closed:
                 return None
-            messages = self.consumer.consume(500, self.timeout)
+            messages = poll_records(self.consumer, 500, self.timeout)
         records = []
         for msg in messages:
             error = msg.error()

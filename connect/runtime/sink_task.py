@@ -42,6 +42,16 @@ def subscription(config) -> list[str]:
     return [t for t in config["topics"] if t]
 
 
+def poll_records(consumer, max_records: int, timeout: float) -> list:
+    """The Java consumer's poll: wait up to ``timeout`` for a first message, then take what
+    else is already fetched, up to ``max_records`` (librdkafka's ``consume`` would wait for
+    ``max_records`` until the timeout: a slow topic's records would sit in its queue)."""
+    first = consumer.poll(timeout)
+    if first is None:
+        return []
+    return [first, *consumer.consume(max_records - 1, 0)] if max_records > 1 else [first]
+
+
 class SinkContext:
     """The task's SinkTaskContext."""
 
@@ -164,7 +174,7 @@ class WorkerSinkTask(WorkerTask):
 
     # ---- the loop --------------------------------------------------------------------------
     def _poll(self, timeout: float) -> None:
-        messages = self.consumer.consume(self.max_poll_records, timeout)
+        messages = poll_records(self.consumer, self.max_poll_records, timeout)
         if not messages:
             return
         records, offsets = [], {}
