@@ -167,6 +167,19 @@ def schema_registry(broker, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def spark():
+    """One local SparkSession for the session's Spark scenarios (a JVM each would cost
+    seconds and a gigabyte), with the project's Kafka source."""
+    from josefk.pipelines.kafka_source import NAME, kafka_format
+    from josefk.pipelines.session import local_session
+
+    session = local_session("josefk-compat")
+    assert kafka_format(session) == NAME  # no JVM connector here: the Python source answers
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
 def rest_proxy(broker, schema_registry, tmp_path_factory):
     """One ``josefk rest`` on the shared broker, using the shared registry."""
     from compat_tests.http_services import ServiceProcess

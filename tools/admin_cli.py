@@ -124,8 +124,9 @@ TIERED_OFFSETS = (("LogStartOffset", -2), ("LocalLogStartOffset", -4), ("TieredO
 
 
 def _tiered_columns(cc, t) -> dict[int, str]:
-    """Per partition of tiered topic ``t``: its offsets (TIERED_OFFSETS) and the size of its
-    local log on the leader (DescribeLogDirs), as columns of its line."""
+    """Per partition of tiered topic ``t``: its offsets (TIERED_OFFSETS), the size of its
+    local log on the leader (DescribeLogDirs) and of its remote log (its copied segments in
+    ``__remote_log_metadata``), as columns of its line."""
     by_leader: dict[int, list[int]] = {}
     for p in t.partitions:
         if p.leader_id >= 0:
@@ -150,6 +151,9 @@ def _tiered_columns(cc, t) -> dict[int, str]:
                     if not p.is_future_key:
                         out.setdefault(p.partition_index, []).append(
                             f"LocalSize: {p.partition_size}")
+    indexes = [p.partition_index for p in t.partitions]
+    for i, size in cc.remote_log_sizes(t.topic_id, indexes).items():
+        out.setdefault(i, []).append(f"RemoteSize: {size}")
     return {i: "".join(f"\t{col}" for col in cols) for i, cols in out.items()}
 
 

@@ -8,7 +8,9 @@ import time
 from josefk.tools.client import Client, KafkaError, command_config
 from josefk.wire import errors
 from josefk.wire.apis import FETCH, FIND_COORDINATOR, LIST_OFFSETS, METADATA, PRODUCE
+from josefk.wire.batch import iter_headers
 from josefk.wire.hashing import murmur2
+from josefk.wire.records import iter_records
 
 LATEST, EARLIEST = -1, -2
 MAX_BLOCK_MS = 60000  # the Java producer's max.block.ms
@@ -186,6 +188,52 @@ class ClusterClient:
                     out.append((name, p.partition_index, p.records or b"", p.high_watermark,
                                 AbortedBatches(p.aborted_transactions)))
         return out
+
+    def read_ranges(self, topic: str, ranges: dict, max_bytes: int = 16 << 20,
+                    partition_max_bytes: int = 256 << 10) -> dict:
+        """{partition: the records at offsets lo <= offset < hi} for ``ranges`` ({partition:
+        (lo, hi)}), control records left out, fetching from every leader together until each
+        range is read (or a bounded number of fetches made no progress)."""
+        out = {p: [] for p in ranges}
+        pos = {p: lo for p, (lo, hi) in ranges.items() if lo < hi}
+        stalls = 0
+        while pos and stalls < 3:
+            moved = False
+            for _t, p, records, _hwm, aborted in self.fetch(
+                    {(topic, p): off for p, off in pos.items()}, max_wait_ms=0,
+                    max_bytes=max_bytes, partition_max_bytes=partition_max_bytes):
+                if p not in pos:
+                    continue
+                hi = ranges[p][1]
+                for hd in iter_headers(records):
+                    if not aborted(hd) and hd.last_offset >= pos[p] and not hd.is_control:
+                        out[p].extend(r for r in iter_records(records, hd)
+                                      if pos[p] <= r.offset < hi)
+                    if hd.last_offset >= pos[p]:
+                        pos[p], moved = hd.last_offset + 1, True
+                if pos[p] >= hi:
+                    del pos[p]
+            stalls = 0 if moved else stalls + 1
+        return out
+
+    def remote_log_sizes(self, topic_id, partitions) -> dict[int, int]:
+        """{partition: bytes of its remote log} of a tiered topic: its copied segments, read
+        from ``__remote_log_metadata`` (no Kafka request answers it) as the remote log manager
+        reads them: the metadata partitions holding ``partitions``, start to end."""
+        from josefk.tiered import metadata as rlmd
+
+        try:
+            self.refresh([rlmd.TOPIC])
+        except KafkaError:  # nothing copied yet anywhere
+            return {p: 0 for p in partitions}
+        count = len(self.topics[rlmd.TOPIC].partitions)
+        where = {p: rlmd.metadata_partition(topic_id, p, count) for p in partitions}
+        wanted = sorted(set(where.values()))
+        starts = self.list_offsets(rlmd.TOPIC, wanted, EARLIEST)
+        ends = self.list_offsets(rlmd.TOPIC, wanted, LATEST)
+        events = self.read_ranges(rlmd.TOPIC, {m: (starts[m], ends[m]) for m in wanted})
+        return {p: rlmd.fold([bytes(r.value) for r in events[m] if r.value is not None],
+                             topic_id, p).size for p, m in where.items()}
 
 
 class AbortedBatches:

@@ -57,8 +57,7 @@ from josefk.wire.apis import (ALTER_CLIENT_QUOTAS, ALTER_USER_SCRAM_CREDENTIALS,
                               DESCRIBE_CONFIGS, DESCRIBE_GROUPS, DESCRIBE_LOG_DIRS,
                               DESCRIBE_USER_SCRAM_CREDENTIALS, INCREMENTAL_ALTER_CONFIGS,
                               LIST_GROUPS, LIST_OFFSETS)
-from josefk.wire.batch import iter_headers
-from josefk.wire.records import build_batch, iter_records
+from josefk.wire.records import build_batch
 
 TOPIC, BROKER = 2, 4
 DEFAULT_SOURCE = 5  # DEFAULT_CONFIG: a config nobody set
@@ -291,28 +290,8 @@ def topic_view(cc, topic):
     tiered = None
     if any(c.name == "remote.storage.enable" and c.value == "true" for c in configs):
         tiered = (cc.list_offsets(topic, ids, EARLIEST_LOCAL),
-                  remote_log_sizes(cc, t.topic_id, ids))
+                  cc.remote_log_sizes(t.topic_id, ids))
     return parts, starts, ends, sizes, configs, tiered
-
-
-def remote_log_sizes(cc, topic_id, partitions) -> dict[int, int]:
-    """{partition: bytes of its remote log} of a tiered topic: its copied segments, read from
-    ``__remote_log_metadata`` (no Kafka request answers it) as the remote log manager reads
-    them: the metadata partitions holding ``partitions``, from their start to their end."""
-    from josefk.tiered import metadata as rlmd
-
-    try:
-        cc.refresh([rlmd.TOPIC])
-    except KafkaError:  # nothing copied yet anywhere
-        return {p: 0 for p in partitions}
-    count = len(cc.topics[rlmd.TOPIC].partitions)
-    where = {p: rlmd.metadata_partition(topic_id, p, count) for p in partitions}
-    wanted = sorted(set(where.values()))
-    starts = cc.list_offsets(rlmd.TOPIC, wanted, EARLIEST)
-    ends = cc.list_offsets(rlmd.TOPIC, wanted, LATEST)
-    events = read_ranges(cc, rlmd.TOPIC, {m: (starts[m], ends[m]) for m in wanted})
-    return {p: rlmd.fold([bytes(r.value) for r in events[m] if r.value is not None],
-                         topic_id, p).size for p, m in where.items()}
 
 
 # -- the message browser: several partitions read together, page by page ------------------------
@@ -387,33 +366,6 @@ def merge_page(read, starts: dict, bounds: dict, newest: bool, limit: int,
     return BrowsePage(out, cursor, more, scanned)
 
 
-def read_ranges(cc, topic: str, ranges: dict) -> dict:
-    """{partition: the records at offsets lo <= offset < hi} for ``ranges`` ({partition:
-    (lo, hi)}), control records left out, fetching from every leader together until each
-    range is read (or a bounded number of fetches made no progress)."""
-    out = {p: [] for p in ranges}
-    pos = {p: lo for p, (lo, hi) in ranges.items() if lo < hi}
-    stalls = 0
-    while pos and stalls < 3:
-        moved = False
-        for _t, p, records, _hwm, aborted in cc.fetch(
-                {(topic, p): off for p, off in pos.items()}, max_wait_ms=0,
-                max_bytes=FETCH_BYTES, partition_max_bytes=FETCH_PARTITION_BYTES):
-            if p not in pos:
-                continue
-            hi = ranges[p][1]
-            for hd in iter_headers(records):
-                if not aborted(hd) and hd.last_offset >= pos[p] and not hd.is_control:
-                    out[p].extend(r for r in iter_records(records, hd)
-                                  if pos[p] <= r.offset < hi)
-                if hd.last_offset >= pos[p]:
-                    pos[p], moved = hd.last_offset + 1, True
-            if pos[p] >= hi:
-                del pos[p]
-        stalls = 0 if moved else stalls + 1
-    return out
-
-
 def browse(cc, topic, partition, seek, offset, timestamp, cursor, limit, match) -> tuple:
     """(the topic's partitions, the partitions shown, a BrowsePage) of ``topic``: partition
     ``partition`` (None: all), newest first, oldest first, from ``offset`` or from
@@ -438,7 +390,8 @@ def browse(cc, topic, partition, seek, offset, timestamp, cursor, limit, match) 
         starts = {p: max(first[p], min(ends[p], offset)) for p in shown}
     else:
         starts = first
-    page = merge_page(lambda ranges: read_ranges(cc, topic, ranges), starts,
+    page = merge_page(lambda ranges: cc.read_ranges(topic, ranges, FETCH_BYTES,
+                                                    FETCH_PARTITION_BYTES), starts,
                       first if newest else ends, newest, limit, match)
     return partitions, shown, page
 

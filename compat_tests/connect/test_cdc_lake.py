@@ -11,15 +11,6 @@ from testkit.seaweedfs import seaweedfs
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 
-@pytest.fixture(scope="module")
-def spark():
-    from josefk.pipelines.session import local_session
-
-    session = local_session("josefk-cdc-lake")
-    yield session
-    session.stop()
-
-
 def test_postgres_changes_land_in_the_lake_once_each_and_spark_reads_them(
         broker, postgres, pg_database, spark, tmp_path):
     with seaweedfs(tmp_path / "s3") as s3:

@@ -17,18 +17,9 @@ from pyspark.errors import PySparkException
 from compat_tests.helpers import produce_values, producer, read_from_beginning
 from josefk.pipelines import clickstream
 from josefk.pipelines.demo import generate_events, produce_events
-from josefk.pipelines.kafka_source import NAME, kafka_format
-from josefk.pipelines.session import local_session
+from josefk.pipelines.kafka_source import NAME
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def spark():
-    session = local_session("josefk-compat")
-    assert kafka_format(session) == NAME  # no JVM connector here: the Python source answers
-    yield session
-    session.stop()
 
 
 def _read(spark, bootstrap, **options):

@@ -13,6 +13,7 @@ from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
 from josefk.faults.processes import BROKER_PYTHON, REPO_ROOT, BrokerProcess, LocalCluster
 from josefk.faults.storeproxy import StoreProxy
+from josefk.pipelines.kafka_source import NAME
 from josefk.tiered.store import S3Store
 from josefk.tools.client import Client
 from josefk.tools.web_console import ConsoleData, topic_page, topic_view
@@ -96,7 +97,7 @@ def check_read_from_zero(bootstrap: str, topic: str) -> list:
     return msgs
 
 
-def test_one_broker_reads_every_record_from_the_bucket(s3, tmp_path):
+def test_one_broker_reads_every_record_from_the_bucket(s3, tmp_path, spark):
     bucket = "tiered-one"
     store = S3Store(bucket, endpoint=s3.endpoint, access_key=s3.access_key,
                     secret_key=s3.secret_key)
@@ -131,6 +132,7 @@ def test_one_broker_reads_every_record_from_the_bucket(s3, tmp_path):
         assert cols["LogStartOffset"] == "0" and cols["EndOffset"] == str(RECORDS)
         assert 0 < local_start <= int(cols["TieredOffset"]) + 1 < RECORDS
         assert 0 < int(cols["LocalSize"]) < 15 * 7000
+        assert int(cols["RemoteSize"]) > 15 * 7000
 
         if shutil.which("kcat"):
             out = subprocess.run(["kcat", "-b", broker.bootstrap, "-C", "-t", topic, "-p", "0",
@@ -166,6 +168,12 @@ def test_one_broker_reads_every_record_from_the_bucket(s3, tmp_path):
         finally:
             kc.close()
         assert got == list(enumerate(values(RECORDS)))
+
+        # Spark, through the project's pipelines, reads the whole history
+        rows = (spark.read.format(NAME).option("kafka.bootstrap.servers", broker.bootstrap)
+                .option("subscribe", topic).option("startingOffsets", "earliest").load()
+                .select("offset", "value").orderBy("offset").collect())
+        assert [(r.offset, r.value.decode()) for r in rows] == list(enumerate(values(RECORDS)))
 
         # every copied segment has its six objects
         keys = store.list(f"{topic}-0-")
