@@ -256,28 +256,34 @@ class BrokerMetrics:
         yield idle
 
     def _remote_metrics(self):
-        """Tiered storage, per topic under Kafka's BrokerTopicMetrics names: the rolled bytes
-        not copied yet (RemoteCopyLagBytes), the remote log's size (RemoteLogSizeBytes), and
-        the copy, fetch and delete meters as totals (Remote*PerSec)."""
+        """Tiered storage, per topic under Kafka's BrokerTopicMetrics names: what is not
+        copied yet (RemoteCopyLagBytes / Segments), what is past retention and not deleted yet
+        (RemoteDeleteLagBytes / Segments), the remote log's size and segment count
+        (RemoteLogSizeBytes, RemoteLogMetadataCount), and the copy, fetch and delete meters
+        as totals (Remote*PerSec)."""
         rlm = self.replicas.remote
         if rlm is None:
             return
         prefix = "kafka_server_brokertopicmetrics_"
-        lag = GaugeMetricFamily(prefix + "remotecopylagbytes",
-                                "Bytes of rolled segments not copied to the remote log yet",
-                                labels=["topic"])
-        size = GaugeMetricFamily(prefix + "remotelogsizebytes",
-                                 "Bytes of the remote log's segments", labels=["topic"])
-        by_topic: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        gauges = [GaugeMetricFamily(prefix + name, doc, labels=["topic"]) for name, doc in (
+            ("remotecopylagbytes", "Bytes of rolled segments not copied to the remote log yet"),
+            ("remotecopylagsegments", "Rolled segments not copied to the remote log yet"),
+            ("remotedeletelagbytes", "Bytes of remote segments past retention, not deleted yet"),
+            ("remotedeletelagsegments", "Remote segments past retention, not deleted yet"),
+            ("remotelogsizebytes", "Bytes of the remote log's segments"),
+            ("remotelogmetadatacount", "Segments of the remote log"))]
+        by_topic: dict[str, list[int]] = defaultdict(lambda: [0] * len(gauges))
         for (topic, _index), leader in list(rlm.leaders.items()):
-            sums = by_topic[topic]
-            sums[0] += leader.copy_lag_bytes
-            sums[1] += leader.remote.size if leader.remote is not None else 0
-        for topic, (lag_bytes, size_bytes) in sorted(by_topic.items()):
-            lag.add_metric([topic], lag_bytes)
-            size.add_metric([topic], size_bytes)
-        yield lag
-        yield size
+            sums, remote = by_topic[topic], leader.remote
+            for i, value in enumerate((
+                    leader.copy_lag_bytes, leader.copy_lag_segments, leader.delete_lag_bytes,
+                    leader.delete_lag_segments, remote.size if remote is not None else 0,
+                    len(remote.copied()) if remote is not None else 0)):
+                sums[i] += value
+        for topic, sums in sorted(by_topic.items()):
+            for fam, value in zip(gauges, sums):
+                fam.add_metric([topic], value)
+        yield from gauges
         meters = {attr: CounterMetricFamily(prefix + name, doc, labels=["topic"])
                   for attr, name, doc in (
                       ("copy_bytes", "remotecopybytespersec", "Bytes copied to the remote log"),

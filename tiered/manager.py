@@ -100,7 +100,10 @@ class Leader:
         self.compacted = compacted  # cleanup.policy has compact: the cleaner rewrites segments
         self.remote: md.PartitionSegments | None = None  # loaded by the first task
         self.stopped = False
-        self.copy_lag_bytes = 0  # rolled bytes not copied yet (Kafka's RemoteCopyLagBytes)
+        # Kafka's RemoteCopyLagBytes / Segments: rolled and not copied yet; RemoteDeleteLag*:
+        # remote segments past retention not deleted yet
+        self.copy_lag_bytes = self.copy_lag_segments = 0
+        self.delete_lag_bytes = self.delete_lag_segments = 0
 
 
 def object_prefix(topic: str, partition: int, topic_id: uuid.UUID) -> str:
@@ -334,12 +337,14 @@ class RemoteLogManager:
         segs = leader.remote
         pending = leader.segments_to_copy(segs.end_offset, leader.upload_limit())
         leader.copy_lag_bytes = sum(s.size for s in pending)
+        leader.copy_lag_segments = len(pending)
         for local in pending:
             self._wait_for_quota()
             if leader.stopped or self._closed:
                 break
             self._copy_segment(leader, local)
             leader.copy_lag_bytes -= local.size
+            leader.copy_lag_segments -= 1
             self._copy_allowed_at = max(self._copy_allowed_at, time.monotonic()) \
                 + local.size / self.copy_bytes_per_second
 
@@ -429,10 +434,14 @@ class RemoteLogManager:
                 break
             doomed.append(seg)
             excess -= seg.size
+        leader.delete_lag_bytes = sum(seg.size for seg in doomed)
+        leader.delete_lag_segments = len(doomed)
         for seg in doomed:
             if leader.stopped:
                 return
             self._delete_segment(leader, segs, seg)
+            leader.delete_lag_bytes -= seg.size
+            leader.delete_lag_segments -= 1
 
     def _delete_segment(self, leader: Leader, segs, seg: md.RemoteSegment) -> None:
         if seg.state != md.DELETE_SEGMENT_STARTED:

@@ -150,6 +150,8 @@ def test_one_broker_reads_every_record_from_the_bucket(s3, tmp_path, spark):
         assert metrics[(prefix + "remotecopyrequestspersec_total", labels)] >= 15
         assert metrics[(prefix + "remotelogsizebytes", labels)] > 15 * 7000
         assert (prefix + "remotecopylagbytes", labels) in metrics
+        assert metrics[(prefix + "remotelogmetadatacount", labels)] >= 15
+        assert (prefix + "remotedeletelagsegments", labels) in metrics
 
         # kafka-python reads it all too
         from kafka import KafkaConsumer

@@ -24,7 +24,9 @@ def test_remote_storage_metrics_have_kafkas_names(tmp_path):
 
     rlm = RemoteLogManager(LocalStore(tmp_path), None, node_id=1)
     for index, lag in ((0, 100), (1, 50)):
-        leader = SimpleNamespace(copy_lag_bytes=lag, remote=PartitionSegments())
+        leader = SimpleNamespace(copy_lag_bytes=lag, copy_lag_segments=index + 1,
+                                 delete_lag_bytes=7, delete_lag_segments=1,
+                                 remote=PartitionSegments())
         rlm.leaders[("t", index)] = leader
     rlm.topic_stats("t").copy_bytes = 4096
     rlm.topic_stats("t").fetch_requests = 3
@@ -33,6 +35,10 @@ def test_remote_storage_metrics_have_kafkas_names(tmp_path):
            for f in BrokerMetrics._remote_metrics(owner)}
     prefix = "kafka_server_brokertopicmetrics_"
     assert got[prefix + "remotecopylagbytes"] == {("t",): 150}
+    assert got[prefix + "remotecopylagsegments"] == {("t",): 3}
+    assert got[prefix + "remotedeletelagbytes"] == {("t",): 14}
+    assert got[prefix + "remotedeletelagsegments"] == {("t",): 2}
+    assert got[prefix + "remotelogmetadatacount"] == {("t",): 0}
     assert got[prefix + "remotelogsizebytes"] == {("t",): 0}
     assert got[prefix + "remotecopybytespersec"][("t",)] == 4096
     assert got[prefix + "remotefetchrequestspersec"][("t",)] == 3
