@@ -89,6 +89,19 @@ def values(n: int) -> list[str]:
     return [VALUE.format(i) for i in range(n)]
 
 
+def kill_leader(cluster, topic: str) -> None:
+    """SIGKILL partition 0's leader; return once another broker leads it (or after 60 s)."""
+    meta = admin_client(cluster.bootstrap).list_topics(topic, timeout=10)
+    leader = meta.topics[topic].partitions[0].leader
+    cluster.kill(leader)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        meta = admin_client(cluster.bootstrap).list_topics(topic, timeout=10)
+        if meta.topics[topic].partitions[0].leader not in (-1, leader):
+            return
+        time.sleep(0.3)
+
+
 def check_read_from_zero(bootstrap: str, topic: str) -> list:
     msgs = read_exactly(bootstrap, [TopicPartition(topic, 0, OFFSET_BEGINNING)], RECORDS,
                         timeout=60)
@@ -386,15 +399,7 @@ def test_new_leader_serves_the_remote_data(s3, tmp_path):
         wait_tiered(store, topic, dirs)
         check_read_from_zero(cluster.bootstrap, topic)
 
-        meta = admin_client(cluster.bootstrap).list_topics(topic, timeout=10)
-        leader = meta.topics[topic].partitions[0].leader
-        cluster.kill(leader)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            meta = admin_client(cluster.bootstrap).list_topics(topic, timeout=10)
-            if meta.topics[topic].partitions[0].leader not in (-1, leader):
-                break
-            time.sleep(0.3)
+        kill_leader(cluster, topic)
         wait_for_topic(admin_client(cluster.bootstrap), topic, 1)
         check_read_from_zero(cluster.bootstrap, topic)
 

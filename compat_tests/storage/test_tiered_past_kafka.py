@@ -19,8 +19,9 @@ from compat_tests.helpers import (DeliveryLog, admin_client, consume_n, consumer
                                   flush_all,
                                   josefk_cli, producer, read_exactly, unique_topic,
                                   wait_for_topic, wait_for_topic_gone)
-from compat_tests.storage.test_tiered import (RECORDS, TOPIC_CONFIG, VALUE, produce_small_batches,
-                                              tiered_overrides, values, wait_tiered)
+from compat_tests.storage.test_tiered import (RECORDS, TOPIC_CONFIG, VALUE, kill_leader,
+                                              produce_small_batches, tiered_overrides, values,
+                                              wait_tiered)
 from testkit.seaweedfs import seaweedfs
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
@@ -217,15 +218,7 @@ def test_a_new_cluster_recovers_a_topic_from_the_bucket(s3, tmp_path):
         assert produce(cluster.bootstrap, topic, end, 300).errors == []  # acks=all: the
         # followers rebuilt their logs from the bucket and follow the leader past it
 
-        meta = admin_client(cluster.bootstrap).list_topics(topic, timeout=10)
-        leader = meta.topics[topic].partitions[0].leader
-        cluster.kill(leader)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            meta = admin_client(cluster.bootstrap).list_topics(topic, timeout=10)
-            if meta.topics[topic].partitions[0].leader not in (-1, leader):
-                break
-            time.sleep(0.3)
+        kill_leader(cluster, topic)
         wait_for_topic(admin_client(cluster.bootstrap), topic, 1, timeout=30)
         check_history(cluster.bootstrap, topic, end + 300)
     finally:
