@@ -279,6 +279,17 @@ class ConfigError(ValueError):
     pass
 
 
+def bootstrap_addresses(bootstrap: str) -> list[tuple[str, int]]:
+    """Every ``HOST:PORT`` of a bootstrap list; ValueError, in Kafka's words, for a bad one."""
+    out = []
+    for entry in bootstrap.split(","):
+        host, sep, port = entry.strip().rpartition(":")
+        if not sep or not port.isdigit():
+            raise ValueError(f"Invalid url in bootstrap.servers: {entry.strip()}")
+        out.append((host or "127.0.0.1", int(port)))
+    return out
+
+
 def parse_properties(text: str) -> dict:
     """Parse Java .properties text (comments, key=value or key: value, line continuations)."""
     props = {}

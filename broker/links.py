@@ -23,7 +23,7 @@ import time
 from typing import Protocol
 
 from josefk.broker.channel import BrokerChannel, ChannelError
-from josefk.broker.config import TOPIC_CONFIG_NAMES
+from josefk.broker.config import TOPIC_CONFIG_NAMES, bootstrap_addresses
 from josefk.broker.configs import MIRROR_ACTIVE as ACTIVE
 from josefk.broker.configs import MIRROR_CONFIGS
 from josefk.broker.configs import MIRROR_LINK as LINK
@@ -67,7 +67,7 @@ def validate_link(name: str, configs: dict) -> None:
         raise MetadataError(errors.INVALID_CONFIG,
                             f"Cluster link {name} needs bootstrap.servers (the source cluster)")
     try:
-        bootstrap(configs["bootstrap.servers"])
+        bootstrap_addresses(configs["bootstrap.servers"])
     except ValueError as e:
         raise MetadataError(errors.INVALID_CONFIG, str(e)) from None
     if configs.get("security.protocol", "PLAINTEXT").upper() != "PLAINTEXT":
@@ -82,16 +82,6 @@ def validate_link(name: str, configs: dict) -> None:
         GroupFilter({**LINK_DEFAULTS, **configs})
     except ValueError as e:
         raise MetadataError(errors.INVALID_CONFIG, str(e)) from None
-
-
-def bootstrap(servers: str) -> list[tuple[str, int]]:
-    out = []
-    for entry in servers.split(","):
-        host, sep, port = entry.strip().rpartition(":")
-        if not sep or not port.isdigit():
-            raise ValueError(f"Invalid url in bootstrap.servers: {entry.strip()}")
-        out.append((host or "127.0.0.1", int(port)))
-    return out
 
 
 class GroupFilter:
@@ -238,7 +228,7 @@ class Link:
     def __init__(self, name: str, configs: dict, manager: LinkManager):
         self.name = name
         self.manager = manager
-        self.bootstrap = bootstrap(configs["bootstrap.servers"])
+        self.bootstrap = bootstrap_addresses(configs["bootstrap.servers"])
         self.max_age_s = int(configs["metadata.max.age.ms"]) / 1000
         self.sync_s = int(configs["topic.config.sync.ms"]) / 1000
         self.channels: dict[int, BrokerChannel] = {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from josefk.broker.config import parse_properties
+from josefk.broker.config import bootstrap_addresses, parse_properties
 from josefk.broker.security.sasl import ClientExchange, client_credentials
 from josefk.broker.security.listeners import SASL_PROTOCOLS, TLS_PROTOCOLS, client_ssl_context
 from josefk.wire import headers
@@ -20,17 +20,6 @@ class KafkaError(Exception):
     def __init__(self, code, message=None):
         super().__init__(f"error code {code}" + (f": {message}" if message else ""))
         self.code = code
-
-
-def bootstrap_addresses(bootstrap: str) -> list[tuple[str, int]]:
-    """Every ``HOST:PORT`` of a bootstrap list; ValueError, in Kafka's words, for a bad one."""
-    out = []
-    for entry in bootstrap.split(","):
-        host, sep, port = entry.strip().rpartition(":")
-        if not sep or not port.isdigit():
-            raise ValueError(f"Invalid url in bootstrap.servers: {entry.strip()}")
-        out.append((host or "127.0.0.1", int(port)))
-    return out
 
 
 def command_config(args) -> dict:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from josefk.broker.config import ConfigError
+from josefk.broker.config import ConfigError, bootstrap_addresses
 from josefk.tools import (acls_cli, admin_cli, cluster_cli, console_cli, dump_log_cli, groups_cli,
                           ops_cli, quotas_cli, transactions_cli, users_cli, web_console)
-from josefk.tools.client import KafkaError, bootstrap_addresses
+from josefk.tools.client import KafkaError
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 # What a tool's failure may be that the user fixes, reported as one line (josefk/cli.py): a
