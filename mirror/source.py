@@ -44,7 +44,8 @@ CONFIG_PROPERTIES_EXCLUDE_DEFAULT = (
     r"message\.timestamp\.difference\.max\.ms, message\.timestamp\.type, "
     r"unclean\.leader\.election\.enable, min\.insync\.replicas")
 _BYTES = Schema.OPTIONAL_BYTES_SCHEMA
-_TOPIC_PARTITION = attrgetter("topic", "kafka_partition")
+# the records of one source partition share its partition_keys dict: runs compare by identity
+_PARTITION = attrgetter("source_partition")
 _TIMESTAMP, _VALUE = attrgetter("timestamp"), attrgetter("value")
 
 
@@ -385,18 +386,20 @@ class MirrorSourceTask(SourceTask):
         """record-age-ms and the bytes, per partition's run of records (no Python per
         record: the runs, sums and extremes are the builtins')."""
         now_ms = time.time() * 1000
-        for tp, run in groupby(records, _TOPIC_PARTITION):
+        for _, run in groupby(records, _PARTITION):
             run = list(run)
-            self.sensors[tp].polled(len(run), sum(map(len, filter(None, map(_VALUE, run)))),
-                                    now_ms, list(filter(None, map(_TIMESTAMP, run))))
+            self.sensors[run[0].topic, run[0].kafka_partition].polled(
+                len(run), sum(map(len, filter(None, map(_VALUE, run)))), now_ms,
+                list(filter(None, map(_TIMESTAMP, run))))
 
     def _count_replicated(self) -> None:
         """record-count and replication-latency-ms of the records acknowledged since."""
         acked, self.acked = self.acked, []
         now_ms = time.time() * 1000
-        for tp, run in groupby(acked, _TOPIC_PARTITION):
+        for _, run in groupby(acked, _PARTITION):
             run = list(run)
-            self.sensors[tp].replicated(len(run), now_ms, list(filter(None, map(_TIMESTAMP, run))))
+            self.sensors[run[0].topic, run[0].kafka_partition].replicated(
+                len(run), now_ms, list(filter(None, map(_TIMESTAMP, run))))
 
     def commit_record(self, record: SourceRecord, metadata: RecordMetadata | None) -> None:
         if metadata is None:
