@@ -150,6 +150,8 @@ class KafkaOffsetStore(TopicBackedStore):
                          "source connector offsets", config["offset.storage.partitions"],
                          suffix, topic, clients)
         self.topic = topic or config["offset.storage.topic"]
+        if topic is not None:  # errors name the connector's setting, as Kafka's
+            self.log.spec = self.log.spec._replace(setting="offsets.storage.topic")
 
     def get(self, connector: str, partitions: list[dict]) -> list[dict | None]:
         self.log.read_to_end()

@@ -7,7 +7,9 @@ import time
 import uuid
 
 import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
 
+from josefk.connect.api.config import ConfigException
 from josefk.connect.api.errors import ConnectException
 from josefk.connect.runtime.offset_store import (ConnectorOffsetStore, KafkaOffsetStore,
                                                  connector_offset_store)
@@ -143,6 +145,7 @@ def test_which_store_a_connector_gets(worker, props, client, expected):
         assert isinstance(store.primary, KafkaOffsetStore) and store.secondary is worker_store
         assert store.topic == expected
         assert store.primary.log.spec.partitions == 3
+        assert store.primary.log.spec.setting == "offsets.storage.topic"
         assert store.primary.log._consumer_conf["bootstrap.servers"] == \
             client["consumer"]["bootstrap.servers"]
 
@@ -184,3 +187,20 @@ def test_a_connectors_own_topic_on_a_broker(josefk_broker):
             time.sleep(0.1)
     finally:
         worker_store.stop()
+
+
+def test_a_connectors_own_topic_that_is_not_compacted_is_refused(josefk_broker):
+    topic = f"kip618-{uuid.uuid4().hex[:8]}-own"
+    admin = AdminClient({"bootstrap.servers": josefk_broker.bootstrap_servers})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(15)
+    worker = config(**{"bootstrap.servers": josefk_broker.bootstrap_servers})
+    store = connector_offset_store(worker, Store("worker", [], "g-offsets"),
+                                   {"offsets.storage.topic": topic},
+                                   clients(josefk_broker.bootstrap_servers), "connector-offsets-x")
+    try:
+        with pytest.raises(ConfigException, match=f"Topic '{topic}' supplied via the "
+                                                  f"'offsets.storage.topic' property is required "
+                                                  f"to have 'cleanup.policy=compact'"):
+            store.start()
+    finally:
+        store.stop()
