@@ -7,12 +7,17 @@ import time
 import uuid
 
 import pytest
+from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from josefk.connect.api.config import ConfigException
 from josefk.connect.api.errors import ConnectException
+from josefk.connect.runtime.abstract_herder import MemoryStatusStore, StatusWriter
 from josefk.connect.runtime.offset_store import (ConnectorOffsetStore, KafkaOffsetStore,
                                                  connector_offset_store)
+from josefk.connect.runtime.plugins import Plugins
+from josefk.connect.runtime.seams import ConnectorTaskId, TargetState
+from josefk.connect.runtime.worker import Worker
 from josefk.connect.runtime.worker_config import WorkerConfig
 
 
@@ -204,3 +209,69 @@ def test_a_connectors_own_topic_that_is_not_compacted_is_refused(josefk_broker):
             store.start()
     finally:
         store.stop()
+
+
+def run_generator(worker_config, worker_store, props):
+    """A Worker running the generator ``props`` describe (its one task started)."""
+    listener = StatusWriter(MemoryStatusStore(), lambda: "w:1")
+    w = Worker(worker_config, Plugins(), worker_store, listener)
+    w.start_connector("gen", props, TargetState.STARTED, lambda: None)
+    [task] = w.connector_task_configs("gen", props)
+    assert w.start_task(ConnectorTaskId("gen", 0), props, task, TargetState.STARTED)
+    return w
+
+
+def test_a_task_resumes_from_its_own_topic_then_from_the_workers(josefk_broker):
+    prefix = f"kip618-{uuid.uuid4().hex[:8]}"
+    bootstrap = josefk_broker.bootstrap_servers
+    worker = config(**{"bootstrap.servers": bootstrap, "group.id": prefix,
+                       "offset.storage.topic": f"{prefix}-offsets",
+                       "offset.flush.interval.ms": "200",
+                       "key.converter": "StringConverter", "value.converter": "StringConverter"})
+    worker.worker_id = "w:1"
+    topic = f"{prefix}-data"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(15)
+    worker_store = KafkaOffsetStore(worker)
+    worker_store.start()
+    props = {"name": "gen", "connector.class": "GeneratorSource", "topic": topic,
+             "key": "string", "message.size": "4", "offsets.storage.topic": f"{prefix}-own"}
+
+    def ran_to(last):
+        w = run_generator(worker, worker_store, props)
+        own = connector_offset_store(worker, worker_store, props, clients(bootstrap), "check")
+        try:
+            own.start()
+            deadline = time.monotonic() + 30
+            while own.connector_store.get("gen", [{"task": 0}]) != [{"seq": last}]:
+                assert time.monotonic() < deadline, own.connector_store.get("gen", [{"task": 0}])
+                time.sleep(0.1)
+        finally:
+            own.stop()
+            w.stop()
+    try:
+        # an offset in the worker's topic only (the connector ran before it had its own)
+        worker_store.put("gen", [({"task": 0}, {"seq": 49})])
+        props["max.messages"] = "120"
+        ran_to(119)
+        # the worker's topic now behind its own: its own topic wins
+        worker_store.put("gen", [({"task": 0}, {"seq": 10})])
+        props["max.messages"] = "130"
+        ran_to(129)
+    finally:
+        worker_store.stop()
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": prefix,
+                         "auto.offset.reset": "earliest", "enable.partition.eof": True})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    keys, deadline = [], time.monotonic() + 30
+    try:
+        while time.monotonic() < deadline:
+            m = consumer.poll(0.5)
+            if m is None:
+                continue
+            if m.error():
+                break  # the end
+            keys.append(int(m.key()))
+    finally:
+        consumer.close()
+    assert keys == list(range(50, 130))
