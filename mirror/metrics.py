@@ -124,24 +124,22 @@ class MirrorMetrics:
         self.checkpoints: dict[tuple[str, ...], Sampled] = {}
 
     def source(self, source: str, target: str, topic: str, partition: int) -> SourcePartition:
-        key = (source, target, topic, str(partition))
+        """New sensors of a remote partition for a task starting (counting from zero, as a
+        new task's Metrics in Kafka), in place of a previous task's."""
+        made = SourcePartition()
         with self._lock:
-            found = self.sources.get(key)
-            if found is None:
-                found = self.sources[key] = SourcePartition()
-            return found
+            self.sources[source, target, topic, str(partition)] = made
+        return made
 
     def checkpoint(self, source: str, target: str, group: str, topic: str,
                    partition: int) -> Sampled:
-        key = (source, target, group, topic, str(partition))
+        made = Sampled()
         with self._lock:
-            found = self.checkpoints.get(key)
-            if found is None:
-                found = self.checkpoints[key] = Sampled()
-            return found
+            self.checkpoints[source, target, group, topic, str(partition)] = made
+        return made
 
     def forget(self, sensors) -> None:
-        """Remove these partitions' sensors (a task stopped)."""
+        """Remove these sensors (their task stopped), not those a later task made."""
         with self._lock:
             for table in (self.sources, self.checkpoints):
                 for key in [k for k, v in table.items() if any(v is s for s in sensors)]:

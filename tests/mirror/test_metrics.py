@@ -73,3 +73,14 @@ def test_the_worker_shows_them_with_the_jmx_exporters_names_until_forgotten():
     finally:
         METRICS.forget([partition, checkpoint])
     assert not [k for k in scrape() if k[0].startswith("kafka_connect_mirror_")]
+
+
+def test_a_task_that_stops_late_leaves_its_successors_sensors():
+    old = METRICS.source("east", "west", "east.orders", 0)
+    new = METRICS.source("east", "west", "east.orders", 0)
+    try:
+        METRICS.forget([old])
+        assert list(METRICS.sources.values()) == [new]
+    finally:
+        METRICS.forget([new])
+    assert METRICS.sources == {}
