@@ -2,18 +2,20 @@
 exactly-once sources: two generator connectors with offsets topics of their own run at once,
 the worker running one of them is killed with SIGKILL, its task resumes on the survivor from
 the connector's own topic (every record once to a read_committed consumer); the offsets are in
-the connector's topic and copied to the worker's; KIP-875's GET/PATCH/DELETE offsets read and
-write the connector's topic."""
+the connector's topic (made with the worker's partitions and replication factor) and copied
+to the worker's; KIP-875's GET/PATCH/DELETE offsets read and write the connector's topic. On
+one broker and on the ``spread`` cluster."""
 from __future__ import annotations
 
 import json
 import time
 
+import pytest
 from confluent_kafka import TopicPartition
 
 from compat_tests.connect.test_workers import read_topic, running
 from compat_tests.connect.workers import Workers, call
-from compat_tests.helpers import consumer, create_topic
+from compat_tests.helpers import consumer
 from compat_tests.http_services import wait_until
 from josefk.faults.checker import positions
 
@@ -44,15 +46,17 @@ def offsets_topic(bootstrap: str, topic: str, timeout: float = 10) -> dict:
         c.close()
 
 
+@pytest.mark.parametrize("target", ["single", "spread"], indirect=True)
 def test_a_connectors_own_offsets_topic_survives_a_killed_worker_and_serves_the_endpoints(
-        broker, tmp_path, topic_name):
+        target, tmp_path, topic_name):
     total = 6000
-    workers = Workers(broker.bootstrap, tmp_path, 2, **{
+    rf = 1 if target.name == "single" else 3
+    workers = Workers(target.bootstrap, tmp_path, 2, replication_factor=rf, **{
         "exactly.once.source.support": "enabled", "key.converter": STRING,
         "value.converter": STRING})
     group, url = workers.group, workers.urls[0]
     names = ("gen-a", "gen-b")
-    topics = {n: create_topic(broker.bootstrap, f"{topic_name}-{n}") for n in names}
+    topics = {n: target.create_topic(f"{topic_name}-{n}") for n in names}
     own = {n: f"{group}-{n}-offsets" for n in names}
     try:
         for n in names:
@@ -64,8 +68,11 @@ def test_a_connectors_own_offsets_topic_survives_a_killed_worker_and_serves_the_
                 "offsets.storage.topic": own[n]}}).status_code == 201
         (owner,) = wait_until(lambda: running(url, "gen-a"), timeout=60)
         wait_until(lambda: running(url, "gen-b"), timeout=60)
+        made = target.admin().list_topics(own["gen-a"], timeout=10).topics[own["gen-a"]]
+        assert len(made.partitions) == 5  # the worker's offset.storage.partitions
+        assert {len(p.replicas) for p in made.partitions.values()} == {rf}
         key = '["gen-a",{"task":0}]'
-        wait_until(lambda: (offsets_topic(broker.bootstrap, own["gen-a"]).get(key) or
+        wait_until(lambda: (offsets_topic(target.bootstrap, own["gen-a"]).get(key) or
                             {"seq": 0})["seq"] > 500, timeout=60)
         victim = workers.by_id(owner)
         victim.kill()
@@ -74,16 +81,16 @@ def test_a_connectors_own_offsets_topic_survives_a_killed_worker_and_serves_the_
                            timeout=60)
         assert moved != [owner]
         for n in names:
-            records = read_topic(broker.bootstrap, topics[n], total, timeout=90,
+            records = read_topic(target.bootstrap, topics[n], total, timeout=90,
                                  isolation_level="read_committed")
             places = positions({(topics[n], 0): [(o, k.decode()) for o, k, _v in records]})
             doubled = {k: p for k, p in places.items() if len(p) > 1}
             assert not doubled, f"{n}: records written twice: {list(doubled.items())[:5]}"
             assert set(places) == {str(i) for i in range(total)}
             wanted = {f'["{n}",{{"task":0}}]': {"seq": total - 1}}
-            wait_until(lambda: offsets_topic(broker.bootstrap, own[n]) == wanted, timeout=30)
+            wait_until(lambda: offsets_topic(target.bootstrap, own[n]) == wanted, timeout=30)
             # the secondary copy in the worker's offsets topic
-            wait_until(lambda: offsets_topic(broker.bootstrap, f"{group}-offsets").get(
+            wait_until(lambda: offsets_topic(target.bootstrap, f"{group}-offsets").get(
                 f'["{n}",{{"task":0}}]') == {"seq": total - 1}, timeout=30)
 
         # KIP-875 on the connector's own topic
@@ -98,12 +105,12 @@ def test_a_connectors_own_offsets_topic_survives_a_killed_worker_and_serves_the_
                              .status_code == 200 and r, timeout=60)
         assert altered.json() == {"message": "The offsets for this connector have been "
                                              "altered successfully"}
-        assert offsets_topic(broker.bootstrap, own["gen-a"]) == {key: {"seq": 99}}
+        assert offsets_topic(target.bootstrap, own["gen-a"]) == {key: {"seq": 99}}
         assert call("GET", f"{survivor}/connectors/gen-a/offsets").json() == {
             "offsets": [{"partition": {"task": 0}, "offset": {"seq": 99}}]}
         assert call("DELETE", f"{survivor}/connectors/gen-a/offsets").status_code == 200
-        assert offsets_topic(broker.bootstrap, own["gen-a"]) == {key: None}
-        assert offsets_topic(broker.bootstrap, f"{group}-offsets")[key] is None
+        assert offsets_topic(target.bootstrap, own["gen-a"]) == {key: None}
+        assert offsets_topic(target.bootstrap, f"{group}-offsets")[key] is None
         assert call("GET", f"{survivor}/connectors/gen-a/offsets").json() == {"offsets": []}
     finally:
         workers.stop()
