@@ -150,6 +150,9 @@ class AbstractHerder:
         self.loggers = Loggers()
         self._cluster_id: str | None = None
         self._admin_client: AdminClient | None = None
+        # One offsets modification at a time: an exactly-once source's would fence another's
+        # transaction (both are task 0's producer).
+        self._modifying_offsets = threading.Lock()
 
     # ---- to implement ----------------------------------------------------------------------
     def _config(self, name: str) -> dict[str, str]:
@@ -324,7 +327,8 @@ class AbstractHerder:
 
     def _modify_offsets(self, name: str, props: dict[str, str], offsets: list[dict] | None):
         try:
-            return self._modify_offsets_of(name, props, offsets)
+            with self._modifying_offsets:
+                return self._modify_offsets_of(name, props, offsets)
         except HerderError:
             raise
         except Exception as e:  # the connector's refusal, with its message (500 as Kafka)

@@ -474,7 +474,8 @@ def test_an_exactly_once_sources_offsets_are_written_after_fencing_in_a_transact
     stopped exactly-once source first fence its tasks' producers (task 1's zombie is fenced by
     that alone) and write the task count record of zero tasks, then write the offsets with
     task 0's transactional producer (which fences task 0's zombie even when no fencing is
-    pending). A fencing that fails answers Kafka's message and writes nothing."""
+    pending). A fencing that fails answers Kafka's message and writes nothing; concurrent
+    requests are written one after another, none fenced by another."""
     from confluent_kafka import KafkaError, KafkaException, Producer
 
     from josefk.connect.runtime import distributed
@@ -530,6 +531,13 @@ def test_an_exactly_once_sources_offsets_are_written_after_fencing_in_a_transact
             snap = h.config_store.snapshot()
             assert snap.task_count_records == {"src": 0} and not snap.pending_fencing
             assert await h.connector_offsets("src") == {"offsets": offsets}
+
+            # Concurrent requests (the leader's alone): each written whole, one after another.
+            asked = [[{**offsets[0], "offset": {"position": p}}] for p in (10, 20, 30, 40)]
+            answers = await asyncio.gather(*(h.alter_connector_offsets("src", o) for o in asked))
+            assert set(answers) == {
+                "The offsets for this connector have been altered successfully"}
+            assert (await h.connector_offsets("src"))["offsets"] in asked
 
             again = await zombie(0)  # no fencing pending: the write's own producer fences it
             assert await h.reset_connector_offsets("src") == (
