@@ -18,8 +18,18 @@ from josefk.wire import errors
      "Invalid value soon for configuration topic.config.sync.ms"),
     ({"bootstrap.servers": "nowhere"}, errors.INVALID_CONFIG,
      "Invalid url in bootstrap.servers: nowhere"),
-    ({"bootstrap.servers": "a:1", "security.protocol": "SSL"}, errors.INVALID_CONFIG,
-     "Cluster links support security.protocol PLAINTEXT only"),
+    ({"bootstrap.servers": "a:1", "security.protocol": "SSH"}, errors.INVALID_CONFIG,
+     "Cluster link east: Invalid value SSH for configuration security.protocol"),
+    ({"bootstrap.servers": "a:1", "security.protocol": "SASL_SSL", "sasl.mechanism": "GSSAPI"},
+     errors.INVALID_CONFIG, "Cluster link east: sasl.mechanism GSSAPI is not supported (only "
+                            "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)"),
+    ({"bootstrap.servers": "a:1", "security.protocol": "SASL_PLAINTEXT",
+      "sasl.mechanism": "PLAIN"}, errors.INVALID_CONFIG,
+     "Cluster link east: SASL needs sasl.jaas.config with username and password"),
+    ({"bootstrap.servers": "a:1", "security.protocol": "SSL",
+      "ssl.truststore.location": "/no/such/ca.pem"}, errors.INVALID_CONFIG,
+     "Cluster link east: cannot load the TLS settings: ssl.truststore.location "
+     "/no/such/ca.pem: No such file or directory"),
 ])
 def test_a_link_it_cannot_run_is_refused_in_one_line(configs, code, message):
     with pytest.raises(MetadataError) as e:
