@@ -8,22 +8,24 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from bench import brokers
 from josefk.mirror.links import main as mirror
 from josefk.tools.tool_client import ClusterClient
 
 from compat_tests.mirror.test_mirror_topics import batches, ends, link, name
 from compat_tests.mirror.mirroring import until
 
-brokers = pytest.importorskip("bench.brokers")
+WAIT_MS = 100
 
 
 def high_watermarks(bootstrap, topic, partitions):
-    """Each partition's high watermark, one Fetch each (Tansu answers a Fetch of several
-    partitions with none of them)."""
+    """Each partition's high watermark (Tansu answers a Fetch with max_wait_ms 0 with no
+    partition at all: it is given WAIT_MS)."""
     with ClusterClient(bootstrap) as c:
         c.refresh([topic])
-        return {p: hwm for p in range(partitions) for _t, _p, _r, hwm, _a in c.fetch(
-            {(topic, p): 0}, max_wait_ms=0, read_committed=False)}
+        return {p: hwm for _t, p, _r, hwm, _a in c.fetch(
+            {(topic, p): 0 for p in range(partitions)}, max_wait_ms=WAIT_MS,
+            read_committed=False)}
 
 
 @pytest.fixture(scope="module")
@@ -55,13 +57,13 @@ def test_a_topic_of_tansu_is_mirrored_offset_exact(tansu, clusters, capsys):
                    "--topic", topic]) == 0
     until(lambda: ends(dest, topic) == high_watermarks(src, topic, 2), timeout=60)
     for p in range(2):
-        assert batches(dest, topic, p) == batches(src, topic, p)
+        assert batches(dest, topic, p) == batches(src, topic, p, max_wait_ms=WAIT_MS)
     for i in range(100):
         producer.produce(topic, value=f"more-{i}", partition=i % 2)
     assert producer.flush(15) == 0
     until(lambda: ends(dest, topic) == high_watermarks(src, topic, 2), timeout=60)
     for p in range(2):
-        assert batches(dest, topic, p) == batches(src, topic, p)
+        assert batches(dest, topic, p) == batches(src, topic, p, max_wait_ms=WAIT_MS)
     assert mirror(["failover", "--bootstrap-server", dest, "--topic", topic]) == 0
 
 
