@@ -14,8 +14,6 @@ import time
 from pathlib import Path
 
 from josefk.broker.config import parse_properties
-from josefk.broker.configs import MIRROR_RESUME as RESUME
-from josefk.broker.links import PARTITIONS_KEY, SECURITY_CONFIGS
 from josefk.tools.client import Client, KafkaError
 from josefk.tools.tool_client import ClusterClient
 from josefk.wire import errors
@@ -27,6 +25,12 @@ CLUSTER_LINK, TOPIC = 100, 2
 LINK, STATE, ACTIVE, STOPPED = "josefk.mirror.link", "josefk.mirror.state", "ACTIVE", "STOPPED"
 SOURCE_ID = "josefk.mirror.source.topic.id"
 STOPPED_AT = "josefk.mirror.stopped.offsets"
+RESUME = "josefk.mirror.resume"  # "<nonce>:<partitions>", read by each partition's leader
+PARTITIONS_KEY = "josefk.mirror.partitions"  # a link's partitions led by the broker asked
+# the link's settings that are client settings for the source (broker.links.SECURITY_CONFIGS)
+SECURITY_CONFIGS = ("sasl.mechanism", "ssl.truststore.location", "ssl.truststore.type",
+                    "ssl.truststore.certificates", "ssl.ca.location", "ssl.keystore.location",
+                    "ssl.keystore.type", "ssl.endpoint.identification.algorithm")
 TOPIC_CONFIG_SOURCE = 1
 LATEST = -1
 SET, DELETE = 0, 1
