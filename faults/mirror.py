@@ -12,13 +12,12 @@ them.
 """
 from __future__ import annotations
 
-import contextlib
-import io
 import re
+import subprocess
 import time
 from pathlib import Path
 
-from josefk.faults.processes import QUICK_FAILOVER, LocalCluster
+from josefk.faults.processes import BROKER_PYTHON, QUICK_FAILOVER, REPO_ROOT, LocalCluster
 
 now = time.time
 SIZE = 3
@@ -30,22 +29,26 @@ OVERRIDES = {**QUICK_FAILOVER, "min.insync.replicas": 2, "log.segment.bytes": 8 
 CATCH_UP_TIMEOUT = 120.0
 REPORT_TIMEOUT = 30.0
 _SKIPPED = re.compile(r"SkippedOffsets: (\d+)")
+_PARTITION = re.compile(r"^\tTopic: (\S+)\tPartition: (\d+)\tState: (ACTIVE|STOPPED \((.*)\))\t",
+                        re.M)
 
 
 class MirrorError(RuntimeError):
     pass
 
 
-def cli(*args: str) -> str:
-    """``josefk mirror ARGS`` in this process; its output, or MirrorError with its error."""
-    from josefk.mirror.links import main
-
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(list(args))
-    if code:
-        raise MirrorError(f"josefk mirror {args[0]}: {err.getvalue().strip()}")
-    return out.getvalue()
+def cli(*args: str, timeout: float = 120) -> str:
+    """``josefk mirror ARGS``, as an operator runs it; its output, or MirrorError with its
+    error."""
+    try:
+        done = subprocess.run([BROKER_PYTHON, "-m", "josefk", "mirror", *args],
+                              cwd=str(REPO_ROOT), capture_output=True, text=True,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise MirrorError(f"josefk mirror {args[0]}: no answer in {timeout:.0f} s") from None
+    if done.returncode:
+        raise MirrorError(f"josefk mirror {args[0]}: {done.stderr.strip()[-500:]}")
+    return done.stdout
 
 
 def read_batches(bootstrap: str, topic: str, partition: int, start: int, end: int) -> list:
@@ -124,15 +127,12 @@ class Mirror:
     def heal(self) -> None:
         self.source.partitioner.heal()
 
-    def status(self) -> dict[tuple[str, int], dict]:
-        """Each mirror partition's state and lag, from the destination's leaders."""
-        from josefk.mirror.links import partition_status
-
-        out = {}
-        for link in LINKS:
-            for st in partition_status(self.dest.bootstrap, link):
-                out[st["topic"], st["partition"]] = st
-        return out
+    def status(self) -> dict[tuple[str, int], str | None]:
+        """Why each mirror partition stopped (None: it mirrors), from ``josefk mirror
+        list-links``."""
+        return {(t, int(p)): why or None for t, p, _state, why in
+                _PARTITION.findall(cli("list-links", "--bootstrap-server", self.dest.bootstrap,
+                                       timeout=30))}
 
     def ends(self, bootstrap: str, earliest: bool = False) -> dict[tuple[str, int], int]:
         from josefk.tools.tool_client import ClusterClient
@@ -161,16 +161,15 @@ class Mirror:
                               f"{p.error_code}")
 
     def await_stopped(self, key: tuple[str, int], timeout: float = REPORT_TIMEOUT):
-        """The partition's status once it is reported stopped (None: not within
-        ``timeout``)."""
+        """Why the partition stopped, once it is reported (None: not within ``timeout``)."""
         deadline = now() + timeout
         while now() < deadline:
             try:
-                st = self.status().get(key)
-            except (OSError, ConnectionError, MirrorError, KeyError):
-                st = None
-            if st is not None and st["failure"] is not None:
-                return st
+                why = self.status().get(key)
+            except MirrorError:
+                why = None
+            if why is not None:
+                return why
             time.sleep(0.5)
         return None
 

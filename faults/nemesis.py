@@ -418,7 +418,7 @@ class Nemesis:
             self.crashes.append((now(), what))
             return f
         f.notes.append(f"reported stopped {now() - f.healed:.1f} s after the heal "
-                       f"({stopped['failure']})")
+                       f"({stopped})")
         try:
             f.notes.append(f"resumed, {m.resume(key)} offsets skipped")
         except Exception as e:  # noqa: BLE001 - the command's error, recorded
