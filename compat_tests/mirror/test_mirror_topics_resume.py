@@ -1,8 +1,8 @@
 """Mirror topics (issue 30, items 3 and 4): a partition stopped because the source's log start
 passed it continues only on ``josefk mirror resume-partition``, from the source's log start,
 the skipped offsets counted; lag in records, bytes and ms in ``list-links`` and the metrics;
-links to a source reached over SASL_SSL (SCRAM) and SASL_PLAINTEXT (PLAIN), mirroring at the
-same time."""
+links to a source reached over SASL_SSL (SCRAM), SASL_PLAINTEXT (PLAIN) and SSL (librdkafka's
+ssl.ca.location), mirroring at the same time."""
 import re
 
 import pytest
@@ -161,7 +161,7 @@ def scram_jaas(user):
             f'username="{user}" password="{SCRAM_USERS[user]}";')
 
 
-def test_links_reach_a_source_over_sasl_ssl_and_sasl_plaintext_at_once(pki, secure_source,
+def test_links_reach_a_source_over_sasl_ssl_sasl_plaintext_and_ssl_at_once(pki, secure_source,
                                                                        clusters, capsys,
                                                                        tmp_path):
     _source, destination = clusters
@@ -175,6 +175,7 @@ def test_links_reach_a_source_over_sasl_ssl_and_sasl_plaintext_at_once(pki, secu
                            "sasl.jaas.config":
                                'org.apache.kafka.common.security.plain.PlainLoginModule '
                                'required username="alice" password="alice-secret";'},
+        "SSL": {"security.protocol": "SSL", "ssl.ca.location": pki.ca},
     }
     topics = {}
     admin = AdminClient({"bootstrap.servers": plain})
@@ -184,7 +185,8 @@ def test_links_reach_a_source_over_sasl_ssl_and_sasl_plaintext_at_once(pki, secu
             [NewTopic(topic, 3, 1)])[topic].result(15)
         produce(plain, topic, 3, 300, listener, **{"enable.idempotence": True})
         props = tmp_path / f"{listener}.properties"
-        props.write_text(f"sasl.jaas.config={settings['sasl.jaas.config']}\n")
+        props.write_text("".join(f"{k}={v}\n" for k, v in settings.items()
+                                 if k == "sasl.jaas.config"))
         link_name = link(capsys, type("S", (), {"bootstrap_servers": listener_address(
             secure_source, listener)}), destination, **settings)
         assert mirror(["list-links", "--bootstrap-server", dest]) == 0
