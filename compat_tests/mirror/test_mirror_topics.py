@@ -97,8 +97,16 @@ def starts(bootstrap, topic):
 
 
 def caught_up(source, destination, topic):
-    until(lambda: ends(destination.bootstrap_servers, topic)
-          == ends(source.bootstrap_servers, topic), timeout=30)
+    def same():
+        try:
+            return ends(destination.bootstrap_servers, topic) == ends(
+                source.bootstrap_servers, topic)
+        except ToolError as e:  # a new leader without its high watermark yet: asked again
+            if e.code in (KafkaError.OFFSET_NOT_AVAILABLE, KafkaError.NOT_LEADER_FOR_PARTITION,
+                          KafkaError.LEADER_NOT_AVAILABLE):
+                return False
+            raise
+    until(same, timeout=30)
 
 
 def committed_values(bootstrap, topic, partitions):
