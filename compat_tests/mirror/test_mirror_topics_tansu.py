@@ -77,7 +77,8 @@ def clusters():
 
 def test_tansus_list_offsets_does_not_answer_its_log_end(tansu):
     """What the link does not rely on: ListOffsets LATEST, which Kafka answers with the log
-    end (the high watermark), answers less on Tansu once a batch holds several records."""
+    end (the high watermark), answers less on Tansu once a batch holds several records; a
+    Fetch with max_wait_ms 0 is answered without the partition."""
     topic = name("tansu-ends")
     admin = AdminClient({"bootstrap.servers": tansu.bootstrap})
     admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(15)
@@ -87,3 +88,6 @@ def test_tansus_list_offsets_does_not_answer_its_log_end(tansu):
     assert producer.flush(15) == 0
     assert high_watermarks(tansu.bootstrap, topic, 1) == {0: 10}
     assert ends(tansu.bootstrap, topic) != {0: 10}
+    with ClusterClient(tansu.bootstrap) as c:  # and a Fetch that may not wait: no partition
+        c.refresh([topic])
+        assert c.fetch({(topic, 0): 0}, max_wait_ms=0, read_committed=False) == []
