@@ -273,8 +273,9 @@ class PartitionStatus:
     """A mirror partition's state: ``lag_records``, the records it is behind the source's high
     watermark (None until the source answered); ``lag_bytes``, those in bytes, estimated from
     the bytes per offset of the batches last mirrored (0 once caught up); ``lag_ms``, how long
-    since it was last caught up with the source's high watermark (0 while caught up; since it
-    began mirroring here if never); ``latency_ms``, how old its last appended batch was when
+    since it was last caught up with the source's high watermark (0 while caught up and the
+    source answers; since it began mirroring here if never), so it grows while the link is cut
+    or the partition stopped; ``latency_ms``, how old its last appended batch was when
     appended; ``failure``, why it stopped (None while it mirrors); ``skipped``, offsets of the
     source never mirrored because an operator resumed it past them (since it is led here)."""
 
@@ -418,9 +419,11 @@ class Link:
         lag = None if end is None else max(0, end - part.log.log_end_offset)
         lag_bytes = lag_ms = None
         if lag is not None:
+            now = time.monotonic()
             lag_bytes = round(lag * f.bytes_per_offset.get(key, 0.0))
-            lag_ms = 0 if lag == 0 else int((time.monotonic() - f.caught_up_at.get(
-                key, time.monotonic())) * 1000)
+            fresh = now - f.answered_at.get(key, now) <= f.stale_s and key not in self.failed
+            lag_ms = 0 if lag == 0 and fresh else int(
+                (now - f.caught_up_at.get(key, now)) * 1000)
         return PartitionStatus(self.name, key[0], key[1], lag, lag_bytes, lag_ms,
                                f.latency_ms.get(key), self.failed.get(key),
                                self.skipped.get(key, 0), self.resumes.get(key, 0))

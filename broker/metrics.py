@@ -323,7 +323,7 @@ class BrokerMetrics:
             "lag_ms": GaugeMetricFamily(
                 "josefk_cluster_link_mirror_lag_ms",
                 "Milliseconds since the mirror partition was last caught up with its source "
-                "(0 while it is)", labels=labels),
+                "(0 while it is and the source answers)", labels=labels),
             "latency_ms": GaugeMetricFamily(
                 "josefk_cluster_link_mirror_latency_ms",
                 "How old the last batch mirrored was when appended (now minus its max "

@@ -50,13 +50,17 @@ class MirrorFetcherManager(FetcherManager):
         # bytes per offset of the last answer's batches (the lag in bytes is estimated by it)
         self.bytes_per_offset: dict[tuple[str, int], float] = {}
         self.caught_up_at: dict[tuple[str, int], float] = {}  # monotonic
+        self.answered_at: dict[tuple[str, int], float] = {}  # the source's last answer
+        # an answer older than this (a cut link, a stopped partition): the lag in ms is the
+        # time since it was last caught up, whatever the last high watermark said
+        self.stale_s = 2 * self.max_wait_ms / 1000 + 1.0
         # partitions an operator resumed: they start over at the source's log start
         self.resuming: set[tuple[str, int]] = set()
 
     def forget(self, key) -> None:
         """What is known of ``key`` (no longer mirrored here)."""
         for known in (self.source_end, self.latency_ms, self.bytes_per_offset,
-                      self.caught_up_at):
+                      self.caught_up_at, self.answered_at):
             known.pop(key, None)
         self.resuming.discard(key)
 
@@ -89,6 +93,7 @@ class MirrorFetcher(ReplicaFetcher):
             return
         if err == errors.NONE:
             manager.source_end[key] = pd.high_watermark
+            manager.answered_at[key] = time.monotonic()
             before = lg.log_end_offset
             newest = part.append_mirrored(pd.records or b"")
             if newest is not None:

@@ -113,8 +113,13 @@ def test_a_partitions_lag_in_records_bytes_and_ms_and_its_resume():
             assert (st.lag_records, st.lag_bytes) == (50, 4000)
             assert 2500 <= st.lag_ms < 10000
             part.log.log_end_offset = 150
+            f.answered_at[("t", 0)] = time.monotonic()
             st = link.status(("t", 0))
             assert (st.lag_records, st.lag_bytes, st.lag_ms) == (0, 0, 0)
+            # no answer for longer than the fetches wait (a cut link): the time since caught up
+            f.answered_at[("t", 0)] = time.monotonic() - f.stale_s - 1
+            assert link.status(("t", 0)).lag_ms >= 2500
+            f.answered_at[("t", 0)] = time.monotonic()
 
             meta.configs["josefk.mirror.resume"] = "1:0"  # before it stopped: not for it
             link.stop_partition(("t", 0), "offset 150 is below the source's log start")
