@@ -29,6 +29,7 @@ OVERRIDES = {**QUICK_FAILOVER, "min.insync.replicas": 2, "log.segment.bytes": 8 
 CATCH_UP_TIMEOUT = 120.0
 REPORT_TIMEOUT = 30.0
 _SKIPPED = re.compile(r"SkippedOffsets: (\d+)")
+_LAG_MS = re.compile(r"\tLagMs: (\d+)\t")
 _PARTITION = re.compile(r"^\tTopic: (\S+)\tPartition: (\d+)\tState: (ACTIVE|STOPPED \((.*)\))\t",
                         re.M)
 
@@ -159,6 +160,15 @@ class Mirror:
         if p.error_code:
             raise MirrorError(f"DeleteRecords {topic}-{partition} at {offset}: error "
                               f"{p.error_code}")
+
+    def max_lag_ms(self) -> int | None:
+        """The largest LagMs ``josefk mirror list-links`` shows (None: no answer)."""
+        try:
+            lags = _LAG_MS.findall(cli("list-links", "--bootstrap-server", self.dest.bootstrap,
+                                       timeout=30))
+        except MirrorError:
+            return None
+        return max((int(x) for x in lags), default=None)
 
     def await_stopped(self, key: tuple[str, int], timeout: float = REPORT_TIMEOUT):
         """Why the partition stopped, once it is reported (None: not within ``timeout``)."""

@@ -383,8 +383,17 @@ class Nemesis:
 
     # -- cluster links (--mirror) -----------------------------------------------------------------
     def _link_cut(self) -> Fault:
-        return self._hold("link-cut", "the destination cluster from the source's brokers",
-                          self.mirror.cut, self.mirror.heal, (10, 13))
+        """The cut held 10-13 s; the mirrors' largest lag in ms just before the heal noted
+        (it grows while the source does not answer)."""
+        m, lag = self.mirror, []
+
+        def heal():
+            lag.append(m.max_lag_ms())
+            m.heal()
+        f = self._hold("link-cut", "the destination cluster from the source's brokers", m.cut,
+                       heal, (10, 13))
+        f.notes.append(f"LagMs at most {lag[0]} before the heal")
+        return f
 
     def _source_truncate(self) -> Fault:
         """Cut the link, delete a mirrored partition's records at the source up to its end
