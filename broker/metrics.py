@@ -304,31 +304,53 @@ class BrokerMetrics:
         yield gets
 
     def _link_metrics(self):
-        """Mirror topics' partitions led here (cluster links): their lag behind the source in
-        records, the latency of their last mirrored batch, and whether they stopped (the source's log no longer holds their next offset;
-        the reason is logged)."""
+        """Mirror topics' partitions led here (cluster links, `links.PartitionStatus`): their
+        lag behind the source in records, bytes and milliseconds, the latency of their last
+        mirrored batch, whether they stopped (the reason is logged) and the offsets resumed
+        past."""
         if self.links is None:
             return
         labels = ["link", "topic", "partition"]
-        lag = GaugeMetricFamily("josefk_cluster_link_mirror_lag_records",
-                                "Records the mirror partition is behind its source",
-                                labels=labels)
+        families = {
+            "lag_records": GaugeMetricFamily(
+                "josefk_cluster_link_mirror_lag_records",
+                "Records the mirror partition is behind its source's high watermark",
+                labels=labels),
+            "lag_bytes": GaugeMetricFamily(
+                "josefk_cluster_link_mirror_lag_bytes",
+                "Bytes the mirror partition is behind its source (records behind times the "
+                "bytes per offset of the last batches mirrored)", labels=labels),
+            "lag_ms": GaugeMetricFamily(
+                "josefk_cluster_link_mirror_lag_ms",
+                "Milliseconds since the mirror partition was last caught up with its source "
+                "(0 while it is and the source answers)", labels=labels),
+            "latency_ms": GaugeMetricFamily(
+                "josefk_cluster_link_mirror_latency_ms",
+                "How old the last batch mirrored was when appended (now minus its max "
+                "timestamp)", labels=labels)}
         stopped = GaugeMetricFamily("josefk_cluster_link_mirror_partition_stopped",
                                     "1 if the mirror partition stopped until an operator acts",
                                     labels=labels)
-        latency = GaugeMetricFamily("josefk_cluster_link_mirror_latency_ms",
-                                    "How old the last batch mirrored was when appended (now "
-                                    "minus its max timestamp)", labels=labels)
-        for link, topic, index, behind, age, failure in self.links.status():
-            where = [link, topic, str(index)]
-            if behind is not None:
-                lag.add_metric(where, behind)
-            if age is not None:
-                latency.add_metric(where, age)
-            stopped.add_metric(where, 0 if failure is None else 1)
-        yield lag
-        yield latency
+        skipped = CounterMetricFamily(
+            "josefk_cluster_link_mirror_skipped_offsets",
+            "Offsets of the source never mirrored: an operator resumed the partition at the "
+            "source's log start past them", labels=labels)
+        resumes = CounterMetricFamily("josefk_cluster_link_mirror_resumes",
+                                      "Times an operator resumed the stopped mirror partition",
+                                      labels=labels)
+        for st in self.links.status():
+            where = [st.link, st.topic, str(st.partition)]
+            for attr, family in families.items():
+                value = getattr(st, attr)
+                if value is not None:
+                    family.add_metric(where, value)
+            stopped.add_metric(where, 0 if st.failure is None else 1)
+            skipped.add_metric(where, st.skipped)
+            resumes.add_metric(where, st.resumes)
+        yield from families.values()
         yield stopped
+        yield skipped
+        yield resumes
 
     def _client_metrics(self):
         """What clients pushed (KIP-714), labelled by client; a counter's name ends _total."""
