@@ -323,7 +323,8 @@ class Broker:
             cfg.node_id, interval_ms=cfg.int("remote.log.manager.task.interval.ms"),
             cache_bytes=cfg.int("remote.log.storage.josefk.read.cache.bytes"),
             chunk_bytes=cfg.int("remote.log.storage.josefk.read.chunk.bytes"),
-            copy_bytes_per_second=cfg.int("remote.log.manager.copy.max.bytes.per.second"))
+            copy_bytes_per_second=cfg.int("remote.log.manager.copy.max.bytes.per.second"),
+            reader_threads=cfg.int("remote.log.reader.threads"))
         self.replicas.remote = rlm
         self.replicas.sync_remote()
         rlm.start()

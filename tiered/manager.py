@@ -18,6 +18,7 @@ import time
 import uuid
 from bisect import bisect_right
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Protocol
@@ -179,7 +180,7 @@ class RemoteLogManager:
     def __init__(self, store: ObjectStore, metadata_log: MetadataLog, node_id: int, *,
                  interval_ms: int = 30000, cache_bytes: int = 64 << 20,
                  chunk_bytes: int = 1 << 20, copy_bytes_per_second: float = float("inf"),
-                 now_ms: Callable[[], int] | None = None):
+                 reader_threads: int = 10, now_ms: Callable[[], int] | None = None):
         self.store = store
         self.metadata_log = metadata_log
         self.node_id = node_id
@@ -197,6 +198,14 @@ class RemoteLogManager:
         self.stats: dict[str, TopicStats] = {}
         self.copy_bytes_per_second = copy_bytes_per_second
         self._copy_allowed_at = 0.0  # monotonic time the next copy may start (the quota)
+        # Kafka's remote log reader pool (remote.log.reader.threads) and what its
+        # RemoteLogReaderTaskQueueSize / AvgIdlePercent and the task thread's
+        # RemoteLogManagerTasksAvgIdlePercent are computed from: seconds busy, in all
+        self.reader_threads = reader_threads
+        self.readers = ThreadPoolExecutor(reader_threads, "josefk-remote-reader")
+        self.reads_waiting = 0
+        self.read_busy_s = 0.0
+        self.task_busy_s = 0.0
 
     # -- leadership -------------------------------------------------------------------------------
     def lead(self, leader: Leader) -> None:
@@ -242,10 +251,31 @@ class RemoteLogManager:
         self._wake.set()
         if self._thread is not None:
             self._thread.join(30)
+        self.readers.shutdown(wait=False, cancel_futures=True)
+
+    def submit_read(self, fn, *args):
+        """Run ``fn(*args)`` on the reader pool (a concurrent future), counted in its queue
+        until a reader takes it and in its busy time while it runs."""
+        with self._lock:
+            self.reads_waiting += 1
+
+        def run():
+            started = time.monotonic()
+            with self._lock:
+                self.reads_waiting -= 1
+            try:
+                return fn(*args)
+            finally:
+                with self._lock:
+                    self.read_busy_s += time.monotonic() - started
+
+        return self.readers.submit(run)
 
     def _run(self) -> None:
         while not self._closed:
+            started = time.monotonic()
             self.run_once()
+            self.task_busy_s += time.monotonic() - started
             self._wake.wait(self.interval_ms / 1000)
             self._wake.clear()
 

@@ -198,7 +198,7 @@ async def bucket_topic(replicas, tiered: bool, topics_by_id, name: str, configs:
 
 async def resolve(rlm: RemoteLogManager, results) -> None:
     """Read every `RemoteRead` of ``results`` ([[(fetch partition, ReadResult)]]) from the
-    object store, in worker threads; a read the remote log no longer holds (retention moved
+    object store, on the remote log manager's reader threads; a read the remote log no longer holds (retention moved
     on meanwhile) answers OFFSET_OUT_OF_RANGE, a store failure KAFKA_STORAGE_ERROR, a
     leadership lost meanwhile NOT_LEADER_OR_FOLLOWER (retriable: the client looks again)."""
 
@@ -226,7 +226,7 @@ async def resolve(rlm: RemoteLogManager, results) -> None:
         else:
             res.records = data
 
-    await asyncio.gather(*(asyncio.to_thread(read, res) for res in pending))
+    await asyncio.gather(*(asyncio.wrap_future(rlm.submit_read(read, res)) for res in pending))
 
 
 def _read_local(r: RemoteRead) -> tuple[bytes, list]:

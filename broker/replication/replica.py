@@ -403,13 +403,30 @@ class Partition:
     def low_watermark(self, alive) -> int:
         """Kafka's low watermark: the smallest log start offset over this replica and the
         followers on live brokers (``alive``), learned from their fetches. DeleteRecords is
-        done when it reaches the requested offset."""
+        done when it reaches the requested offset. With a log start below the local log
+        (tiered), a follower still reporting more has not learned it yet: it counts as none."""
         low = self.log_start_offset
+        below_local = low < self.log.log_start_offset
         for r in self.replicas:
             if r != self.node_id and r in alive:
                 st = self.followers.get(r)
-                low = min(low, st.log_start if st is not None else -1)
+                start = -1 if st is None or (below_local and st.log_start > low) \
+                    else st.log_start
+                low = min(low, start)
         return low
+
+    def follower_log_start(self, replica_id: int) -> int:
+        """The log start a follower's fetch is answered: the local log's, which it follows,
+        unless the whole log's (tiered, DeleteRecords or remote data below the local log)
+        differs from what the follower reported: then that one, once, which the follower
+        keeps as its log start over remote data (Kafka's followers take the leader's
+        logStartOffset from each fetch response)."""
+        local = self.log.log_start_offset
+        if not self.config.remote_storage_enable:
+            return local
+        start = self.log_start_offset
+        st = self.followers.get(replica_id)
+        return start if start < local and st is not None and st.log_start != start else local
 
     def maybe_advance_hwm(self) -> None:
         if self._advance_hwm():
@@ -488,7 +505,10 @@ class Partition:
                                   diverging_epoch=(epoch, end), last_stable_offset=lso)
         limit = lg.log_end_offset if replica_id >= 0 else lso if read_committed else hwm
         if offset == limit >= lg.log_start_offset:  # caught up (most of a large fetch)
-            return ReadResult(errors.NONE, b"", hwm, lg.log_start_offset, last_stable_offset=lso,
+            start = self.follower_log_start(replica_id) if replica_id >= 0 \
+                else self.log_start_offset if self.config.remote_storage_enable \
+                else lg.log_start_offset
+            return ReadResult(errors.NONE, b"", hwm, start, last_stable_offset=lso,
                               aborted=[] if read_committed else None)
         try:
             data = lg.read(offset, max_bytes, max_offset=limit, min_one=min_one,
@@ -515,8 +535,9 @@ class Partition:
         aborted = None
         if read_committed:
             aborted = self.producers.aborted_between(offset, limit) if data.records else []
-        start = lg.log_start_offset if replica_id >= 0 or not self.config.remote_storage_enable \
-            else self.log_start_offset
+        start = self.follower_log_start(replica_id) if replica_id >= 0 \
+            else self.log_start_offset if self.config.remote_storage_enable \
+            else lg.log_start_offset
         return ReadResult(errors.NONE, data.records, hwm, start,
                           last_stable_offset=lso, aborted=aborted)
 
@@ -1068,3 +1089,4 @@ class ReplicaManager:
             if remaining <= 0:
                 return errors.REQUEST_TIMED_OUT, -1
             await part.deletes_waiting.wait(remaining)
+

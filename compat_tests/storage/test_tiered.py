@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
 
 from josefk.faults.processes import BROKER_PYTHON, REPO_ROOT, BrokerProcess, LocalCluster
 from josefk.faults.storeproxy import StoreProxy
@@ -18,7 +18,7 @@ from josefk.tiered.store import S3Store
 from josefk.tools.client import Client
 from josefk.tools.web_console import ConsoleData, topic_page, topic_view
 from josefk.wire import errors
-from josefk.wire.apis import LIST_OFFSETS
+from josefk.wire.apis import DELETE_RECORDS, LIST_OFFSETS
 from compat_tests.helpers import (DeliveryLog, admin_client, consumer, create_topic, flush_all,
                                   josefk_cli, producer, read_exactly, scrape, unique_topic,
                                   wait_for_topic)
@@ -348,6 +348,12 @@ def test_read_committed_over_remote_data_skips_aborted_transactions(s3, tmp_path
         broker.stop()
 
 
+def _leader_address(cluster, topic: str) -> str:
+    leader = admin_client(cluster.bootstrap).list_topics(topic, timeout=10) \
+        .topics[topic].partitions[0].leader
+    return f"127.0.0.1:{cluster.brokers[leader].port}"
+
+
 def _watermarks(bootstrap: str, topic: str):
     c = consumer(bootstrap)
     try:
@@ -384,6 +390,9 @@ def _earliest(bootstrap: str, topic: str) -> tuple[int, int]:
 
 
 def test_new_leader_serves_the_remote_data(s3, tmp_path):
+    """The leader killed after a DeleteRecords into the remote range: the new leader, which
+    learned the log start from its fetches (the local log starts far above), answers it as
+    ListOffsets EARLIEST and serves every record from there, none below."""
     bucket = "tiered-cluster"
     store = S3Store(bucket, endpoint=s3.endpoint, access_key=s3.access_key,
                     secret_key=s3.secret_key)
@@ -399,9 +408,34 @@ def test_new_leader_serves_the_remote_data(s3, tmp_path):
         wait_tiered(store, topic, dirs)
         check_read_from_zero(cluster.bootstrap, topic)
 
+        deleted = RECORDS // 3  # far below every local log (wait_tiered: its last segments)
+        Q = DELETE_RECORDS.Request
+        with Client(_leader_address(cluster, topic), timeout=40) as c:
+            resp = c.request(DELETE_RECORDS, timeout_ms=30000, topics=[Q.DeleteRecordsTopic(
+                name=topic, partitions=[Q.DeleteRecordsPartition(partition_index=0,
+                                                                 offset=deleted)])])
+        # answered once every follower's log starts there (learned from its fetches)
+        assert resp.topics[0].partitions[0].error_code == errors.NONE
+        assert resp.topics[0].partitions[0].low_watermark == deleted
         kill_leader(cluster, topic)
         wait_for_topic(admin_client(cluster.bootstrap), topic, 1)
-        check_read_from_zero(cluster.bootstrap, topic)
+        assert _earliest_once_known(_leader_address(cluster, topic), topic) == deleted
+        msgs = read_exactly(cluster.bootstrap, [TopicPartition(topic, 0, OFFSET_BEGINNING)],
+                            RECORDS - deleted, timeout=60)
+        assert [m.offset() for m in msgs] == list(range(deleted, RECORDS))
+        assert [m.value().decode() for m in msgs] == values(RECORDS)[deleted:]
+        below = consumer(cluster.bootstrap, **{"auto.offset.reset": "error"})
+        try:
+            below.assign([TopicPartition(topic, 0, deleted - 1)])
+            deadline = time.monotonic() + 30
+            while True:  # never a record below the deletion point
+                msg = below.poll(1)
+                assert msg is None or msg.error(), msg.offset()
+                if msg is not None and msg.error().code() == KafkaError._AUTO_OFFSET_RESET:
+                    break
+                assert time.monotonic() < deadline, "no out-of-range answer below the start"
+        finally:
+            below.close()
 
         # the new leader copies on from where its predecessor stopped: no segment twice
         copied_before = len([k for k in store.list(f"{topic}-0-") if k.endswith(".log")])
