@@ -68,6 +68,20 @@ def object_store(cfg):
     return store
 
 
+def bucket_opener(cfg):
+    """Another bucket of the object store's endpoint and credentials (a read-replica topic
+    names it), never made; None for the local engine, whose only bucket is its directory."""
+    from josefk.tiered.store import open_store
+
+    if (cfg.get("remote.log.storage.josefk.store") or "local") != "s3":
+        return None
+
+    def open_bucket(bucket: str):
+        return open_store(lambda name: bucket if name == "remote.log.storage.josefk.s3.bucket"
+                          else cfg.get(name), None)
+    return open_bucket
+
+
 def _read_properties(path: Path) -> dict:
     return parse_properties(path.read_text()) if path.exists() else {}
 
@@ -324,7 +338,8 @@ class Broker:
             cache_bytes=cfg.int("remote.log.storage.josefk.read.cache.bytes"),
             chunk_bytes=cfg.int("remote.log.storage.josefk.read.chunk.bytes"),
             copy_bytes_per_second=cfg.int("remote.log.manager.copy.max.bytes.per.second"),
-            reader_threads=cfg.int("remote.log.reader.threads"))
+            reader_threads=cfg.int("remote.log.reader.threads"),
+            open_bucket=bucket_opener(cfg))
         self.replicas.remote = rlm
         self.replicas.sync_remote()
         rlm.start()

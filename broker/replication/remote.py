@@ -109,6 +109,7 @@ def leader_of(part) -> Leader:
                   delete_below=lambda: part.remote_log_start,
                   recover=recover if from_bucket else None,
                   read_replica=bool(part.config.remote_read_replica),
+                  bucket=part.config.remote_read_replica or None,
                   compacted=part.config.compact)
 
 
@@ -169,13 +170,15 @@ async def bucket_topic(replicas, tiered: bool, topics_by_id, name: str, configs:
         refuse(f"{RECOVERY} and {READ_REPLICA} cannot both be set.")
     if recover and configs.get("remote.storage.enable", "false").lower() != "true":
         refuse(f"{RECOVERY}=true needs remote.storage.enable=true.")
+    store = rlm.store
     if bucket:
-        if bucket != rlm.store.bucket:
-            refuse(f"Invalid value {bucket} for configuration {READ_REPLICA}: this broker's "
-                   f"remote storage is bucket {rlm.store.bucket}")
+        try:
+            store = rlm.bucket_store(bucket)
+        except StoreError as e:
+            refuse(f"Invalid value {bucket} for configuration {READ_REPLICA}: {e}")
         configs = {**configs, "remote.storage.enable": "true"}
     try:
-        found = await asyncio.to_thread(recovery.topics_in, rlm.store, name)
+        found = await asyncio.to_thread(recovery.topics_in, store, name)
     except StoreError as e:
         refuse(f"Cannot list the bucket: {e}", errors.KAFKA_STORAGE_ERROR)
     if not found:
