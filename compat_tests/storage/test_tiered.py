@@ -23,6 +23,7 @@ from compat_tests.helpers import (DeliveryLog, admin_client, consumer, create_to
                                   josefk_cli, producer, read_exactly, scrape, unique_topic,
                                   wait_for_topic)
 from josefk.zk.local_server import free_port
+from compat_tests.security_setup import Pki, listener_address, secure_overrides
 from testkit.seaweedfs import seaweedfs
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
@@ -165,6 +166,16 @@ def test_one_broker_reads_every_record_from_the_bucket(s3, tmp_path, spark):
         assert (prefix + "remotecopylagbytes", labels) in metrics
         assert metrics[(prefix + "remotelogmetadatacount", labels)] >= 15
         assert (prefix + "remotedeletelagsegments", labels) in metrics
+        # the broker's totals (no topic label: one tiered topic here) and the remote log
+        # manager's gauges
+        for name in ("remotefetchbytespersec_total", "remotecopyrequestspersec_total",
+                     "remotelogsizebytes", "remotelogmetadatacount", "remotecopylagbytes"):
+            assert metrics[(prefix + name, frozenset())] == metrics[(prefix + name, labels)]
+        for name in ("kafka_log_remote_remotelogmanager_remotelogmanagertasksavgidlepercent",
+                     "kafka_log_remote_remotestoragethreadpool_remotelogreaderavgidlepercent"):
+            assert 0 <= metrics[(name, frozenset())] <= 1
+        assert metrics[("kafka_log_remote_remotestoragethreadpool_remotelogreadertaskqueuesize",
+                        frozenset())] >= 0
 
         # kafka-python reads it all too
         from kafka import KafkaConsumer
@@ -512,3 +523,28 @@ def test_a_follower_below_the_leaders_local_log_rebuilds_from_the_bucket(s3, tmp
         check_read_from_zero(cluster.bootstrap, topic)
     finally:
         cluster.stop()
+
+
+@pytest.mark.parametrize("inter_broker", ["SASL_SSL", "MTLS"])
+def test_the_metadata_topic_speaks_the_inter_broker_listeners_security(s3, tmp_path,
+                                                                       inter_broker):
+    """``__remote_log_metadata``'s clients reach the inter-broker listener with its security
+    (TLS with SASL PLAIN; TLS with a client certificate required): segments are copied,
+    recorded there, and read back."""
+    bucket = f"tiered-{inter_broker.lower().replace('_', '-')}"
+    store = S3Store(bucket, endpoint=s3.endpoint, access_key=s3.access_key,
+                    secret_key=s3.secret_key)
+    pki = Pki(tmp_path / "pki")
+    broker = BrokerProcess(data_dir=tmp_path / "data", log_dir=tmp_path, overrides={
+        **tiered_overrides(s3, bucket), **secure_overrides(pki, {
+            "inter.broker.listener.name": inter_broker,
+            "sasl.mechanism.inter.broker.protocol": "PLAIN"})})
+    broker.start()
+    try:
+        bootstrap = listener_address(broker, "PLAINTEXT")
+        topic = create_topic(bootstrap, unique_topic("tiered"), config=TOPIC_CONFIG)
+        produce_small_batches(bootstrap, topic)
+        wait_tiered(store, topic, [broker.data_dir])
+        check_read_from_zero(bootstrap, topic)
+    finally:
+        broker.stop()
