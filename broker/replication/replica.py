@@ -106,7 +106,8 @@ class FetchParams:
 class FollowerState:
     """What the leader knows of one follower, from its fetches (Kafka's Replica)."""
 
-    __slots__ = ("leo", "log_start", "caught_up_ms", "last_fetch_ms", "leader_leo_at_last_fetch")
+    __slots__ = ("leo", "log_start", "caught_up_ms", "last_fetch_ms", "leader_leo_at_last_fetch",
+                 "told_log_start")
 
     def __init__(self, now_ms):
         self.leo = -1
@@ -114,6 +115,7 @@ class FollowerState:
         self.caught_up_ms = now_ms  # a new leader gives every follower a full lag window
         self.last_fetch_ms = now_ms
         self.leader_leo_at_last_fetch = -1
+        self.told_log_start = False  # the last answer gave the whole log's start (tiered)
 
 
 class PartitionState:
@@ -418,15 +420,22 @@ class Partition:
     def follower_log_start(self, replica_id: int) -> int:
         """The log start a follower's fetch is answered: the local log's, which it follows,
         unless the whole log's (tiered, DeleteRecords or remote data below the local log)
-        differs from what the follower reported: then that one, once, which the follower
-        keeps as its log start over remote data (Kafka's followers take the leader's
-        logStartOffset from each fetch response)."""
+        differs from what the follower reported: then that one, which the follower keeps as
+        its log start over remote data (Kafka's followers take the leader's logStartOffset
+        from each fetch response), every other answer while it reports another (a follower
+        whose local log starts at or below it takes it for the local log's: the answers
+        between still give it that)."""
         local = self.log.log_start_offset
         if not self.config.remote_storage_enable:
             return local
         start = self.log_start_offset
         st = self.followers.get(replica_id)
-        return start if start < local and st is not None and st.log_start != start else local
+        if st is None or start >= local or st.log_start == start:
+            if st is not None:
+                st.told_log_start = False
+            return local
+        st.told_log_start = not st.told_log_start
+        return start if st.told_log_start else local
 
     def maybe_advance_hwm(self) -> None:
         if self._advance_hwm():
