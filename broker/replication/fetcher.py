@@ -280,4 +280,3 @@ class ReplicaFetcher:
         log.info("%s-%d: truncating to %d (diverging at leader epoch %d, end offset %d)",
                  part.topic, part.index, target, epoch, end_offset)
         part.truncate_to(target)
-

@@ -201,9 +201,10 @@ async def bucket_topic(replicas, tiered: bool, topics_by_id, name: str, configs:
 
 async def resolve(rlm: RemoteLogManager, results) -> None:
     """Read every `RemoteRead` of ``results`` ([[(fetch partition, ReadResult)]]) from the
-    object store, on the remote log manager's reader threads; a read the remote log no longer holds (retention moved
-    on meanwhile) answers OFFSET_OUT_OF_RANGE, a store failure KAFKA_STORAGE_ERROR, a
-    leadership lost meanwhile NOT_LEADER_OR_FOLLOWER (retriable: the client looks again)."""
+    object store, on the remote log manager's reader threads; a read the remote log no longer
+    holds (retention moved on meanwhile) answers OFFSET_OUT_OF_RANGE, a store failure
+    KAFKA_STORAGE_ERROR, a leadership lost meanwhile NOT_LEADER_OR_FOLLOWER (retriable: the
+    client looks again)."""
 
     pending = [res for out in results for _fp, res in out if type(res.records) is RemoteRead]
 

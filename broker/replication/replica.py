@@ -1098,4 +1098,3 @@ class ReplicaManager:
             if remaining <= 0:
                 return errors.REQUEST_TIMED_OUT, -1
             await part.deletes_waiting.wait(remaining)
-
