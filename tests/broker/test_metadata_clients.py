@@ -30,3 +30,13 @@ def test_the_prefixes_overlay_the_inter_broker_security(tmp_path):
 def test_without_prefixes_the_clients_take_the_listeners_security():
     inter = SimpleNamespace(client_config=lambda: {"security.protocol": "PLAINTEXT"})
     assert metadata_clients(BrokerConfig({}), inter) == ({"security.protocol": "PLAINTEXT"},) * 3
+
+
+def test_describe_configs_hides_the_metadata_clients_passwords():
+    from josefk.broker.handlers.configs import _shown
+
+    for name in ("remote.log.metadata.common.client.sasl.password",
+                 "remote.log.metadata.consumer.sasl.jaas.config",
+                 "remote.log.metadata.producer.ssl.key.password"):
+        assert _shown(name, "secret") is None
+    assert _shown("remote.log.metadata.producer.linger.ms", "5") == "5"
