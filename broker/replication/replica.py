@@ -103,6 +103,9 @@ class FetchParams:
         self.magic = magic
 
 
+TELL_LOG_START_MS = 5000  # how long a follower is told a log start it does not take
+
+
 class FollowerState:
     """What the leader knows of one follower, from its fetches (Kafka's Replica)."""
 
@@ -115,7 +118,8 @@ class FollowerState:
         self.caught_up_ms = now_ms  # a new leader gives every follower a full lag window
         self.last_fetch_ms = now_ms
         self.leader_leo_at_last_fetch = -1
-        self.told_log_start = False  # the last answer gave the whole log's start (tiered)
+        # tiered: (whole log's start, the start it reported, since when) it is being told
+        self.told_log_start: tuple[int, int, int] | None = None
 
 
 class PartitionState:
@@ -422,20 +426,20 @@ class Partition:
         unless the whole log's (tiered, DeleteRecords or remote data below the local log)
         differs from what the follower reported: then that one, which the follower keeps as
         its log start over remote data (Kafka's followers take the leader's logStartOffset
-        from each fetch response), every other answer while it reports another (a follower
-        whose local log starts at or below it takes it for the local log's: the answers
-        between still give it that)."""
+        from each fetch response), for `TELL_LOG_START_MS` at most while it reports the same
+        other one (a follower whose local log starts at or below it takes it for the local
+        log's: it must go on following that)."""
         local = self.log.log_start_offset
         if not self.config.remote_storage_enable:
             return local
         start = self.log_start_offset
         st = self.followers.get(replica_id)
         if st is None or start >= local or st.log_start == start:
-            if st is not None:
-                st.told_log_start = False
             return local
-        st.told_log_start = not st.told_log_start
-        return start if st.told_log_start else local
+        told = st.told_log_start
+        if told is None or told[:2] != (start, st.log_start):
+            st.told_log_start = told = (start, st.log_start, st.last_fetch_ms)
+        return start if st.last_fetch_ms - told[2] < TELL_LOG_START_MS else local
 
     def maybe_advance_hwm(self) -> None:
         if self._advance_hwm():

@@ -18,7 +18,7 @@ from josefk.tiered.store import S3Store
 from josefk.tools.client import Client
 from josefk.tools.web_console import ConsoleData, topic_page, topic_view
 from josefk.wire import errors
-from josefk.wire.apis import DELETE_RECORDS, LIST_OFFSETS
+from josefk.wire.apis import LIST_OFFSETS
 from compat_tests.helpers import (DeliveryLog, admin_client, consumer, create_topic, flush_all,
                                   josefk_cli, producer, read_exactly, scrape, unique_topic,
                                   wait_for_topic)
@@ -420,14 +420,11 @@ def test_new_leader_serves_the_remote_data(s3, tmp_path):
         check_read_from_zero(cluster.bootstrap, topic)
 
         deleted = RECORDS // 3  # far below every local log (wait_tiered: its last segments)
-        Q = DELETE_RECORDS.Request
-        with Client(_leader_address(cluster, topic), timeout=40) as c:
-            resp = c.request(DELETE_RECORDS, timeout_ms=30000, topics=[Q.DeleteRecordsTopic(
-                name=topic, partitions=[Q.DeleteRecordsPartition(partition_index=0,
-                                                                 offset=deleted)])])
+        admin = admin_client(cluster.bootstrap)  # kept alive until the future is answered
+        tp = TopicPartition(topic, 0, deleted)
         # answered once every follower's log starts there (learned from its fetches)
-        assert resp.topics[0].partitions[0].error_code == errors.NONE
-        assert resp.topics[0].partitions[0].low_watermark == deleted
+        assert admin.delete_records([tp], operation_timeout=30)[tp].result(40) \
+            .low_watermark == deleted
         kill_leader(cluster, topic)
         wait_for_topic(admin_client(cluster.bootstrap), topic, 1)
         assert _earliest_once_known(_leader_address(cluster, topic), topic) == deleted
