@@ -113,6 +113,8 @@ class BrokerMetrics:
         self.requests: dict[str, RequestStats] = defaultdict(RequestStats)
         self.topics: dict[str, TopicStats] = defaultdict(TopicStats)
         self.idle_ratio = 1.0
+        self.remote_task_idle = self.remote_reader_idle = 1.0
+        self._remote_busy: tuple[float, float] | None = None
         self.server = None
         self._sampler = None
         self.registry = CollectorRegistry(auto_describe=False)
@@ -238,7 +240,22 @@ class BrokerMetrics:
             cpu2, wall2 = time.thread_time(), time.monotonic()
             busy = (cpu2 - cpu) / max(wall2 - wall, 1e-9)
             self.idle_ratio = min(max(1.0 - busy, 0.0), 1.0)
+            self._sample_remote_idle(wall2 - wall)
             cpu, wall = cpu2, wall2
+
+    def _sample_remote_idle(self, wall_s: float) -> None:
+        """The remote log manager's task thread and reader pool: their idle shares over the
+        last second, from the seconds they were busy."""
+        rlm = self.replicas.remote
+        if rlm is None:
+            return
+        task, read = rlm.task_busy_s, rlm.read_busy_s
+        last_task, last_read = self._remote_busy or (task, read)
+        self._remote_busy = task, read
+        wall_s = max(wall_s, 1e-9)
+        self.remote_task_idle = min(max(1.0 - (task - last_task) / wall_s, 0.0), 1.0)
+        self.remote_reader_idle = min(max(
+            1.0 - (read - last_read) / (wall_s * rlm.reader_threads), 0.0), 1.0)
 
     # -- scraping: a prometheus_client collector ----------------------------------------------------------
     def collect(self):
@@ -283,6 +300,8 @@ class BrokerMetrics:
         for topic, sums in sorted(by_topic.items()):
             for fam, value in zip(gauges, sums):
                 fam.add_metric([topic], value)
+        for i, fam in enumerate(gauges):  # the broker's totals: no topic label, as Kafka's
+            fam.add_sample(fam.name, {}, sum(sums[i] for sums in by_topic.values()))
         yield from gauges
         meters = {attr: CounterMetricFamily(prefix + name, doc, labels=["topic"])
                   for attr, name, doc in (
@@ -294,10 +313,24 @@ class BrokerMetrics:
                       ("fetch_errors", "remotefetcherrorspersec", "Failed remote reads"),
                       ("delete_requests", "remotedeleterequestspersec",
                        "Remote segments deleted"))}
-        for topic, st in sorted(rlm.stats.items()):
-            for attr, fam in meters.items():
+        stats = sorted(rlm.stats.items())
+        for attr, fam in meters.items():
+            for topic, st in stats:
                 fam.add_metric([topic], getattr(st, attr))
+            fam.add_sample(fam.name + "_total", {}, sum(getattr(st, attr) for _t, st in stats))
         yield from meters.values()
+        for name, doc, value in (
+                ("kafka_log_remote_remotelogmanager_remotelogmanagertasksavgidlepercent",
+                 "Share of the last second the remote log manager's task thread was idle",
+                 self.remote_task_idle),
+                ("kafka_log_remote_remotestoragethreadpool_remotelogreadertaskqueuesize",
+                 "Remote reads waiting for a reader thread", rlm.reads_waiting),
+                ("kafka_log_remote_remotestoragethreadpool_remotelogreaderavgidlepercent",
+                 "Share of the last second the remote log reader threads were idle",
+                 self.remote_reader_idle)):
+            fam = GaugeMetricFamily(name, doc)
+            fam.add_metric([], value)
+            yield fam
         gets = CounterMetricFamily("josefk_remote_storage_get_requests",
                                    "Ranged reads sent to the object store (cache misses)")
         gets.add_metric([], rlm.cache.requests)

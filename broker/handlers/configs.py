@@ -29,6 +29,7 @@ R = DESCRIBE_CONFIGS.Response
 TOPIC, BROKER, CLIENT_METRICS, GROUP = 2, 4, 16, 32
 _SENSITIVE = re.compile(r"(^|\.)(ssl\.key\.password|ssl\.keystore\.password|"
                         r"ssl\.truststore\.password|ssl\.keystore\.key|sasl\.jaas\.config|"
+                        r"sasl\.password|"  # librdkafka's, in remote.log.metadata.*.
                         r"remote\.log\.storage\.josefk\.s3\.secret\.key)$")
 
 

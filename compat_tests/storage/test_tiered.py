@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
 
 from josefk.faults.processes import BROKER_PYTHON, REPO_ROOT, BrokerProcess, LocalCluster
 from josefk.faults.storeproxy import StoreProxy
@@ -23,6 +23,7 @@ from compat_tests.helpers import (DeliveryLog, admin_client, consumer, create_to
                                   josefk_cli, producer, read_exactly, scrape, unique_topic,
                                   wait_for_topic)
 from josefk.zk.local_server import free_port
+from compat_tests.security_setup import Pki, listener_address, secure_overrides
 from testkit.seaweedfs import seaweedfs
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
@@ -165,6 +166,16 @@ def test_one_broker_reads_every_record_from_the_bucket(s3, tmp_path, spark):
         assert (prefix + "remotecopylagbytes", labels) in metrics
         assert metrics[(prefix + "remotelogmetadatacount", labels)] >= 15
         assert (prefix + "remotedeletelagsegments", labels) in metrics
+        # the broker's totals (no topic label: one tiered topic here) and the remote log
+        # manager's gauges
+        for name in ("remotefetchbytespersec_total", "remotecopyrequestspersec_total",
+                     "remotelogsizebytes", "remotelogmetadatacount", "remotecopylagbytes"):
+            assert metrics[(prefix + name, frozenset())] == metrics[(prefix + name, labels)]
+        for name in ("kafka_log_remote_remotelogmanager_remotelogmanagertasksavgidlepercent",
+                     "kafka_log_remote_remotestoragethreadpool_remotelogreaderavgidlepercent"):
+            assert 0 <= metrics[(name, frozenset())] <= 1
+        assert metrics[("kafka_log_remote_remotestoragethreadpool_remotelogreadertaskqueuesize",
+                        frozenset())] >= 0
 
         # kafka-python reads it all too
         from kafka import KafkaConsumer
@@ -348,6 +359,12 @@ def test_read_committed_over_remote_data_skips_aborted_transactions(s3, tmp_path
         broker.stop()
 
 
+def _leader_address(cluster, topic: str) -> str:
+    leader = admin_client(cluster.bootstrap).list_topics(topic, timeout=10) \
+        .topics[topic].partitions[0].leader
+    return f"127.0.0.1:{cluster.brokers[leader].port}"
+
+
 def _watermarks(bootstrap: str, topic: str):
     c = consumer(bootstrap)
     try:
@@ -384,6 +401,9 @@ def _earliest(bootstrap: str, topic: str) -> tuple[int, int]:
 
 
 def test_new_leader_serves_the_remote_data(s3, tmp_path):
+    """The leader killed after a DeleteRecords into the remote range: the new leader, which
+    learned the log start from its fetches (the local log starts far above), answers it as
+    ListOffsets EARLIEST and serves every record from there, none below."""
     bucket = "tiered-cluster"
     store = S3Store(bucket, endpoint=s3.endpoint, access_key=s3.access_key,
                     secret_key=s3.secret_key)
@@ -399,9 +419,31 @@ def test_new_leader_serves_the_remote_data(s3, tmp_path):
         wait_tiered(store, topic, dirs)
         check_read_from_zero(cluster.bootstrap, topic)
 
+        deleted = RECORDS // 3  # far below every local log (wait_tiered: its last segments)
+        admin = admin_client(cluster.bootstrap)  # kept alive until the future is answered
+        tp = TopicPartition(topic, 0, deleted)
+        # answered once every follower's log starts there (learned from its fetches)
+        assert admin.delete_records([tp], operation_timeout=30)[tp].result(40) \
+            .low_watermark == deleted
         kill_leader(cluster, topic)
         wait_for_topic(admin_client(cluster.bootstrap), topic, 1)
-        check_read_from_zero(cluster.bootstrap, topic)
+        assert _earliest_once_known(_leader_address(cluster, topic), topic) == deleted
+        msgs = read_exactly(cluster.bootstrap, [TopicPartition(topic, 0, OFFSET_BEGINNING)],
+                            RECORDS - deleted, timeout=60)
+        assert [m.offset() for m in msgs] == list(range(deleted, RECORDS))
+        assert [m.value().decode() for m in msgs] == values(RECORDS)[deleted:]
+        below = consumer(cluster.bootstrap, **{"auto.offset.reset": "error"})
+        try:
+            below.assign([TopicPartition(topic, 0, deleted - 1)])
+            deadline = time.monotonic() + 30
+            while True:  # never a record below the deletion point
+                msg = below.poll(1)
+                assert msg is None or msg.error(), msg.offset()
+                if msg is not None and msg.error().code() == KafkaError._AUTO_OFFSET_RESET:
+                    break
+                assert time.monotonic() < deadline, "no out-of-range answer below the start"
+        finally:
+            below.close()
 
         # the new leader copies on from where its predecessor stopped: no segment twice
         copied_before = len([k for k in store.list(f"{topic}-0-") if k.endswith(".log")])
@@ -478,3 +520,28 @@ def test_a_follower_below_the_leaders_local_log_rebuilds_from_the_bucket(s3, tmp
         check_read_from_zero(cluster.bootstrap, topic)
     finally:
         cluster.stop()
+
+
+@pytest.mark.parametrize("inter_broker", ["SASL_SSL", "MTLS"])
+def test_the_metadata_topic_speaks_the_inter_broker_listeners_security(s3, tmp_path,
+                                                                       inter_broker):
+    """``__remote_log_metadata``'s clients reach the inter-broker listener with its security
+    (TLS with SASL PLAIN; TLS with a client certificate required): segments are copied,
+    recorded there, and read back."""
+    bucket = f"tiered-{inter_broker.lower().replace('_', '-')}"
+    store = S3Store(bucket, endpoint=s3.endpoint, access_key=s3.access_key,
+                    secret_key=s3.secret_key)
+    pki = Pki(tmp_path / "pki")
+    broker = BrokerProcess(data_dir=tmp_path / "data", log_dir=tmp_path, overrides={
+        **tiered_overrides(s3, bucket), **secure_overrides(pki, {
+            "inter.broker.listener.name": inter_broker,
+            "sasl.mechanism.inter.broker.protocol": "PLAIN"})})
+    broker.start()
+    try:
+        bootstrap = listener_address(broker, "PLAINTEXT")
+        topic = create_topic(bootstrap, unique_topic("tiered"), config=TOPIC_CONFIG)
+        produce_small_batches(bootstrap, topic)
+        wait_tiered(store, topic, [broker.data_dir])
+        check_read_from_zero(bootstrap, topic)
+    finally:
+        broker.stop()
