@@ -27,6 +27,8 @@ from josefk.connect.api.connector import SourceTask
 from josefk.connect.api.errors import ConnectException, RetriableException
 from josefk.connect.api.records import RecordMetadata, SourceRecord
 from josefk.connect.runtime.errors import ProcessingContext, Stage
+from josefk.connect.runtime.fencing import transactional_id
+from josefk.connect.runtime.seams import ConnectorTaskId
 from josefk.connect.runtime.worker_task import WorkerTask
 
 log = logging.getLogger("josefk.connect.source")
@@ -40,6 +42,14 @@ def producer_defaults(client_id: str) -> dict:
     return {"acks": "all", "enable.idempotence": False, "max.in.flight": 1, "linger.ms": 0,
             "delivery.timeout.ms": 2147483647, "client.id": client_id,
             "partitioner": "murmur2_random"}
+
+
+def transactional_settings(group_id: str, id: ConnectorTaskId) -> dict:
+    """What an exactly-once source task's producer adds to those (KIP-618): its transactional
+    id, idempotence, and deliveries bounded by the transaction's timeout (60 s), as librdkafka
+    wants."""
+    return {"transactional.id": transactional_id(group_id, id.connector, id.task),
+            "enable.idempotence": True, "delivery.timeout.ms": 60000}
 
 
 class StickyPartitioner:
