@@ -359,7 +359,8 @@ class MirrorSourceTask(SourceTask):
                 log.warning("mirror %s: %s", self.mirror.source, error)
                 continue
             topic, partition = msg.topic(), msg.partition()
-            headers = Headers([(k, _BYTES, v) for k, v in msg.headers() or ()])
+            raw = msg.headers()
+            headers = None if raw is None else Headers([(k, _BYTES, v) for k, v in raw])
             kind, timestamp = msg.timestamp()
             records.append(SourceRecord(
                 self.partition_keys[(topic, partition)], {"offset": msg.offset()},
