@@ -26,8 +26,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from josefk.connect.api.connector import SourceTask
 from josefk.connect.api.errors import ConnectException, RetriableException
 from josefk.connect.api.records import RecordMetadata, SourceRecord, SourceRecordBatch
-from josefk.connect.api.schema import Type
-from josefk.connect.converters.simple import ByteArrayConverter
+from josefk.connect.converters.simple import as_is
 from josefk.connect.runtime.errors import ProcessingContext, Stage
 from josefk.connect.runtime.worker_task import WorkerTask
 
@@ -202,13 +201,6 @@ class SubmittedRows(SubmittedBatch):
         if self.on_done is not None and self.next >= len(self.rows) and self.done:
             on_done, self.on_done = self.on_done, None
             on_done(self.rows, self.written)
-
-
-def as_is(converter, schema) -> bool:
-    """Whether ``converter`` gives bytes of ``schema`` back unchanged (ByteArrayConverter):
-    the batch path passes them to the producer without calling it."""
-    return type(converter) is ByteArrayConverter and (schema is None
-                                                      or schema.type is Type.BYTES)
 
 
 class SubmittedRecords:
