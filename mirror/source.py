@@ -5,7 +5,8 @@ and partitions are found every ``refresh.topics.interval.seconds`` and the tasks
 reconfigured. Each task reads its partitions from the offsets stored for them (partition key
 ``{"cluster", "topic", "partition"}``, offset ``{"offset": n}``, the next read at n + 1) and
 returns the records unchanged (key, value, headers and timestamp as bytes, for
-ByteArrayConverter), writing offset syncs as they are acknowledged."""
+ByteArrayConverter) as one SourceRecordBatch per poll (josefk's columnar form: no
+SourceRecord each), writing offset syncs as the rows are acknowledged."""
 from __future__ import annotations
 
 import logging
@@ -22,8 +23,7 @@ from josefk.connect.api.config import ConfigDef, ConfigException, Importance, Ra
 from josefk.connect.api.config import Type as T
 from josefk.connect.api.connector import ExactlyOnceSupport, SourceConnector, SourceTask
 from josefk.connect.api.errors import ConnectException
-from josefk.connect.api.records import Headers, RecordMetadata, SourceRecord
-from josefk.connect.api.schema import Schema
+from josefk.connect.api.records import SourceRecordBatch
 from josefk.connect.runtime.sink_task import poll_records
 from josefk.mirror.config import (ADMIN_TIMEOUT, Filter, MirrorConfig, common_config,
                                   create_compacted_topic, split, topic_filter_config,
@@ -40,7 +40,6 @@ CONFIG_PROPERTIES_EXCLUDE_DEFAULT = (
     r"follower\.replication\.throttled\.replicas, leader\.replication\.throttled\.replicas, "
     r"message\.timestamp\.difference\.max\.ms, message\.timestamp\.type, "
     r"unclean\.leader\.election\.enable, min\.insync\.replicas")
-_BYTES = Schema.OPTIONAL_BYTES_SCHEMA
 
 
 def source_config() -> ConfigDef:
@@ -307,6 +306,17 @@ def allow_write(binding) -> bool:
             and binding.operation == AclOperation.WRITE)
 
 
+class MirrorBatch(SourceRecordBatch):
+    """A poll's rows, with the consumed messages they were read from (for the offset
+    syncs)."""
+
+    __slots__ = ("messages",)
+
+    def __init__(self, messages: list, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.messages = messages
+
+
 class MirrorSourceTask(SourceTask):
     def version(self) -> str:
         return VERSION
@@ -345,12 +355,15 @@ class MirrorSourceTask(SourceTask):
         return [s["offset"] + 1 if s and isinstance(s.get("offset"), int) and s["offset"] >= 0
                 else OFFSET_BEGINNING for s in stored]
 
-    def poll(self) -> list[SourceRecord] | None:
+    def poll(self) -> MirrorBatch | None:
+        """The records read, unchanged, as one batch of rows (no SourceRecord each)."""
         with self.closing:
             if self.closed:
                 return None
             messages = poll_records(self.consumer, 500, self.timeout)
-        records = []
+        kept, topics, partitions, keys, values, timestamps, headers = [], [], [], [], [], [], []
+        last = {}  # (topic, partition) -> the last offset read
+        remote, any_headers = self.remote, False
         for msg in messages:
             error = msg.error()
             if error is not None:
@@ -359,24 +372,36 @@ class MirrorSourceTask(SourceTask):
                 log.warning("mirror %s: %s", self.mirror.source, error)
                 continue
             topic, partition = msg.topic(), msg.partition()
-            raw = msg.headers()
-            headers = None if raw is None else Headers([(k, _BYTES, v) for k, v in raw])
+            last[topic, partition] = msg.offset()
+            kept.append(msg)
+            topics.append(remote[topic])
+            partitions.append(partition)
+            keys.append(msg.key())
+            values.append(msg.value())
             kind, timestamp = msg.timestamp()
-            records.append(SourceRecord(
-                self.partition_keys[(topic, partition)], {"offset": msg.offset()},
-                self.remote[topic], partition, _BYTES, msg.key(), _BYTES, msg.value(),
-                timestamp if kind else None, headers))
+            timestamps.append(timestamp if kind else None)
+            raw = msg.headers()
+            headers.append(raw)
+            any_headers = any_headers or raw is not None
         if self.syncs_producer is not None:
             self.syncs_producer.poll(0)
-        return records or None
+        if not kept:
+            return None
+        return MirrorBatch(kept, topics, values, keys, partitions=partitions,
+                           timestamps=timestamps, headers=headers if any_headers else None,
+                           offsets=[(self.partition_keys[tp], {"offset": offset})
+                                    for tp, offset in last.items()])
 
-    def commit_record(self, record: SourceRecord, metadata: RecordMetadata | None) -> None:
-        if self.writer is None or metadata is None:
+    def commit_rows(self, batch: "MirrorBatch", offsets: list[int]) -> None:
+        """An offset sync for each row written, where the offsets drifted (as Kafka's
+        commitRecord for each record)."""
+        if self.writer is None:
             return
-        source = record.source_partition
-        self.writer.maybe_queue(source["topic"], source["partition"],
-                                record.source_offset["offset"], metadata.offset)
-        self.writer.fire_pending()
+        queue, fire = self.writer.maybe_queue, self.writer.fire_pending
+        for msg, downstream in zip(batch.messages, offsets):
+            if downstream >= 0 and queue(msg.topic(), msg.partition(), msg.offset(), downstream):
+                fire()
+        fire()
 
     def commit(self) -> None:
         if self.writer is not None:
