@@ -193,6 +193,12 @@ def as_is(converter, schema) -> bool:
                                                       or schema.type is Type.BYTES)
 
 
+def inline_encoding(converter) -> str | None:
+    """The encoding a source writes a str value in without calling ``converter``, for Kafka's
+    StringConverter (not a subclass); None for any other."""
+    return converter.encoding if type(converter) is StringConverter else None
+
+
 def inline_reader(converter) -> tuple[Schema, str | None] | None:
     """How a sink reads a message's bytes without calling ``converter``, for Kafka's
     ByteArray and String converters (not subclasses, which may do more): (the schema, the

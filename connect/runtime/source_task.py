@@ -26,7 +26,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from josefk.connect.api.connector import SourceTask
 from josefk.connect.api.errors import ConnectException, RetriableException
 from josefk.connect.api.records import RecordMetadata, SourceRecord, SourceRecordBatch
-from josefk.connect.converters.simple import as_is
+from josefk.connect.converters.simple import as_is, inline_encoding
 from josefk.connect.runtime.errors import ProcessingContext, Stage
 from josefk.connect.runtime.worker_task import WorkerTask
 
@@ -464,6 +464,9 @@ class WorkerSourceTask(WorkerTask):
             else p.value_converter.from_connect_data
         header_from = None if as_is(p.header_converter, rows.header_schema) \
             else p.header_converter.from_connect_header
+        # StringConverter's work on a str done inline (no call)
+        key_encoding, value_encoding = (inline_encoding(p.key_converter),
+                                        inline_encoding(p.value_converter))
         key_schema, value_schema, header_schema = (rows.key_schema, rows.value_schema,
                                                    rows.header_schema)
         topics = None if type(rows.topic) is str else rows.topic
@@ -486,10 +489,16 @@ class WorkerSourceTask(WorkerTask):
                         topic = topics[i]
                     key = None if keys is None else keys[i]
                     if key_from is not None:
-                        key = key_from(topic, key_schema, key, None)
+                        if key_encoding is not None and type(key) is str:
+                            key = key.encode(key_encoding, "replace")
+                        else:
+                            key = key_from(topic, key_schema, key, None)
                     value = values[i]
                     if value_from is not None:
-                        value = value_from(topic, value_schema, value, None)
+                        if value_encoding is not None and type(value) is str:
+                            value = value.encode(value_encoding, "replace")
+                        else:
+                            value = value_from(topic, value_schema, value, None)
                     headers = None if all_headers is None else all_headers[i]
                     if headers and header_from is not None:
                         headers = [(k, header_from(topic, k, header_schema, v))

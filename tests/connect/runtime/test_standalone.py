@@ -686,3 +686,24 @@ def test_a_batch_row_its_converter_fails_is_dropped_under_tolerance_all(
     asyncio.run(run())
     assert [m.value() for m in consume_all(josefk_broker, josefk_topic, 2)] == [
         base64.b64encode(b"0"), base64.b64encode(b"2")]  # bytes through a StringConverter
+
+
+def test_the_generators_batches_of_strings_are_encoded_as_the_string_converter_does(
+        josefk_broker, josefk_topic, tmp_path):
+    """str rows through Kafka's StringConverter (encoded inline, in its converter.encoding)."""
+    async def run():
+        h = herder(josefk_broker, tmp_path)
+        await h.start([{"name": "gen", "connector.class": "GeneratorSource",
+                        "topic": josefk_topic, "max.messages": "3", "message.size": "4",
+                        "key": "string",
+                        "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+                        "value.converter.converter.encoding": "UTF-16BE"}])
+        try:
+            assert await until(lambda: h.offset_store.get("gen", [{"task": 0}])[0],
+                               what="the offsets") == {"seq": 2}
+        finally:
+            await h.stop()
+
+    asyncio.run(run())
+    assert [(m.key(), m.value()) for m in consume_all(josefk_broker, josefk_topic, 3)] == [
+        (str(i).encode(), f"{i}xxx".encode("utf-16-be")) for i in range(3)]
