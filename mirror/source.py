@@ -25,6 +25,7 @@ from josefk.connect.api.connector import ExactlyOnceSupport, SourceConnector, So
 from josefk.connect.api.errors import ConnectException
 from josefk.connect.api.records import SourceRecordBatch
 from josefk.connect.runtime.sink_task import poll_records
+from josefk.mirror.metrics import METRICS
 from josefk.mirror.config import (ADMIN_TIMEOUT, Filter, MirrorConfig, common_config,
                                   create_compacted_topic, split, topic_filter_config,
                                   validate_offsets)
@@ -307,14 +308,14 @@ def allow_write(binding) -> bool:
 
 
 class MirrorBatch(SourceRecordBatch):
-    """A poll's rows, with the consumed messages they were read from (for the offset
-    syncs)."""
+    """A poll's rows, with the consumed messages they were read from (for the offset syncs)
+    and each partition's run of rows (``(sensors, start, end)``, for the metrics)."""
 
-    __slots__ = ("messages",)
+    __slots__ = ("messages", "runs")
 
     def __init__(self, messages: list, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.messages = messages
+        self.messages, self.runs = messages, []
 
 
 class MirrorSourceTask(SourceTask):
@@ -322,6 +323,7 @@ class MirrorSourceTask(SourceTask):
         return VERSION
 
     def start(self, props: dict[str, str]) -> None:
+        self.sensors = {}
         self.mirror = MirrorConfig(source_config(), props)
         self.partitions = []
         for item in filter(None, props.get(ASSIGNED_PARTITIONS, "").split(",")):
@@ -337,6 +339,8 @@ class MirrorSourceTask(SourceTask):
                        for t, _ in self.partitions}
         self.partition_keys = {tp: {"cluster": self.mirror.source, "topic": tp[0],
                                     "partition": tp[1]} for tp in self.partitions}
+        self.sensors.update({(self.remote[t], p): METRICS.source(
+            self.mirror.source, self.mirror.target, self.remote[t], p) for t, p in self.partitions})
         self.consumer.assign([TopicPartition(t, p, start) for (t, p), start in
                               zip(self.partitions, self._start_offsets())])
         self.writer = self.syncs_producer = None
@@ -363,7 +367,8 @@ class MirrorSourceTask(SourceTask):
             messages = poll_records(self.consumer, 500, self.timeout)
         kept, topics, partitions, keys, values, timestamps, headers = [], [], [], [], [], [], []
         last = {}  # (topic, partition) -> the last offset read
-        remote, any_headers = self.remote, False
+        starts = []  # (row, (remote topic, partition)) where each partition's run begins
+        remote, any_headers, run = self.remote, False, None
         for msg in messages:
             error = msg.error()
             if error is not None:
@@ -372,7 +377,10 @@ class MirrorSourceTask(SourceTask):
                 log.warning("mirror %s: %s", self.mirror.source, error)
                 continue
             topic, partition = msg.topic(), msg.partition()
-            last[topic, partition] = msg.offset()
+            if (topic, partition) != run:
+                run = (topic, partition)
+                starts.append((len(kept), (remote[topic], partition)))
+            last[run] = msg.offset()
             kept.append(msg)
             topics.append(remote[topic])
             partitions.append(partition)
@@ -387,14 +395,37 @@ class MirrorSourceTask(SourceTask):
             self.syncs_producer.poll(0)
         if not kept:
             return None
-        return MirrorBatch(kept, topics, values, keys, partitions=partitions,
-                           timestamps=timestamps, headers=headers if any_headers else None,
-                           offsets=[(self.partition_keys[tp], {"offset": offset})
-                                    for tp, offset in last.items()])
+        batch = MirrorBatch(kept, topics, values, keys, partitions=partitions,
+                            timestamps=timestamps, headers=headers if any_headers else None,
+                            offsets=[(self.partition_keys[tp], {"offset": offset})
+                                     for tp, offset in last.items()])
+        ends = [start for start, _ in starts[1:]] + [len(kept)]
+        batch.runs = [(self.sensors[tp], start, end) for (start, tp), end in zip(starts, ends)]
+        self._count_polled(batch)
+        return batch
+
+    def _count_polled(self, batch: "MirrorBatch") -> None:
+        """record-age-ms and the bytes, per partition's run of rows (no Python per record:
+        the sums and extremes are the builtins')."""
+        now_ms = time.time() * 1000
+        values, stamps = batch.values, batch.timestamps
+        for sensor, start, end in batch.runs:
+            sensor.polled(end - start, sum(map(len, filter(None, values[start:end]))), now_ms,
+                          list(filter(None, stamps[start:end])))
 
     def commit_rows(self, batch: "MirrorBatch", offsets: list[int]) -> None:
-        """An offset sync for each row written, where the offsets drifted (as Kafka's
-        commitRecord for each record)."""
+        """record-count and replication-latency-ms of the rows written, and an offset sync for
+        each where the offsets drifted (as Kafka's commitRecord for each record)."""
+        now_ms = time.time() * 1000
+        stamps = batch.timestamps
+        for sensor, start, end in batch.runs:
+            written = offsets[start:end]
+            dropped = written.count(-1)
+            if dropped == end - start:
+                continue
+            run_stamps = (stamps[start:end] if not dropped else
+                          [t for t, o in zip(stamps[start:end], written) if o >= 0])
+            sensor.replicated(end - start - dropped, now_ms, list(filter(None, run_stamps)))
         if self.writer is None:
             return
         queue, fire = self.writer.maybe_queue, self.writer.fire_pending
@@ -423,3 +454,4 @@ class MirrorSourceTask(SourceTask):
             self.consumer.close()
         if self.syncs_producer is not None:
             self.syncs_producer.flush(ADMIN_TIMEOUT)
+        METRICS.forget(self.sensors.values())
