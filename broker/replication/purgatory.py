@@ -23,8 +23,12 @@ parked it decides that when woken), nor the wire.
 from __future__ import annotations
 
 import asyncio
+from bisect import insort
+from operator import itemgetter
 
 from josefk.wire import errors
+
+_offset_of = itemgetter(0)
 
 
 class Watchers:
@@ -99,7 +103,8 @@ class DelayedProduce:
         self.future = loop.create_future()
         self.parts = [part for part, _ in waits]
         for i, (part, next_offset) in enumerate(waits):
-            part.acks_waiting.waiting.append((next_offset, self, i))
+            # in offset order, even for a wait registered after a later append's
+            insort(part.acks_waiting.waiting, (next_offset, self, i), key=_offset_of)
         self.timer = loop.call_later(timeout_ms / 1000, self._expire)
 
     def answer(self, i: int, code: int) -> None:

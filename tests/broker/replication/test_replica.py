@@ -371,3 +371,24 @@ def test_an_append_wakes_followers_fetches_and_consumers_only_once_replicated(tm
         assert res.high_watermark == 2 and len(res.records) > 0
         replicas.logs.close()
     asyncio.run(run())
+
+
+def test_a_wait_registered_late_is_released_by_its_own_offset(tmp_path):
+    """A coordinator may start waiting for an append after a later append's wait is parked:
+    each is released as soon as the high watermark passes its own offset."""
+    async def run():
+        p, _ = leader(tmp_path)
+        first = p.append(records(), acks=-1)
+        second = p.append(records(), acks=-1)
+        later = asyncio.ensure_future(wait_replicated(p, second.next_offset, 5000))
+        await asyncio.sleep(0.01)
+        earlier = asyncio.ensure_future(wait_replicated(p, first.next_offset, 5000))
+        await asyncio.sleep(0.01)
+        p.update_follower(2, first.next_offset, 1000)
+        p.update_follower(3, first.next_offset, 1000)
+        assert await asyncio.wait_for(earlier, 1) == errors.NONE
+        assert not later.done()
+        p.update_follower(2, second.next_offset, 1000)
+        p.update_follower(3, second.next_offset, 1000)
+        assert await asyncio.wait_for(later, 1) == errors.NONE
+    asyncio.run(run())
