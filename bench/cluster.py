@@ -27,6 +27,7 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from bench.group1000 import cpu_seconds
 from bench.loads import send
 
 from josefk.faults.harness import Options, run
@@ -142,6 +143,27 @@ def produce_rate(bootstrap, topic, acks, count=100_000, seconds=30.0) -> float:
     return done[0] / (now() - t0)
 
 
+def replication_cpu(c: LocalCluster, count=100_000) -> dict:
+    """CPU per MB of a leader appending and of its followers replicating: a topic of 8
+    partitions all led by broker 1 and followed by brokers 2 and 3 (replicas [1, 2, 3]), 1 KiB
+    records produced with acks=all; every broker's CPU time (/proc) over the produce."""
+    name = f"cpu-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": c.bootstrap})
+    admin.create_topics([NewTopic(name, 8, replica_assignment=[[1, 2, 3]] * 8)],
+                        operation_timeout=30)[name].result(30)
+    wait(lambda: Producer({"bootstrap.servers": c.bootstrap}).list_topics(name, timeout=5)
+         .topics[name].partitions[7].leader == 1, 30, "the topic's leaders")
+    pids = {i: b.pid for i, b in c.brokers.items()}
+    before = {i: cpu_seconds(pid) for i, pid in pids.items()}
+    rate = produce_rate(c.bootstrap, name, "all", count=count)
+    after = {i: cpu_seconds(pid) for i, pid in pids.items()}
+    mb = count * 1024 / 1e6
+    leader = (after[1] - before[1]) / mb
+    follower = statistics.mean(after[i] - before[i] for i in (2, 3)) / mb
+    return {"rate": rate, "leader_ms_per_mb": leader * 1000,
+            "follower_ms_per_mb": follower * 1000, "ratio": follower / leader}
+
+
 def latency(bootstrap, topic, n=2000, seconds=30.0) -> tuple[float, float]:
     p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0})
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex,
@@ -211,6 +233,10 @@ def main(argv=None) -> int:
         rows.append(("produce 1 KiB, RF 3 acks=all (median msg/s)", f"{m3:,.0f} ({m3 / 1024:,.0f} MB/s)"))
         rows.append(("produce 1 KiB, RF 1 acks=1 (median msg/s)", f"{m1:,.0f} ({m1 / 1024:,.0f} MB/s)"))
         rows.append(("RF 3 acks=all / RF 1 acks=1", f"{m3 / m1:.2f}"))
+        cpu = replication_cpu(c)
+        rows.append(("CPU per MB, RF 3 acks=all: leader appending / follower replicating",
+                     f"{cpu['leader_ms_per_mb']:.1f} / {cpu['follower_ms_per_mb']:.1f} ms "
+                     f"(follower/leader {cpu['ratio']:.2f})"))
         create_topic(c.bootstrap, "lat", 1, 3)
         p50, p99 = latency(c.bootstrap, "lat")
         rows.append(("end-to-end latency RF 3 acks=all p50 / p99", f"{p50:.2f} / {p99:.2f} ms"))

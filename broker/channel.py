@@ -4,7 +4,9 @@ The controller uses one per broker (LeaderAndIsr, UpdateMetadata, StopReplica), 
 fetchers one per source broker (Fetch, OffsetForLeaderEpoch), and brokers one to the controller
 (AlterPartition, ControlledShutdown). Requests are pipelined; responses are matched by
 correlation id. A broken connection fails every request in flight with ``ChannelError`` and is
-reopened by the next request.
+reopened by the next request. Responses are read straight into their own buffer
+(`wire.framing.FrameReader` behind a BufferedProtocol): a replica fetcher's megabytes of
+records are copied once, by the read, not through a stream's buffer.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from typing import Protocol
 from josefk.broker.security.sasl import ClientExchange
 from josefk.wire import headers
 from josefk.wire.apis import SASL_AUTHENTICATE, SASL_HANDSHAKE
+from josefk.wire.framing import FrameReader, FrameTooLarge
 from josefk.wire.types import i32
 
 log = logging.getLogger("josefk.channel")
@@ -36,8 +39,7 @@ class BrokerChannel:
         self.security = security  # broker.sasl.InterBrokerSecurity: TLS and SASL, or None
         self.host, self.port = host, port
         self.client_id = client_id
-        self._writer = None
-        self._reader_task = None
+        self._writer = None  # the connection's transport, once open (and authenticated)
         self._connecting = None
         self._pending: dict[int, tuple] = {}
         self._next_id = 0
@@ -97,19 +99,17 @@ class BrokerChannel:
     async def _open(self, timeout):
         ctx = self.security.ssl_context if self.security is not None else None
         try:
-            reader, writer = await asyncio.wait_for(asyncio.open_connection(
-                self.host, self.port, ssl=ctx, server_hostname=self.host if ctx else None),
-                timeout)
+            writer, _ = await asyncio.wait_for(asyncio.get_running_loop().create_connection(
+                lambda: _ChannelProtocol(self), self.host, self.port, ssl=ctx,
+                server_hostname=self.host if ctx else None), timeout)
         except (OSError, asyncio.TimeoutError) as e:
             raise ChannelError(f"cannot connect to broker {self.node_id} at "
                                f"{self.host}:{self.port}: {e}") from None
-        self._reader_task = asyncio.ensure_future(self._read_loop(reader, writer))
         if self.security is not None and self.security.mechanism:
             try:
                 await self._authenticate(writer, timeout)
             except ChannelError:
                 writer.close()
-                self._reader_task.cancel()
                 raise
         self._writer = writer
         return writer
@@ -134,38 +134,31 @@ class BrokerChannel:
             except Exception as e:  # noqa: BLE001 - a bad server answer (scramp raises its own)
                 raise ChannelError(f"bad SASL answer from broker {self.node_id}: {e}") from None
 
-    async def _read_loop(self, reader, writer):
+    def _response(self, data) -> None:
+        """One response frame: to the request waiting for its correlation id."""
+        corr = i32.unpack_from(data, 0)[0]
+        entry = self._pending.pop(corr, None)
+        if entry is None:
+            return
+        fut, api, version = entry
+        if fut.done():
+            return
         try:
-            while True:
-                size = i32.unpack(await reader.readexactly(4))[0]
-                data = await reader.readexactly(size)
-                corr = i32.unpack_from(data, 0)[0]
-                entry = self._pending.pop(corr, None)
-                if entry is None:
-                    continue
-                fut, api, version = entry
-                if fut.done():
-                    continue
-                try:
-                    _, pos = headers.read_response_header(data, api.response_header_version(version))
-                    resp, _ = api.Response.decode(data, version, pos)
-                except Exception as e:  # noqa: BLE001 - a bad answer fails that request only
-                    fut.set_exception(ChannelError(f"bad {api.name} response: {e}"))
-                else:
-                    fut.set_result(resp)
-        except (asyncio.IncompleteReadError, OSError) as e:
-            if self._writer is writer:
-                self._drop(ChannelError(f"connection to broker {self.node_id} lost: {e}"))
-        except asyncio.CancelledError:
-            pass
+            _, pos = headers.read_response_header(data, api.response_header_version(version))
+            resp, _ = api.Response.decode(data, version, pos)
+        except Exception as e:  # noqa: BLE001 - a bad answer fails that request only
+            fut.set_exception(ChannelError(f"bad {api.name} response: {e}"))
+        else:
+            fut.set_result(resp)
+
+    def _lost(self, transport, reason) -> None:
+        if self._writer is transport:
+            self._drop(ChannelError(f"connection to broker {self.node_id} lost: {reason}"))
 
     def _drop(self, exc):
         writer, self._writer = self._writer, None
-        task, self._reader_task = self._reader_task, None
         if writer is not None:
             writer.close()
-        if task is not None and task is not asyncio.current_task():
-            task.cancel()
         pending, self._pending = self._pending, {}
         for fut, _api, _v in pending.values():
             if not fut.done():
@@ -174,3 +167,34 @@ class BrokerChannel:
     def close(self):
         self.closed = True
         self._drop(ChannelError("channel closed"))
+
+
+class _ChannelProtocol(asyncio.BufferedProtocol):
+    """A channel's socket: response frames read into their own buffers, handed to it."""
+
+    def __init__(self, channel: BrokerChannel):
+        self.channel = channel
+        self.frames = FrameReader(max_size=0x7FFFFFFF)  # as large as the size field says
+        self.transport = None
+
+    def connection_made(self, transport):
+        self.transport = transport
+
+    def get_buffer(self, sizehint):
+        return self.frames.get_buffer()
+
+    def buffer_updated(self, nbytes):
+        try:
+            frames = self.frames.buffer_updated(nbytes)
+        except FrameTooLarge as e:
+            self.transport.abort()
+            self.channel._lost(self.transport, e)
+            return
+        for data in frames:
+            self.channel._response(data)
+
+    def eof_received(self):
+        return False  # the broker closed its side: close ours
+
+    def connection_lost(self, exc):
+        self.channel._lost(self.transport, exc or "closed by the broker")

@@ -3,6 +3,7 @@ development, the Schema Registry and REST Proxy started beside it as processes o
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import signal
 import subprocess
@@ -11,6 +12,8 @@ import threading
 
 from josefk.broker.config import (DEFAULTS, EXIT_CONFIG, EXIT_RUNTIME, BrokerConfig,
                                   ConfigError, fail, os_error_text)
+
+GC_YOUNG_THRESHOLD = 10_000
 
 
 def add_commands(sub, kv):
@@ -159,6 +162,13 @@ async def _serve(config, start_services) -> int:
     except BaseException:
         _stop_all(services)
         raise
+    # What start-up built (modules, metadata, partitions, logs) lives as long as the broker:
+    # frozen, the collector never rescans it; a full collection then walks only what came
+    # after (before: 50-450 ms full collections stalled every request, replication's fetches
+    # included, on the loaded 2-core machine). The young generation is collected every
+    # 10,000 allocations instead of 700: a request's objects mostly die before.
+    gc.freeze()
+    gc.set_threshold(GC_YOUNG_THRESHOLD, 10, 10)
     print("josefk broker started", file=sys.stderr, flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -18,7 +18,7 @@ from josefk.broker.channel import ChannelError, Channels
 from josefk.broker.control.metadata import MetadataStore
 from josefk.broker.group_log import OFFSETS_TOPIC, InternalTopics
 from josefk.broker.replication.leaders import Leaders
-from josefk.broker.replication.purgatory import wait_replicated
+from josefk.broker.replication.purgatory import wait_all_replicated
 from josefk.wire import errors
 from josefk.wire.apis import WRITE_TXN_MARKERS
 
@@ -67,8 +67,7 @@ async def write_markers_locally(replicas: Leaders, groups: TxnCompletion, produc
         out[(t, p)] = res.error
         if not res.error:
             written.append(((t, p), part, res.next_offset))
-    codes = await asyncio.gather(*(wait_replicated(part, nxt, 30000)
-                                   for _tp, part, nxt in written))
+    codes = await wait_all_replicated([(part, nxt) for _tp, part, nxt in written], 30000)
     for (tp, _part, _nxt), code in zip(written, codes):
         out[tp] = code
         if not code and tp[0] == OFFSETS_TOPIC:

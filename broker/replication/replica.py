@@ -14,8 +14,9 @@ The `ReplicaManager` is what the Produce, Fetch and DeleteRecords handlers call,
 ``append_records`` (acks=all waits in a delayed produce until the ISR has the batches),
 ``fetch_messages`` (a follower's fetch moves its state, the ISR and the high watermark; a
 consumer's reads up to the high watermark or, read_committed, the last stable offset with the
-aborted transactions to drop; a fetch short of min_bytes waits in a delayed fetch, woken by
-appends) and ``delete_records``. The waits park in ``purgatory.py``. The handlers map the wire
+aborted transactions to drop; a fetch short of min_bytes waits in a delayed fetch, a
+follower's woken by appends, a consumer's when the high watermark moves) and
+``delete_records``. A request's acks=all appends wait in one delayed produce. The waits park in ``purgatory.py``. The handlers map the wire
 to these calls and their results back; nothing here knows the wire's versions.
 """
 from __future__ import annotations
@@ -29,7 +30,7 @@ from josefk.broker.control.metadata import MetadataError, partition_exists
 from josefk.broker.replication.producer_state import ProducerStateTable
 from josefk.broker.replication import remote
 from josefk.broker.replication.purgatory import (AcksWatchers, DelayedFetch, Watchers,
-                                                 wait_replicated)
+                                                 wait_all_replicated)
 from josefk.storage.config import LogConfig
 from josefk.storage.errors import InvalidConfig, OffsetOutOfRange, RecordTooLarge, StorageError
 from josefk.storage.manager import remove_dirs
@@ -139,8 +140,8 @@ class PartitionState:
 class Partition:
     __slots__ = ("topic", "index", "topic_id", "log", "node_id", "leader", "leader_epoch",
                  "partition_epoch", "replicas", "isr", "pending_isr", "followers", "producers",
-                 "fetches_waiting", "acks_waiting", "config", "min_insync", "manager",
-                 "epoch_start_offset", "deletes_waiting", "mirror")
+                 "fetches_waiting", "replica_fetches_waiting", "acks_waiting", "config",
+                 "min_insync", "manager", "epoch_start_offset", "deletes_waiting", "mirror")
 
     def __init__(self, manager, topic, index, log_, config: LogConfig):
         self.manager = manager
@@ -161,7 +162,8 @@ class Partition:
         self.epoch_start_offset = 0
         self.producers = ProducerStateTable()
         self.producers.load(log_)
-        self.fetches_waiting = Watchers()  # fetches waiting for data
+        self.fetches_waiting = Watchers()  # consumers' fetches waiting for the high watermark
+        self.replica_fetches_waiting = Watchers()  # followers' fetches waiting for appends
         self.acks_waiting = AcksWatchers()  # acks=all produces
         self.deletes_waiting = Watchers()  # DeleteRecords waiting for the followers
         self.mirror = None  # a mirror topic's cluster link while it mirrors: read-only
@@ -257,6 +259,7 @@ class Partition:
         again."""
         self.acks_waiting.fail(errors.NOT_LEADER_OR_FOLLOWER)
         self.fetches_waiting.wake()
+        self.replica_fetches_waiting.wake()
         self.deletes_waiting.wake()
 
     # -- leader: append -------------------------------------------------------------------------
@@ -323,9 +326,11 @@ class Partition:
             return self._storage_error(e)
         if idempotent:
             self.producers.update(h, first, last)
-        if self._advance_hwm() and self.acks_waiting.waiting:
-            self.acks_waiting.complete(lg.high_watermark)
-        self.fetches_waiting.wake()
+        self.replica_fetches_waiting.wake()
+        if self._advance_hwm():  # alone in the ISR: consumers may read it at once
+            if self.acks_waiting.waiting:
+                self.acks_waiting.complete(lg.high_watermark)
+            self.fetches_waiting.wake()
         return AppendResult(errors.NONE, first, lg.log_start_offset, next_offset=last + 1,
                             log_append_time=validated.log_append_time_ms)
 
@@ -355,7 +360,8 @@ class Partition:
         self.producers.end_txn(producer_id, producer_epoch, kind, first, coordinator_epoch,
                                h.max_timestamp)
         self.maybe_advance_hwm()
-        self.fetches_waiting.wake()
+        self.fetches_waiting.wake()  # the last stable offset may have moved
+        self.replica_fetches_waiting.wake()
         return AppendResult(errors.NONE, first, self.log.log_start_offset, next_offset=first + 1)
 
     def abort_open_transactions(self) -> list[int]:
@@ -632,8 +638,8 @@ class Partition:
         lg.append_as_follower(buf, batches)
         for h in batches:
             self.producers.apply(h, buf)
+        self.replica_fetches_waiting.wake()
         self.maybe_advance_hwm()
-        self.fetches_waiting.wake()
         return batches[-1].max_timestamp
 
 
@@ -932,8 +938,8 @@ class ReplicaManager:
 
     @staticmethod
     async def _respond_replicated(waits, timeout_ms, results, respond):
-        codes = await asyncio.gather(*(wait_replicated(part, res.next_offset, timeout_ms)
-                                       for part, res in waits))
+        codes = await wait_all_replicated([(part, res.next_offset) for part, res in waits],
+                                          timeout_ms)
         for (_part, res), code in zip(waits, codes):
             if code:
                 res.error = code
@@ -959,7 +965,8 @@ class ReplicaManager:
             return respond(results)
         # Register before returning: an append handled before the coroutine first runs must
         # wake it.
-        return self._respond_fetched(params, reads, respond, DelayedFetch(watch))
+        return self._respond_fetched(params, reads, respond,
+                                     DelayedFetch(watch, params.replica_id >= 0))
 
     async def _respond_remote(self, results, respond):
         await remote.resolve(self.remote, results)
@@ -976,7 +983,7 @@ class ReplicaManager:
                 return respond(results)
             if ready or size >= params.min_bytes or loop.time() >= deadline or not watch:
                 return respond(results)
-            waiter = DelayedFetch(watch)
+            waiter = DelayedFetch(watch, params.replica_id >= 0)
 
     def _read(self, params: FetchParams, reads):
         """One pass over ``reads``: (results, bytes, ready, partitions to watch); ``ready`` when

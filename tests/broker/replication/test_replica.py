@@ -305,3 +305,90 @@ def test_acks_all_waits_for_a_follower_fetch_and_a_timeout_keeps_the_offsets(tmp
         assert (res.error, res.base_offset) == (errors.NONE, 1)
         replicas.logs.close()
     asyncio.run(run())
+
+
+def test_one_produce_to_many_partitions_waits_once_and_times_out_only_what_is_behind(tmp_path):
+    """A request's acks=all appends wait together (one delayed produce): each partition is
+    answered by its own high watermark, the ones still behind at the timeout time out."""
+    async def run():
+        replicas = _manager(tmp_path)
+        me = replicas.node_id
+        replicas.metadata.request_topic("u", 2, 1, {})
+        for i in (0, 1):
+            replicas.apply(PartitionState("u", i, me, 1, [me, 99], [me, 99]), {})
+        waiting = asyncio.ensure_future(replicas.append_records(
+            [("u", [_produce(0), _produce(1, n=2)])], -1, 300, lambda r: r))
+        await asyncio.sleep(0.01)
+        follower = FetchParams(99, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20)
+        replicas.fetch_messages(follower, [("u", [_fetch(1)], None)], lambda r: r)
+        assert not waiting.done()  # partition 1 is not replicated yet
+        [[first, second]] = await asyncio.wait_for(waiting, 5)
+        assert (first.error, first.base_offset) == (errors.NONE, 0)
+        assert (second.error, second.appended) == (errors.REQUEST_TIMED_OUT, True)
+        assert [len(replicas.get("u", i).acks_waiting.waiting) for i in (0, 1)] == [0, 0]
+        replicas.logs.close()
+    asyncio.run(run())
+
+
+def test_a_cancelled_produce_stops_waiting(tmp_path):
+    async def run():
+        p, _ = leader(tmp_path)
+        res = p.append(records(), acks=-1)
+        waiting = asyncio.ensure_future(wait_replicated(p, res.next_offset, 5000))
+        await asyncio.sleep(0.01)
+        assert len(p.acks_waiting.waiting) == 1
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        assert p.acks_waiting.waiting == []
+    asyncio.run(run())
+
+
+def test_an_append_wakes_followers_fetches_and_consumers_only_once_replicated(tmp_path):
+    """A follower's delayed fetch returns with the append; a consumer's waits until the high
+    watermark moves (woken for nothing to read before)."""
+    async def run():
+        replicas = _manager(tmp_path)
+        me = replicas.node_id
+        replicas.apply(PartitionState("t", 0, me, 1, [me, 99], [me, 99]), {})
+        part = replicas.get("t", 0)
+        consumer = FetchParams(-1, max_wait_ms=5000, min_bytes=1, max_bytes=1 << 20)
+        follower = FetchParams(99, max_wait_ms=5000, min_bytes=1, max_bytes=1 << 20)
+        reading = asyncio.ensure_future(
+            replicas.fetch_messages(consumer, [("t", [_fetch(0)], None)], lambda r: r))
+        copying = asyncio.ensure_future(
+            replicas.fetch_messages(follower, [("t", [_fetch(0)], None)], lambda r: r))
+        await asyncio.sleep(0.01)
+        consumer_waits = list(part.fetches_waiting.futures)
+        replicas.append_records([("t", [_produce(n=2)])], 1, 1000, lambda r: r)
+        [[(_fp, res)]] = await asyncio.wait_for(copying, 1)
+        assert len(res.records) > 0
+        await asyncio.sleep(0.01)
+        assert not reading.done() and not any(f.done() for f in consumer_waits)
+        replicas.fetch_messages(FetchParams(99, 0, 1, 1 << 20), [("t", [_fetch(2)], None)],
+                                lambda r: r)
+        [[(_fp, res)]] = await asyncio.wait_for(reading, 1)
+        assert res.high_watermark == 2 and len(res.records) > 0
+        replicas.logs.close()
+    asyncio.run(run())
+
+
+def test_a_wait_registered_late_is_released_by_its_own_offset(tmp_path):
+    """A coordinator may start waiting for an append after a later append's wait is parked:
+    each is released as soon as the high watermark passes its own offset."""
+    async def run():
+        p, _ = leader(tmp_path)
+        first = p.append(records(), acks=-1)
+        second = p.append(records(), acks=-1)
+        later = asyncio.ensure_future(wait_replicated(p, second.next_offset, 5000))
+        await asyncio.sleep(0.01)
+        earlier = asyncio.ensure_future(wait_replicated(p, first.next_offset, 5000))
+        await asyncio.sleep(0.01)
+        p.update_follower(2, first.next_offset, 1000)
+        p.update_follower(3, first.next_offset, 1000)
+        assert await asyncio.wait_for(earlier, 1) == errors.NONE
+        assert not later.done()
+        p.update_follower(2, second.next_offset, 1000)
+        p.update_follower(3, second.next_offset, 1000)
+        assert await asyncio.wait_for(later, 1) == errors.NONE
+    asyncio.run(run())
