@@ -84,9 +84,10 @@ def load(d: Path, index_interval: int, lock, lso_hint, recovery_point, hwm_hint)
     created = not segments
     if created:
         start = max(lso_hint or 0, int(saved.get("log_start_offset", 0)))
-        segments.append(Segment.create(d, start, index_interval, lock))
+        # at offset 0 nothing is lost if it crashes before its first write: its files wait for it
+        segments.append(Segment.create(d, start, index_interval, lock, lazy=start == 0))
     last = segments[-1]
-    ok, last_off = last.tail_is_clean()
+    ok, last_off = (True, None) if created else last.tail_is_clean()
     if not ok:
         log.warning("the tail of %s is not a sequence of whole batches; recovering",
                     last.log_path)

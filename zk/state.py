@@ -163,27 +163,28 @@ def read_partition_states(k, topics: dict) -> dict[tuple[str, int], PartitionSta
 
 
 def read_states_of(k, tps) -> dict[tuple[str, int], PartitionState]:
-    """The states of partitions ``tps`` that have one."""
+    """The states of partitions ``tps`` that have one (the reads pipelined: one round trip's
+    wait for thousands of partitions, not one each)."""
+    pending = [(tp, k.get_async(zn.partition_state_path(*tp))) for tp in tps]
     out = {}
-    for tp in tps:
-        st = _read_state(k, tp)
-        if st is not None:
-            out[tp] = st
+    for tp, res in pending:
+        try:
+            data, stat = res.get()
+        except NoNodeError:
+            continue
+        out[tp] = zn.decode_partition_state(data, stat.version)
     return out
-
-
-def _read_state(k, tp) -> PartitionState | None:
-    try:
-        data, stat = k.get(zn.partition_state_path(*tp))
-    except NoNodeError:
-        return None
-    return zn.decode_partition_state(data, stat.version)
 
 
 def write_partition_states(k, epoch_zk_version: int, changes: dict) -> dict:
     """Write ``{tp: (new_state, current_state_or_None)}``, each fenced by the controller epoch
     znode's version and (for updates) the state znode's version. Returns ``{tp: written state
-    with its new version}`` for the writes that succeeded."""
+    with its new version}`` for the writes that succeeded. Every write is sent before the first
+    answer is awaited (ZooKeeper applies one session's requests in order, so a partition's
+    parent znode is created before its state's transaction)."""
+    parents = []
+    for t in {t for (t, _p), (_new, cur) in changes.items() if cur is None}:
+        k.ensure_path(zn.topic_partitions_path(t))
     pending = []
     for (t, p), (new, cur) in changes.items():
         path = zn.partition_state_path(t, p)
@@ -191,17 +192,19 @@ def write_partition_states(k, epoch_zk_version: int, changes: dict) -> dict:
         tx = k.transaction()
         tx.check(CONTROLLER_EPOCH, epoch_zk_version)
         if cur is None:
-            k.ensure_path(zn.topic_partitions_path(t))
-            try:
-                k.create(zn.partition_path(t, p))
-            except NodeExistsError:
-                pass
+            parents.append(k.create_async(zn.partition_path(t, p)))
             tx.create(path, data)
         else:
             tx.set_data(path, data, version=cur.zk_version)
         pending.append(((t, p), new, 0 if cur is None else cur.zk_version + 1,
                         tx.commit_async()))
+    for res in parents:
+        try:
+            res.get()
+        except Exception:  # noqa: BLE001 - NodeExists, or its state's transaction will say
+            pass
     written = {}
+    retry = []
     for tp, new, version, res in pending:
         try:
             done = all(not isinstance(r, Exception) for r in res.get())
@@ -209,15 +212,18 @@ def write_partition_states(k, epoch_zk_version: int, changes: dict) -> dict:
             done = False
         if done:
             written[tp] = replace(new, zk_version=version)
-            continue
-        # Refused on a version (or unanswered): as Kafka's checkLeaderAndIsrZkData, the write
-        # counts if ZooKeeper holds what it meant, an earlier attempt whose answer was lost
-        try:
-            now = _read_state(k, tp)
-        except Exception:  # noqa: BLE001 - still unreachable
-            continue
-        if now is not None and replace(now, zk_version=-1) == replace(new, zk_version=-1):
-            written[tp] = now
+        else:
+            retry.append((tp, new))
+    # Refused on a version (or unanswered): as Kafka's checkLeaderAndIsrZkData, the write
+    # counts if ZooKeeper holds what it meant, an earlier attempt whose answer was lost
+    try:
+        now = read_states_of(k, [tp for tp, _new in retry])
+    except Exception:  # noqa: BLE001 - still unreachable
+        now = {}
+    for tp, new in retry:
+        held = now.get(tp)
+        if held is not None and replace(held, zk_version=-1) == replace(new, zk_version=-1):
+            written[tp] = held
     return written
 
 
