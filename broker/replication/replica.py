@@ -745,12 +745,9 @@ class ReplicaManager:
         cfg = topic_log_config(self.config, configs)
         missing = [i for i in indexes if self.logs.get(topic, i) is None]
 
-        def create():
-            for i in missing:
-                self.logs.get_or_create(topic, i, cfg)
-
         if missing:
-            await asyncio.get_running_loop().run_in_executor(None, create)
+            await asyncio.get_running_loop().run_in_executor(
+                None, self.logs.create_many, topic, missing, cfg)
 
     async def prepare_logs(self, t, indexes) -> None:
         """Make the logs of new partitions before the local store persists them; on a disk

@@ -165,3 +165,25 @@ def test_a_tiered_logs_start_below_its_local_data_survives_a_restart(tmp_path):
     m.checkpoint()
     assert read_checkpoint(checkpoint) == {("t", 0): 3}
     m.close()
+
+
+def test_create_many_spreads_new_logs_and_keeps_existing_ones(tmp_path):
+    dirs = [str(tmp_path / "d1"), str(tmp_path / "d2")]
+    m = LogManager(dirs, cfg())
+    existing = m.get_or_create("many", 3)
+    append(existing, mk(1), hwm=False)
+    m.create_many("many", range(100), cfg())
+    assert m.get("many", 3) is existing and existing.log_end_offset == 1
+    assert sorted(p for _t, p in m.all_logs()) == list(range(100))
+    assert sorted(len(list(Path(d).iterdir())) for d in dirs) == [50, 50]
+    # a new log's segment files are made on its first write
+    fresh = m.get("many", 7)
+    assert list(fresh.dir.iterdir()) == []
+    append(fresh, mk(2), hwm=False)
+    assert {p.suffix for p in fresh.dir.iterdir()} >= {".log", ".index", ".timeindex"}
+    m.close()
+    again = LogManager(dirs, cfg())
+    assert again.get("many", 7).log_end_offset == 2 and again.get("many", 8).log_end_offset == 0
+    again.close()
+    with pytest.raises(ValueError):
+        LogManager([str(tmp_path / "d3")], cfg()).create_many("bad/topic", [0], cfg())
