@@ -77,6 +77,15 @@ class Histogram:
                 return min(bucket_bounds(b)[1], self.max)
         return self.max
 
+    def distribution(self) -> list[tuple[float, int]]:
+        """(percentile, value) at every occupied bucket's end, in order: HdrHistogram's
+        percentile distribution, the points of a latency-by-percentile plot."""
+        points, seen = [], 0
+        for b in sorted(self.counts):
+            seen += self.counts[b]
+            points.append((100.0 * seen / self.count, min(bucket_bounds(b)[1], self.max)))
+        return points
+
     def mean(self) -> float | None:
         return self.total / self.count if self.count else None
 

@@ -46,6 +46,8 @@ class SeaweedFS:
         self.args = [binary, "server", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
                      "-s3", "-master.volumeSizeLimitMB=128", "-volume.max=100",
                      "-master.telemetry=false",
+                     # a restarted single master elects itself in 1 s, not weed's default 10
+                     "-master.electionTimeout=1s",
                      *(f"-{name}={port}" for name, port in ports.items())]
         self.endpoint = f"http://127.0.0.1:{ports['s3.port']}"
         self.log_path = root / "weed.log"
@@ -67,8 +69,8 @@ class SeaweedFS:
         if proc is None:
             return
         proc.terminate()
-        try:
-            proc.wait(10)
+        try:  # weed's graceful shutdown takes over 15 s; its files need no more than a kill
+            proc.wait(1)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(10)

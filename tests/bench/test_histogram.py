@@ -77,3 +77,16 @@ def test_json_round_trip():
     back = Histogram.from_json(h.to_json())
     assert back.counts == h.counts and back.percentile(75) == h.percentile(75)
     assert (back.count, back.total, back.min, back.max) == (4, 3_030_303, 3, 3_000_000)
+
+
+def test_the_distribution_agrees_with_percentile_and_ends_at_the_maximum():
+    h = Histogram()
+    rng = random.Random(7)
+    for _ in range(5000):
+        h.record(int(rng.lognormvariate(8, 1)))
+    points = h.distribution()
+    assert [q for q, _ in points] == sorted(q for q, _ in points)
+    assert [v for _, v in points] == sorted(v for _, v in points)
+    assert points[-1] == (100.0, h.max)
+    for q, v in points:
+        assert h.percentile(q - 1e-9) <= v
