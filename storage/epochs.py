@@ -21,6 +21,7 @@ class LeaderEpochCache:
         self.path = Path(dir) / FILE
         self.entries: list[tuple[int, int]] = []  # (epoch, start offset), both increasing
         self.unsaved = False  # the file is behind the entries (a write failed): saved later
+        self.unsynced = False  # the file is written but not fsynced: the log's flush does it
         try:
             lines = self.path.read_text().split("\n")
             count = int(lines[1])
@@ -42,7 +43,10 @@ class LeaderEpochCache:
         while self.entries and self.entries[-1][1] >= start_offset:
             self.entries.pop()
         self.entries.append((epoch, start_offset))
-        self._save()
+        # Not fsynced here (as Kafka since KAFKA-15046): a new partition's first append, or a
+        # leader's first after an election, would wait on the disk; the log's next flush
+        # fsyncs it, and recovery reassigns the epochs of the batches it scans.
+        self._save(sync=False)
 
     def end_offset_for(self, epoch: int, log_end_offset: int) -> tuple[int, int]:
         """Kafka's OffsetsForLeaderEpoch answer: the largest epoch <= ``epoch`` we know and the
@@ -66,10 +70,11 @@ class LeaderEpochCache:
             self._save()
 
     def save_if_behind(self) -> None:
-        if self.unsaved:
+        """Write (and fsync) the file if it is behind the entries or not yet fsynced."""
+        if self.unsaved or self.unsynced:
             self._save()
 
-    def _save(self) -> None:
+    def _save(self, sync: bool = True) -> None:
         """Write the file; on a failure (a full disk) the entries stay right in memory, for
         the log whose batches they describe is already appended, and the file is written at
         the next change or flush."""
@@ -79,7 +84,8 @@ class LeaderEpochCache:
             with open(tmp, "w") as f:
                 f.write(f"0\n{len(self.entries)}\n{body}")
                 f.flush()
-                os.fsync(f.fileno())
+                if sync:
+                    os.fsync(f.fileno())
             os.replace(tmp, self.path)
         except OSError as e:
             if not self.unsaved:
@@ -87,3 +93,4 @@ class LeaderEpochCache:
             self.unsaved = True
             return
         self.unsaved = False
+        self.unsynced = not sync

@@ -318,21 +318,42 @@ def test_an_epoch_checkpoint_that_cannot_be_written_leaves_the_log_consistent(tm
     append stands (log end moved, the next append follows it, no offset given twice) and the
     checkpoint is written at the next flush."""
     from josefk.storage import epochs
-    from josefk.storage.epochs import FILE, LeaderEpochCache
+    from josefk.storage.epochs import LeaderEpochCache
 
     log = Log(tmp_path / "t-0", cfg())
     append(log, mk(2), epoch=0)
 
-    def full(_fd):
+    def full(*_args):
         raise OSError(28, "No space left on device")
     with monkeypatch.context() as m:
-        m.setattr(epochs.os, "fsync", full)
+        m.setattr(epochs.os, "replace", full)
         assert append(log, mk(3), epoch=1) == (2, 4)
     assert log.log_end_offset == 5
     assert append(log, mk(1), epoch=1) == (5, 5)
     assert LeaderEpochCache(tmp_path / "t-0").entries == [(0, 0)]  # not written yet
     log.flush()
     assert LeaderEpochCache(tmp_path / "t-0").entries == [(0, 0), (1, 2)]
+
+
+def test_a_new_epoch_is_written_at_once_and_fsynced_by_the_next_flush(tmp_path, monkeypatch):
+    """As Kafka since KAFKA-15046: an append that starts an epoch writes the checkpoint without
+    waiting on the disk; the log's flush fsyncs it."""
+    from josefk.storage import epochs
+    from josefk.storage.epochs import LeaderEpochCache
+
+    synced = []
+    real_fsync = epochs.os.fsync
+    monkeypatch.setattr(epochs.os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd)))
+    log = Log(tmp_path / "t-0", cfg())
+    append(log, mk(2), epoch=0)
+    append(log, mk(1), epoch=3)
+    assert LeaderEpochCache(tmp_path / "t-0").entries == [(0, 0), (3, 2)]
+    assert synced == [] and log.epochs.unsynced  # the appends waited on no fsync
+    log.flush()
+    assert synced and not log.epochs.unsynced
+    flushed = len(synced)
+    log.flush()
+    assert len(synced) == flushed  # nothing new to fsync
 
 
 def test_tiered_retention_deletes_only_copied_segments_by_local_retention(tmp_path):
