@@ -120,9 +120,9 @@ def cluster_figures(root: Path, partitions: int, idle_s: float, timeout: float, 
         time.sleep(2)
         rss1 = [rss_bytes(p) for p in pids]
         per = (sum(rss1) - sum(rss0)) / (partitions * 3)
+        rss = ", ".join(f"{r / 2**20:.0f}" for r in rss1)
         rows.append((f"memory per partition replica (RSS growth / {partitions * 3:,} replicas)",
-                     f"{per / 1024:.1f} KB (brokers' RSS {', '.join(f'{r / 2**20:.0f}' for r in rss1)} MB)",
-                     "< 20 KB"))
+                     f"{per / 1024:.1f} KB (brokers' RSS {rss} MB)", "< 20 KB"))
         cpu = idle_cpu(pids, idle_s)
         rows.append((f"idle CPU per broker holding them ({idle_s:.0f} s)",
                      ", ".join(f"{x * 100:.1f}%" for x in cpu), "~0"))

@@ -43,9 +43,10 @@ class LeaderEpochCache:
         while self.entries and self.entries[-1][1] >= start_offset:
             self.entries.pop()
         self.entries.append((epoch, start_offset))
-        # Not fsynced here (as Kafka since KAFKA-15046): a new partition's first append, or a
-        # leader's first after an election, would wait on the disk; the log's next flush
-        # fsyncs it, and recovery reassigns the epochs of the batches it scans.
+        # Not fsynced here (Kafka does): a new partition's first append, or a leader's first
+        # after an election, would wait on the disk. The log's flush fsyncs it before it moves
+        # the recovery point past the entry, and recovery assigns again the epochs of the
+        # batches past the recovery point (`Log.__init__`).
         self._save(sync=False)
 
     def end_offset_for(self, epoch: int, log_end_offset: int) -> tuple[int, int]:

@@ -136,6 +136,16 @@ class Log:
             self._dir_dirty = loaded.created
         self.epochs = LeaderEpochCache(self.dir)
         self.epochs.truncate_from_end(self._leo)  # recovery may have cut the tail
+        with self._lock:
+            # As Kafka's LogSegment.recover: the epochs of the batches past the recovery point
+            # are assigned again (a new epoch's entry is fsynced by the flush that moves the
+            # recovery point past it, so an OS crash may have lost it, not the batches)
+            epochs = self.epochs
+            for seg in loaded.recovered:
+                for h, _ in Scan(seg.fd, 0, seg.size):
+                    if h.leader_epoch > epochs.latest_epoch:
+                        epochs.assign(h.leader_epoch, h.base_offset)
+            epochs.save_if_behind()
 
     # =========================================================================================
     # offsets

@@ -31,6 +31,7 @@ class LoadedLog(NamedTuple):
     high_watermark: int
     log_end_offset: int  # also the recovery point: everything below is on disk, synced
     created: bool  # the dir was empty and got its first segment (the dir needs an fsync)
+    recovered: list  # the segments scanned batch by batch (those past the recovery point)
 
 
 def load(d: Path, index_interval: int, lock, lso_hint, recovery_point, hwm_hint) -> LoadedLog:
@@ -113,7 +114,7 @@ def load(d: Path, index_interval: int, lock, lso_hint, recovery_point, hwm_hint)
     if clean:
         marker.unlink()
         _fsync_dir(d)
-    return LoadedLog(segments, lso, hwm, leo, created)
+    return LoadedLog(segments, lso, hwm, leo, created, [s for s in recovered if s in segments])
 
 
 def write_clean_marker(d: Path, log_start_offset: int, high_watermark: int,

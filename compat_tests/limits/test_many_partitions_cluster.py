@@ -32,7 +32,8 @@ def _state(c, broker_id: int, topic: str, dead=()) -> str | None:
                   if p.leader_id < 0 or p.leader_id in dead]
     short = [p.partition_index for p in t.partitions if sorted(p.isr_nodes) != [1, 2, 3]]
     if leaderless or short:
-        return f"{len(leaderless)} leaderless, {len(short)} short ISR (e.g. {(leaderless + short)[:5]})"
+        example = (leaderless + short)[:5]
+        return f"{len(leaderless)} leaderless, {len(short)} short ISR (e.g. {example})"
     return None
 
 

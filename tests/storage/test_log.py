@@ -7,7 +7,7 @@ from josefk.storage import FetchData, Log, OffsetOutOfRange, RecordTooLarge, Une
 from josefk.storage.log_validator import validate_records
 from josefk.wire.batch import iter_headers, read_header, validate_batches
 from josefk.wire.records import build_batch
-from tests.storage.logs import all_records, append, cfg, mk, read_everything, records_of
+from tests.storage.logs import all_records, append, cfg, crash, mk, read_everything, records_of
 
 
 def test_append_assigns_offsets_and_patches_in_place(tmp_path):
@@ -391,3 +391,22 @@ def test_a_tiered_leader_keeps_the_snapshots_not_copied_yet(tmp_path):
     log.roll()
     assert snapshots._offsets(log.dir) == kept[-2:] + [log.log_end_offset]  # 6 on: not copied
     log.close()
+
+
+def test_recovery_assigns_again_the_epochs_an_os_crash_lost(tmp_path):
+    """The epoch checkpoint is fsynced by the flush, not the append: after a crash that lost the
+    file (an OS crash before any flush) but not the batches, recovery assigns their epochs
+    again, as Kafka's LogSegment.recover does, and fsyncs the file."""
+    from josefk.storage.epochs import FILE, LeaderEpochCache
+
+    log = Log(tmp_path / "t-0", cfg())
+    append(log, mk(2), epoch=0)
+    append(log, mk(3), epoch=4)
+    append(log, mk(1), epoch=4)
+    crash(log)
+    (tmp_path / "t-0" / FILE).unlink()
+    again = Log(tmp_path / "t-0", cfg(), recovery_point=0)
+    assert again.epochs.entries == [(0, 0), (4, 2)]
+    assert not again.epochs.unsynced
+    assert LeaderEpochCache(tmp_path / "t-0").entries == [(0, 0), (4, 2)]
+    assert again.end_offset_for_epoch(0) == (0, 2)
