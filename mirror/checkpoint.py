@@ -18,12 +18,13 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from josefk.connect.api.config import ConfigDef, Importance, Range, ValidString
 from josefk.connect.api.config import Type as T
 from josefk.connect.api.connector import SourceConnector, SourceTask
-from josefk.connect.api.records import SourceRecord
+from josefk.connect.api.records import RecordMetadata, SourceRecord
 from josefk.connect.api.schema import Schema
 from josefk.mirror.client import read_checkpoints
 from josefk.mirror.config import (ADMIN_TIMEOUT, GROUPS_EXCLUDE_DEFAULT, Filter, MirrorConfig,
                                   common_config, create_compacted_topic, split,
                                   topic_filter_config, validate_offsets)
+from josefk.mirror.metrics import METRICS
 from josefk.mirror.offset_syncs import OffsetSyncStore
 from josefk.mirror.records import Checkpoint, FormatError, OffsetSync
 
@@ -142,6 +143,7 @@ class MirrorCheckpointTask(SourceTask):
         return VERSION
 
     def start(self, props: dict[str, str]) -> None:
+        self.sensors = {}  # (group, topic, partition) -> its checkpoint-latency-ms
         self.mirror = MirrorConfig(checkpoint_config(), props)
         self.groups = [g for g in props.get(ASSIGNED_GROUPS, "").split(",") if g]
         self.topic_filter = Filter(self.mirror["topics"], self.mirror["topics.exclude"], "topics")
@@ -275,7 +277,19 @@ class MirrorCheckpointTask(SourceTask):
                 log.warning("mirror: could not sync group %s's offsets on %s: %s", group,
                             self.mirror.target, e)
 
+    def commit_record(self, record: SourceRecord, metadata: RecordMetadata | None) -> None:
+        """checkpoint-latency-ms: from the checkpoint's making to its acknowledgement."""
+        p = record.source_partition
+        key = (p["group"], p["topic"], p["partition"])
+        sensor = self.sensors.get(key)
+        if sensor is None:
+            sensor = self.sensors[key] = METRICS.checkpoint(self.mirror.source,
+                                                            self.mirror.target, *key)
+        latency = time.time() * 1000 - record.timestamp
+        sensor.record(time.monotonic(), 1, latency, latency, latency, latency)
+
     def stop(self) -> None:
         self.stopping.set()
         with self.closing:
             self.syncs_consumer.close()
+        METRICS.forget(self.sensors.values())

@@ -107,7 +107,8 @@ async def serve(flows, workers, stop: asyncio.Event | None = None, started=None)
     try:
         for flow, config in zip(flows, workers):
             herder = DistributedHerder(config, None, plugins)
-            rest = RestServer.from_worker_props(config.props, herder)
+            rest = RestServer.from_worker_props(config.props, herder,
+                                                metrics=herder.metrics.render)
             urls = await rest.start()
             config.advertise(urls)
             running.append((herder, rest))

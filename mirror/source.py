@@ -11,6 +11,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from itertools import groupby
+from operator import attrgetter
 
 from confluent_kafka import (OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer,
                              TopicPartition)
@@ -25,6 +27,7 @@ from josefk.connect.api.errors import ConnectException
 from josefk.connect.api.records import Headers, RecordMetadata, SourceRecord
 from josefk.connect.api.schema import Schema
 from josefk.connect.runtime.sink_task import poll_records
+from josefk.mirror.metrics import METRICS
 from josefk.mirror.config import (ADMIN_TIMEOUT, Filter, MirrorConfig, common_config,
                                   create_compacted_topic, split, topic_filter_config,
                                   validate_offsets)
@@ -41,6 +44,9 @@ CONFIG_PROPERTIES_EXCLUDE_DEFAULT = (
     r"message\.timestamp\.difference\.max\.ms, message\.timestamp\.type, "
     r"unclean\.leader\.election\.enable, min\.insync\.replicas")
 _BYTES = Schema.OPTIONAL_BYTES_SCHEMA
+# the records of one source partition share its partition_keys dict: runs compare by identity
+_PARTITION = attrgetter("source_partition")
+_TIMESTAMP, _VALUE = attrgetter("timestamp"), attrgetter("value")
 
 
 def source_config() -> ConfigDef:
@@ -312,6 +318,7 @@ class MirrorSourceTask(SourceTask):
         return VERSION
 
     def start(self, props: dict[str, str]) -> None:
+        self.sensors, self.acked = {}, []
         self.mirror = MirrorConfig(source_config(), props)
         self.partitions = []
         for item in filter(None, props.get(ASSIGNED_PARTITIONS, "").split(",")):
@@ -327,6 +334,8 @@ class MirrorSourceTask(SourceTask):
                        for t, _ in self.partitions}
         self.partition_keys = {tp: {"cluster": self.mirror.source, "topic": tp[0],
                                     "partition": tp[1]} for tp in self.partitions}
+        self.sensors.update({(self.remote[t], p): METRICS.source(
+            self.mirror.source, self.mirror.target, self.remote[t], p) for t, p in self.partitions})
         self.consumer.assign([TopicPartition(t, p, start) for (t, p), start in
                               zip(self.partitions, self._start_offsets())])
         self.writer = self.syncs_producer = None
@@ -346,6 +355,8 @@ class MirrorSourceTask(SourceTask):
                 else OFFSET_BEGINNING for s in stored]
 
     def poll(self) -> list[SourceRecord] | None:
+        if self.acked:
+            self._count_replicated()
         with self.closing:
             if self.closed:
                 return None
@@ -367,10 +378,34 @@ class MirrorSourceTask(SourceTask):
                 timestamp if kind else None, headers))
         if self.syncs_producer is not None:
             self.syncs_producer.poll(0)
+        if records:
+            self._count_polled(records)
         return records or None
 
+    def _count_polled(self, records: list[SourceRecord]) -> None:
+        """record-age-ms and the bytes, per partition's run of records (no Python per
+        record: the runs, sums and extremes are the builtins')."""
+        now_ms = time.time() * 1000
+        for _, run in groupby(records, _PARTITION):
+            run = list(run)
+            self.sensors[run[0].topic, run[0].kafka_partition].polled(
+                len(run), sum(map(len, filter(None, map(_VALUE, run)))), now_ms,
+                list(filter(None, map(_TIMESTAMP, run))))
+
+    def _count_replicated(self) -> None:
+        """record-count and replication-latency-ms of the records acknowledged since."""
+        acked, self.acked = self.acked, []
+        now_ms = time.time() * 1000
+        for _, run in groupby(acked, _PARTITION):
+            run = list(run)
+            self.sensors[run[0].topic, run[0].kafka_partition].replicated(
+                len(run), now_ms, list(filter(None, map(_TIMESTAMP, run))))
+
     def commit_record(self, record: SourceRecord, metadata: RecordMetadata | None) -> None:
-        if self.writer is None or metadata is None:
+        if metadata is None:
+            return
+        self.acked.append(record)
+        if self.writer is None:
             return
         source = record.source_partition
         self.writer.maybe_queue(source["topic"], source["partition"],
@@ -378,6 +413,8 @@ class MirrorSourceTask(SourceTask):
         self.writer.fire_pending()
 
     def commit(self) -> None:
+        if self.acked:
+            self._count_replicated()
         if self.writer is not None:
             self.writer.promote_delayed()
             self.writer.fire_pending()
@@ -397,3 +434,4 @@ class MirrorSourceTask(SourceTask):
             self.consumer.close()
         if self.syncs_producer is not None:
             self.syncs_producer.flush(ADMIN_TIMEOUT)
+        METRICS.forget(self.sensors.values())

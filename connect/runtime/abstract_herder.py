@@ -20,6 +20,7 @@ from josefk.connect.runtime import connector_config
 from josefk.connect.runtime.herder import BadRequest, HerderError, NotFound
 from josefk.connect.runtime.loggers import Loggers
 from josefk.connect.runtime.metrics import ConnectMetrics
+from josefk.connect.runtime.offset_store import ConnectorOffsetStore, connector_offset_store
 from josefk.connect.runtime.plugins import Plugins
 from josefk.connect.runtime.seams import (ConnectorTaskId, OffsetStore, State, Status,
                                           StatusStore, TargetState)
@@ -247,9 +248,27 @@ class AbstractHerder:
         if self.connector_type(props) == "sink":
             offsets = await asyncio.to_thread(self._sink_offsets, name, props)
         else:
-            offsets = [{"partition": p, "offset": o}
-                       for p, o in self.offset_store.all(name)]
+            offsets = await asyncio.to_thread(self._source_offsets, name, props)
         return {"offsets": offsets}
+
+    def _source_store(self, name: str, props: dict[str, str]) -> ConnectorOffsetStore:
+        """The connector's offset store (its own offsets topic first, KIP-618), started."""
+        clients = {}
+        for kind in ("producer", "consumer", "admin"):
+            prefix = f"{kind}.override."
+            clients[kind] = self.config.client_settings(
+                kind, {k[len(prefix):]: v for k, v in props.items() if k.startswith(prefix)})
+        store = connector_offset_store(self.config, self.offset_store, props, clients,
+                                       f"connector-offsets-{name}")
+        store.start()
+        return store
+
+    def _source_offsets(self, name: str, props: dict[str, str]) -> list[dict]:
+        store = self._source_store(name, props)
+        try:
+            return [{"partition": p, "offset": o} for p, o in store.all(name)]
+        finally:
+            store.stop()
 
     def _sink_group(self, name: str, props: dict[str, str]) -> str:
         return props.get("consumer.override.group.id") or f"connect-{name}"
@@ -308,13 +327,17 @@ class AbstractHerder:
             asked = connector.alter_offsets(props, dict(parsed))
             self._write_sink_offsets(name, props, parsed, offsets is None)
         else:
-            if offsets is None:
-                pairs = [(p, None) for p, _ in self.offset_store.all(name)]
-            else:
-                pairs = [(_map(o, "partition"), _map(o, "offset", True)) for o in offsets]
-            asked = connector.alter_offsets(
-                props, {SourcePartition(p): o for p, o in pairs})
-            self.offset_store.put(name, pairs)
+            store = self._source_store(name, props)
+            try:
+                if offsets is None:
+                    pairs = [(p, None) for p, _ in store.all(name)]
+                else:
+                    pairs = [(_map(o, "partition"), _map(o, "offset", True)) for o in offsets]
+                asked = connector.alter_offsets(
+                    props, {SourcePartition(p): o for p, o in pairs})
+                store.put(name, pairs)
+            finally:
+                store.stop()
         kind = "reset" if offsets is None else "altered"
         if asked:
             return f"The offsets for this connector have been {kind} successfully"

@@ -46,17 +46,21 @@ def to_json(value) -> bytes:
 
 
 def worker_log(config, setting: str, purpose: str, on_record: OnRecord, partitions: int,
-               suffix: str) -> KafkaBasedLog:
+               suffix: str, name: str | None = None,
+               clients: dict[str, dict] | None = None) -> KafkaBasedLog:
     """The log of the internal topic the worker setting ``setting`` names (its
     ``<prefix>.replication.factor`` with it), clients named ``<group.id>-<suffix>`` as
-    Kafka's."""
+    Kafka's. ``name`` and ``clients`` (settings per "producer", "consumer", "admin"): another
+    topic made as that one (a connector's own offsets topic, KIP-618), its clients' settings."""
     prefix = setting.rsplit(".", 1)[0]
-    spec = TopicSpec(config[setting], setting, purpose, partitions,
+    spec = TopicSpec(name or config[setting], setting, purpose, partitions,
                      config[f"{prefix}.replication.factor"])
     client_id = {"client.id": f"{config['group.id']}-{suffix}"}
-    return KafkaBasedLog(spec, {**config.client_settings("producer"), **client_id},
-                         {**config.client_settings("consumer"), **client_id},
-                         {**config.client_settings("admin"), **client_id}, on_record)
+    settings = clients or {kind: config.client_settings(kind)
+                           for kind in ("producer", "consumer", "admin")}
+    return KafkaBasedLog(spec, {**settings["producer"], **client_id},
+                         {**settings["consumer"], **client_id},
+                         {**settings["admin"], **client_id}, on_record)
 
 
 class TopicBackedStore:
@@ -64,10 +68,11 @@ class TopicBackedStore:
     of the internal topic the worker setting ``setting`` names, as they are read."""
 
     def __init__(self, state, config, setting: str, purpose: str, partitions: int,
-                 suffix: str):
+                 suffix: str, name: str | None = None, clients: dict[str, dict] | None = None):
         self._state = state
         self._lock = threading.Lock()
-        self.log = worker_log(config, setting, purpose, self._on_record, partitions, suffix)
+        self.log = worker_log(config, setting, purpose, self._on_record, partitions, suffix,
+                              name, clients)
 
     def _on_record(self, key, value, _partition, _offset):
         with self._lock:

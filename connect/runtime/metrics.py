@@ -1,7 +1,7 @@
 """The worker's Prometheus metrics, named as Kafka Connect's JMX metrics appear through the
 Prometheus JMX exporter (``kafka_connect_<group>_<metric>``, dashes as underscores), labelled
 by connector and task. Tasks count per batch, not per record. ``render()`` is the
-``/metrics`` body."""
+``/metrics`` body, with the metrics plug-ins register in ``PLUGINS`` (MirrorMaker's)."""
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
@@ -9,6 +9,9 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 from josefk.connect.runtime.seams import ConnectorTaskId, State
 
 _TASK = ("connector", "task")
+
+PLUGINS = CollectorRegistry(auto_describe=False)
+"""Metrics of connectors' own, for the process (Kafka's plug-ins report theirs to JMX)."""
 
 
 class ConnectMetrics:
@@ -70,7 +73,7 @@ class ConnectMetrics:
                 pass
 
     def render(self) -> bytes:
-        return generate_latest(self.registry)
+        return generate_latest(self.registry) + generate_latest(PLUGINS)
 
 
 class TaskMetrics:

@@ -141,13 +141,17 @@ class OffsetState:
 
 
 class KafkaOffsetStore(TopicBackedStore):
-    """The OffsetStore seam on ``offset.storage.topic``."""
+    """The OffsetStore seam on ``offset.storage.topic``, or on ``topic`` (a connector's own
+    offsets topic, KIP-618: made as the worker's, its clients' settings ``clients``)."""
 
-    def __init__(self, config):
+    def __init__(self, config, topic: str | None = None, clients: dict[str, dict] | None = None,
+                 suffix: str = "offsets"):
         super().__init__(OffsetState(), config, "offset.storage.topic",
                          "source connector offsets", config["offset.storage.partitions"],
-                         "offsets")
-        self.topic = config["offset.storage.topic"]
+                         suffix, topic, clients)
+        self.topic = topic or config["offset.storage.topic"]
+        if topic is not None:  # errors name the connector's setting, as Kafka's
+            self.log.spec = self.log.spec._replace(setting="offsets.storage.topic")
 
     def get(self, connector: str, partitions: list[dict]) -> list[dict | None]:
         self.log.read_to_end()
@@ -166,8 +170,104 @@ class KafkaOffsetStore(TopicBackedStore):
 
     def put(self, connector: str, offsets: list[tuple[dict, dict | None]]) -> None:
         failures: list[Exception] = []
-        for key, value in self.records(connector, offsets):
-            self.log.send(key, value, on_delivery=lambda e: e and failures.append(e))
+        self.send(connector, offsets, lambda e: e and failures.append(e))
         self.log.flush()
         if failures:
             raise ConnectException(f"Failed to write offsets of {connector}: {failures[0]}")
+
+    def send(self, connector: str, offsets: list[tuple[dict, dict | None]],
+             on_delivery) -> None:
+        """Write the offsets without waiting: ``on_delivery(error or None)`` per record."""
+        for key, value in self.records(connector, offsets):
+            self.log.send(key, value, on_delivery=on_delivery)
+
+
+class ConnectorOffsetStore:
+    """A source connector's offsets (Kafka's ConnectorOffsetBackingStore, KIP-618): its own
+    offsets topic (``connector_store``) as the primary store and the worker's as the
+    secondary one, or the worker's alone. Reads prefer the primary store's offset of a
+    partition and fall back to the worker's; writes go to the primary store and, once it took
+    them, to the worker's without waiting (a failure there is only logged), except removals
+    (None), which the worker's store takes first, so that a partition removed from the
+    primary store cannot come back from the secondary one. ``start`` and ``stop`` touch only
+    the connector's own store: the worker's serves every connector."""
+
+    def __init__(self, worker_store, connector_store: KafkaOffsetStore | None = None):
+        self.connector_store = connector_store
+        self.primary = connector_store or worker_store
+        self.secondary = worker_store if connector_store is not None else None
+        self.topic = self.primary.topic
+
+    def start(self) -> None:
+        if self.connector_store is not None:
+            self.connector_store.start()
+
+    def stop(self) -> None:
+        if self.connector_store is not None:
+            self.connector_store.stop()
+
+    def get(self, connector: str, partitions: list[dict]) -> list[dict | None]:
+        found = self.primary.get(connector, partitions)
+        if self.secondary is None or all(o is not None for o in found):
+            return found
+        fallback = self.secondary.get(connector, partitions)
+        return [o if o is not None else f for o, f in zip(found, fallback)]
+
+    def all(self, connector: str) -> list[tuple[dict, dict]]:
+        merged = {}
+        if self.secondary is not None:
+            merged = {_identity(p): (p, o) for p, o in self.secondary.all(connector)}
+        merged.update({_identity(p): (p, o) for p, o in self.primary.all(connector)})
+        return list(merged.values())
+
+    def records(self, connector: str,
+                offsets: list[tuple[dict, dict | None]]) -> list[tuple[bytes, bytes | None]]:
+        return self.primary.records(connector, offsets)
+
+    def put(self, connector: str, offsets: list[tuple[dict, dict | None]]) -> None:
+        removed = [(p, None) for p, o in offsets if o is None]
+        if self.secondary is not None and removed:
+            self.secondary.put(connector, removed)
+        self.primary.put(connector, offsets)
+        self.copy_to_secondary(connector, offsets)
+
+    def copy_to_secondary(self, connector: str, offsets: list[tuple[dict, dict | None]]) -> None:
+        """The offsets the primary store took (``put``, or a task's transaction) written to
+        the worker's store too, not waited for."""
+        regular = [(p, o) for p, o in offsets if o is not None]
+        if self.secondary is None or not regular:
+            return
+
+        def delivered(error):
+            if error is not None:
+                log.warning("Failed to write offsets of %s to secondary backing store: %s",
+                            connector, error)
+        try:
+            self.secondary.send(connector, regular, delivered)
+        except Exception as e:  # noqa: BLE001 - best effort, as Kafka's
+            log.warning("Failed to write offsets of %s to secondary backing store: %s",
+                        connector, e)
+
+
+def _servers(value) -> set[str]:
+    items = value if isinstance(value, list) else str(value or "").split(",")
+    return {s.strip() for s in items if s.strip()}
+
+
+def connector_offset_store(config, worker_store, props: dict[str, str],
+                           clients: dict[str, dict], suffix: str) -> ConnectorOffsetStore:
+    """The offset store of a source connector or task (Kafka's Worker.offsetStoreFor...):
+    its own topic when ``offsets.storage.topic`` names one and the worker is distributed,
+    and with exactly-once support always (the worker's topic name when it names none), so
+    that the task's transactional producer writes the offsets; the worker's store alone
+    when that is the worker's own topic on the worker's cluster. ``clients``: the
+    connector's client settings (per "producer", "consumer", "admin")."""
+    topic = (props.get("offsets.storage.topic") or "").strip() or None
+    if not config.distributed or (topic is None and not config.exactly_once_source):
+        return ConnectorOffsetStore(worker_store)
+    topic = topic or config["offset.storage.topic"]
+    same_cluster = (_servers(clients["producer"].get("bootstrap.servers"))
+                    == _servers(config["bootstrap.servers"]))
+    if topic == config["offset.storage.topic"] and same_cluster:
+        return ConnectorOffsetStore(worker_store)
+    return ConnectorOffsetStore(worker_store, KafkaOffsetStore(config, topic, clients, suffix))

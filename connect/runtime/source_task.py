@@ -88,7 +88,7 @@ class StickyPartitioner:
 
 
 class OffsetReader:
-    """The task's OffsetStorageReader over the worker's OffsetStore."""
+    """The task's OffsetStorageReader over its ConnectorOffsetStore."""
 
     def __init__(self, store, connector: str):
         self.store, self.connector = store, connector
@@ -300,6 +300,7 @@ class WorkerSourceTask(WorkerTask):
         self.sticky = StickyPartitioner(self.producer)
         if self.transactional:
             self.producer.init_transactions(TRANSACTION_TIMEOUT)
+        self.offset_store.start()
         reader = OffsetReader(self.offset_store, self.id.connector)
         self.task.initialize(SourceContext(self.task_props, reader, self.transactions))
         self.task.start(self.task_props)
@@ -331,6 +332,7 @@ class WorkerSourceTask(WorkerTask):
                 self.commit_offsets()
         finally:
             self.producer.flush(0)
+            self.offset_store.stop()
 
     # ---- the loop --------------------------------------------------------------------------
     def _poll(self) -> list[SourceRecord] | None:
@@ -528,6 +530,7 @@ class WorkerSourceTask(WorkerTask):
         for key, value in self.offset_store.records(self.id.connector, offsets):
             self.producer.produce(self.offset_store.topic, key=key, value=value)
         self.producer.commit_transaction(TRANSACTION_TIMEOUT)
+        self.offset_store.copy_to_secondary(self.id.connector, offsets)
         self.in_transaction, self.txn_offsets = False, {}
         self.metrics.committed((time.monotonic() - started) * 1000)
         try:

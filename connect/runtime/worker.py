@@ -23,6 +23,7 @@ from josefk.connect.runtime.connector_config import ConnectorConfig, finder, use
 from josefk.connect.runtime.errors import (DeadLetterQueueReporter, LogReporter,
                                            RetryWithToleranceOperator, stack_trace)
 from josefk.connect.runtime.metrics import ConnectMetrics
+from josefk.connect.runtime.offset_store import connector_offset_store
 from josefk.connect.runtime.plugins import Plugins, import_class
 from josefk.connect.runtime.seams import (ConnectorTaskId, OffsetStore, StatusListener,
                                           TargetState)
@@ -293,12 +294,17 @@ class Worker:
             if boundary == "interval" and config["transaction.boundary.interval.ms"] is not None:
                 flush_ms = config["transaction.boundary.interval.ms"]
         settings.update(self._client_settings("producer", config))
+        offset_store = connector_offset_store(
+            self.config, self.offset_store, config.props,
+            {kind: self._client_settings(kind, config) for kind in ("producer", "consumer",
+                                                                     "admin")},
+            f"connector-offsets-{id}")
         creation = None
         if self.config.get("topic.creation.enable", True) and uses_topic_creation(config.props):
             creation = TopicCreation(self._admin(config), config)
         return WorkerSourceTask(id, task, task_props, self.listener, target, pipeline, operator,
                                 stopping, producer_settings=settings,
-                                offset_store=self.offset_store, flush_interval_ms=flush_ms,
+                                offset_store=offset_store, flush_interval_ms=flush_ms,
                                 flush_timeout_ms=self.config["offset.flush.timeout.ms"],
                                 metrics=task_metrics, topic_creation=creation,
                                 transactional=transactional)
