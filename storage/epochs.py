@@ -20,8 +20,10 @@ class LeaderEpochCache:
     def __init__(self, dir):
         self.path = Path(dir) / FILE
         self.entries: list[tuple[int, int]] = []  # (epoch, start offset), both increasing
-        self.unsaved = False  # the file is behind the entries (a write failed): saved later
-        self.unsynced = False  # the file is written but not fsynced: the log's flush does it
+        # the file is behind the entries (a new epoch, or a failed write): the log's flush
+        # writes it
+        self.unsaved = False
+        self._warned = False
         try:
             lines = self.path.read_text().split("\n")
             count = int(lines[1])
@@ -43,11 +45,12 @@ class LeaderEpochCache:
         while self.entries and self.entries[-1][1] >= start_offset:
             self.entries.pop()
         self.entries.append((epoch, start_offset))
-        # Not fsynced here (Kafka does): a new partition's first append, or a leader's first
-        # after an election, would wait on the disk. The log's flush fsyncs it before it moves
-        # the recovery point past the entry, and recovery assigns again the epochs of the
-        # batches past the recovery point (`Log.__init__`).
-        self._save(sync=False)
+        # Written by the log's flush, not here (Kafka writes and fsyncs it here): a new
+        # partition's first append, or a leader's first after an election, would wait on the
+        # disk. The flush writes it before it moves the recovery point past the entry, and
+        # recovery assigns again the epochs of the batches past the recovery point
+        # (`Log.__init__`).
+        self.unsaved = True
 
     def end_offset_for(self, epoch: int, log_end_offset: int) -> tuple[int, int]:
         """Kafka's OffsetsForLeaderEpoch answer: the largest epoch <= ``epoch`` we know and the
@@ -71,11 +74,10 @@ class LeaderEpochCache:
             self._save()
 
     def save_if_behind(self) -> None:
-        """Write (and fsync) the file if it is behind the entries or not yet fsynced."""
-        if self.unsaved or self.unsynced:
+        if self.unsaved:
             self._save()
 
-    def _save(self, sync: bool = True) -> None:
+    def _save(self) -> None:
         """Write the file; on a failure (a full disk) the entries stay right in memory, for
         the log whose batches they describe is already appended, and the file is written at
         the next change or flush."""
@@ -85,13 +87,11 @@ class LeaderEpochCache:
             with open(tmp, "w") as f:
                 f.write(f"0\n{len(self.entries)}\n{body}")
                 f.flush()
-                if sync:
-                    os.fsync(f.fileno())
+                os.fsync(f.fileno())
             os.replace(tmp, self.path)
         except OSError as e:
-            if not self.unsaved:
+            if not self._warned:
                 log.warning("cannot write %s (%s); writing it later", self.path, e)
-            self.unsaved = True
+            self._warned = self.unsaved = True
             return
-        self.unsaved = False
-        self.unsynced = not sync
+        self._warned = self.unsaved = False

@@ -214,9 +214,10 @@ class LogManager:
             self._dir_of[tp] = d
             return lg
 
-    def create_many(self, topic: str, partitions, config: LogConfig) -> None:
+    def create_many(self, topic: str, partitions, config: LogConfig) -> list[Log]:
         """``get_or_create`` for many partitions of ``topic``, the new logs made by several
-        threads at once (thousands of directories: the disk's latency, overlapped)."""
+        threads at once (thousands of directories: the disk's latency, overlapped); returns
+        the logs it made."""
         with self._lock:
             for p in partitions:
                 if (topic, p) in self.failed:
@@ -234,6 +235,7 @@ class LogManager:
                     continue
                 self._logs[(topic, p)] = lg
                 self._dir_of[(topic, p)] = d
+        return [lg for lg in made if not lg.closed]
 
     def _least_loaded_dir(self) -> Path:
         return self._least_loaded_dirs(1)[0]

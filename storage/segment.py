@@ -233,6 +233,13 @@ class Segment:
             self.unborn = False
         return self._fd
 
+    def make_files(self) -> None:
+        """Create a lazy segment's files now and leave them closed (parked): its first access
+        then opens them instead of creating them. Under the log's lock."""
+        if self.unborn and self.parked:
+            self._reopen()
+            self.park()
+
     @property
     def fd(self) -> int:
         self.used = True

@@ -187,3 +187,16 @@ def test_create_many_spreads_new_logs_and_keeps_existing_ones(tmp_path):
     again.close()
     with pytest.raises(ValueError):
         LogManager([str(tmp_path / "d3")], cfg()).create_many("bad/topic", [0], cfg())
+
+
+def test_a_new_logs_files_made_ahead_of_its_first_append(tmp_path):
+    m = LogManager([str(tmp_path / "d")], cfg())
+    made = m.create_many("ahead", range(3), cfg())
+    assert sorted(lg.dir.name for lg in made) == ["ahead-0", "ahead-1", "ahead-2"]
+    assert m.create_many("ahead", range(3), cfg()) == []  # none new
+    made[0].make_files()
+    assert {p.suffix for p in made[0].dir.iterdir()} == {".log", ".index", ".timeindex"}
+    assert made[0]._segments[-1].parked  # left closed: the first append opens them
+    append(made[0], mk(2), hwm=False)
+    assert made[0].log_end_offset == 2
+    m.close()
