@@ -22,8 +22,9 @@ on A); across the join, the longest stretch without growth of the write counter 
 that stays on A (scraped every 50 ms) and whether the status API ever showed it not RUNNING.
 
 ``--only floor`` (not in the default run): the bare loops with the records made as a worker
-makes them (the generator's SourceRecords; a SinkRecord per consumed message): a Python
-worker's floor.
+makes them (the generator's poll; a SinkRecord per consumed message): a Python worker's floor.
+``--record-batch false``: the generator's polls are lists of SourceRecords, not one
+SourceRecordBatch (josefk's columnar extension of the API) each.
 """
 from __future__ import annotations
 
@@ -163,13 +164,14 @@ def window(measure, done: int, seconds: float, interval: float, cpu=None):
     raise RuntimeError(f"{measure.__name__}: {count} of {done} within {seconds:.0f}s")
 
 
-def source_worker(bootstrap: str, root: Path, topic: str, n: int) -> tuple[float, float, int]:
+def source_worker(bootstrap: str, root: Path, topic: str, n: int,
+                  batch: str) -> tuple[float, float, int]:
     name = f"source-{topic}"
     probe = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-probe",
                       "log_level": 0})
     w = Worker(root, name, standalone_props(bootstrap, root, name), [{
         "name": name, "connector.class": GENERATOR, "tasks.max": "1", "topic": topic,
-        "max.messages": str(n), "message.size": "100"}])
+        "max.messages": str(n), "message.size": "100", "record.batch": batch}])
     try:
         def end():
             return end_offset(probe, topic)
@@ -196,21 +198,22 @@ def source_bare(bootstrap: str, topic: str, n: int) -> float:
     return n / (time.monotonic() - start)
 
 
-def source_floor(bootstrap: str, topic: str, n: int) -> float:
+def source_floor(bootstrap: str, topic: str, n: int, batch: str) -> float:
     """The bare producer loop, its records first made as the worker gets them: the generator
-    task's ``poll`` (a SourceRecord each), then one ``produce()`` per record."""
+    task's ``poll`` (a SourceRecordBatch, or a SourceRecord each when ``batch`` is "false"),
+    then one ``produce()`` per record."""
     task = GeneratorSourceTask()
     task.initialize(FloorContext())
     task.start({"task.index": "0", "topic": topic, "max.messages": str(n),
-                "message.size": str(len(VALUE))})
+                "message.size": str(len(VALUE)), "record.batch": batch})
     settings = {k: v for k, v in producer_defaults("bench").items() if k != "partitioner"}
     p = Producer({"bootstrap.servers": bootstrap, **settings})
     start = time.monotonic()
-    while records := task.poll():
-        for r in records:
+    while polled := task.poll():
+        for value in (polled.values if batch == "true" else (r.value for r in polled)):
             while True:
                 try:
-                    p.produce(topic, r.value.encode(), partition=0)
+                    p.produce(topic, value.encode(), partition=0)
                     break
                 except BufferError:
                     p.poll(0.01)
@@ -381,6 +384,9 @@ def main(argv=None) -> int:
     ap.add_argument("--latency-seconds", type=int, default=15)
     ap.add_argument("--rebalance-delay-ms", type=int, default=1000,
                     help="the workers' scheduled.rebalance.max.delay.ms")
+    ap.add_argument("--record-batch", default="true", choices=("true", "false"),
+                    help="the generator's record.batch: a poll's records as one "
+                         "SourceRecordBatch, or a list of SourceRecords")
     ap.add_argument("--only", default="throughput,latency,rebalance",
                     help="of throughput,floor,latency,rebalance")
     args = ap.parse_args(argv)
@@ -398,7 +404,8 @@ def main(argv=None) -> int:
                 topic = f"bench-{who}-{r}"
                 create_topic(bs, topic)
                 if who == "worker":
-                    row["source"], cpu, moved = source_worker(bs, root, topic, n)
+                    row["source"], cpu, moved = source_worker(bs, root, topic, n,
+                                                                  args.record_batch)
                     row["source cpu"] = cpu / moved * 1e6
                     row["sink"], cpu, moved = sink_worker(bs, root, topic, n)
                     row["sink cpu"] = cpu / moved * 1e6
@@ -427,14 +434,14 @@ def main(argv=None) -> int:
             for r in range(args.rounds):
                 topic = f"bench-floor-{r}"
                 create_topic(bs, topic)
-                floor["source"].append(source_floor(bs, topic, n))
+                floor["source"].append(source_floor(bs, topic, n, args.record_batch))
                 floor["sink"].append(sink_floor(bs, topic, n))
                 topic = f"bench-floor-bare-{r}"
                 create_topic(bs, topic)
                 floor["bare producer"].append(source_bare(bs, topic, n))
                 floor["bare consumer"].append(sink_bare(bs, topic, n))
             f = {k: statistics.median(v) for k, v in floor.items()}
-            print(f"floor (median of {args.rounds}): poll's SourceRecords + produce "
+            print(f"floor (median of {args.rounds}): poll's records + produce "
                   f"{f['source']:,.0f} rec/s ({f['source'] / f['bare producer']:.2f} of the bare "
                   f"producer's {f['bare producer']:,.0f}); consume + SinkRecords "
                   f"{f['sink']:,.0f} rec/s ({f['sink'] / f['bare consumer']:.2f} of the bare "

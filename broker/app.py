@@ -68,6 +68,50 @@ def object_store(cfg):
     return store
 
 
+METADATA_CLIENT = "remote.log.metadata.common.client."
+
+
+def metadata_clients(cfg, inter) -> tuple[dict, dict, dict]:
+    """librdkafka settings of ``__remote_log_metadata``'s admin, producer and consumer: the
+    inter-broker listener's security (``inter``: `InterBrokerSecurity`), then Kafka's
+    ``remote.log.metadata.common.client.*``, and ``remote.log.metadata.producer.*`` /
+    ``.consumer.*`` for each (a ``sasl.jaas.config`` and Java's TLS stores translated)."""
+    from josefk.broker.security.sasl import client_credentials, rdkafka_tls
+
+    def prefixed(prefix):
+        props = {k[len(prefix):]: v for k, v in cfg.props.items() if k.startswith(prefix)}
+        if any(k.startswith(("ssl.truststore.", "ssl.keystore.")) for k in props):
+            tls = rdkafka_tls(props.get)
+            props = {k: v for k, v in props.items()
+                     if not k.startswith(("ssl.truststore.", "ssl.keystore."))}
+            props.update(tls)
+        if "sasl.jaas.config" in props:
+            credentials = client_credentials(props)
+            del props["sasl.jaas.config"]
+            if credentials is None:
+                raise ConfigError(f"{prefix}sasl.jaas.config needs username and password")
+            props["sasl.username"], props["sasl.password"] = credentials
+        return props
+
+    common = {**inter.client_config(), **prefixed(METADATA_CLIENT)}
+    return (common, {**common, **prefixed("remote.log.metadata.producer.")},
+            {**common, **prefixed("remote.log.metadata.consumer.")})
+
+
+def bucket_opener(cfg):
+    """Another bucket of the object store's endpoint and credentials (a read-replica topic
+    names it), never made; None for the local engine, whose only bucket is its directory."""
+    from josefk.tiered.store import open_store
+
+    if (cfg.get("remote.log.storage.josefk.store") or "local") != "s3":
+        return None
+
+    def open_bucket(bucket: str):
+        return open_store(lambda name: bucket if name == "remote.log.storage.josefk.s3.bucket"
+                          else cfg.get(name), None)
+    return open_bucket
+
+
 def _read_properties(path: Path) -> dict:
     return parse_properties(path.read_text()) if path.exists() else {}
 
@@ -307,7 +351,8 @@ class Broker:
 
     async def _start_remote_log(self) -> None:
         """Tiered storage (KIP-405): the remote log manager on its own thread, its metadata
-        in ``__remote_log_metadata`` through this broker's inter-broker listener; the
+        in ``__remote_log_metadata`` through this broker's inter-broker listener (with its
+        security, `metadata_clients`); the
         partitions already led here are handed to it, the others as they come, and topic
         config changes at the next task interval."""
         from josefk.tiered.manager import RemoteLogManager
@@ -315,15 +360,20 @@ class Broker:
 
         cfg = self.config
         store = await asyncio.to_thread(object_store, cfg)  # may make the bucket
+        common, produce, consume = metadata_clients(cfg,
+                                                    self.inter_broker or InterBrokerSecurity(cfg))
         rlm = RemoteLogManager(
             store, TopicMetadataLog(
                 f"{self.info.host}:{self.info.port}",
                 partitions=cfg.int("remote.log.metadata.topic.num.partitions"),
-                replication=cfg.int("remote.log.metadata.topic.replication.factor")),
+                replication=cfg.int("remote.log.metadata.topic.replication.factor"),
+                client_config=common, producer_config=produce, consumer_config=consume),
             cfg.node_id, interval_ms=cfg.int("remote.log.manager.task.interval.ms"),
             cache_bytes=cfg.int("remote.log.storage.josefk.read.cache.bytes"),
             chunk_bytes=cfg.int("remote.log.storage.josefk.read.chunk.bytes"),
-            copy_bytes_per_second=cfg.int("remote.log.manager.copy.max.bytes.per.second"))
+            copy_bytes_per_second=cfg.int("remote.log.manager.copy.max.bytes.per.second"),
+            reader_threads=cfg.int("remote.log.reader.threads"),
+            open_bucket=bucket_opener(cfg))
         self.replicas.remote = rlm
         self.replicas.sync_remote()
         rlm.start()

@@ -82,6 +82,7 @@ DEFAULTS = {
     "remote.log.storage.system.enable": "false",
     "remote.log.manager.task.interval.ms": "30000",
     "remote.log.manager.copy.max.bytes.per.second": "9223372036854775807",
+    "remote.log.reader.threads": "10",
     "remote.log.metadata.topic.num.partitions": "50",
     "remote.log.metadata.topic.replication.factor": "3",
     # josefk's object store: "local" (a directory) or "s3" (any S3-compatible endpoint)

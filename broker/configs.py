@@ -41,8 +41,11 @@ BROKER_TO_TOPIC = {b: t for t, b in TOPIC_TO_BROKER.items()}
 MIRROR_LINK, MIRROR_STATE = "josefk.mirror.link", "josefk.mirror.state"
 MIRROR_SOURCE_ID = "josefk.mirror.source.topic.id"
 MIRROR_STOPPED_AT = "josefk.mirror.stopped.offsets"  # where promote or failover stopped it
+# an operator's command to resume stopped partitions: "<nonce>:<partitions, or *>"
+MIRROR_RESUME = "josefk.mirror.resume"
 MIRROR_ACTIVE, MIRROR_STOPPED = "ACTIVE", "STOPPED"
-MIRROR_CONFIGS = frozenset({MIRROR_LINK, MIRROR_STATE, MIRROR_SOURCE_ID, MIRROR_STOPPED_AT})
+MIRROR_CONFIGS = frozenset({MIRROR_LINK, MIRROR_STATE, MIRROR_SOURCE_ID, MIRROR_STOPPED_AT,
+                            MIRROR_RESUME})
 
 
 class ConfigType:

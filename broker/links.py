@@ -27,9 +27,12 @@ from josefk.broker.config import TOPIC_CONFIG_NAMES, bootstrap_addresses
 from josefk.broker.configs import MIRROR_ACTIVE as ACTIVE
 from josefk.broker.configs import MIRROR_CONFIGS
 from josefk.broker.configs import MIRROR_LINK as LINK
+from josefk.broker.configs import MIRROR_RESUME as RESUME
 from josefk.broker.configs import MIRROR_SOURCE_ID as SOURCE_ID
 from josefk.broker.configs import MIRROR_STATE as STATE
 from josefk.broker.control.metadata import MetadataError
+from josefk.broker.security.listeners import SASL_PROTOCOLS, TLS_PROTOCOLS, client_ssl_context
+from josefk.broker.security.sasl import client_credentials
 from josefk.broker.replication.mirror import MirrorFetcherManager
 from josefk.wire import errors
 from josefk.wire.apis import DESCRIBE_CONFIGS, FIND_COORDINATOR, LIST_GROUPS, METADATA, OFFSET_FETCH
@@ -38,13 +41,25 @@ from josefk.wire.types import ZERO_UUID, uuid_to_base64
 log = logging.getLogger("josefk.links")
 
 CLUSTER_LINK = 100  # josefk's config resource type of links (Kafka has no links)
+# what DescribeConfigs of a link answers when asked for it by name: the mirror partitions this
+# broker leads on the link, their state and lag (JSON; `LinkManager.partition_status`)
+PARTITIONS_KEY = "josefk.mirror.partitions"
+# how the link reaches the source: Kafka's client settings (and librdkafka's ssl.ca.location)
+SECURITY_CONFIGS = ("sasl.mechanism", "sasl.jaas.config", "ssl.truststore.location",
+                    "ssl.truststore.password", "ssl.truststore.type",
+                    "ssl.truststore.certificates", "ssl.ca.location", "ssl.keystore.location",
+                    "ssl.keystore.password", "ssl.keystore.type", "ssl.key.password",
+                    "ssl.endpoint.identification.algorithm")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 # link settings and their defaults (Cluster Linking's names; ``groups`` and
 # ``groups.exclude`` as MirrorMaker 2's)
 LINK_DEFAULTS = {"bootstrap.servers": "", "security.protocol": "PLAINTEXT",
                  "metadata.max.age.ms": "300000", "topic.config.sync.ms": "5000",
                  "consumer.offset.sync.enable": "false", "consumer.offset.sync.ms": "30000",
                  "consumer.offset.group.filters": "", "groups": "",
-                 "groups.exclude": "console-consumer-.*,connect-.*,__.*"}
+                 "groups.exclude": "console-consumer-.*,connect-.*,__.*",
+                 **dict.fromkeys(SECURITY_CONFIGS, ""),
+                 "ssl.endpoint.identification.algorithm": "https"}
 METADATA_VERSION, DESCRIBE_CONFIGS_VERSION = 12, 4
 LIST_GROUPS_VERSION, FIND_COORDINATOR_VERSION, OFFSET_FETCH_VERSION = 4, 3, 7
 TOPIC_RESOURCE, TOPIC_CONFIG_SOURCE = 2, 1
@@ -70,9 +85,10 @@ def validate_link(name: str, configs: dict) -> None:
         bootstrap_addresses(configs["bootstrap.servers"])
     except ValueError as e:
         raise MetadataError(errors.INVALID_CONFIG, str(e)) from None
-    if configs.get("security.protocol", "PLAINTEXT").upper() != "PLAINTEXT":
-        raise MetadataError(errors.INVALID_CONFIG,
-                            "Cluster links support security.protocol PLAINTEXT only")
+    try:
+        LinkSecurity({**LINK_DEFAULTS, **configs})
+    except ValueError as e:
+        raise MetadataError(errors.INVALID_CONFIG, f"Cluster link {name}: {e}") from None
     if configs.get("consumer.offset.sync.enable", "false").lower() not in ("true", "false"):
         raise MetadataError(errors.INVALID_CONFIG, "Invalid value "
                             f"{configs['consumer.offset.sync.enable']} for configuration "
@@ -82,6 +98,34 @@ def validate_link(name: str, configs: dict) -> None:
         GroupFilter({**LINK_DEFAULTS, **configs})
     except ValueError as e:
         raise MetadataError(errors.INVALID_CONFIG, str(e)) from None
+
+
+class LinkSecurity:
+    """How a link's channels reach the source (what `channel.BrokerChannel` takes as
+    ``security``): a TLS context for SSL and SASL_SSL, the SASL mechanism and credentials for
+    SASL_PLAINTEXT and SASL_SSL. ValueError for settings it cannot use."""
+
+    def __init__(self, configs: dict):
+        protocol = (configs.get("security.protocol") or "PLAINTEXT").upper()
+        if protocol not in ("PLAINTEXT", *TLS_PROTOCOLS, *SASL_PROTOCOLS):
+            raise ValueError(f"Invalid value {protocol} for configuration security.protocol")
+        get = lambda k: configs.get(k) or None  # noqa: E731 - unset settings are ""
+        self.ssl_context = None
+        if protocol in TLS_PROTOCOLS:
+            try:
+                self.ssl_context = client_ssl_context(get)
+            except Exception as e:  # noqa: BLE001 - ssl, OSError, ConfigError: all one answer
+                raise ValueError(f"cannot load the TLS settings: {e}") from None
+        self.mechanism = self.username = self.password = None
+        if protocol in SASL_PROTOCOLS:
+            self.mechanism = (configs.get("sasl.mechanism") or "GSSAPI").upper()
+            if self.mechanism not in SASL_MECHANISMS:
+                raise ValueError(f"sasl.mechanism {self.mechanism} is not supported (only "
+                                 f"{', '.join(SASL_MECHANISMS)})")
+            credentials = client_credentials({k: v for k, v in configs.items() if v})
+            if credentials is None:
+                raise ValueError("SASL needs sasl.jaas.config with username and password")
+            self.username, self.password = credentials
 
 
 class GroupFilter:
@@ -180,7 +224,12 @@ class LinkManager:
             closing.add_done_callback(self._closing.discard)
         configs = self.configs.get(name)
         if configs:
-            self.links[name] = Link(name, {**LINK_DEFAULTS, **configs}, self)
+            try:
+                security = LinkSecurity({**LINK_DEFAULTS, **configs})
+            except ValueError as e:  # e.g. a truststore that is on another broker only
+                log.error("cluster link %s cannot run on this broker: %s", name, e)
+            else:
+                self.links[name] = Link(name, {**LINK_DEFAULTS, **configs}, self, security)
         self.topic_changed(None)
 
     def topic_changed(self, topic: str | None) -> None:
@@ -206,28 +255,53 @@ class LinkManager:
                 link.unfollow(part)
         if mine is not None:
             mine.follow(part)
+            mine.maybe_resume(part, meta.configs.get(RESUME))
 
     def status(self):
-        """``(link, topic, partition, lag, latency, failure)`` of each mirror partition led
-        here: the records it is behind the source's high watermark (None until the source
-        answered), how old its last appended batch was when appended in ms (None before
-        one), and why it stopped (None while it mirrors)."""
+        """`PartitionStatus` of each mirror partition led here."""
         for name, link in list(self.links.items()):
-            fetchers = link.fetchers
-            for key, part in list(link.wanted.items()):
-                end = fetchers.source_end.get(key)
-                lag = None if end is None else max(0, end - part.log.log_end_offset)
-                yield (name, key[0], key[1], lag, fetchers.latency_ms.get(key),
-                       link.failed.get(key))
+            for key in list(link.wanted):
+                yield link.status(key)
+
+    def partition_status(self, name: str) -> list[dict]:
+        """What DescribeConfigs answers for `PARTITIONS_KEY`: link ``name``'s partitions led
+        here, as dicts."""
+        return [s.as_dict() for s in self.status() if s.link == name]
+
+
+class PartitionStatus:
+    """A mirror partition's state: ``lag_records``, the records it is behind the source's high
+    watermark (None until the source answered); ``lag_bytes``, those in bytes, estimated from
+    the bytes per offset of the batches last mirrored (0 once caught up); ``lag_ms``, how long
+    since it was last caught up with the source's high watermark (0 while caught up and the
+    source answers; since it began mirroring here if never), so it grows while the link is cut
+    or the partition stopped; ``latency_ms``, how old its last appended batch was when
+    appended; ``failure``, why it stopped (None while it mirrors); ``skipped``, offsets of the
+    source never mirrored because an operator resumed it past them (since it is led here)."""
+
+    __slots__ = ("link", "topic", "partition", "lag_records", "lag_bytes", "lag_ms",
+                 "latency_ms", "failure", "skipped", "resumes")
+
+    def __init__(self, link, topic, partition, lag_records, lag_bytes, lag_ms, latency_ms,
+                 failure, skipped, resumes):
+        self.link, self.topic, self.partition = link, topic, partition
+        self.lag_records, self.lag_bytes, self.lag_ms = lag_records, lag_bytes, lag_ms
+        self.latency_ms, self.failure = latency_ms, failure
+        self.skipped, self.resumes = skipped, resumes
+
+    def as_dict(self) -> dict:
+        return {k: getattr(self, k) for k in self.__slots__}
 
 
 class Link:
     """One cluster link on this broker: the source's metadata, a channel per source broker,
     the fetchers, and the partitions whose source leader is still to be found."""
 
-    def __init__(self, name: str, configs: dict, manager: LinkManager):
+    def __init__(self, name: str, configs: dict, manager: LinkManager,
+                 security: LinkSecurity):
         self.name = name
         self.manager = manager
+        self.security = security if security.ssl_context or security.mechanism else None
         self.bootstrap = bootstrap_addresses(configs["bootstrap.servers"])
         self.max_age_s = int(configs["metadata.max.age.ms"]) / 1000
         self.sync_s = int(configs["topic.config.sync.ms"]) / 1000
@@ -236,6 +310,11 @@ class Link:
                                              manager.config)
         self.wanted: dict[tuple[str, int], object] = {}  # mirrored partitions led here
         self.failed: dict[tuple[str, int], str] = {}  # stopped ones, and why
+        # the operator's resume command (topic config RESUME) in force when each stopped: an
+        # other one resumes it
+        self.stopped_under: dict[tuple[str, int], str | None] = {}
+        self.skipped: dict[tuple[str, int], int] = {}  # offsets resumed past, per partition
+        self.resumes: dict[tuple[str, int], int] = {}
         self.synced_at: dict[str, float] = {}
         self.wakeup = asyncio.Event()
         self.task = asyncio.ensure_future(self._run())
@@ -267,6 +346,7 @@ class Link:
             self.fetchers.remove(part)
             self.wanted[key] = part
             self.failed.pop(key, None)
+            self.fetchers.caught_up_at[key] = time.monotonic()
             self.wakeup.set()
 
     def unfollow(self, part) -> None:
@@ -274,8 +354,7 @@ class Link:
         if self.wanted.get(key) is part:
             del self.wanted[key]
             self.failed.pop(key, None)
-            self.fetchers.source_end.pop(key, None)
-            self.fetchers.latency_ms.pop(key, None)
+            self.fetchers.forget(key)
             self.fetchers.remove(part)
 
     # -- told by the fetchers -----------------------------------------------------------------
@@ -296,9 +375,58 @@ class Link:
         if part is None:
             return
         self.fetchers.remove(part)
+        self.fetchers.resuming.discard(key)
         self.failed[key] = reason
+        meta = self.manager.metadata.topics.get(key[0])
+        self.stopped_under[key] = meta.configs.get(RESUME) if meta is not None else None
         log.error("cluster link %s: mirror partition %s-%d stopped: %s; it goes on only when "
-                  "an operator acts (failover keeps what it has)", self.name, *key, reason)
+                  "an operator acts (josefk mirror resume-partition continues from the "
+                  "source's log start; failover keeps what it has)", self.name, *key, reason)
+
+    def maybe_resume(self, part, command: str | None) -> None:
+        """The operator's resume command ``command`` (``<nonce>:<partitions or *>``, topic
+        config RESUME) names this stopped partition and is not the one in force when it
+        stopped: it goes on from the source's log start (`MirrorFetcher`)."""
+        key = (part.topic, part.index)
+        if key not in self.failed or not command or command == self.stopped_under.get(key):
+            return
+        _nonce, _, which = command.partition(":")
+        if which != "*" and str(part.index) not in which.split(","):
+            return
+        log.warning("cluster link %s: mirror partition %s-%d (stopped: %s) resumes on the "
+                    "operator's command, from the source's log start", self.name, *key,
+                    self.failed.pop(key))
+        self.stopped_under.pop(key, None)
+        self.fetchers.resuming.add(key)
+        self.wakeup.set()
+
+    def resumed(self, key, dropped: tuple[int, int], start: int) -> None:
+        """Told by the fetcher: ``key`` restarted at the source's log start ``start``, its
+        records ``dropped`` (start, end) gone."""
+        low, end = dropped
+        skipped = max(0, start - end)
+        self.skipped[key] = self.skipped.get(key, 0) + skipped
+        self.resumes[key] = self.resumes.get(key, 0) + 1
+        log.warning("cluster link %s: mirror partition %s-%d resumed at the source's log start "
+                    "%d: %d offsets of the source skipped (%s), the mirror's records %s "
+                    "dropped", self.name, *key, start, skipped,
+                    f"{end}..{start - 1}" if skipped else "none",
+                    f"{low}..{end - 1}" if end > low else "(none)")
+
+    def status(self, key) -> PartitionStatus:
+        part, f = self.wanted[key], self.fetchers
+        end = f.source_end.get(key)
+        lag = None if end is None else max(0, end - part.log.log_end_offset)
+        lag_bytes = lag_ms = None
+        if lag is not None:
+            now = time.monotonic()
+            lag_bytes = round(lag * f.bytes_per_offset.get(key, 0.0))
+            fresh = now - f.answered_at.get(key, now) <= f.stale_s and key not in self.failed
+            lag_ms = 0 if lag == 0 and fresh else int(
+                (now - f.caught_up_at.get(key, now)) * 1000)
+        return PartitionStatus(self.name, key[0], key[1], lag, lag_bytes, lag_ms,
+                               f.latency_ms.get(key), self.failed.get(key),
+                               self.skipped.get(key, 0), self.resumes.get(key, 0))
 
     # -- the source's metadata ----------------------------------------------------------------
     async def _run(self) -> None:
@@ -335,7 +463,7 @@ class Link:
             except ChannelError as e:
                 last = e
         for host, port in self.bootstrap:
-            ch = BrokerChannel(-1, host, port, f"josefk-link-{self.name}")
+            ch = BrokerChannel(-1, host, port, f"josefk-link-{self.name}", self.security)
             try:
                 return await ch.request(api, version, req, timeout=30)
             except ChannelError as e:
@@ -383,7 +511,8 @@ class Link:
             ch = self.channels.get(b.node_id)
             if ch is None:
                 self.channels[b.node_id] = BrokerChannel(b.node_id, b.host, b.port,
-                                                         f"josefk-link-{self.name}")
+                                                         f"josefk-link-{self.name}",
+                                                         self.security)
             else:
                 ch.retarget(b.host, b.port)
 

@@ -113,6 +113,8 @@ class BrokerMetrics:
         self.requests: dict[str, RequestStats] = defaultdict(RequestStats)
         self.topics: dict[str, TopicStats] = defaultdict(TopicStats)
         self.idle_ratio = 1.0
+        self.remote_task_idle = self.remote_reader_idle = 1.0
+        self._remote_busy: tuple[float, float] | None = None
         self.server = None
         self._sampler = None
         self.registry = CollectorRegistry(auto_describe=False)
@@ -238,7 +240,22 @@ class BrokerMetrics:
             cpu2, wall2 = time.thread_time(), time.monotonic()
             busy = (cpu2 - cpu) / max(wall2 - wall, 1e-9)
             self.idle_ratio = min(max(1.0 - busy, 0.0), 1.0)
+            self._sample_remote_idle(wall2 - wall)
             cpu, wall = cpu2, wall2
+
+    def _sample_remote_idle(self, wall_s: float) -> None:
+        """The remote log manager's task thread and reader pool: their idle shares over the
+        last second, from the seconds they were busy."""
+        rlm = self.replicas.remote
+        if rlm is None:
+            return
+        task, read = rlm.task_busy_s, rlm.read_busy_s
+        last_task, last_read = self._remote_busy or (task, read)
+        self._remote_busy = task, read
+        wall_s = max(wall_s, 1e-9)
+        self.remote_task_idle = min(max(1.0 - (task - last_task) / wall_s, 0.0), 1.0)
+        self.remote_reader_idle = min(max(
+            1.0 - (read - last_read) / (wall_s * rlm.reader_threads), 0.0), 1.0)
 
     # -- scraping: a prometheus_client collector ----------------------------------------------------------
     def collect(self):
@@ -283,6 +300,8 @@ class BrokerMetrics:
         for topic, sums in sorted(by_topic.items()):
             for fam, value in zip(gauges, sums):
                 fam.add_metric([topic], value)
+        for i, fam in enumerate(gauges):  # the broker's totals: no topic label, as Kafka's
+            fam.add_sample(fam.name, {}, sum(sums[i] for sums in by_topic.values()))
         yield from gauges
         meters = {attr: CounterMetricFamily(prefix + name, doc, labels=["topic"])
                   for attr, name, doc in (
@@ -294,41 +313,77 @@ class BrokerMetrics:
                       ("fetch_errors", "remotefetcherrorspersec", "Failed remote reads"),
                       ("delete_requests", "remotedeleterequestspersec",
                        "Remote segments deleted"))}
-        for topic, st in sorted(rlm.stats.items()):
-            for attr, fam in meters.items():
+        stats = sorted(rlm.stats.items())
+        for attr, fam in meters.items():
+            for topic, st in stats:
                 fam.add_metric([topic], getattr(st, attr))
+            fam.add_sample(fam.name + "_total", {}, sum(getattr(st, attr) for _t, st in stats))
         yield from meters.values()
+        for name, doc, value in (
+                ("kafka_log_remote_remotelogmanager_remotelogmanagertasksavgidlepercent",
+                 "Share of the last second the remote log manager's task thread was idle",
+                 self.remote_task_idle),
+                ("kafka_log_remote_remotestoragethreadpool_remotelogreadertaskqueuesize",
+                 "Remote reads waiting for a reader thread", rlm.reads_waiting),
+                ("kafka_log_remote_remotestoragethreadpool_remotelogreaderavgidlepercent",
+                 "Share of the last second the remote log reader threads were idle",
+                 self.remote_reader_idle)):
+            fam = GaugeMetricFamily(name, doc)
+            fam.add_metric([], value)
+            yield fam
         gets = CounterMetricFamily("josefk_remote_storage_get_requests",
                                    "Ranged reads sent to the object store (cache misses)")
         gets.add_metric([], rlm.cache.requests)
         yield gets
 
     def _link_metrics(self):
-        """Mirror topics' partitions led here (cluster links): their lag behind the source in
-        records, the latency of their last mirrored batch, and whether they stopped (the source's log no longer holds their next offset;
-        the reason is logged)."""
+        """Mirror topics' partitions led here (cluster links, `links.PartitionStatus`): their
+        lag behind the source in records, bytes and milliseconds, the latency of their last
+        mirrored batch, whether they stopped (the reason is logged) and the offsets resumed
+        past."""
         if self.links is None:
             return
         labels = ["link", "topic", "partition"]
-        lag = GaugeMetricFamily("josefk_cluster_link_mirror_lag_records",
-                                "Records the mirror partition is behind its source",
-                                labels=labels)
+        families = {
+            "lag_records": GaugeMetricFamily(
+                "josefk_cluster_link_mirror_lag_records",
+                "Records the mirror partition is behind its source's high watermark",
+                labels=labels),
+            "lag_bytes": GaugeMetricFamily(
+                "josefk_cluster_link_mirror_lag_bytes",
+                "Bytes the mirror partition is behind its source (records behind times the "
+                "bytes per offset of the last batches mirrored)", labels=labels),
+            "lag_ms": GaugeMetricFamily(
+                "josefk_cluster_link_mirror_lag_ms",
+                "Milliseconds since the mirror partition was last caught up with its source "
+                "(0 while it is and the source answers)", labels=labels),
+            "latency_ms": GaugeMetricFamily(
+                "josefk_cluster_link_mirror_latency_ms",
+                "How old the last batch mirrored was when appended (now minus its max "
+                "timestamp)", labels=labels)}
         stopped = GaugeMetricFamily("josefk_cluster_link_mirror_partition_stopped",
                                     "1 if the mirror partition stopped until an operator acts",
                                     labels=labels)
-        latency = GaugeMetricFamily("josefk_cluster_link_mirror_latency_ms",
-                                    "How old the last batch mirrored was when appended (now "
-                                    "minus its max timestamp)", labels=labels)
-        for link, topic, index, behind, age, failure in self.links.status():
-            where = [link, topic, str(index)]
-            if behind is not None:
-                lag.add_metric(where, behind)
-            if age is not None:
-                latency.add_metric(where, age)
-            stopped.add_metric(where, 0 if failure is None else 1)
-        yield lag
-        yield latency
+        skipped = CounterMetricFamily(
+            "josefk_cluster_link_mirror_skipped_offsets",
+            "Offsets of the source never mirrored: an operator resumed the partition at the "
+            "source's log start past them", labels=labels)
+        resumes = CounterMetricFamily("josefk_cluster_link_mirror_resumes",
+                                      "Times an operator resumed the stopped mirror partition",
+                                      labels=labels)
+        for st in self.links.status():
+            where = [st.link, st.topic, str(st.partition)]
+            for attr, family in families.items():
+                value = getattr(st, attr)
+                if value is not None:
+                    family.add_metric(where, value)
+            stopped.add_metric(where, 0 if st.failure is None else 1)
+            skipped.add_metric(where, st.skipped)
+            resumes.add_metric(where, st.resumes)
+        yield from families.values()
         yield stopped
+        yield skipped
+        yield resumes
 
     def _client_metrics(self):
         """What clients pushed (KIP-714), labelled by client; a counter's name ends _total."""

@@ -41,6 +41,10 @@ def main(argv=None) -> int:
     ap.add_argument("--keep", action="store_true", help="keep the run directory")
     ap.add_argument("--disk-mb", type=int, default=512,
                     help="size of each broker's log dir filesystem (default 512)")
+    ap.add_argument("--mirror", action="store_true",
+                    help="a second cluster of 3 brokers mirrors the workload's topics over two "
+                         "cluster links; the link kinds (link-cut, source-truncate, "
+                         "kill-dest-leader) need it")
     args = ap.parse_args(argv)
     if importlib.util.find_spec("confluent_kafka") is None:  # the workload's clients
         print("python -m faults: the workload needs confluent-kafka: scripts/setup.sh faults "
@@ -49,7 +53,8 @@ def main(argv=None) -> int:
     if args.rounds is not None and args.rounds < 1:
         ap.error("--rounds must be at least 1")
     result = run(Options(minutes=args.minutes, rounds=args.rounds, kinds=args.faults,
-                         seed=args.seed, dir=args.dir, keep=args.keep, disk_mb=args.disk_mb),
+                         seed=args.seed, dir=args.dir, keep=args.keep, disk_mb=args.disk_mb,
+                         mirror=args.mirror),
                  out=lambda line: print(line, flush=True))
     return 0 if result.ok else 1
 

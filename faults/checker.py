@@ -17,6 +17,9 @@ Anomaly classes (``CLASSES``):
 - ``skip`` / ``replay``: a group member started a partition after / before its committed offset
   (or jumped forward / back inside an assignment);
 - ``crashed``: a broker exited without being told to.
+- ``mirror-lost`` / ``mirror-diverged`` (``--mirror``): a record acknowledged at the source and
+  retained there missing at the destination (or the destination not caught up) / mirror
+  batches that differ from the source's at the same offsets (``faults.mirror``).
 
 Besides anomalies: the longest gap without a successful acks=all write after each fault.
 """
@@ -30,7 +33,8 @@ from dataclasses import dataclass
 from josefk.faults.history import Commit, Fault, History, OffsetRead, Resume, Txn, Write
 
 CLASSES = ("lost", "moved", "duplicated", "reordered", "aborted-read", "txn-lost",
-           "offsets-back", "stale-offset", "skip", "replay", "crashed")
+           "offsets-back", "stale-offset", "skip", "replay", "crashed", "mirror-lost",
+           "mirror-diverged")
 NO_FAULT = "none"
 
 
@@ -222,12 +226,21 @@ def resume_anomalies(commits: list[Commit], resumes: list[Resume]) -> list[Anoma
     return out
 
 
+def _deleted(w: Write, truncated: dict) -> bool:
+    """Whether ``w`` was in a partition's records a source-truncate fault deleted (at an
+    offset below it, or at one not known)."""
+    below = truncated.get((w.topic, w.partition))
+    return below is not None and (w.offset is None or w.offset < below)
+
+
 def check(h: History) -> list[Anomaly]:
     """Every anomaly of the history, in time order."""
-    out = (lost_moved_duplicated(h.writes, h.final, h.unread) + reordered(h.writes, h.final)
+    writes = [w for w in h.writes if not _deleted(w, h.truncated)]
+    out = (lost_moved_duplicated(writes, h.final, h.unread) + reordered(writes, h.final)
            + txn_anomalies(h.txns, h.reads, h.final_committed, h.unread, h.final_txn_log)
            + offset_anomalies(h.commits, h.offset_reads) + resume_anomalies(h.commits, h.resumes)
-           + [Anomaly("crashed", at, what) for at, what in h.crashes])
+           + [Anomaly("crashed", at, what) for at, what in h.crashes]
+           + [Anomaly(kind, at, what) for at, kind, what in h.mirror])
     return sorted(out, key=lambda a: a.at)
 
 

@@ -87,6 +87,7 @@ class Options:
     dir: Path | None = None  # kept; else a temp dir, kept only on keep, anomalies, gaps > goal
     keep: bool = False
     disk_mb: int = 512
+    mirror: bool = False  # a destination cluster mirrors the topics (faults/mirror.py)
 
 
 @dataclass
@@ -136,6 +137,7 @@ class Run:
             for i, b in self.cluster.brokers.items():
                 self.metrics_ports[i] = b.overrides["josefk.metrics.port"] = free_port()
         self.workload: subprocess.Popen | None = None
+        self.mirror = None  # faults.mirror.Mirror, with opts.mirror
         self.skipped: dict[str, str] = {}
         self.problems: list[str] = []
 
@@ -155,6 +157,8 @@ class Run:
                 signal.signal(s, signal.SIG_IGN)  # a second Ctrl-C must not stop the clean-up
             try:
                 self._end_workload()
+                if self.mirror is not None:
+                    self._check_mirror()
                 self.cluster.stop()
                 if self.store is not None:
                     self.proxy.stop()
@@ -174,11 +178,16 @@ class Run:
             self.store.start()
             self.proxy.start()
         self.cluster.start()
+        if o.mirror:
+            from josefk.faults.mirror import Mirror
+
+            self.mirror = Mirror(self.root / "destination", self.cluster)
         self.history.gap_partitions = partitions("rf3", "rf2")
         nemesis = Nemesis(self.cluster, self.rng, self.history.gap_partitions, GROUP,
                           store=self.store, tiered_topic=TIERED_TOPIC,
                           metrics_ports=self.metrics_ports, crashes=self.history.crashes,
-                          proxy=self.proxy, bucket=self._bucket())
+                          proxy=self.proxy, bucket=self._bucket(), mirror=self.mirror,
+                          truncated=self.history.truncated)
         for kind in o.kinds:
             why = nemesis.unavailable(kind)
             if why:
@@ -187,6 +196,10 @@ class Run:
         kinds = [k for k in o.kinds if k not in self.skipped]
         faults_time = (o.rounds * len(kinds) * FAULT_BOUND if o.rounds else o.minutes * 60)
         self._start_workload(faults_time + WORKLOAD_SLACK)
+        if self.mirror is not None:  # the workload made the topics
+            self.mirror.start()
+            self.say(f"mirror: {self.mirror.dest.bootstrap} mirrors "
+                     + ", ".join(f"{t} (link {link})" for link, t in self.mirror.topics))
         time.sleep(5)  # the workload under way before the first fault
         for kind in self._schedule(kinds, now(), faults_time):
             self._wait_healthy(self.history.faults[-1] if self.history.faults else None)
@@ -332,10 +345,25 @@ class Run:
             self.problems += problems
             history.faults, history.crashes = self.history.faults, self.history.crashes
             history.gap_partitions = self.history.gap_partitions
+            history.truncated = self.history.truncated
             self.history = history
         elif not self.problems:
             self.problems.append(f"the workload process {describe_exit(w.returncode)}; its "
                                  f"log:\n{self._workload_log()}")
+
+    def _check_mirror(self):
+        """The destination caught up and equal to the source (`Mirror.final_check`), then
+        stopped."""
+        try:
+            if not self.problems:
+                anomalies, notes = self.mirror.final_check(self.history.writes)
+                self.history.mirror += anomalies
+                self.say(f"mirror: {len(notes)} partitions compared with the source, "
+                         f"{len(anomalies)} anomalies")
+        except Exception as e:  # noqa: BLE001 - reported, the clean-up goes on
+            self.problems.append(f"the mirror check failed: {e!r}")
+        finally:
+            self.mirror.stop()
 
     # -- the report ----------------------------------------------------------------------------
     def _report(self) -> Result:

@@ -117,4 +117,8 @@ class History:
     final_txn_log: dict[tuple[str, int], list[tuple[int, str]]] = field(default_factory=dict)
     unread: list[tuple[str, int]] = field(default_factory=list)  # final read did not finish
     gap_partitions: list[tuple[str, int]] = field(default_factory=list)  # replicated ones
+    # --mirror: source partitions whose records below an offset were deleted (source-truncate)
+    truncated: dict[tuple[str, int], int] = field(default_factory=dict)
+    # --mirror: the final check's anomalies (at, kind, detail) (faults.mirror.Mirror)
+    mirror: list[tuple[float, str, str]] = field(default_factory=list)
     end: float = 0.0

@@ -10,16 +10,19 @@ import time
 import urllib.request
 
 from josefk.faults.history import Fault
+from josefk.faults.mirror import REPORT_TIMEOUT
 from josefk.faults.processes import LocalCluster, describe_exit
 
 now = time.time
 
 KINDS = ("kill-leader", "kill-controller", "kill-coordinator", "kill-zookeeper", "sigterm",
          "pause", "partition", "disk", "store-down", "store-slow", "store-errors",
-         "kill-mid-upload", "half-written")
+         "kill-mid-upload", "half-written", "link-cut", "source-truncate", "kill-dest-leader")
 # the kinds of the tiered topic's object store: the store, and for all but store-down the
 # proxy in front of it (faults/storeproxy.py)
 STORE_KINDS = ("store-down", "store-slow", "store-errors", "kill-mid-upload", "half-written")
+# the kinds of the mirror mode (--mirror, faults/mirror.py): on cluster links
+MIRROR_KINDS = ("link-cut", "source-truncate", "kill-dest-leader")
 DESCRIPTIONS = {
     "kill-leader": "kill -9 of a partition's leader, restarted 8-11 s later",
     "kill-controller": "kill -9 of the controller, restarted 8-11 s later",
@@ -41,6 +44,14 @@ DESCRIPTIONS = {
     "half-written": "kill -9 of a tiered partition's leader once a segment's .log is in the "
                     "bucket and before its indexes, restarted 8-11 s later; the new leader "
                     "removes the half-written segment and copies on",
+    "link-cut": "(--mirror) the destination cluster cut off from the source's brokers for "
+                "10-13 s; the mirrors catch up after",
+    "source-truncate": "(--mirror) the link cut, a mirrored partition's records deleted at "
+                       "the source past the mirror's position (DeleteRecords), the link "
+                       "healed: the partition must be reported stopped, then resume-partition "
+                       "continues it",
+    "kill-dest-leader": "(--mirror) kill -9 of a mirror partition's destination leader, "
+                        "restarted 8-11 s later; the new leader mirrors on",
 }
 RESUME_TIMEOUT = 60.0  # uploads resumed (the remote log grew) this long after the store is back
 _SAMPLE = re.compile(r'^kafka_server_brokertopicmetrics_(remotecopylagbytes|remotelogsizebytes)'
@@ -51,7 +62,8 @@ class Nemesis:
     def __init__(self, cluster: LocalCluster, rng: random.Random,
                  partitions: list[tuple[str, int]], group: str, *, store=None,
                  tiered_topic: str = "", metrics_ports: dict[int, int] | None = None,
-                 crashes: list | None = None, proxy=None, bucket=None):
+                 crashes: list | None = None, proxy=None, bucket=None, mirror=None,
+                 truncated: dict | None = None):
         self.cluster, self.rng, self.partitions, self.group = cluster, rng, partitions, group
         # tiered storage: the object store (faults.objectstore.SeaweedFS), the proxy the
         # brokers reach it through (faults.storeproxy.StoreProxy), the brokers' bucket
@@ -61,6 +73,8 @@ class Nemesis:
         self.tiered_topic = tiered_topic
         self.metrics_ports = metrics_ports or {}
         self.crashes = crashes if crashes is not None else []
+        self.mirror = mirror  # faults.mirror.Mirror: the destination of the links
+        self.truncated = truncated if truncated is not None else {}  # source-truncate's
 
     def unavailable(self, kind: str) -> str | None:
         """Why ``kind`` cannot be injected on this machine (None: it can)."""
@@ -72,6 +86,10 @@ class Nemesis:
             return "no object store: SeaweedFS (weed) and obstore need scripts/setup.sh faults,tiered"
         if kind in STORE_KINDS and kind != "store-down" and self.proxy is None:
             return "no proxy in front of the object store"
+        if kind in MIRROR_KINDS and self.mirror is None:
+            return "the mirror kinds need --mirror"
+        if kind in ("link-cut", "source-truncate"):
+            return self.mirror.cut_unavailable
         return None
 
     def inject(self, kind: str) -> Fault:
@@ -362,3 +380,80 @@ class Nemesis:
             time.sleep(0.5)
         f.notes.append(f"the half-written segment's {key.rsplit('/', 1)[1]} was removed "
                        f"{now() - f.healed:.1f} s after the heal")
+
+    # -- cluster links (--mirror) -----------------------------------------------------------------
+    def _link_cut(self) -> Fault:
+        """The cut held 10-13 s; the mirrors' largest lag in ms just before the heal noted
+        (it grows while the source does not answer)."""
+        m, lag = self.mirror, []
+
+        def heal():
+            lag.append(m.max_lag_ms())
+            m.heal()
+        f = self._hold("link-cut", "the destination cluster from the source's brokers", m.cut,
+                       heal, (10, 13))
+        f.notes.append(f"LagMs at most {lag[0]} before the heal")
+        return f
+
+    def _source_truncate(self) -> Fault:
+        """Cut the link, delete a mirrored partition's records at the source up to its end
+        once it is past the mirror's, heal: the partition must be reported stopped within
+        `mirror.REPORT_TIMEOUT`, then is resumed (its skipped offsets noted)."""
+        m = self.mirror
+        # faults-rf2: neither the group's nor transactional (their checks read from offset 0)
+        key = self.rng.choice([k for k in m.partitions() if k[0] == "faults-rf2"])
+        f = Fault("source-truncate", f"{key[0]}-{key[1]}", now())
+        m.cut()
+        try:
+            mirrored = m.ends(m.dest.bootstrap).get(key, 0)
+            deadline = now() + 20
+            end = m.ends(m.source.bootstrap)[key]
+            while end <= mirrored and now() < deadline:  # the workload writes on meanwhile
+                time.sleep(0.5)
+                end = m.ends(m.source.bootstrap)[key]
+            m.truncate(*key, end)
+            self.truncated[key] = max(end, self.truncated.get(key, 0))
+            f.notes.append(f"the source's records below {end} deleted, the mirror at "
+                           f"{mirrored}")
+            time.sleep(self.rng.uniform(2, 4))
+        finally:
+            m.heal()
+        f.healed = now()
+        stopped = m.await_stopped(key)
+        if stopped is None:
+            what = f"source-truncate: {key[0]}-{key[1]} was not reported stopped within " \
+                   f"{REPORT_TIMEOUT:.0f} s of the heal (its source's log start passed it)"
+            f.notes.append(what)
+            self.crashes.append((now(), what))
+            return f
+        f.notes.append(f"reported stopped {now() - f.healed:.1f} s after the heal "
+                       f"({stopped})")
+        try:
+            f.notes.append(f"resumed, {m.resume(key)} offsets skipped")
+        except Exception as e:  # noqa: BLE001 - the command's error, recorded
+            what = f"source-truncate: resume-partition {key[0]}-{key[1]} failed: {e}"
+            f.notes.append(what)
+            self.crashes.append((now(), what))
+        return f
+
+    def _kill_dest_leader(self) -> Fault:
+        m = self.mirror
+        topic, partition = self.rng.choice(m.partitions())
+        try:
+            md = m.dest.metadata_from(topics=[topic])
+            victim = next(p.leader_id for p in md.topics[0].partitions
+                          if p.partition_index == partition)
+        except (OSError, ConnectionError, StopIteration, IndexError):
+            victim = -1
+        if victim < 0:
+            victim = self.rng.choice(sorted(m.dest.brokers))
+        f = self._hold("kill-dest-leader", f"destination broker {victim} (leader of the mirror "
+                       f"{topic}-{partition})", lambda: m.dest.kill(victim),
+                       lambda: m.dest.restart(victim), (8, 11))
+        try:
+            m.dest.wait_for_brokers(len(m.dest.brokers), 60)
+        except Exception as e:  # noqa: BLE001 - recorded: the destination is not whole
+            what = f"kill-dest-leader: the destination was not whole 60 s after the heal: {e}"
+            f.notes.append(what)
+            self.crashes.append((now(), what))
+        return f

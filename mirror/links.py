@@ -1,5 +1,5 @@
 """``josefk mirror create-link | list-links | delete-link | create-topic | promote | failover |
-reverse``: cluster links and mirror topics (docs/mirror.md, "Mirror topics"), as Confluent's
+reverse | resume-partition``: cluster links and mirror topics (docs/mirror.md, "Mirror topics"), as Confluent's
 ``kafka-cluster-links`` and ``kafka-mirrors`` do, over the Kafka protocol to the destination
 cluster (``--bootstrap-server``): a link is a config resource of josefk's type
 ``CLUSTER_LINK`` (100) there, a mirror topic a topic with ``josefk.mirror.link`` and
@@ -8,6 +8,7 @@ cluster (``--bootstrap-server``): a link is a config resource of josefk's type
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -24,6 +25,12 @@ CLUSTER_LINK, TOPIC = 100, 2
 LINK, STATE, ACTIVE, STOPPED = "josefk.mirror.link", "josefk.mirror.state", "ACTIVE", "STOPPED"
 SOURCE_ID = "josefk.mirror.source.topic.id"
 STOPPED_AT = "josefk.mirror.stopped.offsets"
+RESUME = "josefk.mirror.resume"  # "<nonce>:<partitions>", read by each partition's leader
+PARTITIONS_KEY = "josefk.mirror.partitions"  # a link's partitions led by the broker asked
+# the link's settings that are client settings for the source (broker.links.SECURITY_CONFIGS)
+SECURITY_CONFIGS = ("sasl.mechanism", "ssl.truststore.location", "ssl.truststore.type",
+                    "ssl.truststore.certificates", "ssl.ca.location", "ssl.keystore.location",
+                    "ssl.keystore.type", "ssl.endpoint.identification.algorithm")
 TOPIC_CONFIG_SOURCE = 1
 LATEST = -1
 SET, DELETE = 0, 1
@@ -35,7 +42,7 @@ class MirrorError(Exception):
 
 
 COMMANDS = ("create-link", "list-links", "delete-link", "create-topic", "promote", "failover",
-            "reverse")
+            "reverse", "resume-partition")
 
 
 def main(argv: list[str]) -> int:
@@ -69,10 +76,26 @@ def add_commands(sub) -> None:
     p = command("delete-link", "delete a cluster link (none of its mirrors active)",
                 delete_link)
     p.add_argument("--link", required=True)
+    def source_config(p):
+        p.add_argument("--source-command-config", metavar="FILE",
+                       help="client settings for the source cluster beyond the link's own "
+                            "(its sasl.jaas.config, which the link does not show)")
+
     p = command("create-topic", "create a mirror topic of a source topic", create_topic)
     p.add_argument("--link", required=True)
     p.add_argument("--topic", required=True)
     p.add_argument("--replication-factor", type=int, default=-1)
+    source_config(p)
+    p = command("resume-partition", "resume mirror partitions that stopped (the source's log "
+                                    "start passed them, or the source topic was recreated) at "
+                                    "the source's log start; what is skipped is logged and "
+                                    "counted", resume_partition)
+    p.add_argument("--link", required=True)
+    p.add_argument("--topic", required=True)
+    p.add_argument("--partition", type=int, action="append", default=[],
+                   help="a stopped partition (repeatable; default: every stopped one)")
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds (default 60)")
+    source_config(p)
     for name, help_ in (("promote", "stop mirroring once caught up with the source; the "
                                     "topic becomes writable"),
                         ("failover", "stop mirroring now, without the source; the topic "
@@ -80,10 +103,13 @@ def add_commands(sub) -> None:
         p = command(name, help_, promote if name == "promote" else failover)
         p.add_argument("--topic", required=True)
         p.add_argument("--timeout", type=float, default=60.0, help="seconds (default 60)")
+        if name == "promote":
+            source_config(p)
     p = command("reverse", "fail back: the topic here mirrors the promoted one the link "
                            "names, from where that one stopped", reverse)
     p.add_argument("--link", required=True, help="a link here to the promoted side")
     p.add_argument("--topic", required=True)
+    source_config(p)
 
 
 def _check(code, message) -> None:
@@ -91,11 +117,11 @@ def _check(code, message) -> None:
         raise KafkaError(code, message or errors.name(code))
 
 
-def _describe(c: Client, rtype: int, name: str) -> dict:
+def _describe(c: Client, rtype: int, name: str, keys: list[str] | None = None) -> dict:
     R = DESCRIBE_CONFIGS.Request
     r = c.request(DESCRIBE_CONFIGS, include_synonyms=False, include_documentation=False,
                   resources=[R.DescribeConfigsResource(resource_type=rtype, resource_name=name,
-                                                       configuration_keys=None)]).results[0]
+                                                       configuration_keys=keys)]).results[0]
     _check(r.error_code, r.error_message)
     return {e.name: e.value for e in r.configs
             if rtype != TOPIC or e.config_source == TOPIC_CONFIG_SOURCE}
@@ -129,11 +155,48 @@ def create_link(args) -> None:
     print(f"Cluster link '{args.link}' creation successfully completed.")
 
 
+def _source(dest: Client, link: str, args) -> tuple[str, dict]:
+    """The link's source cluster: its bootstrap servers and client settings (the link's own,
+    then ``--source-command-config``'s)."""
+    configs = _describe(dest, CLUSTER_LINK, link)
+    props = {k: configs[k] for k in ("security.protocol", *SECURITY_CONFIGS) if configs.get(k)}
+    path = getattr(args, "source_command_config", None)
+    if path:
+        props.update(parse_properties(Path(path).read_text()))
+    return configs["bootstrap.servers"], props
+
+
+def partition_status(bootstrap: str, link: str) -> list[dict]:
+    """The state and lag of link ``link``'s mirror partitions, from each broker leading some
+    (DescribeConfigs of the link, asking for `PARTITIONS_KEY`), by topic and partition."""
+    out = []
+    with ClusterClient(bootstrap, "josefk-mirror") as c:
+        c.refresh([])
+        for node in sorted(c.brokers):
+            out += json.loads(_describe(c.broker(node), CLUSTER_LINK, link,
+                                        [PARTITIONS_KEY]).get(PARTITIONS_KEY) or "[]")
+    return sorted(out, key=lambda s: (s["topic"], s["partition"]))
+
+
+def _shown(value) -> str:
+    return "-" if value is None else str(value)
+
+
 def list_links(args) -> None:
+    """Each link, then each of its mirror partitions: its state and its lag in records, bytes
+    and milliseconds."""
     with Client(args.bootstrap_server, "josefk-mirror") as c:
-        for name in _links(c):
-            source = _describe(c, CLUSTER_LINK, name).get("bootstrap.servers")
-            print(f"Link name: '{name}', bootstrap.servers: '{source}'")
+        names = _links(c)
+        sources = {name: _describe(c, CLUSTER_LINK, name).get("bootstrap.servers")
+                   for name in names}
+    for name in names:
+        print(f"Link name: '{name}', bootstrap.servers: '{sources[name]}'")
+        for st in partition_status(args.bootstrap_server, name):
+            state = "ACTIVE" if st["failure"] is None else f"STOPPED ({st['failure']})"
+            print(f"\tTopic: {st['topic']}\tPartition: {st['partition']}\tState: {state}\t"
+                  f"LagRecords: {_shown(st['lag_records'])}\t"
+                  f"LagBytes: {_shown(st['lag_bytes'])}\tLagMs: {_shown(st['lag_ms'])}\t"
+                  f"SkippedOffsets: {st['skipped']}")
 
 
 def delete_link(args) -> None:
@@ -146,8 +209,8 @@ def delete_link(args) -> None:
 
 def create_topic(args) -> None:
     with Client(args.bootstrap_server, "josefk-mirror") as dest:
-        source_servers = _describe(dest, CLUSTER_LINK, args.link)["bootstrap.servers"]
-        with Client(source_servers, "josefk-mirror") as src:
+        source_servers, props = _source(dest, args.link, args)
+        with Client(source_servers, "josefk-mirror", props=props) as src:
             R = METADATA.Request
             t = src.request(METADATA, allow_auto_topic_creation=False, topics=[
                 R.MetadataRequestTopic(name=args.topic)]).topics[0]
@@ -168,8 +231,8 @@ def create_topic(args) -> None:
           f"link {args.link}.")
 
 
-def _ends(bootstrap: str, topic: str) -> dict[int, int]:
-    with ClusterClient(bootstrap, "josefk-mirror") as c:
+def _ends(bootstrap: str, topic: str, props: dict | None = None) -> dict[int, int]:
+    with ClusterClient(bootstrap, "josefk-mirror", props=props) as c:
         return c.list_offsets(topic, c.partitions(topic), LATEST)
 
 
@@ -192,8 +255,8 @@ def _stop(args, wait_for_source: bool) -> dict[int, int]:
         if configs.get(STATE) != ACTIVE or not configs.get(LINK):
             raise MirrorError(f"Topic {args.topic} is not an active mirror topic")
         if wait_for_source:
-            source = _describe(dest, CLUSTER_LINK, configs[LINK])["bootstrap.servers"]
-            target = _ends(source, args.topic)
+            source, props = _source(dest, configs[LINK], args)
+            target = _ends(source, args.topic, props)
             _until(lambda: all(_ends(args.bootstrap_server, args.topic).get(p, -1) >= end
                                for p, end in target.items()), args.timeout,
                    f"{args.topic} to reach the source's end offsets {target}")
@@ -247,8 +310,8 @@ def reverse(args) -> None:
     where this side has records past that point (they were never mirrored: they would be
     overwritten)."""
     with Client(args.bootstrap_server, "josefk-mirror") as here:
-        other = _describe(here, CLUSTER_LINK, args.link)["bootstrap.servers"]
-        with Client(other, "josefk-mirror") as there:
+        other, props = _source(here, args.link, args)
+        with Client(other, "josefk-mirror", props=props) as there:
             configs = _describe(there, TOPIC, args.topic)
             R = METADATA.Request
             t = there.request(METADATA, allow_auto_topic_creation=False, topics=[
@@ -271,3 +334,47 @@ def reverse(args) -> None:
             SOURCE_ID: uuid_to_base64(t.topic_id) if t.topic_id != ZERO_UUID else None})
     print(f"Topic {args.topic} now mirrors {other} over cluster link {args.link}, from "
           + ", ".join(f"partition {p} offset {o}" for p, o in sorted(stopped.items())) + ".")
+
+
+def resume_partition(args) -> None:
+    """Resume stopped partitions of mirror topic ``args.topic`` at the source's log start (the
+    topic config RESUME, read by each partition's leader; the source topic's id is taken
+    anew, for a topic recreated there), and wait until their leaders did."""
+    def stopped():
+        return {st["partition"]: st for st in partition_status(args.bootstrap_server, args.link)
+                if st["topic"] == args.topic and st["failure"] is not None}
+
+    with Client(args.bootstrap_server, "josefk-mirror") as dest:
+        configs = _describe(dest, TOPIC, args.topic)
+        if configs.get(STATE) != ACTIVE or configs.get(LINK) != args.link:
+            raise MirrorError(f"Topic {args.topic} is not an active mirror topic of cluster "
+                              f"link {args.link}")
+        before = stopped()
+        wanted = set(args.partition) or set(before)
+        if not wanted or not wanted <= set(before):
+            raise MirrorError(f"No stopped partition {sorted(wanted - set(before)) or ''} of "
+                              f"{args.topic} to resume (stopped: {sorted(before) or 'none'})")
+        source, props = _source(dest, args.link, args)
+        with Client(source, "josefk-mirror", props=props) as src:
+            R = METADATA.Request
+            t = src.request(METADATA, allow_auto_topic_creation=False, topics=[
+                R.MetadataRequestTopic(name=args.topic)]).topics[0]
+            _check(t.error_code, f"source topic {args.topic}: {errors.name(t.error_code)}")
+        command = f"{time.time_ns()}:{','.join(map(str, sorted(wanted)))}"
+        _alter_topic(dest, args.topic, {
+            RESUME: command,
+            SOURCE_ID: uuid_to_base64(t.topic_id) if t.topic_id != ZERO_UUID else None})
+
+    def done():
+        now = {st["partition"]: st for st in partition_status(args.bootstrap_server, args.link)
+               if st["topic"] == args.topic}
+        if all(p in now and now[p]["failure"] is None and now[p]["resumes"] > before[p]["resumes"]
+               for p in wanted):
+            return now
+        return None
+    resumed = _until(done, args.timeout,
+                     f"the leaders of {args.topic} to resume partitions {sorted(wanted)}")
+    print(f"Topic {args.topic}: mirroring resumed at the source's log start.")
+    for p in sorted(wanted):
+        print(f"Partition: {p}\tWas: {before[p]['failure']}\t"
+              f"SkippedOffsets: {resumed[p]['skipped'] - before[p]['skipped']}")

@@ -54,27 +54,30 @@ class OffsetSyncWriter:
         self.send, self.max_offset_lag = send, max_offset_lag
         self.states: dict[tuple[str, int], PartitionState] = {}
         self.pending: dict[tuple[str, int], OffsetSync] = {}
-        self.delayed: dict[tuple[str, int], OffsetSync] = {}
+        self.delayed: dict[tuple[str, int], tuple[int, int]] = {}  # (upstream, downstream)
         self.outstanding = 0
         self.lock = threading.Lock()
 
-    def maybe_queue(self, topic: str, partition: int, upstream: int, downstream: int) -> None:
+    def maybe_queue(self, topic: str, partition: int, upstream: int, downstream: int) -> bool:
+        """True when a sync of this pair is pending (to fire now); else it is the delayed
+        one of its partition (kept as the pair: no OffsetSync made for most records)."""
         tp = (topic, partition)
         state = self.states.get(tp)
         if state is None:
             state = self.states[tp] = PartitionState(self.max_offset_lag)
-        sync = OffsetSync(topic, partition, upstream, downstream)
         with self.lock:
             if state.update(upstream, downstream):
                 self.delayed.pop(tp, None)
-                self.pending[tp] = sync
+                self.pending[tp] = OffsetSync(topic, partition, upstream, downstream)
                 state.should_sync = False
-            else:
-                self.delayed[tp] = sync
+                return True
+            self.delayed[tp] = (upstream, downstream)
+            return False
 
     def promote_delayed(self) -> None:
         with self.lock:
-            self.pending.update(self.delayed)
+            for (topic, partition), pair in self.delayed.items():
+                self.pending[topic, partition] = OffsetSync(topic, partition, *pair)
             self.delayed.clear()
 
     def fire_pending(self) -> None:

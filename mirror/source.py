@@ -5,14 +5,13 @@ and partitions are found every ``refresh.topics.interval.seconds`` and the tasks
 reconfigured. Each task reads its partitions from the offsets stored for them (partition key
 ``{"cluster", "topic", "partition"}``, offset ``{"offset": n}``, the next read at n + 1) and
 returns the records unchanged (key, value, headers and timestamp as bytes, for
-ByteArrayConverter), writing offset syncs as they are acknowledged."""
+ByteArrayConverter) as one SourceRecordBatch per poll (josefk's columnar form: no
+SourceRecord each), writing offset syncs as the rows are acknowledged."""
 from __future__ import annotations
 
 import logging
 import threading
 import time
-from itertools import groupby
-from operator import attrgetter
 
 from confluent_kafka import (OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer,
                              TopicPartition)
@@ -24,8 +23,7 @@ from josefk.connect.api.config import ConfigDef, ConfigException, Importance, Ra
 from josefk.connect.api.config import Type as T
 from josefk.connect.api.connector import ExactlyOnceSupport, SourceConnector, SourceTask
 from josefk.connect.api.errors import ConnectException
-from josefk.connect.api.records import Headers, RecordMetadata, SourceRecord
-from josefk.connect.api.schema import Schema
+from josefk.connect.api.records import SourceRecordBatch
 from josefk.connect.runtime.sink_task import poll_records
 from josefk.mirror.metrics import METRICS
 from josefk.mirror.config import (ADMIN_TIMEOUT, Filter, MirrorConfig, common_config,
@@ -43,10 +41,6 @@ CONFIG_PROPERTIES_EXCLUDE_DEFAULT = (
     r"follower\.replication\.throttled\.replicas, leader\.replication\.throttled\.replicas, "
     r"message\.timestamp\.difference\.max\.ms, message\.timestamp\.type, "
     r"unclean\.leader\.election\.enable, min\.insync\.replicas")
-_BYTES = Schema.OPTIONAL_BYTES_SCHEMA
-# the records of one source partition share its partition_keys dict: runs compare by identity
-_PARTITION = attrgetter("source_partition")
-_TIMESTAMP, _VALUE = attrgetter("timestamp"), attrgetter("value")
 
 
 def source_config() -> ConfigDef:
@@ -313,12 +307,23 @@ def allow_write(binding) -> bool:
             and binding.operation == AclOperation.WRITE)
 
 
+class MirrorBatch(SourceRecordBatch):
+    """A poll's rows, with the consumed messages they were read from (for the offset syncs)
+    and each partition's run of rows (``(sensors, start, end)``, for the metrics)."""
+
+    __slots__ = ("messages", "runs")
+
+    def __init__(self, messages: list, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.messages, self.runs = messages, []
+
+
 class MirrorSourceTask(SourceTask):
     def version(self) -> str:
         return VERSION
 
     def start(self, props: dict[str, str]) -> None:
-        self.sensors, self.acked = {}, []
+        self.sensors = {}
         self.mirror = MirrorConfig(source_config(), props)
         self.partitions = []
         for item in filter(None, props.get(ASSIGNED_PARTITIONS, "").split(",")):
@@ -354,14 +359,16 @@ class MirrorSourceTask(SourceTask):
         return [s["offset"] + 1 if s and isinstance(s.get("offset"), int) and s["offset"] >= 0
                 else OFFSET_BEGINNING for s in stored]
 
-    def poll(self) -> list[SourceRecord] | None:
-        if self.acked:
-            self._count_replicated()
+    def poll(self) -> MirrorBatch | None:
+        """The records read, unchanged, as one batch of rows (no SourceRecord each)."""
         with self.closing:
             if self.closed:
                 return None
             messages = poll_records(self.consumer, 500, self.timeout)
-        records = []
+        kept, topics, partitions, keys, values, timestamps, headers = [], [], [], [], [], [], []
+        last = {}  # (topic, partition) -> the last offset read
+        starts = []  # (row, (remote topic, partition)) where each partition's run begins
+        remote, any_headers, run = self.remote, False, None
         for msg in messages:
             error = msg.error()
             if error is not None:
@@ -370,51 +377,64 @@ class MirrorSourceTask(SourceTask):
                 log.warning("mirror %s: %s", self.mirror.source, error)
                 continue
             topic, partition = msg.topic(), msg.partition()
-            headers = Headers([(k, _BYTES, v) for k, v in msg.headers() or ()])
+            if (topic, partition) != run:
+                run = (topic, partition)
+                starts.append((len(kept), (remote[topic], partition)))
+            last[run] = msg.offset()
+            kept.append(msg)
+            topics.append(remote[topic])
+            partitions.append(partition)
+            keys.append(msg.key())
+            values.append(msg.value())
             kind, timestamp = msg.timestamp()
-            records.append(SourceRecord(
-                self.partition_keys[(topic, partition)], {"offset": msg.offset()},
-                self.remote[topic], partition, _BYTES, msg.key(), _BYTES, msg.value(),
-                timestamp if kind else None, headers))
+            timestamps.append(timestamp if kind else None)
+            raw = msg.headers()
+            headers.append(raw)
+            any_headers = any_headers or raw is not None
         if self.syncs_producer is not None:
             self.syncs_producer.poll(0)
-        if records:
-            self._count_polled(records)
-        return records or None
+        if not kept:
+            return None
+        batch = MirrorBatch(kept, topics, values, keys, partitions=partitions,
+                            timestamps=timestamps, headers=headers if any_headers else None,
+                            offsets=[(self.partition_keys[tp], {"offset": offset})
+                                     for tp, offset in last.items()])
+        ends = [start for start, _ in starts[1:]] + [len(kept)]
+        batch.runs = [(self.sensors[tp], start, end) for (start, tp), end in zip(starts, ends)]
+        self._count_polled(batch)
+        return batch
 
-    def _count_polled(self, records: list[SourceRecord]) -> None:
-        """record-age-ms and the bytes, per partition's run of records (no Python per
-        record: the runs, sums and extremes are the builtins')."""
+    def _count_polled(self, batch: "MirrorBatch") -> None:
+        """record-age-ms and the bytes, per partition's run of rows (no Python per record:
+        the sums and extremes are the builtins')."""
         now_ms = time.time() * 1000
-        for _, run in groupby(records, _PARTITION):
-            run = list(run)
-            self.sensors[run[0].topic, run[0].kafka_partition].polled(
-                len(run), sum(map(len, filter(None, map(_VALUE, run)))), now_ms,
-                list(filter(None, map(_TIMESTAMP, run))))
+        values, stamps = batch.values, batch.timestamps
+        for sensor, start, end in batch.runs:
+            sensor.polled(end - start, sum(map(len, filter(None, values[start:end]))), now_ms,
+                          list(filter(None, stamps[start:end])))
 
-    def _count_replicated(self) -> None:
-        """record-count and replication-latency-ms of the records acknowledged since."""
-        acked, self.acked = self.acked, []
+    def commit_rows(self, batch: "MirrorBatch", offsets: list[int]) -> None:
+        """record-count and replication-latency-ms of the rows written, and an offset sync for
+        each where the offsets drifted (as Kafka's commitRecord for each record)."""
         now_ms = time.time() * 1000
-        for _, run in groupby(acked, _PARTITION):
-            run = list(run)
-            self.sensors[run[0].topic, run[0].kafka_partition].replicated(
-                len(run), now_ms, list(filter(None, map(_TIMESTAMP, run))))
-
-    def commit_record(self, record: SourceRecord, metadata: RecordMetadata | None) -> None:
-        if metadata is None:
-            return
-        self.acked.append(record)
+        stamps = batch.timestamps
+        for sensor, start, end in batch.runs:
+            written = offsets[start:end]
+            dropped = written.count(-1)
+            if dropped == end - start:
+                continue
+            run_stamps = (stamps[start:end] if not dropped else
+                          [t for t, o in zip(stamps[start:end], written) if o >= 0])
+            sensor.replicated(end - start - dropped, now_ms, list(filter(None, run_stamps)))
         if self.writer is None:
             return
-        source = record.source_partition
-        self.writer.maybe_queue(source["topic"], source["partition"],
-                                record.source_offset["offset"], metadata.offset)
-        self.writer.fire_pending()
+        queue, fire = self.writer.maybe_queue, self.writer.fire_pending
+        for msg, downstream in zip(batch.messages, offsets):
+            if downstream >= 0 and queue(msg.topic(), msg.partition(), msg.offset(), downstream):
+                fire()
+        fire()
 
     def commit(self) -> None:
-        if self.acked:
-            self._count_replicated()
         if self.writer is not None:
             self.writer.promote_delayed()
             self.writer.fire_pending()

@@ -18,6 +18,7 @@ import time
 import uuid
 from bisect import bisect_right
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Protocol
@@ -77,14 +78,16 @@ class Leader:
     log what local retention may delete; ``retention()`` gives (retention.ms, retention.bytes,
     local bytes above the remote end); ``delete_below()`` the log start DeleteRecords asked.
     ``recover(offset, state)``, given for a partition whose remote log comes from the bucket
-    (topic recovery, a read replica: ``read_replica``), restarts its empty local log at
+    (topic recovery, a read replica: ``read_replica``, of ``bucket`` when not the broker's
+    own), restarts its empty local log at
     ``offset`` with ``state`` (leader epochs, producer-state snapshot) or none. A
     ``compacted`` partition's segments the cleaner rewrote after their copy are copied again
     (`compacted.recopy`)."""
 
     def __init__(self, topic: str, partition: int, topic_id: uuid.UUID, leader_epoch: int, *,
                  segments_to_copy, upload_limit, aborted, epochs, snapshot, set_copied,
-                 retention, delete_below, recover=None, read_replica=False, compacted=False):
+                 retention, delete_below, recover=None, read_replica=False, compacted=False,
+                 bucket=None):
         self.topic, self.partition, self.topic_id = topic, partition, topic_id
         self.leader_epoch = leader_epoch
         self.segments_to_copy = segments_to_copy
@@ -97,6 +100,7 @@ class Leader:
         self.delete_below = delete_below
         self.recover = recover
         self.read_replica = read_replica
+        self.bucket = bucket  # a read replica's bucket when not the broker's own
         self.compacted = compacted  # cleanup.policy has compact: the cleaner rewrites segments
         self.remote: md.PartitionSegments | None = None  # loaded by the first task
         self.stopped = False
@@ -125,32 +129,35 @@ class ChunkCache:
         self.store = store
         self.chunk = chunk_bytes
         self.max_bytes = max_bytes
-        self._chunks: OrderedDict[tuple[str, int], bytes] = OrderedDict()
+        self._chunks: OrderedDict[tuple[str, str, int], bytes] = OrderedDict()
         self._size = 0
         self._lock = threading.Lock()
         self.requests = 0  # object-store GETs made, for the metrics and the benchmark
 
-    def read(self, key: str, start: int, end: int) -> bytes:
-        """Bytes ``[start, end)`` of object ``key`` (``end`` at most its size)."""
+    def read(self, key: str, start: int, end: int, store: ObjectStore | None = None) -> bytes:
+        """Bytes ``[start, end)`` of object ``key`` (``end`` at most its size) of ``store``
+        (the cache's own by default: a read replica's bucket shares the bound)."""
+        store = store or self.store
         parts = []
         first = start // self.chunk
         for i in range(first, (end - 1) // self.chunk + 1):
-            data = self._chunk(key, i, end)
+            data = self._chunk(store, key, i)
             lo = start - i * self.chunk if i == first else 0
             parts.append(data[lo:end - i * self.chunk])
         return b"".join(parts)
 
-    def _chunk(self, key: str, i: int, object_end: int) -> bytes:
+    def _chunk(self, store: ObjectStore, key: str, i: int) -> bytes:
+        at = (store.bucket, key, i)
         with self._lock:
-            data = self._chunks.get((key, i))
+            data = self._chunks.get(at)
             if data is not None:
-                self._chunks.move_to_end((key, i))
+                self._chunks.move_to_end(at)
                 return data
-        data = self.store.get(key, i * self.chunk, (i + 1) * self.chunk)
+        data = store.get(key, i * self.chunk, (i + 1) * self.chunk)
         with self._lock:
             self.requests += 1
-            if (key, i) not in self._chunks:
-                self._chunks[(key, i)] = data
+            if at not in self._chunks:
+                self._chunks[at] = data
                 self._size += len(data)
             while self._size > self.max_bytes and self._chunks:
                 _k, old = self._chunks.popitem(last=False)
@@ -159,7 +166,7 @@ class ChunkCache:
 
     def forget(self, key: str) -> None:
         with self._lock:
-            for k in [k for k in self._chunks if k[0] == key]:
+            for k in [k for k in self._chunks if k[1] == key]:
                 self._size -= len(self._chunks.pop(k))
 
 
@@ -179,8 +186,11 @@ class RemoteLogManager:
     def __init__(self, store: ObjectStore, metadata_log: MetadataLog, node_id: int, *,
                  interval_ms: int = 30000, cache_bytes: int = 64 << 20,
                  chunk_bytes: int = 1 << 20, copy_bytes_per_second: float = float("inf"),
-                 now_ms: Callable[[], int] | None = None):
+                 reader_threads: int = 10, now_ms: Callable[[], int] | None = None,
+                 open_bucket: Callable[[str], ObjectStore] | None = None):
         self.store = store
+        self.open_bucket = open_bucket  # another bucket of the same endpoint (read replicas)
+        self._stores: dict[str, ObjectStore] = {}
         self.metadata_log = metadata_log
         self.node_id = node_id
         self.interval_ms = interval_ms
@@ -197,6 +207,14 @@ class RemoteLogManager:
         self.stats: dict[str, TopicStats] = {}
         self.copy_bytes_per_second = copy_bytes_per_second
         self._copy_allowed_at = 0.0  # monotonic time the next copy may start (the quota)
+        # Kafka's remote log reader pool (remote.log.reader.threads) and what its
+        # RemoteLogReaderTaskQueueSize / AvgIdlePercent and the task thread's
+        # RemoteLogManagerTasksAvgIdlePercent are computed from: seconds busy, in all
+        self.reader_threads = reader_threads
+        self.readers = ThreadPoolExecutor(reader_threads, "josefk-remote-reader")
+        self.reads_waiting = 0
+        self.read_busy_s = 0.0
+        self.task_busy_s = 0.0
 
     # -- leadership -------------------------------------------------------------------------------
     def lead(self, leader: Leader) -> None:
@@ -225,6 +243,22 @@ class RemoteLogManager:
             self._deletions.append((topic, partition, topic_id, leader_epoch))
         self._wake.set()
 
+    def bucket_store(self, bucket: str) -> ObjectStore:
+        """The store of ``bucket``: this broker's own, or another of its endpoint (made once,
+        then kept). Raises StoreError when the engine has no other buckets."""
+        if bucket == self.store.bucket:
+            return self.store
+        with self._lock:
+            store = self._stores.get(bucket)
+            if store is None:
+                if self.open_bucket is None:
+                    raise StoreError(f"this broker's remote storage has no bucket {bucket}")
+                store = self._stores[bucket] = self.open_bucket(bucket)
+            return store
+
+    def store_of(self, leader: Leader) -> ObjectStore:
+        return self.store if leader.bucket is None else self.bucket_store(leader.bucket)
+
     def remote_of(self, topic: str, partition: int) -> md.PartitionSegments | None:
         """The partition's remote segments, once this broker leads it and loaded them."""
         leader = self.leaders.get((topic, partition))
@@ -242,10 +276,31 @@ class RemoteLogManager:
         self._wake.set()
         if self._thread is not None:
             self._thread.join(30)
+        self.readers.shutdown(wait=False, cancel_futures=True)
+
+    def submit_read(self, fn, *args):
+        """Run ``fn(*args)`` on the reader pool (a concurrent future), counted in its queue
+        until a reader takes it and in its busy time while it runs."""
+        with self._lock:
+            self.reads_waiting += 1
+
+        def run():
+            started = time.monotonic()
+            with self._lock:
+                self.reads_waiting -= 1
+            try:
+                return fn(*args)
+            finally:
+                with self._lock:
+                    self.read_busy_s += time.monotonic() - started
+
+        return self.readers.submit(run)
 
     def _run(self) -> None:
         while not self._closed:
+            started = time.monotonic()
             self.run_once()
+            self.task_busy_s += time.monotonic() - started
             self._wake.wait(self.interval_ms / 1000)
             self._wake.clear()
 
@@ -498,23 +553,24 @@ class RemoteLogManager:
     def _read_segment(self, leader, seg, offset, max_bytes, limit, min_one) -> bytes:
         keys = object_keys(object_prefix(leader.topic, leader.partition, leader.topic_id), seg)
         key, size, cache = keys[".log"], seg.size, self.cache
-        at = self._position(keys[".index"], seg, offset)
+        store = self.store_of(leader)
+        at = self._position(store, keys[".index"], seg, offset)
         while True:  # to the batch holding ``offset`` (the index points at or before it)
             if at + HEADER_SIZE > size:
                 return b""
-            h = read_header(cache.read(key, at, at + HEADER_SIZE), 0)
+            h = read_header(cache.read(key, at, at + HEADER_SIZE, store), 0)
             if h.last_offset >= offset:
                 break
             at += h.size
         first = at
         while at + HEADER_SIZE <= size:
-            h = read_header(cache.read(key, at, at + HEADER_SIZE), 0)
+            h = read_header(cache.read(key, at, at + HEADER_SIZE, store), 0)
             taken = at - first
             if h.base_offset >= limit or (taken + h.size > max_bytes
                                           and (taken > 0 or not min_one)):
                 break
             at += h.size
-        return cache.read(key, first, at) if at > first else b""
+        return cache.read(key, first, at, store) if at > first else b""
 
     def aborted(self, topic: str, partition: int, offset: int) -> list[tuple[int, int]]:
         """``[(producer id, first offset)]`` of the aborted transactions that a read_committed
@@ -532,7 +588,8 @@ class RemoteLogManager:
                     in _TXN.iter_unpack(raw[:len(raw) - len(raw) % _TXN.size])]
 
         key = object_keys(object_prefix(topic, partition, leader.topic_id), seg)[".txnindex"]
-        entries = self._cached(("txn", seg.segment_id), lambda: parse(self.store.get(key)))
+        store = self.store_of(leader)
+        entries = self._cached(("txn", seg.segment_id), lambda: parse(store.get(key)))
         return [(pid, first) for pid, first, last in entries if last >= offset]
 
     def follower_state(self, topic: str, partition: int, topic_id: uuid.UUID,
@@ -574,19 +631,20 @@ class RemoteLogManager:
         leader = self.leaders.get((topic, partition))
         if leader is None or leader.remote is None:
             raise NotLeading(f"{topic}-{partition}")
-        cache = self.cache
+        cache, store = self.cache, self.store_of(leader)
         for seg in leader.remote.copied():
             if seg.max_timestamp_ms < timestamp or seg.end_offset < start:
                 continue
             keys = object_keys(object_prefix(topic, partition, leader.topic_id), seg)
             times = self._cached(("time", seg.segment_id), lambda: _time_entries(
-                self.store.get(keys[".timeindex"]), seg.start_offset))
+                store.get(keys[".timeindex"]), seg.start_offset))
             j = bisect_right([ts for ts, _o in times], timestamp) - 1
-            at = self._position(keys[".index"], seg, max(times[j][1] if j >= 0 else 0, start))
+            at = self._position(store, keys[".index"], seg,
+                                max(times[j][1] if j >= 0 else 0, start))
             while at + HEADER_SIZE <= seg.size:
-                h = read_header(cache.read(keys[".log"], at, at + HEADER_SIZE), 0)
+                h = read_header(cache.read(keys[".log"], at, at + HEADER_SIZE, store), 0)
                 if h.max_timestamp >= timestamp and h.last_offset >= start:
-                    data = cache.read(keys[".log"], at, at + h.size)
+                    data = cache.read(keys[".log"], at, at + h.size, store)
                     for r in iter_records(data, read_header(data, 0)):
                         if r.offset >= start and r.timestamp >= timestamp:
                             return r.offset, r.timestamp
@@ -607,7 +665,8 @@ class RemoteLogManager:
                 self._indexes.popitem(last=False)
         return value
 
-    def _position(self, index_key: str, seg: md.RemoteSegment, offset: int) -> int:
+    def _position(self, store: ObjectStore, index_key: str, seg: md.RemoteSegment,
+                  offset: int) -> int:
         """A position in the segment at or before the batch holding ``offset``, from its
         remote offset index (each entry: the last offset of the batch at a position)."""
         def parse(raw):
@@ -618,7 +677,7 @@ class RemoteLogManager:
             return offs, poss
 
         entries = self._cached(("index", seg.segment_id),
-                               lambda: parse(self.store.get(index_key)))
+                               lambda: parse(store.get(index_key)))
         offs, poss = entries
         i = bisect_right(offs, offset - 1) - 1  # the last batch wholly below ``offset``
         return poss[i] if i >= 0 else 0

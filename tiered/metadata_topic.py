@@ -1,4 +1,5 @@
-"""``__remote_log_metadata`` through Kafka clients of the broker's own listener, as Kafka's
+"""``__remote_log_metadata`` through Kafka clients of the broker's own listener (with the
+security the broker gives them), as Kafka's
 TopicBasedRemoteLogMetadataManager does (confluent-kafka, the ``tiered`` extra): the topic is
 made on first use (remote.log.metadata.topic.num.partitions, .replication.factor, kept
 forever), an event is produced to its metadata partition with acks=all, and a new leader reads
@@ -16,17 +17,26 @@ TIMEOUT_S = 30.0
 
 class TopicMetadataLog:
     def __init__(self, bootstrap_servers: str, *, partitions: int = 50, replication: int = 3,
-                 client_config: dict | None = None):
+                 client_config: dict | None = None, producer_config: dict | None = None,
+                 consumer_config: dict | None = None):
+        """``client_config``: librdkafka settings of the admin client (the topic's creation),
+        ``producer_config`` / ``consumer_config`` of the producer and the consumer (the
+        client's when None)."""
         self.bootstrap = bootstrap_servers
         self.partitions = partitions
         self.replication = replication
         self.client_config = dict(client_config or {})
+        self.producer_config = self.client_config if producer_config is None \
+            else dict(producer_config)
+        self.consumer_config = self.client_config if consumer_config is None \
+            else dict(consumer_config)
         self._producer = None
         self._ready = False
         self._lock = threading.Lock()
 
-    def _config(self, **extra) -> dict:
-        return {"bootstrap.servers": self.bootstrap, **self.client_config, **extra}
+    def _config(self, base: dict | None = None, **extra) -> dict:
+        return {"bootstrap.servers": self.bootstrap,
+                **(self.client_config if base is None else base), **extra}
 
     def _ensure_topic(self) -> None:
         from confluent_kafka import KafkaException
@@ -50,8 +60,8 @@ class TopicMetadataLog:
                 self._ensure_topic()
                 self._ready = True
             if self._producer is None:
-                self._producer = Producer(self._config(**{"acks": "all",
-                                                          "enable.idempotence": True}))
+                self._producer = Producer(self._config(self.producer_config, **{
+                    "acks": "all", "enable.idempotence": True}))
             return self._producer
 
     def append(self, topic_id: uuid.UUID, partition: int, value: bytes) -> None:
@@ -72,9 +82,10 @@ class TopicMetadataLog:
 
         self._ready_producer()
         tp = TopicPartition(TOPIC, self.metadata_partition(topic_id, partition))
-        consumer = Consumer(self._config(**{"group.id": "josefk-remote-log-metadata",
-                                            "enable.auto.commit": False,
-                                            "auto.offset.reset": "earliest"}))
+        consumer = Consumer(self._config(self.consumer_config, **{
+            "group.id": "josefk-remote-log-metadata",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest"}))
         try:
             try:
                 low, high = consumer.get_watermark_offsets(tp, timeout=TIMEOUT_S)

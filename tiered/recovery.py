@@ -114,7 +114,8 @@ def recover(rlm: RemoteLogManager, leader: Leader, segs: md.PartitionSegments) -
     written to it (COPY_SEGMENT_STARTED, then FINISHED), then the partition's empty local log
     restarts past the last one with its leader epochs and producer state."""
     prefix = manager.object_prefix(leader.topic, leader.partition, leader.topic_id)
-    found = scan(rlm.store, prefix, known=set(segs.segments))
+    store = rlm.store_of(leader)
+    found = scan(store, prefix, known=set(segs.segments))
     for seg in found:
         rlm._publish(leader, segs, md.segment_metadata(leader, rlm.node_id, seg, rlm.now_ms()))
         rlm._publish(leader, segs, md.segment_update(leader, rlm.node_id, seg,
@@ -125,8 +126,8 @@ def recover(rlm: RemoteLogManager, leader: Leader, segs: md.PartitionSegments) -
         return
     last = copied[-1]
     keys = manager.object_keys(prefix, last)
-    state = (manager._parse_epoch_checkpoint(rlm.store.get(keys[".leader_epoch_checkpoint"])),
-             rlm.store.get(keys[".snapshot"]))
+    state = (manager._parse_epoch_checkpoint(store.get(keys[".leader_epoch_checkpoint"])),
+             store.get(keys[".snapshot"]))
     leader.recover(last.end_offset + 1, state)
     log.info("%s-%d: recovered %d remote segment(s) from the bucket (%d new), remote log "
              "[%d, %d]", leader.topic, leader.partition, len(copied), len(found),
@@ -139,14 +140,15 @@ def follow(rlm: RemoteLogManager, leader: Leader) -> None:
     metadata); those the origin deleted leave it; the local log, empty, follows the end."""
     segs = leader.remote if leader.remote is not None else md.PartitionSegments()
     prefix = manager.object_prefix(leader.topic, leader.partition, leader.topic_id)
+    store = rlm.store_of(leader)
     listed = {parse_uuid(m.group(2)) for m in map(_OBJECT.match, (
-        k[len(prefix):] for k in rlm.store.list(prefix))) if m}
+        k[len(prefix):] for k in store.list(prefix))) if m}
     gone = [s for s in segs.copied() if s.segment_id not in listed]
     for seg in gone:
         segs.apply(*md.segment_update(leader, rlm.node_id, seg, md.DELETE_SEGMENT_STARTED, 0))
         segs.apply(*md.segment_update(leader, rlm.node_id, seg, md.DELETE_SEGMENT_FINISHED, 0))
     end = segs.end_offset
-    fresh = [s for s in scan(rlm.store, prefix, known=set(segs.segments))
+    fresh = [s for s in scan(store, prefix, known=set(segs.segments))
              if s.start_offset > end]
     for seg in fresh:
         segs.apply(*md.segment_metadata(leader, rlm.node_id, seg, 0))

@@ -17,6 +17,8 @@ class StoreError(OSError):
 
 
 class ObjectStore(Protocol):
+    bucket: str  # what a read-replica topic names (the local engine: its directory)
+
     def put(self, key: str, data: bytes | Path) -> None:
         """Store ``data`` (bytes, or the contents of a file) under ``key``, whole or not at
         all."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import json
 import re
 
 from josefk.broker.security import acl, authorizer, tls_reload
@@ -16,7 +17,7 @@ from josefk.broker.configs import (BROKER_TO_TOPIC, ConfigEntry, ConfigSource,
                                    default_broker_config_entries, group_config_entries,
                                    topic_config_entries)
 from josefk.broker.dynamic import DYNAMIC_BROKER_CONFIGS
-from josefk.broker.links import CLUSTER_LINK, LINK_DEFAULTS
+from josefk.broker.links import CLUSTER_LINK, LINK_DEFAULTS, PARTITIONS_KEY
 from josefk.wire import errors
 from josefk.wire.apis import DESCRIBE_CONFIGS, LIST_CONFIG_RESOURCES
 
@@ -28,6 +29,7 @@ R = DESCRIBE_CONFIGS.Response
 TOPIC, BROKER, CLIENT_METRICS, GROUP = 2, 4, 16, 32
 _SENSITIVE = re.compile(r"(^|\.)(ssl\.key\.password|ssl\.keystore\.password|"
                         r"ssl\.truststore\.password|ssl\.keystore\.key|sasl\.jaas\.config|"
+                        r"sasl\.password|"  # librdkafka's, in remote.log.metadata.*.
                         r"remote\.log\.storage\.josefk\.s3\.secret\.key)$")
 
 
@@ -77,6 +79,10 @@ async def handle_describe_configs(broker: Services, ctx, req: DescribeConfigsReq
             entries = [ConfigEntry(name, link.get(name, default), ConfigSource.UNKNOWN
                                    if name in link else ConfigSource.DEFAULT_CONFIG, [])
                        for name, default in sorted(LINK_DEFAULTS.items())]
+            if res.configuration_keys and PARTITIONS_KEY in res.configuration_keys:
+                entries.append(ConfigEntry(PARTITIONS_KEY, json.dumps(
+                    broker.links.partition_status(res.resource_name)), ConfigSource.UNKNOWN,
+                    []))
         else:
             out.error_code = errors.INVALID_REQUEST
             out.error_message = f"Unsupported resource type {res.resource_type}"

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from josefk.broker.group_configs import GroupConfigs
     from josefk.broker.group_log import InternalTopics
     from josefk.broker.handlers.metadata import TopicMetadataCache
+    from josefk.broker.links import LinkManager
     from josefk.broker.replication.replica import ReplicaManager
     from josefk.broker.security.authorizer import AclAuthorizer
     from josefk.broker.security.listeners import ListenerSecurity
@@ -46,6 +47,7 @@ class Services(Protocol):
     replicas: ReplicaManager
     logs: LogManager
     fetch_sessions: FetchSessionCache
+    links: LinkManager  # cluster links and the mirror partitions led here
     internal_topics: InternalTopics
     # coordinators
     groups: GroupCoordinator

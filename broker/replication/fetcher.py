@@ -142,7 +142,7 @@ class ReplicaFetcher:
         return FETCH.Request.FetchPartition(
             partition=index, current_leader_epoch=part.leader_epoch,
             fetch_offset=lg.log_end_offset, last_fetched_epoch=lg.epochs.latest_epoch,
-            log_start_offset=lg.log_start_offset,
+            log_start_offset=part.log_start_offset,
             partition_max_bytes=self.manager.partition_max_bytes)
 
     def _request(self, ready):
@@ -185,6 +185,10 @@ class ReplicaFetcher:
             part.append_as_follower(pd.records or b"", pd.high_watermark)
             if pd.log_start_offset > lg.log_start_offset:  # the leader deleted records
                 lg.delete_records_before(min(pd.log_start_offset, lg.high_watermark))
+            elif 0 <= pd.log_start_offset < lg.log_start_offset \
+                    and part.config.remote_storage_enable:
+                # the whole log's start, in the remote log (`Partition.follower_log_start`)
+                part.remote_log_start = pd.log_start_offset
         elif err == errors.OFFSET_MOVED_TO_TIERED_STORAGE:
             rlm = part.manager.remote
             if rlm is None or part.topic_id is None:

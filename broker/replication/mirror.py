@@ -34,6 +34,8 @@ class LinkSide(Protocol):
 
     def stop_partition(self, key: tuple[str, int], reason: str) -> None: ...
 
+    def resumed(self, key: tuple[str, int], dropped: tuple[int, int], start: int) -> None: ...
+
 
 class MirrorFetcherManager(FetcherManager):
     """One cluster link's fetchers, by source broker id; ``channel_for`` opens the source's
@@ -45,6 +47,22 @@ class MirrorFetcherManager(FetcherManager):
         self.source_end: dict[tuple[str, int], int] = {}  # the source's last high watermark
         # how old the last batch appended was then (now - its max timestamp), in ms
         self.latency_ms: dict[tuple[str, int], int] = {}
+        # bytes per offset of the last answer's batches (the lag in bytes is estimated by it)
+        self.bytes_per_offset: dict[tuple[str, int], float] = {}
+        self.caught_up_at: dict[tuple[str, int], float] = {}  # monotonic
+        self.answered_at: dict[tuple[str, int], float] = {}  # the source's last answer
+        # an answer older than this (a cut link, a stopped partition): the lag in ms is the
+        # time since it was last caught up, whatever the last high watermark said
+        self.stale_s = 2 * self.max_wait_ms / 1000 + 1.0
+        # partitions an operator resumed: they start over at the source's log start
+        self.resuming: set[tuple[str, int]] = set()
+
+    def forget(self, key) -> None:
+        """What is known of ``key`` (no longer mirrored here)."""
+        for known in (self.source_end, self.latency_ms, self.bytes_per_offset,
+                      self.caught_up_at, self.answered_at):
+            known.pop(key, None)
+        self.resuming.discard(key)
 
     def new_fetcher(self, source_id: int) -> ReplicaFetcher:
         return MirrorFetcher(self, source_id)
@@ -63,12 +81,28 @@ class MirrorFetcher(ReplicaFetcher):
     def _handle_partition(self, key, part, pd):
         lg = part.log
         err = pd.error_code
-        link = self.manager.link
+        manager = self.manager
+        link = manager.link
+        if key in manager.resuming and err in (errors.NONE, errors.OFFSET_OUT_OF_RANGE):
+            # an operator's command: start over at the source's log start (what it answered
+            # is fetched again from there)
+            manager.resuming.discard(key)
+            dropped = (lg.log_start_offset, lg.log_end_offset)
+            part.restart_at(pd.log_start_offset)
+            link.resumed(key, dropped, pd.log_start_offset)
+            return
         if err == errors.NONE:
-            self.manager.source_end[key] = pd.high_watermark
+            manager.source_end[key] = pd.high_watermark
+            manager.answered_at[key] = time.monotonic()
+            before = lg.log_end_offset
             newest = part.append_mirrored(pd.records or b"")
             if newest is not None:
-                self.manager.latency_ms[key] = max(0, int(time.time() * 1000) - newest)
+                manager.latency_ms[key] = max(0, int(time.time() * 1000) - newest)
+                moved = lg.log_end_offset - before
+                if moved > 0:
+                    manager.bytes_per_offset[key] = len(pd.records) / moved
+            if lg.log_end_offset >= pd.high_watermark:
+                manager.caught_up_at[key] = time.monotonic()
             if pd.log_start_offset > lg.log_start_offset:  # retention or DeleteRecords there
                 lg.delete_records_before(min(pd.log_start_offset, lg.high_watermark))
         elif err == errors.OFFSET_OUT_OF_RANGE:

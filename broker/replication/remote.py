@@ -109,6 +109,7 @@ def leader_of(part) -> Leader:
                   delete_below=lambda: part.remote_log_start,
                   recover=recover if from_bucket else None,
                   read_replica=bool(part.config.remote_read_replica),
+                  bucket=part.config.remote_read_replica or None,
                   compacted=part.config.compact)
 
 
@@ -169,13 +170,15 @@ async def bucket_topic(replicas, tiered: bool, topics_by_id, name: str, configs:
         refuse(f"{RECOVERY} and {READ_REPLICA} cannot both be set.")
     if recover and configs.get("remote.storage.enable", "false").lower() != "true":
         refuse(f"{RECOVERY}=true needs remote.storage.enable=true.")
+    store = rlm.store
     if bucket:
-        if bucket != rlm.store.bucket:
-            refuse(f"Invalid value {bucket} for configuration {READ_REPLICA}: this broker's "
-                   f"remote storage is bucket {rlm.store.bucket}")
+        try:
+            store = rlm.bucket_store(bucket)
+        except StoreError as e:
+            refuse(f"Invalid value {bucket} for configuration {READ_REPLICA}: {e}")
         configs = {**configs, "remote.storage.enable": "true"}
     try:
-        found = await asyncio.to_thread(recovery.topics_in, rlm.store, name)
+        found = await asyncio.to_thread(recovery.topics_in, store, name)
     except StoreError as e:
         refuse(f"Cannot list the bucket: {e}", errors.KAFKA_STORAGE_ERROR)
     if not found:
@@ -198,9 +201,10 @@ async def bucket_topic(replicas, tiered: bool, topics_by_id, name: str, configs:
 
 async def resolve(rlm: RemoteLogManager, results) -> None:
     """Read every `RemoteRead` of ``results`` ([[(fetch partition, ReadResult)]]) from the
-    object store, in worker threads; a read the remote log no longer holds (retention moved
-    on meanwhile) answers OFFSET_OUT_OF_RANGE, a store failure KAFKA_STORAGE_ERROR, a
-    leadership lost meanwhile NOT_LEADER_OR_FOLLOWER (retriable: the client looks again)."""
+    object store, on the remote log manager's reader threads; a read the remote log no longer
+    holds (retention moved on meanwhile) answers OFFSET_OUT_OF_RANGE, a store failure
+    KAFKA_STORAGE_ERROR, a leadership lost meanwhile NOT_LEADER_OR_FOLLOWER (retriable: the
+    client looks again)."""
 
     pending = [res for out in results for _fp, res in out if type(res.records) is RemoteRead]
 
@@ -226,7 +230,7 @@ async def resolve(rlm: RemoteLogManager, results) -> None:
         else:
             res.records = data
 
-    await asyncio.gather(*(asyncio.to_thread(read, res) for res in pending))
+    await asyncio.gather(*(asyncio.wrap_future(rlm.submit_read(read, res)) for res in pending))
 
 
 def _read_local(r: RemoteRead) -> tuple[bytes, list]:

@@ -103,10 +103,14 @@ class FetchParams:
         self.magic = magic
 
 
+TELL_LOG_START_MS = 5000  # how long a follower is told a log start it does not take
+
+
 class FollowerState:
     """What the leader knows of one follower, from its fetches (Kafka's Replica)."""
 
-    __slots__ = ("leo", "log_start", "caught_up_ms", "last_fetch_ms", "leader_leo_at_last_fetch")
+    __slots__ = ("leo", "log_start", "caught_up_ms", "last_fetch_ms", "leader_leo_at_last_fetch",
+                 "told_log_start")
 
     def __init__(self, now_ms):
         self.leo = -1
@@ -114,6 +118,8 @@ class FollowerState:
         self.caught_up_ms = now_ms  # a new leader gives every follower a full lag window
         self.last_fetch_ms = now_ms
         self.leader_leo_at_last_fetch = -1
+        # tiered: (whole log's start, the start it reported, since when) it is being told
+        self.told_log_start: tuple[int, int, int] | None = None
 
 
 class PartitionState:
@@ -403,13 +409,37 @@ class Partition:
     def low_watermark(self, alive) -> int:
         """Kafka's low watermark: the smallest log start offset over this replica and the
         followers on live brokers (``alive``), learned from their fetches. DeleteRecords is
-        done when it reaches the requested offset."""
+        done when it reaches the requested offset. With a log start below the local log
+        (tiered), a follower still reporting more has not learned it yet: it counts as none."""
         low = self.log_start_offset
+        below_local = low < self.log.log_start_offset
         for r in self.replicas:
             if r != self.node_id and r in alive:
                 st = self.followers.get(r)
-                low = min(low, st.log_start if st is not None else -1)
+                start = -1 if st is None or (below_local and st.log_start > low) \
+                    else st.log_start
+                low = min(low, start)
         return low
+
+    def follower_log_start(self, replica_id: int) -> int:
+        """The log start a follower's fetch is answered: the local log's, which it follows,
+        unless the whole log's (tiered, DeleteRecords or remote data below the local log)
+        differs from what the follower reported: then that one, which the follower keeps as
+        its log start over remote data (Kafka's followers take the leader's logStartOffset
+        from each fetch response), for `TELL_LOG_START_MS` at most while it reports the same
+        other one (a follower whose local log starts at or below it takes it for the local
+        log's: it must go on following that)."""
+        local = self.log.log_start_offset
+        if not self.config.remote_storage_enable:
+            return local
+        start = self.log_start_offset
+        st = self.followers.get(replica_id)
+        if st is None or start >= local or st.log_start == start:
+            return local
+        told = st.told_log_start
+        if told is None or told[:2] != (start, st.log_start):
+            st.told_log_start = told = (start, st.log_start, st.last_fetch_ms)
+        return start if st.last_fetch_ms - told[2] < TELL_LOG_START_MS else local
 
     def maybe_advance_hwm(self) -> None:
         if self._advance_hwm():
@@ -488,7 +518,10 @@ class Partition:
                                   diverging_epoch=(epoch, end), last_stable_offset=lso)
         limit = lg.log_end_offset if replica_id >= 0 else lso if read_committed else hwm
         if offset == limit >= lg.log_start_offset:  # caught up (most of a large fetch)
-            return ReadResult(errors.NONE, b"", hwm, lg.log_start_offset, last_stable_offset=lso,
+            start = self.follower_log_start(replica_id) if replica_id >= 0 \
+                else self.log_start_offset if self.config.remote_storage_enable \
+                else lg.log_start_offset
+            return ReadResult(errors.NONE, b"", hwm, start, last_stable_offset=lso,
                               aborted=[] if read_committed else None)
         try:
             data = lg.read(offset, max_bytes, max_offset=limit, min_one=min_one,
@@ -515,8 +548,9 @@ class Partition:
         aborted = None
         if read_committed:
             aborted = self.producers.aborted_between(offset, limit) if data.records else []
-        start = lg.log_start_offset if replica_id >= 0 or not self.config.remote_storage_enable \
-            else self.log_start_offset
+        start = self.follower_log_start(replica_id) if replica_id >= 0 \
+            else self.log_start_offset if self.config.remote_storage_enable \
+            else lg.log_start_offset
         return ReadResult(errors.NONE, data.records, hwm, start,
                           last_stable_offset=lso, aborted=aborted)
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from josefk.broker.config import ConfigError
 from josefk.broker.security.listeners import (SASL_PROTOCOLS, TLS_PROTOCOLS, advertised_listeners,
                                               inter_broker_listener, inter_broker_ssl_context,
-                                              listener_value)
+                                              listener_value, pkcs12_store)
 
 SCRAM_MECHANISMS = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}  # ScramMechanism codes on the wire
 SCRAM_CODES = {v: k for k, v in SCRAM_MECHANISMS.items()}
@@ -235,3 +235,46 @@ class InterBrokerSecurity:
                 raise ConfigError(f"listener.name.{self.listener.lower()}."
                                   f"{self.mechanism.lower()}.sasl.jaas.config needs username "
                                   "and password for inter-broker SASL")
+        self.protocol = protocol
+        self._get = lambda name: listener_value(config, self.listener, name)
+
+    def client_config(self) -> dict:
+        """The same security as librdkafka settings, for the broker's own Kafka clients of
+        its inter-broker listener (``__remote_log_metadata``'s)."""
+        out = {"security.protocol": self.protocol}
+        if self.ssl_context is not None:
+            out.update(rdkafka_tls(self._get))
+        if self.mechanism is not None:
+            out.update({"sasl.mechanism": self.mechanism, "sasl.username": self.username,
+                        "sasl.password": self.password})
+        return out
+
+
+def rdkafka_tls(get) -> dict:
+    """A Kafka client's (or listener's) TLS settings, ``get(name)`` looking one up, as
+    librdkafka's: the truststore as CA, the keystore as client certificate, host name
+    checking unless ``ssl.endpoint.identification.algorithm`` is empty."""
+    from cryptography.hazmat.primitives.serialization import Encoding
+
+    out = {"ssl.endpoint.identification.algorithm":
+           "https" if (get("ssl.endpoint.identification.algorithm") or "https") == "https"
+           else "none"}
+    if (get("ssl.truststore.type") or "PEM").upper() == "PKCS12":
+        _key, certs = pkcs12_store(get, "truststore")
+        out["ssl.ca.pem"] = "".join(c.public_bytes(Encoding.PEM).decode() for c in certs)
+    elif get("ssl.truststore.certificates"):
+        out["ssl.ca.pem"] = get("ssl.truststore.certificates").replace("\\n", "\n")
+    elif get("ssl.truststore.location") or get("ssl.ca.location"):
+        out["ssl.ca.location"] = get("ssl.truststore.location") or get("ssl.ca.location")
+    if (get("ssl.keystore.type") or "PEM").upper() == "PKCS12":
+        out.update({"ssl.keystore.location": get("ssl.keystore.location"),
+                    "ssl.keystore.password": get("ssl.keystore.password") or ""})
+    elif get("ssl.keystore.key"):
+        out.update({"ssl.key.pem": get("ssl.keystore.key"),
+                    "ssl.certificate.pem": get("ssl.keystore.certificate.chain") or ""})
+    elif get("ssl.keystore.location"):  # one PEM file: the key and the chain
+        out["ssl.key.location"] = out["ssl.certificate.location"] = \
+            get("ssl.keystore.location")
+    if get("ssl.key.password"):
+        out["ssl.key.password"] = get("ssl.key.password")
+    return out

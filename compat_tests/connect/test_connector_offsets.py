@@ -3,15 +3,17 @@ exactly-once sources: two generator connectors with offsets topics of their own 
 the worker running one of them is killed with SIGKILL, its task resumes on the survivor from
 the connector's own topic (every record once to a read_committed consumer); the offsets are in
 the connector's topic (made with the worker's partitions and replication factor) and copied
-to the worker's; KIP-875's GET/PATCH/DELETE offsets read and write the connector's topic. On
-one broker and on the ``spread`` cluster."""
+to the worker's; KIP-875's GET/PATCH/DELETE offsets read and write the connector's topic. A
+PATCH of a stopped exactly-once source fences its tasks' zombie producers and writes in a
+transaction; the resumed task starts from the patched offset. On one broker and on the
+``spread`` cluster."""
 from __future__ import annotations
 
 import json
 import time
 
 import pytest
-from confluent_kafka import TopicPartition
+from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 
 from compat_tests.connect.test_workers import read_topic, running
 from compat_tests.connect.workers import Workers, call
@@ -112,5 +114,63 @@ def test_a_connectors_own_offsets_topic_survives_a_killed_worker_and_serves_the_
         assert offsets_topic(target.bootstrap, own["gen-a"]) == {key: None}
         assert offsets_topic(target.bootstrap, f"{group}-offsets")[key] is None
         assert call("GET", f"{survivor}/connectors/gen-a/offsets").json() == {"offsets": []}
+    finally:
+        workers.stop()
+
+
+@pytest.mark.parametrize("target", ["single", "spread"], indirect=True)
+def test_a_patch_of_a_stopped_exactly_once_source_fences_its_zombies_and_is_resumed_from(
+        target, tmp_path, topic_name):
+    share = 400  # per task: sequence numbers 0..399
+    rf = 1 if target.name == "single" else 3
+    workers = Workers(target.bootstrap, tmp_path, 2, replication_factor=rf, **{
+        "exactly.once.source.support": "enabled", "key.converter": STRING,
+        "value.converter": STRING})
+    group, url = workers.group, workers.urls[0]
+    topic = target.create_topic(topic_name)
+    worker_topic = f"{group}-offsets"
+    keys = [f'["gen",{{"task":{t}}}]' for t in (0, 1)]
+    try:
+        assert call("POST", f"{url}/connectors", json={"name": "gen", "config": {
+            "connector.class": GENERATOR, "topic": topic, "max.messages": str(2 * share),
+            "throughput": "400", "key": "string", "message.size": "20", "tasks.max": "2",
+            "exactly.once.support": "required"}}).status_code == 201
+        wait_until(lambda: running(url, "gen", tasks=2), timeout=60)
+        wait_until(lambda: [offsets_topic(target.bootstrap, worker_topic).get(k) for k in keys]
+                   == [{"seq": share - 1}] * 2, timeout=60)
+        assert len(read_topic(target.bootstrap, topic, 2 * share,
+                              isolation_level="read_committed")) == 2 * share
+
+        assert call("PUT", f"{url}/connectors/gen/stop").status_code == 204
+        wait_until(lambda: call("GET", f"{url}/connectors/gen/status").json()
+                   ["connector"]["state"] == "STOPPED", timeout=60)
+        zombie = Producer({"bootstrap.servers": target.bootstrap,
+                           "transactional.id": f"{group}-gen-1"})
+        zombie.init_transactions(30)
+        zombie.begin_transaction()
+        zombie.produce(topic, key=b"zombie", value=b"zombie")
+        zombie.flush(30)
+
+        altered = wait_until(lambda: (r := call("PATCH", f"{url}/connectors/gen/offsets",
+                                                json={"offsets": [{"partition": {"task": 0},
+                                                                   "offset": {"seq": 299}}]}))
+                             .status_code == 200 and r, timeout=60)
+        assert altered.json() == {"message": "The offsets for this connector have been "
+                                             "altered successfully"}
+        with pytest.raises(KafkaException) as e:
+            zombie.commit_transaction(30)
+        assert e.value.args[0].code() == KafkaError._FENCED
+        assert [offsets_topic(target.bootstrap, worker_topic)[k] for k in keys] == [
+            {"seq": 299}, {"seq": share - 1}]
+
+        assert call("PUT", f"{url}/connectors/gen/resume").status_code == 202
+        records = read_topic(target.bootstrap, topic, 2 * share + 100,
+                             isolation_level="read_committed")
+        assert [k.decode() for _o, k, _v in records[2 * share:]] == [
+            str(s) for s in range(300, share)]
+        wait_until(lambda: sorted(
+            (o["partition"]["task"], o["offset"]["seq"])
+            for o in call("GET", f"{url}/connectors/gen/offsets").json()["offsets"])
+            == [(0, share - 1), (1, share - 1)], timeout=60)
     finally:
         workers.stop()

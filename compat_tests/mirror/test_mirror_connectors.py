@@ -1,7 +1,8 @@
 """MirrorMaker 2's connectors between two josefk clusters (two single brokers), driven as the
 Connect worker drives source tasks: the connector started, its task configs taken, each task
 started with a context whose offsets the test keeps, its records produced to the target with
-confluent-kafka and acknowledged through ``commit_record``, then ``commit``."""
+confluent-kafka and acknowledged through ``commit_record`` (``commit_rows`` for a poll that
+is a SourceRecordBatch, as MirrorSourceTask's), then ``commit``."""
 import json
 import time
 
@@ -11,7 +12,7 @@ from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, A
                                    AdminClient, ConfigResource, NewPartitions,
                                    ResourcePatternType, ResourceType)
 
-from josefk.connect.api.records import RecordMetadata
+from josefk.connect.api.records import RecordMetadata, SourceRecordBatch
 from josefk.mirror.checkpoint import MirrorCheckpointConnector
 from josefk.mirror.client import translate_offsets
 from josefk.mirror.heartbeat import MirrorHeartbeatConnector
@@ -63,7 +64,8 @@ class ConnectorContext:
 
 
 class MiniWorker:
-    """Runs source tasks' poll -> produce -> commit_record -> commit on the test's thread."""
+    """Runs source tasks' poll -> produce -> commit_record / commit_rows -> commit on the
+    test's thread."""
 
     def __init__(self, target):
         self.producer = Producer({"bootstrap.servers": target, "linger.ms": 0})
@@ -80,20 +82,32 @@ class MiniWorker:
     def run_once(self):
         written = 0
         for task in self.tasks:
-            for record in task.poll() or ():
-                def delivered(error, msg, record=record, task=task):
+            polled = task.poll()
+            if not polled:
+                continue
+            batch = polled if isinstance(polled, SourceRecordBatch) else None
+            records = polled if batch is None else [batch.record(i) for i in range(len(batch))]
+            offsets = [-1] * len(records)  # where each row of a batch was written
+            for i, record in enumerate(records):
+                def delivered(error, msg, i=i, record=record, task=task, batch=batch):
                     assert error is None, error
-                    task.commit_record(record, RecordMetadata(msg.topic(), msg.partition(),
-                                                              msg.offset(), msg.timestamp()[1]))
-                    self.offsets.stored[json.dumps(record.source_partition, sort_keys=True)] = \
-                        record.source_offset
+                    offsets[i] = msg.offset()
+                    if batch is None:
+                        task.commit_record(record, RecordMetadata(
+                            msg.topic(), msg.partition(), msg.offset(), msg.timestamp()[1]))
+                        self.offsets.stored[json.dumps(record.source_partition,
+                                                       sort_keys=True)] = record.source_offset
                 self.producer.produce(record.topic, record.value, record.key,
                                       partition=record.kafka_partition,
                                       timestamp=record.timestamp or 0,
                                       headers=[(h.key, h.value) for h in record.headers],
                                       on_delivery=delivered)
                 written += 1
-        assert self.producer.flush(15) == 0
+            assert self.producer.flush(15) == 0
+            if batch is not None:
+                task.commit_rows(batch, offsets)
+                for partition, offset in batch.offsets:
+                    self.offsets.stored[json.dumps(partition, sort_keys=True)] = offset
         for task in self.tasks:
             task.commit()
         return written

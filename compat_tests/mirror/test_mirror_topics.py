@@ -60,7 +60,7 @@ def link(capsys, source, destination, **configs):
     return link_name
 
 
-def batches(bootstrap, topic, partition, start=0):
+def batches(bootstrap, topic, partition, start=0, max_wait_ms=0):
     """The partition's batches from ``start`` to its end, read_uncommitted, each as bytes with
     its partitionLeaderEpoch (bytes 12-15, stamped by every leader, outside the CRC) zeroed."""
     out = []
@@ -68,7 +68,8 @@ def batches(bootstrap, topic, partition, start=0):
         c.refresh([topic])
         offset = start
         while True:
-            (_t, _p, records, hwm, _a), = c.fetch({(topic, partition): offset}, max_wait_ms=0,
+            (_t, _p, records, hwm, _a), = c.fetch({(topic, partition): offset},
+                                                  max_wait_ms=max_wait_ms,
                                                   read_committed=False)
             pos = 0
             while pos + 12 <= len(records):
@@ -96,8 +97,16 @@ def starts(bootstrap, topic):
 
 
 def caught_up(source, destination, topic):
-    until(lambda: ends(destination.bootstrap_servers, topic)
-          == ends(source.bootstrap_servers, topic), timeout=30)
+    def same():
+        try:
+            return ends(destination.bootstrap_servers, topic) == ends(
+                source.bootstrap_servers, topic)
+        except ToolError as e:  # a new leader without its high watermark yet: asked again
+            if e.code in (KafkaError.OFFSET_NOT_AVAILABLE, KafkaError.NOT_LEADER_FOR_PARTITION,
+                          KafkaError.LEADER_NOT_AVAILABLE):
+                return False
+            raise
+    until(same, timeout=30)
 
 
 def committed_values(bootstrap, topic, partitions):

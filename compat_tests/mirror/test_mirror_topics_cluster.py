@@ -88,3 +88,44 @@ def test_a_mirror_follows_its_source_partitions_to_their_new_leader(josefk_clust
         for p in range(2):
             assert batches(dest, topic, p) == batches(src, topic, p)
         assert len(committed_values(dest, topic, 2)) == 400
+
+
+def test_a_partition_resumed_after_its_source_was_recreated_is_the_same_on_every_replica(
+        josefk_cluster, capsys):
+    """The leader empties the partition and starts at the new source topic's log start, below
+    its followers' ends: they follow it there, so the next leader holds the same batches."""
+    from confluent_kafka.admin import AdminClient
+
+    dest = josefk_cluster.bootstrap_servers
+    with broker() as source:
+        src = source.bootstrap_servers
+        topic = name("recreated")
+        source.create_topic(topic, partitions=1)
+        produce(src, topic, 30, "old")
+        link_name = link(capsys, source, josefk_cluster)
+        assert mirror(["create-topic", "--bootstrap-server", dest, "--link", link_name,
+                       "--topic", topic, "--replication-factor", "3"]) == 0
+        caught_up(source, josefk_cluster, topic)
+        source.delete_topic(topic)
+        until(lambda: topic not in AdminClient({"bootstrap.servers": src}).list_topics(
+            timeout=10).topics)
+        source.create_topic(topic, partitions=1)
+        produce(src, topic, 10, "new")
+
+        def stopped():
+            assert mirror(["list-links", "--bootstrap-server", dest]) == 0
+            return f"Topic: {topic}\tPartition: 0\tState: STOPPED" in capsys.readouterr().out
+        until(stopped, timeout=30)
+        assert mirror(["resume-partition", "--bootstrap-server", dest, "--link", link_name,
+                       "--topic", topic]) == 0
+        caught_up(source, josefk_cluster, topic)
+        assert ends(dest, topic) == {0: 10}
+        victim = josefk_cluster.leader(topic, 0)
+        josefk_cluster.kill(victim)
+        until(lambda: josefk_cluster.leader(topic, 0) not in (victim, -1), timeout=30)
+        produce(src, topic, 5, "after")
+        caught_up(source, josefk_cluster, topic)
+        assert batches(dest, topic, 0) == batches(src, topic, 0)
+        assert [v for _p, _o, v in committed_values(dest, topic, 1)] == [
+            f"new-{i}".encode() for i in range(10)] + [f"after-{i}".encode() for i in range(5)]
+        josefk_cluster.restart(victim)

@@ -1,6 +1,8 @@
 """Tiered storage (KIP-405) with a real object store (SeaweedFS's S3 API): a topic whose local
 log keeps only its last segments reads whole from offset 0 with real clients, the rest coming
-from the bucket; on a cluster, a new leader serves the remote data its predecessor copied."""
+from the bucket; on a cluster of the `spread` shape (a target of its own: it kills brokers), a
+new leader serves the remote data its predecessor copied and a follower below the leader's local
+log rebuilds from the bucket."""
 from __future__ import annotations
 
 import shutil
@@ -9,9 +11,9 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
 
-from josefk.faults.processes import BROKER_PYTHON, REPO_ROOT, BrokerProcess, LocalCluster
+from josefk.faults.processes import BROKER_PYTHON, REPO_ROOT, BrokerProcess
 from josefk.faults.storeproxy import StoreProxy
 from josefk.pipelines.kafka_source import NAME
 from josefk.tiered.store import S3Store
@@ -23,6 +25,7 @@ from compat_tests.helpers import (DeliveryLog, admin_client, consumer, create_to
                                   josefk_cli, producer, read_exactly, scrape, unique_topic,
                                   wait_for_topic)
 from josefk.zk.local_server import free_port
+from compat_tests.security_setup import Pki, listener_address, secure_overrides
 from testkit.seaweedfs import seaweedfs
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
@@ -165,6 +168,16 @@ def test_one_broker_reads_every_record_from_the_bucket(s3, tmp_path, spark):
         assert (prefix + "remotecopylagbytes", labels) in metrics
         assert metrics[(prefix + "remotelogmetadatacount", labels)] >= 15
         assert (prefix + "remotedeletelagsegments", labels) in metrics
+        # the broker's totals (no topic label: one tiered topic here) and the remote log
+        # manager's gauges
+        for name in ("remotefetchbytespersec_total", "remotecopyrequestspersec_total",
+                     "remotelogsizebytes", "remotelogmetadatacount", "remotecopylagbytes"):
+            assert metrics[(prefix + name, frozenset())] == metrics[(prefix + name, labels)]
+        for name in ("kafka_log_remote_remotelogmanager_remotelogmanagertasksavgidlepercent",
+                     "kafka_log_remote_remotestoragethreadpool_remotelogreaderavgidlepercent"):
+            assert 0 <= metrics[(name, frozenset())] <= 1
+        assert metrics[("kafka_log_remote_remotestoragethreadpool_remotelogreadertaskqueuesize",
+                        frozenset())] >= 0
 
         # kafka-python reads it all too
         from kafka import KafkaConsumer
@@ -348,6 +361,12 @@ def test_read_committed_over_remote_data_skips_aborted_transactions(s3, tmp_path
         broker.stop()
 
 
+def _leader_address(cluster, topic: str) -> str:
+    leader = admin_client(cluster.bootstrap).list_topics(topic, timeout=10) \
+        .topics[topic].partitions[0].leader
+    return f"127.0.0.1:{cluster.brokers[leader].port}"
+
+
 def _watermarks(bootstrap: str, topic: str):
     c = consumer(bootstrap)
     try:
@@ -383,98 +402,144 @@ def _earliest(bootstrap: str, topic: str) -> tuple[int, int]:
     return p.error_code, p.offset
 
 
-def test_new_leader_serves_the_remote_data(s3, tmp_path):
+@pytest.mark.parametrize("target_factory", ["spread"], indirect=True)
+def test_new_leader_serves_the_remote_data(s3, target_factory):
+    """On the `spread` shape (RF 2, coordinators apart from the leaders), the leader killed
+    after a DeleteRecords into the remote range: the new leader, which learned the log start
+    from its fetches (the local log starts far above), answers it as ListOffsets EARLIEST and
+    serves every record from there, none below."""
     bucket = "tiered-cluster"
     store = S3Store(bucket, endpoint=s3.endpoint, access_key=s3.access_key,
                     secret_key=s3.secret_key)
-    cluster = LocalCluster(tmp_path / "cluster", 3, overrides=tiered_overrides(
-        s3, bucket, **{"remote.log.metadata.topic.replication.factor": 3,
-                       "offsets.topic.replication.factor": 3}))
-    cluster.start()
+    overrides = tiered_overrides(s3, bucket, **{
+        "remote.log.metadata.topic.replication.factor": 2})
+    del overrides["offsets.topic.replication.factor"]  # the shape's
+    cluster = target_factory(overrides).cluster
+    topic = create_topic(cluster.bootstrap, unique_topic("tiered"), config=TOPIC_CONFIG,
+                         replication_factor=2)
+    produce_small_batches(cluster.bootstrap, topic)
+    dirs = [b.data_dir for b in cluster.brokers.values()]
+    wait_tiered(store, topic, dirs)
+    check_read_from_zero(cluster.bootstrap, topic)
+
+    deleted = RECORDS // 3  # far below every local log (wait_tiered: its last segments)
+    admin = admin_client(cluster.bootstrap)  # kept alive until the future is answered
+    tp = TopicPartition(topic, 0, deleted)
+    # answered once every follower's log starts there (learned from its fetches)
+    assert admin.delete_records([tp], operation_timeout=30)[tp].result(40) \
+        .low_watermark == deleted
+    kill_leader(cluster, topic)
+    wait_for_topic(admin_client(cluster.bootstrap), topic, 1)
+    assert _earliest_once_known(_leader_address(cluster, topic), topic) == deleted
+    msgs = read_exactly(cluster.bootstrap, [TopicPartition(topic, 0, OFFSET_BEGINNING)],
+                        RECORDS - deleted, timeout=60)
+    assert [m.offset() for m in msgs] == list(range(deleted, RECORDS))
+    assert [m.value().decode() for m in msgs] == values(RECORDS)[deleted:]
+    below = consumer(cluster.bootstrap, **{"auto.offset.reset": "error"})
     try:
-        topic = create_topic(cluster.bootstrap, unique_topic("tiered"), config={
-            **TOPIC_CONFIG, "min.insync.replicas": "2"}, replication_factor=3)
-        produce_small_batches(cluster.bootstrap, topic)
-        dirs = [b.data_dir for b in cluster.brokers.values()]
-        wait_tiered(store, topic, dirs)
-        check_read_from_zero(cluster.bootstrap, topic)
-
-        kill_leader(cluster, topic)
-        wait_for_topic(admin_client(cluster.bootstrap), topic, 1)
-        check_read_from_zero(cluster.bootstrap, topic)
-
-        # the new leader copies on from where its predecessor stopped: no segment twice
-        copied_before = len([k for k in store.list(f"{topic}-0-") if k.endswith(".log")])
-        p = producer(cluster.bootstrap, acks="all", batch_size=1024, linger_ms=0)
-        delivered = DeliveryLog()
-        for i in range(RECORDS, RECORDS + 300):
-            p.produce(topic, value=VALUE.format(i), partition=0, on_delivery=delivered)
-        flush_all(p)
-        assert delivered.errors == []
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            logs = [k for k in store.list(f"{topic}-0-") if k.endswith(".log")]
-            if len(logs) >= copied_before + 3:
+        below.assign([TopicPartition(topic, 0, deleted - 1)])
+        deadline = time.monotonic() + 30
+        while True:  # never a record below the deletion point
+            msg = below.poll(1)
+            assert msg is None or msg.error(), msg.offset()
+            if msg is not None and msg.error().code() == KafkaError._AUTO_OFFSET_RESET:
                 break
-            time.sleep(0.3)
-        starts = [int(k.rsplit("/", 1)[1][:20]) for k in logs]
-        assert len(logs) >= copied_before + 3 and len(set(starts)) == len(starts), logs
+            assert time.monotonic() < deadline, "no out-of-range answer below the start"
     finally:
-        cluster.stop()
+        below.close()
+
+    # the new leader copies on from where its predecessor stopped: no segment twice
+    copied_before = len([k for k in store.list(f"{topic}-0-") if k.endswith(".log")])
+    p = producer(cluster.bootstrap, acks="all", batch_size=1024, linger_ms=0)
+    delivered = DeliveryLog()
+    for i in range(RECORDS, RECORDS + 300):
+        p.produce(topic, value=VALUE.format(i), partition=0, on_delivery=delivered)
+    flush_all(p)
+    assert delivered.errors == []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        logs = [k for k in store.list(f"{topic}-0-") if k.endswith(".log")]
+        if len(logs) >= copied_before + 3:
+            break
+        time.sleep(0.3)
+    starts = [int(k.rsplit("/", 1)[1][:20]) for k in logs]
+    assert len(logs) >= copied_before + 3 and len(set(starts)) == len(starts), logs
 
 
-def test_a_follower_below_the_leaders_local_log_rebuilds_from_the_bucket(s3, tmp_path):
-    """KIP-405's follower: back after the leader's local log moved past it, it restarts its
-    log at the leader's local log start with the leader epochs and producer state of the
-    remote segment that ends there."""
+@pytest.mark.parametrize("target_factory", ["spread"], indirect=True)
+def test_a_follower_below_the_leaders_local_log_rebuilds_from_the_bucket(s3, target_factory):
+    """KIP-405's follower, on the `spread` shape: back after the leader's local log moved
+    past it, it restarts its log at the leader's local log start with the leader epochs and
+    producer state of the remote segment that ends there."""
     bucket = "tiered-follower"
     store = S3Store(bucket, endpoint=s3.endpoint, access_key=s3.access_key,
                     secret_key=s3.secret_key)
-    cluster = LocalCluster(tmp_path / "cluster", 3, overrides=tiered_overrides(
-        s3, bucket, **{"remote.log.metadata.topic.replication.factor": 3,
-                       "offsets.topic.replication.factor": 3,
-                       "replica.lag.time.max.ms": 3000}))
-    cluster.start()
-    try:
-        topic = create_topic(cluster.bootstrap, unique_topic("tiered"), config={
-            **TOPIC_CONFIG, "min.insync.replicas": "2"}, replication_factor=3)
-        deadline = time.monotonic() + 30
-        while True:  # every broker's metadata has the partition's leader
-            parts = admin_client(cluster.bootstrap).list_topics(topic, timeout=10) \
-                .topics[topic].partitions
-            if 0 in parts and parts[0].leader >= 0:
-                break
-            assert time.monotonic() < deadline, "no leader"
-            time.sleep(0.3)
-        leader = parts[0].leader
-        follower = next(b for b in parts[0].replicas if b != leader)
-        cluster.kill(follower)
-        deadline = time.monotonic() + 60  # out of the ISR (a new controller first, maybe)
-        while True:
-            parts = admin_client(cluster.bootstrap).list_topics(topic, timeout=10) \
-                .topics[topic].partitions
-            if 0 in parts and follower not in parts[0].isrs:
-                break
-            assert time.monotonic() < deadline, "the killed follower stays in the ISR"
-            time.sleep(0.5)
-        produce_small_batches(cluster.bootstrap, topic)
-        alive = [b.data_dir for n, b in cluster.brokers.items() if n != follower]
-        wait_tiered(store, topic, alive)
-        cluster.restart(follower)
+    overrides = tiered_overrides(s3, bucket, **{
+        "remote.log.metadata.topic.replication.factor": 2})
+    del overrides["offsets.topic.replication.factor"]  # the shape's
+    cluster = target_factory(overrides).cluster
+    topic = create_topic(cluster.bootstrap, unique_topic("tiered"), config=TOPIC_CONFIG,
+                         replication_factor=2)
+    deadline = time.monotonic() + 30
+    while True:  # every broker's metadata has the partition's leader
+        parts = admin_client(cluster.bootstrap).list_topics(topic, timeout=10) \
+            .topics[topic].partitions
+        if 0 in parts and parts[0].leader >= 0:
+            break
+        assert time.monotonic() < deadline, "no leader"
+        time.sleep(0.3)
+    leader = parts[0].leader
+    follower = next(b for b in parts[0].replicas if b != leader)
+    cluster.kill(follower)
+    deadline = time.monotonic() + 60  # out of the ISR (a new controller first, maybe)
+    while True:
+        parts = admin_client(cluster.bootstrap).list_topics(topic, timeout=10) \
+            .topics[topic].partitions
+        if 0 in parts and follower not in parts[0].isrs:
+            break
+        assert time.monotonic() < deadline, "the killed follower stays in the ISR"
+        time.sleep(0.5)
+    produce_small_batches(cluster.bootstrap, topic)
+    alive = [b.data_dir for n, b in cluster.brokers.items() if n != follower]
+    wait_tiered(store, topic, alive)
+    cluster.restart(follower)
 
-        part_dir = Path(cluster.brokers[follower].data_dir) / f"{topic}-0"
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            bases = sorted(int(p.name[:20]) for p in part_dir.glob("*.log"))
-            if bases and bases[0] > 0 and (part_dir / "leader-epoch-checkpoint").exists():
-                break
-            time.sleep(0.3)
-        assert bases and bases[0] > 0, bases  # restarted at the leader's local log start
-        # the epoch history from offset 0 came from the bucket (restarted bare, the follower
-        # would know the epoch of its first local batch only, from there); the leader's
-        # epoch is 0 or, after an election the kill caused, more
-        epochs = (part_dir / "leader-epoch-checkpoint").read_text().split("\n")
-        assert epochs[2].split(" ")[1] == "0", epochs
-        check_read_from_zero(cluster.bootstrap, topic)
+    part_dir = Path(cluster.brokers[follower].data_dir) / f"{topic}-0"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        bases = sorted(int(p.name[:20]) for p in part_dir.glob("*.log"))
+        if bases and bases[0] > 0 and (part_dir / "leader-epoch-checkpoint").exists():
+            break
+        time.sleep(0.3)
+    assert bases and bases[0] > 0, bases  # restarted at the leader's local log start
+    # the epoch history from offset 0 came from the bucket (restarted bare, the follower
+    # would know the epoch of its first local batch only, from there); the leader's
+    # epoch is 0 or, after an election the kill caused, more
+    epochs = (part_dir / "leader-epoch-checkpoint").read_text().split("\n")
+    assert epochs[2].split(" ")[1] == "0", epochs
+    check_read_from_zero(cluster.bootstrap, topic)
+
+
+@pytest.mark.parametrize("inter_broker", ["SASL_SSL", "MTLS"])
+def test_the_metadata_topic_speaks_the_inter_broker_listeners_security(s3, tmp_path,
+                                                                       inter_broker):
+    """``__remote_log_metadata``'s clients reach the inter-broker listener with its security
+    (TLS with SASL PLAIN; TLS with a client certificate required): segments are copied,
+    recorded there, and read back."""
+    bucket = f"tiered-{inter_broker.lower().replace('_', '-')}"
+    store = S3Store(bucket, endpoint=s3.endpoint, access_key=s3.access_key,
+                    secret_key=s3.secret_key)
+    pki = Pki(tmp_path / "pki")
+    broker = BrokerProcess(data_dir=tmp_path / "data", log_dir=tmp_path, overrides={
+        **tiered_overrides(s3, bucket), **secure_overrides(pki, {
+            "inter.broker.listener.name": inter_broker,
+            "sasl.mechanism.inter.broker.protocol": "PLAIN"})})
+    broker.start()
+    try:
+        bootstrap = listener_address(broker, "PLAINTEXT")
+        topic = create_topic(bootstrap, unique_topic("tiered"), config=TOPIC_CONFIG)
+        produce_small_batches(bootstrap, topic)
+        wait_tiered(store, topic, [broker.data_dir])
+        check_read_from_zero(bootstrap, topic)
     finally:
-        cluster.stop()
+        broker.stop()

@@ -226,12 +226,14 @@ def test_a_new_cluster_recovers_a_topic_from_the_bucket(s3, tmp_path):
 
 
 def test_a_read_replica_serves_the_origins_topic_read_only(s3, tmp_path):
+    """The replica's cluster has a bucket of its own: the topic names the origin's, on the
+    same endpoint with the same credentials."""
     bucket = "read-replica"
     store = bucket_store(s3, bucket)
     topic = unique_topic("replicated")
     origin, _sent = tiered_origin(s3, bucket, tmp_path, topic)
     replica = BrokerProcess(data_dir=tmp_path / "replica-data", log_dir=tmp_path,
-                            overrides=tiered_overrides(s3, bucket))
+                            overrides=tiered_overrides(s3, "read-replica-own"))
     replica.start()
     try:
         end = copied_end(store, topic)
@@ -263,7 +265,8 @@ def test_a_read_replica_serves_the_origins_topic_read_only(s3, tmp_path):
         later = wait_watermarks(replica.bootstrap, topic, RECORDS + 1, timeout=90)[1]
         check_history(replica.bootstrap, topic, later, more_may_follow=True)
 
-        # deleting the read replica leaves the origin's data alone
+        # nothing of it in the replica's own bucket; deleting it leaves the origin's alone
+        assert bucket_store(s3, "read-replica-own").list(topic) == []
         admin.delete_topics([topic])[topic].result(30)
         wait_for_topic_gone(admin, topic)
         assert copied_end(store, topic) >= later

@@ -13,7 +13,7 @@ from josefk.connect.api.connector import (Connector, ConnectorContext, Connector
 from josefk.connect.api.plugins import Converter, HeaderConverter, Predicate, Transformation
 from josefk.connect.api.errors import ConnectException, DataException, RetriableException
 from josefk.connect.api.records import (ConnectRecord, Header, Headers, RecordMetadata, SinkRecord,
-                                        SourceRecord)
+                                        SourceRecord, SourceRecordBatch)
 from josefk.connect.api.schema import (Date, Decimal, Field, Schema, SchemaAndValue, SchemaBuilder,
                                        Struct, Time, Timestamp, Type)
 
@@ -22,6 +22,7 @@ __all__ = ["ConfigDef", "ConfigException", "ConfigValue", "Importance", "ConfigT
            "ExactlyOnceSupport", "SinkConnector", "SinkTask", "SinkTaskContext",
            "SourceConnector", "SourceTask", "SourceTaskContext", "Task", "TopicPartition",
            "ConnectException", "DataException", "RetriableException", "ConnectRecord", "Header",
-           "Headers", "RecordMetadata", "SinkRecord", "SourceRecord", "Date", "Decimal",
+           "Headers", "RecordMetadata", "SinkRecord", "SourceRecord",
+           "SourceRecordBatch", "Date", "Decimal",
            "Field", "Schema", "SchemaAndValue", "SchemaBuilder", "Struct", "Time", "Timestamp",
            "Type", "Converter", "HeaderConverter", "Predicate", "Transformation"]

@@ -13,7 +13,8 @@ import enum
 from typing import NamedTuple, Protocol
 
 from josefk.connect.api.config import ConfigDef, ConfigValue
-from josefk.connect.api.records import RecordMetadata, SinkRecord, SourceRecord
+from josefk.connect.api.records import (RecordMetadata, SinkRecord, SourceRecord,
+                                        SourceRecordBatch)
 
 
 class TopicPartition(NamedTuple):
@@ -170,9 +171,10 @@ class SourceTask(Task):
     def initialize(self, context: SourceTaskContext) -> None:
         self.context = context
 
-    def poll(self) -> list[SourceRecord] | None:
+    def poll(self) -> list[SourceRecord] | SourceRecordBatch | None:
         """Records read from the source now (None or [] when there are none: the worker calls
-        again). It may block a little, not for long: ``stop`` is called from another thread."""
+        again), or (a josefk extension) a SourceRecordBatch of them as columns. It may block a
+        little, not for long: ``stop`` is called from another thread."""
         raise NotImplementedError
 
     def commit(self) -> None:
@@ -181,6 +183,11 @@ class SourceTask(Task):
     def commit_record(self, record: SourceRecord, metadata: RecordMetadata | None) -> None:
         """``record`` was written to Kafka (``metadata``), or dropped by a transform or the
         error handling (None)."""
+
+    def commit_rows(self, batch: SourceRecordBatch, offsets: list[int]) -> None:
+        """Every row of ``batch`` (a josefk extension: ``poll`` returned it) was written or
+        let go: ``offsets[i]`` is the Kafka offset row ``i`` was written at, -1 when a
+        transform or the error handling dropped it. Called instead of ``commit_record``."""
 
 
 class SinkTask(Task):

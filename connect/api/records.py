@@ -216,3 +216,68 @@ class RecordMetadata(NamedTuple):
     partition: int
     offset: int
     timestamp: int | None
+
+
+class SourceRecordBatch:
+    """A josefk extension of Connect's API: a poll's records as columns, for a source whose
+    keys and values are already bytes (or strings). A task's ``poll`` may return one instead
+    of a list of SourceRecords; the worker then produces its rows without making a
+    SourceRecord of each, unless a transformation needs them (or a converter fails on a row):
+    then ``record(i)`` makes row ``i``'s.
+
+    - ``topic``: every row's topic, or a list of one per row;
+    - ``values``: one per row, in ``value_schema``; ``keys``: likewise in ``key_schema``, or
+      None when no row has a key;
+    - ``partitions``, ``timestamps``: None (the producer chooses; no timestamp) or one per
+      row (None in a row: likewise);
+    - ``headers``: None (no row has any) or one per row: None or ``(key, value)`` pairs,
+      each value in ``header_schema``;
+    - ``offsets``: ``(source_partition, source_offset)`` pairs, the last offset of each source
+      partition the batch read. They are committed once every row of the batch is written
+      (or dropped): the batch is the unit of acknowledgement; a row's SourceRecord has no
+      source partition or offset of its own.
+
+    A task that wants to know where each row was written overrides
+    ``SourceTask.commit_rows`` (the batch form of ``commit_record``)."""
+
+    __slots__ = ("topic", "values", "keys", "partitions", "timestamps", "headers",
+                 "key_schema", "value_schema", "header_schema", "offsets")
+
+    def __init__(self, topic: str | list[str], values: list, keys: list | None = None, *,
+                 partitions: list[int | None] | None = None,
+                 timestamps: list[int | None] | None = None,
+                 headers: list[list[tuple[str, Any]] | None] | None = None,
+                 key_schema: Schema | None = Schema.OPTIONAL_BYTES_SCHEMA,
+                 value_schema: Schema | None = Schema.OPTIONAL_BYTES_SCHEMA,
+                 header_schema: Schema | None = Schema.OPTIONAL_BYTES_SCHEMA,
+                 offsets: list[tuple[dict, dict]] = ()):
+        self.topic, self.values, self.keys = topic, values, keys
+        self.partitions, self.timestamps, self.headers = partitions, timestamps, headers
+        self.key_schema, self.value_schema = key_schema, value_schema
+        self.header_schema = header_schema
+        self.offsets = list(offsets)
+        count = len(values)
+        for name in ("keys", "partitions", "timestamps", "headers"):
+            column = getattr(self, name)
+            if column is not None and len(column) != count:
+                raise ValueError(f"SourceRecordBatch: {len(column)} {name} for {count} values")
+        if not isinstance(topic, str) and len(topic) != count:
+            raise ValueError(f"SourceRecordBatch: {len(topic)} topics for {count} values")
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def topic_of(self, i: int) -> str:
+        return self.topic if type(self.topic) is str else self.topic[i]
+
+    def record(self, i: int) -> SourceRecord:
+        """Row ``i`` as a SourceRecord (without source partition and offset)."""
+        headers = self.headers[i] if self.headers is not None else None
+        return SourceRecord(
+            None, None, self.topic_of(i),
+            self.partitions[i] if self.partitions is not None else None,
+            self.key_schema, self.keys[i] if self.keys is not None else None,
+            self.value_schema, self.values[i],
+            self.timestamps[i] if self.timestamps is not None else None,
+            None if headers is None else Headers([(k, self.header_schema, v)
+                                                  for k, v in headers]))

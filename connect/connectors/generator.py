@@ -2,7 +2,9 @@
 and Confluent's datagen): the source writes ``max.messages`` records (-1: without end) of
 ``message.size`` characters to ``topic``, at ``throughput`` records per second across its
 tasks (-1: as fast as it can), keyed by their sequence number when ``key=string``; each task
-resumes after its last committed record. The sink drops what it is given."""
+resumes after its last committed record. A poll's records are one SourceRecordBatch (josefk's
+columnar extension of Connect's API) unless ``record.batch=false``. The sink drops what it is
+given."""
 from __future__ import annotations
 
 import threading
@@ -12,7 +14,7 @@ from josefk.connect.api.config import ConfigDef, Importance, NonEmptyString, Ran
 from josefk.connect.api.config import Type as T
 from josefk.connect.api.connector import (ExactlyOnceSupport, SinkConnector, SinkTask,
                                           SourceConnector, SourceTask)
-from josefk.connect.api.records import SourceRecord
+from josefk.connect.api.records import SourceRecord, SourceRecordBatch
 from josefk.connect.api.schema import Schema
 
 VERSION = "1.0"
@@ -32,7 +34,10 @@ def generator_config() -> ConfigDef:
                                   "possible)")
             .define("key", T.STRING, "none", ValidString.in_("none", "string"),
                     importance=Importance.LOW,
-                    documentation="none: records without key; string: the sequence number"))
+                    documentation="none: records without key; string: the sequence number")
+            .define("record.batch", T.BOOLEAN, True, importance=Importance.LOW,
+                    documentation="Return each poll's records as one SourceRecordBatch (a "
+                                  "josefk extension), not a list of SourceRecords"))
 
 
 class GeneratorSourceConnector(SourceConnector):
@@ -81,13 +86,14 @@ class GeneratorSourceTask(SourceTask):
         self.size = int(props.get("message.size", 100))
         self.rate = float(props.get("throughput", -1))
         self.keyed = props.get("key", "none") == "string"
+        self.batched = props.get("record.batch", "true").strip().lower() != "false"
         self.partition = {"task": self.index}
         stored = self.context.offset_storage_reader().offset(self.partition)
         self.next = stored["seq"] + 1 if stored else 0
         self.started, self.sent_since_start = time.monotonic(), 0
         self.stopped = threading.Event()
 
-    def poll(self) -> list[SourceRecord] | None:
+    def poll(self) -> list[SourceRecord] | SourceRecordBatch | None:
         count = BATCH if self.max < 0 else min(BATCH, self.max - self.next)
         if self.rate >= 0:
             allowed = int((time.monotonic() - self.started) * self.rate) - self.sent_since_start
@@ -95,16 +101,25 @@ class GeneratorSourceTask(SourceTask):
         if count <= 0:
             self.stopped.wait(0.01 if self.max < 0 or self.next < self.max else 0.5)
             return None
-        records, size = [], self.size
-        for seq in range(self.next, self.next + count):
+        first, size = self.next, self.size
+        self.next += count
+        self.sent_since_start += count
+        if self.batched:
+            texts = [str(seq) for seq in range(first, first + count)]
+            return SourceRecordBatch(
+                self.topic, [text.ljust(size, "x") for text in texts],
+                texts if self.keyed else None,
+                key_schema=Schema.STRING_SCHEMA if self.keyed else None,
+                value_schema=Schema.STRING_SCHEMA, offsets=[(self.partition,
+                                                             {"seq": self.next - 1})])
+        records = []
+        for seq in range(first, first + count):
             text = str(seq)
             value = text.ljust(size, "x")  # the number, padded to message.size
             records.append(SourceRecord(
                 self.partition, {"seq": seq}, self.topic, None,
                 Schema.STRING_SCHEMA if self.keyed else None, text if self.keyed else None,
                 Schema.STRING_SCHEMA, value))
-        self.next += count
-        self.sent_since_start += count
         return records
 
     def stop(self) -> None:

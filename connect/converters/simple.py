@@ -184,3 +184,27 @@ class BooleanConverter(_DataAsHeader):
             raise DataException("Failed to deserialize boolean: Unexpected byte received by "
                                 f"BooleanDeserializer: {signed}")
         return SchemaAndValue(Schema.OPTIONAL_BOOLEAN_SCHEMA, value[0] == 1)
+
+
+def as_is(converter, schema) -> bool:
+    """Whether ``converter`` writes values of ``schema`` as they are (Kafka's
+    ByteArrayConverter, bytes): a source's batch of rows skips calling it."""
+    return type(converter) is ByteArrayConverter and (schema is None
+                                                      or schema.type is Type.BYTES)
+
+
+def inline_encoding(converter) -> str | None:
+    """The encoding a source writes a str value in without calling ``converter``, for Kafka's
+    StringConverter (not a subclass); None for any other."""
+    return converter.encoding if type(converter) is StringConverter else None
+
+
+def inline_reader(converter) -> tuple[Schema, str | None] | None:
+    """How a sink reads a message's bytes without calling ``converter``, for Kafka's
+    ByteArray and String converters (not subclasses, which may do more): (the schema, the
+    encoding to decode with or None for the bytes as they are); None for any other."""
+    if type(converter) is ByteArrayConverter:
+        return Schema.OPTIONAL_BYTES_SCHEMA, None
+    if type(converter) is StringConverter:
+        return Schema.OPTIONAL_STRING_SCHEMA, converter.encoding
+    return None

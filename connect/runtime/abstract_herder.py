@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import threading
 import time
 from typing import NamedTuple
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
 
@@ -24,7 +25,11 @@ from josefk.connect.runtime.offset_store import ConnectorOffsetStore, connector_
 from josefk.connect.runtime.plugins import Plugins
 from josefk.connect.runtime.seams import (ConnectorTaskId, OffsetStore, State, Status,
                                           StatusStore, TargetState)
+from josefk.connect.runtime.source_task import (TRANSACTION_TIMEOUT, producer_defaults,
+                                                transactional_settings)
 from josefk.connect.runtime.worker_config import WorkerConfig
+
+log = logging.getLogger("josefk.connect.herder")
 
 
 class MemoryStatusStore:
@@ -145,6 +150,9 @@ class AbstractHerder:
         self.loggers = Loggers()
         self._cluster_id: str | None = None
         self._admin_client: AdminClient | None = None
+        # One offsets modification at a time: an exactly-once source's would fence another's
+        # transaction (both are task 0's producer).
+        self._modifying_offsets = threading.Lock()
 
     # ---- to implement ----------------------------------------------------------------------
     def _config(self, name: str) -> dict[str, str]:
@@ -251,15 +259,19 @@ class AbstractHerder:
             offsets = await asyncio.to_thread(self._source_offsets, name, props)
         return {"offsets": offsets}
 
-    def _source_store(self, name: str, props: dict[str, str]) -> ConnectorOffsetStore:
-        """The connector's offset store (its own offsets topic first, KIP-618), started."""
+    def _source_clients(self, props: dict[str, str]) -> dict[str, dict]:
+        """The connector's client settings, per "producer", "consumer", "admin"."""
         clients = {}
         for kind in ("producer", "consumer", "admin"):
             prefix = f"{kind}.override."
             clients[kind] = self.config.client_settings(
                 kind, {k[len(prefix):]: v for k, v in props.items() if k.startswith(prefix)})
-        store = connector_offset_store(self.config, self.offset_store, props, clients,
-                                       f"connector-offsets-{name}")
+        return clients
+
+    def _source_store(self, name: str, props: dict[str, str]) -> ConnectorOffsetStore:
+        """The connector's offset store (its own offsets topic first, KIP-618), started."""
+        store = connector_offset_store(self.config, self.offset_store, props,
+                                       self._source_clients(props), f"connector-offsets-{name}")
         store.start()
         return store
 
@@ -300,16 +312,23 @@ class AbstractHerder:
             raise BadRequest("The offsets to be altered may not be null or empty")
         props = self._config(name)
         self._check_stopped(name)
+        await self._before_modifying_offsets(name, props)
         return await asyncio.to_thread(self._modify_offsets, name, props, offsets)
 
     async def reset_connector_offsets(self, name: str) -> str:
         props = self._config(name)
         self._check_stopped(name)
+        await self._before_modifying_offsets(name, props)
         return await asyncio.to_thread(self._modify_offsets, name, props, None)
+
+    async def _before_modifying_offsets(self, name: str, props: dict[str, str]) -> None:
+        """What must precede the write once the connector is known STOPPED (the distributed
+        herder fences an exactly-once source's zombies)."""
 
     def _modify_offsets(self, name: str, props: dict[str, str], offsets: list[dict] | None):
         try:
-            return self._modify_offsets_of(name, props, offsets)
+            with self._modifying_offsets:
+                return self._modify_offsets_of(name, props, offsets)
         except HerderError:
             raise
         except Exception as e:  # the connector's refusal, with its message (500 as Kafka)
@@ -335,7 +354,14 @@ class AbstractHerder:
                     pairs = [(_map(o, "partition"), _map(o, "offset", True)) for o in offsets]
                 asked = connector.alter_offsets(
                     props, {SourcePartition(p): o for p, o in pairs})
-                store.put(name, pairs)
+                if not pairs:
+                    log.info("No offsets found for source connector %s - this can occur due to "
+                             "a prior attempt to reset offsets or if the source connector "
+                             "hasn't committed any offsets yet", name)
+                elif self.config.exactly_once_source:
+                    self._put_in_transaction(name, props, store, pairs)
+                else:
+                    store.put(name, pairs)
             finally:
                 store.stop()
         kind = "reset" if offsets is None else "altered"
@@ -344,6 +370,19 @@ class AbstractHerder:
         return (f"The Connect framework-managed offsets for this connector have been {kind} "
                 f"successfully. However, if this connector manages offsets externally, they "
                 f"will need to be manually {kind} in the system that the connector uses.")
+
+    def _put_in_transaction(self, name, props, store: ConnectorOffsetStore, pairs) -> None:
+        """KIP-618 with KIP-875 (Kafka's Worker.modifySourceConnectorOffsets): the offsets
+        written in a transaction of task 0's transactional producer."""
+        settings = {**producer_defaults(f"connector-producer-{name}-0"),
+                    **transactional_settings(self.config["group.id"], ConnectorTaskId(name, 0)),
+                    **self._source_clients(props)["producer"]}
+        producer = Producer(settings)
+        try:
+            store.put_in_transaction(name, pairs, producer, TRANSACTION_TIMEOUT)
+        except KafkaException as e:
+            log.error("Failed to modify offsets for source connector %s: %s", name, e)
+            raise HerderError(f"Failed to modify offsets for source connector {name}") from e
 
     def _write_sink_offsets(self, name, props, parsed, reset: bool) -> None:
         group = self._sink_group(name, props)

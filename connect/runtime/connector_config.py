@@ -385,8 +385,7 @@ def _converter_infos(plugins: Plugins, props: dict,
             continue
         prefix = setting + "."
         own = {k[len(prefix):]: v for k, v in props.items() if k.startswith(prefix)}
-        if kind == "converter":
-            own.setdefault("converter.type", setting.split(".")[0])
+        own.setdefault("converter.type", setting.split(".")[0])  # key, value or header
         checked = definition.validate(own)
         infos.append(_prefixed(prefix, definition.keys, list(checked.values())))
     return _merge("", *infos) if infos else None

@@ -33,8 +33,9 @@ from josefk.connect.runtime.config_store import (ClusterConfigState, KafkaConfig
 from josefk.connect.runtime.fencing import cluster_client, fence_producers, transactional_id
 from josefk.connect.runtime.group import WorkerGroupMember, WorkerState
 from josefk.connect.runtime.herder import (SIGNATURE_ALGORITHM_HEADER, SIGNATURE_HEADER,
-                                           AlreadyExists, BadRequest, Forbidden, NotFound,
-                                           NotLeader, Rebalancing, RequestSignature, sign)
+                                           AlreadyExists, BadRequest, Forbidden, HerderError,
+                                           NotFound, NotLeader, Rebalancing, RequestSignature,
+                                           sign)
 from josefk.connect.runtime.metrics import ConnectMetrics
 from josefk.connect.runtime.offset_store import KafkaOffsetStore
 from josefk.connect.runtime.plugins import Plugins
@@ -50,14 +51,6 @@ REBALANCING = ("Cannot complete request momentarily due to stale configuration (
                "caused by a concurrent config change)")
 TICK_S = 0.2
 SESSION_KEY_BYTES = 32  # Java's KeyGenerator for HmacSHA256: 256 bits
-# What Kafka answers when the connector does not say it manages its offsets itself
-# (alterOffsets returning false, the default).
-MANAGED_ALTERED = ("The Connect framework-managed offsets for this connector have been altered "
-                   "successfully. However, if this connector manages offsets externally, they "
-                   "will need to be manually altered in the system that the connector uses.")
-MANAGED_RESET = ("The Connect framework-managed offsets for this connector have been reset "
-                 "successfully. However, if this connector manages offsets externally, they "
-                 "will need to be manually reset in the system that the connector uses.")
 INTERNAL_REQUEST_TIMEOUT_S = 30.0
 FENCING_TIMEOUT_S = 60.0
 
@@ -670,6 +663,21 @@ class DistributedHerder(AbstractHerder):
     async def reset_connector_offsets(self, name: str) -> str:
         self._offsets_modifiable(name)
         return await super().reset_connector_offsets(name)
+
+    async def _before_modifying_offsets(self, name: str, props: dict[str, str]) -> None:
+        """KIP-618 with KIP-875 (Kafka's DistributedHerder.modifyConnectorOffsets): an
+        exactly-once source's task producers are fenced first, then the checks made again
+        (the fencing took time)."""
+        if not self.config.exactly_once_source or self.connector_type(props) != "source":
+            return
+        try:
+            await asyncio.to_thread(self._fence_zombies, name)
+        except Exception as e:  # noqa: BLE001 - the request fails, with Kafka's message
+            log.error("Failed to perform zombie fencing for exactly-once source connector %s "
+                      "prior to modifying offsets: %s", name, e)
+            raise HerderError("Failed to perform zombie fencing for source connector prior to "
+                              "modifying offsets") from e
+        self._offsets_modifiable(name)
 
     def _offsets_modifiable(self, name: str) -> None:
         self._check_leader("Only the leader can process external offsets modification "

@@ -231,6 +231,21 @@ class ConnectorOffsetStore:
         self.primary.put(connector, offsets)
         self.copy_to_secondary(connector, offsets)
 
+    def put_in_transaction(self, connector: str, offsets: list[tuple[dict, dict | None]],
+                           producer, timeout_s: float) -> None:
+        """``put`` for an exactly-once connector: the primary store's records written by its
+        transactional ``producer`` (confluent-kafka's, not yet initialised) in one
+        transaction; its ``init_transactions`` fences the producers of its transactional id."""
+        producer.init_transactions(timeout_s)
+        producer.begin_transaction()
+        removed = [(p, None) for p, o in offsets if o is None]
+        if self.secondary is not None and removed:
+            self.secondary.put(connector, removed)
+        for key, value in self.records(connector, offsets):
+            producer.produce(self.topic, key=key, value=value)
+        producer.commit_transaction(timeout_s)
+        self.copy_to_secondary(connector, offsets)
+
     def copy_to_secondary(self, connector: str, offsets: list[tuple[dict, dict | None]]) -> None:
         """The offsets the primary store took (``put``, or a task's transaction) written to
         the worker's store too, not waited for."""

@@ -25,8 +25,11 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from josefk.connect.api.connector import SourceTask
 from josefk.connect.api.errors import ConnectException, RetriableException
-from josefk.connect.api.records import RecordMetadata, SourceRecord
+from josefk.connect.api.records import RecordMetadata, SourceRecord, SourceRecordBatch
+from josefk.connect.converters.simple import as_is, inline_encoding
 from josefk.connect.runtime.errors import ProcessingContext, Stage
+from josefk.connect.runtime.fencing import transactional_id
+from josefk.connect.runtime.seams import ConnectorTaskId
 from josefk.connect.runtime.worker_task import WorkerTask
 
 log = logging.getLogger("josefk.connect.source")
@@ -40,6 +43,14 @@ def producer_defaults(client_id: str) -> dict:
     return {"acks": "all", "enable.idempotence": False, "max.in.flight": 1, "linger.ms": 0,
             "delivery.timeout.ms": 2147483647, "client.id": client_id,
             "partitioner": "murmur2_random"}
+
+
+def transactional_settings(group_id: str, id: ConnectorTaskId) -> dict:
+    """What an exactly-once source task's producer adds to those (KIP-618): its transactional
+    id, idempotence, and deliveries bounded by the transaction's timeout (60 s), as librdkafka
+    wants."""
+    return {"transactional.id": transactional_id(group_id, id.connector, id.task),
+            "enable.idempotence": True, "delivery.timeout.ms": 60000}
 
 
 class StickyPartitioner:
@@ -175,6 +186,33 @@ class SubmittedBatch:
         return self.acked >= self.sent
 
 
+class SubmittedRows(SubmittedBatch):
+    """A SourceRecordBatch being sent, as one SubmittedBatch: its rows from ``next`` on are
+    still to go (the producer's queue was full). With ``on_done`` (the task's
+    ``commit_rows``), each row's delivery callback keeps where it was written, and
+    ``on_done(rows, written)`` is called once every row is sent and accounted for."""
+
+    __slots__ = ("rows", "next", "written", "on_done")
+
+    def __init__(self, on_error, rows: SourceRecordBatch, on_done=None):
+        super().__init__(on_error)
+        self.rows, self.next, self.on_done = rows, 0, on_done
+        self.written = [-1] * len(rows) if on_done is not None else None
+
+    def row_delivered(self, i: int, err, msg) -> None:
+        if err is None:
+            self.written[i] = msg.offset()
+            self.acked += 1
+        elif self.on_error(err, msg):
+            self.acked += 1
+        self.maybe_done()
+
+    def maybe_done(self) -> None:
+        if self.on_done is not None and self.next >= len(self.rows) and self.done:
+            on_done, self.on_done = self.on_done, None
+            on_done(self.rows, self.written)
+
+
 class SubmittedRecords:
     """Batches sent and not yet committed, per source partition, in order (Kafka's
     SubmittedRecords, a batch of records where it has one record): the offsets safe to commit
@@ -199,14 +237,18 @@ class SubmittedRecords:
     def submit(self, batch: SubmittedBatch, records: list[SourceRecord]) -> None:
         """``records`` (sent or dropped) belong to ``batch``: the last offset of each of their
         source partitions waits for it."""
-        offsets, last, key = {}, None, None
-        for record in records:
-            partition, offset = record.source_partition, record.source_offset
+        self.submit_offsets(batch, ((r.source_partition, r.source_offset) for r in records))
+
+    def submit_offsets(self, batch: SubmittedBatch, offsets) -> None:
+        """``offsets``, (source partition, source offset) pairs in order, wait for
+        ``batch``: the last of each source partition."""
+        last_offsets, last, key = {}, None, None
+        for partition, offset in offsets:
             if partition is not None and offset is not None:
                 if partition is not last:  # one dict is one partition within a batch
                     last, key = partition, self.key(partition)
-                offsets[key] = offset
-        for k, offset in offsets.items():
+                last_offsets[key] = offset
+        for k, offset in last_offsets.items():
             entries = self.pending.get(k)
             if entries is None:
                 entries = self.pending[k] = deque()
@@ -293,6 +335,7 @@ class WorkerSourceTask(WorkerTask):
         self.txn_offsets: dict[str, tuple[dict, dict]] = {}
         # SourceTask's commit_record does nothing: no RecordMetadata per record for it
         self.commits_records = type(task).commit_record is not SourceTask.commit_record
+        self.commits_rows = type(task).commit_rows is not SourceTask.commit_rows
 
     # ---- lifecycle -------------------------------------------------------------------------
     def initialize_task(self) -> None:
@@ -335,18 +378,24 @@ class WorkerSourceTask(WorkerTask):
             self.offset_store.stop()
 
     # ---- the loop --------------------------------------------------------------------------
-    def _poll(self) -> list[SourceRecord] | None:
+    def _poll(self) -> list[SourceRecord] | SubmittedRows | None:
         try:
             records = self.task.poll()
         except RetriableException as e:
             log.warning("%s failed to poll records from SourceTask. Will retry operation.",
                         self, exc_info=e)
             return None
-        if records:
-            self.metrics.poll.inc(len(records))
-        return records or None
+        if not records:
+            return None
+        self.metrics.poll.inc(len(records))
+        if isinstance(records, SourceRecordBatch):
+            return SubmittedRows(self._send_failed, records,
+                                 self._commit_rows if self.commits_rows else None)
+        return records
 
     def _send(self) -> None:
+        if isinstance(self.to_send, SubmittedRows):
+            return self._send_rows()
         records, self.to_send = self.to_send, None
         p, chain = self.pipeline, self.pipeline.chain.stages
         key_from = p.key_converter.from_connect_data
@@ -364,11 +413,12 @@ class WorkerSourceTask(WorkerTask):
                 converted = self._process(record)
             else:
                 try:
-                    topic, headers = record.topic, record.headers
+                    # _headers: None for a record without any (no Headers made for it)
+                    topic, headers = record.topic, record._headers
                     converted = (record, topic,
                                  key_from(topic, record.key_schema, record.key, headers),
                                  value_from(topic, record.value_schema, record.value, headers),
-                                 self._headers(topic, record) if len(headers) else None)
+                                 self._headers(topic, headers) if headers else None)
                 except Exception:  # again, each stage under the error operator
                     converted = self._process(record)
             if converted is None:
@@ -411,6 +461,112 @@ class WorkerSourceTask(WorkerTask):
         elif transactional and transactional["boundary"] == "poll":
             self._commit_transaction()
 
+    def _send_rows(self) -> None:
+        """A SourceRecordBatch's rows from where the last send stopped: straight to the
+        producer (the converters called only where they change something), each row made a
+        SourceRecord only for a transformation chain or a row a converter failed on."""
+        sending, self.to_send = self.to_send, None
+        rows = sending.rows
+        p = self.pipeline
+        per_record = bool(p.chain.stages)
+        no_keys = rows.keys is None and rows.key_schema is None  # null, whatever the converter
+        key_from = None if no_keys or as_is(p.key_converter, rows.key_schema) \
+            else p.key_converter.from_connect_data
+        value_from = None if as_is(p.value_converter, rows.value_schema) \
+            else p.value_converter.from_connect_data
+        header_from = None if as_is(p.header_converter, rows.header_schema) \
+            else p.header_converter.from_connect_header
+        # StringConverter's work on a str done inline (no call)
+        key_encoding, value_encoding = (inline_encoding(p.key_converter),
+                                        inline_encoding(p.value_converter))
+        key_schema, value_schema, header_schema = (rows.key_schema, rows.value_schema,
+                                                   rows.header_schema)
+        topics = None if type(rows.topic) is str else rows.topic
+        topic = rows.topic
+        keys, values, partitions = rows.keys, rows.values, rows.partitions
+        timestamps, all_headers = rows.timestamps, rows.headers
+        produce, sticky = self.producer.produce, self.sticky.partition
+        transactional, creation, used = self.transactional, self.topic_creation, self.topics_used
+        self.sticky.expire()
+        delivered = sending.delivered if sending.written is None else None
+        row_delivered = sending.row_delivered
+        if transactional:
+            self._ensure_transaction()
+        written, full, count = 0, False, len(rows)
+        for i in range(sending.next, count):
+            fast = not per_record
+            if fast:
+                try:
+                    if topics is not None:
+                        topic = topics[i]
+                    key = None if keys is None else keys[i]
+                    if key_from is not None:
+                        if key_encoding is not None and type(key) is str:
+                            key = key.encode(key_encoding, "replace")
+                        else:
+                            key = key_from(topic, key_schema, key, None)
+                    value = values[i]
+                    if value_from is not None:
+                        if value_encoding is not None and type(value) is str:
+                            value = value.encode(value_encoding, "replace")
+                        else:
+                            value = value_from(topic, value_schema, value, None)
+                    headers = None if all_headers is None else all_headers[i]
+                    if headers and header_from is not None:
+                        headers = [(k, header_from(topic, k, header_schema, v))
+                                   for k, v in headers]
+                    partition = None if partitions is None else partitions[i]
+                    timestamp = None if timestamps is None else timestamps[i]
+                except Exception:  # again, each stage under the error operator
+                    fast = False
+            if not fast:
+                converted = self._process(rows.record(i))
+                if converted is None:
+                    continue  # dropped: acknowledged with the batch, -1 in commit_rows
+                record, topic, key, value, headers = converted
+                partition, timestamp = record.kafka_partition, record.timestamp
+            if creation is not None:
+                creation.ensure(topic)
+            if partition is None:
+                partition = -1  # librdkafka's partitioner (keyed records: murmur2)
+                if key is None:
+                    partition = sticky(topic, len(value or b""))
+                    if partition is None:
+                        partition = -1
+            try:
+                produce(topic, value, key, partition,
+                        delivered or partial(row_delivered, i), None, timestamp or 0,
+                        headers or None)
+            except BufferError:
+                sending.next, full = i, True
+                self.to_send = sending
+                break
+            written += 1
+            if topic not in used:
+                used.add(topic)
+                self.listener.on_topic_used(self.id, topic)
+        sending.sent += written
+        if written:
+            self.metrics.write.inc(written)
+        if full:
+            self.producer.poll(0.1)
+            return
+        sending.next = count
+        if transactional:
+            for partition_, offset in rows.offsets:
+                self.txn_offsets[self.submitted.key(partition_)] = (partition_, offset)
+        else:
+            self.submitted.submit_offsets(sending, rows.offsets)
+        sending.maybe_done()
+        if transactional and transactional["boundary"] == "poll":
+            self._commit_transaction()
+
+    def _commit_rows(self, rows: SourceRecordBatch, written: list[int]) -> None:
+        try:
+            self.task.commit_rows(rows, written)
+        except Exception as e:
+            log.error("%s Exception thrown while calling task.commitRows()", self, exc_info=e)
+
     def _process(self, record: SourceRecord):
         """(the record transformed, its topic, key, value, headers), each stage run by the
         error operator; None when a stage dropped it or failed (tolerated)."""
@@ -422,23 +578,24 @@ class WorkerSourceTask(WorkerTask):
     def _convert(self, record: SourceRecord, context: ProcessingContext):
         p, op = self.pipeline, self.operator
         topic = record.topic
-        headers = None
-        if len(record.headers):
-            headers = op.execute(context, Stage.HEADER_CONVERTER, type(p.header_converter),
-                                 self._headers, topic, record)
+        headers = converted_headers = record._headers
+        if headers:
+            converted_headers = op.execute(context, Stage.HEADER_CONVERTER,
+                                           type(p.header_converter), self._headers, topic,
+                                           headers)
         key = op.execute(context, Stage.KEY_CONVERTER, type(p.key_converter),
                          p.key_converter.from_connect_data, topic, record.key_schema,
-                         record.key, record.headers)
+                         record.key, headers)
         value = op.execute(context, Stage.VALUE_CONVERTER, type(p.value_converter),
                            p.value_converter.from_connect_data, topic, record.value_schema,
-                           record.value, record.headers)
+                           record.value, headers)
         if context.failed:
             return None
-        return topic, key, value, headers
+        return topic, key, value, converted_headers if headers else None
 
-    def _headers(self, topic: str, record: SourceRecord) -> list[tuple[str, bytes | None]]:
+    def _headers(self, topic: str, headers) -> list[tuple[str, bytes | None]]:
         convert = self.pipeline.header_converter.from_connect_header
-        return [(h.key, convert(topic, h.key, h.schema, h.value)) for h in record.headers]
+        return [(h.key, convert(topic, h.key, h.schema, h.value)) for h in headers]
 
     def _dropped(self, record: SourceRecord) -> None:
         """A transform or the error handling dropped ``record``: its offset counts (with the

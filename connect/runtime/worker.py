@@ -30,7 +30,7 @@ from josefk.connect.runtime.seams import (ConnectorTaskId, OffsetStore, StatusLi
 from josefk.connect.runtime.sink_task import (MAX_POLL_RECORDS, WorkerSinkTask, consumer_defaults,
                                               subscription)
 from josefk.connect.runtime.source_task import (TopicCreation, WorkerSourceTask,
-                                                producer_defaults)
+                                                producer_defaults, transactional_settings)
 from josefk.connect.runtime.worker_config import WorkerConfig
 from josefk.connect.runtime.worker_task import Pipeline, WorkerTask
 from josefk.connect.transforms.chain import TransformationChain
@@ -285,10 +285,7 @@ class Worker:
         settings = dict(producer_defaults(f"connector-producer-{id}"))
         transactional = None
         if self.config.exactly_once_source:
-            settings["transactional.id"] = f"{self.config['group.id']}-{id}"
-            settings["enable.idempotence"] = True
-            # librdkafka wants deliveries bounded by the transaction's timeout (60 s)
-            settings["delivery.timeout.ms"] = 60000
+            settings.update(transactional_settings(self.config["group.id"], id))
             boundary = config["transaction.boundary"].lower()
             transactional = {"boundary": boundary}
             if boundary == "interval" and config["transaction.boundary.interval.ms"] is not None:

@@ -198,3 +198,14 @@ def test_the_schedule_ends_before_the_workload_does(tmp_path, monkeypatch):
     assert len(list(run._schedule(kinds, 0.0, 60.0))) == 2
     assert run.problems == ["the faults took longer than the 60 s the workload was given; "
                             "stopped injecting"]
+
+
+def test_records_a_source_truncate_deleted_are_not_lost_and_mirror_anomalies_are_reported():
+    h = History(writes=[w(0, 0), w(1, 1), w(2, 2), Write("w1", 3, "t", 0, 3.0, 3.1, None)],
+                final={("t", 0): [(2, "w1-2")]}, truncated={("t", 0): 2},
+                mirror=[(5.0, "mirror-diverged", "t-0: batches differ")])
+    # below the truncation (or at an unknown offset of that partition): not judged
+    assert [(a.kind, a.at, a.detail) for a in check(h)] == [
+        ("mirror-diverged", 5.0, "t-0: batches differ")]
+    h.truncated = {}
+    assert kinds(check(h)) == ["lost", "lost", "lost", "mirror-diverged"]

@@ -34,13 +34,12 @@ class Sent(list):
 def test_writer_sends_at_once_or_delays_until_the_commit():
     sent = Sent()
     writer = OffsetSyncWriter(sent, max_offset_lag=100)
-    writer.maybe_queue("t", 0, 0, 0)
+    assert writer.maybe_queue("t", 0, 0, 0)  # pending: to fire
     writer.fire_pending()
     assert [s for s, _ in sent] == [OffsetSync("t", 0, 0, 0)]
-    writer.maybe_queue("t", 0, 1, 1)
-    writer.maybe_queue("t", 0, 2, 2)
+    assert not writer.maybe_queue("t", 0, 1, 1) and not writer.maybe_queue("t", 0, 2, 2)
     writer.fire_pending()
-    assert len(sent) == 1 and writer.delayed == {("t", 0): OffsetSync("t", 0, 2, 2)}
+    assert len(sent) == 1 and writer.delayed == {("t", 0): (2, 2)}
     writer.promote_delayed()
     writer.fire_pending()
     assert [s for s, _ in sent][1:] == [OffsetSync("t", 0, 2, 2)]

@@ -9,7 +9,7 @@ import pytest
 
 from josefk.broker.control.metadata import MetadataError
 from josefk.broker.replication.remote import bucket_topic, check_creation_only
-from josefk.tiered.manager import object_prefix
+from josefk.tiered.manager import RemoteLogManager, object_prefix
 from josefk.tiered.store import LocalStore
 from josefk.wire import errors
 
@@ -26,8 +26,9 @@ def bucket(tmp_path, *incarnations):
     return store
 
 
-def create(store, configs, partitions=-1, topics_by_id=None, tiered=True):
-    replicas = SimpleNamespace(remote=None if store is None else SimpleNamespace(store=store))
+def create(store, configs, partitions=-1, topics_by_id=None, tiered=True, open_bucket=None):
+    replicas = SimpleNamespace(remote=None if store is None else RemoteLogManager(
+        store, None, 1, open_bucket=open_bucket))
     return asyncio.run(bucket_topic(replicas, tiered, topics_by_id or {}, "t", configs,
                                     partitions, 100))
 
@@ -57,7 +58,7 @@ def test_refusals(tmp_path):
         "josefk.remote.recovery and josefk.remote.readreplica cannot both be set.")
     assert refused(store, {"josefk.remote.readreplica": "elsewhere"}) == (
         errors.INVALID_CONFIG, "Invalid value elsewhere for configuration "
-        f"josefk.remote.readreplica: this broker's remote storage is bucket {store.bucket}")
+        "josefk.remote.readreplica: this broker's remote storage has no bucket elsewhere")
     assert refused(None, RECOVER, tiered=False)[0] == errors.INVALID_CONFIG
     assert refused(store, RECOVER, topics_by_id={OLD: SimpleNamespace(name="u")}) == (
         errors.TOPIC_ALREADY_EXISTS, "Topic u has the bucket's topic id AAAAAAAAAAAAAAAAAAAABw "
@@ -68,6 +69,22 @@ def test_refusals(tmp_path):
     two = bucket(tmp_path / "two", (OLD, 0), (uuid.UUID(int=8), 0))
     code, message = refused(two, RECOVER)
     assert code == errors.INVALID_CONFIG and message.startswith("The bucket holds 2 topics named t")
+
+
+def test_a_read_replica_of_another_bucket_of_the_endpoint(tmp_path):
+    own = bucket(tmp_path / "own")
+    other = bucket(tmp_path / "other", (OLD, 0), (OLD, 1))
+    opened = []
+
+    def open_bucket(name):
+        opened.append(name)
+        return other
+
+    assert refused(own, RECOVER, open_bucket=open_bucket)[1] == \
+        "The bucket holds no remote log of topic t."
+    assert create(own, {"josefk.remote.readreplica": "other"}, open_bucket=open_bucket) == (
+        OLD, 2, {"josefk.remote.readreplica": "other", "remote.storage.enable": "true"})
+    assert opened == ["other"]
 
 
 def test_bucket_configs_are_set_at_creation_only():

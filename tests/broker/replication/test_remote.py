@@ -6,7 +6,7 @@ import uuid
 from types import SimpleNamespace
 
 from josefk.broker.replication import remote
-from josefk.broker.replication.replica import Partition, PartitionState
+from josefk.broker.replication.replica import TELL_LOG_START_MS, Partition, PartitionState
 from josefk.storage.config import LogConfig
 from josefk.storage.log import Log
 from josefk.tiered.manager import RemoteLogManager
@@ -34,12 +34,12 @@ class Events:
         return 0
 
 
-def tiered_leader(tmp_path, rlm):
+def tiered_leader(tmp_path, rlm, replicas=(1,)):
     manager = SimpleNamespace(node_id=1, isr_changes=None, remote=rlm, remote_enabled=True)
     cfg = LogConfig.from_props({"remote.storage.enable": "true", "segment.bytes": "300",
                                 "local.retention.bytes": "300", "retention.ms": "-1"}, {})
     p = Partition(manager, "t", 0, Log(tmp_path / "t-0", cfg), cfg)
-    p.make_leader(PartitionState("t", 0, 1, 0, [1], [1], topic_id=TOPIC_ID))
+    p.make_leader(PartitionState("t", 0, 1, 0, [1], list(replicas), topic_id=TOPIC_ID))
     for i in range(12):
         p.append(build_batch([(None, b"value-%03d" % i + b"x" * 90, None, None)]), acks=1)
     return p
@@ -206,4 +206,35 @@ def test_max_timestamp_looks_in_the_remote_log_too(tmp_path):
     assert answer() == (errors.NONE, 9_000_000, 1)
     p.append(build_batch([(None, b"v" * 100, None, 9_500_000)]), acks=1)
     assert answer() is None  # the local log answers: its record carries more
+    p.log.close()
+
+
+def test_followers_are_told_a_log_start_below_the_local_log(tmp_path):
+    """A DeleteRecords into the remote range: a follower reporting another log start is
+    answered the whole log's (for a while at most, then the local one again: it may not tell
+    them apart), and the delayed DeleteRecords counts it only once it reports that start."""
+    rlm = RemoteLogManager(LocalStore(tmp_path / "remote"), Events(), node_id=1)
+    p = tiered_leader(tmp_path, rlm, replicas=(1, 2))
+    p.manager.isr_changes = SimpleNamespace(propose=lambda part, isr: None)  # not at issue
+    rlm.lead(remote.leader_of(p))
+    rlm.run_once()
+    p.log.apply_retention()
+    local_start, end = p.log.log_start_offset, p.log.log_end_offset
+    assert local_start > 3
+    p.update_follower(2, end, 0, log_start_offset=0)  # it learned the remote log's start
+    assert p.read(end, 100, min_one=True, replica_id=2).log_start_offset == local_start
+
+    p.remote_log_start = 3
+    answers = []
+    for now_ms in (1000, 1000, 3000, 1000 + TELL_LOG_START_MS):  # re-reads of one fetch too
+        p.update_follower(2, end, now_ms, log_start_offset=local_start)  # it never learns
+        answers.append(p.read(end, 100, min_one=True, replica_id=2).log_start_offset)
+        assert p.low_watermark({1, 2}) == -1  # reporting more than 3: not told yet
+    assert answers == [3, 3, 3, local_start]
+    p.update_follower(2, end, 9000, log_start_offset=0)  # it reports another: told again
+    assert p.read(end, 100, min_one=True, replica_id=2).log_start_offset == 3
+    p.update_follower(2, end, 9500, log_start_offset=3)
+    assert p.low_watermark({1, 2}) == 3
+    assert p.read(end, 100, min_one=True, replica_id=2).log_start_offset == local_start
+    assert p.low_watermark({1}) == 3  # a follower not alive does not count
     p.log.close()

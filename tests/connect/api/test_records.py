@@ -1,4 +1,6 @@
-from josefk.connect.api import Headers, Schema, SinkRecord, SourceRecord
+import pytest
+
+from josefk.connect.api import Header, Headers, Schema, SinkRecord, SourceRecord, SourceRecordBatch
 
 
 def test_new_record_copies_with_changes_and_its_own_headers():
@@ -26,3 +28,20 @@ def test_headers_keep_order_and_repeats():
     assert h.last_with_name("a").value == 3 and h.last_with_name("z") is None
     assert [x.key for x in h.copy().retain_latest()] == ["b", "a"]
     assert [x.key for x in h.remove("a")] == ["b"]
+
+
+def test_a_batch_row_as_a_record_and_columns_of_the_wrong_length_refused():
+    batch = SourceRecordBatch(["a", "b"], [b"1", b"2"], [None, b"k"], partitions=[None, 3],
+                              timestamps=[None, 7], headers=[None, [("h", b"v")]],
+                              offsets=[({"p": 0}, {"o": 1})])
+    assert len(batch) == 2 and batch.topic_of(1) == "b"
+    record = batch.record(1)
+    assert (record.topic, record.kafka_partition, record.key, record.value, record.timestamp) \
+        == ("b", 3, b"k", b"2", 7)
+    assert record.key_schema == record.value_schema == Schema.OPTIONAL_BYTES_SCHEMA
+    assert list(record.headers) == [Header("h", Schema.OPTIONAL_BYTES_SCHEMA, b"v")]
+    assert record.source_partition is None and batch.record(0)._headers is None
+    with pytest.raises(ValueError, match="1 keys for 2 values"):
+        SourceRecordBatch("t", [b"1", b"2"], [b"k"])
+    with pytest.raises(ValueError, match="3 topics for 2 values"):
+        SourceRecordBatch(["a", "b", "c"], [b"1", b"2"])

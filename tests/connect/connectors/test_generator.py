@@ -1,5 +1,6 @@
 import time
 
+from josefk.connect.api.schema import Schema
 from josefk.connect.connectors.generator import (DiscardSinkTask, GeneratorSourceConnector,
                                                  GeneratorSourceTask)
 from tests.connect.connectors.test_file_stream import Offsets
@@ -26,9 +27,26 @@ def test_the_messages_are_split_between_tasks():
     assert [c["task.index"] for c in configs] == ["0", "1"]
 
 
-def test_records_have_their_size_key_and_offset_and_stop_at_the_maximum():
+def test_a_poll_is_a_batch_with_the_last_offset_and_stops_at_the_maximum():
     t = task({"task.index": "0", "topic": "t", "max.messages": "3", "message.size": "8",
               "key": "string"})
+    batch = t.poll()
+    assert batch.topic == "t" and batch.values == ["0xxxxxxx", "1xxxxxxx", "2xxxxxxx"]
+    assert batch.keys == ["0", "1", "2"] and batch.key_schema == Schema.STRING_SCHEMA
+    assert batch.offsets == [({"task": 0}, {"seq": 2})]
+    assert batch.record(1).value == "1xxxxxxx"
+    t.stop()
+    assert t.poll() is None
+
+
+def test_keyless_batches_have_no_key_schema():
+    batch = task({"task.index": "0", "topic": "t", "max.messages": "2"}).poll()
+    assert batch.keys is None and batch.key_schema is None
+
+
+def test_records_have_their_size_key_and_offset_and_stop_at_the_maximum():
+    t = task({"task.index": "0", "topic": "t", "max.messages": "3", "message.size": "8",
+              "key": "string", "record.batch": "false"})
     records = t.poll()
     assert [r.value for r in records] == ["0xxxxxxx", "1xxxxxxx", "2xxxxxxx"]
     assert [r.key for r in records] == ["0", "1", "2"]
@@ -39,7 +57,7 @@ def test_records_have_their_size_key_and_offset_and_stop_at_the_maximum():
 
 def test_a_restart_resumes_after_the_last_committed_record():
     t = task({"task.index": "1", "topic": "t", "max.messages": "10"}, {1: {"seq": 6}})
-    assert [r.source_offset["seq"] for r in t.poll()] == [7, 8, 9]
+    assert t.poll().offsets == [({"task": 1}, {"seq": 9})]
     t.stop()
     assert t.poll() is None
 

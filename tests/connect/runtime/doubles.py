@@ -1,7 +1,7 @@
 """Test doubles of plug-ins for failures the real ones do not make on demand: a converter
 that fails retriably a few times, a sink task whose put does, one that reports a record to
-its errant record reporter, a source whose poll blocks until stopped, and one that commits
-and aborts its own transactions."""
+its errant record reporter, a source whose poll blocks until stopped, one that commits
+and aborts its own transactions, and one whose poll returns a SourceRecordBatch."""
 from __future__ import annotations
 
 import threading
@@ -9,7 +9,7 @@ import threading
 from josefk.connect.api.connector import ConnectorTransactionBoundaries, SourceTask
 from josefk.connect.api.errors import ConnectException, DataException, RetriableException
 from josefk.connect.connectors.file_stream import FileStreamSinkConnector, FileStreamSinkTask
-from josefk.connect.api.records import SourceRecord
+from josefk.connect.api.records import SourceRecord, SourceRecordBatch
 from josefk.connect.api.schema import Schema
 from josefk.connect.connectors.generator import GeneratorSourceConnector, GeneratorSourceTask
 from josefk.connect.converters.simple import StringConverter
@@ -182,10 +182,10 @@ PLUGINS["connector"]["tests.BoundarySourceConnector"] = BoundarySourceConnector
 
 
 class PickyConverter(StringConverter):
-    """A StringConverter that cannot write the value "1"."""
+    """A StringConverter that cannot write the value "1" (nor b"1")."""
 
     def from_connect_data(self, topic, schema, value, headers=None):
-        if value == "1":
+        if value in ("1", b"1"):
             raise DataException("the value 1 cannot be written")
         return super().from_connect_data(topic, schema, value, headers)
 
@@ -194,6 +194,9 @@ class CommitRecordingSourceTask(GeneratorSourceTask):
     """The generator source that keeps what commit_record was told (class-wide):
     (the record's value, the written offset or None)."""
     committed: list = []
+
+    def start(self, props):
+        super().start({**props, "record.batch": "false"})  # commit_record: records, not rows
 
     def commit_record(self, record, metadata):
         CommitRecordingSourceTask.committed.append(
@@ -207,3 +210,42 @@ class CommitRecordingSourceConnector(GeneratorSourceConnector):
 
 PLUGINS["converter"]["tests.PickyConverter"] = PickyConverter
 PLUGINS["connector"]["tests.CommitRecordingSourceConnector"] = CommitRecordingSourceConnector
+
+
+class RowsSourceTask(SourceTask):
+    """One SourceRecordBatch of ``max.messages`` rows, to partition 0: value ``b"<i>"``, key
+    ``b"k<i>"``, timestamp 1000 + i, a header ``h`` on even rows; what ``commit_rows`` was
+    told is kept class-wide."""
+    committed: list = []
+
+    def start(self, props):
+        self.topic, self.count, self.polled = props["topic"], int(props["max.messages"]), False
+        self.stopped = threading.Event()
+
+    def poll(self):
+        if self.polled:
+            self.stopped.wait(0.05)
+            return None
+        self.polled, n = True, self.count
+        return SourceRecordBatch(
+            self.topic, [str(i).encode() for i in range(n)], [f"k{i}".encode() for i in range(n)],
+            partitions=[0] * n, timestamps=[1000 + i for i in range(n)],
+            headers=[[("h", str(i).encode())] if i % 2 == 0 else None for i in range(n)],
+            offsets=[({"rows": 0}, {"row": n - 1})])
+
+    def commit_rows(self, batch, offsets):
+        RowsSourceTask.committed.append(list(offsets))
+
+    def stop(self):
+        self.stopped.set()
+
+    def version(self):
+        return "1"
+
+
+class RowsSourceConnector(GeneratorSourceConnector):
+    def task_class(self):
+        return RowsSourceTask
+
+
+PLUGINS["connector"]["tests.RowsSourceConnector"] = RowsSourceConnector

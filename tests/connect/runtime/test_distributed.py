@@ -466,3 +466,85 @@ def test_a_zombie_producer_of_the_previous_generation_is_fenced(josefk_broker, p
             await stop_all(pairs)
 
     asyncio.run(scenario())
+
+
+def test_an_exactly_once_sources_offsets_are_written_after_fencing_in_a_transaction(
+        josefk_broker, prefix, monkeypatch):
+    """KIP-875 with KIP-618, as Kafka's DistributedHerder and Worker: PATCH and DELETE of a
+    stopped exactly-once source first fence its tasks' producers (task 1's zombie is fenced by
+    that alone) and write the task count record of zero tasks, then write the offsets with
+    task 0's transactional producer (which fences task 0's zombie even when no fencing is
+    pending). A fencing that fails answers Kafka's message and writes nothing; concurrent
+    requests are written one after another, none fenced by another."""
+    from confluent_kafka import KafkaError, KafkaException, Producer
+
+    from josefk.connect.runtime import distributed
+    from josefk.connect.runtime.herder import HerderError
+
+    bootstrap = josefk_broker.bootstrap_servers
+
+    async def zombie(task):
+        producer = Producer({"bootstrap.servers": bootstrap,
+                             "transactional.id": f"{prefix}-src-{task}"})
+        await asyncio.to_thread(producer.init_transactions, 10)
+        producer.begin_transaction()
+        producer.produce(f"{prefix}-lines", b"from the zombie")
+        producer.flush(10)
+        return producer
+
+    async def fenced(producer):
+        with pytest.raises(KafkaException) as e:
+            await asyncio.to_thread(producer.commit_transaction, 10)
+        return e.value.args[0].code() == KafkaError._FENCED
+
+    async def scenario():
+        pairs = await rest_herders(bootstrap, prefix, 1,
+                                   **{"exactly.once.source.support": "enabled"})
+        h = pairs[0][0]
+        try:
+            assert await until(lambda: stable(h))
+            await h.put_connector_config("src", {
+                "connector.class": "FileStreamSourceConnector", "tasks.max": "2",
+                "topic": f"{prefix}-lines", "file": "/data/in.txt"}, False)
+            assert await until(lambda: len(h.worker.task_ids()) == 2 and stable(h))
+            assert h.config_store.snapshot().task_count_records == {"src": 2}
+            zombies = [await zombie(0), await zombie(1)]
+            await h.stop_connector("src")
+            assert await until(lambda: stable(h) and not h.worker.task_ids())
+            offsets = [{"partition": {"filename": "/data/in.txt"}, "offset": {"position": 7}}]
+
+            def unreachable(cc, ids, timeout_s):
+                raise TimeoutError(f"Timed out fencing producer with transactional ID {ids[0]}")
+            monkeypatch.setattr(distributed, "fence_producers", unreachable)
+            with pytest.raises(HerderError) as e:
+                await h.alter_connector_offsets("src", offsets)
+            assert (e.value.status, e.value.message) == (
+                500, "Failed to perform zombie fencing for source connector prior to "
+                     "modifying offsets")
+            assert "src" in h.config_store.snapshot().pending_fencing
+            assert await h.connector_offsets("src") == {"offsets": []}
+            monkeypatch.undo()
+
+            assert await h.alter_connector_offsets("src", offsets) == (
+                "The offsets for this connector have been altered successfully")
+            assert [await fenced(z) for z in zombies] == [True, True]
+            snap = h.config_store.snapshot()
+            assert snap.task_count_records == {"src": 0} and not snap.pending_fencing
+            assert await h.connector_offsets("src") == {"offsets": offsets}
+
+            # Concurrent requests (the leader's alone): each written whole, one after another.
+            asked = [[{**offsets[0], "offset": {"position": p}}] for p in (10, 20, 30, 40)]
+            answers = await asyncio.gather(*(h.alter_connector_offsets("src", o) for o in asked))
+            assert set(answers) == {
+                "The offsets for this connector have been altered successfully"}
+            assert (await h.connector_offsets("src"))["offsets"] in asked
+
+            again = await zombie(0)  # no fencing pending: the write's own producer fences it
+            assert await h.reset_connector_offsets("src") == (
+                "The offsets for this connector have been reset successfully")
+            assert await fenced(again)
+            assert await h.connector_offsets("src") == {"offsets": []}
+        finally:
+            await stop_all(pairs)
+
+    asyncio.run(scenario())

@@ -2,6 +2,7 @@
 clients: file -> topic -> file, offsets resumed after a restart, the error handling (dead
 letter queue, tolerance none, retries)."""
 import asyncio
+import base64
 import time
 
 import pytest
@@ -599,3 +600,110 @@ def test_records_kafka_refuses_are_let_go_under_tolerance_all_and_fail_the_task_
     assert doubles.CommitRecordingSourceTask.committed == (
         [(str(seq).ljust(2000, "x"), None) for seq in range(3)]
         if recording and tolerance == "all" else [])
+
+
+BYTES_CONVERTERS = {f"{kind}.converter": "org.apache.kafka.connect.converters.ByteArrayConverter"
+                    for kind in ("key", "value", "header")}
+
+
+@pytest.mark.parametrize("converters", ["bytes", "string"])
+def test_a_batch_of_rows_is_written_as_given_and_its_offsets_committed_once_all_are(
+        josefk_broker, josefk_topic, tmp_path, converters):
+    """A SourceRecordBatch: keys, values, timestamps and headers arrive as given when the
+    converters pass the bytes through (ByteArray), converted when they do not (String and
+    Simple header converters: bytes as base64, as Connect's); commit_rows is told each row's
+    offset and the batch's source offset is stored."""
+    doubles.RowsSourceTask.committed = []
+    extra = BYTES_CONVERTERS if converters == "bytes" else {
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "value.converter": "org.apache.kafka.connect.storage.StringConverter"}
+
+    async def run():
+        h = herder(josefk_broker, tmp_path)
+        await h.start([{"name": "rows", "connector.class": "tests.RowsSourceConnector",
+                        "topic": josefk_topic, "max.messages": "4", **extra}])
+        try:
+            assert await until(lambda: h.offset_store.get("rows", [{"rows": 0}])[0],
+                               what="the offsets") == {"row": 3}
+            assert await until(lambda: doubles.RowsSourceTask.committed,
+                               what="commit_rows") == [[0, 1, 2, 3]]
+        finally:
+            await h.stop()
+
+    asyncio.run(run())
+    found = consume_all(josefk_broker, josefk_topic, 4)
+    as_written = (lambda b: b) if converters == "bytes" else base64.b64encode
+    assert [(m.key(), m.value(), m.timestamp()[1], m.headers()) for m in found] == [
+        (as_written(b"k%d" % i), as_written(b"%d" % i), 1000 + i,
+         [("h", as_written(b"%d" % i))] if i % 2 == 0 else None) for i in range(4)]
+
+
+def test_a_transformation_chain_takes_a_batch_row_by_row_and_dropped_rows_are_minus_one(
+        josefk_broker, josefk_topic, tmp_path):
+    """A chain needs records: each row is made one; those the Filter drops (a header ``h``)
+    are told as -1 and still count towards the batch's offsets."""
+    doubles.RowsSourceTask.committed = []
+
+    async def run():
+        h = herder(josefk_broker, tmp_path)
+        await h.start([{"name": "rows", "connector.class": "tests.RowsSourceConnector",
+                        "topic": josefk_topic, "max.messages": "4", **BYTES_CONVERTERS,
+                        "transforms": "drop", "transforms.drop.type":
+                        "org.apache.kafka.connect.transforms.Filter",
+                        "transforms.drop.predicate": "hasH", "predicates": "hasH",
+                        "predicates.hasH.type":
+                        "org.apache.kafka.connect.transforms.predicates.HasHeaderKey",
+                        "predicates.hasH.name": "h"}])
+        try:
+            assert await until(lambda: h.offset_store.get("rows", [{"rows": 0}])[0],
+                               what="the offsets") == {"row": 3}
+            assert await until(lambda: doubles.RowsSourceTask.committed,
+                               what="commit_rows") == [[-1, 0, -1, 1]]
+        finally:
+            await h.stop()
+
+    asyncio.run(run())
+    assert [(m.key(), m.value()) for m in consume_all(josefk_broker, josefk_topic, 2)] == [
+        (b"k1", b"1"), (b"k3", b"3")]
+
+
+def test_a_batch_row_its_converter_fails_is_dropped_under_tolerance_all(
+        josefk_broker, josefk_topic, tmp_path):
+    doubles.RowsSourceTask.committed = []
+
+    async def run():
+        h = herder(josefk_broker, tmp_path)
+        await h.start([{"name": "rows", "connector.class": "tests.RowsSourceConnector",
+                        "topic": josefk_topic, "max.messages": "3",
+                        "value.converter": "tests.PickyConverter", "errors.tolerance": "all"}])
+        try:
+            assert await until(lambda: doubles.RowsSourceTask.committed,
+                               what="commit_rows") == [[0, -1, 1]]
+            assert (await h.task_status("rows", 0))["state"] == "RUNNING"
+        finally:
+            await h.stop()
+
+    asyncio.run(run())
+    assert [m.value() for m in consume_all(josefk_broker, josefk_topic, 2)] == [
+        base64.b64encode(b"0"), base64.b64encode(b"2")]  # bytes through a StringConverter
+
+
+def test_the_generators_batches_of_strings_are_encoded_as_the_string_converter_does(
+        josefk_broker, josefk_topic, tmp_path):
+    """str rows through Kafka's StringConverter (encoded inline, in its converter.encoding)."""
+    async def run():
+        h = herder(josefk_broker, tmp_path)
+        await h.start([{"name": "gen", "connector.class": "GeneratorSource",
+                        "topic": josefk_topic, "max.messages": "3", "message.size": "4",
+                        "key": "string",
+                        "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+                        "value.converter.converter.encoding": "UTF-16BE"}])
+        try:
+            assert await until(lambda: h.offset_store.get("gen", [{"task": 0}])[0],
+                               what="the offsets") == {"seq": 2}
+        finally:
+            await h.stop()
+
+    asyncio.run(run())
+    assert [(m.key(), m.value()) for m in consume_all(josefk_broker, josefk_topic, 3)] == [
+        (str(i).encode(), f"{i}xxx".encode("utf-16-be")) for i in range(3)]
