@@ -20,7 +20,10 @@ class LeaderEpochCache:
     def __init__(self, dir):
         self.path = Path(dir) / FILE
         self.entries: list[tuple[int, int]] = []  # (epoch, start offset), both increasing
-        self.unsaved = False  # the file is behind the entries (a write failed): saved later
+        # the file is behind the entries (a new epoch, or a failed write): the log's flush
+        # writes it
+        self.unsaved = False
+        self._warned = False
         try:
             lines = self.path.read_text().split("\n")
             count = int(lines[1])
@@ -42,7 +45,12 @@ class LeaderEpochCache:
         while self.entries and self.entries[-1][1] >= start_offset:
             self.entries.pop()
         self.entries.append((epoch, start_offset))
-        self._save()
+        # Written by the log's flush, not here (Kafka writes and fsyncs it here): a new
+        # partition's first append, or a leader's first after an election, would wait on the
+        # disk. The flush writes it before it moves the recovery point past the entry, and
+        # recovery assigns again the epochs of the batches past the recovery point
+        # (`Log.__init__`).
+        self.unsaved = True
 
     def end_offset_for(self, epoch: int, log_end_offset: int) -> tuple[int, int]:
         """Kafka's OffsetsForLeaderEpoch answer: the largest epoch <= ``epoch`` we know and the
@@ -82,8 +90,8 @@ class LeaderEpochCache:
                 os.fsync(f.fileno())
             os.replace(tmp, self.path)
         except OSError as e:
-            if not self.unsaved:
+            if not self._warned:
                 log.warning("cannot write %s (%s); writing it later", self.path, e)
-            self.unsaved = True
+            self._warned = self.unsaved = True
             return
-        self.unsaved = False
+        self._warned = self.unsaved = False

@@ -136,6 +136,16 @@ class Log:
             self._dir_dirty = loaded.created
         self.epochs = LeaderEpochCache(self.dir)
         self.epochs.truncate_from_end(self._leo)  # recovery may have cut the tail
+        with self._lock:
+            # As Kafka's LogSegment.recover: the epochs of the batches past the recovery point
+            # are assigned again (a new epoch's entry is fsynced by the flush that moves the
+            # recovery point past it, so an OS crash may have lost it, not the batches)
+            epochs = self.epochs
+            for seg in loaded.recovered:
+                for h, _ in Scan(seg.fd, 0, seg.size):
+                    if h.leader_epoch > epochs.latest_epoch:
+                        epochs.assign(h.leader_epoch, h.base_offset)
+            epochs.save_if_behind()
 
     # =========================================================================================
     # offsets
@@ -732,6 +742,8 @@ class Log:
                     os.close(fd)
                 raise
             self.epochs.save_if_behind()
+            # the recovery point stays below an epoch entry not yet on disk (a failed write)
+            epochs_behind = self.epochs.unsaved
             dir_dirty = self._dir_dirty
             self._dir_dirty = False
             if not closed_only:
@@ -753,7 +765,7 @@ class Log:
                         s.dirty = True
                     self._dir_dirty = self._dir_dirty or dir_dirty
         with self._lock:
-            if target > self._recovery_point:
+            if target > self._recovery_point and not epochs_behind:
                 self._recovery_point = min(target, self._leo)
 
     def close(self, *, clean_marker: bool = True) -> None:
@@ -772,6 +784,12 @@ class Log:
             for s in self._segments:
                 s.close()
             self._closed = True
+
+    def make_files(self) -> None:
+        """Create the files a new log left to its first use (`Segment.make_files`)."""
+        with self._lock:
+            if not self._closed:
+                self._segments[-1].make_files()
 
     def _check_open(self):
         if self._closed:

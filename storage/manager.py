@@ -214,17 +214,49 @@ class LogManager:
             self._dir_of[tp] = d
             return lg
 
+    def create_many(self, topic: str, partitions, config: LogConfig) -> list[Log]:
+        """``get_or_create`` for many partitions of ``topic``, the new logs made by several
+        threads at once (thousands of directories: the disk's latency, overlapped); returns
+        the logs it made."""
+        with self._lock:
+            for p in partitions:
+                if (topic, p) in self.failed:
+                    raise StorageError(self.failed[(topic, p)])
+                if not _TOPIC_RE.match(topic) or topic in (".", "..") or p < 0:
+                    raise ValueError(f"invalid topic partition {topic!r} {p}")
+            new = [p for p in partitions if (topic, p) not in self._logs]
+            todo = list(zip(new, self._least_loaded_dirs(len(new))))
+        made = _in_parallel(lambda pd: Log(pd[1] / partition_dir_name(topic, pd[0]), config),
+                            todo)
+        with self._lock:
+            for (p, d), lg in zip(todo, made):
+                if (topic, p) in self._logs:  # made meanwhile by get_or_create: that one stays
+                    lg.close(clean_marker=False)
+                    continue
+                self._logs[(topic, p)] = lg
+                self._dir_of[(topic, p)] = d
+        return [lg for lg in made if not lg.closed]
+
     def _least_loaded_dir(self) -> Path:
+        return self._least_loaded_dirs(1)[0]
+
+    def _least_loaded_dirs(self, n: int) -> list[Path]:
+        """The dirs of ``n`` new logs, each in the dir holding the fewest logs so far."""
         dirs = [d for d in self.log_dirs if d not in self.offline_dirs]
         if not dirs:
             raise StorageError("every log dir is offline")
         if len(dirs) == 1:  # no count over every partition per new partition
-            return dirs[0]
+            return dirs * n
         counts = {d: 0 for d in dirs}
         for d in self._dir_of.values():
             if d in counts:
                 counts[d] += 1
-        return min(dirs, key=lambda x: counts[x])
+        out = []
+        for _ in range(n):
+            d = min(dirs, key=lambda x: counts[x])
+            counts[d] += 1
+            out.append(d)
+        return out
 
     def fail_dir(self, d: Path, reason: str) -> list[tuple[str, int]]:
         """Take log dir ``d`` offline after an I/O error, as Kafka does: its logs are closed

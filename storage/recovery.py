@@ -31,6 +31,7 @@ class LoadedLog(NamedTuple):
     high_watermark: int
     log_end_offset: int  # also the recovery point: everything below is on disk, synced
     created: bool  # the dir was empty and got its first segment (the dir needs an fsync)
+    recovered: list  # the segments scanned batch by batch (those past the recovery point)
 
 
 def load(d: Path, index_interval: int, lock, lso_hint, recovery_point, hwm_hint) -> LoadedLog:
@@ -84,9 +85,10 @@ def load(d: Path, index_interval: int, lock, lso_hint, recovery_point, hwm_hint)
     created = not segments
     if created:
         start = max(lso_hint or 0, int(saved.get("log_start_offset", 0)))
-        segments.append(Segment.create(d, start, index_interval, lock))
+        # at offset 0 nothing is lost if it crashes before its first write: its files wait for it
+        segments.append(Segment.create(d, start, index_interval, lock, lazy=start == 0))
     last = segments[-1]
-    ok, last_off = last.tail_is_clean()
+    ok, last_off = (True, None) if created else last.tail_is_clean()
     if not ok:
         log.warning("the tail of %s is not a sequence of whole batches; recovering",
                     last.log_path)
@@ -112,7 +114,7 @@ def load(d: Path, index_interval: int, lock, lso_hint, recovery_point, hwm_hint)
     if clean:
         marker.unlink()
         _fsync_dir(d)
-    return LoadedLog(segments, lso, hwm, leo, created)
+    return LoadedLog(segments, lso, hwm, leo, created, [s for s in recovered if s in segments])
 
 
 def write_clean_marker(d: Path, log_start_offset: int, high_watermark: int,

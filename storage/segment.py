@@ -159,10 +159,10 @@ class Segment:
     __slots__ = ("base_offset", "log_path", "index_path", "timeindex_path", "_fd", "_index_fd",
                  "_time_fd", "size", "index_interval", "idx_off", "idx_pos", "time_ts",
                  "time_off", "bytes_since_index", "max_timestamp", "offset_of_max_timestamp",
-                 "rolling_ts", "dirty", "stale_index", "lock", "used", "parked")
+                 "rolling_ts", "dirty", "stale_index", "lock", "used", "parked", "unborn")
 
     def __init__(self, directory, base_offset: int, index_interval: int, *, create: bool = False,
-                 lock=None):
+                 lock=None, lazy: bool = False):
         self.base_offset = base_offset
         prefix = os.path.join(str(directory), file_prefix(base_offset))
         self.log_path = prefix + ".log"
@@ -173,8 +173,16 @@ class Segment:
         self.used = False
         self.parked = False
         self.stale_index = False  # an index write failed (disk full): rewrite from memory
-        self._open_files(os.O_CREAT | (os.O_TRUNC if create else 0))
-        self.size = os.fstat(self._fd).st_size
+        # ``lazy``: a new segment whose files are made on its first access (a topic of
+        # thousands of partitions costs a directory each until they are written to or read)
+        self.unborn = create and lazy
+        if self.unborn:
+            self._fd = self._index_fd = self._time_fd = -1
+            self.parked = True
+            self.size = 0
+        else:
+            self._open_files(os.O_CREAT | (os.O_TRUNC if create else 0))
+            self.size = os.fstat(self._fd).st_size
         self._reset_indexes()
         self.rolling_ts = None
         # a new segment has no data to sync: the log fsyncs the directory that names it
@@ -183,8 +191,9 @@ class Segment:
     # -- opening -------------------------------------------------------------------------
 
     @classmethod
-    def create(cls, directory, base_offset: int, index_interval: int, lock=None) -> "Segment":
-        return cls(directory, base_offset, index_interval, create=True, lock=lock)
+    def create(cls, directory, base_offset: int, index_interval: int, lock=None,
+               lazy: bool = False) -> "Segment":
+        return cls(directory, base_offset, index_interval, create=True, lock=lock, lazy=lazy)
 
     @classmethod
     def open(cls, directory, base_offset: int, index_interval: int,
@@ -217,10 +226,19 @@ class Segment:
         OPEN_SEGMENTS.opened(self)
 
     def _reopen(self) -> int:
-        """Reopen a parked segment's files; a closed (deleted) segment's stay closed (-1)."""
+        """Reopen a parked segment's files (create an unborn one's); a closed (deleted)
+        segment's stay closed (-1)."""
         if self.parked:
-            self._open_files(0)
+            self._open_files(os.O_CREAT | os.O_TRUNC if self.unborn else 0)
+            self.unborn = False
         return self._fd
+
+    def make_files(self) -> None:
+        """Create a lazy segment's files now and leave them closed (parked): its first access
+        then opens them instead of creating them. Under the log's lock."""
+        if self.unborn and self.parked:
+            self._reopen()
+            self.park()
 
     @property
     def fd(self) -> int:

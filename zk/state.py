@@ -163,62 +163,85 @@ def read_partition_states(k, topics: dict) -> dict[tuple[str, int], PartitionSta
 
 
 def read_states_of(k, tps) -> dict[tuple[str, int], PartitionState]:
-    """The states of partitions ``tps`` that have one."""
+    """The states of partitions ``tps`` that have one (the reads pipelined: one round trip's
+    wait for thousands of partitions, not one each)."""
+    pending = [(tp, k.get_async(zn.partition_state_path(*tp))) for tp in tps]
     out = {}
-    for tp in tps:
-        st = _read_state(k, tp)
-        if st is not None:
-            out[tp] = st
+    for tp, res in pending:
+        try:
+            data, stat = res.get()
+        except NoNodeError:
+            continue
+        out[tp] = zn.decode_partition_state(data, stat.version)
     return out
 
 
-def _read_state(k, tp) -> PartitionState | None:
-    try:
-        data, stat = k.get(zn.partition_state_path(*tp))
-    except NoNodeError:
-        return None
-    return zn.decode_partition_state(data, stat.version)
+STATES_PER_MULTI = 200  # partition state writes per ZooKeeper multi (~30 KB, far below 1 MB)
 
 
 def write_partition_states(k, epoch_zk_version: int, changes: dict) -> dict:
     """Write ``{tp: (new_state, current_state_or_None)}``, each fenced by the controller epoch
     znode's version and (for updates) the state znode's version. Returns ``{tp: written state
-    with its new version}`` for the writes that succeeded."""
+    with its new version}`` for the writes that succeeded.
+
+    The writes go ``STATES_PER_MULTI`` to a multi, every multi sent before the first answer is
+    awaited (ZooKeeper applies one session's requests in order, so a partition's parent znode
+    is made before its state). A refused write rolls back its whole multi: that multi's
+    partitions are then written one per multi, so only the refused ones fail."""
+    for t in {t for (t, _p), (_new, cur) in changes.items() if cur is None}:
+        k.ensure_path(zn.topic_partitions_path(t))
+    parents = [k.create_async(zn.partition_path(t, p))
+               for (t, p), (_new, cur) in changes.items() if cur is None]
+    items = list(changes.items())
+    written, refused = _write_states(k, epoch_zk_version, items, STATES_PER_MULTI)
+    for res in parents:
+        try:
+            res.get()
+        except Exception:  # noqa: BLE001 - NodeExists, or its state's write says what happened
+            pass
+    if refused:
+        more, refused = _write_states(k, epoch_zk_version, refused, 1)
+        written.update(more)
+    # Refused on a version (or unanswered): as Kafka's checkLeaderAndIsrZkData, the write
+    # counts if ZooKeeper holds what it meant, an earlier attempt whose answer was lost
+    try:
+        now = read_states_of(k, [tp for tp, _change in refused])
+    except Exception:  # noqa: BLE001 - still unreachable
+        now = {}
+    for tp, (new, _cur) in refused:
+        held = now.get(tp)
+        if held is not None and replace(held, zk_version=-1) == replace(new, zk_version=-1):
+            written[tp] = held
+    return written
+
+
+def _write_states(k, epoch_zk_version: int, items: list, per_multi: int) -> tuple[dict, list]:
+    """``items`` ([(tp, (new, cur))]) written ``per_multi`` to a multi, all sent at once:
+    (``{tp: written state}``, the items of the multis that failed)."""
     pending = []
-    for (t, p), (new, cur) in changes.items():
-        path = zn.partition_state_path(t, p)
-        data = zn.encode_partition_state_obj(new)
+    for i in range(0, len(items), per_multi):
+        chunk = items[i:i + per_multi]
         tx = k.transaction()
         tx.check(CONTROLLER_EPOCH, epoch_zk_version)
-        if cur is None:
-            k.ensure_path(zn.topic_partitions_path(t))
-            try:
-                k.create(zn.partition_path(t, p))
-            except NodeExistsError:
-                pass
-            tx.create(path, data)
-        else:
-            tx.set_data(path, data, version=cur.zk_version)
-        pending.append(((t, p), new, 0 if cur is None else cur.zk_version + 1,
-                        tx.commit_async()))
-    written = {}
-    for tp, new, version, res in pending:
+        for (t, p), (new, cur) in chunk:
+            data = zn.encode_partition_state_obj(new)
+            if cur is None:
+                tx.create(zn.partition_state_path(t, p), data)
+            else:
+                tx.set_data(zn.partition_state_path(t, p), data, version=cur.zk_version)
+        pending.append((chunk, tx.commit_async()))
+    written, refused = {}, []
+    for chunk, res in pending:
         try:
             done = all(not isinstance(r, Exception) for r in res.get())
         except Exception:  # noqa: BLE001 - the connection dropped: written or not, unknown
             done = False
-        if done:
-            written[tp] = replace(new, zk_version=version)
+        if not done:
+            refused.extend(chunk)
             continue
-        # Refused on a version (or unanswered): as Kafka's checkLeaderAndIsrZkData, the write
-        # counts if ZooKeeper holds what it meant, an earlier attempt whose answer was lost
-        try:
-            now = _read_state(k, tp)
-        except Exception:  # noqa: BLE001 - still unreachable
-            continue
-        if now is not None and replace(now, zk_version=-1) == replace(new, zk_version=-1):
-            written[tp] = now
-    return written
+        for tp, (new, cur) in chunk:
+            written[tp] = replace(new, zk_version=0 if cur is None else cur.zk_version + 1)
+    return written, refused
 
 
 def topics_exist(k, names) -> dict[str, bool]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import asyncio
 import logging
 
 from josefk.broker.security import acl
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("josefk.replication")
 FULL = 1  # LeaderAndIsr type: every partition of the broker (sent when it joins)
+YIELD_EVERY = 500  # partitions of a LeaderAndIsr applied between turns of the event loop
 
 
 def _controller_request_error(broker: Services, req) -> int:
@@ -80,8 +82,13 @@ async def _apply_roles(broker: Services, req, items, v, results) -> None:
     cluster = broker.cluster
     for b in req.live_leaders:
         cluster.leader_endpoints[b.broker_id] = (b.host_name, b.port)
-    await _create_logs(broker, items)
-    for topic, topic_id, ps in items:
+    # one read of each topic's configs per request, not one per partition (a ZooKeeper round
+    # trip when the topic overrides none)
+    configs_of = {t: await broker.metadata.topic_configs(t) for t in {t for t, _i, _ps in items}}
+    await _create_logs(broker, items, configs_of)
+    for n, (topic, topic_id, ps) in enumerate(items):
+        if n and n % YIELD_EVERY == 0:
+            await asyncio.sleep(0)  # thousands of partitions: other requests are served between
         part = broker.replicas.get(topic, ps.partition_index)
         # Stale: an older leader epoch, or the same with no newer partition epoch (the same
         # leader epoch with a newer one is an ISR change this broker missed, e.g. the answer
@@ -93,10 +100,9 @@ async def _apply_roles(broker: Services, req, items, v, results) -> None:
         if broker.config.node_id not in ps.replicas:
             results[(topic, ps.partition_index)] = errors.UNKNOWN_TOPIC_OR_PARTITION
             continue
-        configs = await broker.metadata.topic_configs(topic)
         served = broker.replicas.apply(PartitionState(
             topic, ps.partition_index, ps.leader, ps.leader_epoch, ps.isr, ps.replicas,
-            ps.partition_epoch, topic_id), configs)
+            ps.partition_epoch, topic_id), configs_of[topic])
         results[(topic, ps.partition_index)] = (errors.NONE if served is not None
                                                 else errors.KAFKA_STORAGE_ERROR)
     if v >= 5 and req.type == FULL:
@@ -105,7 +111,7 @@ async def _apply_roles(broker: Services, req, items, v, results) -> None:
         cluster.session.roles_received(req.broker_epoch)
 
 
-async def _create_logs(broker: Services, items):
+async def _create_logs(broker: Services, items, configs_of: dict):
     """The logs of partitions new to this broker, made off the event loop (a topic of
     thousands of partitions takes seconds); a log that cannot be made is reported by
     ``apply``, which tries again."""
@@ -116,8 +122,7 @@ async def _create_logs(broker: Services, items):
             by_topic.setdefault(topic, []).append(ps.partition_index)
     for topic, indexes in by_topic.items():
         try:
-            await broker.replicas.create_logs(topic, indexes,
-                                              await broker.metadata.topic_configs(topic))
+            await broker.replicas.create_logs(topic, indexes, configs_of[topic])
         except (StorageError, OSError):  # InvalidConfig included
             pass
 

@@ -586,6 +586,8 @@ class Partition:
                 # bucket), which this cluster's epochs must not follow
                 if epoch <= self.leader_epoch:
                     lg.epochs.assign(epoch, min(start, offset))
+            # written now: recovery rebuilds entries from local batches, and these have none
+            lg.epochs.save_if_behind()
             if snapshot:
                 lg.write_snapshot(offset, snapshot)
         self._reload_producer_state()
@@ -641,6 +643,16 @@ class Partition:
         self.replica_fetches_waiting.wake()
         self.maybe_advance_hwm()
         return batches[-1].max_timestamp
+
+
+def _make_files(logs) -> None:
+    """`Log.make_files` for each of ``logs`` (a worker thread's job); a log whose files cannot
+    be made now reports it at its first use."""
+    for lg in logs:
+        try:
+            lg.make_files()
+        except OSError:
+            pass
 
 
 def topic_log_config(broker_config, topic_configs: dict) -> LogConfig:
@@ -785,12 +797,12 @@ class ReplicaManager:
         cfg = topic_log_config(self.config, configs)
         missing = [i for i in indexes if self.logs.get(topic, i) is None]
 
-        def create():
-            for i in missing:
-                self.logs.get_or_create(topic, i, cfg)
-
         if missing:
-            await asyncio.get_running_loop().run_in_executor(None, create)
+            loop = asyncio.get_running_loop()
+            made = await loop.run_in_executor(None, self.logs.create_many, topic, missing, cfg)
+            # their segment files next, in the background: a first append then opens them
+            # instead of creating them on the event loop
+            loop.run_in_executor(None, _make_files, made)
 
     async def prepare_logs(self, t, indexes) -> None:
         """Make the logs of new partitions before the local store persists them; on a disk

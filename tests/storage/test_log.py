@@ -7,7 +7,7 @@ from josefk.storage import FetchData, Log, OffsetOutOfRange, RecordTooLarge, Une
 from josefk.storage.log_validator import validate_records
 from josefk.wire.batch import iter_headers, read_header, validate_batches
 from josefk.wire.records import build_batch
-from tests.storage.logs import all_records, append, cfg, mk, read_everything, records_of
+from tests.storage.logs import all_records, append, cfg, crash, mk, read_everything, records_of
 
 
 def test_append_assigns_offsets_and_patches_in_place(tmp_path):
@@ -314,25 +314,44 @@ def test_iter_headers_reads_every_batch_header_across_segments(tmp_path):
 
 def test_an_epoch_checkpoint_that_cannot_be_written_leaves_the_log_consistent(tmp_path,
                                                                               monkeypatch):
-    """A full disk refusing the leader-epoch checkpoint after the batches were written: the
-    append stands (log end moved, the next append follows it, no offset given twice) and the
-    checkpoint is written at the next flush."""
+    """A full disk refusing the leader-epoch checkpoint at a flush after the batches were
+    written: the appends stand (log end moved, the next append follows it, no offset given
+    twice), the recovery point stays below the unwritten entry, and the next flush writes it."""
     from josefk.storage import epochs
-    from josefk.storage.epochs import FILE, LeaderEpochCache
+    from josefk.storage.epochs import LeaderEpochCache
 
     log = Log(tmp_path / "t-0", cfg())
     append(log, mk(2), epoch=0)
+    log.flush()
+    assert log.recovery_point == 2
 
-    def full(_fd):
+    def full(*_args):
         raise OSError(28, "No space left on device")
+    assert append(log, mk(3), epoch=1) == (2, 4)
     with monkeypatch.context() as m:
-        m.setattr(epochs.os, "fsync", full)
-        assert append(log, mk(3), epoch=1) == (2, 4)
-    assert log.log_end_offset == 5
+        m.setattr(epochs.os, "replace", full)
+        log.flush()
+    assert log.log_end_offset == 5 and log.recovery_point == 2
     assert append(log, mk(1), epoch=1) == (5, 5)
     assert LeaderEpochCache(tmp_path / "t-0").entries == [(0, 0)]  # not written yet
     log.flush()
     assert LeaderEpochCache(tmp_path / "t-0").entries == [(0, 0), (1, 2)]
+    assert log.recovery_point == 6
+
+
+def test_a_new_epoch_is_written_by_the_next_flush(tmp_path, monkeypatch):
+    """An append that starts an epoch does not wait on the disk: the log's flush writes the
+    checkpoint (fsynced) before it moves the recovery point past the entry."""
+    from josefk.storage.epochs import LeaderEpochCache
+
+    log = Log(tmp_path / "t-0", cfg())
+    append(log, mk(2), epoch=0)
+    append(log, mk(1), epoch=3)
+    assert LeaderEpochCache(tmp_path / "t-0").entries == []
+    assert log.epochs.unsaved and log.recovery_point == 0
+    log.flush()
+    assert not log.epochs.unsaved and log.recovery_point == 3
+    assert LeaderEpochCache(tmp_path / "t-0").entries == [(0, 0), (3, 2)]
 
 
 def test_tiered_retention_deletes_only_copied_segments_by_local_retention(tmp_path):
@@ -370,3 +389,22 @@ def test_a_tiered_leader_keeps_the_snapshots_not_copied_yet(tmp_path):
     log.roll()
     assert snapshots._offsets(log.dir) == kept[-2:] + [log.log_end_offset]  # 6 on: not copied
     log.close()
+
+
+def test_recovery_assigns_again_the_epochs_an_os_crash_lost(tmp_path):
+    """The epoch checkpoint is written by the flush, not the append: after a crash before any
+    flush (or one that lost the file), recovery assigns the epochs of the batches again, as
+    Kafka's LogSegment.recover does, and writes the file."""
+    from josefk.storage.epochs import FILE, LeaderEpochCache
+
+    log = Log(tmp_path / "t-0", cfg())
+    append(log, mk(2), epoch=0)
+    append(log, mk(3), epoch=4)
+    append(log, mk(1), epoch=4)
+    crash(log)
+    assert not (tmp_path / "t-0" / FILE).exists()
+    again = Log(tmp_path / "t-0", cfg(), recovery_point=0)
+    assert again.epochs.entries == [(0, 0), (4, 2)]
+    assert not again.epochs.unsaved
+    assert LeaderEpochCache(tmp_path / "t-0").entries == [(0, 0), (4, 2)]
+    assert again.end_offset_for_epoch(0) == (0, 2)

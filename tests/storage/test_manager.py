@@ -165,3 +165,38 @@ def test_a_tiered_logs_start_below_its_local_data_survives_a_restart(tmp_path):
     m.checkpoint()
     assert read_checkpoint(checkpoint) == {("t", 0): 3}
     m.close()
+
+
+def test_create_many_spreads_new_logs_and_keeps_existing_ones(tmp_path):
+    dirs = [str(tmp_path / "d1"), str(tmp_path / "d2")]
+    m = LogManager(dirs, cfg())
+    existing = m.get_or_create("many", 3)
+    append(existing, mk(1), hwm=False)
+    m.create_many("many", range(100), cfg())
+    assert m.get("many", 3) is existing and existing.log_end_offset == 1
+    assert sorted(p for _t, p in m.all_logs()) == list(range(100))
+    assert sorted(len(list(Path(d).iterdir())) for d in dirs) == [50, 50]
+    # a new log's segment files are made on its first write
+    fresh = m.get("many", 7)
+    assert list(fresh.dir.iterdir()) == []
+    append(fresh, mk(2), hwm=False)
+    assert {p.suffix for p in fresh.dir.iterdir()} >= {".log", ".index", ".timeindex"}
+    m.close()
+    again = LogManager(dirs, cfg())
+    assert again.get("many", 7).log_end_offset == 2 and again.get("many", 8).log_end_offset == 0
+    again.close()
+    with pytest.raises(ValueError):
+        LogManager([str(tmp_path / "d3")], cfg()).create_many("bad/topic", [0], cfg())
+
+
+def test_a_new_logs_files_made_ahead_of_its_first_append(tmp_path):
+    m = LogManager([str(tmp_path / "d")], cfg())
+    made = m.create_many("ahead", range(3), cfg())
+    assert sorted(lg.dir.name for lg in made) == ["ahead-0", "ahead-1", "ahead-2"]
+    assert m.create_many("ahead", range(3), cfg()) == []  # none new
+    made[0].make_files()
+    assert {p.suffix for p in made[0].dir.iterdir()} == {".log", ".index", ".timeindex"}
+    assert made[0]._segments[-1].parked  # left closed: the first append opens them
+    append(made[0], mk(2), hwm=False)
+    assert made[0].log_end_offset == 2
+    m.close()

@@ -42,3 +42,26 @@ def test_a_write_whose_answer_was_lost_is_recognised_when_made_again(kz):
     other = zs.leader_isr(2, 5, [2, 3], 1)  # not what ZooKeeper holds: a real conflict
     assert zs.write_partition_states(kz, epoch_version, {tp: (other, created)}) == {}
     assert zs.read_states_of(kz, [tp, ("t", 1)]) == written
+
+
+def test_many_states_written_in_multis_a_refused_one_fails_alone(kz):
+    """States go many to a multi; a stale version in one multi rolls it back, and then only that
+    partition's write fails: the others of its multi are written one by one."""
+    epoch_version = kz.exists(CONTROLLER_EPOCH).version
+    n = zs.STATES_PER_MULTI * 2 + 7
+    first = {("big", p): (zs.leader_isr(p % 3, 0, [p % 3, 9], 1), None) for p in range(n)}
+    created = zs.write_partition_states(kz, epoch_version, first)
+    assert set(created) == set(first)
+    assert zs.read_states_of(kz, list(first)) == created
+    stale = ("big", 5)
+    kz.set(zn.partition_state_path(*stale), zn.encode_partition_state_obj(
+        zs.leader_isr(1, 3, [1], 1)), version=created[stale].zk_version)  # another writer
+    shrink = {tp: (zs.leader_isr(st.leader, 0, [st.leader], 1), st) for tp, st in created.items()}
+    written = zs.write_partition_states(kz, epoch_version, shrink)
+    assert set(written) == set(shrink) - {stale}
+    assert all(w.zk_version == created[tp].zk_version + 1 for tp, w in written.items())
+    assert zs.read_states_of(kz, list(written)) == written
+    # a moved controller epoch fences every write
+    kz.set(CONTROLLER_EPOCH, b"2")
+    again = {tp: (zs.leader_isr(st.leader, 1, [st.leader], 1), st) for tp, st in written.items()}
+    assert zs.write_partition_states(kz, epoch_version, again) == {}
