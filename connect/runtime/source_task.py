@@ -67,14 +67,23 @@ class StickyPartitioner:
         self.producer = producer
         self.topics: dict[str, list] = {}   # topic -> [partitions, current, bytes, fetched at]
 
-    def partition(self, topic: str, size: int) -> int | None:
-        """The partition for a keyless record of ``size`` bytes; None: let the producer
+    def choose(self, topic: str, partition: int | None, key, value) -> int:
+        """The partition a record goes to: its own, else librdkafka's partitioner (-1) for a
+        keyed record (murmur2, as Java's), else the sticky one."""
+        if partition is not None:
+            return partition
+        if key is not None:
+            return -1
+        return self.partition(topic, len(value or b""))
+
+    def partition(self, topic: str, size: int) -> int:
+        """The partition for a keyless record of ``size`` bytes; -1: let the producer
         choose (the topic's partitions are not known)."""
         state = self.topics.get(topic)
         if state is None:
             count = self._count(topic)
             if not count:
-                return None
+                return -1
             state = self.topics[topic] = [count, random.randrange(count), 0, time.monotonic()]
         if state[2] >= self.BATCH_SIZE:
             count = state[0]
@@ -400,7 +409,7 @@ class WorkerSourceTask(WorkerTask):
         p, chain = self.pipeline, self.pipeline.chain.stages
         key_from = p.key_converter.from_connect_data
         value_from = p.value_converter.from_connect_data
-        produce, sticky = self.producer.produce, self.sticky.partition
+        produce, choose = self.producer.produce, self.sticky.choose
         transactional, creation, used = self.transactional, self.topic_creation, self.topics_used
         self.sticky.expire()
         batch = SubmittedBatch(self._send_failed)
@@ -429,13 +438,7 @@ class WorkerSourceTask(WorkerTask):
                 creation.ensure(topic)
             if transactional:
                 self._ensure_transaction()
-            partition = transformed.kafka_partition
-            if partition is None:
-                partition = -1  # librdkafka's partitioner (keyed records: murmur2)
-                if key is None:
-                    partition = sticky(topic, len(value or b""))
-                    if partition is None:
-                        partition = -1
+            partition = choose(topic, transformed.kafka_partition, key, value)
             try:
                 # positional (no kwargs dict): the fifth is on_delivery's alias "callback"
                 produce(topic, value, key, partition,
@@ -485,7 +488,7 @@ class WorkerSourceTask(WorkerTask):
         topic = rows.topic
         keys, values, partitions = rows.keys, rows.values, rows.partitions
         timestamps, all_headers = rows.timestamps, rows.headers
-        produce, sticky = self.producer.produce, self.sticky.partition
+        produce, choose = self.producer.produce, self.sticky.choose
         transactional, creation, used = self.transactional, self.topic_creation, self.topics_used
         self.sticky.expire()
         delivered = sending.delivered if sending.written is None else None
@@ -527,12 +530,7 @@ class WorkerSourceTask(WorkerTask):
                 partition, timestamp = record.kafka_partition, record.timestamp
             if creation is not None:
                 creation.ensure(topic)
-            if partition is None:
-                partition = -1  # librdkafka's partitioner (keyed records: murmur2)
-                if key is None:
-                    partition = sticky(topic, len(value or b""))
-                    if partition is None:
-                        partition = -1
+            partition = choose(topic, partition, key, value)
             try:
                 produce(topic, value, key, partition,
                         delivered or partial(row_delivered, i), None, timestamp or 0,

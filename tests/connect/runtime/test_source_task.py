@@ -99,4 +99,7 @@ def test_keyless_records_stick_to_a_partition_for_a_batch_then_move():
     moved = sticky.partition("t", 100)
     assert moved != first and moved in range(3)
     assert metadata.asked == 1                           # the count is cached
-    assert sticky.partition("unknown", 10) is None       # the producer chooses
+    assert sticky.partition("unknown", 10) == -1          # the producer chooses
+    assert sticky.choose("t", 2, None, b"v") == 2         # the record's own
+    assert sticky.choose("t", None, b"k", b"v") == -1     # keyed: librdkafka's murmur2
+    assert sticky.choose("t", None, None, b"v") in range(3)
