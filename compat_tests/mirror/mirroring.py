@@ -1,8 +1,15 @@
 """What the mirror scenarios share: a flow's connector settings between two brokers, reading
-a topic to its end, waiting for a condition."""
+a topic to its end, waiting for a condition, ``josefk mirror``'s dedicated mode running."""
+import asyncio
+import contextlib
+import threading
 import time
 
 from confluent_kafka import Consumer, TopicPartition
+
+from josefk.connect.runtime.worker_config import WorkerConfig
+from josefk.mirror.main import serve
+from josefk.mirror.maker import read_flows
 
 
 def flow(primary, backup, **more):
@@ -40,3 +47,38 @@ def until(check, timeout=20):
             return result
         time.sleep(0.2)
     raise AssertionError("timed out")
+
+
+@contextlib.contextmanager
+def dedicated_mode(primary, backup, **more):
+    """``josefk mirror`` running the flows of an mm2.properties between the brokers
+    ``primary`` and ``backup`` (primary->backup enabled, topic "orders", one replica and
+    partition for every internal topic; ``more`` on top) in a thread; yields the herders,
+    one per flow, once they exist."""
+    props = {"clusters": "primary, backup",
+             "primary.bootstrap.servers": primary.bootstrap_servers,
+             "backup.bootstrap.servers": backup.bootstrap_servers,
+             "primary->backup.enabled": "true", "primary->backup.topics": "orders",
+             "replication.factor": "1", "offset-syncs.topic.replication.factor": "1",
+             "checkpoints.topic.replication.factor": "1",
+             "heartbeats.topic.replication.factor": "1",
+             "config.storage.replication.factor": "1",
+             "offset.storage.replication.factor": "1",
+             "status.storage.replication.factor": "1",
+             "offset.storage.partitions": "1", "status.storage.partitions": "1",
+             "offset.flush.interval.ms": "500", **more}
+    flows = read_flows(props)
+    workers = [WorkerConfig({"listeners": "http://127.0.0.1:0", **f.worker}, distributed=True)
+               for f in flows]
+    loop = asyncio.new_event_loop()
+    stop = asyncio.Event()
+    herders = []
+    thread = threading.Thread(target=loop.run_until_complete, args=(serve(
+        flows, workers, stop, herders.extend),), daemon=True)
+    thread.start()
+    try:
+        until(lambda: herders, timeout=60)
+        yield herders
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(60)

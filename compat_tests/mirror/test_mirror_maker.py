@@ -1,19 +1,14 @@
 """``josefk mirror``'s dedicated mode on two josefk clusters: from a connect-mirror-maker
 properties file, a distributed Connect worker per pair of clusters; the enabled flow mirrors
 a topic, both flows write heartbeats."""
-import asyncio
-import threading
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
-from josefk.connect.runtime.worker_config import WorkerConfig
-from josefk.mirror.main import serve
-from josefk.mirror.maker import read_flows
 from josefk.mirror.records import Heartbeat
 from josefk.testing import broker
 
-from compat_tests.mirror.mirroring import read_all, until
+from compat_tests.mirror.mirroring import dedicated_mode, read_all, until
 
 
 def test_dedicated_mode_runs_the_flows_of_an_mm2_file():
@@ -25,29 +20,7 @@ def test_dedicated_mode_runs_the_flows_of_an_mm2_file():
             producer.produce("orders", f"v{i}".encode(), f"k{i}".encode())
             producer.produce("ignored", b"x")
         assert producer.flush(15) == 0
-        props = {"clusters": "primary, backup",
-                 "primary.bootstrap.servers": primary.bootstrap_servers,
-                 "backup.bootstrap.servers": backup.bootstrap_servers,
-                 "primary->backup.enabled": "true", "primary->backup.topics": "orders",
-                 "replication.factor": "1", "offset-syncs.topic.replication.factor": "1",
-                 "checkpoints.topic.replication.factor": "1",
-                 "heartbeats.topic.replication.factor": "1",
-                 "config.storage.replication.factor": "1",
-                 "offset.storage.replication.factor": "1",
-                 "status.storage.replication.factor": "1",
-                 "offset.storage.partitions": "1", "status.storage.partitions": "1",
-                 "offset.flush.interval.ms": "500"}
-        flows = read_flows(props)
-        workers = [WorkerConfig({"listeners": "http://127.0.0.1:0", **f.worker},
-                                distributed=True) for f in flows]
-        loop = asyncio.new_event_loop()
-        stop = asyncio.Event()
-        herders = []
-        thread = threading.Thread(target=loop.run_until_complete, args=(serve(
-            flows, workers, stop, herders.extend),), daemon=True)
-        thread.start()
-        try:
-            until(lambda: herders, timeout=60)
+        with dedicated_mode(primary, backup):
             copies = until(lambda: len(m := read_all(backup.bootstrap_servers, "primary.orders",
                                                      1, 5)) >= 5 and m, timeout=60)
             assert [(m.key(), m.value()) for m in copies] == [
@@ -60,6 +33,3 @@ def test_dedicated_mode_runs_the_flows_of_an_mm2_file():
             topics = AdminClient({"bootstrap.servers": backup.bootstrap_servers}).list_topics(
                 timeout=10).topics
             assert "primary.orders" in topics and "primary.ignored" not in topics
-        finally:
-            loop.call_soon_threadsafe(stop.set)
-            thread.join(60)

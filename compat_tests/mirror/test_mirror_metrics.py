@@ -3,19 +3,14 @@ josefk brokers: two source tasks mirror two partitions while a producer writes t
 the worker's /metrics shows Kafka's MirrorSourceConnector metrics per remote partition (every
 record and byte counted once, ages and latencies consistent) and the checkpoint latency of
 the group the MirrorCheckpointConnector translates."""
-import asyncio
-import threading
 
 import httpx
 from confluent_kafka import Consumer, Producer, TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
 
-from josefk.connect.runtime.worker_config import WorkerConfig
-from josefk.mirror.main import serve
-from josefk.mirror.maker import read_flows
 from josefk.testing import broker
 
-from compat_tests.mirror.mirroring import until
+from compat_tests.mirror.mirroring import dedicated_mode, until
 
 PER_PARTITION = 400
 SOURCE = "kafka_connect_mirror_mirrorsourceconnector_"
@@ -53,31 +48,9 @@ def test_a_mirror_run_shows_kafkas_mirror_metrics_on_the_workers_endpoint():
                         "enable.auto.commit": False})
         app.commit(offsets=[TopicPartition("orders", p, 0) for p in (0, 1)],
                    asynchronous=False)
-        props = {"clusters": "primary, backup",
-                 "primary.bootstrap.servers": primary.bootstrap_servers,
-                 "backup.bootstrap.servers": backup.bootstrap_servers,
-                 "primary->backup.enabled": "true", "primary->backup.topics": "orders",
-                 "groups": "app", "emit.checkpoints.interval.seconds": "1",
-                 "tasks.max": "2", "replication.factor": "1",
-                 "offset-syncs.topic.replication.factor": "1",
-                 "checkpoints.topic.replication.factor": "1",
-                 "heartbeats.topic.replication.factor": "1",
-                 "config.storage.replication.factor": "1",
-                 "offset.storage.replication.factor": "1",
-                 "status.storage.replication.factor": "1",
-                 "offset.storage.partitions": "1", "status.storage.partitions": "1",
-                 "offset.flush.interval.ms": "500"}
-        flows = read_flows(props)
-        workers = [WorkerConfig({"listeners": "http://127.0.0.1:0", **f.worker},
-                                distributed=True) for f in flows]
-        loop = asyncio.new_event_loop()
-        stop = asyncio.Event()
-        herders = []
-        thread = threading.Thread(target=loop.run_until_complete, args=(serve(
-            flows, workers, stop, herders.extend),), daemon=True)
-        thread.start()
-        try:
-            until(lambda: herders, timeout=60)
+        with dedicated_mode(primary, backup, **{
+                "groups": "app", "emit.checkpoints.interval.seconds": "1",
+                "tasks.max": "2"}) as herders:
             url = herders[0].config.rest_url
             sizes = {}
             produce(primary.bootstrap_servers, sizes)
@@ -112,6 +85,3 @@ def test_a_mirror_run_shows_kafkas_mirror_metrics_on_the_workers_endpoint():
             for p in (0, 1):
                 assert 0 <= got[CHECKPOINT + "_min", group_tags[p]] <= \
                     got[CHECKPOINT + "_max", group_tags[p]] < 60_000
-        finally:
-            loop.call_soon_threadsafe(stop.set)
-            thread.join(60)
