@@ -117,6 +117,15 @@ def _check(code, message) -> None:
         raise KafkaError(code, message or errors.name(code))
 
 
+def _source_topic(src: Client, topic: str):
+    """The source's Metadata of ``topic`` (an error if it has none)."""
+    R = METADATA.Request
+    t = src.request(METADATA, allow_auto_topic_creation=False, topics=[
+        R.MetadataRequestTopic(name=topic)]).topics[0]
+    _check(t.error_code, f"source topic {topic}: {errors.name(t.error_code)}")
+    return t
+
+
 def _describe(c: Client, rtype: int, name: str, keys: list[str] | None = None) -> dict:
     R = DESCRIBE_CONFIGS.Request
     r = c.request(DESCRIBE_CONFIGS, include_synonyms=False, include_documentation=False,
@@ -211,10 +220,7 @@ def create_topic(args) -> None:
     with Client(args.bootstrap_server, "josefk-mirror") as dest:
         source_servers, props = _source(dest, args.link, args)
         with Client(source_servers, "josefk-mirror", props=props) as src:
-            R = METADATA.Request
-            t = src.request(METADATA, allow_auto_topic_creation=False, topics=[
-                R.MetadataRequestTopic(name=args.topic)]).topics[0]
-            _check(t.error_code, f"source topic {args.topic}: {errors.name(t.error_code)}")
+            t = _source_topic(src, args.topic)
             configs = {k: v for k, v in _describe(src, TOPIC, args.topic).items()
                        if not k.startswith("josefk.mirror.")}  # a mirror's own, there
         configs.update({LINK: args.link, STATE: ACTIVE})
@@ -313,10 +319,7 @@ def reverse(args) -> None:
         other, props = _source(here, args.link, args)
         with Client(other, "josefk-mirror", props=props) as there:
             configs = _describe(there, TOPIC, args.topic)
-            R = METADATA.Request
-            t = there.request(METADATA, allow_auto_topic_creation=False, topics=[
-                R.MetadataRequestTopic(name=args.topic)]).topics[0]
-            _check(t.error_code, f"topic {args.topic}: {errors.name(t.error_code)}")
+            t = _source_topic(there, args.topic)
         if configs.get(STATE) != STOPPED or not configs.get(STOPPED_AT):
             raise MirrorError(f"Topic {args.topic} at {other} is not a promoted or failed-over "
                               "mirror topic")
@@ -356,10 +359,7 @@ def resume_partition(args) -> None:
                               f"{args.topic} to resume (stopped: {sorted(before) or 'none'})")
         source, props = _source(dest, args.link, args)
         with Client(source, "josefk-mirror", props=props) as src:
-            R = METADATA.Request
-            t = src.request(METADATA, allow_auto_topic_creation=False, topics=[
-                R.MetadataRequestTopic(name=args.topic)]).topics[0]
-            _check(t.error_code, f"source topic {args.topic}: {errors.name(t.error_code)}")
+            t = _source_topic(src, args.topic)
         command = f"{time.time_ns()}:{','.join(map(str, sorted(wanted)))}"
         _alter_topic(dest, args.topic, {
             RESUME: command,

@@ -402,13 +402,9 @@ def _earliest(bootstrap: str, topic: str) -> tuple[int, int]:
     return p.error_code, p.offset
 
 
-@pytest.mark.parametrize("target_factory", ["spread"], indirect=True)
-def test_new_leader_serves_the_remote_data(s3, target_factory):
-    """On the `spread` shape (RF 2, coordinators apart from the leaders), the leader killed
-    after a DeleteRecords into the remote range: the new leader, which learned the log start
-    from its fetches (the local log starts far above), answers it as ListOffsets EARLIEST and
-    serves every record from there, none below."""
-    bucket = "tiered-cluster"
+def spread_tiered(s3, target_factory, bucket: str):
+    """A cluster of the `spread` shape tiering to ``bucket``, its store and a tiered topic of
+    RF 2 there."""
     store = S3Store(bucket, endpoint=s3.endpoint, access_key=s3.access_key,
                     secret_key=s3.secret_key)
     overrides = tiered_overrides(s3, bucket, **{
@@ -417,6 +413,16 @@ def test_new_leader_serves_the_remote_data(s3, target_factory):
     cluster = target_factory(overrides).cluster
     topic = create_topic(cluster.bootstrap, unique_topic("tiered"), config=TOPIC_CONFIG,
                          replication_factor=2)
+    return store, cluster, topic
+
+
+@pytest.mark.parametrize("target_factory", ["spread"], indirect=True)
+def test_new_leader_serves_the_remote_data(s3, target_factory):
+    """On the `spread` shape (RF 2, coordinators apart from the leaders), the leader killed
+    after a DeleteRecords into the remote range: the new leader, which learned the log start
+    from its fetches (the local log starts far above), answers it as ListOffsets EARLIEST and
+    serves every record from there, none below."""
+    store, cluster, topic = spread_tiered(s3, target_factory, "tiered-cluster")
     produce_small_batches(cluster.bootstrap, topic)
     dirs = [b.data_dir for b in cluster.brokers.values()]
     wait_tiered(store, topic, dirs)
@@ -471,15 +477,7 @@ def test_a_follower_below_the_leaders_local_log_rebuilds_from_the_bucket(s3, tar
     """KIP-405's follower, on the `spread` shape: back after the leader's local log moved
     past it, it restarts its log at the leader's local log start with the leader epochs and
     producer state of the remote segment that ends there."""
-    bucket = "tiered-follower"
-    store = S3Store(bucket, endpoint=s3.endpoint, access_key=s3.access_key,
-                    secret_key=s3.secret_key)
-    overrides = tiered_overrides(s3, bucket, **{
-        "remote.log.metadata.topic.replication.factor": 2})
-    del overrides["offsets.topic.replication.factor"]  # the shape's
-    cluster = target_factory(overrides).cluster
-    topic = create_topic(cluster.bootstrap, unique_topic("tiered"), config=TOPIC_CONFIG,
-                         replication_factor=2)
+    store, cluster, topic = spread_tiered(s3, target_factory, "tiered-follower")
     deadline = time.monotonic() + 30
     while True:  # every broker's metadata has the partition's leader
         parts = admin_client(cluster.bootstrap).list_topics(topic, timeout=10) \
