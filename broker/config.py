@@ -189,6 +189,13 @@ DEFAULTS = {
     "security.inter.broker.protocol": "PLAINTEXT",
     "inter.broker.listener.name": "",
     "sasl.enabled.mechanisms": "GSSAPI",
+    # how secrets among stored configs are encrypted (broker/security/password_encoder.py)
+    "password.encoder.secret": "",
+    "password.encoder.old.secret": "",
+    "password.encoder.keyfactory.algorithm": "",
+    "password.encoder.cipher.algorithm": "AES/CBC/PKCS5Padding",
+    "password.encoder.key.length": "128",
+    "password.encoder.iterations": "4096",
     "sasl.mechanism.inter.broker.protocol": "GSSAPI",
     # Kerberos (GSSAPI) login: josefk has none, it keeps and describes these as Kafka does.
     "sasl.kerberos.kinit.cmd": "/usr/bin/kinit",

@@ -11,7 +11,8 @@ which every broker watches. Changing a layer rewrites ``BrokerConfig.props`` and
 live partition its new LogConfig. Client metrics subscriptions (KIP-714, ``client-metrics``
 resources) are kept the same way (``/config/client-metrics/<name>``) and handed to the broker's
 `ClientMetricsManager`; so are group configs (``/config/groups/<group>``, `broker.group_configs`)
-and cluster links (``/config/cluster-links/<name>``, handed to `broker.links`).
+and cluster links (``/config/cluster-links/<name>``, handed to `broker.links`), their passwords
+(the source's credentials) encrypted with ``password.encoder.secret`` where they are kept.
 """
 from __future__ import annotations
 
@@ -24,10 +25,12 @@ from typing import TYPE_CHECKING
 
 from josefk.broker.security import tls_reload
 from josefk.broker.client_metrics import InvalidSubscription
-from josefk.broker.config import DEFAULTS, TOPIC_DEFAULTS
+from josefk.broker.config import DEFAULTS, TOPIC_DEFAULTS, ConfigError
 from josefk.broker.configs import BROKER_TO_TOPIC, validate_topic_configs
 from josefk.broker.control.metadata import MetadataError
+from josefk.broker.links import PASSWORD_CONFIGS
 from josefk.broker.replication.replica import ReplicaManager, topic_log_config
+from josefk.broker.security.password_encoder import PasswordEncoder
 from josefk.storage.config import LogConfig
 from josefk.wire import errors
 from josefk.zk import configs as zc
@@ -124,6 +127,7 @@ class DynamicConfigs:
         # group id -> group config overrides: GroupConfigs' own dict, kept up to date here
         self.groups: dict[str, dict[str, str]] = group_configs.groups
         self.links: dict[str, dict[str, str]] = {}  # cluster link name -> its configs
+        self.passwords = PasswordEncoder.from_config(config)  # None: no password.encoder.secret
         # told a link's name when it changes, and a topic's (None: any) when its configs do
         self.link_listeners = []
         self.topic_listeners = []
@@ -139,7 +143,7 @@ class DynamicConfigs:
             self._apply_broker_layers()
             self._apply_client_metrics(data.get(zn.CONFIG_CLIENT_METRICS, {}))
             self._set_groups(data.get(zn.CONFIG_GROUPS, {}))
-            self.links.update(data.get(zn.CONFIG_CLUSTER_LINKS, {}))
+            self.links.update(self._loaded_links(data.get(zn.CONFIG_CLUSTER_LINKS, {})))
 
     async def start(self) -> None:
         """Cluster mode: load this broker's layers and follow every later change."""
@@ -153,8 +157,8 @@ class DynamicConfigs:
         self._apply_client_metrics(await self._zk.run(zc.read_entities,
                                                       zn.CONFIG_CLIENT_METRICS))
         self._set_groups(await self._zk.run(zc.read_entities, zn.CONFIG_GROUPS))
-        self.links.update({name: configs for name, configs in (
-            await self._zk.run(zc.read_entities, zn.CONFIG_CLUSTER_LINKS)).items() if configs})
+        self.links.update(self._loaded_links(
+            await self._zk.run(zc.read_entities, zn.CONFIG_CLUSTER_LINKS)))
         await self._zk.watch_children(zn.CONFIG_CHANGES, self._on_changes)
 
     # -- changes ----------------------------------------------------------------------------------
@@ -189,10 +193,43 @@ class DynamicConfigs:
     async def alter_link(self, name: str, configs: dict) -> None:
         """Replace cluster link ``name``'s configs (none: delete it); validated by the
         caller."""
+        stored = self.stored_link(configs)
         if self._zk is not None:
-            await self._zk.run(zc.write_entity, zn.CONFIG_CLUSTER_LINKS, name, configs)
+            await self._zk.run(zc.write_entity, zn.CONFIG_CLUSTER_LINKS, name, stored)
         self._set_link(name, configs)
         self._save()
+
+    def stored_link(self, configs: dict) -> dict:
+        """A link's configs as they are kept: its passwords encrypted. INVALID_CONFIG where it
+        has passwords and this broker no password.encoder.secret, as Confluent's links."""
+        secret = [k for k in PASSWORD_CONFIGS if configs.get(k)]
+        if not secret:
+            return configs
+        if self.passwords is None:
+            raise MetadataError(errors.INVALID_CONFIG, (
+                f"Password encoder secret not configured: the destination cluster's brokers "
+                f"need password.encoder.secret to keep the link's {', '.join(secret)}"))
+        return {k: self.passwords.encode(v) if k in secret else v for k, v in configs.items()}
+
+    def _loaded_link(self, name: str, configs: dict) -> dict | None:
+        """A kept link's configs with their passwords decrypted (None: they cannot be)."""
+        secret = [k for k in PASSWORD_CONFIGS if configs.get(k)]
+        if not secret:
+            return configs
+        try:
+            if self.passwords is None:
+                raise ConfigError("password.encoder.secret is not set on this broker")
+            return {k: self.passwords.decode(v) if k in secret else v
+                    for k, v in configs.items()}
+        except ConfigError as e:
+            log.error("cluster link %s is left out: its %s cannot be decrypted: %s", name,
+                      ", ".join(secret), e)
+            return None
+
+    def _loaded_links(self, links: dict) -> dict:
+        loaded = {name: self._loaded_link(name, configs) for name, configs in links.items()
+                  if configs}
+        return {name: configs for name, configs in loaded.items() if configs is not None}
 
     def _set_link(self, name: str, configs: dict) -> None:
         if self.links.get(name, {}) == configs:
@@ -222,7 +259,9 @@ class DynamicConfigs:
         tmp.write_text(json.dumps({"broker": self.per_broker, "default": self.cluster_default,
                                    zn.CONFIG_CLIENT_METRICS: self.client_metrics,
                                    zn.CONFIG_GROUPS: self.groups,
-                                   zn.CONFIG_CLUSTER_LINKS: self.links}, indent=1))
+                                   zn.CONFIG_CLUSTER_LINKS: {
+                                       name: self.stored_link(configs)
+                                       for name, configs in self.links.items()}}, indent=1))
         os.replace(tmp, self._path)
 
     async def alter_topic(self, name: str, configs: dict) -> None:
@@ -289,7 +328,10 @@ class DynamicConfigs:
                 t.configs = await self._zk.run(zc.read_entity, entity_type, name)
                 self._reconfigure(name)
         elif entity_type == zn.CONFIG_CLUSTER_LINKS:
-            self._set_link(name, await self._zk.run(zc.read_entity, entity_type, name))
+            configs = await self._zk.run(zc.read_entity, entity_type, name)
+            configs = configs and self._loaded_link(name, configs)
+            if configs is not None:
+                self._set_link(name, configs)
         elif entity_type == zn.CONFIG_GROUPS:
             self._set_group(name, await self._zk.run(zc.read_entity, entity_type, name))
         elif entity_type == zn.CONFIG_CLIENT_METRICS:

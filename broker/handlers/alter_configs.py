@@ -97,6 +97,7 @@ async def _change(broker: Services, ctx, res, new_overrides, validate_only) -> t
                 await broker.dynamic.alter_group(res.resource_name, new)
         elif res.resource_type == CLUSTER_LINK:
             _check_link(broker, res.resource_name, new)
+            broker.dynamic.stored_link(new)  # its passwords can be kept
             if not validate_only:
                 await broker.dynamic.alter_link(res.resource_name, new)
         else:

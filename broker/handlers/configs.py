@@ -30,6 +30,7 @@ TOPIC, BROKER, CLIENT_METRICS, GROUP = 2, 4, 16, 32
 _SENSITIVE = re.compile(r"(^|\.)(ssl\.key\.password|ssl\.keystore\.password|"
                         r"ssl\.truststore\.password|ssl\.keystore\.key|sasl\.jaas\.config|"
                         r"sasl\.password|"  # librdkafka's, in remote.log.metadata.*.
+                        r"password\.encoder\.secret|password\.encoder\.old\.secret|"
                         r"remote\.log\.storage\.josefk\.s3\.secret\.key)$")
 
 

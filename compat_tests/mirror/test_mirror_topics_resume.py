@@ -2,8 +2,11 @@
 passed it continues only on ``josefk mirror resume-partition``, from the source's log start,
 the skipped offsets counted; lag in records, bytes and ms in ``list-links`` and the metrics;
 links to a source reached over SASL_SSL (SCRAM), SASL_PLAINTEXT (PLAIN) and SSL (librdkafka's
-ssl.ca.location), mirroring at the same time."""
+ssl.ca.location), mirroring at the same time, their passwords kept encrypted with the
+destination's password.encoder.secret (refused without one, as Confluent's links)."""
+import json
 import re
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer, TopicPartition
@@ -21,9 +24,13 @@ from compat_tests.security_setup import (SCRAM_USERS, Pki, add_scram_users, list
                                          module_broker, secure_overrides)
 
 
+ENCODER_SECRET = "links-at-rest"
+
+
 @pytest.fixture(scope="module")
 def clusters():
-    with broker() as source, broker(josefk_metrics_port=METRICS_PORT) as destination:
+    with broker() as source, broker(josefk_metrics_port=METRICS_PORT,
+                                    password_encoder_secret=ENCODER_SECRET) as destination:
         yield source, destination
 
 
@@ -193,12 +200,25 @@ def test_links_reach_a_source_over_sasl_ssl_sasl_plaintext_and_ssl_at_once(pki, 
         assert "alice-secret" not in capsys.readouterr().out
         assert mirror(["create-topic", "--bootstrap-server", dest, "--link", link_name,
                        "--topic", topic, "--source-command-config", str(props)]) == 0
+    # kept encrypted (a single broker keeps its dynamic configs in its first log dir)
+    kept = json.loads((Path(destination.config.log_dirs[0]) /
+                       "josefk-dynamic-configs.json").read_text())["cluster-links"]
+    jaas = [c["sasl.jaas.config"] for c in kept.values() if c.get("sasl.jaas.config")]
+    assert len(jaas) == 2 and all(j.startswith("keyFactoryAlgorithm:") for j in jaas)
+    assert "alice-secret" not in json.dumps(kept) and SCRAM_USERS["bob"] not in json.dumps(kept)
     produce(plain, topics["SASL_SSL"], 3, 300, "more")  # while both mirror
     for topic in topics.values():
         until(lambda topic=topic: ends(dest, topic) == ends(plain, topic), timeout=60)
         for p in range(3):
             assert batches(dest, topic, p) == batches(plain, topic, p)
         assert mirror(["failover", "--bootstrap-server", dest, "--topic", topic]) == 0
+
+    # a destination without password.encoder.secret does not keep a link's password
+    sasl = [a for k, v in ways["SASL_PLAINTEXT"].items() for a in ("--config", f"{k}={v}")]
+    assert mirror(["create-link", "--bootstrap-server", _source.bootstrap_servers,
+                   "--link", name("bare"), "--config", f"bootstrap.servers={plain}",
+                   *sasl]) == 1
+    assert "Password encoder secret not configured" in capsys.readouterr().err
 
     # settings a link cannot run with are refused when it is made
     assert mirror(["create-link", "--bootstrap-server", dest, "--link", name("bad"),
@@ -211,3 +231,45 @@ def test_links_reach_a_source_over_sasl_ssl_sasl_plaintext_and_ssl_at_once(pki, 
                    "--config", "security.protocol=SSL",
                    "--config", "ssl.truststore.location=/no/such/ca.pem"]) == 1
     assert "cannot load the TLS settings" in capsys.readouterr().err
+
+
+def test_a_clusters_brokers_keep_a_links_password_encrypted_in_zookeeper_and_use_it(
+        secure_source, capsys, tmp_path):
+    """The link made through one broker: ZooKeeper holds its password encrypted, and both
+    brokers decrypt it, each leading a partition it mirrors over SASL_PLAINTEXT."""
+    from kazoo.client import KazooClient
+
+    from josefk.testing import cluster
+
+    plain = listener_address(secure_source, "PLAINTEXT")
+    topic = name("zk-secret")
+    admin = AdminClient({"bootstrap.servers": plain})
+    admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(15)
+    produce(plain, topic, 2, 200, "zk")
+    jaas = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
+            'username="alice" password="alice-secret";')
+    with cluster(2, password_encoder_secret=ENCODER_SECRET) as dest:
+        link_name = link(capsys, type("S", (), {"bootstrap_servers": listener_address(
+            secure_source, "SASL_PLAINTEXT")}), dest, **{
+            "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+            "sasl.jaas.config": jaas})
+        zk = KazooClient(hosts=dest.local.zk_connect)
+        zk.start(timeout=15)
+        try:
+            kept = json.loads(zk.get(f"/config/cluster-links/{link_name}")[0])["config"]
+        finally:
+            zk.stop()
+            zk.close()
+        assert kept["sasl.jaas.config"].startswith("keyFactoryAlgorithm:")
+        assert "alice-secret" not in json.dumps(kept)
+        command_config = tmp_path / "sasl.properties"
+        command_config.write_text(f"sasl.jaas.config={jaas}\n")
+        assert mirror(["create-topic", "--bootstrap-server", dest.bootstrap_servers, "--link",
+                       link_name, "--topic", topic, "--replication-factor", "1",
+                       "--source-command-config", str(command_config)]) == 0
+        leaders = {p.leader for p in AdminClient({"bootstrap.servers": dest.bootstrap_servers})
+                   .list_topics(topic, timeout=10).topics[topic].partitions.values()}
+        assert leaders == {1, 2}
+        until(lambda: ends(dest.bootstrap_servers, topic) == ends(plain, topic), timeout=60)
+        for p in range(2):
+            assert batches(dest.bootstrap_servers, topic, p) == batches(plain, topic, p)
