@@ -46,6 +46,9 @@ MIRROR_RESUME = "josefk.mirror.resume"
 MIRROR_ACTIVE, MIRROR_STOPPED = "ACTIVE", "STOPPED"
 MIRROR_CONFIGS = frozenset({MIRROR_LINK, MIRROR_STATE, MIRROR_SOURCE_ID, MIRROR_STOPPED_AT,
                             MIRROR_RESUME})
+# a cluster link's settings kept encrypted (password.encoder.secret), as Confluent's links
+LINK_PASSWORD_CONFIGS = ("sasl.jaas.config", "ssl.truststore.password",
+                         "ssl.keystore.password", "ssl.key.password")
 
 
 class ConfigType:

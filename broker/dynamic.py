@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING
 from josefk.broker.security import tls_reload
 from josefk.broker.client_metrics import InvalidSubscription
 from josefk.broker.config import DEFAULTS, TOPIC_DEFAULTS, ConfigError
-from josefk.broker.configs import BROKER_TO_TOPIC, validate_topic_configs
+from josefk.broker.configs import (BROKER_TO_TOPIC, LINK_PASSWORD_CONFIGS,
+                                   validate_topic_configs)
 from josefk.broker.control.metadata import MetadataError
-from josefk.broker.links import PASSWORD_CONFIGS
 from josefk.broker.replication.replica import ReplicaManager, topic_log_config
 from josefk.broker.security.password_encoder import PasswordEncoder
 from josefk.storage.config import LogConfig
@@ -202,7 +202,7 @@ class DynamicConfigs:
     def stored_link(self, configs: dict) -> dict:
         """A link's configs as they are kept: its passwords encrypted. INVALID_CONFIG where it
         has passwords and this broker no password.encoder.secret, as Confluent's links."""
-        secret = [k for k in PASSWORD_CONFIGS if configs.get(k)]
+        secret = [k for k in LINK_PASSWORD_CONFIGS if configs.get(k)]
         if not secret:
             return configs
         if self.passwords is None:
@@ -213,7 +213,7 @@ class DynamicConfigs:
 
     def _loaded_link(self, name: str, configs: dict) -> dict | None:
         """A kept link's configs with their passwords decrypted (None: they cannot be)."""
-        secret = [k for k in PASSWORD_CONFIGS if configs.get(k)]
+        secret = [k for k in LINK_PASSWORD_CONFIGS if configs.get(k)]
         if not secret:
             return configs
         try:

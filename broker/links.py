@@ -50,9 +50,6 @@ SECURITY_CONFIGS = ("sasl.mechanism", "sasl.jaas.config", "ssl.truststore.locati
                     "ssl.truststore.certificates", "ssl.ca.location", "ssl.keystore.location",
                     "ssl.keystore.password", "ssl.keystore.type", "ssl.key.password",
                     "ssl.endpoint.identification.algorithm")
-# those of them kept encrypted (password.encoder.secret), as Confluent's links keep them
-PASSWORD_CONFIGS = ("sasl.jaas.config", "ssl.truststore.password", "ssl.keystore.password",
-                    "ssl.key.password")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 # link settings and their defaults (Cluster Linking's names; ``groups`` and
 # ``groups.exclude`` as MirrorMaker 2's)
