@@ -5,7 +5,6 @@ new leader serves the remote data its predecessor copied and a follower below th
 log rebuilds from the bucket."""
 from __future__ import annotations
 
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -105,6 +104,33 @@ def kill_leader(cluster, topic: str) -> None:
         time.sleep(0.3)
 
 
+def check_read_from_zero_with_kcat(bootstrap: str, topic: str) -> None:
+    out = subprocess.run(["kcat", "-b", bootstrap, "-C", "-t", topic, "-p", "0",
+                          "-o", "beginning", "-e", "-q", "-f", "%o %s\n"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [f"{i} {v}" for i, v in enumerate(values(RECORDS))]
+
+
+def check_read_from_zero_with_kafka_python(bootstrap: str, topic: str) -> None:
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KTopicPartition
+
+    kc = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
+                       consumer_timeout_ms=20000)
+    try:
+        kc.assign([KTopicPartition(topic, 0)])
+        kc.seek_to_beginning()
+        got = []
+        for m in kc:
+            got.append((m.offset, m.value.decode()))
+            if len(got) == RECORDS:
+                break
+    finally:
+        kc.close()
+    assert got == list(enumerate(values(RECORDS)))
+
+
 def check_read_from_zero(bootstrap: str, topic: str) -> list:
     msgs = read_exactly(bootstrap, [TopicPartition(topic, 0, OFFSET_BEGINNING)], RECORDS,
                         timeout=60)
@@ -150,13 +176,7 @@ def test_one_broker_reads_every_record_from_the_bucket(s3, tmp_path, spark):
         assert 0 < int(cols["LocalSize"]) < 15 * 7000
         assert int(cols["RemoteSize"]) > 15 * 7000
 
-        if shutil.which("kcat"):
-            out = subprocess.run(["kcat", "-b", broker.bootstrap, "-C", "-t", topic, "-p", "0",
-                                  "-o", "beginning", "-e", "-q", "-f", "%o %s\n"],
-                                 capture_output=True, text=True, timeout=60)
-            assert out.returncode == 0, out.stderr
-            lines = out.stdout.splitlines()
-            assert lines == [f"{i} {v}" for i, v in enumerate(values(RECORDS))]
+        check_read_from_zero_with_kcat(broker.bootstrap, topic)
 
         # Kafka's remote-storage metrics
         metrics = scrape(metrics_port)
@@ -179,23 +199,7 @@ def test_one_broker_reads_every_record_from_the_bucket(s3, tmp_path, spark):
         assert metrics[("kafka_log_remote_remotestoragethreadpool_remotelogreadertaskqueuesize",
                         frozenset())] >= 0
 
-        # kafka-python reads it all too
-        from kafka import KafkaConsumer
-        from kafka import TopicPartition as KTopicPartition
-
-        kc = KafkaConsumer(bootstrap_servers=broker.bootstrap, enable_auto_commit=False,
-                           consumer_timeout_ms=20000)
-        try:
-            kc.assign([KTopicPartition(topic, 0)])
-            kc.seek_to_beginning()
-            got = []
-            for m in kc:
-                got.append((m.offset, m.value.decode()))
-                if len(got) == RECORDS:
-                    break
-        finally:
-            kc.close()
-        assert got == list(enumerate(values(RECORDS)))
+        check_read_from_zero_with_kafka_python(broker.bootstrap, topic)
 
         # Spark, through the project's pipelines, reads the whole history
         rows = (spark.read.format(NAME).option("kafka.bootstrap.servers", broker.bootstrap)
@@ -418,8 +422,9 @@ def spread_tiered(s3, target_factory, bucket: str):
 
 @pytest.mark.parametrize("target_factory", ["spread"], indirect=True)
 def test_new_leader_serves_the_remote_data(s3, target_factory):
-    """On the `spread` shape (RF 2, coordinators apart from the leaders), the leader killed
-    after a DeleteRecords into the remote range: the new leader, which learned the log start
+    """On the `spread` shape (RF 2, coordinators apart from the leaders) confluent-kafka,
+    kcat and kafka-python read every record from offset 0; then the leader killed after a
+    DeleteRecords into the remote range: the new leader, which learned the log start
     from its fetches (the local log starts far above), answers it as ListOffsets EARLIEST and
     serves every record from there, none below."""
     store, cluster, topic = spread_tiered(s3, target_factory, "tiered-cluster")
@@ -427,6 +432,8 @@ def test_new_leader_serves_the_remote_data(s3, target_factory):
     dirs = [b.data_dir for b in cluster.brokers.values()]
     wait_tiered(store, topic, dirs)
     check_read_from_zero(cluster.bootstrap, topic)
+    check_read_from_zero_with_kcat(cluster.bootstrap, topic)
+    check_read_from_zero_with_kafka_python(cluster.bootstrap, topic)
 
     deleted = RECORDS // 3  # far below every local log (wait_tiered: its last segments)
     admin = admin_client(cluster.bootstrap)  # kept alive until the future is answered
