@@ -114,6 +114,7 @@ class WorkerSinkTask(WorkerTask):
         self.metrics, self.dlq = metrics, dlq
         self.max_poll_records = max_poll_records
         self.consumer: Consumer | None = None
+        self.closing = False  # the consumer's close() serves its last callbacks
         self.assignment: set[TopicPartition] = set()
         self.current: dict[TopicPartition, int] = {}     # next offsets, after put
         self.committed: dict[TopicPartition, int] = {}
@@ -171,6 +172,7 @@ class WorkerSinkTask(WorkerTask):
                 if self.assignment:
                     self._close_partitions(list(self.assignment))
         finally:
+            self.closing = True
             self.consumer.close()
 
     # ---- the loop --------------------------------------------------------------------------
@@ -356,6 +358,8 @@ class WorkerSinkTask(WorkerTask):
         self.metrics.committed((time.monotonic() - started) * 1000)
 
     def _on_assign(self, consumer, partitions) -> None:
+        if self.closing:  # an assignment the group answered while the task went away
+            return
         added = [TopicPartition(p.topic, p.partition) for p in partitions]
         self.assignment.update(added)
         committed = consumer.committed(partitions, timeout=30)
