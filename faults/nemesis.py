@@ -103,9 +103,7 @@ class Nemesis:
     def _leader(self) -> tuple[int, str]:
         topic, partition = self.rng.choice(self.partitions)
         try:
-            md = self.cluster.metadata_from(topics=[topic])
-            leader = next(p.leader_id for p in md.topics[0].partitions
-                          if p.partition_index == partition)
+            leader = self._leader_of(topic, partition)
         except (OSError, ConnectionError, StopIteration, IndexError):
             leader = -1
         if leader < 0:
@@ -360,8 +358,9 @@ class Nemesis:
             self._check_removed(f, stem + ".log")
         return f
 
-    def _leader_of(self, topic: str, partition: int) -> int:
-        md = self.cluster.metadata_from(topics=[topic])
+    def _leader_of(self, topic: str, partition: int, cluster=None) -> int:
+        """The partition's leader as ``cluster`` (the one under test by default) says."""
+        md = (cluster or self.cluster).metadata_from(topics=[topic])
         return next(p.leader_id for p in md.topics[0].partitions
                     if p.partition_index == partition)
 
@@ -440,9 +439,7 @@ class Nemesis:
         m = self.mirror
         topic, partition = self.rng.choice(m.partitions())
         try:
-            md = m.dest.metadata_from(topics=[topic])
-            victim = next(p.leader_id for p in md.topics[0].partitions
-                          if p.partition_index == partition)
+            victim = self._leader_of(topic, partition, m.dest)
         except (OSError, ConnectionError, StopIteration, IndexError):
             victim = -1
         if victim < 0:
